@@ -1,0 +1,85 @@
+#include "gpufilter/cli/options.hpp"
+
+namespace gpufilter::cli {
+
+const char* help_text() {
+  return R"(Usage: gpufilter [OPTION]... PATTERNS [FILE]...
+Search for fixed-string PATTERNS in each FILE, on a GPU through OpenCL.
+Example: gpufilter -i 'hello world' menu.h main.c
+PATTERNS can contain multiple patterns separated by newlines.
+
+Pattern selection and interpretation:
+  -F, --fixed-strings       PATTERNS are strings (always; -E, -G and -P are
+                            not supported)
+  -e, --regexp=PATTERNS     use PATTERNS for matching
+  -f, --file=FILE           take PATTERNS from FILE
+  -i, --ignore-case         ignore case distinctions in patterns and data
+      --no-ignore-case      do not ignore case distinctions (default)
+  -w, --word-regexp         match only whole words
+  -x, --line-regexp         match only whole lines
+
+Miscellaneous:
+  -s, --no-messages         suppress error messages
+  -v, --invert-match        select non-matching lines
+  -V, --version             display version information and exit
+      --help                display this help text and exit
+
+Output control:
+  -m, --max-count=NUM       stop after NUM selected lines
+  -b, --byte-offset         print the byte offset with output lines
+  -n, --line-number         print line number with output lines
+      --line-buffered       flush output on every line
+  -H, --with-filename       print file name with output lines
+  -h, --no-filename         suppress the file name prefix on output
+      --label=LABEL         use LABEL as the standard input file name prefix
+  -o, --only-matching       show only nonempty parts of lines that match
+  -q, --quiet, --silent     suppress all normal output
+      --binary-files=TYPE   assume that binary files are TYPE;
+                            TYPE is 'binary', 'text', or 'without-match'
+  -a, --text                equivalent to --binary-files=text
+  -I                        equivalent to --binary-files=without-match
+  -L, --files-without-match  print only names of FILEs with no selected lines
+  -l, --files-with-matches  print only names of FILEs with selected lines
+  -c, --count               print only a count of selected lines per FILE
+
+Context control:
+  -B, --before-context=NUM  print NUM lines of leading context
+  -A, --after-context=NUM   print NUM lines of trailing context
+  -C, --context=NUM         print NUM lines of output context
+  -NUM                      same as --context=NUM
+      --group-separator=SEP  print SEP on line between matches with context
+      --no-group-separator  do not print separator for matches with context
+      --color[=WHEN],
+      --colour[=WHEN]       use markers to highlight the matching strings;
+                            WHEN is 'always', 'never', or 'auto'
+
+GPU and streaming:
+      --pattern-counts      after the output, print how often each pattern
+                            occurs (every start position, overlaps included)
+      --list-devices        list OpenCL platforms and devices and exit
+      --device=SPEC         gpu, cpu, or PLATFORM:DEVICE from --list-devices
+                            (default: $GPUFILTER_DEVICE, else the first GPU,
+                            else the first CPU device)
+      --chunk-size=SIZE     bytes per device chunk (K, M, G suffixes)
+      --slots=N             chunks in flight at once (default 3)
+      --batch-timeout=MS    longest wait of a line on a slow input (default 2)
+
+When FILE is '-', read standard input.  With no FILE, read '-'.
+With fewer than two FILEs, assume -h.
+Exit status is 0 if any line is selected, 1 otherwise;
+if any error occurs and -q is not given, the exit status is 2.
+)";
+}
+
+const char* version_text() {
+  return "gpufilter " GPUFILTER_VERSION R"(
+Copyright (C) 2026 the gpufilter authors.
+Matching runs in OpenCL kernels; output follows GNU grep 3.8 (grep -F, LC_ALL=C).
+This is free software: you are free to change and redistribute it.
+There is NO WARRANTY, to the extent permitted by law.
+
+Written by the gpufilter authors.
+)";
+}
+
+}  // namespace gpufilter::cli

@@ -1,0 +1,75 @@
+// The gpufilter command line: GNU grep's options for fixed strings, parsed with
+// getopt_long exactly as grep parses them (bundling, permutation, -NUM, --opt=ARG).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/searcher.hpp"
+
+namespace gpufilter::cli {
+
+// A bad command line: main prints it, then grep's usage hint, and exits 2.
+class UsageError : public Error {
+ public:
+  UsageError(const std::string& message, bool show_usage) : Error(message), show_usage_(show_usage) {}
+  bool show_usage() const noexcept { return show_usage_; }
+
+ private:
+  bool show_usage_;
+};
+
+enum class ColorWhen { kNever, kAlways, kAuto };
+enum class ListMode { kNone, kFilesWithMatches, kFilesWithoutMatch };
+
+struct Options {
+  PatternSet patterns;
+  std::vector<std::string> files;  // empty: standard input
+
+  bool ignore_case = false;
+  bool invert = false;
+  bool word = false;
+  bool whole_line = false;
+  bool count = false;
+  ListMode list = ListMode::kNone;
+  bool quiet = false;
+  bool no_messages = false;
+  std::optional<bool> with_filename;  // -H true, -h false
+  bool line_numbers = false;
+  bool byte_offset = false;
+  bool only_matching = false;
+  bool line_buffered = false;
+  std::optional<std::uint64_t> max_count;
+  std::optional<std::uint64_t> before;
+  std::optional<std::uint64_t> after;
+  std::optional<std::uint64_t> context;  // -C, -NUM
+  ColorWhen color = ColorWhen::kNever;
+  std::optional<std::string> label;
+  BinaryFiles binary_files = BinaryFiles::kBinary;
+  std::optional<std::string> group_separator = std::string("--");
+
+  // gpufilter's own.
+  bool pattern_counts = false;
+  bool list_devices = false;
+  std::string device;              // --device, else GPUFILTER_DEVICE
+  std::uint64_t chunk_bytes = 0;   // 0: chosen by device type
+  std::uint64_t slots = 3;
+  std::uint64_t batch_timeout_ms = 2;
+
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv. Reads -f files (and -f - from standard input). Throws UsageError for a
+// bad command line and SourceError for an unreadable -f file.
+Options parse(int argc, char** argv);
+
+const char* help_text();
+const char* version_text();
+extern const char* const kUsageLine;
+
+}  // namespace gpufilter::cli

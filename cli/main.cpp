@@ -1,0 +1,194 @@
+// gpufilter: grep -F whose matching runs on the GPU. main() is the one place that maps
+// errors to messages and grep's exit statuses (0 selected, 1 none, 2 trouble).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "gpufilter/cli/options.hpp"
+#include "gpufilter/pipeline/device.hpp"
+#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/matcher.hpp"
+#include "gpufilter/pipeline/pipeline.hpp"
+#include "gpufilter/sinks/grep_printer.hpp"
+#include "gpufilter/sources/file_source.hpp"
+
+namespace {
+
+using namespace gpufilter;
+
+constexpr const char* kProgram = "gpufilter";
+constexpr int kTrouble = 2;
+
+void message(const std::string& text) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: %s\n", kProgram, text.c_str());
+}
+
+int print_devices() {
+  for (const DeviceInfo& d : gpufilter::list_devices()) {
+    std::printf("%zu:%zu  %-11s %s  [%s; %s; driver %s; %.1f GiB]\n", d.platform_index, d.device_index,
+                d.type.c_str(), d.name.c_str(), d.platform_name.c_str(), d.version.c_str(), d.driver.c_str(),
+                static_cast<double>(d.global_memory) / (1u << 30));
+  }
+  return 0;
+}
+
+bool color_enabled(cli::ColorWhen when) {
+  if (when == cli::ColorWhen::kAlways) return true;
+  if (when == cli::ColorWhen::kNever) return false;
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDOUT_FILENO) && term != nullptr && std::strcmp(term, "dumb") != 0;
+}
+
+int search(cli::Options& o) {
+  if (o.max_count && *o.max_count == 0) return 1;  // grep -m 0 reads nothing
+
+  std::string spec = o.device;
+  if (spec.empty()) {
+    if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
+  }
+  DeviceContext device(spec);
+  Matcher matcher(device, o.patterns, MatchOptions{o.ignore_case});
+
+  const bool several = o.files.size() > 1;
+  if (o.files.empty()) o.files.emplace_back("-");
+
+  PrinterOptions printing;
+  if (o.quiet) printing.mode = PrinterOptions::Mode::kQuiet;
+  else if (o.list == cli::ListMode::kFilesWithMatches) printing.mode = PrinterOptions::Mode::kFilesWithMatches;
+  else if (o.list == cli::ListMode::kFilesWithoutMatch) printing.mode = PrinterOptions::Mode::kFilesWithoutMatch;
+  else if (o.count) printing.mode = PrinterOptions::Mode::kCount;
+  printing.with_filename = o.with_filename.value_or(several);
+  printing.line_numbers = o.line_numbers;
+  printing.byte_offset = o.byte_offset;
+  printing.only_matching = o.only_matching;
+  printing.invert = o.invert;
+  printing.group_separator = o.group_separator;
+  if (color_enabled(o.color)) {
+    const char* old = std::getenv("GREP_COLOR");
+    if (old != nullptr && *old != '\0')
+      message(std::string("warning: GREP_COLOR='") + old + "' is deprecated; use GREP_COLORS='mt=" + old + "'");
+    printing.colors = Colors::from_environment(old, std::getenv("GREP_COLORS"));
+  }
+  const bool lines_out = printing.mode == PrinterOptions::Mode::kLines;
+
+  SearchOptions searching;
+  searching.invert = o.invert;
+  searching.word = o.word;
+  searching.whole_line = o.whole_line;
+  if (o.max_count) searching.max_count = *o.max_count;
+  searching.before = o.before.value_or(o.context.value_or(0));
+  searching.after = o.after.value_or(o.context.value_or(0));
+  searching.group_separators = o.before || o.after || o.context;
+  searching.line_numbers = o.line_numbers;
+  searching.spans = lines_out && (o.only_matching || printing.colors.has_value());
+  searching.quiet = !lines_out;
+  searching.counting = printing.mode == PrinterOptions::Mode::kCount;
+  searching.stop_on_first = printing.mode == PrinterOptions::Mode::kQuiet ||
+                            printing.mode == PrinterOptions::Mode::kFilesWithMatches ||
+                            printing.mode == PrinterOptions::Mode::kFilesWithoutMatch;
+  searching.binary_files = o.binary_files;
+
+  ScanConfig scanning;
+  scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device.info().is_gpu ? 32u << 20 : 4u << 20);
+  scanning.slots = std::max<std::uint64_t>(o.slots, 1);
+  scanning.locate = true;
+  scanning.count_patterns = o.pattern_counts;
+  Scanner scanner(device, matcher, scanning);
+
+  Output out(STDOUT_FILENO, o.line_buffered);
+  Output err(STDERR_FILENO, true);
+  GrepPrinter printer(out, err, printing);
+  Searcher searcher(matcher.table(), searching, printer);
+  PipelineConfig piping;
+  piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
+  piping.detect_binary = o.binary_files != BinaryFiles::kText;
+  piping.scan_to_end = o.pattern_counts;
+  piping.count_lines = o.pattern_counts && matcher.table().has_empty_pattern();
+  Pipeline pipeline(scanner, searcher, printer, piping);
+
+  bool selected = false;
+  bool trouble = false;
+  for (const std::string& file : o.files) {
+    try {
+      std::unique_ptr<FileSource> source =
+          file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
+      const InputSummary summary = pipeline.run(*source);
+      if (summary.selected_lines > 0) {
+        selected = true;
+        if (o.quiet) break;  // grep -q exits at the first selected line
+      }
+    } catch (const SourceError& e) {
+      trouble = true;
+      if (!o.no_messages) {
+        out.flush();
+        message(e.what());
+      }
+    }
+  }
+  if (o.pattern_counts && !o.quiet) {
+    const std::vector<std::uint64_t> counts = scanner.pattern_counts();
+    for (std::size_t i = 0; i < o.patterns.size(); ++i) {
+      const std::uint32_t id = matcher.table().unique_of(i);
+      out.write_number(id == PatternTable::kNoPattern ? pipeline.lines_seen() : counts[id]);
+      out.put('\t');
+      out.write(o.patterns[i]);
+      out.end_line();
+    }
+  }
+  out.flush();
+  if (trouble && !(o.quiet && selected)) return kTrouble;
+  return selected ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
+  cli::Options options;
+  try {
+    options = cli::parse(argc, argv);
+  } catch (const cli::UsageError& e) {
+    if (*e.what() != '\0') message(e.what());
+    std::fprintf(stderr, "%s\nTry '%s --help' for more information.\n", cli::kUsageLine, kProgram);
+    return kTrouble;
+  } catch (const SourceError& e) {
+    message(e.what());
+    return kTrouble;
+  }
+  try {
+    if (options.help) {
+      std::fputs(cli::help_text(), stdout);
+      return 0;
+    }
+    if (options.version) {
+      std::fputs(cli::version_text(), stdout);
+      return 0;
+    }
+    if (options.list_devices) return print_devices();
+    return search(options);
+  } catch (const OutputError& e) {
+    if (!e.closed()) message(e.what());
+    return kTrouble;
+  } catch (const KernelBuildError& e) {
+    message(e.what());
+    return kTrouble;
+  } catch (const Error& e) {
+    message(e.what());
+    return kTrouble;
+  } catch (const cl::Error& e) {
+    message(std::string("OpenCL error in ") + e.what() + ": " + cl_error_name(e.err()));
+    return kTrouble;
+  } catch (const std::bad_alloc&) {
+    message("memory exhausted");
+    return kTrouble;
+  } catch (const std::exception& e) {
+    message(e.what());
+    return kTrouble;
+  }
+}

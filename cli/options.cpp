@@ -1,0 +1,277 @@
+#include "gpufilter/cli/options.hpp"
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+namespace gpufilter::cli {
+namespace {
+
+enum LongOnly {
+  kBinaryFilesOption = 256,
+  kColorOption,
+  kLabelOption,
+  kLineBufferedOption,
+  kGroupSeparatorOption,
+  kNoGroupSeparatorOption,
+  kNoIgnoreCaseOption,
+  kHelpOption,
+  kPatternCountsOption,
+  kListDevicesOption,
+  kDeviceOption,
+  kChunkSizeOption,
+  kSlotsOption,
+  kBatchTimeoutOption,
+};
+
+constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz";
+
+const option kLongOptions[] = {
+    {"basic-regexp", no_argument, nullptr, 'G'},
+    {"extended-regexp", no_argument, nullptr, 'E'},
+    {"fixed-regexp", no_argument, nullptr, 'F'},
+    {"fixed-strings", no_argument, nullptr, 'F'},
+    {"perl-regexp", no_argument, nullptr, 'P'},
+    {"after-context", required_argument, nullptr, 'A'},
+    {"before-context", required_argument, nullptr, 'B'},
+    {"binary-files", required_argument, nullptr, kBinaryFilesOption},
+    {"byte-offset", no_argument, nullptr, 'b'},
+    {"context", required_argument, nullptr, 'C'},
+    {"color", optional_argument, nullptr, kColorOption},
+    {"colour", optional_argument, nullptr, kColorOption},
+    {"count", no_argument, nullptr, 'c'},
+    {"devices", required_argument, nullptr, 'D'},
+    {"directories", required_argument, nullptr, 'd'},
+    {"file", required_argument, nullptr, 'f'},
+    {"files-with-matches", no_argument, nullptr, 'l'},
+    {"files-without-match", no_argument, nullptr, 'L'},
+    {"group-separator", required_argument, nullptr, kGroupSeparatorOption},
+    {"no-group-separator", no_argument, nullptr, kNoGroupSeparatorOption},
+    {"help", no_argument, nullptr, kHelpOption},
+    {"ignore-case", no_argument, nullptr, 'i'},
+    {"no-ignore-case", no_argument, nullptr, kNoIgnoreCaseOption},
+    {"initial-tab", no_argument, nullptr, 'T'},
+    {"label", required_argument, nullptr, kLabelOption},
+    {"line-buffered", no_argument, nullptr, kLineBufferedOption},
+    {"line-number", no_argument, nullptr, 'n'},
+    {"line-regexp", no_argument, nullptr, 'x'},
+    {"max-count", required_argument, nullptr, 'm'},
+    {"no-filename", no_argument, nullptr, 'h'},
+    {"no-messages", no_argument, nullptr, 's'},
+    {"null", no_argument, nullptr, 'Z'},
+    {"null-data", no_argument, nullptr, 'z'},
+    {"only-matching", no_argument, nullptr, 'o'},
+    {"quiet", no_argument, nullptr, 'q'},
+    {"recursive", no_argument, nullptr, 'r'},
+    {"dereference-recursive", no_argument, nullptr, 'R'},
+    {"regexp", required_argument, nullptr, 'e'},
+    {"invert-match", no_argument, nullptr, 'v'},
+    {"silent", no_argument, nullptr, 'q'},
+    {"text", no_argument, nullptr, 'a'},
+    {"binary", no_argument, nullptr, 'U'},
+    {"version", no_argument, nullptr, 'V'},
+    {"with-filename", no_argument, nullptr, 'H'},
+    {"word-regexp", no_argument, nullptr, 'w'},
+    {"pattern-counts", no_argument, nullptr, kPatternCountsOption},
+    {"list-devices", no_argument, nullptr, kListDevicesOption},
+    {"device", required_argument, nullptr, kDeviceOption},
+    {"chunk-size", required_argument, nullptr, kChunkSizeOption},
+    {"slots", required_argument, nullptr, kSlotsOption},
+    {"batch-timeout", required_argument, nullptr, kBatchTimeoutOption},
+    {nullptr, 0, nullptr, 0},
+};
+
+bool parse_number(std::string_view text, std::uint64_t& value) {
+  if (text.empty()) return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    value = UINT64_MAX;  // grep treats huge counts as "no limit"
+    return ptr == text.data() + text.size();
+  }
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+std::uint64_t context_length(const char* arg) {
+  std::uint64_t value = 0;
+  if (!parse_number(arg, value)) throw UsageError(std::string(arg) + ": invalid context length argument", false);
+  return value;
+}
+
+// Size with an optional K, M or G suffix (binary units).
+std::uint64_t size_argument(const char* arg, const char* option) {
+  std::string_view text(arg);
+  std::uint64_t scale = 1;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K': case 'k': scale = 1ull << 10; break;
+      case 'M': case 'm': scale = 1ull << 20; break;
+      case 'G': case 'g': scale = 1ull << 30; break;
+      default: break;
+    }
+    if (scale != 1) text.remove_suffix(1);
+  }
+  std::uint64_t value = 0;
+  if (!parse_number(text, value) || value == 0)
+    throw UsageError(std::string("invalid ") + option + " argument '" + arg + "'", true);
+  return value * scale;
+}
+
+std::string read_pattern_file(const char* path) {
+  const bool standard_input = std::strcmp(path, "-") == 0;
+  const int fd = standard_input ? STDIN_FILENO : ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw SourceError(path, errno);
+  std::string contents;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      if (!standard_input) ::close(fd);
+      throw SourceError(path, error);
+    }
+    contents.append(buffer, static_cast<std::size_t>(n));
+  }
+  if (!standard_input) ::close(fd);
+  return contents;
+}
+
+[[noreturn]] void unsupported(const std::string& what, const std::string& why) {
+  throw UsageError(what + ": " + why, false);
+}
+
+}  // namespace
+
+const char* const kUsageLine = "Usage: gpufilter [OPTION]... PATTERNS [FILE]...";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  bool patterns_given = false;
+  std::string digits;
+  int digit_argument = -1;  // argv element of the last -NUM digit
+
+  ::opterr = 0;
+  ::optind = 0;  // full reinitialisation of getopt, so parse() can be called twice
+  for (;;) {
+    const int before = ::optind;
+    const int c = ::getopt_long(argc, argv, kShortOptions, kLongOptions, nullptr);
+    if (c == -1) break;
+    if (c >= '0' && c <= '9') {
+      // -NUM: digits of one argument form one number (grep: "-15" is -C 15).
+      const int this_argument = ::optind > before ? before : ::optind;
+      if (this_argument != digit_argument) digits.clear();
+      digit_argument = this_argument;
+      digits.push_back(static_cast<char>(c));
+      o.context = context_length(digits.c_str());
+      continue;
+    }
+    digit_argument = -1;
+    switch (c) {
+      case 'A': o.after = context_length(::optarg); break;
+      case 'B': o.before = context_length(::optarg); break;
+      case 'C': o.context = context_length(::optarg); break;
+      case 'E': unsupported("-E", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+      case 'G': unsupported("-G", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+      case 'P': unsupported("-P", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+      case 'F': break;  // implied
+      case 'H': o.with_filename = true; break;
+      case 'h': o.with_filename = false; break;
+      case 'I': o.binary_files = BinaryFiles::kWithoutMatch; break;
+      case 'a': o.binary_files = BinaryFiles::kText; break;
+      case 'U': break;  // no CR stripping happens on this platform anyway
+      case 'V': o.version = true; break;
+      case 'b': o.byte_offset = true; break;
+      case 'c': o.count = true; break;
+      case 'e':
+        o.patterns.add_list(::optarg);
+        patterns_given = true;
+        break;
+      case 'f':
+        o.patterns.add_file_contents(read_pattern_file(::optarg));
+        patterns_given = true;
+        break;
+      case 'i': case 'y': o.ignore_case = true; break;
+      case kNoIgnoreCaseOption: o.ignore_case = false; break;
+      case 'L': o.list = ListMode::kFilesWithoutMatch; break;
+      case 'l': o.list = ListMode::kFilesWithMatches; break;
+      case 'm': {
+        std::string_view arg(::optarg);
+        std::uint64_t value = 0;
+        if (!arg.empty() && arg.front() == '-') {
+          // A negative count means no limit (grep 3.8).
+          if (!parse_number(arg.substr(1), value)) throw UsageError("invalid max count", false);
+          o.max_count.reset();
+        } else {
+          if (!parse_number(arg, value)) throw UsageError("invalid max count", false);
+          o.max_count = value;
+        }
+        break;
+      }
+      case 'n': o.line_numbers = true; break;
+      case 'o': o.only_matching = true; break;
+      case 'q': o.quiet = true; break;
+      case 's': o.no_messages = true; break;
+      case 'v': o.invert = true; break;
+      case 'w': o.word = true; break;
+      case 'x': o.whole_line = true; break;
+      case kBinaryFilesOption:
+        if (std::strcmp(::optarg, "binary") == 0) o.binary_files = BinaryFiles::kBinary;
+        else if (std::strcmp(::optarg, "text") == 0) o.binary_files = BinaryFiles::kText;
+        else if (std::strcmp(::optarg, "without-match") == 0) o.binary_files = BinaryFiles::kWithoutMatch;
+        else throw UsageError("unknown binary-files type", true);
+        break;
+      case kColorOption: {
+        const std::string_view when = ::optarg != nullptr ? ::optarg : "auto";
+        if (when == "always" || when == "yes" || when == "force") o.color = ColorWhen::kAlways;
+        else if (when == "never" || when == "no" || when == "none") o.color = ColorWhen::kNever;
+        else if (when == "auto" || when == "tty" || when == "if-tty") o.color = ColorWhen::kAuto;
+        else throw UsageError("invalid argument '" + std::string(when) + "' for '--color'; valid arguments are 'always', 'never' and 'auto'", true);
+        break;
+      }
+      case kLabelOption: o.label = ::optarg; break;
+      case kLineBufferedOption: o.line_buffered = true; break;
+      case kGroupSeparatorOption: o.group_separator = ::optarg; break;
+      case kNoGroupSeparatorOption: o.group_separator.reset(); break;
+      case kHelpOption: o.help = true; break;
+      case kPatternCountsOption: o.pattern_counts = true; break;
+      case kListDevicesOption: o.list_devices = true; break;
+      case kDeviceOption: o.device = ::optarg; break;
+      case kChunkSizeOption: o.chunk_bytes = size_argument(::optarg, "--chunk-size"); break;
+      case kSlotsOption: o.slots = size_argument(::optarg, "--slots"); break;
+      case kBatchTimeoutOption: {
+        if (!parse_number(::optarg, o.batch_timeout_ms))
+          throw UsageError(std::string("invalid --batch-timeout argument '") + ::optarg + "'", true);
+        break;
+      }
+      case 'd': case 'D': case 'r': case 'R':
+        unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
+      case 'T': case 'Z': case 'z': case 'X': case 'u':
+        unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
+      case '?':
+      default: {
+        if (::optopt != 0 && ::optopt < 256 && std::strchr(kShortOptions, ::optopt) != nullptr)
+          throw UsageError(std::string("option requires an argument -- '") + static_cast<char>(::optopt) + "'", true);
+        if (::optopt != 0 && ::optopt < 256)
+          throw UsageError(std::string("invalid option -- '") + static_cast<char>(::optopt) + "'", true);
+        const char* arg = argv[::optind - 1];
+        throw UsageError(std::string("unrecognized option '") + arg + "'", true);
+      }
+    }
+  }
+  if (o.help || o.version || o.list_devices) return o;
+  int next = ::optind;
+  if (!patterns_given) {
+    if (next >= argc) throw UsageError("", true);
+    o.patterns.add_list(argv[next++]);
+  }
+  for (; next < argc; ++next) o.files.emplace_back(argv[next]);
+  return o;
+}
+
+}  // namespace gpufilter::cli

@@ -1,0 +1,26 @@
+// The OpenCL C sources of kernels/*.cl, embedded into the binary at build time
+// (cmake/EmbedKernels.cmake). Setting GPUFILTER_KERNEL_DIR reads them from that
+// folder instead, for kernel work without a rebuild.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace gpufilter::kernels {
+
+struct EmbeddedKernel {
+  std::string_view name;    // file name, e.g. "scan.cl"
+  std::string_view source;  // OpenCL C text
+};
+
+// The source of kernel file `name`. Throws std::out_of_range if no such kernel is
+// embedded, std::runtime_error if GPUFILTER_KERNEL_DIR is set and the file cannot be read.
+std::string kernel_source(std::string_view name);
+
+namespace detail {
+extern const EmbeddedKernel k_embedded[];
+extern const std::size_t k_embedded_count;
+}  // namespace detail
+
+}  // namespace gpufilter::kernels

@@ -1,0 +1,59 @@
+// scan.cl: exact multi-literal search over one chunk.
+//
+// The pattern set is a trie (built on the host by PatternTable): root_next[b] is the
+// child of the root for byte b, deeper edges live in an open-addressing hash table keyed
+// by (node << 8 | byte). node_pattern[n] is the unique-pattern id that ends at node n.
+//
+// One work-item per start position p walks the trie from p and reports every pattern
+// that occurs at p: (p, id) pairs, overlapping ones included. A chunk may begin with
+// `overlap` bytes repeated from the previous piece of an over-long line; an occurrence
+// belongs to this chunk only if it ends past them (p + length > overlap), so the one that
+// lies wholly inside the overlap is reported once, by the previous chunk.
+//
+// Every owned occurrence increments *total. With `locate`, the first `capacity` of them
+// are written to `out`; the host compares *total with capacity and rescans with a larger
+// buffer, so nothing is dropped silently. With `count_patterns`, per-pattern occurrence
+// counts accumulate in pattern_counts.
+
+#define NO_NODE 0u
+#define NO_PATTERN 0xffffffffu
+#define EMPTY_KEY 0xffffffffffffffffUL
+
+inline uchar fold(uchar c, uint ignore_case) {
+  return (ignore_case && c >= (uchar)'A' && c <= (uchar)'Z') ? (uchar)(c + 32) : c;
+}
+
+inline uint child(uint node, uchar c, __global const ulong* keys,
+                  __global const uint* values, uint mask) {
+  ulong key = ((ulong)node << 8) | (ulong)c;
+  uint h = (uint)((key * 0x9E3779B97F4A7C15UL) >> 32) & mask;
+  for (;;) {
+    ulong k = keys[h];
+    if (k == key) return values[h];
+    if (k == EMPTY_KEY) return NO_NODE;
+    h = (h + 1u) & mask;
+  }
+}
+
+__kernel void scan(__global const uchar* text, uint size, uint overlap,
+                   __global const uint* root_next, __global const ulong* edge_keys,
+                   __global const uint* edge_values, uint edge_mask,
+                   __global const uint* node_pattern, uint ignore_case,
+                   __global uint2* out, uint capacity, __global uint* total, uint locate,
+                   __global uint* pattern_counts, uint count_patterns) {
+  uint p = (uint)get_global_id(0);
+  if (p >= size) return;
+  uint node = root_next[fold(text[p], ignore_case)];
+  uint depth = 1u;
+  while (node != NO_NODE) {
+    uint id = node_pattern[node];
+    if (id != NO_PATTERN && p + depth > overlap) {
+      uint slot = atomic_inc(total);
+      if (locate && slot < capacity) out[slot] = (uint2)(p, id);
+      if (count_patterns) atomic_inc(&pattern_counts[id]);
+    }
+    if (p + depth >= size) break;
+    node = child(node, fold(text[p + depth], ignore_case), edge_keys, edge_values, edge_mask);
+    ++depth;
+  }
+}

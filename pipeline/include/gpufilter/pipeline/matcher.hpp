@@ -1,0 +1,34 @@
+// Matcher: a PatternSet compiled once for one device, like hs_compile's database. It is
+// immutable after construction and shared by every scan slot; per-scan state (buffers,
+// events, kernel arguments) lives in the slots.
+#pragma once
+
+#include <CL/opencl.hpp>
+
+#include "gpufilter/pipeline/device.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
+
+namespace gpufilter {
+
+class Matcher {
+ public:
+  // Builds the trie, uploads it and builds the scan kernel. Throws PatternError,
+  // KernelBuildError or DeviceError.
+  Matcher(const DeviceContext& device, const PatternSet& patterns, MatchOptions options);
+
+  const PatternTable& table() const noexcept { return table_; }
+
+  // A scan kernel with the pattern tables bound (arguments 3-8); each slot owns one,
+  // since kernel arguments are per-object state.
+  cl::Kernel new_scan_kernel() const;
+
+ private:
+  PatternTable table_;
+  cl::Program program_;
+  cl::Buffer root_next_;
+  cl::Buffer edge_keys_;
+  cl::Buffer edge_values_;
+  cl::Buffer node_pattern_;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,100 @@
+// PatternTable: the compiled, immutable host form of a PatternSet. Patterns are folded
+// (with ignore_case), de-duplicated into "unique patterns", and laid out as a trie whose
+// arrays are uploaded to the device unchanged (see kernels/scan.cl).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/pipeline/pattern_set.hpp"
+
+namespace gpufilter {
+
+struct MatchOptions {
+  bool ignore_case = false;  // ASCII case folding, as grep -i in the C locale
+};
+
+// ASCII folding used by the kernels and every host check.
+constexpr unsigned char fold_byte(unsigned char c, bool ignore_case) noexcept {
+  return (ignore_case && c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
+}
+
+class PatternTable {
+ public:
+  static constexpr std::uint32_t kNoNode = 0;  // the root is never a child
+  static constexpr std::uint32_t kNoPattern = 0xffffffffu;
+  static constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
+
+  PatternTable(const PatternSet& patterns, MatchOptions options);
+
+  const MatchOptions& options() const noexcept { return options_; }
+
+  // Unique (non-empty, folded) patterns: the ids the kernels report.
+  std::size_t unique_count() const noexcept { return unique_length_.size(); }
+  std::uint32_t unique_length(std::uint32_t id) const { return unique_length_[id]; }
+  // Which unique id each original pattern became (kNoPattern for the empty pattern).
+  std::uint32_t unique_of(std::size_t pattern_index) const { return unique_of_pattern_[pattern_index]; }
+  std::size_t pattern_count() const noexcept { return unique_of_pattern_.size(); }
+
+  bool has_empty_pattern() const noexcept { return has_empty_; }
+  bool matches_nothing() const noexcept { return unique_count() == 0 && !has_empty_; }
+  // Longest pattern in bytes; a split line overlaps by max_length() - 1.
+  std::size_t max_length() const noexcept { return max_length_; }
+
+  // Device tables.
+  std::span<const std::uint32_t> root_next() const noexcept { return root_next_; }
+  std::span<const std::uint64_t> edge_keys() const noexcept { return edge_keys_; }
+  std::span<const std::uint32_t> edge_values() const noexcept { return edge_values_; }
+  std::uint32_t edge_mask() const noexcept { return edge_mask_; }
+  std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
+  std::size_t node_count() const noexcept { return node_pattern_.size(); }
+
+  // Host walk of the same trie: calls f(id) for every unique pattern occurring at text[0].
+  template <typename F>
+  void for_each_at(std::string_view text, F&& f) const;
+
+ private:
+  std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
+
+  MatchOptions options_;
+  std::vector<std::uint32_t> unique_length_;
+  std::vector<std::uint32_t> unique_of_pattern_;
+  bool has_empty_ = false;
+  std::size_t max_length_ = 0;
+  std::vector<std::uint32_t> root_next_;
+  std::vector<std::uint64_t> edge_keys_;
+  std::vector<std::uint32_t> edge_values_;
+  std::uint32_t edge_mask_ = 0;
+  std::vector<std::uint32_t> node_pattern_;
+};
+
+inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) const noexcept {
+  const std::uint64_t key = (std::uint64_t{node} << 8) | c;
+  std::uint32_t h = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & edge_mask_;
+  for (;;) {
+    const std::uint64_t k = edge_keys_[h];
+    if (k == key) return edge_values_[h];
+    if (k == kEmptyKey) return kNoNode;
+    h = (h + 1) & edge_mask_;
+  }
+}
+
+template <typename F>
+void PatternTable::for_each_at(std::string_view text, F&& f) const {
+  if (text.empty()) return;
+  const bool fold = options_.ignore_case;
+  std::uint32_t node = root_next_[fold_byte(static_cast<unsigned char>(text[0]), fold)];
+  std::size_t depth = 1;
+  while (node != kNoNode) {
+    if (node_pattern_[node] != kNoPattern) f(node_pattern_[node]);
+    if (depth >= text.size()) break;
+    node = child(node, fold_byte(static_cast<unsigned char>(text[depth]), fold));
+    ++depth;
+  }
+}
+
+}  // namespace gpufilter

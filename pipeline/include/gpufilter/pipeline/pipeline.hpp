@@ -1,0 +1,56 @@
+// Pipeline: one straight flow per input.
+//
+//   Source -> Chunker -> ScanSlot (pinned upload, >= 2 in flight) -> scan kernel
+//          -> occurrences, in submission order -> Searcher (grep line rules) -> Sink
+//
+// Single host thread: while the device uploads and scans the chunks in flight, the host
+// reads the next one. Chunks complete in the order they were submitted (seq).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "gpufilter/pipeline/chunker.hpp"
+#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/pipeline/searcher.hpp"
+#include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/pipeline/source.hpp"
+
+namespace gpufilter {
+
+struct PipelineConfig {
+  // A complete line on a slow input waits at most this long before its partial chunk is
+  // scanned and the output flushed.
+  std::chrono::milliseconds batch_timeout{2};
+  bool detect_binary = true;  // false for -a / --binary-files=text
+  bool scan_to_end = false;   // keep scanning after the searcher stops (--pattern-counts)
+  bool count_lines = false;   // count every line read (lines_seen)
+};
+
+class Pipeline {
+ public:
+  Pipeline(Scanner& scanner, Searcher& searcher, Sink& sink, PipelineConfig config)
+      : scanner_(scanner), searcher_(searcher), sink_(sink), config_(config) {}
+
+  // Searches one input to its end, or until the searcher has decided it. Throws
+  // SourceError or DeviceError; Sink::finish is then not called for this input.
+  InputSummary run(Source& source);
+
+  std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }
+  std::uint64_t lines_seen() const noexcept { return lines_seen_; }
+
+ private:
+  void deliver_oldest();
+  void drain();
+
+  Scanner& scanner_;
+  Searcher& searcher_;
+  Sink& sink_;
+  PipelineConfig config_;
+  bool stopped_ = false;
+  std::uint64_t bytes_scanned_ = 0;
+  std::uint64_t lines_seen_ = 0;
+};
+
+}  // namespace gpufilter

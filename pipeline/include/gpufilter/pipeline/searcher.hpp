@@ -1,0 +1,111 @@
+// Searcher: grep's line semantics on top of device occurrences. It receives chunks in
+// input order with their occurrences, rebuilds lines (joining the pieces of a split line),
+// applies -w/-x, -v, -m, context and GNU's binary-file rules, and pushes lines to a Sink.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/pipeline/chunk.hpp"
+#include "gpufilter/pipeline/line_spool.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
+#include "gpufilter/pipeline/sink.hpp"
+
+namespace gpufilter {
+
+enum class BinaryFiles { kBinary, kText, kWithoutMatch };
+
+struct SearchOptions {
+  bool invert = false;      // -v
+  bool word = false;        // -w
+  bool whole_line = false;  // -x (wins over -w)
+  std::uint64_t max_count = std::numeric_limits<std::uint64_t>::max();  // -m
+  std::size_t before = 0;   // -B
+  std::size_t after = 0;    // -A
+  bool group_separators = false;  // a context option was given, even -C 0: print "--"
+  bool line_numbers = false;      // count lines for LineMatch::number
+  bool spans = false;             // the sink needs match spans (-o, --color)
+  bool quiet = false;             // no line output at all (-c, -l, -L, -q)
+  bool counting = false;          // -c: keeps counting inside the binary part
+  bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
+  BinaryFiles binary_files = BinaryFiles::kBinary;
+};
+
+// An occurrence within one line: position relative to the line's first byte.
+struct LineOccurrence {
+  std::uint64_t position;
+  std::uint32_t pattern;
+};
+
+class Searcher {
+ public:
+  Searcher(const PatternTable& table, SearchOptions options, Sink& sink);
+
+  const SearchOptions& options() const noexcept { return options_; }
+
+  void begin_input(const std::string& name);
+  // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
+  // decided (-m reached, -l/-q matched, binary match); read no more of it.
+  Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences);
+  // Ends the input: completes an unterminated last line and calls Sink::finish.
+  InputSummary finish_input();
+
+  // Does this line (or binary-mode record) match, under -w/-x and the empty pattern?
+  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const;
+  // grep's -o/--color spans: leftmost-longest, non-overlapping, non-empty matches.
+  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                   std::vector<MatchSpan>& out) const;
+
+ private:
+  struct StoredLine {
+    std::string text;
+    std::uint64_t offset;
+    std::uint64_t number;
+    std::vector<MatchSpan> spans;
+  };
+
+  bool valid(std::string_view line, std::uint64_t position, std::uint32_t length) const;
+  void line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences);
+  void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences);
+  void enter_binary();
+  void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+            std::span<const MatchSpan> spans);
+  void start_group(std::uint64_t first_number);
+  bool fast_path() const noexcept;
+  void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
+
+  const PatternTable& table_;
+  SearchOptions options_;
+  Sink& sink_;
+  bool used_ = false;  // some line was output, in any input (grep's separator rule)
+
+  // Per input.
+  std::uint64_t next_number_ = 1;
+  std::uint64_t last_output_number_ = 0;  // 0: nothing output yet in this input
+  std::uint64_t selected_ = 0;
+  std::size_t pending_after_ = 0;
+  bool draining_ = false;  // -m reached: only trailing context remains
+  bool done_ = false;
+  std::uint64_t binary_start_ = kNoBinary;
+  bool in_binary_ = false;
+  bool binary_matched_ = false;
+  bool quiet_ = false;
+  bool stop_on_first_ = false;
+  std::deque<StoredLine> before_;
+  bool open_ = false;  // a split line is being collected
+  std::uint64_t open_offset_ = 0;
+  LineSpool spool_;
+  std::vector<LineOccurrence> open_occurrences_;
+
+  // Scratch, reused per line.
+  std::vector<LineOccurrence> line_occurrences_;
+  std::vector<MatchSpan> spans_;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,57 @@
+// The seam between the pipeline and its outputs. The pipeline pushes lines; a Sink never
+// sees chunks, buffers or OpenCL types.
+//
+// Lifecycle per input: begin() once, then matched()/context()/context_break() in input
+// order, then finish() once, unless an error ended the input (then finish() is not called).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace gpufilter {
+
+enum class Flow { kContinue, kStop };
+
+// A byte range of a line, relative to the line's first byte.
+struct MatchSpan {
+  std::size_t begin;
+  std::size_t end;
+};
+
+struct LineMatch {
+  std::string_view line;   // without its '\n'; valid only during the call
+  std::uint64_t offset;    // absolute byte offset of the line's start in the input; never an index
+  std::uint64_t number;    // 1-based line number; 0 when line numbers are not counted
+  // Leftmost-longest, non-overlapping, non-empty matches (grep -o and --color order);
+  // filled only when the Searcher was asked for spans and the line matches.
+  std::span<const MatchSpan> spans;
+};
+
+struct InputInfo {
+  std::string name;  // as grep prints it: a path or "(standard input)" / --label
+};
+
+struct InputSummary {
+  std::uint64_t selected_lines = 0;  // lines selected (after -v), capped by -m
+  bool binary_matched = false;       // a selected line fell in the binary part of the input
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void begin(const InputInfo& input) { (void)input; }
+  // A selected line (a match, or a non-match with -v).
+  virtual Flow matched(const LineMatch& line) = 0;
+  // A context line (-A, -B, -C).
+  virtual void context(const LineMatch& line) { (void)line; }
+  // Output is about to resume after a gap (grep's "--").
+  virtual void context_break() {}
+  virtual void finish(const InputSummary& summary) { (void)summary; }
+  // The input went quiet: write out anything buffered.
+  virtual void flush() {}
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,41 @@
+#include "gpufilter/pipeline/matcher.hpp"
+
+#include "gpufilter/kernels/kernel_sources.hpp"
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace gpufilter {
+namespace {
+
+template <typename T>
+cl::Buffer upload(const cl::Context& context, std::span<const T> data) {
+  return cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, data.size_bytes(),
+                    const_cast<T*>(data.data()));
+}
+
+}  // namespace
+
+Matcher::Matcher(const DeviceContext& device, const PatternSet& patterns, MatchOptions options)
+    : table_(patterns, options) {
+  program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"), "-cl-std=CL1.2");
+  try {
+    root_next_ = upload(device.context(), table_.root_next());
+    edge_keys_ = upload(device.context(), table_.edge_keys());
+    edge_values_ = upload(device.context(), table_.edge_values());
+    node_pattern_ = upload(device.context(), table_.node_pattern());
+  } catch (const cl::Error& e) {
+    throw DeviceError(e.what(), e.err(), "uploading the pattern tables to " + device.info().name);
+  }
+}
+
+cl::Kernel Matcher::new_scan_kernel() const {
+  cl::Kernel kernel(program_, "scan");
+  kernel.setArg(3, root_next_);
+  kernel.setArg(4, edge_keys_);
+  kernel.setArg(5, edge_values_);
+  kernel.setArg(6, static_cast<cl_uint>(table_.edge_mask()));
+  kernel.setArg(7, node_pattern_);
+  kernel.setArg(8, static_cast<cl_uint>(table_.options().ignore_case ? 1 : 0));
+  return kernel;
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,76 @@
+#include "gpufilter/pipeline/pipeline.hpp"
+
+#include <algorithm>
+
+namespace gpufilter {
+
+void Pipeline::deliver_oldest() {
+  ScanSlot& slot = scanner_.complete_oldest();
+  const Chunk& chunk = slot.chunk();
+  bytes_scanned_ += chunk.size - chunk.overlap;
+  if (config_.count_lines) {
+    lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));
+    if (chunk.last && chunk.size > chunk.overlap && chunk.data[chunk.size - 1] != '\n') ++lines_seen_;
+  }
+  if (!stopped_ && searcher_.consume(chunk, slot.occurrences()) == Flow::kStop) stopped_ = true;
+  const bool flush = chunk.flush_after;
+  scanner_.release(slot);
+  if (flush) sink_.flush();
+}
+
+void Pipeline::drain() {
+  while (scanner_.in_flight() > 0) deliver_oldest();
+}
+
+InputSummary Pipeline::run(Source& source) {
+  stopped_ = false;
+  searcher_.begin_input(source.name());
+  ChunkerConfig chunking;
+  chunking.capacity = scanner_.chunk_bytes();
+  chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
+  chunking.detect_binary = config_.detect_binary;
+  chunking.batch_timeout = config_.batch_timeout;
+  Chunker chunker(source, chunking);
+
+  try {
+    bool unflushed = false;  // lines may sit in the sink's buffer
+    while (!stopped_ || config_.scan_to_end) {
+      ScanSlot* slot = scanner_.acquire();
+      if (slot == nullptr) {
+        deliver_oldest();
+        unflushed = true;
+        continue;
+      }
+      // Never block on a quiet input while results or output are waiting.
+      const bool waiting = scanner_.in_flight() > 0 || unflushed;
+      const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
+      const Chunker::Status status = chunker.fill(slot->staging(), slot->chunk(), idle);
+      if (status != Chunker::Status::kChunk) {
+        scanner_.release(*slot);
+        if (status == Chunker::Status::kEnd) break;
+        drain();  // kIdle: the input is quiet
+        sink_.flush();
+        unflushed = false;
+        continue;
+      }
+      const bool flush_now = slot->chunk().flush_after;
+      scanner_.submit(*slot);
+      if (flush_now) {
+        drain();
+        unflushed = false;
+      }
+    }
+    if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
+    else drain();
+  } catch (...) {
+    try {
+      scanner_.discard_in_flight();
+    } catch (...) {
+      // The first error is the one to report.
+    }
+    throw;
+  }
+  return searcher_.finish_input();
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,306 @@
+#include "gpufilter/pipeline/searcher.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gpufilter {
+namespace {
+
+// Word constituents in the C locale, as grep -w sees them.
+inline bool is_word(unsigned char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+std::uint64_t count_newlines(const char* begin, const char* end) {
+  return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
+}
+
+}  // namespace
+
+Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
+    : table_(table), options_(options), sink_(sink) {}
+
+void Searcher::begin_input(const std::string& name) {
+  next_number_ = 1;
+  last_output_number_ = 0;
+  selected_ = 0;
+  pending_after_ = 0;
+  draining_ = false;
+  done_ = false;
+  binary_start_ = kNoBinary;
+  in_binary_ = false;
+  binary_matched_ = false;
+  quiet_ = options_.quiet;
+  stop_on_first_ = options_.stop_on_first;
+  before_.clear();
+  open_ = false;
+  spool_.clear();
+  open_occurrences_.clear();
+  sink_.begin(InputInfo{name});
+}
+
+// -x: the occurrence is the whole line. -w: no word character touches either end.
+bool Searcher::valid(std::string_view line, std::uint64_t position, std::uint32_t length) const {
+  if (options_.whole_line) return position == 0 && length == line.size();
+  if (!options_.word) return true;
+  const std::uint64_t end = position + length;
+  if (position > 0 && is_word(static_cast<unsigned char>(line[position - 1]))) return false;
+  if (end < line.size() && is_word(static_cast<unsigned char>(line[end]))) return false;
+  return true;
+}
+
+bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const {
+  if (table_.has_empty_pattern()) {
+    if (options_.whole_line) {
+      if (line.empty()) return true;
+    } else if (!options_.word) {
+      return true;
+    } else {
+      // The empty match at p counts when neither side of p is a word character.
+      for (std::size_t p = 0; p <= line.size(); ++p) {
+        const bool left = p > 0 && is_word(static_cast<unsigned char>(line[p - 1]));
+        const bool right = p < line.size() && is_word(static_cast<unsigned char>(line[p]));
+        if (!left && !right) return true;
+      }
+    }
+  }
+  for (const auto& o : occurrences)
+    if (valid(line, o.position, table_.unique_length(o.pattern))) return true;
+  return false;
+}
+
+void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                           std::vector<MatchSpan>& out) const {
+  out.clear();
+  std::uint64_t cursor = 0;
+  // Occurrences are sorted by position, longest first at each position.
+  for (std::size_t i = 0; i < occurrences.size();) {
+    const std::uint64_t at = occurrences[i].position;
+    std::size_t j = i;
+    std::uint32_t best = 0;
+    for (; j < occurrences.size() && occurrences[j].position == at; ++j) {
+      const std::uint32_t length = table_.unique_length(occurrences[j].pattern);
+      if (best == 0 && at >= cursor && valid(line, at, length)) best = length;
+    }
+    if (best != 0) {
+      out.push_back({static_cast<std::size_t>(at), static_cast<std::size_t>(at + best)});
+      cursor = at + best;
+    }
+    i = j;
+  }
+}
+
+void Searcher::start_group(std::uint64_t first_number) {
+  if (options_.group_separators && used_ && (last_output_number_ == 0 || first_number != last_output_number_ + 1))
+    sink_.context_break();
+}
+
+void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+                    std::span<const MatchSpan> spans) {
+  const LineMatch m{text, offset, options_.line_numbers ? number : 0, spans};
+  if (selected) {
+    if (sink_.matched(m) == Flow::kStop) done_ = true;
+  } else {
+    sink_.context(m);
+  }
+  last_output_number_ = number;
+  used_ = true;
+}
+
+void Searcher::enter_binary() {
+  in_binary_ = true;
+  before_.clear();
+  pending_after_ = 0;
+  draining_ = false;
+  if (options_.binary_files == BinaryFiles::kWithoutMatch) {
+    // grep gives up on the input: it is taken as not matching.
+    selected_ = 0;
+    done_ = true;
+    return;
+  }
+  if (!options_.counting) {
+    quiet_ = true;
+    stop_on_first_ = true;
+  }
+}
+
+// In the binary part NUL bytes end records, as GNU grep turns them into newlines; an
+// occurrence that spans a NUL is no match there.
+void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences) {
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t nul = text.find('\0', begin);
+    const std::size_t end = nul == std::string_view::npos ? text.size() : nul;
+    const std::string_view record = text.substr(begin, end - begin);
+    line_occurrences_.clear();
+    for (const auto& o : occurrences) {
+      if (o.position >= begin && o.position + table_.unique_length(o.pattern) <= end)
+        line_occurrences_.push_back({o.position - begin, o.pattern});
+    }
+    if (line_matches(record, line_occurrences_) != options_.invert) {
+      ++selected_;
+      binary_matched_ = true;
+      if (stop_on_first_ || selected_ >= options_.max_count) {
+        done_ = true;
+        return;
+      }
+    }
+    if (nul == std::string_view::npos) return;
+    begin = nul + 1;
+  }
+}
+
+void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences) {
+  const std::uint64_t number = next_number_++;
+  if (done_) return;
+  if (!in_binary_ && binary_start_ != kNoBinary && offset + text.size() >= binary_start_) {
+    enter_binary();
+    if (done_) return;
+  }
+  if (in_binary_) {
+    // binary_record reuses the scratch vectors: hand it a private copy.
+    std::vector<LineOccurrence> copy(occurrences.begin(), occurrences.end());
+    binary_record(text, copy);
+    return;
+  }
+  const bool matched = line_matches(text, occurrences);
+  const bool selected = matched != options_.invert;
+  auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {
+    // grep colours (and -o prints) matches only in lines that match: selected lines
+    // without -v, context lines with -v.
+    if (!options_.spans || !matched || as_selected == options_.invert) return {};
+    match_spans(text, occurrences, spans_);
+    return spans_;
+  };
+
+  if (draining_) {
+    emit(text, offset, number, false, spans_for(false));
+    if (--pending_after_ == 0) done_ = true;
+    return;
+  }
+  if (selected) {
+    ++selected_;
+    if (!quiet_) {
+      start_group(before_.empty() ? number : before_.front().number);
+      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans);
+      before_.clear();
+      emit(text, offset, number, true, spans_for(true));
+      pending_after_ = options_.after;
+    }
+    if (stop_on_first_) {
+      done_ = true;
+    } else if (selected_ >= options_.max_count) {
+      if (!quiet_ && pending_after_ > 0) draining_ = true;
+      else done_ = true;
+    }
+    return;
+  }
+  if (quiet_) return;
+  if (pending_after_ > 0) {
+    --pending_after_;
+    emit(text, offset, number, false, spans_for(false));
+  } else if (options_.before > 0) {
+    if (before_.size() == options_.before) before_.pop_front();
+    auto spans = spans_for(false);
+    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}});
+  }
+}
+
+bool Searcher::fast_path() const noexcept {
+  // Only lines with an occurrence can be selected and nothing else is printed.
+  return !options_.invert && !options_.group_separators && !table_.has_empty_pattern();
+}
+
+void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin,
+                      std::size_t end) {
+  line_occurrences_.clear();
+  for (; index < occurrences.size() && occurrences[index].position < end; ++index)
+    line_occurrences_.push_back({occurrences[index].position - begin, occurrences[index].pattern});
+}
+
+Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrences) {
+  if (done_) return Flow::kStop;
+  if (options_.binary_files != BinaryFiles::kText) binary_start_ = chunk.binary_offset;
+  const char* data = chunk.data;
+  std::size_t pos = chunk.overlap;
+  std::size_t index = 0;
+
+  // 1. The split line that earlier chunks left open.
+  if (chunk.continues_line && open_) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', chunk.size - pos));
+    const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : chunk.size;
+    spool_.append(data + pos, end - pos);
+    for (; index < occurrences.size() && occurrences[index].position < end; ++index)
+      open_occurrences_.push_back(
+          {chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
+    if (nl == nullptr && !chunk.last) return done_ ? Flow::kStop : Flow::kContinue;
+    open_ = false;
+    line(spool_.view(), open_offset_, open_occurrences_);
+    spool_.clear();
+    open_occurrences_.clear();
+    pos = end + 1;
+    if (done_) return Flow::kStop;
+  }
+  if (pos >= chunk.size && !chunk.line_open) {
+    if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) enter_binary();
+    return done_ ? Flow::kStop : Flow::kContinue;
+  }
+
+  // 2. Complete lines: up to the last '\n', or all of it when the input ends here.
+  std::size_t complete_end = chunk.size;
+  if (chunk.line_open) {
+    const char* last_nl = static_cast<const char*>(memrchr(data + pos, '\n', chunk.size - pos));
+    complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
+  }
+  if (fast_path()) {
+    while (index < occurrences.size() && occurrences[index].position < complete_end) {
+      const std::size_t at = occurrences[index].position;
+      const char* nl_before = static_cast<const char*>(memrchr(data + pos, '\n', at - pos));
+      const std::size_t begin = nl_before != nullptr ? static_cast<std::size_t>(nl_before - data) + 1 : pos;
+      const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', complete_end - at));
+      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+      if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+      gather(occurrences, index, begin, end);
+      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_);
+      pos = end + 1;
+      if (done_) return Flow::kStop;
+    }
+    if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
+    pos = std::max(pos, complete_end);
+  } else {
+    while (pos < complete_end) {
+      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', complete_end - pos));
+      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+      gather(occurrences, index, pos, end);
+      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_);
+      pos = end + 1;
+      if (done_) return Flow::kStop;
+    }
+  }
+
+  // 3. A line that goes on in the next chunk.
+  if (chunk.line_open) {
+    open_ = true;
+    open_offset_ = chunk.offset + complete_end;
+    spool_.clear();
+    spool_.append(data + complete_end, chunk.size - complete_end);
+    open_occurrences_.clear();
+    for (; index < occurrences.size(); ++index)
+      open_occurrences_.push_back({occurrences[index].position - complete_end, occurrences[index].pattern});
+  } else if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) {
+    enter_binary();
+  }
+  return done_ ? Flow::kStop : Flow::kContinue;
+}
+
+InputSummary Searcher::finish_input() {
+  if (open_ && !done_) line(spool_.view(), open_offset_, open_occurrences_);
+  open_ = false;
+  spool_.clear();
+  open_occurrences_.clear();
+  InputSummary summary{selected_, binary_matched_};
+  sink_.finish(summary);
+  return summary;
+}
+
+}  // namespace gpufilter

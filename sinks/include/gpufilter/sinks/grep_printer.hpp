@@ -1,0 +1,51 @@
+// GrepPrinter: the Sink that writes what GNU grep writes: lines with their file name,
+// line number and byte offset prefixes, -o parts, --color escapes, "--" group
+// separators, -c counts and -l/-L file names.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/sinks/colors.hpp"
+#include "gpufilter/sinks/output.hpp"
+
+namespace gpufilter {
+
+struct PrinterOptions {
+  enum class Mode { kLines, kCount, kFilesWithMatches, kFilesWithoutMatch, kQuiet };
+  Mode mode = Mode::kLines;
+  bool with_filename = false;  // -H, or several inputs without -h
+  bool line_numbers = false;   // -n
+  bool byte_offset = false;    // -b
+  bool only_matching = false;  // -o
+  bool invert = false;         // -v (line colours with rv)
+  std::optional<Colors> colors;  // --color in effect
+  std::optional<std::string> group_separator = std::string("--");  // nullopt: --no-group-separator
+  std::string program_name = "gpufilter";  // prefix of the binary-file message
+};
+
+class GrepPrinter final : public Sink {
+ public:
+  // Lines go to `out`; the "binary file matches" notice goes to `err`.
+  GrepPrinter(Output& out, Output& err, PrinterOptions options);
+
+  void begin(const InputInfo& input) override;
+  Flow matched(const LineMatch& line) override;
+  void context(const LineMatch& line) override;
+  void context_break() override;
+  void finish(const InputSummary& summary) override;
+  void flush() override;
+
+ private:
+  void print_line(const LineMatch& line, bool selected);
+  void head(std::uint64_t number, std::uint64_t offset, char separator);
+  void colored(std::string_view text, const std::string& sgr);
+
+  Output& out_;
+  Output& err_;
+  PrinterOptions options_;
+  std::string name_;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,122 @@
+#include "gpufilter/sinks/grep_printer.hpp"
+
+namespace gpufilter {
+
+GrepPrinter::GrepPrinter(Output& out, Output& err, PrinterOptions options)
+    : out_(out), err_(err), options_(std::move(options)) {}
+
+void GrepPrinter::begin(const InputInfo& input) { name_ = input.name; }
+
+void GrepPrinter::colored(std::string_view text, const std::string& sgr) {
+  if (options_.colors) out_.write(options_.colors->start(sgr));
+  out_.write(text);
+  if (options_.colors) out_.write(options_.colors->end(sgr));
+}
+
+// grep's print_line_head: [file SEP] [line SEP] [offset SEP].
+void GrepPrinter::head(std::uint64_t number, std::uint64_t offset, char separator) {
+  const Colors* c = options_.colors ? &*options_.colors : nullptr;
+  const std::string sep(1, separator);
+  if (options_.with_filename) {
+    colored(name_, c ? c->file_name : std::string());
+    colored(sep, c ? c->separator : std::string());
+  }
+  if (options_.line_numbers) {
+    if (c) out_.write(c->start(c->line_number));
+    out_.write_number(number);
+    if (c) out_.write(c->end(c->line_number));
+    colored(sep, c ? c->separator : std::string());
+  }
+  if (options_.byte_offset) {
+    if (c) out_.write(c->start(c->byte_offset));
+    out_.write_number(offset);
+    if (c) out_.write(c->end(c->byte_offset));
+    colored(sep, c ? c->separator : std::string());
+  }
+}
+
+void GrepPrinter::print_line(const LineMatch& line, bool selected) {
+  const char separator = selected ? ':' : '-';
+  const Colors* c = options_.colors ? &*options_.colors : nullptr;
+  if (options_.only_matching) {
+    // One output line per match, prefixed as a line of its own.
+    for (const MatchSpan& s : line.spans) {
+      head(line.number, line.offset + s.begin, separator);
+      colored(line.line.substr(s.begin, s.end - s.begin),
+              c ? (selected ? c->selected_match : c->context_match) : std::string());
+      out_.end_line();
+    }
+    return;
+  }
+  head(line.number, line.offset, separator);
+  std::string_view rest = line.line;
+  if (c != nullptr) {
+    const std::string& line_color = (selected != (options_.invert && c->reverse)) ? c->selected_line : c->context_line;
+    const std::string& match_color = selected ? c->selected_match : c->context_match;
+    std::size_t cursor = 0;
+    for (const MatchSpan& s : line.spans) {
+      out_.write(c->start(line_color));
+      out_.write(line.line.substr(cursor, s.begin - cursor));
+      colored(line.line.substr(s.begin, s.end - s.begin), match_color);
+      cursor = s.end;
+    }
+    rest = line.line.substr(cursor);
+    if (!line_color.empty()) {
+      // grep's print_line_tail: colour up to a trailing '\r', not including it.
+      const std::size_t tail = (!rest.empty() && rest.back() == '\r') ? rest.size() - 1 : rest.size();
+      if (tail > 0) colored(rest.substr(0, tail), line_color);
+      rest = rest.substr(tail);
+    }
+  }
+  out_.write(rest);
+  out_.end_line();
+}
+
+Flow GrepPrinter::matched(const LineMatch& line) {
+  if (options_.mode == PrinterOptions::Mode::kLines) print_line(line, true);
+  return Flow::kContinue;
+}
+
+void GrepPrinter::context(const LineMatch& line) {
+  if (options_.mode == PrinterOptions::Mode::kLines) print_line(line, false);
+}
+
+void GrepPrinter::context_break() {
+  if (options_.mode != PrinterOptions::Mode::kLines || !options_.group_separator) return;
+  colored(*options_.group_separator, options_.colors ? options_.colors->separator : std::string());
+  out_.end_line();
+}
+
+void GrepPrinter::finish(const InputSummary& summary) {
+  const Colors* c = options_.colors ? &*options_.colors : nullptr;
+  switch (options_.mode) {
+    case PrinterOptions::Mode::kCount:
+      if (options_.with_filename) {
+        colored(name_, c ? c->file_name : std::string());
+        colored(":", c ? c->separator : std::string());
+      }
+      out_.write_number(summary.selected_lines);
+      out_.end_line();
+      break;
+    case PrinterOptions::Mode::kFilesWithMatches:
+    case PrinterOptions::Mode::kFilesWithoutMatch:
+      if ((summary.selected_lines > 0) == (options_.mode == PrinterOptions::Mode::kFilesWithMatches)) {
+        colored(name_, c ? c->file_name : std::string());
+        out_.end_line();
+      }
+      break;
+    case PrinterOptions::Mode::kLines:
+      if (summary.binary_matched) {
+        out_.flush();
+        err_.write(options_.program_name + ": " + name_ + ": binary file matches\n");
+        err_.flush();
+      }
+      break;
+    case PrinterOptions::Mode::kQuiet:
+      break;
+  }
+}
+
+void GrepPrinter::flush() { out_.flush(); }
+
+}  // namespace gpufilter

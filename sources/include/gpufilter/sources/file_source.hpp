@@ -1,0 +1,37 @@
+// FileSource: a file or standard input read through its file descriptor. Pipes, FIFOs
+// and terminals can stall; wait_readable() lets the chunker cut a batch meanwhile.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gpufilter/pipeline/source.hpp"
+
+namespace gpufilter {
+
+class FileSource final : public Source {
+ public:
+  // Opens `path` for reading; throws SourceError(path, errno).
+  static std::unique_ptr<FileSource> open(const std::string& path);
+  // Standard input under the name grep prints for it ("(standard input)" or --label).
+  static std::unique_ptr<FileSource> standard_input(std::string name);
+
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  std::size_t read(std::span<char> dst) override;
+  bool wait_readable(std::chrono::milliseconds timeout) override;
+  bool is_regular_file() const override { return regular_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  FileSource(int fd, bool owned, std::string name);
+
+  int fd_;
+  bool owned_;
+  bool regular_ = false;
+  std::string name_;
+};
+
+}  // namespace gpufilter
