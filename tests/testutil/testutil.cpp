@@ -1,0 +1,170 @@
+#include "testutil/testutil.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gpufilter::test {
+
+std::string corpus_path(std::string_view relative) { return std::string(GPUFILTER_CORPUS_DIR) + "/" + std::string(relative); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string gpufilter_binary() { return GPUFILTER_BINARY; }
+std::string grep_binary() { return "/bin/grep"; }
+
+StringSource::StringSource(std::string data, std::size_t max_read, std::string name, bool regular_file)
+    : data_(std::move(data)), max_read_(max_read), name_(std::move(name)), regular_(regular_file) {}
+
+std::size_t StringSource::read(std::span<char> dst) {
+  std::size_t n = std::min(dst.size(), data_.size() - pos_);
+  if (!read_sizes_.empty()) {
+    n = std::min(n, std::max<std::size_t>(1, read_sizes_[next_size_++ % read_sizes_.size()]));
+  } else if (max_read_ != 0) {
+    n = std::min(n, max_read_);
+  }
+  std::memcpy(dst.data(), data_.data() + pos_, n);
+  pos_ += n;
+  return n;
+}
+
+void RecordingSink::begin(const InputInfo& input) { events_.push_back("begin " + input.name); }
+
+std::string RecordingSink::describe(const LineMatch& line) const {
+  std::string s = std::to_string(line.offset) + " " + std::to_string(line.number) + " " + std::string(line.line);
+  for (const auto& span : line.spans) s += " [" + std::to_string(span.begin) + "," + std::to_string(span.end) + ")";
+  return s;
+}
+
+Flow RecordingSink::matched(const LineMatch& line) {
+  events_.push_back("match " + describe(line));
+  return Flow::kContinue;
+}
+
+void RecordingSink::context(const LineMatch& line) { events_.push_back("context " + describe(line)); }
+
+void RecordingSink::context_break() { events_.push_back("break"); }
+
+void RecordingSink::finish(const InputSummary& summary) {
+  events_.push_back("finish " + std::to_string(summary.selected_lines) + (summary.binary_matched ? " binary" : ""));
+}
+
+std::string RecordingSink::joined() const {
+  std::string s;
+  for (const auto& e : events_) s += e + "\n";
+  return s;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
+                          const std::vector<std::string>& extra_env) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "LC_", 3) == 0 || std::strncmp(*e, "LANG=", 5) == 0 || std::strncmp(*e, "GREP_", 5) == 0)
+      continue;
+    env_strings.emplace_back(*e);
+  }
+  env_strings.emplace_back("LC_ALL=C");
+  for (const auto& e : extra_env) env_strings.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (auto& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+
+  // The child gets default SIGPIPE handling even though this process ignores it (so that
+  // writing to a child that exited early is an error here, not a signal).
+  ::signal(SIGPIPE, SIG_IGN);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, argp[0], &actions, &attributes, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+
+  ProcessResult result;
+  std::size_t written = 0;
+  int in_fd = in_pipe[1];
+  if (input.empty()) {
+    ::close(in_fd);
+    in_fd = -1;
+  } else {
+    ::fcntl(in_fd, F_SETFL, O_NONBLOCK);
+  }
+  bool out_open = true, err_open = true;
+  char buffer[65536];
+  while (out_open || err_open) {
+    pollfd fds[3];
+    int n = 0;
+    if (out_open) fds[n++] = {out_pipe[0], POLLIN, 0};
+    if (err_open) fds[n++] = {err_pipe[0], POLLIN, 0};
+    if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
+    if (::poll(fds, static_cast<nfds_t>(n), -1) < 0 && errno != EINTR) break;
+    for (int i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == in_fd) {
+        const ssize_t w = ::write(in_fd, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<std::size_t>(w);
+        if (w < 0 && errno != EAGAIN) written = input.size();
+        if (written == input.size()) {
+          ::close(in_fd);
+          in_fd = -1;
+        }
+        continue;
+      }
+      const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (r <= 0) {
+        if (fds[i].fd == out_pipe[0]) out_open = false;
+        else err_open = false;
+        continue;
+      }
+      (fds[i].fd == out_pipe[0] ? result.out : result.err).append(buffer, static_cast<std::size_t>(r));
+    }
+  }
+  if (in_fd >= 0) ::close(in_fd);
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+}  // namespace gpufilter::test

@@ -1,0 +1,72 @@
+// Shared test utilities: in-memory sources, a recording sink, the corpus location and a
+// subprocess runner for differential tests against GNU grep.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/pipeline/source.hpp"
+
+namespace gpufilter::test {
+
+// Path of a file in ../shared/corpus (e.g. "loghub/OpenSSH_2k.log").
+std::string corpus_path(std::string_view relative);
+std::string read_file(const std::string& path);
+
+// A Source over a string that hands out at most `max_read` bytes per read() (0: all),
+// cycling through `read_sizes` when given, so tests control where reads end.
+class StringSource final : public Source {
+ public:
+  explicit StringSource(std::string data, std::size_t max_read = 0, std::string name = "(test)",
+                        bool regular_file = true);
+  void set_read_sizes(std::vector<std::size_t> sizes) { read_sizes_ = std::move(sizes); }
+  std::size_t read(std::span<char> dst) override;
+  bool is_regular_file() const override { return regular_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string data_;
+  std::size_t pos_ = 0;
+  std::size_t max_read_;
+  std::vector<std::size_t> read_sizes_;
+  std::size_t next_size_ = 0;
+  std::string name_;
+  bool regular_;
+};
+
+// Records every Sink callback as text, ripgrep KitchenSink style:
+// "begin NAME", "match OFFSET NUMBER TEXT [spans]", "context ...", "break", "finish SELECTED BINARY".
+class RecordingSink final : public Sink {
+ public:
+  void begin(const InputInfo& input) override;
+  Flow matched(const LineMatch& line) override;
+  void context(const LineMatch& line) override;
+  void context_break() override;
+  void finish(const InputSummary& summary) override;
+  const std::vector<std::string>& events() const noexcept { return events_; }
+  std::string joined() const;
+
+ private:
+  std::string describe(const LineMatch& line) const;
+  std::vector<std::string> events_;
+};
+
+struct ProcessResult {
+  std::string out;
+  std::string err;
+  int status = -1;  // exit status, or 128 + signal
+};
+
+// Runs argv[0] (a path) with `input` on standard input, LC_ALL=C, and collects output.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = {},
+                          const std::vector<std::string>& extra_env = {});
+
+// The gpufilter binary and GNU grep (LC_ALL=C grep -F), for differential tests.
+std::string gpufilter_binary();
+std::string grep_binary();
+
+}  // namespace gpufilter::test
