@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,7 +47,13 @@ bool color_enabled(cli::ColorWhen when) {
 }
 
 int search(cli::Options& o) {
-  if (o.max_count && *o.max_count == 0) return 1;  // grep -m 0 reads nothing
+  // grep reads nothing when no line can be selected: -m 0, or -v with only the empty
+  // pattern (which matches every line); -L still lists every file then.
+  const bool only_empty = !o.patterns.empty() && std::all_of(o.patterns.patterns().begin(), o.patterns.patterns().end(),
+                                                             [](const std::string& p) { return p.empty(); });
+  if (((o.max_count && *o.max_count == 0) || (only_empty && o.invert && !o.whole_line && !o.word)) &&
+      o.list != cli::ListMode::kFilesWithoutMatch)
+    return 1;
 
   std::string spec = o.device;
   if (spec.empty()) {

@@ -28,9 +28,11 @@ ScanSlot::~ScanSlot() {
 
 Scanner::Scanner(DeviceContext& device, const Matcher& matcher, ScanConfig config)
     : device_(device), matcher_(matcher), config_(config) {
-  if (config_.chunk_bytes == 0 || config_.chunk_bytes >= (std::size_t{1} << 32) - 64)
-    throw Error("chunk size must be between 1 byte and 4 GiB");
   config_.slots = std::max<std::size_t>(config_.slots, 1);
+  // A split line's next piece repeats (longest pattern - 1) bytes, so a chunk must hold at
+  // least one byte more than that to make progress.
+  config_.chunk_bytes = std::max(config_.chunk_bytes, std::max<std::size_t>(1, matcher_.table().max_length()));
+  if (config_.chunk_bytes >= (std::size_t{1} << 32) - 64) throw Error("chunk size must be below 4 GiB");
   const auto& context = device_.context();
   try {
     for (std::size_t i = 0; i < config_.slots; ++i) {

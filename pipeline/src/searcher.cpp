@@ -36,6 +36,7 @@ void Searcher::begin_input(const std::string& name) {
   open_ = false;
   spool_.clear();
   open_occurrences_.clear();
+  done_ = options_.max_count == 0;
   sink_.begin(InputInfo{name});
 }
 
@@ -72,6 +73,10 @@ bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrenc
 void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
                            std::vector<MatchSpan>& out) const {
   out.clear();
+  if (options_.word && !options_.whole_line) {
+    word_spans(line, occurrences, out);
+    return;
+  }
   std::uint64_t cursor = 0;
   // Occurrences are sorted by position, longest first at each position.
   for (std::size_t i = 0; i < occurrences.size();) {
@@ -87,6 +92,62 @@ void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence
       cursor = at + best;
     }
     i = j;
+  }
+}
+
+// grep -w -o/--color walks a line with repeated searches that each start where the last
+// match ended (or one past an empty match), and a search does not look at the byte before
+// its own start when it checks a word boundary (GNU kwsearch.c, Fexecute with start_ptr).
+// After a failed candidate it skips the run of word characters there. This reproduces that
+// walk exactly, so the printed parts are grep's.
+void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                          std::vector<MatchSpan>& out) const {
+  const std::size_t n = line.size();
+  const bool empty = table_.has_empty_pattern();
+  auto word_at = [&](std::size_t i) { return i < n && is_word(static_cast<unsigned char>(line[i])); };
+  std::size_t index = 0;
+  std::size_t cursor = 0;
+  while (cursor <= n) {
+    std::size_t search_start = cursor;  // grep's mb_start
+    std::size_t from = cursor;
+    bool found = false;
+    std::size_t found_at = 0, found_length = 0;
+    while (from <= n) {
+      while (index < occurrences.size() && occurrences[index].position < from) ++index;
+      std::size_t at;
+      if (empty) at = from;
+      else if (index < occurrences.size()) at = static_cast<std::size_t>(occurrences[index].position);
+      else break;
+      if (!(at > search_start && word_at(at - 1))) {
+        // Longest first, then shorter ones at the same place, the empty pattern last.
+        for (std::size_t k = index; k < occurrences.size() && occurrences[k].position == at; ++k) {
+          const std::size_t length = table_.unique_length(occurrences[k].pattern);
+          if (!word_at(at + length)) {
+            found = true;
+            found_at = at;
+            found_length = length;
+            break;
+          }
+        }
+        if (!found && empty && !word_at(at)) {
+          found = true;
+          found_at = at;
+          found_length = 0;
+        }
+        if (found) break;
+      }
+      std::size_t skip = at;
+      while (word_at(skip)) ++skip;
+      search_start = skip;
+      from = skip + 1;
+    }
+    if (!found) return;
+    if (found_length == 0) {
+      cursor = found_at + 1;
+      continue;
+    }
+    out.push_back({found_at, found_at + found_length});
+    cursor = found_at + found_length;
   }
 }
 
@@ -126,10 +187,12 @@ void Searcher::enter_binary() {
 
 // In the binary part NUL bytes end records, as GNU grep turns them into newlines; an
 // occurrence that spans a NUL is no match there.
-void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences) {
+void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated) {
   std::size_t begin = 0;
   for (;;) {
     const std::size_t nul = text.find('\0', begin);
+    // A NUL that ends an unterminated last line ends the input, not a record before nothing.
+    if (begin == text.size() && begin > 0 && !terminated) return;
     const std::size_t end = nul == std::string_view::npos ? text.size() : nul;
     const std::string_view record = text.substr(begin, end - begin);
     line_occurrences_.clear();
@@ -150,7 +213,8 @@ void Searcher::binary_record(std::string_view text, std::span<const LineOccurren
   }
 }
 
-void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences) {
+void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+                    bool terminated) {
   const std::uint64_t number = next_number_++;
   if (done_) return;
   if (!in_binary_ && binary_start_ != kNoBinary && offset + text.size() >= binary_start_) {
@@ -160,7 +224,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   if (in_binary_) {
     // binary_record reuses the scratch vectors: hand it a private copy.
     std::vector<LineOccurrence> copy(occurrences.begin(), occurrences.end());
-    binary_record(text, copy);
+    binary_record(text, copy, terminated);
     return;
   }
   const bool matched = line_matches(text, occurrences);
@@ -235,9 +299,7 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
           {chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
     if (nl == nullptr && !chunk.last) return done_ ? Flow::kStop : Flow::kContinue;
     open_ = false;
-    line(spool_.view(), open_offset_, open_occurrences_);
-    spool_.clear();
-    open_occurrences_.clear();
+    complete_open_line(nl != nullptr);
     pos = end + 1;
     if (done_) return Flow::kStop;
   }
@@ -261,7 +323,7 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
       const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
       if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
       gather(occurrences, index, begin, end);
-      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_);
+      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, nl != nullptr);
       pos = end + 1;
       if (done_) return Flow::kStop;
     }
@@ -272,7 +334,7 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
       const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', complete_end - pos));
       const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
       gather(occurrences, index, pos, end);
-      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_);
+      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_, nl != nullptr);
       pos = end + 1;
       if (done_) return Flow::kStop;
     }
@@ -293,8 +355,20 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
   return done_ ? Flow::kStop : Flow::kContinue;
 }
 
+// The pieces of a split line each reported their occurrences in position order, but a
+// piece's overlap repeats the end of the previous one: sort them as one line's.
+void Searcher::complete_open_line(bool terminated) {
+  std::sort(open_occurrences_.begin(), open_occurrences_.end(), [&](const LineOccurrence& a, const LineOccurrence& b) {
+    if (a.position != b.position) return a.position < b.position;
+    return table_.unique_length(a.pattern) > table_.unique_length(b.pattern);
+  });
+  line(spool_.view(), open_offset_, open_occurrences_, terminated);
+  spool_.clear();
+  open_occurrences_.clear();
+}
+
 InputSummary Searcher::finish_input() {
-  if (open_ && !done_) line(spool_.view(), open_offset_, open_occurrences_);
+  if (open_ && !done_) complete_open_line(false);
   open_ = false;
   spool_.clear();
   open_occurrences_.clear();

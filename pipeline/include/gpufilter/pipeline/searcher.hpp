@@ -71,8 +71,13 @@ class Searcher {
   };
 
   bool valid(std::string_view line, std::uint64_t position, std::uint32_t length) const;
-  void line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences);
-  void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences);
+  void word_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                  std::vector<MatchSpan>& out) const;
+  // `terminated`: the line ended with '\n' (not the unterminated end of the input).
+  void line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+            bool terminated);
+  void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated);
+  void complete_open_line(bool terminated);
   void enter_binary();
   void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
             std::span<const MatchSpan> spans);
