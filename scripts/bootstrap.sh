@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   scripts/bootstrap.sh demo   install what is missing (apt), build, filter examples/app.log
+#   scripts/bootstrap.sh test   install what is missing (apt), build, run every test (ctest)
+#   scripts/bootstrap.sh build  install and build only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+action=${1:-demo}
+build_dir=${GPUFILTER_BUILD_DIR:-build}
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
+  libboost-dev libconcurrentqueue-dev libgtest-dev
+  grep python3
+)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "bootstrap: installing ${missing[*]}" >&2
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUFILTER_BUILD_TESTS=ON >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)"
+}
+
+install_missing
+build
+case "$action" in
+  demo)
+    echo "--- gpufilter --list-devices" >&2
+    "$build_dir/gpufilter" --list-devices
+    echo "--- gpufilter -n -i -e error -e timeout examples/app.log" >&2
+    "$build_dir/gpufilter" -n -i -e error -e timeout examples/app.log
+    ;;
+  test)
+    cd "$build_dir"
+    ctest --output-on-failure -j "$(nproc)" --timeout 900
+    ;;
+  build) ;;
+  *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,231 @@
+#include "differential.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/gpufilter-cli-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::write(const std::string& name, std::string_view contents) const {
+  const std::string full = path_ + "/" + name;
+  std::ofstream out(full, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  if (!out) throw std::runtime_error("cannot write " + full);
+  return full;
+}
+
+std::string TempDir::make_dir(const std::string& name) const {
+  const std::string full = path_ + "/" + name;
+  std::filesystem::create_directories(full);
+  return full;
+}
+
+std::string Knobs::describe() const {
+  return "--chunk-size=" + (chunk.empty() ? std::string("(default)") : chunk) +
+         " --slots=" + (slots.empty() ? std::string("(default)") : slots);
+}
+
+const std::vector<Knobs>& small_knobs() {
+  static const std::vector<Knobs> knobs = {
+      {"5", "1"}, {"5", "3"}, {"17", "2"}, {"64", "3"}, {"4096", "1"}, {"", ""},
+  };
+  return knobs;
+}
+
+const std::vector<Knobs>& large_knobs() {
+  static const std::vector<Knobs> knobs = {{"4093", "2"}, {"64K", "1"}, {"", "3"}};
+  return knobs;
+}
+
+std::vector<Knobs> random_knobs(std::mt19937& rng, int count, int max_chunk) {
+  std::vector<Knobs> knobs;
+  for (int i = 0; i < count; ++i) {
+    Knobs k;
+    const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+    if (kind == 0) {
+      k.chunk.clear();  // default
+    } else if (kind <= 3) {
+      k.chunk = std::to_string(std::uniform_int_distribution<int>(1, 16)(rng));
+    } else {
+      k.chunk = std::to_string(std::uniform_int_distribution<int>(1, max_chunk)(rng));
+    }
+    const int slots = std::uniform_int_distribution<int>(0, 3)(rng);
+    k.slots = slots == 0 ? std::string() : std::to_string(slots);
+    knobs.push_back(k);
+  }
+  return knobs;
+}
+
+std::string escape(std::string_view bytes, std::size_t limit) {
+  std::string s;
+  std::size_t i = 0;
+  for (; i < bytes.size() && s.size() < limit; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    switch (c) {
+      case '\n': s += "\\n"; break;
+      case '\r': s += "\\r"; break;
+      case '\t': s += "\\t"; break;
+      case '\\': s += "\\\\"; break;
+      case '"': s += "\\\""; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          s += buf;
+        } else {
+          s.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  if (i < bytes.size()) s += "...(" + std::to_string(bytes.size()) + " bytes in all)";
+  return s;
+}
+
+std::string describe_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    if (!s.empty()) s += ' ';
+    s += '"' + escape(a, 200) + '"';
+  }
+  return s;
+}
+
+namespace {
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) {
+      lines.push_back(text.substr(start));
+      break;
+    }
+    lines.push_back(text.substr(start, nl - start + 1));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+std::string normalise_grep_stderr(const std::string& err) {
+  // "/bin/grep: X" -> "gpufilter: X" at line starts.
+  static const std::string from = "/bin/grep:";
+  std::string out;
+  std::size_t start = 0;
+  while (start < err.size()) {
+    std::size_t nl = err.find('\n', start);
+    if (nl == std::string::npos) nl = err.size() - 1;
+    std::string_view line(err.data() + start, nl - start + 1);
+    if (line.substr(0, from.size()) == from) {
+      out += "gpufilter:";
+      out += line.substr(from.size());
+    } else {
+      out += line;
+    }
+    start = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string first_difference(std::string_view expected, std::string_view actual) {
+  if (expected == actual) return {};
+  const auto e = split_lines(expected);
+  const auto a = split_lines(actual);
+  std::size_t i = 0;
+  while (i < e.size() && i < a.size() && e[i] == a[i]) ++i;
+  std::ostringstream s;
+  s << "first difference at line " << (i + 1) << " (grep: " << e.size() << " lines, " << expected.size()
+    << " bytes; gpufilter: " << a.size() << " lines, " << actual.size() << " bytes)\n";
+  if (i > 0) s << "    same   : \"" << escape(e[i - 1], 300) << "\"\n";
+  const auto show = [&s](const std::vector<std::string_view>& lines, std::size_t k) {
+    if (k < lines.size()) s << '"' << escape(lines[k], 300) << '"';
+    else s << "(end of output)";
+    s << "\n";
+  };
+  s << "    grep   : ";
+  show(e, i);
+  s << "    gpufilt: ";
+  show(a, i);
+  return s.str();
+}
+
+std::string pattern_file(const std::vector<std::string>& patterns) {
+  std::string s;
+  for (const auto& p : patterns) {
+    s += p;
+    s += '\n';
+  }
+  return s;
+}
+
+GrepRun run_grep(const std::vector<std::string>& args, const std::string& input,
+                 const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {grep_binary(), "-F"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, input, env);
+  return {std::move(r.out), std::move(r.err), r.status};
+}
+
+GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& input, const Knobs& knobs,
+                      const std::vector<std::string>& env) {
+  // The knobs go first, so that a "--" among args cannot turn them into file names.
+  std::vector<std::string> argv = {gpufilter_binary()};
+  if (!knobs.chunk.empty()) argv.push_back("--chunk-size=" + knobs.chunk);
+  if (!knobs.slots.empty()) argv.push_back("--slots=" + knobs.slots);
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, input, env);
+  return {std::move(r.out), std::move(r.err), r.status};
+}
+
+bool expect_same(const std::vector<std::string>& args, const std::string& input, const std::vector<Knobs>& knob_list,
+                 const std::string& note, const std::vector<std::string>& env) {
+  const GrepRun expected = run_grep(args, input, env);
+  const std::string expected_err = normalise_grep_stderr(expected.err);
+  const std::vector<Knobs>& knobs = knob_list.empty() ? small_knobs() : knob_list;
+  bool all_same = true;
+  for (const Knobs& k : knobs) {
+    const GrepRun actual = run_gpufilter(args, input, k, env);
+    const bool out_same = actual.out == expected.out;
+    const bool status_same = actual.status == expected.status;
+    const bool err_same = actual.err == expected_err;
+    if (out_same && status_same && err_same) continue;
+    all_same = false;
+    std::ostringstream m;
+    m << "gpufilter differs from grep -F\n  args : " << describe_args(args) << "\n  knobs: " << k.describe() << "\n";
+    if (!env.empty()) m << "  env  : " << describe_args(env) << "\n";
+    if (!note.empty()) m << "  note : " << note << "\n";
+    if (!input.empty() || args.empty()) m << "  stdin: \"" << escape(input, 600) << "\"\n";
+    if (!status_same) m << "  exit status: grep " << expected.status << ", gpufilter " << actual.status << "\n";
+    if (!out_same) m << "  stdout " << first_difference(expected.out, actual.out);
+    if (!err_same)
+      m << "  stderr: grep \"" << escape(expected_err, 600) << "\"\n          gpufilter \"" << escape(actual.err, 600)
+        << "\"\n";
+    else if (!actual.err.empty())
+      m << "  stderr (both): \"" << escape(actual.err, 300) << "\"\n";
+    ADD_FAILURE() << m.str();
+  }
+  return all_same;
+}
+
+}  // namespace gpufilter::test

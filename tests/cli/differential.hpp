@@ -1,0 +1,78 @@
+// Differential testing of the gpufilter binary against GNU grep -F (LC_ALL=C): the same
+// arguments go to `/bin/grep -F ARGS...` and to `gpufilter --chunk-size=C --slots=S ARGS...`
+// for several chunk sizes and slot counts; stdout bytes, the exit status and stderr (up to
+// the program name prefix) must be equal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpufilter::test {
+
+// A temporary directory (mkdtemp), removed with everything inside when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  // Writes `contents` to path()/name and returns the full path.
+  std::string write(const std::string& name, std::string_view contents) const;
+  // Creates the directory path()/name and returns the full path.
+  std::string make_dir(const std::string& name) const;
+
+ private:
+  std::string path_;
+};
+
+// gpufilter's own knobs for one run; an empty string means "not passed" (the default).
+struct Knobs {
+  std::string chunk;
+  std::string slots;
+  std::string describe() const;
+};
+
+// 5, 17, 64 and 4096 byte chunks and the default, with 1, 2 and 3 slots: for small inputs.
+const std::vector<Knobs>& small_knobs();
+// Chunk sizes that stay fast on inputs of hundreds of KB.
+const std::vector<Knobs>& large_knobs();
+// `count` random knob sets (chunk sizes 1..max_chunk, or the default) for random cases.
+std::vector<Knobs> random_knobs(std::mt19937& rng, int count, int max_chunk);
+
+// Runs `grep -F args...` once and gpufilter once per knob set (empty: small_knobs()), with
+// `input` on standard input and `env` added to the environment. Adds a gtest failure for each
+// run whose stdout, exit status or stderr (up to the program name) differs, with the args,
+// knobs, `note` (seed, case description) and the first differing line. Returns true when all
+// runs agree.
+bool expect_same(const std::vector<std::string>& args, const std::string& input = {},
+                 const std::vector<Knobs>& knobs = {}, const std::string& note = {},
+                 const std::vector<std::string>& env = {});
+
+// The outputs of `grep -F args...` (LC_ALL=C).
+struct GrepRun {
+  std::string out;
+  std::string err;
+  int status;
+};
+GrepRun run_grep(const std::vector<std::string>& args, const std::string& input = {},
+                 const std::vector<std::string>& env = {});
+GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& input = {},
+                      const Knobs& knobs = {}, const std::vector<std::string>& env = {});
+
+// Readable rendering of bytes: C escapes for control bytes and bytes >= 0x80, cut at `limit`.
+std::string escape(std::string_view bytes, std::size_t limit = 400);
+std::string describe_args(const std::vector<std::string>& args);
+// A readable diff: the first differing line (1-based) of `expected` and `actual`, with the
+// line before it, or "" when equal.
+std::string first_difference(std::string_view expected, std::string_view actual);
+
+// Joins patterns with '\n' (a -f file's contents; adds a final newline).
+std::string pattern_file(const std::vector<std::string>& patterns);
+
+}  // namespace gpufilter::test

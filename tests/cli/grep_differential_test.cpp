@@ -1,0 +1,469 @@
+// Hand-written differential cases: every supported grep flag alone and combined, the input
+// shapes that trip line-oriented tools, and bad usage.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using namespace std::string_literals;
+using Args = std::vector<std::string>;
+
+Args operator+(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::string kText =
+    "foo\n"
+    "bar\n"
+    "Foo bar baz\n"
+    "baz foo qux\n"
+    "\n"
+    "foobar foo\n"
+    "FOO\n"
+    "abc foo_bar\n"
+    "xfoo foox\n"
+    "the end\n";
+
+// Matches of "ERR" on lines 1, 5, 6, 12, 20 and 29 of 30: groups that touch, overlap and stand apart.
+std::string context_text() {
+  std::string s;
+  for (int i = 1; i <= 30; ++i) {
+    const bool hit = i == 1 || i == 5 || i == 6 || i == 12 || i == 20 || i == 29;
+    s += (hit ? "ERR line " : "ok line ") + std::to_string(i) + "\n";
+  }
+  return s;
+}
+
+class GrepDifferential : public ::testing::Test {
+ protected:
+  TempDir dir;
+  std::string text = dir.write("text.txt", kText);
+  std::string ctx = dir.write("context.txt", context_text());
+};
+
+TEST_F(GrepDifferential, EachFlagAloneOnAFile) {
+  const std::vector<Args> flags = {
+      {},          {"-i"},        {"-v"},       {"-c"},        {"-n"},          {"-b"},
+      {"-o"},      {"-w"},        {"-x"},       {"-m", "0"},   {"-m", "1"},     {"-m", "2"},
+      {"-m", "-1"}, {"-m1"},      {"--max-count=2"}, {"-l"},   {"-L"},          {"-H"},
+      {"-h"},      {"-q"},        {"-s"},       {"-a"},        {"-A", "1"},     {"-B", "1"},
+      {"-C", "1"}, {"-2"},        {"--group-separator=XX"},    {"--no-group-separator"},
+      {"--color=always"},         {"--line-buffered"},         {"-F"},          {"--fixed-strings"},
+      {"--ignore-case"},          {"--invert-match"},          {"--count"},     {"--line-number"},
+      {"--byte-offset"},          {"--only-matching"},         {"--word-regexp"}, {"--line-regexp"},
+      {"--files-with-matches"},   {"--files-without-match"},   {"--with-filename"}, {"--no-filename"},
+      {"--quiet"},                {"--silent"},                {"--no-messages"}, {"--text"},
+  };
+  for (const Args& f : flags) {
+    expect_same(f + Args{"foo", text});
+    expect_same(f + Args{"-e", "foo", "--", text});
+  }
+}
+
+TEST_F(GrepDifferential, EachFlagAloneOnStandardInput) {
+  const std::vector<Args> flags = {
+      {},         {"-i"},      {"-v"},      {"-c"},       {"-n"},      {"-b"},           {"-o"},
+      {"-w"},     {"-x"},      {"-m", "1"}, {"-l"},       {"-L"},      {"-H"},           {"-q"},
+      {"-A", "1"}, {"-B", "2"}, {"-C", "1"}, {"--color=always"},       {"--label=X", "-H"},
+      {"--label=X", "-l"},      {"--label=X", "-c", "-H"}, {"--label=LBL", "-L", "zzz"},
+  };
+  for (const Args& f : flags) expect_same(f + Args{"bar"}, kText);
+  expect_same({"foo", "-"}, kText);
+  expect_same({"--label=in", "-n", "foo", "-", text}, kText);
+}
+
+TEST_F(GrepDifferential, FlagCombinations) {
+  const std::vector<Args> combos = {
+      {"-i", "-n"},        {"-i", "-o", "-b"},      {"-v", "-n"},          {"-v", "-c"},
+      {"-c", "-i", "-w"},  {"-o", "-n", "-b", "-H"}, {"-w", "-x"},          {"-i", "-x"},
+      {"-i", "-w", "-o"},  {"-v", "-o"},             {"-v", "-x"},          {"-v", "-w", "-n"},
+      {"-c", "-m", "2"},   {"-o", "-m", "1"},        {"-v", "-m", "2", "-n"}, {"-l", "-v"},
+      {"-L", "-v"},        {"-c", "-v", "-x"},       {"-q", "-v"},          {"-l", "-c"},
+      {"-c", "-o"},        {"-n", "-b", "-H", "-i"}, {"-h", "-n"},          {"-m", "0", "-c"},
+      {"-m", "0", "-v"},   {"-m", "-1", "-c"},       {"-o", "-x"},          {"-b", "-v"},
+      {"-a", "-n", "-i"},  {"-s", "-c"},             {"-q", "-c"},          {"-l", "-L"},
+      {"-L", "-l"},        {"-c", "-l"},             {"-c", "-q"},          {"-i", "--no-ignore-case"},
+      {"-y"},              {"-x", "-o", "-i"},
+  };
+  for (const Args& f : combos) {
+    expect_same(f + Args{"foo", text});
+    expect_same(f + Args{"-e", "Foo", "-e", "bar", text});
+  }
+}
+
+TEST_F(GrepDifferential, SeveralPatterns) {
+  expect_same({"-e", "foo", "-e", "bar", text});
+  expect_same({"-e", "foo", "-e", "bar", "-e", "qux", "-o", "-n", text});
+  expect_same({"-e", "foo\nbar", text});                  // a newline separates patterns
+  expect_same({"foo\nbaz", text});                        // also in the operand
+  expect_same({"foo\nbaz\n", "-c", text});                // a trailing newline adds no empty pattern? grep decides
+  expect_same({"-e", "", text});                          // the empty pattern matches every line
+  expect_same({"-e", "", "-c", text});
+  expect_same({"-e", "", "-o", text});
+  expect_same({"-e", "", "-v", text});
+  expect_same({"-e", "", "-x", "-n", text});              // only the empty line
+  expect_same({"-e", "", "-w", "-n", text});
+  expect_same({"-e", "foo", "-e", "", "-o", "-b", text});
+  expect_same({"", text});
+  expect_same({"\n", "-n", text});
+  expect_same({"-e", "foo", "-e", "foo", "-o", text});     // the same pattern twice
+  expect_same({"-e", "nothing", "-e", "neither", text});
+  expect_same({"-e", "-v", "-e", "--", text});            // patterns that look like options
+  expect_same({"--regexp=foo", "--regexp", "baz", text});
+}
+
+TEST_F(GrepDifferential, PatternFiles) {
+  const std::string in = dir.write("in.txt",
+                                   "foo\r\nbar\nbaz\r\nqux\n"
+                                   "x\0y\n"s
+                                   "a\0b line\n"s
+                                   "foo bar\n"
+                                   "\n"
+                                   "plain\n");
+  const std::string f1 = dir.write("f1", "foo\nbar\n");
+  const std::string f2 = dir.write("f2", "baz\n");
+  const std::string with_empty = dir.write("with_empty", "qux\n\nnever\n");
+  const std::string empty = dir.write("empty", "");
+  const std::string only_newlines = dir.write("only_newlines", "\n\n\n");
+  const std::string with_nul = dir.write("with_nul", "x\0y\nnothing\n"s);
+  const std::string with_nul2 = dir.write("with_nul2", "\0\n"s);
+  const std::string crlf = dir.write("crlf", "foo\r\nbaz\r\nplain\r\n");
+  const std::string no_final_newline = dir.write("no_final_newline", "bar\nplain");
+  const std::string dup = dir.write("dup", "foo\nfoo\nfo\no\n");
+  const std::vector<std::string> inputs = {in, text};
+  const std::vector<Args> forms = {
+      {"-f", f1},         {"-f", f1, "-f", f2},      {"-f", with_empty},   {"-f", empty},
+      {"-f", empty, "-v"}, {"-f", empty, "-c"},      {"-f", empty, "-L"},  {"-f", only_newlines},
+      {"-f", with_nul},   {"-f", with_nul, "-a"},    {"-f", with_nul, "-c"}, {"-f", with_nul2, "-a", "-o", "-b"},
+      {"-f", crlf},       {"-f", crlf, "-o"},        {"-f", crlf, "-x"},   {"-f", no_final_newline, "-n"},
+      {"-f", dup, "-o"},  {"-f", f1, "-e", "qux"},   {"-e", "plain", "-f", f2, "-n"}, {"-f", f1, "-f", f1},
+      {"-f", empty, "-e", "bar"},                    {"-f", empty, "-f", f2}, {"--file=" + f2, "-c"},
+      {"-f", f1, "-w"},   {"-f", crlf, "-w", "-n"},  {"-f", with_empty, "-o", "-b"},
+  };
+  for (const Args& f : forms) {
+    for (const std::string& input : inputs) expect_same(f + Args{input});
+  }
+}
+
+TEST_F(GrepDifferential, Context) {
+  const std::vector<Args> forms = {
+      {"-A", "1"},  {"-A", "2"},  {"-A", "0"},  {"-B", "1"},  {"-B", "3"},  {"-C", "1"},
+      {"-C", "2"},  {"-1"},       {"-3"},       {"-12"},      {"-1", "-2"}, {"-2n"},
+      {"-n1"},      {"-A", "1", "-B", "2"},     {"-C", "1", "-A", "0"},     {"-B", "5", "-C", "1"},
+      {"--context=2"}, {"--after-context=1"},   {"--before-context=1"},     {"-A1", "-n", "-b"},
+      {"-C1", "-H", "-n"}, {"-C1", "-b"},       {"-A1", "--group-separator=XX"},
+      {"-B1", "--group-separator="},            {"-C1", "--group-separator", "::"},
+      {"-C1", "--no-group-separator"},          {"-C1", "--no-group-separator", "--group-separator=G"},
+      {"-C1", "--group-separator=G", "--no-group-separator"},
+      {"-A3", "-m", "2"},  {"-B2", "-m", "1"},  {"-C1", "-v"},  {"-A1", "-v", "-n"},  {"-C1", "-o"},
+      {"-A2", "-o", "-n"}, {"-C1", "-c"},       {"-C1", "-l"},  {"-C1", "-q"},        {"-C100"},
+      {"-A", "99999999999999999999"},           {"-C1", "-x"},  {"-C2", "-i", "-w"},  {"-A1", "-B1", "-m", "3", "-n"},
+  };
+  for (const Args& f : forms) expect_same(f + Args{"ERR", ctx});
+  expect_same({"-C1", "ERR", ctx, ctx});                  // groups across two files
+  expect_same({"-A1", "-n", "line 1", ctx});              // adjacent matches fill the context
+  expect_same({"-C1", "-n", "ERR"}, context_text());
+  expect_same({"-A1", "ERR"}, "ERR\nx\ny\nERR\nz");       // context at the unterminated end
+  expect_same({"-B1", "z"}, "ERR\nx\ny\nERR\nz");
+  expect_same({"-A", "x", "ERR", ctx});                   // invalid context length
+  expect_same({"-C", "-1", "ERR", ctx});
+}
+
+TEST_F(GrepDifferential, Color) {
+  const std::vector<Args> forms = {
+      {},       {"-n"},        {"-b", "-H"},  {"-o"},       {"-o", "-b", "-n"}, {"-v"},  {"-i"},
+      {"-C1"},  {"-c"},        {"-l"},        {"-L"},       {"-w"},              {"-x"},  {"-A1", "-n", "-H"},
+      {"-v", "-C1", "-n"},     {"-e", "o", "-e", "oo"},     {"-m", "1", "-A", "1"},
+  };
+  const std::vector<std::vector<std::string>> envs = {
+      {}, {"GREP_COLORS=mt=01;32:fn=34"}, {"GREP_COLORS=sl=1:cx=2"}, {"GREP_COLORS=rv"}, {"GREP_COLORS=sl=1:cx=2:rv"},
+      {"GREP_COLORS=ms=4:mc=5:ln=33:bn=36:se=35:ne"}, {"GREP_COLOR=1;32"}, {"GREP_COLORS=mt=7", "GREP_COLOR=1;32"},
+  };
+  for (const auto& env : envs) {
+    for (const Args& f : forms) {
+      expect_same(Args{"--color=always"} + f + Args{"foo", text, ctx}, {}, {{"5", "2"}, {"", ""}}, {}, env);
+    }
+  }
+  expect_same({"--colour=always", "foo", text});
+  expect_same({"--color=never", "foo", text});
+  expect_same({"--color=auto", "foo", text});
+  expect_same({"--color", "foo", text});
+  expect_same({"--color=always", "-e", "", text});
+  expect_same({"--color=always", "-e", "", "-o", text});
+  expect_same({"--color=always", "-C1", "ERR", ctx});
+  expect_same({"--color=bogus", "foo", text});
+}
+
+TEST_F(GrepDifferential, SeveralFiles) {
+  const std::string other = dir.write("other.txt", "nothing here\nfoo again\n");
+  const std::string none = dir.write("none.txt", "no match\n");
+  const std::string missing = dir.path() + "/missing.txt";
+  const std::string sub = dir.make_dir("subdir");
+  const std::vector<Args> inputs = {
+      {text, other},          {text, text},          {text, none, other},     {text, missing},
+      {missing, text},        {missing},             {none, missing},         {sub},
+      {text, sub, other},     {"-", text},           {text, "-", other},      {missing, "-"},
+  };
+  const std::vector<Args> flags = {
+      {}, {"-h"}, {"-H"}, {"-c"}, {"-l"}, {"-L"}, {"-q"}, {"-s"}, {"-n", "-H"}, {"-s", "-c"}, {"-q", "-s"},
+      {"-v", "-l"}, {"--label=LBL"}, {"-o", "-b"}, {"-m", "1"}, {"-A", "1"},
+  };
+  for (const Args& in : inputs) {
+    for (const Args& f : flags) expect_same(f + Args{"foo"} + in, "stdin foo\nstdin bar\n", {{"7", "2"}, {"", ""}});
+  }
+  // -q: a match gives 0 even after an error, an error without a match gives 2.
+  expect_same({"-q", "foo", missing, text});
+  expect_same({"-q", "foo", text, missing});
+  expect_same({"-q", "zzz", text, missing});
+  expect_same({"-q", "-s", "zzz", missing, text});
+  expect_same({"foo", sub});
+  expect_same({"-s", "foo", sub, text});
+}
+
+TEST_F(GrepDifferential, ExitStatus) {
+  const std::string empty = dir.write("empty.txt", "");
+  expect_same({"foo", text});
+  expect_same({"zzz", text});
+  expect_same({"-v", "", text});
+  expect_same({"-v", "zzz", text});
+  expect_same({"foo", empty});
+  expect_same({"-v", "foo", empty});
+  expect_same({"-c", "zzz", text});
+  expect_same({"-L", "zzz", text});
+  expect_same({"-L", "foo", text});
+  expect_same({"-l", "zzz", text});
+  expect_same({"foo", dir.path() + "/nope"});
+  expect_same({"-s", "foo", dir.path() + "/nope"});
+  expect_same({});                                                   // no pattern
+  expect_same({"-m", "x", "foo", text});                             // invalid max count
+  expect_same({"-f", dir.path() + "/nope", text});                   // unreadable pattern file
+  expect_same({"-f", dir.path(), text});                             // a directory as pattern file
+  expect_same({"--binary-files=bogus", "foo", text});
+}
+
+TEST_F(GrepDifferential, InputShapes) {
+  struct Shape {
+    const char* name;
+    std::string bytes;
+  };
+  const std::vector<Shape> shapes = {
+      {"crlf", "foo\r\nbar\r\nfoo bar\r\n\r\nfoo\r\n"},
+      {"crlf no final newline", "foo\r\nbar\r\nlast foo\r"},
+      {"no final newline", "foo\nbar\nlast foo"},
+      {"no final newline, no match at end", "foo\nbar\nlast"},
+      {"empty lines", "\n\nfoo\n\n\nbar\n\n"},
+      {"only newline", "\n"},
+      {"only newlines", "\n\n\n\n"},
+      {"empty", ""},
+      {"single byte", "f"},
+      {"one line no newline", "foo"},
+      {"lone cr", "\r"},
+      {"cr inside", "fo\ro\nfoo\rbar\n"},
+      {"tabs", "foo\tbar\n\tfoo\n"},
+  };
+  const std::vector<Args> flags = {
+      {}, {"-c"}, {"-v"}, {"-o", "-b"}, {"-n"}, {"-x"}, {"-w"}, {"-A1"}, {"-B1", "-n"}, {"-v", "-c"}, {"-L"}, {"-e", ""},
+      {"-e", "", "-x", "-n"}, {"--color=always"},
+  };
+  for (const Shape& s : shapes) {
+    const std::string path = dir.write("shape.txt", s.bytes);
+    for (const Args& f : flags) {
+      expect_same(f + Args{"-e", "foo", path}, {}, {{"5", "1"}, {"17", "3"}, {"", ""}}, std::string("input: ") + s.name);
+    }
+    expect_same(Args{"-x", "-e", "foo\r"}, s.bytes);
+    expect_same(Args{"-o", "-e", "\r"}, s.bytes);
+    expect_same(Args{"-c", "foo"}, s.bytes);
+  }
+}
+
+TEST_F(GrepDifferential, BinaryFiles) {
+  const std::vector<std::string> inputs = {
+      "foo\0bar\nbaz\n"s,
+      "before foo\nthe nul \0 line\nafter foo\n"s,
+      "no match here\n\0\nfoo\n"s,
+      "foo first\nnothing\nnul\0 without match\n"s,
+      "\0"s,
+      "foo\0"s,
+      "\0foo\n\0\n"s,
+      "foo\nbar\n\0"s,
+  };
+  const std::vector<Args> flags = {
+      {},       {"-a"},      {"-c"},      {"-v"},     {"--binary-files=without-match"}, {"-I"},
+      {"--binary-files=text"}, {"--binary-files=binary"}, {"-l"}, {"-L"}, {"-o"}, {"-n"}, {"-q"},
+      {"-m", "1"}, {"-A", "1"}, {"-v", "-c"}, {"-a", "-v"}, {"-a", "-o", "-b"}, {"-x"}, {"-H", "-c"},
+      {"-I", "-c"}, {"-I", "-v"}, {"-I", "-l"}, {"--color=always"},
+  };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string path = dir.write("bin.txt", inputs[i]);
+    for (const Args& f : flags) {
+      expect_same(f + Args{"foo", path}, {}, {{"5", "1"}, {"64", "3"}, {"", ""}}, "input: \"" + escape(inputs[i]) + "\"");
+    }
+    expect_same({"-e", "nul", path}, {}, {{"5", "1"}, {"", ""}});
+    expect_same({"foo"}, inputs[i], {{"5", "2"}, {"", ""}});     // on standard input
+  }
+  // A NUL far after the first matches: grep prints lines until it meets the NUL.
+  std::string big;
+  for (int i = 0; big.size() < 200000; ++i) big += "line " + std::to_string(i) + (i % 7 == 0 ? " foo" : "") + "\n";
+  big.insert(150000, 1, '\0');
+  const std::string big_path = dir.write("big.bin", big);
+  for (const Args& f : std::vector<Args>{{}, {"-c"}, {"-n"}, {"-a", "-c"}, {"-I"}, {"-v", "-c"}, {"-o", "-b"}})
+    expect_same(f + Args{"foo", big_path}, {}, large_knobs());
+}
+
+// Lines longer than the chunk, with matches at every offset around chunk edges.
+TEST_F(GrepDifferential, LongLinesAndChunkEdges) {
+  std::string in;
+  const std::vector<std::string> needles = {"needle", "ab", "x", "a-long-needle-of-forty-bytes-0123456789"};
+  for (std::size_t n = 0; n < needles.size(); ++n) {
+    for (int offset = 0; offset < 70; ++offset) {
+      in += std::string(static_cast<std::size_t>(offset), '.') + needles[n] + std::string(static_cast<std::size_t>(offset % 9), ',') + "\n";
+    }
+  }
+  const std::string edges = dir.write("edges.txt", in);
+  for (const Args& f : std::vector<Args>{{}, {"-o", "-b"}, {"-c"}, {"-n", "-v"}, {"-w", "-o", "-b"}}) {
+    for (const std::string& n : needles) expect_same(f + Args{"-e", n, edges});
+    expect_same(f + Args{"-e", needles[0], "-e", needles[3], "-e", "9\n.."s, edges});
+  }
+
+  // Very long lines: matches at the start, in the middle and at the end of a 10000-byte line.
+  std::string long_line = "start" + std::string(4090, 'y') + "mid" + std::string(5900, 'z') + "end";
+  const std::string lines = dir.write("long.txt", "short\n" + long_line + "\n" + long_line + "\nshort end");
+  for (const Args& f : std::vector<Args>{{}, {"-o", "-b"}, {"-c"}, {"-n"}, {"-x", "-c"}}) {
+    for (const char* p : {"start", "mid", "end", "yyyyyyyyyymid", "ymidz", "zend", "short", "zzzzzzzzzz"})
+      expect_same(f + Args{"-e", p, lines}, {}, {{"5", "3"}, {"64", "1"}, {"4096", "2"}, {"", ""}});
+  }
+  expect_same({"-x", long_line, lines}, {}, {{"64", "1"}, {"4096", "2"}, {"", ""}});
+  expect_same({"-o", long_line.substr(100, 5000), lines}, {}, {{"64", "1"}, {"4096", "2"}, {"", ""}});
+}
+
+TEST_F(GrepDifferential, MatchesAtLineEdges) {
+  const std::string in = "foo\nxfoo\nfoox\nxfoox\nfoo foo\n foo \nfoofoo\nfo\no\nfoo";
+  for (const Args& f : std::vector<Args>{{}, {"-o", "-b"}, {"-w", "-o", "-n"}, {"-x"}, {"-x", "-v"}, {"-c"},
+                                         {"--color=always"}, {"-w", "--color=always"}}) {
+    expect_same(f + Args{"foo"}, in);
+    expect_same(f + Args{"-e", "foo", "-e", "ofo", "-e", "oo"}, in);
+  }
+}
+
+TEST_F(GrepDifferential, OverlappingAndPrefixPatterns) {
+  const std::string in = "ababab\nabab\nab\nb\nbab\nxababx\nabcabc abx\naaaa\n";
+  const std::vector<Args> pattern_sets = {
+      {"-e", "ab", "-e", "abab", "-e", "b"},
+      {"-e", "b", "-e", "abab", "-e", "ab"},
+      {"-e", "a", "-e", "ab", "-e", "abc"},
+      {"-e", "abc", "-e", "ab", "-e", "a"},
+      {"-e", "bc", "-e", "abc", "-e", "c"},
+      {"-e", "aa", "-e", "aaa"},
+      {"-e", "bab", "-e", "aba"},
+      {"-e", "ababab", "-e", "bab"},
+  };
+  const std::vector<Args> flags = {{}, {"-o"}, {"-o", "-b"}, {"-c"}, {"-w"}, {"-w", "-o"}, {"-x"}, {"-x", "-o"},
+                                   {"--color=always"}, {"-i", "-o"}, {"-v"}};
+  for (const Args& p : pattern_sets) {
+    for (const Args& f : flags) expect_same(f + p, in);
+  }
+}
+
+TEST_F(GrepDifferential, WordMatching) {
+  const std::vector<std::string> inputs = {
+      "foobar foo\n", "foobar\n", "foo_bar foo\n", "foo-bar\n", "xfoo foo\n", "foo1 foo\n", "foofoo foo\n",
+      "foobarfoo foobar\n", "afoobar foobarx foobar\n", "foo\r\n", "_foo\n", "foo.\n", "\xe9" "foo\n",
+      "foo\xe9\n", "foobar foobar foo\n", "a foobarfoo b\n", "\n", "foo  bar\n",
+  };
+  const std::vector<Args> pattern_sets = {
+      {"-e", "foo", "-e", "foobar"}, {"-e", "foobar", "-e", "foo"}, {"-e", "foo"}, {"-e", "bar"},
+      {"-e", "oob", "-e", "foobar"}, {"-e", "foo bar"},            {"-e", ""},    {"-e", "foo", "-e", ""},
+      {"-e", "o"},                   {"-e", "foobarfoo", "-e", "barfoo", "-e", "foo"},
+  };
+  std::string all;
+  for (const std::string& in : inputs) all += in;
+  for (const Args& p : pattern_sets) {
+    for (const Args& f : std::vector<Args>{{"-w"}, {"-w", "-o", "-b"}, {"-w", "-c", "-v"}, {"-w", "-x"}, {"-w", "-n", "--color=always"}}) {
+      expect_same(f + p, all, {{"3", "1"}, {"11", "2"}, {"", ""}});
+    }
+  }
+  // One line at a time too, so that each case stands alone.
+  for (const std::string& in : inputs) {
+    for (const Args& p : pattern_sets) expect_same(Args{"-w", "-o"} + p, in, {{"", ""}});
+  }
+}
+
+TEST_F(GrepDifferential, CaseFolding) {
+  const std::string in =
+      "FoO\nfoo\nFOO BAR\nfOo_bar\n"
+      "\xc4\x42\x43\n\xe4\x62\x63\n"   // Latin-1 A/a umlaut: no folding in the C locale
+      "Stra\xdf" "e STRASSE\n"
+      "\xff\xfe foo \x80\n"
+      "[FOO]\n@`{|}~^_\n";
+  const std::vector<Args> pattern_sets = {
+      {"-e", "foo"},     {"-e", "FOO"},        {"-e", "fOo", "-e", "BaR"}, {"-e", "\xc4" "bc"},
+      {"-e", "\xe4" "BC"}, {"-e", "\xdf" "E"}, {"-e", "strasse"},         {"-e", "\xff\xfe"},
+      {"-e", "\x80"},    {"-e", "[foo]"},      {"-e", "@`"},              {"-e", "{|}~^_"},
+      {"-e", "@@"},      {"-e", "_"},
+  };
+  for (const Args& p : pattern_sets) {
+    for (const Args& f : std::vector<Args>{{"-i"}, {"-i", "-o", "-b"}, {"-i", "-w"}, {"-i", "-x"}, {"-i", "-c", "-v"},
+                                           {"-i", "--color=always"}, {}}) {
+      expect_same(f + p, in, {{"5", "2"}, {"64", "1"}, {"", ""}});
+    }
+  }
+}
+
+TEST_F(GrepDifferential, StandardInputAmongFilesAndLabels) {
+  const std::string in = "stdin foo\nstdin bar\n";
+  expect_same({"foo", "-"}, in);
+  expect_same({"-H", "foo", "-"}, in);
+  expect_same({"--label=LBL", "foo", "-", text}, in);
+  expect_same({"--label=LBL", "-c", "foo", text, "-"}, in);
+  expect_same({"--label=LBL", "-l", "bar", text, "-"}, in);
+  expect_same({"--label=", "-H", "foo"}, in);
+  expect_same({"--label", "L2", "-Hn", "foo"}, in);
+  expect_same({"-n", "foo", "-", "-"}, in);      // the second '-' reads an exhausted stdin
+  expect_same({"-c", "foo"}, "");
+}
+
+// Bad usage: gpufilter refuses regular expressions and unknown options with status 2.
+TEST(GrepDifferentialUsage, RegexModesAreRefused) {
+  for (const char* flag : {"-E", "-G", "-P", "--extended-regexp", "--basic-regexp", "--perl-regexp"}) {
+    const GrepRun r = run_gpufilter({flag, "foo"}, "foo\n");
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_EQ(r.out, "") << flag;
+    EXPECT_NE(r.err.find("fixed strings"), std::string::npos) << flag << ": " << r.err;
+  }
+}
+
+TEST(GrepDifferentialUsage, UnknownOptionsAndMissingArguments) {
+  for (const Args& a : std::vector<Args>{{"--bogus-option", "foo"}, {"-Q", "foo"}, {"-e"}, {"-f"}, {"-m"}, {"-A"},
+                                         {"--context"}, {"--max-count=", "foo"}, {"--binary-files=bogus", "foo"}}) {
+    const GrepRun g = run_grep(a, "foo\n");
+    const GrepRun r = run_gpufilter(a, "foo\n");
+    EXPECT_EQ(g.status, 2) << describe_args(a);
+    EXPECT_EQ(r.status, 2) << describe_args(a);
+    EXPECT_EQ(r.out, g.out) << describe_args(a);
+    EXPECT_NE(r.err, "") << describe_args(a);
+  }
+}
+
+TEST(GrepDifferentialUsage, HelpAndVersion) {
+  const GrepRun help = run_gpufilter({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("Usage:"), std::string::npos) << help.out;
+  const GrepRun version = run_gpufilter({"--version"});
+  EXPECT_EQ(version.status, 0);
+  const std::string first = version.out.substr(0, version.out.find('\n'));
+  EXPECT_EQ(first.rfind("gpufilter ", 0), 0u) << first;
+  EXPECT_NE(first.find_first_of("0123456789"), std::string::npos) << first;
+  const GrepRun v2 = run_gpufilter({"-V"});
+  EXPECT_EQ(v2.status, 0);
+  EXPECT_EQ(v2.out, version.out);
+}
+
+}  // namespace
+}  // namespace gpufilter::test

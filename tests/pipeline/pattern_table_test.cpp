@@ -1,0 +1,308 @@
+// PatternSet splitting (grep's -e / -f rules) and PatternTable: de-duplication, folding,
+// and the host trie walk against the plain reference matcher.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
+#include "gpufilter/pipeline/reference_matcher.hpp"
+
+namespace {
+
+using gpufilter::MatchOptions;
+using gpufilter::Occurrence;
+using gpufilter::PatternSet;
+using gpufilter::PatternTable;
+using namespace std::string_literals;
+
+std::vector<std::string> list_of(std::string_view text) {
+  PatternSet p;
+  p.add_list(text);
+  return p.patterns();
+}
+
+std::vector<std::string> file_of(std::string_view contents) {
+  PatternSet p;
+  p.add_file_contents(contents);
+  return p.patterns();
+}
+
+using V = std::vector<std::string>;
+
+TEST(PatternSet, AddListSplitsOnNewlines) {
+  EXPECT_EQ(list_of("a\nb"), (V{"a", "b"}));
+  EXPECT_EQ(list_of(""), (V{""}));
+  EXPECT_EQ(list_of("a\n"), (V{"a", ""}));
+  EXPECT_EQ(list_of("\n"), (V{"", ""}));
+  EXPECT_EQ(list_of("a\n\nb"), (V{"a", "", "b"}));
+  EXPECT_EQ(list_of("a\r\nb"), (V{"a\r", "b"}));
+  EXPECT_EQ(list_of("x\0y\n\0"s), (V{"x\0y"s, "\0"s}));
+}
+
+TEST(PatternSet, AddFileContentsOnePatternPerLine) {
+  EXPECT_EQ(file_of(""), V{});
+  EXPECT_EQ(file_of("a\n"), (V{"a"}));
+  EXPECT_EQ(file_of("a"), (V{"a"}));
+  EXPECT_EQ(file_of("\n"), (V{""}));
+  EXPECT_EQ(file_of("\n\n"), (V{"", ""}));
+  EXPECT_EQ(file_of("a\nb\n"), (V{"a", "b"}));
+  EXPECT_EQ(file_of("a\n\nb"), (V{"a", "", "b"}));
+  EXPECT_EQ(file_of("\0\n\0a\0\n"s), (V{"\0"s, "\0a\0"s}));
+}
+
+TEST(PatternSet, SizesAndEmptyPattern) {
+  PatternSet p;
+  EXPECT_TRUE(p.empty());
+  EXPECT_FALSE(p.has_empty_pattern());
+  EXPECT_EQ(p.max_length(), 0u);
+  p.add_list("abc\nde");
+  EXPECT_EQ(p.size(), 2u);
+  EXPECT_FALSE(p.has_empty_pattern());
+  EXPECT_EQ(p.max_length(), 3u);
+  p.add_file_contents("\n");
+  EXPECT_EQ(p.size(), 3u);
+  EXPECT_TRUE(p.has_empty_pattern());
+  p.add("0123456789");
+  EXPECT_EQ(p.max_length(), 10u);
+  EXPECT_EQ(p[3], "0123456789");
+
+  PatternSet f;
+  f.add_file_contents("");
+  EXPECT_TRUE(f.empty());
+  EXPECT_FALSE(f.has_empty_pattern());
+}
+
+TEST(PatternTable, DeduplicatesAndFolds) {
+  PatternSet p;
+  p.add_list("abc\nabd\nabc\n\nABC\nab\0c"s);
+  {
+    PatternTable t(p, MatchOptions{});
+    EXPECT_EQ(t.pattern_count(), 6u);
+    EXPECT_EQ(t.unique_count(), 4u);  // abc, abd, ABC, ab\0c
+    EXPECT_EQ(t.unique_of(0), t.unique_of(2));
+    EXPECT_NE(t.unique_of(0), t.unique_of(1));
+    EXPECT_NE(t.unique_of(0), t.unique_of(4));
+    EXPECT_NE(t.unique_of(0), t.unique_of(5));
+    EXPECT_EQ(t.unique_of(3), PatternTable::kNoPattern);
+    EXPECT_TRUE(t.has_empty_pattern());
+    EXPECT_FALSE(t.matches_nothing());
+    EXPECT_EQ(t.max_length(), 4u);
+    EXPECT_EQ(t.unique_length(t.unique_of(5)), 4u);
+  }
+  {
+    PatternTable t(p, MatchOptions{.ignore_case = true});
+    EXPECT_EQ(t.unique_count(), 3u);  // abc = ABC
+    EXPECT_EQ(t.unique_of(0), t.unique_of(4));
+    EXPECT_EQ(t.unique_of(0), t.unique_of(2));
+    EXPECT_TRUE(t.options().ignore_case);
+  }
+}
+
+TEST(PatternTable, EmptySets) {
+  PatternSet none;
+  PatternTable t0(none, MatchOptions{});
+  EXPECT_TRUE(t0.matches_nothing());
+  EXPECT_EQ(t0.unique_count(), 0u);
+  EXPECT_EQ(t0.max_length(), 0u);
+  int calls = 0;
+  t0.for_each_at("abc", [&](std::uint32_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+
+  PatternSet empty;
+  empty.add_list("");
+  PatternTable t1(empty, MatchOptions{});
+  EXPECT_FALSE(t1.matches_nothing());
+  EXPECT_TRUE(t1.has_empty_pattern());
+  EXPECT_EQ(t1.unique_count(), 0u);
+  EXPECT_EQ(t1.unique_of(0), PatternTable::kNoPattern);
+}
+
+std::string fold(std::string s, bool ignore_case) {
+  for (char& c : s) c = static_cast<char>(gpufilter::fold_byte(static_cast<unsigned char>(c), ignore_case));
+  return s;
+}
+
+std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length) {
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  std::string s(length, ' ');
+  for (char& c : s) c = alphabet[pick(rng)];
+  return s;
+}
+
+PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
+                           const std::string& text, bool case_variants) {
+  PatternSet p;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::string> made;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = u(rng);
+    std::string s;
+    if (!made.empty() && x < 0.08) {
+      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];  // duplicate
+      if (case_variants)
+        for (char& c : s)
+          if (c >= 'a' && c <= 'z' && u(rng) < 0.5) c = static_cast<char>(c - 32);
+    } else if (!text.empty() && x < 0.4) {
+      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
+      s = text.substr(at, len);  // occurs at least once
+    } else {
+      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(6, max_len) : max_len;
+      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
+    }
+    s.erase(std::remove(s.begin(), s.end(), '\n'), s.end());
+    if (s.empty()) s = alphabet[0] == '\n' ? "x" : std::string(1, alphabet[0]);
+    made.push_back(s);
+    p.add(s);
+  }
+  return p;
+}
+
+struct Alphabet {
+  const char* name;
+  std::string chars;
+};
+
+std::vector<Alphabet> alphabets() {
+  std::string all;
+  for (int c = 0; c < 256; ++c)
+    if (c != '\n') all.push_back(static_cast<char>(c));
+  return {{"ab", "ab"},
+          {"aAbB", "aAbBzZ"},
+          {"nul", "a\0\x01"s},
+          {"high", "x\x80\xff\xc3Y"},
+          {"lines", "abc \n"},
+          {"all-bytes", all}};
+}
+
+// Unique ids agree with the folded strings: equal folded patterns share an id, distinct
+// ones do not, and every id is used with its length.
+TEST(PatternTable, UniqueIdsMatchFoldedStrings) {
+  std::mt19937 rng(1234);
+  for (const Alphabet& a : alphabets()) {
+    for (bool ic : {false, true}) {
+      for (std::size_t count : {1u, 10u, 500u, 5000u}) {
+        const std::string text = random_string(rng, a.chars, 2000);
+        PatternSet p = random_patterns(rng, a.chars, count, 40, text, ic);
+        p.add("");
+        const PatternTable t(p, MatchOptions{.ignore_case = ic});
+        SCOPED_TRACE(std::string(a.name) + " ignore_case=" + std::to_string(ic) + " count=" + std::to_string(count));
+        std::map<std::string, std::uint32_t> id_of;
+        std::set<std::uint32_t> used;
+        std::size_t max_len = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) {
+          const std::string f = fold(p[i], ic);
+          max_len = std::max(max_len, f.size());
+          const std::uint32_t id = t.unique_of(i);
+          if (f.empty()) {
+            ASSERT_EQ(id, PatternTable::kNoPattern);
+            continue;
+          }
+          ASSERT_LT(id, t.unique_count());
+          ASSERT_EQ(t.unique_length(id), f.size());
+          auto [it, inserted] = id_of.emplace(f, id);
+          ASSERT_EQ(it->second, id) << "pattern " << i << " folded differently from an equal one";
+          if (inserted) {
+            ASSERT_TRUE(used.insert(id).second) << "two distinct patterns share id " << id;
+          }
+        }
+        EXPECT_EQ(used.size(), t.unique_count());
+        EXPECT_EQ(t.max_length(), max_len);
+        EXPECT_EQ(t.pattern_count(), p.size());
+        EXPECT_TRUE(t.has_empty_pattern());
+        // The device hash table is a power of two, at most half full.
+        const std::size_t slots = std::size_t{t.edge_mask()} + 1;
+        EXPECT_TRUE(std::has_single_bit(slots));
+        EXPECT_EQ(t.edge_keys().size(), slots);
+        const auto filled = std::count_if(t.edge_keys().begin(), t.edge_keys().end(),
+                                          [](std::uint64_t k) { return k != PatternTable::kEmptyKey; });
+        EXPECT_LE(static_cast<std::size_t>(filled) * 2, slots);
+        EXPECT_EQ(t.root_next().size(), 256u);
+      }
+    }
+  }
+}
+
+using Pair = std::pair<std::uint32_t, std::uint32_t>;
+
+std::vector<Pair> as_pairs(const std::vector<Occurrence>& v) {
+  std::vector<Pair> r;
+  r.reserve(v.size());
+  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
+  return r;
+}
+
+// for_each_at at every position finds what the plain reference finds.
+TEST(PatternTable, ForEachAtAgreesWithReference) {
+  std::mt19937 rng(99);
+  std::size_t total = 0;
+  for (const Alphabet& a : alphabets()) {
+    for (bool ic : {false, true}) {
+      for (std::size_t count : {1u, 7u, 200u, 3000u}) {
+        for (std::size_t max_len : {1u, 5u, 300u}) {
+          const std::string text = random_string(rng, a.chars, count >= 3000 ? 700 : 3000);
+          const PatternSet p = random_patterns(rng, a.chars, count, max_len, text, ic);
+          const PatternTable t(p, MatchOptions{.ignore_case = ic});
+          std::vector<Pair> walked;
+          for (std::size_t i = 0; i < text.size(); ++i) {
+            std::vector<std::uint32_t> ids;
+            t.for_each_at(std::string_view(text).substr(i), [&](std::uint32_t id) { ids.push_back(id); });
+            std::sort(ids.begin(), ids.end(),
+                      [&](std::uint32_t x, std::uint32_t y) { return t.unique_length(x) > t.unique_length(y); });
+            for (std::uint32_t id : ids) walked.emplace_back(static_cast<std::uint32_t>(i), id);
+          }
+          const auto expected = as_pairs(gpufilter::reference_occurrences(p, t, text));
+          ASSERT_EQ(walked.size(), expected.size())
+              << a.name << " ic=" << ic << " count=" << count << " max_len=" << max_len;
+          ASSERT_TRUE(walked == expected) << a.name << " ic=" << ic << " count=" << count << " max_len=" << max_len;
+          total += expected.size();
+        }
+      }
+    }
+  }
+  EXPECT_GT(total, 0u);
+}
+
+TEST(PatternTable, PrefixPatternsAllReported) {
+  PatternSet p;
+  p.add_list("a\naa\naaa\nb\nab");
+  const PatternTable t(p, MatchOptions{});
+  const std::string text = "aaab";
+  const auto ref = as_pairs(gpufilter::reference_occurrences(p, t, text));
+  std::vector<Pair> walked;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::vector<std::uint32_t> ids;
+    t.for_each_at(std::string_view(text).substr(i), [&](std::uint32_t id) { ids.push_back(id); });
+    std::sort(ids.begin(), ids.end(),
+              [&](std::uint32_t x, std::uint32_t y) { return t.unique_length(x) > t.unique_length(y); });
+    for (std::uint32_t id : ids) walked.emplace_back(static_cast<std::uint32_t>(i), id);
+  }
+  EXPECT_EQ(walked, ref);
+  EXPECT_EQ(ref.size(), 3u + 2u + 1u + 1u + 1u);  // aaa,aa,a | aa,a | a,ab | b
+}
+
+TEST(ReferenceMatcher, OverlapDropsOccurrencesEndingInside) {
+  PatternSet p;
+  p.add_list("ab\nb\nabc");
+  const PatternTable t(p, MatchOptions{});
+  const std::string text = "abcab";
+  const auto all = gpufilter::reference_occurrences(p, t, text, 0);
+  for (std::size_t overlap = 0; overlap <= text.size() + 1; ++overlap) {
+    const auto some = gpufilter::reference_occurrences(p, t, text, overlap);
+    std::vector<Occurrence> want;
+    for (const Occurrence& o : all)
+      if (o.position + t.unique_length(o.pattern) > overlap) want.push_back(o);
+    EXPECT_EQ(as_pairs(some), as_pairs(want)) << "overlap " << overlap;
+  }
+}
+
+}  // namespace

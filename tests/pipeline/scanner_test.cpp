@@ -1,0 +1,494 @@
+// Scanner and the scan kernel on a real OpenCL device (PoCL on a CPU-only machine),
+// checked occurrence for occurrence against the plain CPU reference matcher.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufilter/pipeline/device.hpp"
+#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/matcher.hpp"
+#include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "gpufilter/pipeline/scanner.hpp"
+
+namespace {
+
+using gpufilter::DeviceContext;
+using gpufilter::Matcher;
+using gpufilter::MatchOptions;
+using gpufilter::Occurrence;
+using gpufilter::PatternSet;
+using gpufilter::PatternTable;
+using gpufilter::ScanConfig;
+using gpufilter::Scanner;
+using gpufilter::ScanSlot;
+using namespace std::string_literals;
+
+// Opens the default device into `dev`; skips the test only when there is no OpenCL.
+#define OPEN_DEVICE(dev)                                   \
+  std::optional<DeviceContext> dev;                        \
+  try {                                                    \
+    dev.emplace();                                         \
+  } catch (const gpufilter::NoDeviceError& e) {            \
+    GTEST_SKIP() << "no OpenCL device: " << e.what();      \
+  }
+
+using Pair = std::pair<std::uint32_t, std::uint32_t>;
+
+std::vector<Pair> as_pairs(std::span<const Occurrence> v) {
+  std::vector<Pair> r;
+  r.reserve(v.size());
+  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
+  return r;
+}
+
+// "" when equal; otherwise the sizes and the first difference.
+std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
+  if (expected == actual) return {};
+  std::size_t i = 0;
+  while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
+  auto show = [](const std::vector<Pair>& v, std::size_t k) {
+    std::string s = "(";
+    if (k >= v.size()) return s + "none)";
+    s += std::to_string(v[k].first);
+    s += ",";
+    s += std::to_string(v[k].second);
+    return s + ")";
+  };
+  return "expected " + std::to_string(expected.size()) + " occurrences, got " + std::to_string(actual.size()) +
+         "; first difference at index " + std::to_string(i) + ": expected " + show(expected, i) + ", got " +
+         show(actual, i);
+}
+
+std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length) {
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  std::string s(length, ' ');
+  for (char& c : s) c = alphabet[pick(rng)];
+  return s;
+}
+
+// Random literals: some drawn from `text` (so long ones occur), some random, some
+// duplicates (and case variants of earlier ones).
+PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
+                           const std::string& text) {
+  PatternSet p;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::string> made;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = u(rng);
+    std::string s;
+    if (!made.empty() && x < 0.08) {
+      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];
+      for (char& c : s)
+        if (c >= 'a' && c <= 'z' && u(rng) < 0.3) c = static_cast<char>(c - 32);
+    } else if (!text.empty() && x < 0.45) {
+      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
+      s = text.substr(at, len);
+    } else {
+      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(5, max_len) : max_len;
+      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
+    }
+    s.erase(std::remove(s.begin(), s.end(), '\n'), s.end());
+    if (s.empty()) s.assign(1, 'a');
+    made.push_back(s);
+    p.add(s);
+  }
+  return p;
+}
+
+// Scans `text` as one chunk in a free slot and returns its occurrences.
+std::vector<Pair> scan_one(Scanner& scanner, const std::string& text, std::size_t overlap, std::uint64_t seq = 0,
+                           std::uint64_t* total = nullptr) {
+  ScanSlot* slot = scanner.acquire();
+  EXPECT_NE(slot, nullptr);
+  if (slot == nullptr) return {};
+  std::memcpy(slot->staging(), text.data(), text.size());
+  slot->chunk() = gpufilter::Chunk{};
+  slot->chunk().seq = seq;
+  slot->chunk().offset = 0;
+  slot->chunk().data = slot->staging();
+  slot->chunk().size = text.size();
+  slot->chunk().overlap = overlap;
+  scanner.submit(*slot);
+  ScanSlot& done = scanner.complete_oldest();
+  EXPECT_EQ(&done, slot);
+  auto r = as_pairs(done.occurrences());
+  if (total != nullptr) *total = done.total();
+  scanner.release(done);
+  return r;
+}
+
+std::vector<Pair> reference(const PatternSet& p, const PatternTable& t, const std::string& text,
+                            std::size_t overlap) {
+  const auto v = gpufilter::reference_occurrences(p, t, text, overlap);
+  return as_pairs(v);
+}
+
+struct Alphabet {
+  const char* name;
+  std::string chars;
+};
+
+std::vector<Alphabet> alphabets() {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  return {{"ab", "ab"}, {"aAbB", "aAbBcC"}, {"nul", "a\0\0b"s}, {"high", "x\x80\xff\xc3Y\n"}, {"all-bytes", all}};
+}
+
+TEST(Scanner, RandomPatternSetsMatchReference) {
+  OPEN_DEVICE(dev);
+  std::mt19937 rng(2024);
+  struct SetSpec {
+    std::size_t count;
+    std::size_t max_len;
+  };
+  const SetSpec sets[] = {{1, 1}, {1, 300}, {3, 4}, {40, 12}, {300, 300}, {2000, 40}};
+  const std::size_t chunk_sizes[] = {64, 100, 1000, 4096};
+  std::size_t checked = 0, occurrences = 0;
+  for (const Alphabet& a : alphabets()) {
+    for (const SetSpec& spec : sets) {
+      for (bool ic : {false, true}) {
+        const std::string seed_text = random_string(rng, a.chars, 4096);
+        const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
+        const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+        const PatternTable& table = matcher.table();
+        for (std::size_t chunk : chunk_sizes) {
+          const std::size_t slots = 1 + checked % 3;
+          Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
+          for (int round = 0; round < 3; ++round) {
+            // A few sizes only: PoCL compiles the kernel once per distinct global size.
+            const std::size_t menu[] = {0, 1, 17, chunk / 2 + 1, chunk - 1};
+            std::size_t size = round == 0 ? chunk : menu[(checked + static_cast<std::size_t>(round)) % 5];
+            // Mostly fresh text; sometimes the text the long patterns came from.
+            std::string text = round == 2 ? seed_text.substr(0, size) : random_string(rng, a.chars, size);
+            const std::size_t ov_choices[] = {0, table.max_length() - 1, size / 3, size};
+            const std::size_t overlap = std::min(size, ov_choices[static_cast<std::size_t>(round + checked) % 4]);
+            const auto expected = reference(patterns, table, text, overlap);
+            const auto actual = scan_one(scanner, text, overlap);
+            ASSERT_EQ(diff(expected, actual), "")
+                << a.name << " count=" << spec.count << " max_len=" << spec.max_len << " ignore_case=" << ic
+                << " chunk=" << chunk << " slots=" << slots << " size=" << size << " overlap=" << overlap;
+            ++checked;
+            occurrences += expected.size();
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(occurrences, checked);
+}
+
+TEST(Scanner, TenThousandPatterns) {
+  OPEN_DEVICE(dev);
+  std::mt19937 rng(77);
+  for (const std::string& alphabet : {"ab"s, "abcdefghijklmnopqrstuvwxyz0123456789 "s}) {
+    for (bool ic : {false, true}) {
+      const std::string seed_text = random_string(rng, alphabet, 20000);
+      const PatternSet patterns = random_patterns(rng, alphabet, 10000, 300, seed_text);
+      const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 4096, .slots = 2});
+      for (std::size_t overlap : {0u, 299u}) {
+        const std::string text = seed_text.substr(overlap == 0 ? 0 : 8000, 2500);
+        const auto expected = reference(patterns, matcher.table(), text, overlap);
+        EXPECT_EQ(diff(expected, scan_one(scanner, text, overlap)), "")
+            << "alphabet=" << alphabet << " ignore_case=" << ic << " overlap=" << overlap;
+        EXPECT_FALSE(expected.empty());
+      }
+    }
+  }
+}
+
+TEST(Scanner, OneMebibyteChunks) {
+  OPEN_DEVICE(dev);
+  std::mt19937 rng(5);
+  const std::string text = random_string(rng, "abcd\n", 1 << 20);
+  const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
+  for (bool ic : {false, true}) {
+    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 1 << 20, .slots = 2});
+    for (std::size_t overlap : {std::size_t{0}, matcher.table().max_length() - 1, std::size_t{500000}}) {
+      const auto expected = reference(patterns, matcher.table(), text, overlap);
+      EXPECT_EQ(diff(expected, scan_one(scanner, text, overlap)), "") << "overlap=" << overlap << " ic=" << ic;
+    }
+  }
+}
+
+TEST(Scanner, MoreOccurrencesThanOutputCapacity) {
+  OPEN_DEVICE(dev);
+  const std::string many(100000, 'a');
+  for (const std::string& list : {"a"s, "a\naa\naaa"s}) {
+    PatternSet patterns;
+    patterns.add_list(list);
+    const Matcher matcher(*dev, patterns, MatchOptions{});
+    for (bool count : {false, true}) {
+      // 128 KiB chunks start with room for chunk/16 = 8,192 located occurrences.
+      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 128 << 10, .slots = 1, .count_patterns = count});
+      std::vector<std::uint64_t> expected_counts(matcher.table().unique_count(), 0);
+      auto add_counts = [&](const std::vector<Pair>& v) {
+        for (const Pair& o : v) ++expected_counts[o.second];
+      };
+      const auto expected = reference(patterns, matcher.table(), many, 0);
+      ASSERT_GT(expected.size(), std::size_t{(128 << 10) / 16});
+      std::uint64_t total = 0;
+      EXPECT_EQ(diff(expected, scan_one(scanner, many, 0, 0, &total)), "") << list;
+      EXPECT_EQ(total, expected.size());
+      add_counts(expected);
+      // The same slot again: a smaller chunk, then a larger one than before.
+      const std::string small = "xaxaax";
+      const auto expected_small = reference(patterns, matcher.table(), small, 2);
+      EXPECT_EQ(diff(expected_small, scan_one(scanner, small, 2, 1)), "") << list;
+      add_counts(expected_small);
+      const std::string more(120000, 'a');
+      const auto expected_more = reference(patterns, matcher.table(), more, 3);
+      EXPECT_EQ(diff(expected_more, scan_one(scanner, more, 3, 2)), "") << list;
+      add_counts(expected_more);
+      if (count) {
+        // The rescan that fills the grown buffer must not count twice.
+        EXPECT_EQ(scanner.pattern_counts(), expected_counts) << list;
+      }
+    }
+  }
+}
+
+// Several slots in flight, each needing the grow-and-rescan path when completed.
+TEST(Scanner, GrowWhileOtherSlotsInFlight) {
+  OPEN_DEVICE(dev);
+  PatternSet patterns;
+  patterns.add_list("a\nab\nb");
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64 << 10, .slots = 3, .count_patterns = true});
+  std::mt19937 rng(4);
+  std::vector<std::uint64_t> expected_counts(matcher.table().unique_count(), 0);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::string> texts;
+    std::vector<ScanSlot*> slots;
+    for (int i = 0; i < 3; ++i) {
+      texts.push_back(random_string(rng, i == 1 ? "ab"s : "aab\n"s, std::size_t{60000} >> (2 * round)));
+      ScanSlot* slot = scanner.acquire();
+      ASSERT_NE(slot, nullptr);
+      std::memcpy(slot->staging(), texts.back().data(), texts.back().size());
+      slot->chunk() = gpufilter::Chunk{};
+      slot->chunk().seq = static_cast<std::uint64_t>(i);
+      slot->chunk().data = slot->staging();
+      slot->chunk().size = texts.back().size();
+      slot->chunk().overlap = static_cast<std::size_t>(i);
+      scanner.submit(*slot);
+      slots.push_back(slot);
+    }
+    for (int i = 0; i < 3; ++i) {
+      ScanSlot& done = scanner.complete_oldest();
+      ASSERT_EQ(&done, slots[static_cast<std::size_t>(i)]);
+      const auto expected = reference(patterns, matcher.table(), texts[static_cast<std::size_t>(i)], static_cast<std::size_t>(i));
+      if (round == 0) {
+        EXPECT_GT(expected.size(), std::size_t{(64 << 10) / 16});
+      }
+      for (const Pair& o : expected) ++expected_counts[o.second];
+      EXPECT_EQ(diff(expected, as_pairs(done.occurrences())), "") << "round " << round << " chunk " << i;
+    }
+    for (ScanSlot* s : slots) scanner.release(*s);
+  }
+  EXPECT_EQ(scanner.pattern_counts(), expected_counts);
+}
+
+TEST(Scanner, NulBytesInTextAndPatterns) {
+  OPEN_DEVICE(dev);
+  PatternSet patterns;
+  patterns.add_file_contents("\0\n\0\0\na\0b\n\0A\nx\n"s);
+  std::mt19937 rng(3);
+  for (bool ic : {false, true}) {
+    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 512, .slots = 2});
+    for (int i = 0; i < 20; ++i) {
+      const std::string text = random_string(rng, "\0\0aAbx\n"s, 512);
+      const std::size_t overlap = static_cast<std::size_t>(i % 4);
+      const auto expected = reference(patterns, matcher.table(), text, overlap);
+      EXPECT_FALSE(expected.empty());
+      EXPECT_EQ(diff(expected, scan_one(scanner, text, overlap)), "") << "ic=" << ic << " i=" << i;
+    }
+  }
+}
+
+TEST(Scanner, OverlapOwnership) {
+  OPEN_DEVICE(dev);
+  PatternSet patterns;
+  patterns.add_list("abc\nbcd\nc\ncdab\nd");
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2});
+  const std::string text = "abcdabcdabcd";
+  std::size_t seen_dropped = 0;
+  const auto all = reference(patterns, matcher.table(), text, 0);
+  for (std::size_t overlap = 0; overlap <= text.size(); ++overlap) {
+    const auto expected = reference(patterns, matcher.table(), text, overlap);
+    const auto actual = scan_one(scanner, text, overlap);
+    EXPECT_EQ(diff(expected, actual), "") << "overlap=" << overlap;
+    for (const Pair& o : actual)
+      EXPECT_GT(o.first + matcher.table().unique_length(o.second), overlap) << "owned by the previous chunk";
+    seen_dropped += all.size() - actual.size();
+  }
+  EXPECT_GT(seen_dropped, 0u);
+}
+
+TEST(Scanner, EmptyChunk) {
+  OPEN_DEVICE(dev);
+  PatternSet patterns;
+  patterns.add("a");
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2, .count_patterns = true});
+  std::uint64_t total = 99;
+  EXPECT_TRUE(scan_one(scanner, "", 0, 0, &total).empty());
+  EXPECT_EQ(total, 0u);
+  EXPECT_EQ(scan_one(scanner, "aa", 0, 1), reference(patterns, matcher.table(), "aa", 0));
+  EXPECT_EQ(scanner.pattern_counts(), (std::vector<std::uint64_t>{2}));
+}
+
+TEST(Scanner, PatternCountsSumOverChunks) {
+  OPEN_DEVICE(dev);
+  std::mt19937 rng(8);
+  for (bool ic : {false, true}) {
+    const std::string seed_text = random_string(rng, "abAB\0"s, 3000);
+    const PatternSet patterns = random_patterns(rng, "abAB\0"s, 200, 30, seed_text);
+    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    for (bool locate : {true, false}) {
+      Scanner scanner(*dev, matcher,
+                      ScanConfig{.chunk_bytes = 1000, .slots = 3, .locate = locate, .count_patterns = true});
+      std::vector<std::uint64_t> expected(matcher.table().unique_count(), 0);
+      for (int i = 0; i < 12; ++i) {
+        const std::size_t size = std::size_t{1000} >> (i % 4);
+        const std::string text = i % 3 == 0 ? seed_text.substr(static_cast<std::size_t>(i) * 100, size)
+                                            : random_string(rng, "abAB\0"s, size);
+        const std::size_t overlap = std::min(size, static_cast<std::size_t>(i * 7));
+        const auto ref = reference(patterns, matcher.table(), text, overlap);
+        for (const Pair& o : ref) ++expected[o.second];
+        std::uint64_t total = 0;
+        const auto actual = scan_one(scanner, text, overlap, static_cast<std::uint64_t>(i), &total);
+        EXPECT_EQ(total, ref.size()) << "chunk " << i;
+        if (locate) EXPECT_EQ(diff(ref, actual), "") << "chunk " << i;
+        else EXPECT_TRUE(actual.empty()) << "located although locate=false";
+      }
+      EXPECT_EQ(scanner.pattern_counts(), expected) << "ic=" << ic << " locate=" << locate;
+    }
+  }
+  // Without count_patterns: zeros.
+  PatternSet p;
+  p.add("a");
+  const Matcher m(*dev, p, MatchOptions{});
+  Scanner s(*dev, m, ScanConfig{.chunk_bytes = 64, .slots = 2});
+  scan_one(s, "aaaa", 0);
+  EXPECT_EQ(s.pattern_counts(), (std::vector<std::uint64_t>{0}));
+}
+
+TEST(Scanner, SeveralChunksInFlight) {
+  OPEN_DEVICE(dev);
+  std::mt19937 rng(31);
+  const std::string seed_text = random_string(rng, "abc\n", 5000);
+  const PatternSet patterns = random_patterns(rng, "abc", 100, 25, seed_text);
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  for (std::size_t slots : {1u, 2u, 3u}) {
+    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 2048, .slots = slots});
+    // Fill every slot, complete in order, and keep a random number in flight.
+    std::vector<std::pair<std::string, std::size_t>> inputs;  // text, overlap (by seq)
+    std::vector<ScanSlot*> order;
+    std::uint64_t next_seq = 0, next_done = 0;
+    for (int step = 0; step < 60; ++step) {
+      ScanSlot* slot = scanner.acquire();
+      const bool complete = slot == nullptr || (scanner.in_flight() > 0 && rng() % 3 == 0);
+      if (slot != nullptr && complete) {
+        scanner.release(*slot);
+        slot = nullptr;
+      }
+      if (slot != nullptr) {
+        const std::size_t size = std::size_t{2048} >> (rng() % 5);
+        const std::size_t at = std::uniform_int_distribution<std::size_t>(0, seed_text.size() - size)(rng);
+        std::string text = seed_text.substr(at, size);
+        const std::size_t overlap = std::min<std::size_t>(size, rng() % 40);
+        std::memcpy(slot->staging(), text.data(), text.size());
+        slot->chunk() = gpufilter::Chunk{};
+        slot->chunk().seq = next_seq++;
+        slot->chunk().offset = at;
+        slot->chunk().data = slot->staging();
+        slot->chunk().size = size;
+        slot->chunk().overlap = overlap;
+        scanner.submit(*slot);
+        inputs.emplace_back(std::move(text), overlap);
+        order.push_back(slot);
+        ASSERT_LE(scanner.in_flight(), slots);
+      } else {
+        ASSERT_GT(scanner.in_flight(), 0u);
+        ScanSlot& done = scanner.complete_oldest();
+        ASSERT_EQ(&done, order[next_done]) << "slots complete in submission order";
+        ASSERT_EQ(done.chunk().seq, next_done);
+        const auto& [text, overlap] = inputs[next_done];
+        EXPECT_EQ(diff(reference(patterns, matcher.table(), text, overlap), as_pairs(done.occurrences())), "")
+            << "slots=" << slots << " seq=" << next_done;
+        ++next_done;
+        scanner.release(done);
+      }
+    }
+    while (scanner.in_flight() > 0) {
+      ScanSlot& done = scanner.complete_oldest();
+      const auto& [text, overlap] = inputs[next_done];
+      EXPECT_EQ(diff(reference(patterns, matcher.table(), text, overlap), as_pairs(done.occurrences())), "")
+          << "slots=" << slots << " seq=" << next_done;
+      ++next_done;
+      scanner.release(done);
+    }
+    EXPECT_EQ(next_done, next_seq);
+    EXPECT_GT(next_seq, 10u);
+  }
+}
+
+TEST(Scanner, ThreeSubmittedThenCompletedInOrder) {
+  OPEN_DEVICE(dev);
+  PatternSet patterns;
+  patterns.add_list("ab\nb\nbba");
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 256, .slots = 3});
+  const std::string texts[3] = {"abba abba", "bbbbbbbbab", "nothing here"};
+  ScanSlot* slots[3];
+  for (int i = 0; i < 3; ++i) {
+    slots[i] = scanner.acquire();
+    ASSERT_NE(slots[i], nullptr);
+    std::memcpy(slots[i]->staging(), texts[i].data(), texts[i].size());
+    slots[i]->chunk() = gpufilter::Chunk{};
+    slots[i]->chunk().seq = static_cast<std::uint64_t>(i);
+    slots[i]->chunk().data = slots[i]->staging();
+    slots[i]->chunk().size = texts[i].size();
+    scanner.submit(*slots[i]);
+  }
+  EXPECT_EQ(scanner.acquire(), nullptr);
+  EXPECT_EQ(scanner.in_flight(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    ScanSlot& done = scanner.complete_oldest();
+    EXPECT_EQ(&done, slots[i]);
+    EXPECT_EQ(diff(reference(patterns, matcher.table(), texts[i], 0), as_pairs(done.occurrences())), "") << i;
+    EXPECT_EQ(done.total(), done.occurrences().size());
+  }
+  EXPECT_EQ(scanner.in_flight(), 0u);
+  for (ScanSlot* s : slots) scanner.release(*s);
+
+  // discard_in_flight drops results and frees every slot.
+  for (int i = 0; i < 3; ++i) {
+    ScanSlot* s = scanner.acquire();
+    ASSERT_NE(s, nullptr);
+    std::memcpy(s->staging(), texts[0].data(), texts[0].size());
+    s->chunk() = gpufilter::Chunk{};
+    s->chunk().data = s->staging();
+    s->chunk().size = texts[0].size();
+    scanner.submit(*s);
+  }
+  scanner.discard_in_flight();
+  EXPECT_EQ(scanner.in_flight(), 0u);
+  EXPECT_EQ(diff(reference(patterns, matcher.table(), texts[1], 0), scan_one(scanner, texts[1], 0)), "");
+}
+
+}  // namespace
