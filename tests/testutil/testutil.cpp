@@ -9,6 +9,7 @@
 #include <csignal>
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -18,7 +19,18 @@ extern char** environ;
 
 namespace gpufilter::test {
 
-std::string corpus_path(std::string_view relative) { return std::string(GPUFILTER_CORPUS_DIR) + "/" + std::string(relative); }
+namespace {
+// Build-time locations, overridable from the environment so that built tests can run on
+// another machine (the GPU machine) from wherever they were copied to.
+std::string setting(const char* variable, const char* built_in) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0' ? value : built_in;
+}
+}  // namespace
+
+std::string corpus_path(std::string_view relative) {
+  return setting("GPUFILTER_CORPUS_DIR", GPUFILTER_CORPUS_DIR) + "/" + std::string(relative);
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -28,8 +40,8 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-std::string gpufilter_binary() { return GPUFILTER_BINARY; }
-std::string grep_binary() { return "/bin/grep"; }
+std::string gpufilter_binary() { return setting("GPUFILTER_BIN", GPUFILTER_BINARY); }
+std::string grep_binary() { return setting("GPUFILTER_GREP", "/bin/grep"); }
 
 StringSource::StringSource(std::string data, std::size_t max_read, std::string name, bool regular_file)
     : data_(std::move(data)), max_read_(max_read), name_(std::move(name)), regular_(regular_file) {}
