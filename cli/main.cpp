@@ -47,10 +47,18 @@ bool color_enabled(cli::ColorWhen when) {
 }
 
 int search(cli::Options& o) {
+  // No pattern at all (an empty -f file) matches nothing, so -v selects every line, -w
+  // and -x included: grep swaps it for the empty pattern with -v flipped.
+  const std::size_t given_patterns = o.patterns.size();
+  if (o.patterns.empty()) {
+    o.patterns.add("");
+    o.invert = !o.invert;
+    o.word = o.whole_line = false;
+  }
   // grep reads nothing when no line can be selected: -m 0, or -v with only the empty
   // pattern (which matches every line); -L still lists every file then.
-  const bool only_empty = !o.patterns.empty() && std::all_of(o.patterns.patterns().begin(), o.patterns.patterns().end(),
-                                                             [](const std::string& p) { return p.empty(); });
+  const bool only_empty = std::all_of(o.patterns.patterns().begin(), o.patterns.patterns().end(),
+                                      [](const std::string& p) { return p.empty(); });
   if (((o.max_count && *o.max_count == 0) || (only_empty && o.invert && !o.whole_line && !o.word)) &&
       o.list != cli::ListMode::kFilesWithoutMatch)
     return 1;
@@ -140,7 +148,7 @@ int search(cli::Options& o) {
   }
   if (o.pattern_counts && !o.quiet) {
     const std::vector<std::uint64_t> counts = scanner.pattern_counts();
-    for (std::size_t i = 0; i < o.patterns.size(); ++i) {
+    for (std::size_t i = 0; i < given_patterns; ++i) {
       const std::uint32_t id = matcher.table().unique_of(i);
       out.write_number(id == PatternTable::kNoPattern ? pipeline.lines_seen() : counts[id]);
       out.put('\t');

@@ -8,9 +8,9 @@ void Pipeline::deliver_oldest() {
   ScanSlot& slot = scanner_.complete_oldest();
   const Chunk& chunk = slot.chunk();
   bytes_scanned_ += chunk.size - chunk.overlap;
-  if (config_.count_lines) {
+  if (config_.count_lines && chunk.size > chunk.overlap) {
     lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));
-    if (chunk.last && chunk.size > chunk.overlap && chunk.data[chunk.size - 1] != '\n') ++lines_seen_;
+    open_line_ = chunk.data[chunk.size - 1] != '\n';
   }
   if (!stopped_ && searcher_.consume(chunk, slot.occurrences()) == Flow::kStop) stopped_ = true;
   const bool flush = chunk.flush_after;
@@ -24,6 +24,7 @@ void Pipeline::drain() {
 
 InputSummary Pipeline::run(Source& source) {
   stopped_ = false;
+  open_line_ = false;
   searcher_.begin_input(source.name());
   ChunkerConfig chunking;
   chunking.capacity = scanner_.chunk_bytes();
@@ -62,6 +63,7 @@ InputSummary Pipeline::run(Source& source) {
     }
     if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
     else drain();
+    if (open_line_) ++lines_seen_;  // the input ended without a final newline
   } catch (...) {
     try {
       scanner_.discard_in_flight();

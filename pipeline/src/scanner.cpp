@@ -8,6 +8,7 @@ namespace gpufilter {
 namespace {
 
 constexpr std::size_t kMinOutput = 4096;  // located occurrences a slot holds at first
+constexpr std::size_t kLaunchMultiple = 4096;
 
 [[noreturn]] void rethrow_cl(const cl::Error& e, const std::string& what) {
   throw DeviceError(e.what(), e.err(), what);
@@ -88,7 +89,10 @@ void Scanner::enqueue_scan(ScanSlot& slot) {
   k.setArg(12, static_cast<cl_uint>(config_.locate ? 1 : 0));
   k.setArg(13, pattern_counts_);
   queue.enqueueFillBuffer(slot.total_, cl_uint{0}, 0, sizeof(cl_uint));
-  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(slot.chunk_.size), cl::NullRange);
+  // A global size rounded up to a fixed multiple (the kernel ignores positions past the
+  // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
+  const std::size_t global = (slot.chunk_.size + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
+  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange);
 }
 
 void Scanner::submit(ScanSlot& slot) {

@@ -40,12 +40,15 @@ struct Knobs {
 
 // 5, 17, 64 and 4096 byte chunks and the default, with 1, 2 and 3 slots: for small inputs.
 const std::vector<Knobs>& small_knobs();
+// count - 1 of the small knob sets (rotating from call to call) and the default;
+// expect_same() uses rotating_knobs(3) when given no knobs.
+std::vector<Knobs> rotating_knobs(std::size_t count = 3);
 // Chunk sizes that stay fast on inputs of hundreds of KB.
 const std::vector<Knobs>& large_knobs();
 // `count` random knob sets (chunk sizes 1..max_chunk, or the default) for random cases.
 std::vector<Knobs> random_knobs(std::mt19937& rng, int count, int max_chunk);
 
-// Runs `grep -F args...` once and gpufilter once per knob set (empty: small_knobs()), with
+// Runs `grep -F args...` once and gpufilter once per knob set (empty: rotating_knobs()), with
 // `input` on standard input and `env` added to the environment. Adds a gtest failure for each
 // run whose stdout, exit status or stderr (up to the program name) differs, with the args,
 // knobs, `note` (seed, case description) and the first differing line. Returns true when all

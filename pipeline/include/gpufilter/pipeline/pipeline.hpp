@@ -49,6 +49,7 @@ class Pipeline {
   Sink& sink_;
   PipelineConfig config_;
   bool stopped_ = false;
+  bool open_line_ = false;  // the last byte delivered was not '\n'
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;
 };
