@@ -85,10 +85,10 @@ int search(cli::Options& o) {
   printing.invert = o.invert;
   printing.group_separator = o.group_separator;
   if (color_enabled(o.color)) {
-    const char* old = std::getenv("GREP_COLOR");
-    if (old != nullptr && *old != '\0')
-      message(std::string("warning: GREP_COLOR='") + old + "' is deprecated; use GREP_COLORS='mt=" + old + "'");
-    printing.colors = Colors::from_environment(old, std::getenv("GREP_COLORS"));
+    const char* legacy = std::getenv("GREP_COLOR");
+    printing.colors = Colors::from_environment(legacy, std::getenv("GREP_COLORS"));
+    if (printing.colors->legacy_color_in_effect)
+      message(std::string("warning: GREP_COLOR='") + legacy + "' is deprecated; use GREP_COLORS='mt=" + legacy + "'");
   }
   const bool lines_out = printing.mode == PrinterOptions::Mode::kLines;
 
@@ -134,6 +134,13 @@ int search(cli::Options& o) {
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
       const InputSummary summary = pipeline.run(*source);
+      if (!summary.read_error.empty()) {
+        trouble = true;
+        if (!o.no_messages) {
+          out.flush();
+          message(summary.read_error);
+        }
+      }
       if (summary.selected_lines > 0) {
         selected = true;
         if (o.quiet) break;  // grep -q exits at the first selected line
@@ -170,7 +177,8 @@ int main(int argc, char** argv) {
     options = cli::parse(argc, argv);
   } catch (const cli::UsageError& e) {
     if (*e.what() != '\0') message(e.what());
-    std::fprintf(stderr, "%s\nTry '%s --help' for more information.\n", cli::kUsageLine, kProgram);
+    if (e.show_usage() || *e.what() == '\0')
+      std::fprintf(stderr, "%s\nTry '%s --help' for more information.\n", cli::kUsageLine, kProgram);
     return kTrouble;
   } catch (const SourceError& e) {
     message(e.what());

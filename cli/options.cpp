@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string_view>
@@ -159,7 +160,7 @@ Options parse(int argc, char** argv) {
   ::opterr = 0;
   ::optind = 0;  // full reinitialisation of getopt, so parse() can be called twice
   for (;;) {
-    const int before = ::optind;
+    const int before = std::max(::optind, 1);  // optind 0 asks getopt to start at argv[1]
     const int c = ::getopt_long(argc, argv, kShortOptions, kLongOptions, nullptr);
     if (c == -1) break;
     if (c >= '0' && c <= '9') {
@@ -224,7 +225,7 @@ Options parse(int argc, char** argv) {
         if (std::strcmp(::optarg, "binary") == 0) o.binary_files = BinaryFiles::kBinary;
         else if (std::strcmp(::optarg, "text") == 0) o.binary_files = BinaryFiles::kText;
         else if (std::strcmp(::optarg, "without-match") == 0) o.binary_files = BinaryFiles::kWithoutMatch;
-        else throw UsageError("unknown binary-files type", true);
+        else throw UsageError("unknown binary-files type", false);
         break;
       case kColorOption: {
         const std::string_view when = ::optarg != nullptr ? ::optarg : "auto";

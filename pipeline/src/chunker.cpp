@@ -15,8 +15,9 @@ void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offse
   if (!config_.detect_binary || binary_offset_ != kNoBinary) return;
   const void* nul = std::memchr(data, '\0', size);
   if (nul == nullptr) return;
+  // A regular file's buffers start at multiples of the block; a stream's where its read did.
   const std::uint64_t at = offset + static_cast<std::uint64_t>(static_cast<const char*>(nul) - data);
-  binary_offset_ = at / kBinaryBlock * kBinaryBlock;
+  binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
 }
 
 // Before a chunk of a regular file is handed out, the rest of the 96 KiB block its last
@@ -68,12 +69,30 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
         return Status::kIdle;
       }
     }
-    const std::size_t got = source_.read(std::span<char>(dst + filled, capacity_ - filled));
-    if (got == 0) {
-      eof_ = true;
-      break;
+    std::size_t got;
+    if (source_.is_regular_file()) {
+      got = source_.read(std::span<char>(dst + filled, capacity_ - filled));
+      if (got == 0) {
+        eof_ = true;
+        break;
+      }
+      note_bytes(dst + filled, got, read_offset_);
+    } else {
+      // Streams are read a whole block at a time, as grep reads them, so that binary
+      // mode sees what grep's read would; what does not fit the chunk stays pending.
+      pending_.resize(kBinaryBlock);
+      const std::size_t n = source_.read(std::span<char>(pending_.data(), pending_.size()));
+      pending_.resize(n);
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      note_bytes(pending_.data(), n, read_offset_);
+      got = std::min(n, capacity_ - filled);
+      std::memcpy(dst + filled, pending_.data(), got);
+      pending_.erase(0, got);
+      read_offset_ += n - got;  // counted below for the part in dst
     }
-    note_bytes(dst + filled, got, read_offset_);
     read_offset_ += got;
     if (newline == nullptr) {
       newline = static_cast<const char*>(std::memchr(dst + filled, '\n', got));

@@ -1,6 +1,9 @@
 #include "gpufilter/pipeline/pipeline.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "gpufilter/pipeline/errors.hpp"
 
 namespace gpufilter {
 
@@ -33,6 +36,7 @@ InputSummary Pipeline::run(Source& source) {
   chunking.batch_timeout = config_.batch_timeout;
   Chunker chunker(source, chunking);
 
+  std::string read_error;
   try {
     bool unflushed = false;  // lines may sit in the sink's buffer
     while (!stopped_ || config_.scan_to_end) {
@@ -45,7 +49,13 @@ InputSummary Pipeline::run(Source& source) {
       // Never block on a quiet input while results or output are waiting.
       const bool waiting = scanner_.in_flight() > 0 || unflushed;
       const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
-      const Chunker::Status status = chunker.fill(slot->staging(), slot->chunk(), idle);
+      Chunker::Status status;
+      try {
+        status = chunker.fill(slot->staging(), slot->chunk(), idle);
+      } catch (const SourceError& e) {
+        read_error = e.what();
+        status = Chunker::Status::kEnd;
+      }
       if (status != Chunker::Status::kChunk) {
         scanner_.release(*slot);
         if (status == Chunker::Status::kEnd) break;
@@ -72,7 +82,9 @@ InputSummary Pipeline::run(Source& source) {
     }
     throw;
   }
-  return searcher_.finish_input();
+  InputSummary summary = searcher_.finish_input();
+  summary.read_error = std::move(read_error);
+  return summary;
 }
 
 }  // namespace gpufilter

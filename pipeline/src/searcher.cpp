@@ -372,7 +372,9 @@ InputSummary Searcher::finish_input() {
   open_ = false;
   spool_.clear();
   open_occurrences_.clear();
-  InputSummary summary{selected_, binary_matched_};
+  InputSummary summary;
+  summary.selected_lines = selected_;
+  summary.binary_matched = binary_matched_;
   sink_.finish(summary);
   return summary;
 }

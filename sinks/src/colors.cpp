@@ -5,8 +5,18 @@
 namespace gpufilter {
 
 Colors Colors::from_environment(const char* grep_color, const char* grep_colors) {
+  Colors c = parse_grep_colors(grep_color, grep_colors);
+  if (grep_color != nullptr && *grep_color != '\0')
+    c.legacy_color_in_effect = c.selected_match == grep_color || c.context_match == grep_color;
+  return c;
+}
+
+Colors Colors::parse_grep_colors(const char* grep_color, const char* grep_colors) {
   Colors c;
-  if (grep_color != nullptr && *grep_color != '\0') c.selected_match = c.context_match = grep_color;
+  // GREP_COLOR counts only when it is an SGR parameter list (digits and ';').
+  if (grep_color != nullptr && *grep_color != '\0' &&
+      std::string_view(grep_color).find_first_not_of("0123456789;") == std::string_view::npos)
+    c.selected_match = c.context_match = grep_color;
   if (grep_colors == nullptr || *grep_colors == '\0') return c;
   std::string_view spec(grep_colors);
   while (!spec.empty()) {

@@ -294,7 +294,11 @@ TEST(Chunker, BinaryOffsetRule) {
               const DriveResult r = drive(chunker, bc.input.size());
               std::string error = r.error;
               if (error.empty()) error = check_chunks(bc.input, r.chunks, chunker.capacity(), ov);
-              const std::uint64_t block = bc.first_nul ? *bc.first_nul / kBlock * kBlock : kNoBinary;
+              // grep's buffer that held the first NUL: for a regular file the 96 KiB block;
+              // for a stream, the read that returned it (the chunker reads a stream a
+              // block at a time, and StringSource hands out at most `rs` bytes a read).
+              const std::uint64_t unit = regular || rs == 0 ? kBlock : std::min<std::uint64_t>(rs, kBlock);
+              const std::uint64_t block = bc.first_nul ? *bc.first_nul / unit * unit : kNoBinary;
               bool seen = false;
               for (std::size_t i = 0; i < r.chunks.size() && error.empty(); ++i) {
                 const Chunk& c = r.chunks[i].chunk;
@@ -310,9 +314,10 @@ TEST(Chunker, BinaryOffsetRule) {
                   error = at + ", expected none or " + std::to_string(block);
                 if (seen && c.binary_offset == kNoBinary) error = at + ": unset again after being set";
                 seen = seen || c.binary_offset != kNoBinary;
-                // Regular files: set from the chunk that reaches the block start on. Other
-                // sources have no read-ahead: set once the NUL byte itself was read.
-                const std::uint64_t from = regular ? block : *bc.first_nul;
+                // Set from the chunk that reaches that buffer's start on: a regular file is
+                // read ahead to the block's end, a stream's read is checked whole before any
+                // chunk is cut from it.
+                const std::uint64_t from = block;
                 if (c.offset + c.size > from && c.binary_offset != block)
                   error = at + ", expected " + std::to_string(block);
                 if (c.binary_offset != kNoBinary) ++binary_chunks;

@@ -33,8 +33,9 @@ class Pipeline {
   Pipeline(Scanner& scanner, Searcher& searcher, Sink& sink, PipelineConfig config)
       : scanner_(scanner), searcher_(searcher), sink_(sink), config_(config) {}
 
-  // Searches one input to its end, or until the searcher has decided it. Throws
-  // SourceError or DeviceError; Sink::finish is then not called for this input.
+  // Searches one input to its end, or until the searcher has decided it. A read error
+  // ends the input like its end would, after what was read is searched, and is reported
+  // in InputSummary::read_error. Throws DeviceError; Sink::finish is then not called.
   InputSummary run(Source& source);
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }

@@ -37,6 +37,9 @@ struct InputInfo {
 struct InputSummary {
   std::uint64_t selected_lines = 0;  // lines selected (after -v), capped by -m
   bool binary_matched = false;       // a selected line fell in the binary part of the input
+  // Set when reading failed part-way ("NAME: reason"): like grep, the input is finished
+  // with what was read before the failure.
+  std::string read_error;
 };
 
 class Sink {

@@ -18,6 +18,8 @@ struct Colors {
   std::string separator = "36";          // se
   bool reverse = false;                  // rv
   bool no_erase = false;                 // ne: omit "\33[K"
+  // GREP_COLOR still decides a match colour (grep 3.8 then warns that it is deprecated).
+  bool legacy_color_in_effect = false;
 
   // GREP_COLOR (deprecated: sets ms and mc), then GREP_COLORS; malformed entries are
   // ignored from there on, as grep does.
@@ -25,6 +27,9 @@ struct Colors {
 
   std::string start(std::string_view sgr) const;  // "" for an empty capability
   std::string end(std::string_view sgr) const;
+
+ private:
+  static Colors parse_grep_colors(const char* grep_color, const char* grep_colors);
 };
 
 }  // namespace gpufilter
