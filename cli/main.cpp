@@ -109,17 +109,18 @@ int search(cli::Options& o) {
                             printing.mode == PrinterOptions::Mode::kFilesWithoutMatch;
   searching.binary_files = o.binary_files;
 
-  ScanConfig scanning;
-  scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device.info().is_gpu ? 32u << 20 : 4u << 20);
-  scanning.slots = std::max<std::uint64_t>(o.slots, 1);
-  scanning.locate = true;
-  scanning.count_patterns = o.pattern_counts;
-  Scanner scanner(device, matcher, scanning);
 
   Output out(STDOUT_FILENO, o.line_buffered);
   Output err(STDERR_FILENO, true);
   GrepPrinter printer(out, err, printing);
   Searcher searcher(matcher.table(), searching, printer);
+  ScanConfig scanning;
+  scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device.info().is_gpu ? 32u << 20 : 4u << 20);
+  scanning.slots = std::max<std::uint64_t>(o.slots, 1);
+  scanning.locate = searcher.needs_locations() || o.pattern_counts;
+  scanning.count_patterns = o.pattern_counts;
+  Scanner scanner(device, matcher, scanning);
+
   PipelineConfig piping;
   piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
   piping.detect_binary = o.binary_files != BinaryFiles::kText;

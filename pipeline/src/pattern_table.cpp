@@ -18,6 +18,7 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
     folded[i] = patterns[i];
     for (char& c : folded[i]) c = static_cast<char>(fold_byte(static_cast<unsigned char>(c), options.ignore_case));
     max_length_ = std::max(max_length_, folded[i].size());
+    has_nul_ = has_nul_ || folded[i].find('\0') != std::string::npos;
   }
   if (max_length_ >= (std::size_t{1} << 31)) throw PatternError(0, "pattern longer than 2 GiB");
 

@@ -15,7 +15,11 @@ void Pipeline::deliver_oldest() {
     lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));
     open_line_ = chunk.data[chunk.size - 1] != '\n';
   }
-  if (!stopped_ && searcher_.consume(chunk, slot.occurrences()) == Flow::kStop) stopped_ = true;
+  if (!stopped_) {
+    const Flow flow = scanner_.locates() ? searcher_.consume(chunk, slot.occurrences())
+                                         : searcher_.consume_count(chunk, slot.total());
+    stopped_ = flow == Flow::kStop;
+  }
   const bool flush = chunk.flush_after;
   scanner_.release(slot);
   if (flush) sink_.flush();

@@ -367,6 +367,22 @@ void Searcher::complete_open_line(bool terminated) {
   open_occurrences_.clear();
 }
 
+bool Searcher::needs_locations() const noexcept {
+  return !(options_.stop_on_first && !options_.invert && !options_.word && !options_.whole_line &&
+           !table_.has_empty_pattern() && !table_.has_nul_byte());
+}
+
+Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {
+  (void)chunk;
+  if (done_) return Flow::kStop;
+  if (occurrences > 0) {
+    // Every occurrence lies in some line, and that line is selected.
+    ++selected_;
+    done_ = true;
+  }
+  return done_ ? Flow::kStop : Flow::kContinue;
+}
+
 InputSummary Searcher::finish_input() {
   if (open_ && !done_) complete_open_line(false);
   open_ = false;

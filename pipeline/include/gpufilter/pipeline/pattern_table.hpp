@@ -41,6 +41,7 @@ class PatternTable {
   std::size_t pattern_count() const noexcept { return unique_of_pattern_.size(); }
 
   bool has_empty_pattern() const noexcept { return has_empty_; }
+  bool has_nul_byte() const noexcept { return has_nul_; }  // some pattern holds a NUL byte
   bool matches_nothing() const noexcept { return unique_count() == 0 && !has_empty_; }
   // Longest pattern in bytes; a split line overlaps by max_length() - 1.
   std::size_t max_length() const noexcept { return max_length_; }
@@ -64,6 +65,7 @@ class PatternTable {
   std::vector<std::uint32_t> unique_length_;
   std::vector<std::uint32_t> unique_of_pattern_;
   bool has_empty_ = false;
+  bool has_nul_ = false;
   std::size_t max_length_ = 0;
   std::vector<std::uint32_t> root_next_;
   std::vector<std::uint64_t> edge_keys_;

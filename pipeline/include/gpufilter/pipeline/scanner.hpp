@@ -67,6 +67,7 @@ class Scanner {
 
   std::size_t chunk_bytes() const noexcept { return config_.chunk_bytes; }
   const PatternTable& table() const noexcept { return matcher_.table(); }
+  bool locates() const noexcept { return config_.locate; }
 
   // A free slot, or nullptr when every slot is in flight (complete one first).
   ScanSlot* acquire();

@@ -53,6 +53,12 @@ class Searcher {
   // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
   // decided (-m reached, -l/-q matched, binary match); read no more of it.
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences);
+
+  // Whether the device must locate occurrences. It need not when any occurrence at all
+  // decides the input (-q, -l, -L without -v, -w, -x, the empty pattern or NUL bytes in
+  // patterns): then consume_count() takes the chunk's count alone.
+  bool needs_locations() const noexcept;
+  Flow consume_count(const Chunk& chunk, std::uint64_t occurrences);
   // Ends the input: completes an unterminated last line and calls Sink::finish.
   InputSummary finish_input();
 
