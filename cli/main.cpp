@@ -97,6 +97,7 @@ int search(cli::Options& o) {
   searching.word = o.word;
   searching.whole_line = o.whole_line;
   if (o.max_count) searching.max_count = *o.max_count;
+  if (o.negative_max_count && o.invert) searching.max_count = 0;
   searching.before = o.before.value_or(o.context.value_or(0));
   searching.after = o.after.value_or(o.context.value_or(0));
   searching.group_separators = o.before || o.after || o.context;

@@ -208,7 +208,9 @@ Options parse(int argc, char** argv) {
           // A negative count means no limit (grep 3.8).
           if (!parse_number(arg.substr(1), value)) throw UsageError("invalid max count", false);
           o.max_count.reset();
+          o.negative_max_count = true;
         } else {
+          o.negative_max_count = false;
           if (!parse_number(arg, value)) throw UsageError("invalid max count", false);
           o.max_count = value;
         }

@@ -30,9 +30,9 @@ ScanSlot::~ScanSlot() {
 Scanner::Scanner(DeviceContext& device, const Matcher& matcher, ScanConfig config)
     : device_(device), matcher_(matcher), config_(config) {
   config_.slots = std::max<std::size_t>(config_.slots, 1);
-  // A split line's next piece repeats (longest pattern - 1) bytes, so a chunk must hold at
-  // least one byte more than that to make progress.
-  config_.chunk_bytes = std::max(config_.chunk_bytes, std::max<std::size_t>(1, matcher_.table().max_length()));
+  // A split line's next piece repeats (longest pattern - 1) bytes; a chunk of at least twice
+  // the longest pattern keeps each piece advancing by more than that.
+  config_.chunk_bytes = std::max(config_.chunk_bytes, std::max<std::size_t>(1, 2 * matcher_.table().max_length()));
   if (config_.chunk_bytes >= (std::size_t{1} << 32) - 64) throw Error("chunk size must be below 4 GiB");
   const auto& context = device_.context();
   try {

@@ -202,6 +202,7 @@ void Searcher::binary_record(std::string_view text, std::span<const LineOccurren
     }
     if (line_matches(record, line_occurrences_) != options_.invert) {
       ++selected_;
+      used_ = true;  // grep's separator rule counts lines it selected but did not print
       binary_matched_ = true;
       if (stop_on_first_ || selected_ >= options_.max_count) {
         done_ = true;
@@ -251,6 +252,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
       emit(text, offset, number, true, spans_for(true));
       pending_after_ = options_.after;
     }
+    used_ = true;  // grep's separator rule counts lines it selected but did not print
     if (stop_on_first_) {
       done_ = true;
     } else if (selected_ >= options_.max_count) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -144,9 +145,9 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s.replace(at, from.size(), to);
 }
 
-// grep names itself "/bin/grep" in messages (argv[0]) and "grep" in its usage lines.
+// grep names itself by its path in messages (argv[0]) and "grep" in its usage lines.
 std::string normalise_grep_stderr(std::string err) {
-  replace_all(err, "/bin/grep:", "gpufilter:");
+  replace_all(err, grep_binary() + ":", "gpufilter:");
   replace_all(err, "Usage: grep ", "Usage: gpufilter ");
   replace_all(err, "Try 'grep --help'", "Try 'gpufilter --help'");
   return err;
@@ -195,11 +196,16 @@ GrepRun run_grep(const std::vector<std::string>& args, const std::string& input,
 
 GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& input, const Knobs& knobs,
                       const std::vector<std::string>& env) {
-  // The knobs go first, so that a "--" among args cannot turn them into file names.
+  // The knobs go after the arguments (getopt permutes them there too), or first when a "--"
+  // among the arguments would make them file names.
+  std::vector<std::string> knob_args;
+  if (!knobs.chunk.empty()) knob_args.push_back("--chunk-size=" + knobs.chunk);
+  if (!knobs.slots.empty()) knob_args.push_back("--slots=" + knobs.slots);
   std::vector<std::string> argv = {gpufilter_binary()};
-  if (!knobs.chunk.empty()) argv.push_back("--chunk-size=" + knobs.chunk);
-  if (!knobs.slots.empty()) argv.push_back("--slots=" + knobs.slots);
+  const bool end_of_options = std::find(args.begin(), args.end(), "--") != args.end();
+  if (end_of_options) argv.insert(argv.end(), knob_args.begin(), knob_args.end());
   argv.insert(argv.end(), args.begin(), args.end());
+  if (!end_of_options) argv.insert(argv.end(), knob_args.begin(), knob_args.end());
   ProcessResult r = run_process(argv, input, env);
   return {std::move(r.out), std::move(r.err), r.status};
 }

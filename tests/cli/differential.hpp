@@ -1,7 +1,7 @@
 // Differential testing of the gpufilter binary against GNU grep -F (LC_ALL=C): the same
-// arguments go to `/bin/grep -F ARGS...` and to `gpufilter --chunk-size=C --slots=S ARGS...`
-// for several chunk sizes and slot counts; stdout bytes, the exit status and stderr (up to
-// the program name prefix) must be equal.
+// arguments go to `/bin/grep -F ARGS...` and to `gpufilter ARGS... --chunk-size=C --slots=S`
+// (the knobs first when ARGS hold a "--") for several chunk sizes and slot counts; stdout
+// bytes, the exit status and stderr (up to the program name) must be equal.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,306 @@
+// The streaming rule, on real pipes: a selected line reaches stdout while the input pipe
+// stays open (no --line-buffered needed), a closed stdout ends gpufilter quietly, -m 1 and
+// -q end it at the first match without waiting for EOF, and an unreadable -f file ends it
+// before it reads any input.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+extern char** environ;
+
+namespace gpufilter::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// gpufilter with pipes on stdin, stdout and stderr; killed if a test leaves it running.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args) {
+    int in[2], out[2], err[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe2 failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::strncmp(*e, "LC_", 3) == 0 || std::strncmp(*e, "LANG=", 5) == 0 || std::strncmp(*e, "GREP_", 5) == 0)
+        continue;
+      env_strings.emplace_back(*e);
+    }
+    env_strings.emplace_back("LC_ALL=C");
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv = {gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> argp;
+    for (auto& a : argv) argp.push_back(a.data());
+    argp.push_back(nullptr);
+
+    const int rc = ::posix_spawn(&pid_, argp[0], &actions, &attributes, argp.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+    if (rc != 0) {
+      pid_ = -1;
+      throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(rc));
+    }
+  }
+
+  ~Child() {
+    kill_now();
+    close_stdin();
+    close_stdout();
+    if (err_ >= 0) ::close(err_);
+  }
+
+  void kill_now() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      exited_ = true;
+    }
+  }
+
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  int stdin_fd() const { return in_; }
+
+  bool write_all(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(in_, data.data(), data.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  void close_stdin() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+  }
+  void close_stdout() {
+    if (out_ >= 0) ::close(out_);
+    out_ = -1;
+  }
+
+  // Reads stdout into `got` until it holds `wanted` (true), EOF or the deadline (false).
+  bool read_until(std::string& got, const std::string& wanted, milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (got.find(wanted) == std::string::npos) {
+      if (!read_some(out_, got, deadline)) return false;
+    }
+    return true;
+  }
+
+  // Reads stdout to EOF (true) or until the deadline (false).
+  bool read_to_eof(std::string& got, milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (read_some(out_, got, deadline)) {
+    }
+    return eof_seen_;
+  }
+
+  // Everything on stderr; call after the process has exited.
+  std::string drain_stderr() {
+    std::string s;
+    const auto deadline = Clock::now() + milliseconds(2000);
+    const bool saved = eof_seen_;
+    while (read_some(err_, s, deadline)) {
+    }
+    eof_seen_ = saved;
+    return s;
+  }
+
+  // The exit status (or 128 + signal) if the process ends before the deadline.
+  std::optional<int> wait_exit(milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+  }
+
+ private:
+  // One read with poll; false at EOF or past the deadline.
+  bool read_some(int fd, std::string& got, Clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd, POLLIN, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(left));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      char buffer[65536];
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        eof_seen_ = true;
+        return false;
+      }
+      got.append(buffer, static_cast<std::size_t>(n));
+      return true;
+    }
+  }
+
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  bool exited_ = false;
+  bool eof_seen_ = false;
+};
+
+class Streaming : public ::testing::Test {
+ protected:
+  // Writing into a pipe whose reader has gone must be an error here, not a signal.
+  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }
+};
+
+void check_lines_arrive_while_input_stays_open(const std::vector<std::string>& args, const std::string& prefix) {
+  SCOPED_TRACE(describe_args(args));
+  Child child(args);
+  ASSERT_TRUE(child.write_all("noise\n"));
+  ASSERT_TRUE(child.write_all("ERROR one\n"));
+  std::string got;
+  EXPECT_TRUE(child.read_until(got, prefix + "ERROR one\n", milliseconds(1000)))
+      << "a selected line did not reach stdout within 1000 ms while stdin stayed open; got \"" << escape(got) << "\"";
+  EXPECT_EQ(got, prefix + "ERROR one\n");
+
+  ASSERT_TRUE(child.write_all("more noise\nERROR two\n"));
+  const std::string both = prefix + "ERROR one\n" + (prefix.empty() ? "" : "4:") + "ERROR two\n";
+  EXPECT_TRUE(child.read_until(got, both, milliseconds(1000)))
+      << "the second selected line did not arrive within 1000 ms; got \"" << escape(got) << "\"";
+
+  // A line that arrives in two writes.
+  ASSERT_TRUE(child.write_all("ERR"));
+  std::this_thread::sleep_for(milliseconds(30));
+  ASSERT_TRUE(child.write_all("OR three\n"));
+  const std::string three = both + (prefix.empty() ? "" : "5:") + "ERROR three\n";
+  EXPECT_TRUE(child.read_until(got, three, milliseconds(1000)))
+      << "a line written in two pieces did not arrive within 1000 ms; got \"" << escape(got) << "\"";
+
+  child.close_stdin();
+  EXPECT_TRUE(child.read_to_eof(got, milliseconds(5000)));
+  EXPECT_EQ(got, three);
+  const std::optional<int> status = child.wait_exit(milliseconds(5000));
+  ASSERT_TRUE(status.has_value()) << "gpufilter did not exit after its stdin was closed";
+  EXPECT_EQ(*status, 0);
+  EXPECT_EQ(child.drain_stderr(), "");
+}
+
+TEST_F(Streaming, SelectedLinesArriveWhileInputStaysOpen) {
+  check_lines_arrive_while_input_stays_open({"ERROR"}, "");
+  check_lines_arrive_while_input_stays_open({"-n", "--slots=1", "ERROR"}, "2:");
+  check_lines_arrive_while_input_stays_open({"--chunk-size=4096", "--slots=3", "ERROR"}, "");
+}
+
+TEST_F(Streaming, ClosedStdoutEndsGpufilterQuietly) {
+  Child child({"y"});
+  const int stdin_fd = child.stdin_fd();
+  std::thread writer([stdin_fd] {
+    const std::string block = [] {
+      std::string b;
+      while (b.size() < 65536) b += "y\n";
+      return b;
+    }();
+    for (std::size_t written = 0; written < (50u << 20);) {
+      const ssize_t n = ::write(stdin_fd, block.data(), block.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return;  // EPIPE: gpufilter is gone
+      }
+      written += static_cast<std::size_t>(n);
+    }
+  });
+  std::string got;
+  const bool some = child.read_until(got, "y\ny\n", milliseconds(10000));
+  child.close_stdout();
+  const auto closed = Clock::now();
+  std::optional<int> status = child.wait_exit(milliseconds(5000));
+  const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - closed).count();
+  if (!status) child.kill_now();  // so that the writer thread ends
+  writer.join();
+  EXPECT_TRUE(some) << "no output before stdout was closed";
+  ASSERT_TRUE(status.has_value()) << "gpufilter still ran 5 s after its stdout was closed";
+  EXPECT_NE(*status, 0);
+  EXPECT_LT(took, 5000);
+  EXPECT_EQ(child.drain_stderr(), "") << "exit status " << *status;
+}
+
+TEST_F(Streaming, MaxCountEndsAtTheFirstMatchWithoutEof) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-m", "1", "ERROR"}, {"-m1", "-n", "ERROR"}, {"-q", "ERROR"}, {"-l", "ERROR"}}) {
+    SCOPED_TRACE(describe_args(args));
+    Child child(args);
+    ASSERT_TRUE(child.write_all("noise\nERROR one\nnoise\nERROR two\n"));
+    const std::optional<int> status = child.wait_exit(milliseconds(3000));
+    ASSERT_TRUE(status.has_value()) << "gpufilter waited for EOF after its last possible selected line";
+    EXPECT_EQ(*status, 0);
+    std::string got;
+    child.read_to_eof(got, milliseconds(1000));
+    const GrepRun grep = run_grep(args, "noise\nERROR one\nnoise\nERROR two\n");
+    EXPECT_EQ(got, grep.out);
+    EXPECT_EQ(child.drain_stderr(), "");
+  }
+}
+
+TEST_F(Streaming, UnreadablePatternFileFailsBeforeReadingInput) {
+  TempDir dir;
+  for (const std::string& file : {dir.path() + "/missing", dir.path()}) {
+    SCOPED_TRACE(file);
+    Child child({"-f", file, "x"});
+    const std::optional<int> status = child.wait_exit(milliseconds(3000));
+    ASSERT_TRUE(status.has_value()) << "gpufilter waited for input although -f " << file << " cannot be read";
+    EXPECT_EQ(*status, 2);
+    std::string got;
+    child.read_to_eof(got, milliseconds(1000));
+    EXPECT_EQ(got, "");
+    EXPECT_NE(child.drain_stderr(), "");
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test

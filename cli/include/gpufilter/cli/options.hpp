@@ -44,6 +44,7 @@ struct Options {
   bool only_matching = false;
   bool line_buffered = false;
   std::optional<std::uint64_t> max_count;
+  bool negative_max_count = false;  // -m -N: no limit, except that grep 3.8 selects nothing with -v
   std::optional<std::uint64_t> before;
   std::optional<std::uint64_t> after;
   std::optional<std::uint64_t> context;  // -C, -NUM
