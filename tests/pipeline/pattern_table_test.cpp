@@ -15,6 +15,7 @@
 #include "gpufilter/pipeline/pattern_set.hpp"
 #include "gpufilter/pipeline/pattern_table.hpp"
 #include "gpufilter/pipeline/reference_matcher.hpp"
+#include "testutil/testutil.hpp"
 
 namespace {
 
@@ -131,12 +132,7 @@ std::string fold(std::string s, bool ignore_case) {
   return s;
 }
 
-std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length) {
-  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-  std::string s(length, ' ');
-  for (char& c : s) c = alphabet[pick(rng)];
-  return s;
-}
+using gpufilter::test::random_string;
 
 PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
                            const std::string& text, bool case_variants) {

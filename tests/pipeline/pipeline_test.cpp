@@ -50,13 +50,6 @@ using gpufilter::test::StringSource;
 using namespace std::string_literals;
 using Events = std::vector<std::string>;
 
-#define OPEN_DEVICE(dev)                              \
-  std::optional<DeviceContext> dev;                   \
-  try {                                               \
-    dev.emplace();                                    \
-  } catch (const gpufilter::NoDeviceError& e) {       \
-    GTEST_SKIP() << "no OpenCL device: " << e.what(); \
-  }
 
 // --- Running the pipeline -------------------------------------------------------------
 
@@ -329,7 +322,7 @@ PatternSet list(const std::string& text) {
 // --- Tests ----------------------------------------------------------------------------
 
 TEST(Pipeline, SmallHandWrittenInputs) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   const std::string text =
       "foo bar\nfoobar\n\nbar\r\nfoo_bar baz\nBAR foo\nxfoo foox\n-foo-\nfoo\nbarfoo\nlast line without newline foo";
   check_input(*dev, "hand", list("foo\nbar"), MatchOptions{}, text, 6);
@@ -340,7 +333,7 @@ TEST(Pipeline, SmallHandWrittenInputs) {
 }
 
 TEST(Pipeline, EdgeInputs) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   for (const std::string& input : {""s, "\n"s, "a"s, "a\n"s, "\n\n\n"s, "ab\r\n"s, "xa"s}) {
     check_input(*dev, "input '" + input + "'", list("a"), MatchOptions{}, input, 4);
     check_input(*dev, "input '" + input + "' empty pattern", list(""), MatchOptions{}, input, 2);
@@ -348,7 +341,7 @@ TEST(Pipeline, EdgeInputs) {
 }
 
 TEST(Pipeline, RandomInputsSmallAlphabet) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(17);
   for (int round = 0; round < 3; ++round) {
     const std::string text = random_lines(rng, 60, 40, "ab _", round != 1);
@@ -365,7 +358,7 @@ TEST(Pipeline, RandomInputsSmallAlphabet) {
 }
 
 TEST(Pipeline, LongLinesAcrossChunks) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(23);
   // Lines of up to 400 bytes over "ab": every tiny chunk splits them, with overlap.
   const std::string text = random_lines(rng, 12, 400, "ab", false);
@@ -393,7 +386,7 @@ PatternSet tokens_of(const std::string& log, std::uint32_t seed, std::size_t cou
 }
 
 TEST(Pipeline, CorpusLogs) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   for (const char* name : {"loghub/OpenSSH_2k.log", "loghub/Proxifier_2k.log"}) {
     const std::string log = gpufilter::test::read_file(corpus_path(name));
     ASSERT_GT(log.size(), 100000u);
@@ -405,7 +398,7 @@ TEST(Pipeline, CorpusLogs) {
 }
 
 TEST(Pipeline, WholeCorpusLogs) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   for (const char* name : {"loghub/OpenSSH_2k.log", "loghub/HDFS_2k.log", "loghub/Apache_2k.log"}) {
     const std::string log = gpufilter::test::read_file(corpus_path(name));
     const PatternSet patterns = tokens_of(log, 3, 8);
@@ -427,7 +420,7 @@ TEST(Pipeline, WholeCorpusLogs) {
 
 // Inputs with NUL bytes: binary mode must start at the same line whatever the chunking.
 TEST(Pipeline, BinaryInputsAgreeAcrossConfigurations) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(41);
   std::string text = random_lines(rng, 4000, 90, "abcdefgh ", true);  // about 180 KB
   text[150000] = '\0';
@@ -458,7 +451,7 @@ TEST(Pipeline, BinaryInputsAgreeAcrossConfigurations) {
 }
 
 TEST(Pipeline, SherlockWithNul) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   const std::string text = gpufilter::test::read_file(corpus_path("text/sherlock-nul.txt"));
   ASSERT_NE(text.find('\0'), std::string::npos);
   const PatternSet patterns = list("Sherlock\nHolmes\nthe");
@@ -482,7 +475,7 @@ TEST(Pipeline, SherlockWithNul) {
 // Pipeline::lines_seen (PipelineConfig::count_lines, the empty pattern's --pattern-counts
 // figure) counts every line, the unterminated last one included, however it was chunked.
 TEST(Pipeline, LinesSeenCountsEveryLine) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(61);
   const PatternSet patterns = list("\nab");
   const Matcher matcher(*dev, patterns, MatchOptions{});
@@ -511,7 +504,7 @@ TEST(Pipeline, LinesSeenCountsEveryLine) {
 // input exactly once, however the chunker split it (overlaps included), even after the
 // searcher stopped (-m 1).
 TEST(Pipeline, PatternCountsThroughChunking) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(71);
   const std::string log = gpufilter::test::read_file(corpus_path("loghub/OpenSSH_2k.log"));
   const std::string inputs[] = {random_lines(rng, 12, 400, "ab", false), log.substr(log.size() - 4000)};
@@ -543,7 +536,7 @@ TEST(Pipeline, PatternCountsThroughChunking) {
 // nothing behind for the next, and context groups of a later input are separated from
 // an earlier input's output.
 TEST(Pipeline, SeveralInputsThroughOnePipeline) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(83);
   const PatternSet patterns = list("ab\nba a");
   const Matcher matcher(*dev, patterns, MatchOptions{});
@@ -629,7 +622,7 @@ class StallingSource final : public gpufilter::Source {
 // When a slow input goes quiet, every complete line read so far has been searched and
 // its output flushed; nothing is lost or reordered.
 TEST(Pipeline, StallingInputFlushesCompleteLines) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   const PatternSet patterns = list("foo");
   const Matcher matcher(*dev, patterns, MatchOptions{});
   const std::vector<std::string> pieces = {"foo 1\n", "bar\nfoo 2\npart", "ial foo 3", "\nfoo", " 4\n", "tail foo"};
@@ -664,7 +657,7 @@ TEST(Pipeline, StallingInputFlushesCompleteLines) {
 // A chunk size below the longest pattern: the chunker raises its capacity to
 // overlap + 1 = longest pattern, so the result must still be the big-chunk result.
 TEST(Pipeline, ChunkSmallerThanLongestPattern) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   const std::string text = "a long line with a pattern longer than the chunk\nshort\npatterns here\n";
   const PatternSet patterns = list("pattern longer\nshort");
   const Matcher matcher(*dev, patterns, MatchOptions{});

@@ -19,6 +19,7 @@
 #include "gpufilter/pipeline/pattern_set.hpp"
 #include "gpufilter/pipeline/reference_matcher.hpp"
 #include "gpufilter/pipeline/scanner.hpp"
+#include "testutil/testutil.hpp"
 
 namespace {
 
@@ -33,14 +34,6 @@ using gpufilter::Scanner;
 using gpufilter::ScanSlot;
 using namespace std::string_literals;
 
-// Opens the default device into `dev`; skips the test only when there is no OpenCL.
-#define OPEN_DEVICE(dev)                                   \
-  std::optional<DeviceContext> dev;                        \
-  try {                                                    \
-    dev.emplace();                                         \
-  } catch (const gpufilter::NoDeviceError& e) {            \
-    GTEST_SKIP() << "no OpenCL device: " << e.what();      \
-  }
 
 using Pair = std::pair<std::uint32_t, std::uint32_t>;
 
@@ -69,12 +62,7 @@ std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& act
          show(actual, i);
 }
 
-std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length) {
-  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
-  std::string s(length, ' ');
-  for (char& c : s) c = alphabet[pick(rng)];
-  return s;
-}
+using gpufilter::test::random_string;
 
 // Random literals: some drawn from `text` (so long ones occur), some random, some
 // duplicates (and case variants of earlier ones).
@@ -146,7 +134,7 @@ std::vector<Alphabet> alphabets() {
 }
 
 TEST(Scanner, RandomPatternSetsMatchReference) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(2024);
   struct SetSpec {
     std::size_t count;
@@ -189,7 +177,7 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
 }
 
 TEST(Scanner, TenThousandPatterns) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(77);
   for (const std::string& alphabet : {"ab"s, "abcdefghijklmnopqrstuvwxyz0123456789 "s}) {
     for (bool ic : {false, true}) {
@@ -209,7 +197,7 @@ TEST(Scanner, TenThousandPatterns) {
 }
 
 TEST(Scanner, OneMebibyteChunks) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(5);
   const std::string text = random_string(rng, "abcd\n", 1 << 20);
   const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
@@ -224,7 +212,7 @@ TEST(Scanner, OneMebibyteChunks) {
 }
 
 TEST(Scanner, MoreOccurrencesThanOutputCapacity) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   const std::string many(100000, 'a');
   for (const std::string& list : {"a"s, "a\naa\naaa"s}) {
     PatternSet patterns;
@@ -262,7 +250,7 @@ TEST(Scanner, MoreOccurrencesThanOutputCapacity) {
 
 // Several slots in flight, each needing the grow-and-rescan path when completed.
 TEST(Scanner, GrowWhileOtherSlotsInFlight) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("a\nab\nb");
   const Matcher matcher(*dev, patterns, MatchOptions{});
@@ -301,7 +289,7 @@ TEST(Scanner, GrowWhileOtherSlotsInFlight) {
 }
 
 TEST(Scanner, NulBytesInTextAndPatterns) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_file_contents("\0\n\0\0\na\0b\n\0A\nx\n"s);
   std::mt19937 rng(3);
@@ -319,7 +307,7 @@ TEST(Scanner, NulBytesInTextAndPatterns) {
 }
 
 TEST(Scanner, OverlapOwnership) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("abc\nbcd\nc\ncdab\nd");
   const Matcher matcher(*dev, patterns, MatchOptions{});
@@ -339,7 +327,7 @@ TEST(Scanner, OverlapOwnership) {
 }
 
 TEST(Scanner, EmptyChunk) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add("a");
   const Matcher matcher(*dev, patterns, MatchOptions{});
@@ -352,7 +340,7 @@ TEST(Scanner, EmptyChunk) {
 }
 
 TEST(Scanner, PatternCountsSumOverChunks) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(8);
   for (bool ic : {false, true}) {
     const std::string seed_text = random_string(rng, "abAB\0"s, 3000);
@@ -388,7 +376,7 @@ TEST(Scanner, PatternCountsSumOverChunks) {
 }
 
 TEST(Scanner, SeveralChunksInFlight) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(31);
   const std::string seed_text = random_string(rng, "abc\n", 5000);
   const PatternSet patterns = random_patterns(rng, "abc", 100, 25, seed_text);
@@ -448,7 +436,7 @@ TEST(Scanner, SeveralChunksInFlight) {
 }
 
 TEST(Scanner, ThreeSubmittedThenCompletedInOrder) {
-  OPEN_DEVICE(dev);
+  GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("ab\nb\nbba");
   const Matcher matcher(*dev, patterns, MatchOptions{});

@@ -40,6 +40,13 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length) {
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  std::string s(length, ' ');
+  for (char& c : s) c = alphabet[pick(rng)];
+  return s;
+}
+
 std::string gpufilter_binary() { return setting("GPUFILTER_BIN", GPUFILTER_BINARY); }
 std::string grep_binary() { return setting("GPUFILTER_GREP", "/bin/grep"); }
 

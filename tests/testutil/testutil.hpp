@@ -4,14 +4,31 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpufilter/pipeline/device.hpp"
+#include "gpufilter/pipeline/errors.hpp"
 #include "gpufilter/pipeline/sink.hpp"
 #include "gpufilter/pipeline/source.hpp"
 
+// Opens the default OpenCL device into `dev` (a std::optional<DeviceContext>); skips the
+// test only when there is no OpenCL platform at all.
+#define GPUFILTER_OPEN_DEVICE(dev)                    \
+  std::optional<gpufilter::DeviceContext> dev;        \
+  try {                                               \
+    dev.emplace();                                    \
+  } catch (const gpufilter::NoDeviceError& e) {       \
+    GTEST_SKIP() << "no OpenCL device: " << e.what(); \
+  }
+
 namespace gpufilter::test {
+
+// `length` bytes drawn uniformly from `alphabet`.
+std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length);
 
 // Path of a file in ../shared/corpus (e.g. "loghub/OpenSSH_2k.log").
 std::string corpus_path(std::string_view relative);
