@@ -1,0 +1,42 @@
+// Setup failures seen from the command line: no OpenCL platform at all, and a kernel
+// that does not build (its device build log must reach the user). Exit status 2 each.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+TEST(SetupErrors, NoOpenClPlatformSaysHowToInstallPocl) {
+  TempDir empty;  // an ICD vendor directory with no driver in it
+  const std::string input = corpus_path("loghub/OpenSSH_2k.log");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"Failed", input}, {"--list-devices"}, {"-c", "-e", "x", input}}) {
+    std::vector<std::string> argv{gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = run_process(argv, {}, {"OCL_ICD_VENDORS=" + empty.path()});
+    EXPECT_EQ(r.status, 2) << describe_args(args);
+    EXPECT_EQ(r.out, "") << describe_args(args);
+    EXPECT_NE(r.err.find("no OpenCL platform"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("pocl-opencl-icd"), std::string::npos) << r.err;
+  }
+}
+
+TEST(SetupErrors, KernelBuildFailureShowsTheBuildLog) {
+  TempDir kernels;
+  std::ofstream(kernels.path() + "/scan.cl") << "__kernel void scan(__global int* x) { x[0] = not_declared_here; }\n";
+  const ProcessResult r = run_process({gpufilter_binary(), "Failed", corpus_path("loghub/OpenSSH_2k.log")}, {},
+                                      {"GPUFILTER_KERNEL_DIR=" + kernels.path()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("building OpenCL program scan.cl failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--- build log for "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not_declared_here"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpufilter::test
