@@ -76,6 +76,7 @@ struct ProcessResult {
   std::string out;
   std::string err;
   int status = -1;  // exit status, or 128 + signal
+  long max_rss_kb = 0;  // the child's peak resident set (getrusage ru_maxrss)
 };
 
 // Runs argv[0] (a path) with `input` on standard input, LC_ALL=C, and collects output.

@@ -11,7 +11,7 @@ namespace gpufilter {
 
 class LineSpool {
  public:
-  explicit LineSpool(std::size_t memory_limit = std::size_t{64} << 20) : memory_limit_(memory_limit) {}
+  explicit LineSpool(std::size_t memory_limit = std::size_t{16} << 20) : memory_limit_(memory_limit) {}
   ~LineSpool();
   LineSpool(const LineSpool&) = delete;
   LineSpool& operator=(const LineSpool&) = delete;
