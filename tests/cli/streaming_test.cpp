@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +20,6 @@
 #include "differential.hpp"
 #include "testutil/testutil.hpp"
 
-extern char** environ;
 
 namespace gpufilter::test {
 namespace {
@@ -33,51 +31,13 @@ using std::chrono::milliseconds;
 class Child {
  public:
   explicit Child(const std::vector<std::string>& args) {
-    int in[2], out[2], err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      throw std::runtime_error("pipe2 failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGPIPE);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
-
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "LC_", 3) == 0 || std::strncmp(*e, "LANG=", 5) == 0 || std::strncmp(*e, "GREP_", 5) == 0)
-        continue;
-      env_strings.emplace_back(*e);
-    }
-    env_strings.emplace_back("LC_ALL=C");
-    std::vector<char*> envp;
-    for (auto& e : env_strings) envp.push_back(e.data());
-    envp.push_back(nullptr);
     std::vector<std::string> argv = {gpufilter_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> argp;
-    for (auto& a : argv) argp.push_back(a.data());
-    argp.push_back(nullptr);
-
-    const int rc = ::posix_spawn(&pid_, argp[0], &actions, &attributes, argp.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    ::close(in[0]);
-    ::close(out[1]);
-    ::close(err[1]);
-    in_ = in[1];
-    out_ = out[0];
-    err_ = err[0];
-    if (rc != 0) {
-      pid_ = -1;
-      throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(rc));
-    }
+    const SpawnedProcess child = spawn_process(argv);
+    pid_ = child.pid;
+    in_ = child.in;
+    out_ = child.out;
+    err_ = child.err;
   }
 
   ~Child() {

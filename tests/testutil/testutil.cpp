@@ -93,8 +93,7 @@ std::string RecordingSink::joined() const {
   return s;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
-                          const std::vector<std::string>& extra_env) {
+SpawnedProcess spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
@@ -137,11 +136,21 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  if (rc != 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  }
+  return SpawnedProcess{pid, in_pipe[1], out_pipe[0], err_pipe[0]};
+}
 
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
+                          const std::vector<std::string>& extra_env) {
+  const SpawnedProcess child = spawn_process(argv, extra_env);
   ProcessResult result;
   std::size_t written = 0;
-  int in_fd = in_pipe[1];
+  int in_fd = child.in;
   if (input.empty()) {
     ::close(in_fd);
     in_fd = -1;
@@ -153,8 +162,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   while (out_open || err_open) {
     pollfd fds[3];
     int n = 0;
-    if (out_open) fds[n++] = {out_pipe[0], POLLIN, 0};
-    if (err_open) fds[n++] = {err_pipe[0], POLLIN, 0};
+    if (out_open) fds[n++] = {child.out, POLLIN, 0};
+    if (err_open) fds[n++] = {child.err, POLLIN, 0};
     if (in_fd >= 0) fds[n++] = {in_fd, POLLOUT, 0};
     if (::poll(fds, static_cast<nfds_t>(n), -1) < 0 && errno != EINTR) break;
     for (int i = 0; i < n; ++i) {
@@ -171,19 +180,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
       }
       const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
       if (r <= 0) {
-        if (fds[i].fd == out_pipe[0]) out_open = false;
+        if (fds[i].fd == child.out) out_open = false;
         else err_open = false;
         continue;
       }
-      (fds[i].fd == out_pipe[0] ? result.out : result.err).append(buffer, static_cast<std::size_t>(r));
+      (fds[i].fd == child.out ? result.out : result.err).append(buffer, static_cast<std::size_t>(r));
     }
   }
   if (in_fd >= 0) ::close(in_fd);
-  ::close(out_pipe[0]);
-  ::close(err_pipe[0]);
+  ::close(child.out);
+  ::close(child.err);
   int status = 0;
   struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
+  ::wait4(child.pid, &status, 0, &usage);
   result.max_rss_kb = usage.ru_maxrss;
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

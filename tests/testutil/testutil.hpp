@@ -79,6 +79,18 @@ struct ProcessResult {
   long max_rss_kb = 0;  // the child's peak resident set (getrusage ru_maxrss)
 };
 
+// A started child with pipes on its standard input, output and error (the caller's ends).
+struct SpawnedProcess {
+  int pid;
+  int in;
+  int out;
+  int err;
+};
+
+// Starts argv[0] (a path) under LC_ALL=C (no LANG, LC_* or GREP_* from this process) plus
+// extra_env, with default SIGPIPE handling; this process ignores SIGPIPE from then on.
+SpawnedProcess spawn_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {});
+
 // Runs argv[0] (a path) with `input` on standard input, LC_ALL=C, and collects output.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = {},
                           const std::vector<std::string>& extra_env = {});
