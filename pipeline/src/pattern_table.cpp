@@ -66,13 +66,13 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
     previous = &s;
   }
 
-  // Root edges go to the direct table, deeper ones to a hash table at most two thirds full.
+  // Root edges go to the direct table, deeper ones to a hash table at most half full.
   std::size_t deep = 0;
   for (const Edge& e : edges) {
     if (e.parent == 0) root_next_[e.byte] = e.child;
     else ++deep;
   }
-  const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep + deep / 2));
+  const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep * 2));
   edge_mask_ = static_cast<std::uint32_t>(table_size - 1);
   edge_keys_.assign(table_size, kEmptyKey);
   edge_values_.assign(table_size, kNoNode);
