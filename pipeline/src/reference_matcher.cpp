@@ -23,10 +23,8 @@ std::vector<Occurrence> reference_occurrences(const PatternSet& patterns, const 
       if (equal) result.push_back({static_cast<std::uint32_t>(at), id});
     }
   }
-  std::sort(result.begin(), result.end(), [&](const Occurrence& a, const Occurrence& b) {
-    if (a.position != b.position) return a.position < b.position;
-    return table.unique_length(a.pattern) > table.unique_length(b.pattern);
-  });
+  std::sort(result.begin(), result.end(),
+            [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
   return result;
 }
 

@@ -144,10 +144,8 @@ ScanSlot& Scanner::complete_oldest() {
     rethrow_cl(e, "scanning chunk " + std::to_string(slot.chunk_.seq));
   }
   const PatternTable& table = matcher_.table();
-  std::sort(slot.occurrences_.begin(), slot.occurrences_.end(), [&](const Occurrence& a, const Occurrence& b) {
-    if (a.position != b.position) return a.position < b.position;
-    return table.unique_length(a.pattern) > table.unique_length(b.pattern);
-  });
+  std::sort(slot.occurrences_.begin(), slot.occurrences_.end(),
+            [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
   return slot;
 }
 

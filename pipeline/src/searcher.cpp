@@ -195,12 +195,12 @@ void Searcher::binary_record(std::string_view text, std::span<const LineOccurren
     if (begin == text.size() && begin > 0 && !terminated) return;
     const std::size_t end = nul == std::string_view::npos ? text.size() : nul;
     const std::string_view record = text.substr(begin, end - begin);
-    line_occurrences_.clear();
+    record_occurrences_.clear();
     for (const auto& o : occurrences) {
       if (o.position >= begin && o.position + table_.unique_length(o.pattern) <= end)
-        line_occurrences_.push_back({o.position - begin, o.pattern});
+        record_occurrences_.push_back({o.position - begin, o.pattern});
     }
-    if (line_matches(record, line_occurrences_) != options_.invert) {
+    if (line_matches(record, record_occurrences_) != options_.invert) {
       ++selected_;
       used_ = true;  // grep's separator rule counts lines it selected but did not print
       binary_matched_ = true;
@@ -223,9 +223,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     if (done_) return;
   }
   if (in_binary_) {
-    // binary_record reuses the scratch vectors: hand it a private copy.
-    std::vector<LineOccurrence> copy(occurrences.begin(), occurrences.end());
-    binary_record(text, copy, terminated);
+    binary_record(text, occurrences, terminated);
     return;
   }
   const bool matched = line_matches(text, occurrences);
@@ -360,10 +358,8 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
 // The pieces of a split line each reported their occurrences in position order, but a
 // piece's overlap repeats the end of the previous one: sort them as one line's.
 void Searcher::complete_open_line(bool terminated) {
-  std::sort(open_occurrences_.begin(), open_occurrences_.end(), [&](const LineOccurrence& a, const LineOccurrence& b) {
-    if (a.position != b.position) return a.position < b.position;
-    return table_.unique_length(a.pattern) > table_.unique_length(b.pattern);
-  });
+  std::sort(open_occurrences_.begin(), open_occurrences_.end(),
+            [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
   line(spool_.view(), open_offset_, open_occurrences_, terminated);
   spool_.clear();
   open_occurrences_.clear();

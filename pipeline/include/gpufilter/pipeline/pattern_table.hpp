@@ -54,6 +54,14 @@ class PatternTable {
   std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
   std::size_t node_count() const noexcept { return node_pattern_.size(); }
 
+  // The order occurrences are handed on in: by position, the longest pattern first at a
+  // position (grep's leftmost-longest walk relies on it). T has .position and .pattern.
+  template <typename T>
+  bool before(const T& a, const T& b) const noexcept {
+    if (a.position != b.position) return a.position < b.position;
+    return unique_length_[a.pattern] > unique_length_[b.pattern];
+  }
+
   // Host walk of the same trie: calls f(id) for every unique pattern occurring at text[0].
   template <typename F>
   void for_each_at(std::string_view text, F&& f) const;

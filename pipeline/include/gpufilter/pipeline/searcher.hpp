@@ -114,8 +114,9 @@ class Searcher {
   LineSpool spool_;
   std::vector<LineOccurrence> open_occurrences_;
 
-  // Scratch, reused per line.
+  // Scratch, reused per line (and per NUL-separated record in the binary part).
   std::vector<LineOccurrence> line_occurrences_;
+  std::vector<LineOccurrence> record_occurrences_;
   std::vector<MatchSpan> spans_;
 };
 
