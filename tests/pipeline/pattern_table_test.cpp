@@ -237,6 +237,20 @@ std::vector<Pair> as_pairs(const std::vector<Occurrence>& v) {
   return r;
 }
 
+// The host trie walk from every position of `text`, in the device's order.
+std::vector<Pair> walk_every_position(const PatternTable& t, const std::string& text) {
+  std::vector<Pair> walked;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::vector<std::uint32_t> ids;
+    t.for_each_at(std::string_view(text).substr(i), [&](std::uint32_t id) { ids.push_back(id); });
+    std::sort(ids.begin(), ids.end(),
+              [&](std::uint32_t x, std::uint32_t y) { return t.unique_length(x) > t.unique_length(y); });
+    for (std::uint32_t id : ids) walked.emplace_back(static_cast<std::uint32_t>(i), id);
+  }
+  return walked;
+}
+
+
 // for_each_at at every position finds what the plain reference finds.
 TEST(PatternTable, ForEachAtAgreesWithReference) {
   std::mt19937 rng(99);
@@ -248,14 +262,7 @@ TEST(PatternTable, ForEachAtAgreesWithReference) {
           const std::string text = random_string(rng, a.chars, count >= 3000 ? 700 : 3000);
           const PatternSet p = random_patterns(rng, a.chars, count, max_len, text, ic);
           const PatternTable t(p, MatchOptions{.ignore_case = ic});
-          std::vector<Pair> walked;
-          for (std::size_t i = 0; i < text.size(); ++i) {
-            std::vector<std::uint32_t> ids;
-            t.for_each_at(std::string_view(text).substr(i), [&](std::uint32_t id) { ids.push_back(id); });
-            std::sort(ids.begin(), ids.end(),
-                      [&](std::uint32_t x, std::uint32_t y) { return t.unique_length(x) > t.unique_length(y); });
-            for (std::uint32_t id : ids) walked.emplace_back(static_cast<std::uint32_t>(i), id);
-          }
+          const std::vector<Pair> walked = walk_every_position(t, text);
           const auto expected = as_pairs(gpufilter::reference_occurrences(p, t, text));
           ASSERT_EQ(walked.size(), expected.size())
               << a.name << " ic=" << ic << " count=" << count << " max_len=" << max_len;
@@ -274,14 +281,7 @@ TEST(PatternTable, PrefixPatternsAllReported) {
   const PatternTable t(p, MatchOptions{});
   const std::string text = "aaab";
   const auto ref = as_pairs(gpufilter::reference_occurrences(p, t, text));
-  std::vector<Pair> walked;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    std::vector<std::uint32_t> ids;
-    t.for_each_at(std::string_view(text).substr(i), [&](std::uint32_t id) { ids.push_back(id); });
-    std::sort(ids.begin(), ids.end(),
-              [&](std::uint32_t x, std::uint32_t y) { return t.unique_length(x) > t.unique_length(y); });
-    for (std::uint32_t id : ids) walked.emplace_back(static_cast<std::uint32_t>(i), id);
-  }
+  const std::vector<Pair> walked = walk_every_position(t, text);
   EXPECT_EQ(walked, ref);
   EXPECT_EQ(ref.size(), 3u + 2u + 1u + 1u + 1u);  // aaa,aa,a | aa,a | a,ab | b
 }
