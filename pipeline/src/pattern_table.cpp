@@ -61,6 +61,8 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
     }
     const auto id = static_cast<std::uint32_t>(unique_length_.size());
     unique_length_.push_back(static_cast<std::uint32_t>(s.size()));
+    unique_start_.push_back(unique_bytes_.size());
+    unique_bytes_ += s;
     node_pattern_[path[s.size()]] = id;
     unique_of_pattern_[index] = id;
     previous = &s;

@@ -36,6 +36,10 @@ class PatternTable {
   // Unique (non-empty, folded) patterns: the ids the kernels report.
   std::size_t unique_count() const noexcept { return unique_length_.size(); }
   std::uint32_t unique_length(std::uint32_t id) const { return unique_length_[id]; }
+  // The folded bytes of unique pattern `id` (what a host engine compiles).
+  std::string_view unique_pattern(std::uint32_t id) const {
+    return std::string_view(unique_bytes_).substr(unique_start_[id], unique_length_[id]);
+  }
   // Which unique id each original pattern became (kNoPattern for the empty pattern).
   std::uint32_t unique_of(std::size_t pattern_index) const { return unique_of_pattern_[pattern_index]; }
   std::size_t pattern_count() const noexcept { return unique_of_pattern_.size(); }
@@ -71,6 +75,8 @@ class PatternTable {
 
   MatchOptions options_;
   std::vector<std::uint32_t> unique_length_;
+  std::vector<std::size_t> unique_start_;  // offset of each unique pattern in unique_bytes_
+  std::string unique_bytes_;
   std::vector<std::uint32_t> unique_of_pattern_;
   bool has_empty_ = false;
   bool has_nul_ = false;
