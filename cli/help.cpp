@@ -61,7 +61,12 @@ GPU and streaming:
                             (default: $GPUFILTER_DEVICE, else the first GPU,
                             else the first CPU device)
       --chunk-size=SIZE     bytes per device chunk (K, M, G suffixes)
-      --slots=N             chunks in flight at once (default 3)
+      --slots=N             chunks in flight at once (default 3 on a device,
+                            cores + 2 on the host engine)
+      --engine=ENGINE       auto, gpu (the OpenCL device) or cpu (Hyperscan
+                            on the host threads); auto picks by device and
+                            pattern count (docs/PERFORMANCE.md)
+      --stats               at exit, print timings as one JSON line on stderr
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
 
 When FILE is '-', read standard input.  With no FILE, read '-'.

@@ -8,11 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <chrono>
 #include <memory>
+#include <optional>
 
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/pipeline/device.hpp"
+#include "gpufilter/pipeline/device_scanner.hpp"
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/host_scanner.hpp"
 #include "gpufilter/pipeline/matcher.hpp"
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/sinks/grep_printer.hpp"
@@ -24,6 +28,43 @@ using namespace gpufilter;
 
 constexpr const char* kProgram = "gpufilter";
 constexpr int kTrouble = 2;
+
+using Clock = std::chrono::steady_clock;
+Clock::time_point g_started;  // main() entry, for --stats
+
+// --engine=auto: the host engine (Hyperscan on every core) is faster than a CPU OpenCL
+// device such as PoCL for sets up to kHostOnCpuDevice literals, and faster than a GPU for
+// the smallest sets, where the GPU's throughput is bounded by the host-to-device link and
+// the host's copies (docs/PERFORMANCE.md has the measurements behind both numbers).
+constexpr std::size_t kHostOnCpuDevice = 10'000;
+constexpr std::size_t kHostOnGpu = 0;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The engine for this run: the one asked for, else the one expected to be fastest for
+// this device and pattern count. `device` is left empty when no OpenCL device is needed.
+bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec) {
+  if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
+  try {
+    const DeviceInfo info = find_device(spec);
+    return patterns <= (info.is_gpu ? kHostOnGpu : kHostOnCpuDevice);
+  } catch (const NoDeviceError&) {
+    if (!spec.empty()) throw;  // a device was asked for by name
+    return true;               // no OpenCL at all: the host engine still searches
+  }
+}
 
 void message(const std::string& text) {
   std::fflush(stdout);
@@ -67,8 +108,14 @@ int search(cli::Options& o) {
   if (spec.empty()) {
     if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
   }
-  DeviceContext device(spec);
-  Matcher matcher(device, o.patterns, MatchOptions{o.ignore_case});
+  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec);
+  std::optional<DeviceContext> device;
+  if (!host_engine) device.emplace(spec);
+  const Clock::time_point build_start = Clock::now();
+  PatternTable table(o.patterns, MatchOptions{o.ignore_case});
+  std::optional<Matcher> matcher;
+  if (device) matcher.emplace(*device, std::move(table));
+  const PatternTable& patterns = matcher ? matcher->table() : table;
 
   const bool several = o.files.size() > 1;
   if (o.files.empty()) o.files.emplace_back("-");
@@ -114,20 +161,30 @@ int search(cli::Options& o) {
   Output out(STDOUT_FILENO, o.line_buffered);
   Output err(STDERR_FILENO, true);
   GrepPrinter printer(out, err, printing);
-  Searcher searcher(matcher.table(), searching, printer);
+  Searcher searcher(patterns, searching, printer);
   ScanConfig scanning;
-  scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device.info().is_gpu ? 32u << 20 : 4u << 20);
-  scanning.slots = std::max<std::uint64_t>(o.slots, 1);
   scanning.locate = searcher.needs_locations() || o.pattern_counts;
   scanning.count_patterns = o.pattern_counts;
-  Scanner scanner(device, matcher, scanning);
+  std::unique_ptr<Scanner> engine;
+  if (host_engine) {
+    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : 4u << 20;
+    scanning.slots = o.slots != 0 ? o.slots : HostScanner::default_threads() + 2;
+    engine = std::make_unique<HostScanner>(patterns, scanning);
+  } else {
+    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device->info().is_gpu ? 32u << 20 : 4u << 20);
+    scanning.slots = o.slots != 0 ? o.slots : 3;
+    engine = std::make_unique<DeviceScanner>(*device, *matcher, scanning);
+  }
+  Scanner& scanner = *engine;
+  const Clock::time_point build_end = Clock::now();
 
   PipelineConfig piping;
   piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
   piping.detect_binary = o.binary_files != BinaryFiles::kText;
   piping.scan_to_end = o.pattern_counts;
-  piping.count_lines = o.pattern_counts && matcher.table().has_empty_pattern();
+  piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
   Pipeline pipeline(scanner, searcher, printer, piping);
+  std::uint64_t bytes_read = 0;
 
   bool selected = false;
   bool trouble = false;
@@ -136,6 +193,7 @@ int search(cli::Options& o) {
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
       const InputSummary summary = pipeline.run(*source);
+      bytes_read = pipeline.bytes_scanned();
       if (!summary.read_error.empty()) {
         trouble = true;
         if (!o.no_messages) {
@@ -158,7 +216,7 @@ int search(cli::Options& o) {
   if (o.pattern_counts && !o.quiet) {
     const std::vector<std::uint64_t> counts = scanner.pattern_counts();
     for (std::size_t i = 0; i < given_patterns; ++i) {
-      const std::uint32_t id = matcher.table().unique_of(i);
+      const std::uint32_t id = patterns.unique_of(i);
       out.write_number(id == PatternTable::kNoPattern ? pipeline.lines_seen() : counts[id]);
       out.put('\t');
       out.write(o.patterns[i]);
@@ -166,6 +224,22 @@ int search(cli::Options& o) {
     }
   }
   out.flush();
+  if (o.stats) {
+    // Start-up ends when the first chunk goes to the engine; the steady state is the rest.
+    const Clock::time_point end = Clock::now();
+    const Clock::time_point first = pipeline.first_submit() == Clock::time_point{} ? end : pipeline.first_submit();
+    const double scan_s = ms_between(first, end) / 1000;
+    std::fprintf(stderr,
+                 "gpufilter-stats: {\"engine\":\"%s\",\"device\":%s,\"patterns\":%zu,\"unique_patterns\":%zu,"
+                 "\"build_ms\":%.3f,\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
+                 "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu}\n",
+                 std::string(scanner.engine()).c_str(),
+                 json_string(device ? device->info().name : "host (Hyperscan)").c_str(), patterns.pattern_count(),
+                 patterns.unique_count(), ms_between(build_start, build_end), ms_between(g_started, first),
+                 static_cast<unsigned long long>(bytes_read), scan_s,
+                 scan_s > 0 ? static_cast<double>(bytes_read) / scan_s / 1e9 : 0.0, ms_between(g_started, end) / 1000,
+                 scanner.chunk_bytes(), scanner.slot_count());
+  }
   if (trouble && !(o.quiet && selected)) return kTrouble;
   return selected ? 0 : 1;
 }
@@ -173,6 +247,7 @@ int search(cli::Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_started = Clock::now();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
   cli::Options options;
   try {

@@ -28,6 +28,8 @@ enum LongOnly {
   kChunkSizeOption,
   kSlotsOption,
   kBatchTimeoutOption,
+  kEngineOption,
+  kStatsOption,
 };
 
 constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz";
@@ -84,6 +86,8 @@ const option kLongOptions[] = {
     {"chunk-size", required_argument, nullptr, kChunkSizeOption},
     {"slots", required_argument, nullptr, kSlotsOption},
     {"batch-timeout", required_argument, nullptr, kBatchTimeoutOption},
+    {"engine", required_argument, nullptr, kEngineOption},
+    {"stats", no_argument, nullptr, kStatsOption},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -252,6 +256,15 @@ Options parse(int argc, char** argv) {
           throw UsageError(std::string("invalid --batch-timeout argument '") + ::optarg + "'", true);
         break;
       }
+      case kEngineOption: {
+        const std::string_view e = ::optarg;
+        if (e == "auto") o.engine = Engine::kAuto;
+        else if (e == "gpu" || e == "opencl") o.engine = Engine::kOpenCL;
+        else if (e == "cpu" || e == "host") o.engine = Engine::kHost;
+        else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, gpu or cpu)", true);
+        break;
+      }
+      case kStatsOption: o.stats = true; break;
       case 'd': case 'D': case 'r': case 'R':
         unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
       case 'T': case 'Z': case 'z': case 'X': case 'u':

@@ -10,6 +10,7 @@
 
 #include "gpufilter/pipeline/device.hpp"
 #include "gpufilter/pipeline/matcher.hpp"
+#include "gpufilter/pipeline/device_scanner.hpp"
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/sources/file_source.hpp"
 
@@ -38,7 +39,7 @@ int main(int argc, char** argv) {
 
     gpufilter::DeviceContext device;                        // first GPU, else PoCL
     gpufilter::Matcher matcher(device, patterns, {});       // compiled once
-    gpufilter::Scanner scanner(device, matcher, {});        // pinned slots
+    gpufilter::DeviceScanner scanner(device, matcher, {});        // pinned slots
     CountingSink sink;
     gpufilter::Searcher searcher(matcher.table(), {}, sink);
     gpufilter::Pipeline pipeline(scanner, searcher, sink, {});

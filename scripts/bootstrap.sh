@@ -12,8 +12,8 @@ build_dir=${GPUFILTER_BUILD_DIR:-build}
 packages=(
   build-essential cmake ninja-build pkg-config git
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
-  libboost-dev libconcurrentqueue-dev libgtest-dev
-  grep python3
+  libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev
+  grep python3 ripgrep gnuplot-nox
 )
 
 install_missing() {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpufilter/pipeline/workers.hpp"
+
 namespace gpufilter {
 
 using Clock = std::chrono::steady_clock;
@@ -13,10 +15,10 @@ Chunker::Chunker(Source& source, ChunkerConfig config)
 // Binary detection happens here, in one place, on bytes as they are read.
 void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offset) {
   if (!config_.detect_binary || binary_offset_ != kNoBinary) return;
-  const void* nul = std::memchr(data, '\0', size);
+  const char* nul = find_byte(WorkerPool::shared(), data, size, '\0');
   if (nul == nullptr) return;
   // A regular file's buffers start at multiples of the block; a stream's where its read did.
-  const std::uint64_t at = offset + static_cast<std::uint64_t>(static_cast<const char*>(nul) - data);
+  const std::uint64_t at = offset + static_cast<std::uint64_t>(nul - data);
   binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
 }
 

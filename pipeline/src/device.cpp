@@ -80,15 +80,17 @@ std::vector<DeviceInfo> list_devices() {
   return result;
 }
 
-DeviceContext::DeviceContext(std::string_view spec) {
-  auto devices = all_devices();
+namespace {
+
+// The device `spec` names among `devices` (see DeviceContext); throws NoDeviceError.
+const Found& choose(const std::vector<Found>& devices, std::string_view spec) {
   if (devices.empty()) throw NoDeviceError("no OpenCL device found on any platform");
-  const Found* chosen = nullptr;
   auto first_of = [&](bool gpu, bool cpu) -> const Found* {
     for (const auto& f : devices)
       if ((gpu && f.info.type == "GPU") || (cpu && f.info.type == "CPU")) return &f;
     return nullptr;
   };
+  const Found* chosen = nullptr;
   if (spec.empty()) {
     chosen = first_of(true, false);
     if (chosen == nullptr) chosen = first_of(false, true);
@@ -107,6 +109,16 @@ DeviceContext::DeviceContext(std::string_view spec) {
     if (chosen == nullptr)
       throw NoDeviceError("no OpenCL device " + std::string(spec) + " (see --list-devices)");
   }
+  return *chosen;
+}
+
+}  // namespace
+
+DeviceInfo find_device(std::string_view spec) { return choose(all_devices(), spec).info; }
+
+DeviceContext::DeviceContext(std::string_view spec) {
+  const auto devices = all_devices();
+  const Found* chosen = &choose(devices, spec);
   info_ = chosen->info;
   device_ = chosen->device;
   try {

@@ -15,7 +15,9 @@ cl::Buffer upload(const cl::Context& context, std::span<const T> data) {
 }  // namespace
 
 Matcher::Matcher(const DeviceContext& device, const PatternSet& patterns, MatchOptions options)
-    : table_(patterns, options) {
+    : Matcher(device, PatternTable(patterns, options)) {}
+
+Matcher::Matcher(const DeviceContext& device, PatternTable table) : table_(std::move(table)) {
   program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"), "-cl-std=CL1.2");
   try {
     root_next_ = upload(device.context(), table_.root_next());

@@ -69,6 +69,7 @@ InputSummary Pipeline::run(Source& source) {
         continue;
       }
       const bool flush_now = slot->chunk().flush_after;
+      if (first_submit_ == std::chrono::steady_clock::time_point{}) first_submit_ = std::chrono::steady_clock::now();
       scanner_.submit(*slot);
       if (flush_now) {
         drain();

@@ -43,31 +43,35 @@ std::string TempDir::make_dir(const std::string& name) const {
 
 std::string Knobs::describe() const {
   return "--chunk-size=" + (chunk.empty() ? std::string("(default)") : chunk) +
-         " --slots=" + (slots.empty() ? std::string("(default)") : slots);
+         " --slots=" + (slots.empty() ? std::string("(default)") : slots) +
+         " --engine=" + (engine.empty() ? std::string("(default)") : engine);
 }
 
 const std::vector<Knobs>& small_knobs() {
   static const std::vector<Knobs> knobs = {
-      {"5", "1"}, {"5", "3"}, {"17", "2"}, {"64", "3"}, {"4096", "1"}, {"", ""},
+      {"5", "1", "gpu"}, {"5", "3", "cpu"}, {"17", "2", "gpu"}, {"64", "3", "cpu"},
+      {"4096", "1", "gpu"}, {"4096", "2", "cpu"}, {"", "", ""},
   };
   return knobs;
 }
 
 std::vector<Knobs> rotating_knobs(std::size_t count) {
-  // Every chunk size meets every slot count over twelve calls; the default always runs.
+  // Every chunk size meets every slot count and both engines over twelve calls; the
+  // default always runs.
   static const std::vector<Knobs> cycle = {
-      {"5", "1"}, {"17", "2"}, {"64", "3"}, {"4096", "1"}, {"5", "3"}, {"17", "1"},
-      {"64", "2"}, {"4096", "3"}, {"5", "2"}, {"17", "3"}, {"64", "1"}, {"4096", "2"},
+      {"5", "1", "gpu"}, {"17", "2", "gpu"}, {"64", "3", "gpu"}, {"4096", "1", "gpu"},
+      {"5", "3", "cpu"}, {"17", "1", "cpu"}, {"64", "2", "cpu"}, {"4096", "3", "cpu"},
+      {"5", "2", "gpu"}, {"17", "3", "cpu"}, {"64", "1", "gpu"}, {"4096", "2", "cpu"},
   };
   static std::size_t next = 0;
   std::vector<Knobs> knobs;
   for (std::size_t i = 0; i + 1 < count; ++i) knobs.push_back(cycle[next++ % cycle.size()]);
-  knobs.push_back({"", ""});
+  knobs.push_back({"", "", ""});
   return knobs;
 }
 
 const std::vector<Knobs>& large_knobs() {
-  static const std::vector<Knobs> knobs = {{"4093", "2"}, {"64K", "1"}, {"", "3"}};
+  static const std::vector<Knobs> knobs = {{"4093", "2", "gpu"}, {"64K", "1", "cpu"}, {"", "3", ""}};
   return knobs;
 }
 
@@ -85,6 +89,8 @@ std::vector<Knobs> random_knobs(std::mt19937& rng, int count, int max_chunk) {
     }
     const int slots = std::uniform_int_distribution<int>(0, 3)(rng);
     k.slots = slots == 0 ? std::string() : std::to_string(slots);
+    const int engine = std::uniform_int_distribution<int>(0, 2)(rng);
+    k.engine = engine == 0 ? std::string() : engine == 1 ? "gpu" : "cpu";
     knobs.push_back(k);
   }
   return knobs;
@@ -202,6 +208,7 @@ GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& i
   std::vector<std::string> knob_args;
   if (!knobs.chunk.empty()) knob_args.push_back("--chunk-size=" + knobs.chunk);
   if (!knobs.slots.empty()) knob_args.push_back("--slots=" + knobs.slots);
+  if (!knobs.engine.empty()) knob_args.push_back("--engine=" + knobs.engine);
   std::vector<std::string> argv = {gpufilter_binary()};
   const bool end_of_options = std::find(args.begin(), args.end(), "--") != args.end();
   if (end_of_options) argv.insert(argv.end(), knob_args.begin(), knob_args.end());

@@ -35,10 +35,12 @@ class TempDir {
 struct Knobs {
   std::string chunk;
   std::string slots;
+  std::string engine;  // gpu (the OpenCL device), cpu (the host engine), or auto
   std::string describe() const;
 };
 
-// 5, 17, 64 and 4096 byte chunks and the default, with 1, 2 and 3 slots: for small inputs.
+// 5, 17, 64 and 4096 byte chunks and the default, with 1, 2 and 3 slots, on both engines:
+// for small inputs.
 const std::vector<Knobs>& small_knobs();
 // count - 1 of the small knob sets (rotating from call to call) and the default;
 // expect_same() uses rotating_knobs(3) when given no knobs.

@@ -16,9 +16,9 @@ namespace {
 using Args = std::vector<std::string>;
 
 std::vector<Knobs> corpus_knobs() {
-  static const std::vector<Knobs> cycle = {{"4093", "2"}, {"64K", "1"}, {"1000", "3"}, {"333", "2"}, {"128K", "3"}};
+  static const std::vector<Knobs> cycle = {{"4093", "2", "gpu"}, {"64K", "1", "cpu"}, {"1000", "3", "gpu"}, {"333", "2", "cpu"}, {"128K", "3", "gpu"}};
   static std::size_t next = 0;
-  return {cycle[next++ % cycle.size()], {"", ""}};
+  return {cycle[next++ % cycle.size()], {"", "", ""}};
 }
 
 class LoghubDifferential : public ::testing::TestWithParam<std::string> {};
@@ -76,7 +76,7 @@ TEST_P(LoghubDifferential, PatternSetsFromTheLog) {
   }
   // Patterns longer than the chunk.
   const std::string pf = dir.write("patterns", pattern_file(fragments));
-  expect_same({"-n", "-f", pf, log}, {}, {{"61", "3"}}, name + " log, template fragments, small chunks");
+  expect_same({"-n", "-f", pf, log}, {}, {{"61", "3", "gpu"}}, name + " log, template fragments, small chunks");
 }
 
 INSTANTIATE_TEST_SUITE_P(Loghub, LoghubDifferential, ::testing::ValuesIn(loghub_logs()),
@@ -92,7 +92,7 @@ TEST(SherlockNul, BinaryFileBehaviour) {
       {},     {"-c"},      {"-n"},      {"-a", "-c"}, {"--binary-files=without-match"}, {"-v", "-c"}, {"-o", "-b"},
       {"-l"}, {"-q"},      {"-A2", "-n"}, {"-m", "5"}, {"-i", "-w", "-n"}, {"-a", "-n"}, {"-L"},
   };
-  const std::vector<Knobs> cycle = {{"4096", "2"}, {"61", "3"}, {"1000", "1"}, {"32K", "2"}, {"77041", "1"}, {"77042", "3"}};
+  const std::vector<Knobs> cycle = {{"4096", "2", "gpu"}, {"61", "3", "cpu"}, {"1000", "1", "gpu"}, {"32K", "2", "cpu"}, {"77041", "1", "gpu"}, {"77042", "3", "cpu"}};
   std::size_t next = 0;
   for (std::size_t f = 0; f < flag_sets.size(); ++f) {
     for (std::size_t p = 0; p < pattern_sets.size(); ++p) {
@@ -100,14 +100,14 @@ TEST(SherlockNul, BinaryFileBehaviour) {
       Args args = flag_sets[f];
       args.insert(args.end(), pattern_sets[p].begin(), pattern_sets[p].end());
       args.push_back(path);
-      expect_same(args, {}, {cycle[next++ % cycle.size()], {"", ""}}, "sherlock-nul.txt");
+      expect_same(args, {}, {cycle[next++ % cycle.size()], {"", "", ""}}, "sherlock-nul.txt");
     }
   }
   // On standard input too (only counts: where grep notices the NUL in a pipe depends on
   // how the pipe's reads happen to split the input).
   const std::string text = read_file(path);
-  expect_same({"-c", "Sherlock"}, text, {{"4096", "2"}, {"", ""}}, "sherlock-nul.txt on stdin");
-  expect_same({"-c", "abcdef"}, text, {{"4096", "2"}, {"", ""}}, "sherlock-nul.txt on stdin");
+  expect_same({"-c", "Sherlock"}, text, {{"4096", "2", "gpu"}, {"", "", ""}}, "sherlock-nul.txt on stdin");
+  expect_same({"-c", "abcdef"}, text, {{"4096", "2", "gpu"}, {"", "", ""}}, "sherlock-nul.txt on stdin");
 }
 
 }  // namespace

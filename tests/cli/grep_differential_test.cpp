@@ -349,13 +349,13 @@ TEST_F(GrepDifferential, BinaryFilesNulNearReadBoundaries) {
     in.insert(at, 1, '\0');
     const std::string path = dir.write("nul_at_" + std::to_string(at), in);
     for (const Args& f : std::vector<Args>{{"-n"}, {"-c", "-v"}, {"-o", "-b", "-m", "12000"}, {"-A1", "-n"}, {"-l"}})
-      expect_same(f + Args{"foo", path}, {}, {{"4096", "2"}, {"", ""}}, "NUL at " + std::to_string(at));
+      expect_same(f + Args{"foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}}, "NUL at " + std::to_string(at));
   }
   std::string long_line = std::string(100000, 'x') + " foo\nfoo\n";
   long_line += "bar\0\nfoo\n"s;
   const std::string path = dir.write("long_then_nul", "foo\n" + long_line);
-  expect_same({"-n", "foo", path}, {}, {{"4096", "2"}, {"", ""}});
-  expect_same({"-c", "foo", path}, {}, {{"4096", "2"}, {"", ""}});
+  expect_same({"-n", "foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
+  expect_same({"-c", "foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
 }
 
 // Lines longer than the chunk, with matches at every offset around chunk edges.
@@ -368,24 +368,24 @@ TEST_F(GrepDifferential, LongLinesAndChunkEdges) {
     }
   }
   const std::string edges = dir.write("edges.txt", in);
-  const std::vector<Knobs> knobs = {{"17", "3"}, {"64", "1"}, {"", ""}};
+  const std::vector<Knobs> knobs = {{"17", "3", "gpu"}, {"64", "1", "cpu"}, {"", "", ""}};
   for (const Args& f : std::vector<Args>{{}, {"-o", "-b"}, {"-c"}, {"-n", "-v"}, {"-w", "-o", "-b"}}) {
     for (const std::string& n : needles) expect_same(f + Args{"-e", n, edges}, {}, knobs);
     expect_same(f + Args{"-e", needles[0], "-e", needles[3], "-e", "9\n.."s, edges}, {}, knobs);
   }
-  expect_same({"-o", "-b", "-e", needles[3], "-e", "x", edges}, {}, {{"5", "3"}, {"6", "1"}});
+  expect_same({"-o", "-b", "-e", needles[3], "-e", "x", edges}, {}, {{"5", "3", "gpu"}, {"6", "1", "cpu"}});
 
   // Very long lines: matches at the start, in the middle and at the end of a 10000-byte line.
   std::string long_line = "start" + std::string(4090, 'y') + "mid" + std::string(5900, 'z') + "end";
   const std::string lines = dir.write("long.txt", "short\n" + long_line + "\n" + long_line + "\nshort end");
   for (const Args& f : std::vector<Args>{{}, {"-o", "-b"}, {"-c"}, {"-n"}, {"-x", "-c"}}) {
     for (const char* p : {"start", "mid", "end", "yyyyyyyyyymid", "ymidz", "zend", "short", "zzzzzzzzzz"})
-      expect_same(f + Args{"-e", p, lines}, {}, {{"17", "3"}, {"4096", "1"}, {"", ""}});
+      expect_same(f + Args{"-e", p, lines}, {}, {{"17", "3", "gpu"}, {"4096", "1", "cpu"}, {"", "", ""}});
   }
-  expect_same({"-o", "-b", "mid", lines}, {}, {{"5", "3"}});
+  expect_same({"-o", "-b", "mid", lines}, {}, {{"5", "3", "gpu"}, {"5", "1", "cpu"}});
   // A 300-byte pattern, much longer than the chunk.
-  expect_same({"-o", "-b", long_line.substr(4000, 300), lines}, {}, {{"4096", "2"}, {"", ""}});
-  expect_same({"-x", long_line, lines}, {}, {{"4096", "2"}, {"", ""}});
+  expect_same({"-o", "-b", long_line.substr(4000, 300), lines}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
+  expect_same({"-x", long_line, lines}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
 }
 
 TEST_F(GrepDifferential, MatchesAtLineEdges) {
@@ -431,13 +431,13 @@ TEST_F(GrepDifferential, WordMatching) {
   for (const std::string& in : inputs) all += in;
   for (const Args& p : pattern_sets) {
     for (const Args& f : std::vector<Args>{{"-w"}, {"-w", "-o", "-b"}, {"-w", "-c", "-v"}, {"-w", "-x"}, {"-w", "-n", "--color=always"}}) {
-      expect_same(f + p, all, {{"3", "1"}, {"11", "2"}, {"", ""}});
+      expect_same(f + p, all, {{"3", "1", "gpu"}, {"11", "2", "cpu"}, {"", "", ""}});
     }
   }
   // One line at a time too, so that each case stands alone.
   for (const std::string& in : inputs) {
-    expect_same(Args{"-w", "-o", "-e", "foo", "-e", "foobar"}, in, {{"", ""}});
-    expect_same(Args{"-w", "-e", "foobar", "-e", "foo"}, in, {{"3", "2"}});
+    expect_same(Args{"-w", "-o", "-e", "foo", "-e", "foobar"}, in, {{"", "", ""}});
+    expect_same(Args{"-w", "-e", "foobar", "-e", "foo"}, in, {{"3", "2", "gpu"}, {"3", "1", "cpu"}});
   }
 }
 

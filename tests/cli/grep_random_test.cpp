@@ -277,7 +277,7 @@ bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempD
     if (!fixed.chunk.empty() && std::stoi(fixed.chunk) < min_chunk) fixed.chunk = std::to_string(min_chunk + std::stoi(fixed.chunk));
     knobs.push_back(fixed);
   }
-  knobs.push_back({"", ""});
+  knobs.push_back({"", "", ""});
 
   Args args = flags;
   args.insert(args.end(), pattern_args.begin(), pattern_args.end());

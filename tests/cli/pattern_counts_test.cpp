@@ -114,7 +114,7 @@ TEST_F(PatternCounts, RandomInputs) {
     if (uniform(0, 3) == 0) args.push_back("-c");
     args.insert(args.end(), {"-f", pf, dir.write("in", in)});
     std::vector<Knobs> knobs = random_knobs(rng, 1, 200);
-    knobs.push_back({"", ""});
+    knobs.push_back({"", "", ""});
     expect_counts(args, patterns, {in}, {}, knobs,
                   "seed " + std::to_string(seed) + ", input \"" + escape(in, 300) + "\", patterns \"" +
                       escape(pattern_file(patterns), 300) + "\"");
@@ -129,7 +129,7 @@ TEST_F(PatternCounts, LogWithTemplateFragments) {
   fragments.push_back("Dec 10");
   const std::string pf = dir.write("patterns", pattern_file(fragments));
   expect_counts({"-c", "-f", pf, log}, fragments, {text}, {}, large_knobs(), "OpenSSH_2k.log");
-  expect_counts({"-i", "-o", "-b", "-f", pf, log}, fragments, {text}, {}, {{"4093", "2"}}, "OpenSSH_2k.log");
+  expect_counts({"-i", "-o", "-b", "-f", pf, log}, fragments, {text}, {}, {{"4093", "2", "gpu"}, {"4093", "2", "cpu"}}, "OpenSSH_2k.log");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Setup failures seen from the command line: no OpenCL platform at all, and a kernel
-// that does not build (its device build log must reach the user). Exit status 2 each.
+// that does not build (its device build log must reach the user). Exit status 2 each,
+// unless the host engine can do the work without OpenCL.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -15,7 +16,10 @@ TEST(SetupErrors, NoOpenClPlatformSaysHowToInstallPocl) {
   TempDir empty;  // an ICD vendor directory with no driver in it
   const std::string input = corpus_path("loghub/OpenSSH_2k.log");
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"Failed", input}, {"--list-devices"}, {"-c", "-e", "x", input}}) {
+       std::vector<std::vector<std::string>>{{"--engine=gpu", "Failed", input},
+                                             {"--list-devices"},
+                                             {"-c", "-e", "x", "--engine=gpu", input},
+                                             {"--device=gpu", "-c", "x", input}}) {
     std::vector<std::string> argv{gpufilter_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProcessResult r = run_process(argv, {}, {"OCL_ICD_VENDORS=" + empty.path()});
@@ -26,10 +30,26 @@ TEST(SetupErrors, NoOpenClPlatformSaysHowToInstallPocl) {
   }
 }
 
+TEST(SetupErrors, WithoutOpenClTheDefaultEngineStillSearches) {
+  TempDir empty;
+  const std::string input = corpus_path("loghub/OpenSSH_2k.log");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-c", "Failed", input}, {"-n", "-i", "-e", "root", "-e", "INVALID", input}}) {
+    std::vector<std::string> argv{gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = run_process(argv, {}, {"OCL_ICD_VENDORS=" + empty.path()});
+    const GrepRun grep = run_grep(args, {});
+    EXPECT_EQ(r.status, 0) << describe_args(args) << r.err;
+    EXPECT_EQ(r.err, "") << describe_args(args);
+    EXPECT_TRUE(r.out == grep.out) << describe_args(args) << first_difference(grep.out, r.out);
+    EXPECT_GE(grep.out.size(), 4u);  // "364\n" for -c; lines for -n
+  }
+}
+
 TEST(SetupErrors, KernelBuildFailureShowsTheBuildLog) {
   TempDir kernels;
   std::ofstream(kernels.path() + "/scan.cl") << "__kernel void scan(__global int* x) { x[0] = not_declared_here; }\n";
-  const ProcessResult r = run_process({gpufilter_binary(), "Failed", corpus_path("loghub/OpenSSH_2k.log")}, {},
+  const ProcessResult r = run_process({gpufilter_binary(), "--engine=gpu", "Failed", corpus_path("loghub/OpenSSH_2k.log")}, {},
                                       {"GPUFILTER_KERNEL_DIR=" + kernels.path()});
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");

@@ -7,7 +7,7 @@
 #include "gpufilter/pipeline/device.hpp"
 #include "gpufilter/pipeline/errors.hpp"
 #include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/pipeline/device_scanner.hpp"
 
 namespace {
 
@@ -30,7 +30,7 @@ TEST(GpuDevice, DefaultDeviceIsTheGpuAndScans) {
   gpufilter::Matcher matcher(device, patterns, {});
   gpufilter::ScanConfig config;
   config.chunk_bytes = 1 << 20;
-  gpufilter::Scanner scanner(device, matcher, config);
+  gpufilter::DeviceScanner scanner(device, matcher, config);
   gpufilter::ScanSlot* slot = scanner.acquire();
   ASSERT_NE(slot, nullptr);
   std::string text(1 << 20, 'x');

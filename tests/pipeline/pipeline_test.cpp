@@ -1,4 +1,5 @@
-// The whole Pipeline (Chunker -> Scanner on the OpenCL device -> Searcher -> Sink), two ways:
+// The whole Pipeline (Chunker -> Scanner on the OpenCL device or the host engine ->
+// Searcher -> Sink), two ways:
 //  * one expected output for every configuration (ripgrep SearcherTester style): tiny
 //    chunks, 1..3 slots and reads of 1..7 bytes must give exactly what one big chunk gives;
 //  * that output against a plain CPU model of grep's line rules built on
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <span>
 #include <cstdint>
 #include <optional>
@@ -24,7 +26,8 @@
 #include "gpufilter/pipeline/pattern_set.hpp"
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/pipeline/reference_matcher.hpp"
-#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/pipeline/device_scanner.hpp"
+#include "gpufilter/pipeline/host_scanner.hpp"
 #include "gpufilter/pipeline/searcher.hpp"
 #include "testutil/testutil.hpp"
 
@@ -41,6 +44,8 @@ using gpufilter::PatternTable;
 using gpufilter::Pipeline;
 using gpufilter::PipelineConfig;
 using gpufilter::ScanConfig;
+using gpufilter::DeviceScanner;
+using gpufilter::HostScanner;
 using gpufilter::Scanner;
 using gpufilter::Searcher;
 using gpufilter::SearchOptions;
@@ -58,11 +63,12 @@ struct RunConfig {
   std::size_t slots = 2;
   std::vector<std::size_t> reads;  // cycled read sizes; empty: unlimited
   bool regular = true;
+  bool host = false;  // HostScanner (Hyperscan) instead of DeviceScanner
   std::string describe() const {
     std::string s = "chunk=" + std::to_string(chunk) + " slots=" + std::to_string(slots) + " reads=";
     if (reads.empty()) s += "all";
     for (std::size_t r : reads) s += std::to_string(r) + ",";
-    return s + (regular ? " regular" : " stream");
+    return s + (regular ? " regular" : " stream") + (host ? " host" : " device");
   }
 };
 
@@ -73,9 +79,15 @@ struct RunResult {
   std::uint64_t lines_seen = 0;
 };
 
+std::unique_ptr<Scanner> make_scanner(DeviceContext& dev, const Matcher& matcher, ScanConfig config, bool host) {
+  if (host) return std::make_unique<HostScanner>(matcher.table(), config);
+  return std::make_unique<DeviceScanner>(dev, matcher, config);
+}
+
 RunResult run_pipeline(DeviceContext& dev, const Matcher& matcher, const SearchOptions& options,
                        const std::string& input, const RunConfig& rc, bool detect_binary = true) {
-  Scanner scanner(dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots});
+  const auto engine = make_scanner(dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots}, rc.host);
+  Scanner& scanner = *engine;
   RecordingSink sink;
   Searcher searcher(matcher.table(), options, sink);
   Pipeline pipeline(scanner, searcher, sink, PipelineConfig{.detect_binary = detect_binary, .count_lines = true});
@@ -264,7 +276,7 @@ std::vector<RunConfig> tiny_configs(std::size_t longest, std::size_t count) {
   const std::vector<std::size_t> reads[] = {{1}, {2, 7, 3}, {7}, {}, {1, 2, 3, 4, 5, 6, 7}};
   std::vector<RunConfig> v;
   for (std::size_t i = 0; i < count; ++i)
-    v.push_back(RunConfig{chunks[i % 5], 1 + (i / 2) % 3, reads[(i * 3 + 1) % 5], i % 4 != 3});
+    v.push_back(RunConfig{chunks[i % 5], 1 + (i / 2) % 3, reads[(i * 3 + 1) % 5], i % 4 != 3, i % 3 == 1});
   return v;
 }
 
@@ -518,7 +530,9 @@ TEST(Pipeline, PatternCountsThroughChunking) {
       auto configs = tiny_configs(matcher.table().max_length(), 6);
       configs.push_back(RunConfig{});
       for (const RunConfig& rc : configs) {
-        Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots, .count_patterns = true});
+        const auto engine = make_scanner(
+            *dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots, .count_patterns = true}, rc.host);
+        Scanner& scanner = *engine;
         RecordingSink sink;
         Searcher searcher(matcher.table(), SearchOptions{.max_count = 1}, sink);
         Pipeline pipeline(scanner, searcher, sink, PipelineConfig{.scan_to_end = true});
@@ -547,7 +561,7 @@ TEST(Pipeline, SeveralInputsThroughOnePipeline) {
   for (const SearchOptions& options : {stops, context}) {
     const std::size_t base = std::max<std::size_t>(4, matcher.table().max_length());
     for (const RunConfig& rc : {RunConfig{}, RunConfig{base, 3, {3, 1}, true}, RunConfig{base + 5, 2, {}, false}}) {
-      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots});
+      DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots});
       RecordingSink sink;
       Searcher searcher(matcher.table(), options, sink);
       Pipeline pipeline(scanner, searcher, sink, PipelineConfig{});
@@ -632,7 +646,7 @@ TEST(Pipeline, StallingInputFlushesCompleteLines) {
   const Events expected = Model(patterns, matcher.table(), options).run(input);
   for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{8}}) {
     for (std::size_t slots : {1u, 3u}) {
-      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
+      DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
       FlushRecordingSink sink;
       Searcher searcher(matcher.table(), options, sink);
       Pipeline pipeline(scanner, searcher, sink, PipelineConfig{});

@@ -18,7 +18,7 @@
 #include "gpufilter/pipeline/matcher.hpp"
 #include "gpufilter/pipeline/pattern_set.hpp"
 #include "gpufilter/pipeline/reference_matcher.hpp"
-#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/pipeline/device_scanner.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
@@ -30,6 +30,7 @@ using gpufilter::Occurrence;
 using gpufilter::PatternSet;
 using gpufilter::PatternTable;
 using gpufilter::ScanConfig;
+using gpufilter::DeviceScanner;
 using gpufilter::Scanner;
 using gpufilter::ScanSlot;
 using namespace std::string_literals;
@@ -152,7 +153,7 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
         const PatternTable& table = matcher.table();
         for (std::size_t chunk : chunk_sizes) {
           const std::size_t slots = 1 + checked % 3;
-          Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
+          DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
           for (int round = 0; round < 3; ++round) {
             // A few sizes only: PoCL compiles the kernel once per distinct global size.
             const std::size_t menu[] = {0, 1, 17, chunk / 2 + 1, chunk - 1};
@@ -184,7 +185,7 @@ TEST(Scanner, TenThousandPatterns) {
       const std::string seed_text = random_string(rng, alphabet, 20000);
       const PatternSet patterns = random_patterns(rng, alphabet, 10000, 300, seed_text);
       const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
-      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 4096, .slots = 2});
+      DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 4096, .slots = 2});
       for (std::size_t overlap : {0u, 299u}) {
         const std::string text = seed_text.substr(overlap == 0 ? 0 : 8000, 2500);
         const auto expected = reference(patterns, matcher.table(), text, overlap);
@@ -203,7 +204,7 @@ TEST(Scanner, OneMebibyteChunks) {
   const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
   for (bool ic : {false, true}) {
     const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
-    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 1 << 20, .slots = 2});
+    DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 1 << 20, .slots = 2});
     for (std::size_t overlap : {std::size_t{0}, matcher.table().max_length() - 1, std::size_t{500000}}) {
       const auto expected = reference(patterns, matcher.table(), text, overlap);
       EXPECT_EQ(diff(expected, scan_one(scanner, text, overlap)), "") << "overlap=" << overlap << " ic=" << ic;
@@ -220,7 +221,7 @@ TEST(Scanner, MoreOccurrencesThanOutputCapacity) {
     const Matcher matcher(*dev, patterns, MatchOptions{});
     for (bool count : {false, true}) {
       // 128 KiB chunks start with room for chunk/16 = 8,192 located occurrences.
-      Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 128 << 10, .slots = 1, .count_patterns = count});
+      DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 128 << 10, .slots = 1, .count_patterns = count});
       std::vector<std::uint64_t> expected_counts(matcher.table().unique_count(), 0);
       auto add_counts = [&](const std::vector<Pair>& v) {
         for (const Pair& o : v) ++expected_counts[o.second];
@@ -254,7 +255,7 @@ TEST(Scanner, GrowWhileOtherSlotsInFlight) {
   PatternSet patterns;
   patterns.add_list("a\nab\nb");
   const Matcher matcher(*dev, patterns, MatchOptions{});
-  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64 << 10, .slots = 3, .count_patterns = true});
+  DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64 << 10, .slots = 3, .count_patterns = true});
   std::mt19937 rng(4);
   std::vector<std::uint64_t> expected_counts(matcher.table().unique_count(), 0);
   for (int round = 0; round < 2; ++round) {
@@ -295,7 +296,7 @@ TEST(Scanner, NulBytesInTextAndPatterns) {
   std::mt19937 rng(3);
   for (bool ic : {false, true}) {
     const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
-    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 512, .slots = 2});
+    DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 512, .slots = 2});
     for (int i = 0; i < 20; ++i) {
       const std::string text = random_string(rng, "\0\0aAbx\n"s, 512);
       const std::size_t overlap = static_cast<std::size_t>(i % 4);
@@ -311,7 +312,7 @@ TEST(Scanner, OverlapOwnership) {
   PatternSet patterns;
   patterns.add_list("abc\nbcd\nc\ncdab\nd");
   const Matcher matcher(*dev, patterns, MatchOptions{});
-  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2});
+  DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2});
   const std::string text = "abcdabcdabcd";
   std::size_t seen_dropped = 0;
   const auto all = reference(patterns, matcher.table(), text, 0);
@@ -331,7 +332,7 @@ TEST(Scanner, EmptyChunk) {
   PatternSet patterns;
   patterns.add("a");
   const Matcher matcher(*dev, patterns, MatchOptions{});
-  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2, .count_patterns = true});
+  DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2, .count_patterns = true});
   std::uint64_t total = 99;
   EXPECT_TRUE(scan_one(scanner, "", 0, 0, &total).empty());
   EXPECT_EQ(total, 0u);
@@ -347,7 +348,7 @@ TEST(Scanner, PatternCountsSumOverChunks) {
     const PatternSet patterns = random_patterns(rng, "abAB\0"s, 200, 30, seed_text);
     const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
     for (bool locate : {true, false}) {
-      Scanner scanner(*dev, matcher,
+      DeviceScanner scanner(*dev, matcher,
                       ScanConfig{.chunk_bytes = 1000, .slots = 3, .locate = locate, .count_patterns = true});
       std::vector<std::uint64_t> expected(matcher.table().unique_count(), 0);
       for (int i = 0; i < 12; ++i) {
@@ -370,7 +371,7 @@ TEST(Scanner, PatternCountsSumOverChunks) {
   PatternSet p;
   p.add("a");
   const Matcher m(*dev, p, MatchOptions{});
-  Scanner s(*dev, m, ScanConfig{.chunk_bytes = 64, .slots = 2});
+  DeviceScanner s(*dev, m, ScanConfig{.chunk_bytes = 64, .slots = 2});
   scan_one(s, "aaaa", 0);
   EXPECT_EQ(s.pattern_counts(), (std::vector<std::uint64_t>{0}));
 }
@@ -382,7 +383,7 @@ TEST(Scanner, SeveralChunksInFlight) {
   const PatternSet patterns = random_patterns(rng, "abc", 100, 25, seed_text);
   const Matcher matcher(*dev, patterns, MatchOptions{});
   for (std::size_t slots : {1u, 2u, 3u}) {
-    Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 2048, .slots = slots});
+    DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 2048, .slots = slots});
     // Fill every slot, complete in order, and keep a random number in flight.
     std::vector<std::pair<std::string, std::size_t>> inputs;  // text, overlap (by seq)
     std::vector<ScanSlot*> order;
@@ -440,7 +441,7 @@ TEST(Scanner, ThreeSubmittedThenCompletedInOrder) {
   PatternSet patterns;
   patterns.add_list("ab\nb\nbba");
   const Matcher matcher(*dev, patterns, MatchOptions{});
-  Scanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 256, .slots = 3});
+  DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 256, .slots = 3});
   const std::string texts[3] = {"abba abba", "bbbbbbbbab", "nothing here"};
   ScanSlot* slots[3];
   for (int i = 0; i < 3; ++i) {

@@ -25,6 +25,7 @@ class UsageError : public Error {
 
 enum class ColorWhen { kNever, kAlways, kAuto };
 enum class ListMode { kNone, kFilesWithMatches, kFilesWithoutMatch };
+enum class Engine { kAuto, kOpenCL, kHost };
 
 struct Options {
   PatternSet patterns;
@@ -58,7 +59,9 @@ struct Options {
   bool list_devices = false;
   std::string device;              // --device, else GPUFILTER_DEVICE
   std::uint64_t chunk_bytes = 0;   // 0: chosen by device type
-  std::uint64_t slots = 3;
+  std::uint64_t slots = 0;          // 0: chosen by engine
+  Engine engine = Engine::kAuto;
+  bool stats = false;               // timings as one JSON line on stderr at exit
   std::uint64_t batch_timeout_ms = 2;
 
   bool help = false;

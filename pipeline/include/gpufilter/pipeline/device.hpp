@@ -27,6 +27,9 @@ struct DeviceInfo {
 // Every device of every platform. Throws NoDeviceError when there is no platform at all.
 std::vector<DeviceInfo> list_devices();
 
+// The device DeviceContext(spec) would open, without opening it. Throws NoDeviceError.
+DeviceInfo find_device(std::string_view spec);
+
 // How to install an OpenCL runtime; part of the NoDeviceError message.
 inline constexpr std::string_view kInstallHint =
     "no OpenCL platform found; install one, for example PoCL for the CPU "

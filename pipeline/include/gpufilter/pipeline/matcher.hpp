@@ -15,6 +15,8 @@ class Matcher {
   // Builds the trie, uploads it and builds the scan kernel. Throws PatternError,
   // KernelBuildError or DeviceError.
   Matcher(const DeviceContext& device, const PatternSet& patterns, MatchOptions options);
+  // Uploads a table built beforehand and builds the scan kernel.
+  Matcher(const DeviceContext& device, PatternTable table);
 
   const PatternTable& table() const noexcept { return table_; }
 

@@ -3,8 +3,9 @@
 //   Source -> Chunker -> ScanSlot (pinned upload, >= 2 in flight) -> scan kernel
 //          -> occurrences, in submission order -> Searcher (grep line rules) -> Sink
 //
-// Single host thread: while the device uploads and scans the chunks in flight, the host
-// reads the next one. Chunks complete in the order they were submitted (seq).
+// One pipeline thread: while the engine scans the chunks in flight (on the device, or on
+// host workers), it reads the next one (a large read of a regular file is copied by
+// several threads, WorkerPool). Chunks complete in the order they were submitted (seq).
 #pragma once
 
 #include <chrono>
@@ -40,6 +41,8 @@ class Pipeline {
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }
   std::uint64_t lines_seen() const noexcept { return lines_seen_; }
+  // When the first chunk of any input was submitted (the end of start-up); zero before.
+  std::chrono::steady_clock::time_point first_submit() const noexcept { return first_submit_; }
 
  private:
   void deliver_oldest();
@@ -53,6 +56,7 @@ class Pipeline {
   bool open_line_ = false;  // the last byte delivered was not '\n'
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;
+  std::chrono::steady_clock::time_point first_submit_{};
 };
 
 }  // namespace gpufilter

@@ -1,99 +1,99 @@
-// Scanner: a fixed pool of scan slots. Each slot is one in-flight chunk with pinned host
-// staging (CL_MEM_ALLOC_HOST_PTR, mapped once), device input and output buffers, and the
-// event that ends its upload -> scan -> count read-back chain. The pool size bounds memory
-// and is the pipeline's backpressure.
+// Scanner: a fixed pool of scan slots, each one chunk in flight. The pool size bounds
+// memory and is the pipeline's backpressure. Two engines fill the slots:
+//   DeviceScanner (device_scanner.hpp): pinned upload -> OpenCL scan kernel -> read-back;
+//   HostScanner (host_scanner.hpp): Hyperscan on host worker threads.
+// Both hand on the same occurrences for the same chunk, byte for byte.
 #pragma once
-
-#include <CL/opencl.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "gpufilter/pipeline/chunk.hpp"
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
 
 namespace gpufilter {
 
 struct ScanConfig {
   std::size_t chunk_bytes = 8u << 20;
-  std::size_t slots = 2;         // at least 2, so uploads overlap scans
-  bool locate = true;            // read back positions and ids, not only counts
-  bool count_patterns = false;   // accumulate per-pattern occurrence counts on the device
+  std::size_t slots = 2;         // at least 2, so reading overlaps scanning
+  bool locate = true;            // hand on positions and ids, not only counts
+  bool count_patterns = false;   // accumulate per-pattern occurrence counts
 };
 
 class ScanSlot {
  public:
   ScanSlot(const ScanSlot&) = delete;
   ScanSlot& operator=(const ScanSlot&) = delete;
-  ~ScanSlot();
+  virtual ~ScanSlot() = default;
 
-  char* staging() noexcept { return staging_host_; }
+  // chunk_bytes() of memory the chunker fills (pinned for a device).
+  char* staging() noexcept { return staging_; }
   Chunk& chunk() noexcept { return chunk_; }
   const Chunk& chunk() const noexcept { return chunk_; }
-  // After completion: occurrences sorted by position (longest pattern first at a position).
+  // After completion: occurrences sorted by PatternTable::before (position, longest first).
   std::span<const Occurrence> occurrences() const noexcept { return occurrences_; }
   // After completion: how many occurrences the chunk holds (also when not located).
-  std::uint64_t total() const noexcept { return total_host_; }
+  std::uint64_t total() const noexcept { return total_; }
 
- private:
-  friend class Scanner;
+ protected:
   ScanSlot() = default;
 
-  cl::CommandQueue* upload_queue_ = nullptr;
-  cl::Buffer staging_;
-  char* staging_host_ = nullptr;
-  cl::Buffer input_;
-  cl::Buffer output_;
-  std::size_t output_capacity_ = 0;
-  cl::Buffer total_;
-  cl_uint total_host_ = 0;
-  cl::Kernel kernel_;
-  cl::Event done_;
+  char* staging_ = nullptr;
   Chunk chunk_;
   std::vector<Occurrence> occurrences_;
+  std::uint64_t total_ = 0;
+
+  friend class Scanner;
 };
 
 class Scanner {
  public:
-  Scanner(DeviceContext& device, const Matcher& matcher, ScanConfig config);
-  ~Scanner();
+  virtual ~Scanner() = default;
   Scanner(const Scanner&) = delete;
   Scanner& operator=(const Scanner&) = delete;
 
   std::size_t chunk_bytes() const noexcept { return config_.chunk_bytes; }
-  const PatternTable& table() const noexcept { return matcher_.table(); }
+  std::size_t slot_count() const noexcept { return slots_.size(); }
+  const PatternTable& table() const noexcept { return table_; }
   bool locates() const noexcept { return config_.locate; }
+  // "gpu" for the OpenCL device, "cpu" for the host engine.
+  virtual std::string_view engine() const noexcept = 0;
 
   // A free slot, or nullptr when every slot is in flight (complete one first).
   ScanSlot* acquire();
-  // Enqueues the slot's chunk: upload, scan, count read-back. Does not wait.
+  // Starts scanning the slot's chunk. Does not wait.
   void submit(ScanSlot& slot);
   std::size_t in_flight() const noexcept { return in_flight_.size(); }
-  // Waits for the oldest submitted slot and reads back its occurrences; slots complete
-  // in submission order. The slot stays owned by the caller until release().
+  // Waits for the oldest submitted slot and collects its results; slots complete in
+  // submission order. The slot stays owned by the caller until release().
   ScanSlot& complete_oldest();
   void release(ScanSlot& slot);
   // Waits for everything in flight and drops it unread (after an early stop).
   void discard_in_flight();
 
   // Occurrences per unique pattern so far (with ScanConfig::count_patterns).
-  std::vector<std::uint64_t> pattern_counts();
+  virtual std::vector<std::uint64_t> pattern_counts() = 0;
+
+ protected:
+  Scanner(const PatternTable& table, ScanConfig config);
+  void add_slot(std::unique_ptr<ScanSlot> slot);
+  // Begins scanning slot.chunk() (never empty).
+  virtual void start(ScanSlot& slot) = 0;
+  // Waits for the slot's scan; with `collect`, fills its occurrences and total.
+  virtual void finish(ScanSlot& slot, bool collect) = 0;
+
+  const PatternTable& table_;
+  ScanConfig config_;
 
  private:
-  void enqueue_scan(ScanSlot& slot);
-
-  DeviceContext& device_;
-  const Matcher& matcher_;
-  ScanConfig config_;
   std::vector<std::unique_ptr<ScanSlot>> slots_;
   std::vector<ScanSlot*> free_;
   std::deque<ScanSlot*> in_flight_;
-  cl::Buffer pattern_counts_;
 };
 
 }  // namespace gpufilter

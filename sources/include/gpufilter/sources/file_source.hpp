@@ -2,6 +2,7 @@
 // and terminals can stall; wait_readable() lets the chunker cut a batch meanwhile.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,7 @@ class FileSource final : public Source {
   int fd_;
   bool owned_;
   bool regular_ = false;
+  std::uint64_t offset_ = 0;  // of the next read, for regular files read in parallel
   std::string name_;
 };
 

@@ -1,0 +1,76 @@
+// HostMatcher: the host twin of the device scan (kernels/scan.cl). It compiles a
+// PatternTable's unique patterns into a Hyperscan literal database and reports the same
+// occurrences as the kernel, byte for byte and in the same order (PatternTable::before).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gpufilter/pipeline/chunk.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
+
+// Hyperscan's handles (hs_database_t, hs_scratch_t), kept out of this header.
+struct hs_database;
+struct hs_scratch;
+
+namespace gpufilter {
+
+class HostMatcher {
+ public:
+  // Per-thread scan state: Hyperscan scratch space and the buffers of the reordering
+  // step. One per scanning thread; made by new_scratch() of the matcher it is used with.
+  class Scratch {
+   public:
+    Scratch() = default;  // empty: good for nothing but assignment
+    ~Scratch();
+    Scratch(Scratch&& other) noexcept;
+    Scratch& operator=(Scratch&& other) noexcept;
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class HostMatcher;
+    struct Keyed {
+      std::uint64_t key;  // position << 32 | (0xffffffff - length): PatternTable::before order
+      std::uint32_t pattern;
+    };
+    hs_scratch* scratch_ = nullptr;
+    const hs_database* database_ = nullptr;  // the database it was made for
+    std::vector<Keyed> keyed_;
+    std::vector<std::uint64_t> suffix_min_;
+  };
+
+  // Compiles table's unique patterns (folded; caseless with ignore_case). A table without
+  // unique patterns (only the empty pattern, or none) is valid: scans then find nothing.
+  // Throws PatternError (naming the first original pattern of the offending unique one) or
+  // Error with Hyperscan's message when compilation fails.
+  explicit HostMatcher(const PatternTable& table);
+  ~HostMatcher();
+  HostMatcher(HostMatcher&& other) noexcept;
+  HostMatcher& operator=(HostMatcher&& other) noexcept;
+  HostMatcher(const HostMatcher&) = delete;
+  HostMatcher& operator=(const HostMatcher&) = delete;
+
+  std::size_t unique_count() const noexcept { return length_.size(); }
+
+  Scratch new_scratch() const;
+
+  // Scans data[0, size) (size below 4 GiB) for every occurrence, overlapping ones
+  // included, of every unique pattern that ends past `overlap` (position + length >
+  // overlap, the kernel's ownership rule) and returns how many there are. With `out`,
+  // appends them in PatternTable::before order (position ascending, longest first at a
+  // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
+  // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
+  // distinct `out` and `pattern_counts`).
+  std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+
+ private:
+  void sort_appended(std::vector<Occurrence>& out, std::size_t first, Scratch& scratch) const;
+
+  hs_database* database_ = nullptr;  // null when there is nothing to match
+  std::vector<std::uint32_t> length_;  // unique id -> pattern length
+};
+
+}  // namespace gpufilter

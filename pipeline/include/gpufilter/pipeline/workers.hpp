@@ -1,0 +1,52 @@
+// WorkerPool: host threads that split one large, simple piece of work (copying a chunk
+// out of the page cache, looking for a NUL byte) so that one host thread is not what
+// bounds the pipeline. run() is a blocking parallel-for; the calling thread takes part.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpufilter {
+
+class WorkerPool {
+ public:
+  // `threads` helpers besides the caller (0: run() works alone on the calling thread).
+  explicit WorkerPool(std::size_t threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Threads that take part in run(), the caller included.
+  std::size_t width() const noexcept { return threads_.size() + 1; }
+
+  // Calls task(i) once for every i in [0, n) across the pool and returns when all have
+  // returned. `task` must not throw. Calls from several threads are served one at a time.
+  void run(std::size_t n, const std::function<void(std::size_t)>& task);
+
+  // The process's pool: one thread per core beyond the first, at most 15.
+  static WorkerPool& shared();
+
+ private:
+  void work();
+  void drain(std::unique_lock<std::mutex>& lock);
+
+  std::mutex run_mutex_;  // one run() at a time
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(std::size_t)>* task_ = nullptr;
+  std::size_t next_ = 0;
+  std::size_t count_ = 0;
+  std::size_t finished_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// The first `byte` in data[0, size), looked for in parallel pieces when size is large.
+const char* find_byte(WorkerPool& pool, const char* data, std::size_t size, char byte);
+
+}  // namespace gpufilter

@@ -1,0 +1,172 @@
+#include "gpufilter/pipeline/device_scanner.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace gpufilter {
+namespace {
+
+constexpr std::size_t kMinOutput = 4096;  // located occurrences a slot holds at first
+constexpr std::size_t kLaunchMultiple = 4096;
+
+[[noreturn]] void rethrow_cl(const cl::Error& e, const std::string& what) {
+  throw DeviceError(e.what(), e.err(), what);
+}
+
+}  // namespace
+
+class DeviceScanner::Slot final : public ScanSlot {
+ public:
+  explicit Slot(cl::CommandQueue& upload_queue) : upload_queue_(upload_queue) {}
+  ~Slot() override {
+    if (staging_ == nullptr) return;
+    try {
+      upload_queue_.enqueueUnmapMemObject(staging_buffer_, staging_);
+      upload_queue_.finish();
+    } catch (const cl::Error&) {
+      // Nothing useful to do while tearing down; the context release frees the memory.
+    }
+  }
+
+  cl::CommandQueue& upload_queue_;
+  cl::Buffer staging_buffer_;
+  cl::Buffer input_;
+  cl::Buffer output_;
+  std::size_t output_capacity_ = 0;
+  cl::Buffer total_buffer_;
+  cl_uint total_device_ = 0;
+  cl::Kernel kernel_;
+  cl::Event done_;
+
+  friend class DeviceScanner;
+};
+
+DeviceScanner::DeviceScanner(DeviceContext& device, const Matcher& matcher, ScanConfig config)
+    : Scanner(matcher.table(), config), device_(device), matcher_(matcher) {
+  const auto& context = device_.context();
+  try {
+    for (std::size_t i = 0; i < config_.slots; ++i) {
+      auto slot = std::make_unique<Slot>(device_.upload_queue());
+      slot->staging_buffer_ = cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, config_.chunk_bytes);
+      slot->staging_ = static_cast<char*>(device_.upload_queue().enqueueMapBuffer(
+          slot->staging_buffer_, CL_TRUE, CL_MAP_WRITE, 0, config_.chunk_bytes));
+      slot->input_ = cl::Buffer(context, CL_MEM_READ_ONLY, config_.chunk_bytes);
+      slot->output_capacity_ = config_.locate ? std::max(kMinOutput, config_.chunk_bytes / 16) : 1;
+      slot->output_ = cl::Buffer(context, CL_MEM_WRITE_ONLY, slot->output_capacity_ * sizeof(cl_uint2));
+      slot->total_buffer_ = cl::Buffer(context, CL_MEM_READ_WRITE, sizeof(cl_uint));
+      slot->kernel_ = matcher_.new_scan_kernel();
+      add_slot(std::move(slot));
+    }
+    const std::size_t patterns = config_.count_patterns ? std::max<std::size_t>(1, table_.unique_count()) : 1;
+    pattern_counts_ = cl::Buffer(context, CL_MEM_READ_WRITE, patterns * sizeof(cl_uint));
+    device_.compute_queue().enqueueFillBuffer(pattern_counts_, cl_uint{0}, 0, patterns * sizeof(cl_uint));
+    device_.compute_queue().finish();
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "allocating " + std::to_string(config_.slots) + " scan slots of " +
+                      std::to_string(config_.chunk_bytes) + " bytes on " + device_.info().name);
+  }
+}
+
+DeviceScanner::~DeviceScanner() {
+  try {
+    device_.upload_queue().finish();
+    device_.compute_queue().finish();
+  } catch (const cl::Error&) {
+    // Teardown: the slots' destructors release what remains.
+  }
+}
+
+void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns) {
+  auto& queue = device_.compute_queue();
+  cl::Kernel& k = slot.kernel_;
+  k.setArg(0, slot.input_);
+  k.setArg(1, static_cast<cl_uint>(slot.chunk_.size));
+  k.setArg(2, static_cast<cl_uint>(slot.chunk_.overlap));
+  k.setArg(9, slot.output_);
+  k.setArg(10, static_cast<cl_uint>(slot.output_capacity_));
+  k.setArg(11, slot.total_buffer_);
+  k.setArg(12, static_cast<cl_uint>(config_.locate ? 1 : 0));
+  k.setArg(13, pattern_counts_);
+  k.setArg(14, static_cast<cl_uint>(count_patterns ? 1 : 0));
+  queue.enqueueFillBuffer(slot.total_buffer_, cl_uint{0}, 0, sizeof(cl_uint));
+  // A global size rounded up to a fixed multiple (the kernel ignores positions past the
+  // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
+  const std::size_t global = (slot.chunk_.size + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
+  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange);
+}
+
+void DeviceScanner::start(ScanSlot& base) {
+  auto& slot = static_cast<Slot&>(base);
+  try {
+    slot.total_device_ = 0;
+    cl::Event uploaded;
+    device_.upload_queue().enqueueWriteBuffer(slot.input_, CL_FALSE, 0, slot.chunk_.size, slot.staging_, nullptr,
+                                              &uploaded);
+    device_.upload_queue().flush();
+    std::vector<cl::Event> wait{uploaded};
+    auto& queue = device_.compute_queue();
+    queue.enqueueBarrierWithWaitList(&wait);
+    enqueue_scan(slot, config_.count_patterns);
+    queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_, nullptr,
+                            &slot.done_);
+    queue.flush();
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "submitting chunk " + std::to_string(slot.chunk_.seq));
+  }
+}
+
+void DeviceScanner::finish(ScanSlot& base, bool collect) {
+  auto& slot = static_cast<Slot&>(base);
+  try {
+    slot.done_.wait();
+    const std::size_t total = slot.total_device_;
+    slot.total_ = total;
+    if (!collect || !config_.locate || total == 0) return;
+    auto& queue = device_.compute_queue();
+    if (total > slot.output_capacity_) {
+      // More occurrences than the buffer holds: grow it to fit them all and rescan the
+      // chunk, which is still on the device. Counted once: the rescan does not count.
+      slot.output_capacity_ = total;
+      slot.output_ = cl::Buffer(device_.context(), CL_MEM_WRITE_ONLY, total * sizeof(cl_uint2));
+      enqueue_scan(slot, false);
+    }
+    slot.occurrences_.resize(total);
+    queue.enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence), slot.occurrences_.data());
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "scanning chunk " + std::to_string(slot.chunk_.seq));
+  }
+  std::sort(slot.occurrences_.begin(), slot.occurrences_.end(),
+            [&](const Occurrence& a, const Occurrence& b) { return table_.before(a, b); });
+}
+
+double DeviceScanner::rescan_resident(ScanSlot& base, unsigned times) {
+  auto& slot = static_cast<Slot&>(base);
+  try {
+    auto& queue = device_.compute_queue();
+    queue.finish();
+    const auto begin = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < times; ++i) enqueue_scan(slot, false);
+    queue.finish();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "rescanning chunk " + std::to_string(slot.chunk_.seq));
+  }
+}
+
+std::vector<std::uint64_t> DeviceScanner::pattern_counts() {
+  std::vector<std::uint64_t> result(table_.unique_count(), 0);
+  if (!config_.count_patterns || result.empty()) return result;
+  std::vector<cl_uint> counts(result.size());
+  try {
+    device_.compute_queue().enqueueReadBuffer(pattern_counts_, CL_TRUE, 0, counts.size() * sizeof(cl_uint),
+                                              counts.data());
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "reading pattern counts");
+  }
+  std::copy(counts.begin(), counts.end(), result.begin());
+  return result;
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,244 @@
+// HostMatcher: a PatternTable's unique patterns as one Hyperscan literal database.
+//
+// Hyperscan reports a literal's occurrence at its end offset `to`; the start is
+// to - length. Occurrences ending inside the overlap belong to the previous chunk and are
+// dropped, as in kernels/scan.cl. The reports come in end-offset order, which is already
+// PatternTable::before order unless occurrences nest or overlap with different lengths;
+// only then is the appended range reordered, by a packed 64-bit key and in independent
+// segments, so a dense input costs a linear pass plus sorts of short runs.
+#include "gpufilter/pipeline/host_matcher.hpp"
+
+#include <hs/hs.h>
+
+#include <algorithm>
+#include <climits>
+#include <exception>
+#include <string>
+#include <utility>
+
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace gpufilter {
+namespace {
+
+const char* hs_error_name(hs_error_t code) noexcept {
+  switch (code) {
+    case HS_SUCCESS: return "HS_SUCCESS";
+    case HS_INVALID: return "HS_INVALID";
+    case HS_NOMEM: return "HS_NOMEM";
+    case HS_SCAN_TERMINATED: return "HS_SCAN_TERMINATED";
+    case HS_COMPILER_ERROR: return "HS_COMPILER_ERROR";
+    case HS_DB_VERSION_ERROR: return "HS_DB_VERSION_ERROR";
+    case HS_DB_PLATFORM_ERROR: return "HS_DB_PLATFORM_ERROR";
+    case HS_DB_MODE_ERROR: return "HS_DB_MODE_ERROR";
+    case HS_BAD_ALIGN: return "HS_BAD_ALIGN";
+    case HS_BAD_ALLOC: return "HS_BAD_ALLOC";
+    case HS_SCRATCH_IN_USE: return "HS_SCRATCH_IN_USE";
+    case HS_ARCH_ERROR: return "HS_ARCH_ERROR";
+    case HS_INSUFFICIENT_SPACE: return "HS_INSUFFICIENT_SPACE";
+    case HS_UNKNOWN_ERROR: return "HS_UNKNOWN_ERROR";
+    default: return "unknown Hyperscan error";
+  }
+}
+
+[[noreturn]] void throw_hs(const char* call, hs_error_t code) {
+  throw Error(std::string("Hyperscan ") + call + " failed: " + hs_error_name(code) + " (" + std::to_string(code) +
+              ")");
+}
+
+// PatternTable::before as one integer: position ascending, then length descending.
+constexpr std::uint64_t order_key(std::uint32_t position, std::uint32_t length) noexcept {
+  return (std::uint64_t{position} << 32) | (0xffffffffu - length);
+}
+
+struct ScanContext {
+  const std::uint32_t* length;
+  unsigned long long overlap;
+  std::uint64_t total = 0;
+  std::uint64_t* pattern_counts = nullptr;
+  std::vector<Occurrence>* out = nullptr;
+  std::uint64_t last_key = 0;
+  bool ordered = true;
+  std::exception_ptr error = nullptr;
+};
+
+// Hyperscan calls these from C: nothing may be thrown through them.
+int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  c.total += to > c.overlap ? 1 : 0;
+  return 0;
+}
+
+int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  ++c.total;
+  ++c.pattern_counts[id];
+  return 0;
+}
+
+int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  const std::uint32_t length = c.length[id];
+  const auto position = static_cast<std::uint32_t>(to - length);
+  const std::uint64_t key = order_key(position, length);
+  if (key < c.last_key) c.ordered = false;
+  c.last_key = key;
+  try {
+    c.out->push_back({position, id});
+  } catch (...) {
+    c.error = std::current_exception();
+    return 1;  // stop: hs_scan returns HS_SCAN_TERMINATED
+  }
+  ++c.total;
+  return 0;
+}
+
+}  // namespace
+
+HostMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
+
+HostMatcher::Scratch::Scratch(Scratch&& other) noexcept
+    : scratch_(std::exchange(other.scratch_, nullptr)),
+      database_(std::exchange(other.database_, nullptr)),
+      keyed_(std::move(other.keyed_)),
+      suffix_min_(std::move(other.suffix_min_)) {}
+
+HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept {
+  if (this != &other) {
+    hs_free_scratch(scratch_);
+    scratch_ = std::exchange(other.scratch_, nullptr);
+    database_ = std::exchange(other.database_, nullptr);
+    keyed_ = std::move(other.keyed_);
+    suffix_min_ = std::move(other.suffix_min_);
+  }
+  return *this;
+}
+
+HostMatcher::HostMatcher(const PatternTable& table) {
+  const std::size_t n = table.unique_count();
+  if (n > UINT_MAX) throw Error("Hyperscan: too many patterns");
+  length_.resize(n);
+  if (n == 0) return;  // only the empty pattern, or none: nothing to compile
+  std::vector<const char*> expressions(n);
+  std::vector<std::size_t> lengths(n);
+  std::vector<unsigned> ids(n);
+  const unsigned flag = table.options().ignore_case ? HS_FLAG_CASELESS : 0u;
+  std::vector<unsigned> flags(n, flag);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = static_cast<std::uint32_t>(i);
+    expressions[i] = table.unique_pattern(id).data();
+    lengths[i] = table.unique_length(id);
+    ids[i] = id;
+    length_[i] = table.unique_length(id);
+  }
+  hs_compile_error_t* error = nullptr;
+  const hs_error_t rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(),
+                                             static_cast<unsigned>(n), HS_MODE_BLOCK, nullptr, &database_, &error);
+  if (rc == HS_SUCCESS) return;
+  const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
+  const int expression = error != nullptr ? error->expression : -1;
+  hs_free_compile_error(error);
+  database_ = nullptr;
+  if (expression >= 0 && static_cast<std::size_t>(expression) < n) {
+    for (std::size_t index = 0; index < table.pattern_count(); ++index)
+      if (table.unique_of(index) == static_cast<std::uint32_t>(expression))
+        throw PatternError(index, "Hyperscan: " + message);
+  }
+  throw Error("Hyperscan: compiling the patterns failed: " + message);
+}
+
+HostMatcher::~HostMatcher() { hs_free_database(database_); }
+
+HostMatcher::HostMatcher(HostMatcher&& other) noexcept
+    : database_(std::exchange(other.database_, nullptr)), length_(std::move(other.length_)) {
+  other.length_.clear();
+}
+
+HostMatcher& HostMatcher::operator=(HostMatcher&& other) noexcept {
+  if (this != &other) {
+    hs_free_database(database_);
+    database_ = std::exchange(other.database_, nullptr);
+    length_ = std::move(other.length_);
+    other.length_.clear();
+  }
+  return *this;
+}
+
+HostMatcher::Scratch HostMatcher::new_scratch() const {
+  Scratch scratch;
+  if (database_ == nullptr) return scratch;
+  const hs_error_t rc = hs_alloc_scratch(database_, &scratch.scratch_);
+  if (rc != HS_SUCCESS) throw_hs("hs_alloc_scratch", rc);
+  scratch.database_ = database_;
+  return scratch;
+}
+
+std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+  if (size > UINT_MAX) throw Error("host scan: a chunk must be smaller than 4 GiB");
+  if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HostMatcher");
+  if (database_ == nullptr || size == 0 || overlap >= size) return 0;
+
+  ScanContext context{.length = length_.data(), .overlap = overlap};
+  match_event_handler handler = count_only;
+  if (out != nullptr) {
+    handler = locate;
+    context.out = out;
+  } else if (pattern_counts != nullptr) {
+    handler = count_each;
+    context.pattern_counts = pattern_counts;
+  }
+  const std::size_t first = out != nullptr ? out->size() : 0;
+  const hs_error_t rc = hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
+  if (rc != HS_SUCCESS) {
+    if (out != nullptr) out->resize(first);  // no partial result
+    if (context.error) std::rethrow_exception(context.error);
+    throw_hs("hs_scan", rc);
+  }
+  if (out != nullptr) {
+    // Counted here rather than in the callback, so that a failed scan adds nothing.
+    if (pattern_counts != nullptr)
+      for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
+    if (!context.ordered) sort_appended(*out, first, scratch);
+  }
+  return context.total;
+}
+
+// Puts out[first, end) in PatternTable::before order. The keys are distinct (one start
+// and one length make one unique pattern), so the order is exact. The range splits into
+// segments where everything before a cut has a smaller key than everything after it;
+// each segment is sorted on its own, and only if it is out of order.
+void HostMatcher::sort_appended(std::vector<Occurrence>& out, std::size_t first, Scratch& scratch) const {
+  const std::size_t n = out.size() - first;
+  auto& keyed = scratch.keyed_;
+  auto& suffix_min = scratch.suffix_min_;
+  keyed.resize(n);
+  suffix_min.resize(n + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Occurrence& o = out[first + i];
+    keyed[i] = {order_key(o.position, length_[o.pattern]), o.pattern};
+  }
+  suffix_min[n] = ~std::uint64_t{0};
+  for (std::size_t i = n; i-- > 0;) suffix_min[i] = std::min(keyed[i].key, suffix_min[i + 1]);
+  const auto by_key = [](const Scratch::Keyed& a, const Scratch::Keyed& b) { return a.key < b.key; };
+  std::size_t begin = 0;
+  std::uint64_t max_key = 0;
+  bool ordered = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > begin && keyed[i].key < keyed[i - 1].key) ordered = false;
+    max_key = std::max(max_key, keyed[i].key);
+    if (max_key < suffix_min[i + 1]) {
+      if (!ordered) std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(begin),
+                              keyed.begin() + static_cast<std::ptrdiff_t>(i + 1), by_key);
+      begin = i + 1;
+      max_key = 0;
+      ordered = true;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    out[first + i] = {static_cast<std::uint32_t>(keyed[i].key >> 32), keyed[i].pattern};
+}
+
+}  // namespace gpufilter

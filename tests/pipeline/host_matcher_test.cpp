@@ -1,0 +1,457 @@
+// HostMatcher (Hyperscan) checked occurrence for occurrence, order included, against the
+// plain CPU reference matcher: the same answer the device scan must give.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/host_matcher.hpp"
+#include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "testutil/testutil.hpp"
+
+namespace {
+
+using gpufilter::HostMatcher;
+using gpufilter::MatchOptions;
+using gpufilter::Occurrence;
+using gpufilter::PatternSet;
+using gpufilter::PatternTable;
+using gpufilter::test::random_string;
+using namespace std::string_literals;
+
+using Pair = std::pair<std::uint32_t, std::uint32_t>;
+
+std::vector<Pair> as_pairs(std::span<const Occurrence> v) {
+  std::vector<Pair> r;
+  r.reserve(v.size());
+  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
+  return r;
+}
+
+// "" when equal; otherwise the sizes and the first difference.
+std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
+  if (expected == actual) return {};
+  std::size_t i = 0;
+  while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
+  auto show = [](const std::vector<Pair>& v, std::size_t k) {
+    if (k >= v.size()) return "(none)"s;
+    return "(" + std::to_string(v[k].first) + "," + std::to_string(v[k].second) + ")";
+  };
+  return "expected " + std::to_string(expected.size()) + " occurrences, got " + std::to_string(actual.size()) +
+         "; first difference at index " + std::to_string(i) + ": expected " + show(expected, i) + ", got " +
+         show(actual, i);
+}
+
+std::vector<Pair> reference(const PatternSet& p, const PatternTable& t, const std::string& text,
+                            std::size_t overlap) {
+  return as_pairs(gpufilter::reference_occurrences(p, t, text, overlap));
+}
+
+// Located occurrences; the returned count must agree with them.
+std::vector<Pair> host(const HostMatcher& m, HostMatcher::Scratch& scratch, const std::string& text,
+                       std::size_t overlap) {
+  std::vector<Occurrence> out;
+  const std::uint64_t total = m.scan(text.data(), text.size(), overlap, scratch, &out, nullptr);
+  EXPECT_EQ(total, out.size());
+  return as_pairs(out);
+}
+
+std::vector<std::uint64_t> counts_of(const std::vector<Pair>& v, std::size_t unique_count) {
+  std::vector<std::uint64_t> c(unique_count, 0);
+  for (const Pair& o : v) ++c[o.second];
+  return c;
+}
+
+// Every way of asking: located (with and without counts), counted, totalled only.
+void check_all_modes(const PatternSet& patterns, const PatternTable& table, const HostMatcher& m,
+                     HostMatcher::Scratch& scratch, const std::string& text, std::size_t overlap,
+                     const std::string& what) {
+  const auto expected = reference(patterns, table, text, overlap);
+  const auto expected_counts = counts_of(expected, table.unique_count());
+  ASSERT_EQ(diff(expected, host(m, scratch, text, overlap)), "") << what << " overlap=" << overlap;
+
+  std::vector<Occurrence> out;
+  std::vector<std::uint64_t> counts(table.unique_count(), 0);
+  EXPECT_EQ(m.scan(text.data(), text.size(), overlap, scratch, &out, counts.data()), expected.size()) << what;
+  EXPECT_EQ(diff(expected, as_pairs(out)), "") << what << " (with counts)";
+  EXPECT_EQ(counts, expected_counts) << what;
+
+  std::vector<std::uint64_t> counts_only(table.unique_count(), 0);
+  EXPECT_EQ(m.scan(text.data(), text.size(), overlap, scratch, nullptr, counts_only.data()), expected.size())
+      << what;
+  EXPECT_EQ(counts_only, expected_counts) << what;
+  EXPECT_EQ(m.scan(text.data(), text.size(), overlap, scratch, nullptr, nullptr), expected.size()) << what;
+}
+
+// Random literals: some drawn from `text` (so long ones occur), some random, some
+// duplicates (and case variants of earlier ones). '\n' and NUL stay when the alphabet has them.
+PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
+                           const std::string& text) {
+  PatternSet p;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::string> made;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = u(rng);
+    std::string s;
+    if (!made.empty() && x < 0.08) {
+      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];
+      for (char& c : s)
+        if (c >= 'a' && c <= 'z' && u(rng) < 0.3) c = static_cast<char>(c - 32);
+    } else if (!text.empty() && x < 0.45) {
+      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
+      s = text.substr(at, len);
+    } else {
+      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(5, max_len) : max_len;
+      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
+    }
+    made.push_back(s);
+    p.add(s);
+  }
+  return p;
+}
+
+struct Alphabet {
+  const char* name;
+  std::string chars;
+};
+
+std::vector<Alphabet> alphabets() {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  return {{"ab", "ab"},
+          {"aAbBcC", "aAbBcC"},
+          {"nul", "a\0\0b\n"s},
+          {"high", "x\x80\xff\xc3Y\n@[`{"},
+          {"all-bytes", all}};
+}
+
+TEST(HostMatcher, RandomPatternSetsMatchReference) {
+  std::mt19937 rng(2024);
+  struct SetSpec {
+    std::size_t count;
+    std::size_t max_len;
+  };
+  const SetSpec sets[] = {{1, 1}, {1, 64}, {3, 4}, {40, 12}, {300, 64}, {2000, 40}};
+  std::size_t checked = 0, occurrences = 0, same_position = 0;
+  for (const Alphabet& a : alphabets()) {
+    for (const SetSpec& spec : sets) {
+      for (bool ic : {false, true}) {
+        const std::string seed_text = random_string(rng, a.chars, 4096);
+        const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
+        const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+        const HostMatcher matcher(table);
+        auto scratch = matcher.new_scratch();
+        for (int round = 0; round < 4; ++round) {
+          const std::size_t menu[] = {4096, 1, 17, 1000, 2049};
+          const std::size_t size = menu[(checked + static_cast<std::size_t>(round)) % 5];
+          // Mostly fresh text; sometimes the text the long patterns came from.
+          const std::string text = round % 2 == 1 ? seed_text.substr(0, size) : random_string(rng, a.chars, size);
+          const std::size_t ov_choices[] = {0, table.max_length() - 1, size / 3, size};
+          const std::size_t overlap = std::min(size, ov_choices[static_cast<std::size_t>(round + checked) % 4]);
+          const auto expected = reference(patterns, table, text, overlap);
+          ASSERT_EQ(diff(expected, host(matcher, scratch, text, overlap)), "")
+              << a.name << " count=" << spec.count << " max_len=" << spec.max_len << " ignore_case=" << ic
+              << " size=" << size << " overlap=" << overlap;
+          for (std::size_t i = 1; i < expected.size(); ++i) same_position += expected[i].first == expected[i - 1].first;
+          ++checked;
+          occurrences += expected.size();
+        }
+      }
+    }
+  }
+  // The sets must be dense enough to exercise the reordering.
+  EXPECT_GT(occurrences, 100 * checked);
+  EXPECT_GT(same_position, 10 * checked);
+}
+
+TEST(HostMatcher, AllModesAgreeOnDenseInput) {
+  std::mt19937 rng(11);
+  for (bool ic : {false, true}) {
+    const std::string seed_text = random_string(rng, "abAB\0\n"s, 3000);
+    const PatternSet patterns = random_patterns(rng, "abAB\0\n"s, 200, 30, seed_text);
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (std::size_t overlap : {std::size_t{0}, std::size_t{29}, std::size_t{1500}}) {
+      check_all_modes(patterns, table, matcher, scratch, seed_text, overlap, "seed ic=" + std::to_string(ic));
+      check_all_modes(patterns, table, matcher, scratch, random_string(rng, "abAB\0\n"s, 2000), overlap,
+                      "random ic=" + std::to_string(ic));
+    }
+  }
+}
+
+// Every occurrence nests in a longer one: the whole scan is one reordering segment.
+TEST(HostMatcher, NestedRunsOfOneByte) {
+  PatternSet patterns;
+  for (std::size_t len = 1; len <= 64; ++len) patterns.add(std::string(len, 'a'));
+  patterns.add("ab");
+  patterns.add("aab");
+  const PatternTable table(patterns, MatchOptions{});
+  const HostMatcher matcher(table);
+  auto scratch = matcher.new_scratch();
+  for (const std::string& text : {std::string(3000, 'a'), std::string(100, 'a') + "b" + std::string(70, 'a') + "b"}) {
+    for (std::size_t overlap : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{200}})
+      check_all_modes(patterns, table, matcher, scratch, text, overlap, "size=" + std::to_string(text.size()));
+  }
+}
+
+TEST(HostMatcher, NulAndNewlineInPatterns) {
+  PatternSet patterns;
+  for (const std::string& p : {"\0"s, "\0\0"s, "a\0b"s, "\0A"s, "\n"s, "x\ny"s, "\0\n\0"s, "\n\n"s, "x"s})
+    patterns.add(p);
+  ASSERT_TRUE(PatternTable(patterns, MatchOptions{}).has_nul_byte());
+  std::mt19937 rng(3);
+  for (bool ic : {false, true}) {
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (int i = 0; i < 20; ++i) {
+      const std::string text = random_string(rng, "\0\0aAbxy\n"s, 512);
+      const std::size_t overlap = static_cast<std::size_t>(i % 4);
+      const auto expected = reference(patterns, table, text, overlap);
+      EXPECT_FALSE(expected.empty());
+      EXPECT_EQ(diff(expected, host(matcher, scratch, text, overlap)), "") << "ic=" << ic << " i=" << i;
+    }
+  }
+}
+
+// Case folding is ASCII only: '@' '[' '`' '{' and bytes >= 0x80 never fold.
+TEST(HostMatcher, IgnoreCaseFoldsAsciiLettersOnly) {
+  PatternSet patterns;
+  patterns.add_list("HeLLo\nhello\nWORLD\nwOr\n@\n`\n[a\n{Z\n\xc1\xe1\nO w");
+  const std::string alphabet = "hHeElLoOwWrRdD @`[{\xc1\xe1";
+  std::mt19937 rng(9);
+  for (bool ic : {false, true}) {
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    EXPECT_EQ(table.unique_count(), ic ? patterns.size() - 1 : patterns.size());
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    std::size_t found = 0;
+    for (int i = 0; i < 30; ++i) {
+      const std::string text = random_string(rng, alphabet, 4000) + "HELLO hello HeLlO WoRlD [A {z \xc1\xe1";
+      const auto expected = reference(patterns, table, text, 0);
+      found += expected.size();
+      EXPECT_EQ(diff(expected, host(matcher, scratch, text, 0)), "") << "ic=" << ic << " i=" << i;
+    }
+    EXPECT_GT(found, 0u);
+  }
+}
+
+TEST(HostMatcher, DuplicatePatternsShareOneId) {
+  PatternSet patterns;
+  patterns.add_list("abc\nab\nabc\nABC\nb\nab\nAbC\nb");
+  for (bool ic : {false, true}) {
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    EXPECT_EQ(table.unique_count(), ic ? 3u : 5u);
+    const HostMatcher matcher(table);
+    EXPECT_EQ(matcher.unique_count(), table.unique_count());
+    auto scratch = matcher.new_scratch();
+    const std::string text = "abcABCabCxxAbcab b";
+    check_all_modes(patterns, table, matcher, scratch, text, 0, "ic=" + std::to_string(ic));
+    check_all_modes(patterns, table, matcher, scratch, text, 4, "ic=" + std::to_string(ic));
+  }
+}
+
+TEST(HostMatcher, OverlapOwnershipForEveryOverlap) {
+  std::mt19937 rng(17);
+  PatternSet fixed;
+  fixed.add_list("abc\nbcd\nc\ncdab\nd");
+  PatternSet random_set = random_patterns(rng, "ab", 60, 9, random_string(rng, "ab", 300));
+  const std::pair<const PatternSet*, std::string> cases[] = {
+      {&fixed, "abcdabcdabcd"}, {&random_set, random_string(rng, "ab", 150)}, {&random_set, std::string(40, 'a')}};
+  for (const auto& [patterns, text] : cases) {
+    const PatternTable table(*patterns, MatchOptions{});
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    const auto all = reference(*patterns, table, text, 0);
+    std::size_t dropped = 0;
+    for (std::size_t overlap = 0; overlap <= text.size() + 1; ++overlap) {
+      const auto expected = reference(*patterns, table, text, overlap);
+      const auto actual = host(matcher, scratch, text, overlap);
+      EXPECT_EQ(diff(expected, actual), "") << "text=" << text << " overlap=" << overlap;
+      for (const Pair& o : actual)
+        EXPECT_GT(o.first + table.unique_length(o.second), overlap) << "owned by the previous chunk";
+      dropped += all.size() - actual.size();
+    }
+    EXPECT_GT(dropped, 0u);
+    EXPECT_TRUE(host(matcher, scratch, text, text.size()).empty());
+  }
+}
+
+TEST(HostMatcher, EmptyTextAndAppending) {
+  PatternSet patterns;
+  patterns.add_list("a\nab");
+  const PatternTable table(patterns, MatchOptions{});
+  const HostMatcher matcher(table);
+  auto scratch = matcher.new_scratch();
+  std::vector<Occurrence> out{{7, 1}, {3, 0}};
+  std::vector<std::uint64_t> counts(2, 5);
+  EXPECT_EQ(matcher.scan(nullptr, 0, 0, scratch, &out, counts.data()), 0u);
+  EXPECT_EQ(matcher.scan("", 0, 0, scratch, &out, counts.data()), 0u);
+  EXPECT_EQ(as_pairs(out), (std::vector<Pair>{{7, 1}, {3, 0}}));
+  EXPECT_EQ(counts, (std::vector<std::uint64_t>{5, 5}));
+  // A scan appends after what `out` holds and adds to the counters.
+  const std::string text = "xabaab";
+  EXPECT_EQ(matcher.scan(text.data(), text.size(), 0, scratch, &out, counts.data()), 5u);
+  std::vector<Pair> expected{{7, 1}, {3, 0}};
+  for (const Pair& p : reference(patterns, table, text, 0)) expected.push_back(p);
+  EXPECT_EQ(as_pairs(out), expected);
+  EXPECT_EQ(counts, (std::vector<std::uint64_t>{5 + 3, 5 + 2}));
+}
+
+TEST(HostMatcher, NoUniquePatterns) {
+  PatternSet only_empty;
+  only_empty.add("");
+  PatternSet none;
+  for (const PatternSet* patterns : {&only_empty, &none}) {
+    const PatternTable table(*patterns, MatchOptions{});
+    EXPECT_EQ(table.unique_count(), 0u);
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    std::vector<Occurrence> out;
+    const std::string text = "abc\n\0x"s;
+    EXPECT_EQ(matcher.scan(text.data(), text.size(), 0, scratch, &out, nullptr), 0u);
+    EXPECT_TRUE(out.empty());
+    EXPECT_TRUE(reference(*patterns, table, text, 0).empty());
+  }
+}
+
+TEST(HostMatcher, PatternLongerThanText) {
+  PatternSet patterns;
+  patterns.add_list("abcdefgh\nbcd\nabcd");
+  const PatternTable table(patterns, MatchOptions{});
+  const HostMatcher matcher(table);
+  auto scratch = matcher.new_scratch();
+  for (const std::string& text : {"abc"s, "abcd"s, "abcdefg"s, "abcdefgh"s}) {
+    const auto expected = reference(patterns, table, text, 0);
+    EXPECT_EQ(diff(expected, host(matcher, scratch, text, 0)), "") << text;
+    EXPECT_EQ(expected.size(), text.size() >= 8 ? 3u : text.size() >= 4 ? 2u : 0u) << text;
+  }
+  PatternSet just_long;
+  just_long.add(std::string(100, 'x'));
+  const PatternTable long_table(just_long, MatchOptions{});
+  const HostMatcher long_matcher(long_table);
+  auto long_scratch = long_matcher.new_scratch();
+  EXPECT_TRUE(host(long_matcher, long_scratch, std::string(99, 'x'), 0).empty());
+  EXPECT_EQ(host(long_matcher, long_scratch, std::string(101, 'x'), 0), (std::vector<Pair>{{0, 0}, {1, 0}}));
+}
+
+TEST(HostMatcher, ScratchOfAnotherMatcherIsRefused) {
+  PatternSet a, b;
+  a.add("a");
+  b.add("b");
+  const PatternTable ta(a, MatchOptions{}), tb(b, MatchOptions{});
+  const HostMatcher ma(ta);
+  HostMatcher mb(tb);
+  auto scratch_b = mb.new_scratch();
+  EXPECT_THROW(ma.scan("aaa", 3, 0, scratch_b, nullptr, nullptr), gpufilter::Error);
+  // A moved Scratch keeps working; a moved matcher keeps its database.
+  HostMatcher::Scratch moved = std::move(scratch_b);
+  EXPECT_EQ(mb.scan("bab", 3, 0, moved, nullptr, nullptr), 2u);
+  const HostMatcher mc(std::move(mb));
+  EXPECT_EQ(mc.scan("bbb", 3, 0, moved, nullptr, nullptr), 3u);
+}
+
+// Real text: OpenSSH log lines, with patterns taken from its words.
+TEST(HostMatcher, OpenSshCorpus) {
+  const std::string text = gpufilter::test::read_file(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
+  ASSERT_GT(text.size(), 100000u);
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '[' || c == ']' || c == ':' || c == '=') {
+      if (!word.empty()) words.push_back(word);
+      word.clear();
+    } else {
+      word.push_back(c);
+    }
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  ASSERT_GT(words.size(), 500u);
+  std::mt19937 rng(42);
+  std::shuffle(words.begin(), words.end(), rng);
+  PatternSet patterns;
+  for (std::size_t i = 0; i < 400; ++i) patterns.add(words[i]);
+  patterns.add_list("sshd\nFailed password\nPAM\nroot\nInvalid user\nLabSZ\nNOT-IN-THE-LOG\nauthentication failure");
+  for (bool ic : {false, true}) {
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (std::size_t overlap : {std::size_t{0}, std::size_t{12345}}) {
+      const auto expected = reference(patterns, table, text, overlap);
+      EXPECT_GT(expected.size(), 10000u);
+      EXPECT_EQ(diff(expected, host(matcher, scratch, text, overlap)), "") << "ic=" << ic << " overlap=" << overlap;
+    }
+  }
+}
+
+TEST(HostMatcher, ConcurrentScansWithSeparateScratch) {
+  std::mt19937 rng(99);
+  const std::string seed_text = random_string(rng, "abc\n", 20000);
+  const PatternSet patterns = random_patterns(rng, "abc", 500, 20, seed_text);
+  const PatternTable table(patterns, MatchOptions{});
+  const HostMatcher matcher(table);
+  constexpr std::size_t kThreads = 4;
+  std::vector<std::string> texts;
+  std::vector<std::vector<Pair>> expected;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    texts.push_back(t % 2 == 0 ? seed_text.substr(t * 1000, 15000) : random_string(rng, "abc\n", 15000));
+    expected.push_back(reference(patterns, table, texts.back(), t));
+    ASSERT_FALSE(expected.back().empty());
+  }
+  std::vector<std::vector<Pair>> results(kThreads);
+  std::vector<std::vector<std::uint64_t>> counts(kThreads, std::vector<std::uint64_t>(table.unique_count(), 0));
+  std::vector<std::size_t> mismatches(kThreads, 0);
+  constexpr int kRounds = 20;
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto scratch = matcher.new_scratch();
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<Occurrence> out;
+        matcher.scan(texts[t].data(), texts[t].size(), t, scratch, &out, counts[t].data());
+        auto pairs = as_pairs(out);
+        if (round == 0) results[t] = std::move(pairs);
+        else if (pairs != results[t]) ++mismatches[t];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (std::size_t t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(diff(expected[t], results[t]), "") << "thread " << t;
+    EXPECT_EQ(mismatches[t], 0u) << "thread " << t;
+    auto want = counts_of(expected[t], table.unique_count());
+    for (auto& c : want) c *= kRounds;
+    EXPECT_EQ(counts[t], want) << "thread " << t;
+  }
+}
+
+// A larger chunk with dense, nested occurrences: the reordering at scale.
+TEST(HostMatcher, OneMebibyteDenseChunk) {
+  std::mt19937 rng(5);
+  const std::string text = random_string(rng, "abcd\n", 1 << 20);
+  const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
+  for (bool ic : {false, true}) {
+    const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+    const HostMatcher matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (std::size_t overlap : {std::size_t{0}, table.max_length() - 1, std::size_t{500000}}) {
+      const auto expected = reference(patterns, table, text, overlap);
+      EXPECT_GT(expected.size(), 10000u);
+      EXPECT_EQ(diff(expected, host(matcher, scratch, text, overlap)), "") << "overlap=" << overlap << " ic=" << ic;
+    }
+  }
+}
+
+}  // namespace
