@@ -171,8 +171,9 @@ int search(cli::Options& o) {
     scanning.slots = o.slots != 0 ? o.slots : HostScanner::default_threads() + 2;
     engine = std::make_unique<HostScanner>(patterns, scanning);
   } else {
-    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device->info().is_gpu ? 32u << 20 : 4u << 20);
-    scanning.slots = o.slots != 0 ? o.slots : 3;
+    // On a GPU, 64 MiB chunks and 4 slots keep the link busy (docs/PERFORMANCE.md).
+    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device->info().is_gpu ? 64u << 20 : 4u << 20);
+    scanning.slots = o.slots != 0 ? o.slots : (device->info().is_gpu ? 4 : 3);
     engine = std::make_unique<DeviceScanner>(*device, *matcher, scanning);
   }
   Scanner& scanner = *engine;
@@ -232,13 +233,15 @@ int search(cli::Options& o) {
     std::fprintf(stderr,
                  "gpufilter-stats: {\"engine\":\"%s\",\"device\":%s,\"patterns\":%zu,\"unique_patterns\":%zu,"
                  "\"build_ms\":%.3f,\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
-                 "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu}\n",
+                 "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu,\"fill_s\":%.6f,\"wait_s\":%.6f,"
+                 "\"deliver_s\":%.6f}\n",
                  std::string(scanner.engine()).c_str(),
                  json_string(device ? device->info().name : "host (Hyperscan)").c_str(), patterns.pattern_count(),
                  patterns.unique_count(), ms_between(build_start, build_end), ms_between(g_started, first),
                  static_cast<unsigned long long>(bytes_read), scan_s,
                  scan_s > 0 ? static_cast<double>(bytes_read) / scan_s / 1e9 : 0.0, ms_between(g_started, end) / 1000,
-                 scanner.chunk_bytes(), scanner.slot_count());
+                 scanner.chunk_bytes(), scanner.slot_count(), pipeline.times().fill_s, pipeline.times().wait_s,
+                 pipeline.times().deliver_s);
   }
   if (trouble && !(o.quiet && selected)) return kTrouble;
   return selected ? 0 : 1;

@@ -1,14 +1,17 @@
 // scan.cl: exact multi-literal search over one chunk.
 //
 // The pattern set is a trie (built on the host by PatternTable): root_next[b] is the
-// child of the root for byte b, deeper edges live in an open-addressing hash table keyed
-// by (node << 8 | byte). node_pattern[n] is the unique-pattern id that ends at node n.
+// child of the root for byte b, root_pairs[b0 << 8 | b1] the node two bytes down, and
+// deeper edges live in an open-addressing hash table keyed by (node << 8 | byte).
+// node_pattern[n] is the unique-pattern id that ends at node n.
 //
-// One work-item per start position p walks the trie from p and reports every pattern
-// that occurs at p: (p, id) pairs, overlapping ones included. A chunk may begin with
-// `overlap` bytes repeated from the previous piece of an over-long line; an occurrence
-// belongs to this chunk only if it ends past them (p + length > overlap), so the one that
-// lies wholly inside the overlap is reported once, by the previous chunk.
+// Each work-item takes POSITIONS consecutive start positions; from each position p it
+// walks the trie and reports every pattern that occurs at p: (p, id) pairs, overlapping
+// ones included. The two direct tables make the first two steps (where most walks end)
+// cost no hash probe. A chunk may begin with `overlap` bytes repeated from the previous
+// piece of an over-long line; an occurrence belongs to this chunk only if it ends past
+// them (p + length > overlap), so the one that lies wholly inside the overlap is
+// reported once, by the previous chunk.
 //
 // Every owned occurrence increments *total. With `locate`, the first `capacity` of them
 // are written to `out`; the host compares *total with capacity and rescans with a larger
@@ -18,6 +21,9 @@
 #define NO_NODE 0u
 #define NO_PATTERN 0xffffffffu
 #define EMPTY_KEY 0xffffffffffffffffUL
+#ifndef POSITIONS
+#define POSITIONS 1u  // set by Matcher (-DPOSITIONS=n): 4 on GPUs, 1 on CPU devices
+#endif
 
 inline uchar fold(uchar c, uint ignore_case) {
   return (ignore_case && c >= (uchar)'A' && c <= (uchar)'Z') ? (uchar)(c + 32) : c;
@@ -35,25 +41,40 @@ inline uint child(uint node, uchar c, __global const ulong* keys,
   }
 }
 
+inline void report(uint node, uint p, uint depth, uint overlap, __global const uint* node_pattern,
+                   __global uint2* out, uint capacity, __global uint* total, uint locate,
+                   __global uint* pattern_counts, uint count_patterns) {
+  uint id = node_pattern[node];
+  if (id != NO_PATTERN && p + depth > overlap) {
+    uint slot = atomic_inc(total);
+    if (locate && slot < capacity) out[slot] = (uint2)(p, id);
+    if (count_patterns) atomic_inc(&pattern_counts[id]);
+  }
+}
+
 __kernel void scan(__global const uchar* text, uint size, uint overlap,
                    __global const uint* root_next, __global const ulong* edge_keys,
                    __global const uint* edge_values, uint edge_mask,
                    __global const uint* node_pattern, uint ignore_case,
                    __global uint2* out, uint capacity, __global uint* total, uint locate,
-                   __global uint* pattern_counts, uint count_patterns) {
-  uint p = (uint)get_global_id(0);
-  if (p >= size) return;
-  uint node = root_next[fold(text[p], ignore_case)];
-  uint depth = 1u;
-  while (node != NO_NODE) {
-    uint id = node_pattern[node];
-    if (id != NO_PATTERN && p + depth > overlap) {
-      uint slot = atomic_inc(total);
-      if (locate && slot < capacity) out[slot] = (uint2)(p, id);
-      if (count_patterns) atomic_inc(&pattern_counts[id]);
+                   __global uint* pattern_counts, uint count_patterns,
+                   __global const uint* root_pairs) {
+  uint first = (uint)get_global_id(0) * POSITIONS;
+  for (uint k = 0u; k < POSITIONS; ++k) {
+    uint p = first + k;
+    if (p >= size) return;
+    uchar c0 = fold(text[p], ignore_case);
+    uint node = root_next[c0];
+    if (node == NO_NODE) continue;
+    report(node, p, 1u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+    if (p + 1u >= size) continue;
+    node = root_pairs[((uint)c0 << 8) | (uint)fold(text[p + 1u], ignore_case)];
+    uint depth = 2u;
+    while (node != NO_NODE) {
+      report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+      if (p + depth >= size) break;
+      node = child(node, fold(text[p + depth], ignore_case), edge_keys, edge_values, edge_mask);
+      ++depth;
     }
-    if (p + depth >= size) break;
-    node = child(node, fold(text[p + depth], ignore_case), edge_keys, edge_values, edge_mask);
-    ++depth;
   }
 }

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Stages what a run on the GPU machine needs into .device/ (ignored by git, named in the
 # device tool's `carry`): the gpufilter binary and test binaries built here, the shared
-# corpus, GNU grep 3.8 (the oracle; the GPU machine has 3.11) and NVIDIA's OpenCL set-up.
-# Then, on the GPU machine, from the repository root:  bash .device/gpu-run.sh
-# (GPU_BENCH=1 adds a rough whole-process timing over a 4 GB file.)
+# corpus, GNU grep 3.8 (the oracle; the GPU machine has 3.11), NVIDIA's OpenCL set-up,
+# and the benchmark's tools with the libraries that machine lacks (bench/, ripgrep,
+# libhs, libpcre2). Then, on the GPU machine, from the repository root:
+#   bash .device/gpu-run.sh      every test binary against grep 3.8
+#   bash .device/gpu-bench.sh    the bench/run.py table at 16 GB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${GPUFILTER_BUILD_DIR:-build}
 scripts/bootstrap.sh build
-rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text
+rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/bin .device/lib
 grep -qx '.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.device/' >> .git/info/exclude; }
 cp "$build/gpufilter" .device/
 cp "$build"/tests/pipeline/*_test "$build"/tests/cli/*_test .device/tests/
@@ -16,5 +18,8 @@ cp ../shared/corpus/loghub/*.log ../shared/corpus/loghub/*.csv ../shared/corpus/
 cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
-cp scripts/gpu-run.sh .device/gpu-run.sh
+cp scripts/gpu-run.sh scripts/gpu-bench.sh .device/
+cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench .device/bin/
+cp "$(command -v rg)" .device/bin/rg
+cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 .device/lib/
 du -sh .device

@@ -45,27 +45,32 @@ class DeviceScanner::Slot final : public ScanSlot {
 
 DeviceScanner::DeviceScanner(DeviceContext& device, const Matcher& matcher, ScanConfig config)
     : Scanner(matcher.table(), config), device_(device), matcher_(matcher) {
+  try {
+    const std::size_t patterns = config_.count_patterns ? std::max<std::size_t>(1, table_.unique_count()) : 1;
+    pattern_counts_ = cl::Buffer(device_.context(), CL_MEM_READ_WRITE, patterns * sizeof(cl_uint));
+    device_.compute_queue().enqueueFillBuffer(pattern_counts_, cl_uint{0}, 0, patterns * sizeof(cl_uint));
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "allocating pattern counters on " + device_.info().name);
+  }
+  add_slot(make_slot());
+}
+
+std::unique_ptr<ScanSlot> DeviceScanner::make_slot() {
   const auto& context = device_.context();
   try {
-    for (std::size_t i = 0; i < config_.slots; ++i) {
-      auto slot = std::make_unique<Slot>(device_.upload_queue());
-      slot->staging_buffer_ = cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, config_.chunk_bytes);
-      slot->staging_ = static_cast<char*>(device_.upload_queue().enqueueMapBuffer(
-          slot->staging_buffer_, CL_TRUE, CL_MAP_WRITE, 0, config_.chunk_bytes));
-      slot->input_ = cl::Buffer(context, CL_MEM_READ_ONLY, config_.chunk_bytes);
-      slot->output_capacity_ = config_.locate ? std::max(kMinOutput, config_.chunk_bytes / 16) : 1;
-      slot->output_ = cl::Buffer(context, CL_MEM_WRITE_ONLY, slot->output_capacity_ * sizeof(cl_uint2));
-      slot->total_buffer_ = cl::Buffer(context, CL_MEM_READ_WRITE, sizeof(cl_uint));
-      slot->kernel_ = matcher_.new_scan_kernel();
-      add_slot(std::move(slot));
-    }
-    const std::size_t patterns = config_.count_patterns ? std::max<std::size_t>(1, table_.unique_count()) : 1;
-    pattern_counts_ = cl::Buffer(context, CL_MEM_READ_WRITE, patterns * sizeof(cl_uint));
-    device_.compute_queue().enqueueFillBuffer(pattern_counts_, cl_uint{0}, 0, patterns * sizeof(cl_uint));
-    device_.compute_queue().finish();
+    auto slot = std::make_unique<Slot>(device_.upload_queue());
+    slot->staging_buffer_ = cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, config_.chunk_bytes);
+    slot->staging_ = static_cast<char*>(device_.upload_queue().enqueueMapBuffer(
+        slot->staging_buffer_, CL_TRUE, CL_MAP_WRITE, 0, config_.chunk_bytes));
+    slot->input_ = cl::Buffer(context, CL_MEM_READ_ONLY, config_.chunk_bytes);
+    slot->output_capacity_ = config_.locate ? std::max(kMinOutput, config_.chunk_bytes / 16) : 1;
+    slot->output_ = cl::Buffer(context, CL_MEM_WRITE_ONLY, slot->output_capacity_ * sizeof(cl_uint2));
+    slot->total_buffer_ = cl::Buffer(context, CL_MEM_READ_WRITE, sizeof(cl_uint));
+    slot->kernel_ = matcher_.new_scan_kernel();
+    return slot;
   } catch (const cl::Error& e) {
-    rethrow_cl(e, "allocating " + std::to_string(config_.slots) + " scan slots of " +
-                      std::to_string(config_.chunk_bytes) + " bytes on " + device_.info().name);
+    rethrow_cl(e, "allocating a scan slot of " + std::to_string(config_.chunk_bytes) + " bytes on " +
+                      device_.info().name);
   }
 }
 
@@ -93,7 +98,9 @@ void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns) {
   queue.enqueueFillBuffer(slot.total_buffer_, cl_uint{0}, 0, sizeof(cl_uint));
   // A global size rounded up to a fixed multiple (the kernel ignores positions past the
   // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
-  const std::size_t global = (slot.chunk_.size + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
+  const std::size_t positions = matcher_.positions_per_item();
+  const std::size_t items = (slot.chunk_.size + positions - 1) / positions;
+  const std::size_t global = (items + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
   queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange);
 }
 

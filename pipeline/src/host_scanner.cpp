@@ -29,11 +29,7 @@ std::size_t HostScanner::default_threads() {
 HostScanner::HostScanner(const PatternTable& table, ScanConfig config, std::size_t threads)
     : Scanner(table, config), matcher_(table) {
   if (config_.count_patterns) pattern_counts_.assign(table.unique_count(), 0);
-  for (std::size_t i = 0; i < config_.slots; ++i) {
-    auto slot = std::make_unique<Slot>(config_.chunk_bytes);
-    if (config_.count_patterns) slot->counts_.assign(table.unique_count(), 0);
-    add_slot(std::move(slot));
-  }
+  add_slot(make_slot());
   const std::size_t n = std::min(threads == 0 ? default_threads() : threads, config_.slots);
   for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
 }
@@ -73,6 +69,12 @@ void HostScanner::work() {
     slot->done_.store(true, std::memory_order_release);
     slot->done_.notify_one();
   }
+}
+
+std::unique_ptr<ScanSlot> HostScanner::make_slot() {
+  auto slot = std::make_unique<Slot>(config_.chunk_bytes);
+  if (config_.count_patterns) slot->counts_.assign(table_.unique_count(), 0);
+  return slot;
 }
 
 void HostScanner::start(ScanSlot& base) {

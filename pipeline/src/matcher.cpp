@@ -17,10 +17,14 @@ cl::Buffer upload(const cl::Context& context, std::span<const T> data) {
 Matcher::Matcher(const DeviceContext& device, const PatternSet& patterns, MatchOptions options)
     : Matcher(device, PatternTable(patterns, options)) {}
 
-Matcher::Matcher(const DeviceContext& device, PatternTable table) : table_(std::move(table)) {
-  program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"), "-cl-std=CL1.2");
+Matcher::Matcher(const DeviceContext& device, PatternTable table, unsigned positions_per_item)
+    : table_(std::move(table)),
+      positions_per_item_(positions_per_item != 0 ? positions_per_item : device.info().is_gpu ? 4 : 1) {
+  program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"),
+                                  "-cl-std=CL1.2 -DPOSITIONS=" + std::to_string(positions_per_item_) + "u");
   try {
     root_next_ = upload(device.context(), table_.root_next());
+    root_pairs_ = upload(device.context(), table_.root_pairs());
     edge_keys_ = upload(device.context(), table_.edge_keys());
     edge_values_ = upload(device.context(), table_.edge_values());
     node_pattern_ = upload(device.context(), table_.node_pattern());
@@ -37,6 +41,7 @@ cl::Kernel Matcher::new_scan_kernel() const {
   kernel.setArg(6, static_cast<cl_uint>(table_.edge_mask()));
   kernel.setArg(7, node_pattern_);
   kernel.setArg(8, static_cast<cl_uint>(table_.options().ignore_case ? 1 : 0));
+  kernel.setArg(15, root_pairs_);
   return kernel;
 }
 

@@ -11,7 +11,7 @@ namespace gpufilter {
 // The trie is built from the sorted distinct patterns in one pass: each pattern shares
 // its longest common prefix with the previous one and adds nodes only for the rest.
 PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
-    : options_(options), root_next_(256, kNoNode) {
+    : options_(options), root_next_(256, kNoNode), root_pairs_(256 * 256, kNoNode) {
   const std::size_t n = patterns.size();
   std::vector<std::string> folded(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -70,10 +70,19 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
 
   // Root edges go to the direct table, deeper ones to a hash table at most half full.
   std::size_t deep = 0;
+  std::vector<unsigned char> first_byte(node_pattern_.size(), 0);  // of each depth-1 node
+  std::vector<bool> depth_one(node_pattern_.size(), false);
   for (const Edge& e : edges) {
-    if (e.parent == 0) root_next_[e.byte] = e.child;
-    else ++deep;
+    if (e.parent == 0) {
+      root_next_[e.byte] = e.child;
+      first_byte[e.child] = e.byte;
+      depth_one[e.child] = true;
+    } else {
+      ++deep;
+    }
   }
+  for (const Edge& e : edges)
+    if (e.parent != 0 && depth_one[e.parent]) root_pairs_[std::size_t{first_byte[e.parent]} << 8 | e.byte] = e.child;
   const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep * 2));
   edge_mask_ = static_cast<std::uint32_t>(table_size - 1);
   edge_keys_.assign(table_size, kEmptyKey);

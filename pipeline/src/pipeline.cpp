@@ -6,9 +6,23 @@
 #include "gpufilter/pipeline/errors.hpp"
 
 namespace gpufilter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point& mark) {
+  const Clock::time_point now = Clock::now();
+  const double s = std::chrono::duration<double>(now - mark).count();
+  mark = now;
+  return s;
+}
+
+}  // namespace
 
 void Pipeline::deliver_oldest() {
+  Clock::time_point mark = Clock::now();
   ScanSlot& slot = scanner_.complete_oldest();
+  times_.wait_s += seconds_since(mark);
   const Chunk& chunk = slot.chunk();
   bytes_scanned_ += chunk.size - chunk.overlap;
   if (config_.count_lines && chunk.size > chunk.overlap) {
@@ -23,6 +37,7 @@ void Pipeline::deliver_oldest() {
   const bool flush = chunk.flush_after;
   scanner_.release(slot);
   if (flush) sink_.flush();
+  times_.deliver_s += seconds_since(mark);
 }
 
 void Pipeline::drain() {
@@ -54,12 +69,14 @@ InputSummary Pipeline::run(Source& source) {
       const bool waiting = scanner_.in_flight() > 0 || unflushed;
       const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
       Chunker::Status status;
+      Clock::time_point mark = Clock::now();
       try {
         status = chunker.fill(slot->staging(), slot->chunk(), idle);
       } catch (const SourceError& e) {
         read_error = e.what();
         status = Chunker::Status::kEnd;
       }
+      times_.fill_s += seconds_since(mark);
       if (status != Chunker::Status::kChunk) {
         scanner_.release(*slot);
         if (status == Chunker::Status::kEnd) break;
@@ -69,7 +86,7 @@ InputSummary Pipeline::run(Source& source) {
         continue;
       }
       const bool flush_now = slot->chunk().flush_after;
-      if (first_submit_ == std::chrono::steady_clock::time_point{}) first_submit_ = std::chrono::steady_clock::now();
+      if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
       scanner_.submit(*slot);
       if (flush_now) {
         drain();

@@ -20,6 +20,7 @@ void Scanner::add_slot(std::unique_ptr<ScanSlot> slot) {
 }
 
 ScanSlot* Scanner::acquire() {
+  if (free_.empty() && slots_.size() < config_.slots) add_slot(make_slot());
   if (free_.empty()) return nullptr;
   ScanSlot* slot = free_.back();
   free_.pop_back();

@@ -143,13 +143,15 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
   };
   const SetSpec sets[] = {{1, 1}, {1, 300}, {3, 4}, {40, 12}, {300, 300}, {2000, 40}};
   const std::size_t chunk_sizes[] = {64, 100, 1000, 4096};
-  std::size_t checked = 0, occurrences = 0;
+  std::size_t checked = 0, occurrences = 0, matchers = 0;
   for (const Alphabet& a : alphabets()) {
     for (const SetSpec& spec : sets) {
       for (bool ic : {false, true}) {
         const std::string seed_text = random_string(rng, a.chars, 4096);
         const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
-        const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+        // 1, 2 or 4 start positions per work-item (the GPU default is 4, a CPU device's 1).
+        const unsigned positions = 1u << (matchers++ % 3);
+        const Matcher matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}), positions);
         const PatternTable& table = matcher.table();
         for (std::size_t chunk : chunk_sizes) {
           const std::size_t slots = 1 + checked % 3;
@@ -166,7 +168,8 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
             const auto actual = scan_one(scanner, text, overlap);
             ASSERT_EQ(diff(expected, actual), "")
                 << a.name << " count=" << spec.count << " max_len=" << spec.max_len << " ignore_case=" << ic
-                << " chunk=" << chunk << " slots=" << slots << " size=" << size << " overlap=" << overlap;
+                << " chunk=" << chunk << " slots=" << slots << " size=" << size << " overlap=" << overlap
+                << " positions=" << positions;
             ++checked;
             occurrences += expected.size();
           }

@@ -27,6 +27,7 @@ class DeviceScanner final : public Scanner {
 
  private:
   class Slot;
+  std::unique_ptr<ScanSlot> make_slot() override;
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
   void enqueue_scan(Slot& slot, bool count_patterns);

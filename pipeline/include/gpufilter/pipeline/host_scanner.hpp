@@ -29,6 +29,7 @@ class HostScanner final : public Scanner {
 
  private:
   class Slot;
+  std::unique_ptr<ScanSlot> make_slot() override;
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
   void work();

@@ -52,6 +52,9 @@ class PatternTable {
 
   // Device tables.
   std::span<const std::uint32_t> root_next() const noexcept { return root_next_; }
+  // root_pairs()[b0 << 8 | b1]: the node two bytes below the root (kNoNode if none), so
+  // the kernel takes its first two steps without the hash table.
+  std::span<const std::uint32_t> root_pairs() const noexcept { return root_pairs_; }
   std::span<const std::uint64_t> edge_keys() const noexcept { return edge_keys_; }
   std::span<const std::uint32_t> edge_values() const noexcept { return edge_values_; }
   std::uint32_t edge_mask() const noexcept { return edge_mask_; }
@@ -82,6 +85,7 @@ class PatternTable {
   bool has_nul_ = false;
   std::size_t max_length_ = 0;
   std::vector<std::uint32_t> root_next_;
+  std::vector<std::uint32_t> root_pairs_;
   std::vector<std::uint64_t> edge_keys_;
   std::vector<std::uint32_t> edge_values_;
   std::uint32_t edge_mask_ = 0;

@@ -41,6 +41,13 @@ class Pipeline {
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }
   std::uint64_t lines_seen() const noexcept { return lines_seen_; }
+  // Where the pipeline thread's time went, over every input so far (--stats).
+  struct Times {
+    double fill_s = 0;     // reading and cutting chunks into slots
+    double wait_s = 0;     // waiting for the engine to finish the oldest chunk
+    double deliver_s = 0;  // grep's line rules and the sink
+  };
+  const Times& times() const noexcept { return times_; }
   // When the first chunk of any input was submitted (the end of start-up); zero before.
   std::chrono::steady_clock::time_point first_submit() const noexcept { return first_submit_; }
 
@@ -57,6 +64,7 @@ class Pipeline {
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;
   std::chrono::steady_clock::time_point first_submit_{};
+  Times times_;
 };
 
 }  // namespace gpufilter

@@ -58,13 +58,14 @@ class Scanner {
   Scanner& operator=(const Scanner&) = delete;
 
   std::size_t chunk_bytes() const noexcept { return config_.chunk_bytes; }
-  std::size_t slot_count() const noexcept { return slots_.size(); }
+  std::size_t slot_count() const noexcept { return config_.slots; }
   const PatternTable& table() const noexcept { return table_; }
   bool locates() const noexcept { return config_.locate; }
   // "gpu" for the OpenCL device, "cpu" for the host engine.
   virtual std::string_view engine() const noexcept = 0;
 
-  // A free slot, or nullptr when every slot is in flight (complete one first).
+  // A free slot, or nullptr when every slot is in flight (complete one first). Slots are
+  // made when first needed, so start-up pays for one only.
   ScanSlot* acquire();
   // Starts scanning the slot's chunk. Does not wait.
   void submit(ScanSlot& slot);
@@ -81,6 +82,8 @@ class Scanner {
 
  protected:
   Scanner(const PatternTable& table, ScanConfig config);
+  // A new slot with chunk_bytes() of staging; derived constructors make the first one.
+  virtual std::unique_ptr<ScanSlot> make_slot() = 0;
   void add_slot(std::unique_ptr<ScanSlot> slot);
   // Begins scanning slot.chunk() (never empty).
   virtual void start(ScanSlot& slot) = 0;
