@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "gpufilter/pipeline/errors.hpp"
 
@@ -13,6 +14,39 @@ constexpr std::size_t kLaunchMultiple = 4096;
 
 [[noreturn]] void rethrow_cl(const cl::Error& e, const std::string& what) {
   throw DeviceError(e.what(), e.err(), what);
+}
+
+// Puts the kernel's occurrences (written in no particular order) into PatternTable::before
+// order: a stable LSD radix sort on the position, 11 bits a pass, then each run of equal
+// positions longest first. Linear, where a comparison sort of a match-dense chunk's
+// million occurrences cost more than scanning it.
+void sort_occurrences(std::vector<Occurrence>& v, std::vector<Occurrence>& tmp, const PatternTable& table) {
+  if (v.size() < 512) {
+    std::sort(v.begin(), v.end(), [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
+    return;
+  }
+  std::uint32_t max_position = 0;
+  for (const Occurrence& o : v) max_position = std::max(max_position, o.position);
+  constexpr unsigned kBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  tmp.resize(v.size());
+  for (unsigned shift = 0; shift == 0 || (max_position >> shift) != 0; shift += kBits) {
+    std::size_t count[kBuckets] = {};
+    for (const Occurrence& o : v) ++count[(o.position >> shift) & (kBuckets - 1)];
+    std::size_t sum = 0;
+    for (std::size_t& c : count) sum += std::exchange(c, sum);
+    for (const Occurrence& o : v) tmp[count[(o.position >> shift) & (kBuckets - 1)]++] = o;
+    v.swap(tmp);
+    if (shift + kBits >= 32) break;
+  }
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i + 1;
+    while (j < v.size() && v[j].position == v[i].position) ++j;
+    if (j - i > 1)
+      std::sort(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(j),
+                [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
+    i = j;
+  }
 }
 
 }  // namespace
@@ -144,8 +178,7 @@ void DeviceScanner::finish(ScanSlot& base, bool collect) {
   } catch (const cl::Error& e) {
     rethrow_cl(e, "scanning chunk " + std::to_string(slot.chunk_.seq));
   }
-  std::sort(slot.occurrences_.begin(), slot.occurrences_.end(),
-            [&](const Occurrence& a, const Occurrence& b) { return table_.before(a, b); });
+  sort_occurrences(slot.occurrences_, sort_buffer_, table_);
 }
 
 double DeviceScanner::rescan_resident(ScanSlot& base, unsigned times) {

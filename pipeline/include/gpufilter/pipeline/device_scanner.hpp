@@ -35,6 +35,7 @@ class DeviceScanner final : public Scanner {
   DeviceContext& device_;
   const Matcher& matcher_;
   cl::Buffer pattern_counts_;
+  std::vector<Occurrence> sort_buffer_;
 };
 
 }  // namespace gpufilter
