@@ -10,6 +10,10 @@ namespace gpufilter {
 namespace {
 
 constexpr std::size_t kMinOutput = 4096;  // located occurrences a slot holds at first
+// Occurrences read back with the count, in the same chain: a chunk with no more than
+// this many (rare matches) needs no second read. A later read has to go through a queue
+// of its own, since the compute queue holds the later chunks' scans.
+constexpr std::size_t kEarlyRead = 4096;
 constexpr std::size_t kLaunchMultiple = 4096;
 
 [[noreturn]] void rethrow_cl(const cl::Error& e, const std::string& what) {
@@ -80,6 +84,7 @@ class DeviceScanner::Slot final : public ScanSlot {
 DeviceScanner::DeviceScanner(DeviceContext& device, const Matcher& matcher, ScanConfig config)
     : Scanner(matcher.table(), config), device_(device), matcher_(matcher) {
   try {
+    readback_ = cl::CommandQueue(device_.context(), device_.device());
     const std::size_t patterns = config_.count_patterns ? std::max<std::size_t>(1, table_.unique_count()) : 1;
     pattern_counts_ = cl::Buffer(device_.context(), CL_MEM_READ_WRITE, patterns * sizeof(cl_uint));
     device_.compute_queue().enqueueFillBuffer(pattern_counts_, cl_uint{0}, 0, patterns * sizeof(cl_uint));
@@ -110,6 +115,7 @@ std::unique_ptr<ScanSlot> DeviceScanner::make_slot() {
 
 DeviceScanner::~DeviceScanner() {
   try {
+    readback_.finish();
     device_.upload_queue().finish();
     device_.compute_queue().finish();
   } catch (const cl::Error&) {
@@ -150,8 +156,15 @@ void DeviceScanner::start(ScanSlot& base) {
     auto& queue = device_.compute_queue();
     queue.enqueueBarrierWithWaitList(&wait);
     enqueue_scan(slot, config_.count_patterns);
-    queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_, nullptr,
-                            &slot.done_);
+    if (config_.locate) {
+      queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_);
+      slot.occurrences_.resize(std::min(kEarlyRead, slot.output_capacity_));
+      queue.enqueueReadBuffer(slot.output_, CL_FALSE, 0, slot.occurrences_.size() * sizeof(Occurrence),
+                              slot.occurrences_.data(), nullptr, &slot.done_);
+    } else {
+      queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_, nullptr,
+                              &slot.done_);
+    }
     queue.flush();
   } catch (const cl::Error& e) {
     rethrow_cl(e, "submitting chunk " + std::to_string(slot.chunk_.seq));
@@ -164,17 +177,25 @@ void DeviceScanner::finish(ScanSlot& base, bool collect) {
     slot.done_.wait();
     const std::size_t total = slot.total_device_;
     slot.total_ = total;
-    if (!collect || !config_.locate || total == 0) return;
-    auto& queue = device_.compute_queue();
+    const std::size_t early = slot.occurrences_.size();
+    slot.occurrences_.resize(collect && config_.locate ? total : 0);
+    if (!collect || !config_.locate || total <= early) {
+      if (total > 0) sort_occurrences(slot.occurrences_, sort_buffer_, table_);
+      return;
+    }
     if (total > slot.output_capacity_) {
       // More occurrences than the buffer holds: grow it to fit them all and rescan the
       // chunk, which is still on the device. Counted once: the rescan does not count.
       slot.output_capacity_ = total;
       slot.output_ = cl::Buffer(device_.context(), CL_MEM_WRITE_ONLY, total * sizeof(cl_uint2));
       enqueue_scan(slot, false);
+      device_.compute_queue().enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence),
+                                                slot.occurrences_.data());
+    } else {
+      // The rest, through the read-back queue: the scan is done (done_ waited for it).
+      readback_.enqueueReadBuffer(slot.output_, CL_TRUE, early * sizeof(Occurrence),
+                                  (total - early) * sizeof(Occurrence), slot.occurrences_.data() + early);
     }
-    slot.occurrences_.resize(total);
-    queue.enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence), slot.occurrences_.data());
   } catch (const cl::Error& e) {
     rethrow_cl(e, "scanning chunk " + std::to_string(slot.chunk_.seq));
   }
@@ -192,6 +213,23 @@ double DeviceScanner::rescan_resident(ScanSlot& base, unsigned times) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   } catch (const cl::Error& e) {
     rethrow_cl(e, "rescanning chunk " + std::to_string(slot.chunk_.seq));
+  }
+}
+
+double DeviceScanner::time_uploads(ScanSlot& base, unsigned times, bool buffer_copy) {
+  auto& slot = static_cast<Slot&>(base);
+  try {
+    auto& queue = device_.upload_queue();
+    queue.finish();
+    const auto begin = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < times; ++i) {
+      if (buffer_copy) queue.enqueueCopyBuffer(slot.staging_buffer_, slot.input_, 0, 0, slot.chunk_.size);
+      else queue.enqueueWriteBuffer(slot.input_, CL_FALSE, 0, slot.chunk_.size, slot.staging_);
+    }
+    queue.finish();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  } catch (const cl::Error& e) {
+    rethrow_cl(e, "uploading chunk " + std::to_string(slot.chunk_.seq));
   }
 }
 

@@ -64,7 +64,7 @@ WorkerPool& WorkerPool::shared() {
 }
 
 const char* find_byte(WorkerPool& pool, const char* data, std::size_t size, char byte) {
-  constexpr std::size_t kPiece = 2u << 20;  // below this, one memchr is quicker than a hand-off
+  constexpr std::size_t kPiece = 1u << 20;  // below this, one memchr is quicker than a hand-off
   if (size < 2 * kPiece || pool.width() == 1) return static_cast<const char*>(std::memchr(data, byte, size));
   const std::size_t pieces = std::min(pool.width(), size / kPiece);
   const std::size_t step = (size + pieces - 1) / pieces;

@@ -59,7 +59,7 @@ int pread_full(int fd, char* dst, std::size_t size, std::uint64_t offset, std::s
 std::size_t FileSource::read(std::span<char> dst) {
   // A large read of a regular file is copied out of the page cache by several threads:
   // one thread's copy runs well below what the device link takes.
-  constexpr std::size_t kPiece = 2u << 20;
+  constexpr std::size_t kPiece = 1u << 20;
   WorkerPool& pool = WorkerPool::shared();
   if (regular_ && dst.size() >= 2 * kPiece && pool.width() > 1) {
     const std::size_t pieces = std::min(pool.width(), dst.size() / kPiece);

@@ -1,7 +1,9 @@
 // DeviceScanner: the OpenCL engine. Each slot has pinned host staging
 // (CL_MEM_ALLOC_HOST_PTR, mapped once), device input and output buffers, and the event
-// that ends its upload -> scan -> count read-back chain. Uploads and scans run on two
-// queues, so the upload of chunk N+1 overlaps the scan of chunk N.
+// that ends its upload -> scan -> read-back chain (the count and the first occurrences).
+// Uploads and scans run on two queues, so the upload of chunk N+1 overlaps the scan of
+// chunk N; a chunk with many occurrences reads the rest through a third queue, so that
+// it never waits behind the scans of the chunks submitted after it.
 #pragma once
 
 #include <CL/opencl.hpp>
@@ -24,6 +26,10 @@ class DeviceScanner final : public Scanner {
   // Benchmarking: scans the chunk last submitted in `slot` again, `times` times, from the
   // copy already on the device (no upload, no read-back), and waits. Returns seconds.
   double rescan_resident(ScanSlot& slot, unsigned times);
+  // Benchmarking: uploads the slot's chunk from its pinned staging `times` times and waits.
+  // `buffer_copy`: as a buffer-to-buffer copy instead of a write from the mapped pointer.
+  // Returns seconds.
+  double time_uploads(ScanSlot& slot, unsigned times, bool buffer_copy);
 
  private:
   class Slot;
@@ -35,6 +41,7 @@ class DeviceScanner final : public Scanner {
   DeviceContext& device_;
   const Matcher& matcher_;
   cl::Buffer pattern_counts_;
+  cl::CommandQueue readback_;  // large occurrence read-backs, behind no later chunk's scan
   std::vector<Occurrence> sort_buffer_;
 };
 
