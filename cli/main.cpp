@@ -37,7 +37,7 @@ Clock::time_point g_started;  // main() entry, for --stats
 // the smallest sets, where the GPU's throughput is bounded by the host-to-device link and
 // the host's copies (docs/PERFORMANCE.md has the measurements behind both numbers).
 constexpr std::size_t kHostOnCpuDevice = 10'000;
-constexpr std::size_t kHostOnGpu = 0;
+constexpr std::size_t kHostOnGpu = 10;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -109,6 +109,7 @@ int search(cli::Options& o) {
     if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
   }
   const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec);
+  const Clock::time_point device_start = Clock::now();
   std::optional<DeviceContext> device;
   if (!host_engine) device.emplace(spec);
   const Clock::time_point build_start = Clock::now();
@@ -116,6 +117,7 @@ int search(cli::Options& o) {
   const Clock::time_point table_built = Clock::now();
   std::optional<Matcher> matcher;
   if (device) matcher.emplace(*device, std::move(table));
+  const Clock::time_point matcher_built = Clock::now();
   const PatternTable& patterns = matcher ? matcher->table() : table;
 
   const bool several = o.files.size() > 1;
@@ -236,13 +238,15 @@ int search(cli::Options& o) {
     const double scan_s = ms_between(first, end) / 1000;
     std::fprintf(stderr,
                  "gpufilter-stats: {\"engine\":\"%s\",\"device\":%s,\"patterns\":%zu,\"unique_patterns\":%zu,"
-                 "\"build_ms\":%.3f,\"table_ms\":%.3f,\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
+                 "\"device_ms\":%.3f,\"build_ms\":%.3f,\"table_ms\":%.3f,\"matcher_ms\":%.3f,\"engine_ms\":%.3f,"
+                 "\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
                  "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu,\"fill_s\":%.6f,\"wait_s\":%.6f,"
                  "\"deliver_s\":%.6f}\n",
                  std::string(scanner.engine()).c_str(),
                  json_string(device ? device->info().name : "host (Hyperscan)").c_str(), patterns.pattern_count(),
-                 patterns.unique_count(), ms_between(build_start, build_end), ms_between(build_start, table_built),
-                 ms_between(g_started, first),
+                 patterns.unique_count(), ms_between(device_start, build_start), ms_between(build_start, build_end),
+                 ms_between(build_start, table_built), ms_between(table_built, matcher_built),
+                 ms_between(matcher_built, build_end), ms_between(g_started, first),
                  static_cast<unsigned long long>(bytes_read), scan_s,
                  scan_s > 0 ? static_cast<double>(bytes_read) / scan_s / 1e9 : 0.0, ms_between(g_started, end) / 1000,
                  scanner.chunk_bytes(), scanner.slot_count(), pipeline.times().fill_s, pipeline.times().wait_s,
