@@ -34,10 +34,12 @@ Clock::time_point g_started;  // main() entry, for --stats
 
 // --engine=auto: the host engine (Hyperscan on every core) is faster than a CPU OpenCL
 // device such as PoCL for sets up to kHostOnCpuDevice literals, and faster than a GPU for
-// the smallest sets, where the GPU's throughput is bounded by the host-to-device link and
-// the host's copies (docs/PERFORMANCE.md has the measurements behind both numbers).
+// a single literal (34 against 25 GB/s steady on the H200; at 10 literals the GPU leads),
+// where the GPU's throughput is bounded by the host's copies and the link. At or below
+// kHostOnGpu the OpenCL platforms are not even asked: starting NVIDIA's driver alone
+// costs about 200 ms. docs/PERFORMANCE.md has the measurements.
 constexpr std::size_t kHostOnCpuDevice = 10'000;
-constexpr std::size_t kHostOnGpu = 10;
+constexpr std::size_t kHostOnGpu = 1;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -57,6 +59,7 @@ std::string json_string(std::string_view s) {
 // this device and pattern count. `device` is left empty when no OpenCL device is needed.
 bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec) {
   if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
+  if (patterns <= kHostOnGpu && spec.empty()) return true;
   try {
     const DeviceInfo info = find_device(spec);
     return patterns <= (info.is_gpu ? kHostOnGpu : kHostOnCpuDevice);
@@ -252,8 +255,12 @@ int search(cli::Options& o) {
                  scanner.chunk_bytes(), scanner.slot_count(), pipeline.times().fill_s, pipeline.times().wait_s,
                  pipeline.times().deliver_s);
   }
-  if (trouble && !(o.quiet && selected)) return kTrouble;
-  return selected ? 0 : 1;
+  const int status = trouble && !(o.quiet && selected) ? kTrouble : selected ? 0 : 1;
+  // Everything is written. Releasing the OpenCL context and its pinned memory one object
+  // at a time takes NVIDIA's driver about 0.1 s; the process is ending, so leave it to the
+  // operating system, as it would after a crash.
+  if (device) std::_Exit(status);
+  return status;
 }
 
 }  // namespace
