@@ -6,7 +6,7 @@
 set -u
 cd .device
 sh opencl-setup.sh
-export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$PWD/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}  # libhs, libpcre2: staged
 echo "=== gpufilter --list-devices"; ./gpufilter --list-devices
 export GPUFILTER_BIN=$PWD/gpufilter GPUFILTER_GREP=$PWD/grep GPUFILTER_CORPUS_DIR=$PWD/corpus
 ./grep --version | head -1
