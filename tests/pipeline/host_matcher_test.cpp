@@ -25,6 +25,7 @@ using gpufilter::MatchOptions;
 using gpufilter::Occurrence;
 using gpufilter::PatternSet;
 using gpufilter::PatternTable;
+using gpufilter::test::random_patterns;
 using gpufilter::test::random_string;
 using namespace std::string_literals;
 
@@ -92,34 +93,6 @@ void check_all_modes(const PatternSet& patterns, const PatternTable& table, cons
   EXPECT_EQ(m.scan(text.data(), text.size(), overlap, scratch, nullptr, nullptr), expected.size()) << what;
 }
 
-// Random literals: some drawn from `text` (so long ones occur), some random, some
-// duplicates (and case variants of earlier ones). '\n' and NUL stay when the alphabet has them.
-PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
-                           const std::string& text) {
-  PatternSet p;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<std::string> made;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double x = u(rng);
-    std::string s;
-    if (!made.empty() && x < 0.08) {
-      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];
-      for (char& c : s)
-        if (c >= 'a' && c <= 'z' && u(rng) < 0.3) c = static_cast<char>(c - 32);
-    } else if (!text.empty() && x < 0.45) {
-      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
-      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
-      s = text.substr(at, len);
-    } else {
-      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(5, max_len) : max_len;
-      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
-    }
-    made.push_back(s);
-    p.add(s);
-  }
-  return p;
-}
-
 struct Alphabet {
   const char* name;
   std::string chars;
@@ -147,7 +120,7 @@ TEST(HostMatcher, RandomPatternSetsMatchReference) {
     for (const SetSpec& spec : sets) {
       for (bool ic : {false, true}) {
         const std::string seed_text = random_string(rng, a.chars, 4096);
-        const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
+        const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text, true);
         const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
         const HostMatcher matcher(table);
         auto scratch = matcher.new_scratch();
@@ -178,7 +151,7 @@ TEST(HostMatcher, AllModesAgreeOnDenseInput) {
   std::mt19937 rng(11);
   for (bool ic : {false, true}) {
     const std::string seed_text = random_string(rng, "abAB\0\n"s, 3000);
-    const PatternSet patterns = random_patterns(rng, "abAB\0\n"s, 200, 30, seed_text);
+    const PatternSet patterns = random_patterns(rng, "abAB\0\n"s, 200, 30, seed_text, true);
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
     const HostMatcher matcher(table);
     auto scratch = matcher.new_scratch();

@@ -63,37 +63,8 @@ std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& act
          show(actual, i);
 }
 
+using gpufilter::test::random_patterns;
 using gpufilter::test::random_string;
-
-// Random literals: some drawn from `text` (so long ones occur), some random, some
-// duplicates (and case variants of earlier ones).
-PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
-                           const std::string& text) {
-  PatternSet p;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<std::string> made;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double x = u(rng);
-    std::string s;
-    if (!made.empty() && x < 0.08) {
-      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];
-      for (char& c : s)
-        if (c >= 'a' && c <= 'z' && u(rng) < 0.3) c = static_cast<char>(c - 32);
-    } else if (!text.empty() && x < 0.45) {
-      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
-      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
-      s = text.substr(at, len);
-    } else {
-      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(5, max_len) : max_len;
-      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
-    }
-    s.erase(std::remove(s.begin(), s.end(), '\n'), s.end());
-    if (s.empty()) s.assign(1, 'a');
-    made.push_back(s);
-    p.add(s);
-  }
-  return p;
-}
 
 // Scans `text` as one chunk in a free slot and returns its occurrences.
 std::vector<Pair> scan_one(Scanner& scanner, const std::string& text, std::size_t overlap, std::uint64_t seq = 0,

@@ -48,6 +48,34 @@ std::string random_string(std::mt19937& rng, const std::string& alphabet, std::s
   return s;
 }
 
+PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
+                           const std::string& text, bool keep_newlines) {
+  PatternSet p;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::string> made;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double x = u(rng);
+    std::string s;
+    if (!made.empty() && x < 0.08) {
+      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];
+      for (char& c : s)
+        if (c >= 'a' && c <= 'z' && u(rng) < 0.3) c = static_cast<char>(c - 32);
+    } else if (!text.empty() && x < 0.45) {
+      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
+      s = text.substr(at, len);
+    } else {
+      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(5, max_len) : max_len;
+      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
+    }
+    if (!keep_newlines) s.erase(std::remove(s.begin(), s.end(), '\n'), s.end());
+    if (s.empty()) s.assign(1, 'a');
+    made.push_back(s);
+    p.add(s);
+  }
+  return p;
+}
+
 std::string gpufilter_binary() { return setting("GPUFILTER_BIN", GPUFILTER_BINARY); }
 std::string grep_binary() { return setting("GPUFILTER_GREP", "/bin/grep"); }
 

@@ -12,6 +12,7 @@
 
 #include "gpufilter/pipeline/device.hpp"
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/pattern_set.hpp"
 #include "gpufilter/pipeline/sink.hpp"
 #include "gpufilter/pipeline/source.hpp"
 
@@ -29,6 +30,13 @@ namespace gpufilter::test {
 
 // `length` bytes drawn uniformly from `alphabet`.
 std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length);
+
+// `count` random literals for differential tests of the matchers: some cut from `text` (so
+// long ones occur), most short random strings over `alphabet`, some duplicates or case
+// variants of earlier ones. '\n' is dropped unless `keep_newlines` (line-oriented callers
+// never see it in a pattern); no pattern is empty.
+PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
+                           const std::string& text, bool keep_newlines = false);
 
 // Path of a file in ../shared/corpus (e.g. "loghub/OpenSSH_2k.log").
 std::string corpus_path(std::string_view relative);
