@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/pipeline/read_ahead.hpp"
 
 namespace gpufilter {
 namespace {
@@ -44,6 +45,85 @@ void Pipeline::drain() {
   while (scanner_.in_flight() > 0) deliver_oldest();
 }
 
+// A regular file: the ReadAhead thread fills up to kReadAhead slots ahead; this thread
+// submits them in order and delivers results whenever every slot is taken.
+void Pipeline::read_file(Chunker& chunker, const std::string& name, std::string& read_error) {
+  constexpr std::size_t kReadAhead = 2;
+  ReadAhead ahead(chunker);
+  // Every slot the reader holds comes back to the scanner, whatever ends the loop.
+  auto reclaim = [&] {
+    while (ahead.held() > 0) scanner_.release(*ahead.take().slot);
+  };
+  try {
+    while (!stopped_ || config_.scan_to_end) {
+      while (ahead.held() < kReadAhead) {
+        ScanSlot* slot = scanner_.acquire();
+        if (slot == nullptr) break;
+        ahead.give(*slot);
+      }
+      if (ahead.held() == 0) {
+        deliver_oldest();
+        continue;
+      }
+      Clock::time_point mark = Clock::now();
+      ReadAhead::Filled filled = ahead.take();
+      times_.fill_s += seconds_since(mark);
+      if (filled.status != Chunker::Status::kChunk) {
+        scanner_.release(*filled.slot);
+        if (!filled.failure.empty()) throw Error("reading " + name + ": " + filled.failure);
+        read_error = std::move(filled.read_error);
+        break;
+      }
+      if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
+      scanner_.submit(*filled.slot);
+    }
+  } catch (...) {
+    reclaim();
+    throw;
+  }
+  reclaim();
+}
+
+// A stream: read between deliveries, never blocking on a quiet input while results or
+// output are waiting; a partial chunk is cut after the batch timeout (Chunker).
+void Pipeline::read_stream(Chunker& chunker, std::string& read_error) {
+  bool unflushed = false;  // lines may sit in the sink's buffer
+  while (!stopped_ || config_.scan_to_end) {
+    ScanSlot* slot = scanner_.acquire();
+    if (slot == nullptr) {
+      deliver_oldest();
+      unflushed = true;
+      continue;
+    }
+    const bool waiting = scanner_.in_flight() > 0 || unflushed;
+    const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
+    Chunker::Status status;
+    Clock::time_point mark = Clock::now();
+    try {
+      status = chunker.fill(slot->staging(), slot->chunk(), idle);
+    } catch (const SourceError& e) {
+      read_error = e.what();
+      status = Chunker::Status::kEnd;
+    }
+    times_.fill_s += seconds_since(mark);
+    if (status != Chunker::Status::kChunk) {
+      scanner_.release(*slot);
+      if (status == Chunker::Status::kEnd) return;
+      drain();  // kIdle: the input is quiet
+      sink_.flush();
+      unflushed = false;
+      continue;
+    }
+    const bool flush_now = slot->chunk().flush_after;
+    if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
+    scanner_.submit(*slot);
+    if (flush_now) {
+      drain();
+      unflushed = false;
+    }
+  }
+}
+
 InputSummary Pipeline::run(Source& source) {
   stopped_ = false;
   open_line_ = false;
@@ -57,42 +137,8 @@ InputSummary Pipeline::run(Source& source) {
 
   std::string read_error;
   try {
-    bool unflushed = false;  // lines may sit in the sink's buffer
-    while (!stopped_ || config_.scan_to_end) {
-      ScanSlot* slot = scanner_.acquire();
-      if (slot == nullptr) {
-        deliver_oldest();
-        unflushed = true;
-        continue;
-      }
-      // Never block on a quiet input while results or output are waiting.
-      const bool waiting = scanner_.in_flight() > 0 || unflushed;
-      const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
-      Chunker::Status status;
-      Clock::time_point mark = Clock::now();
-      try {
-        status = chunker.fill(slot->staging(), slot->chunk(), idle);
-      } catch (const SourceError& e) {
-        read_error = e.what();
-        status = Chunker::Status::kEnd;
-      }
-      times_.fill_s += seconds_since(mark);
-      if (status != Chunker::Status::kChunk) {
-        scanner_.release(*slot);
-        if (status == Chunker::Status::kEnd) break;
-        drain();  // kIdle: the input is quiet
-        sink_.flush();
-        unflushed = false;
-        continue;
-      }
-      const bool flush_now = slot->chunk().flush_after;
-      if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
-      scanner_.submit(*slot);
-      if (flush_now) {
-        drain();
-        unflushed = false;
-      }
-    }
+    if (source.is_regular_file()) read_file(chunker, source.name(), read_error);
+    else read_stream(chunker, read_error);
     if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
     else drain();
     if (open_line_) ++lines_seen_;  // the input ended without a final newline

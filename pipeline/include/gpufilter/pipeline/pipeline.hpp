@@ -3,13 +3,16 @@
 //   Source -> Chunker -> ScanSlot (pinned upload, >= 2 in flight) -> scan kernel
 //          -> occurrences, in submission order -> Searcher (grep line rules) -> Sink
 //
-// One pipeline thread: while the engine scans the chunks in flight (on the device, or on
-// host workers), it reads the next one (a large read of a regular file is copied by
-// several threads, WorkerPool). Chunks complete in the order they were submitted (seq).
+// One pipeline thread submits chunks and delivers results while the engine scans the
+// chunks in flight (on the device, or on host workers). A regular file is read ahead by a
+// ReadAhead thread (whose large reads are split over a WorkerPool); a stream, which can
+// stall, is read by the pipeline thread itself between deliveries, so that a quiet input
+// never holds back a complete line. Chunks complete in the order they were submitted.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gpufilter/pipeline/chunker.hpp"
@@ -43,7 +46,7 @@ class Pipeline {
   std::uint64_t lines_seen() const noexcept { return lines_seen_; }
   // Where the pipeline thread's time went, over every input so far (--stats).
   struct Times {
-    double fill_s = 0;     // reading and cutting chunks into slots
+    double fill_s = 0;     // reading and cutting chunks into slots (a file: waiting for them)
     double wait_s = 0;     // waiting for the engine to finish the oldest chunk
     double deliver_s = 0;  // grep's line rules and the sink
   };
@@ -54,6 +57,8 @@ class Pipeline {
  private:
   void deliver_oldest();
   void drain();
+  void read_file(Chunker& chunker, const std::string& name, std::string& read_error);
+  void read_stream(Chunker& chunker, std::string& read_error);
 
   Scanner& scanner_;
   Searcher& searcher_;
