@@ -60,9 +60,9 @@ GPU and streaming:
       --device=SPEC         gpu, cpu, or PLATFORM:DEVICE from --list-devices
                             (default: $GPUFILTER_DEVICE, else the first GPU,
                             else the first CPU device)
-      --chunk-size=SIZE     bytes per device chunk (K, M, G suffixes)
-      --slots=N             chunks in flight at once (default 3 on a device,
-                            cores + 2 on the host engine)
+      --chunk-size=SIZE     bytes per chunk (K, M, G suffixes)
+      --slots=N             chunks in flight at once (default 4 on a GPU,
+                            3 on a CPU device, cores + 2 on the host engine)
       --engine=ENGINE       auto, gpu (the OpenCL device) or cpu (Hyperscan
                             on the host threads); auto picks by device and
                             pattern count (docs/PERFORMANCE.md)
