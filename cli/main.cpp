@@ -1,6 +1,7 @@
 // gpufilter: grep -F whose matching runs on the GPU. main() is the one place that maps
 // errors to messages and grep's exit statuses (0 selected, 1 none, 2 trouble).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,14 +33,33 @@ constexpr int kTrouble = 2;
 using Clock = std::chrono::steady_clock;
 Clock::time_point g_started;  // main() entry, for --stats
 
-// --engine=auto: the host engine (Hyperscan on every core) is faster than a CPU OpenCL
-// device such as PoCL for sets up to kHostOnCpuDevice literals, and faster than a GPU for
-// a single literal: on the H200, 0.51 s for 17 GB against 0.73 s, because the GPU path's
-// start-up (~250 ms, mostly NVIDIA's driver) outweighs its higher steady state; from 10
-// literals the GPU leads. At or below kHostOnGpu the OpenCL platforms are not even
-// asked. docs/PERFORMANCE.md has the measurements.
-constexpr std::size_t kHostOnCpuDevice = 10'000;
+// --engine=auto. The host engine (Hyperscan on every core) is faster than a CPU OpenCL
+// device such as PoCL for sets up to kHostMaxPatterns literals. On a GPU the OpenCL path
+// has a fixed cost of about 0.4 s (NVIDIA's driver start-up and exit) that its higher
+// steady state repays only over large inputs: on the H200 with 16 cores, 17 GB with 100
+// literals took 0.80 s on the host engine and 0.84 s on the GPU. So up to
+// kHostMaxPatterns literals a GPU is used only for regular files of at least kGpuMinBytes
+// in all, and never for a single literal (0.51 s against 0.73 s for those 17 GB), nor for
+// streams, where the host engine's 3 ms start-up also keeps the latency low. Larger sets
+// always go to the device: Hyperscan's compile and scan slow down sharply past them.
+// At or below kHostOnGpu the OpenCL platforms are not even asked.
+// docs/PERFORMANCE.md has the measurements.
+constexpr std::size_t kHostMaxPatterns = 10'000;
 constexpr std::size_t kHostOnGpu = 1;
+constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
+
+// The total size of the inputs when every one is a regular file; nothing for a stream.
+std::optional<std::uint64_t> regular_input_bytes(const std::vector<std::string>& files) {
+  std::uint64_t total = 0;
+  for (const std::string& file : files) {
+    struct stat st {};
+    const int rc = file == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(file.c_str(), &st);
+    if (rc != 0) continue;  // reported when it is opened
+    if (!S_ISREG(st.st_mode)) return std::nullopt;
+    total += static_cast<std::uint64_t>(st.st_size);
+  }
+  return total;
+}
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -56,13 +76,16 @@ std::string json_string(std::string_view s) {
 }
 
 // True when this run takes the host engine: asked for, or expected to be fastest for this
-// device and pattern count, or the only one there is (no OpenCL platform at all).
-bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec) {
+// device, pattern count and input, or the only one there is (no OpenCL platform at all).
+bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec,
+                     std::optional<std::uint64_t> input_bytes) {
   if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
   if (patterns <= kHostOnGpu && spec.empty()) return true;
   try {
     const DeviceInfo info = find_device(spec);
-    return patterns <= (info.is_gpu ? kHostOnGpu : kHostOnCpuDevice);
+    if (patterns > kHostMaxPatterns) return false;
+    if (!info.is_gpu) return true;
+    return !input_bytes || *input_bytes < kGpuMinBytes;
   } catch (const NoDeviceError&) {
     if (!spec.empty()) throw;  // a device was asked for by name
     return true;               // no OpenCL at all: the host engine still searches
@@ -111,7 +134,8 @@ int search(cli::Options& o) {
   if (spec.empty()) {
     if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
   }
-  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec);
+  if (o.files.empty()) o.files.emplace_back("-");
+  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec, regular_input_bytes(o.files));
   const Clock::time_point device_start = Clock::now();
   std::optional<DeviceContext> device;
   if (!host_engine) device.emplace(spec);
@@ -124,7 +148,6 @@ int search(cli::Options& o) {
   const PatternTable& patterns = matcher ? matcher->table() : table;
 
   const bool several = o.files.size() > 1;
-  if (o.files.empty()) o.files.emplace_back("-");
 
   PrinterOptions printing;
   if (o.quiet) printing.mode = PrinterOptions::Mode::kQuiet;
