@@ -42,7 +42,6 @@ Clock::time_point g_started;  // main() entry, for --stats
 // in all, and never for a single literal (0.51 s against 0.73 s for those 17 GB), nor for
 // streams, where the host engine's 3 ms start-up also keeps the latency low. Larger sets
 // always go to the device: Hyperscan's compile and scan slow down sharply past them.
-// At or below kHostOnGpu the OpenCL platforms are not even asked.
 // docs/PERFORMANCE.md has the measurements.
 constexpr std::size_t kHostMaxPatterns = 10'000;
 constexpr std::size_t kHostOnGpu = 1;
@@ -80,12 +79,15 @@ std::string json_string(std::string_view s) {
 bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec,
                      std::optional<std::uint64_t> input_bytes) {
   if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
-  if (patterns <= kHostOnGpu && spec.empty()) return true;
+  const bool host_even_on_a_gpu = patterns <= kHostMaxPatterns &&
+                                  (patterns <= kHostOnGpu || !input_bytes || *input_bytes < kGpuMinBytes);
+  // Then the device does not matter, and asking OpenCL would cost its start-up (about
+  // 100 ms for NVIDIA's driver, more for PoCL's first run).
+  if (host_even_on_a_gpu && spec.empty()) return true;
   try {
     const DeviceInfo info = find_device(spec);
     if (patterns > kHostMaxPatterns) return false;
-    if (!info.is_gpu) return true;
-    return !input_bytes || *input_bytes < kGpuMinBytes;
+    return !info.is_gpu || host_even_on_a_gpu;
   } catch (const NoDeviceError&) {
     if (!spec.empty()) throw;  // a device was asked for by name
     return true;               // no OpenCL at all: the host engine still searches
