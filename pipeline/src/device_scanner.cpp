@@ -20,39 +20,6 @@ constexpr std::size_t kLaunchMultiple = 4096;
   throw DeviceError(e.what(), e.err(), what);
 }
 
-// Puts the kernel's occurrences (written in no particular order) into PatternTable::before
-// order: a stable LSD radix sort on the position, 11 bits a pass, then each run of equal
-// positions longest first. Linear, where a comparison sort of a match-dense chunk's
-// million occurrences cost more than scanning it.
-void sort_occurrences(std::vector<Occurrence>& v, std::vector<Occurrence>& tmp, const PatternTable& table) {
-  if (v.size() < 512) {
-    std::sort(v.begin(), v.end(), [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
-    return;
-  }
-  std::uint32_t max_position = 0;
-  for (const Occurrence& o : v) max_position = std::max(max_position, o.position);
-  constexpr unsigned kBits = 11;
-  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
-  tmp.resize(v.size());
-  for (unsigned shift = 0; shift == 0 || (max_position >> shift) != 0; shift += kBits) {
-    std::size_t count[kBuckets] = {};
-    for (const Occurrence& o : v) ++count[(o.position >> shift) & (kBuckets - 1)];
-    std::size_t sum = 0;
-    for (std::size_t& c : count) sum += std::exchange(c, sum);
-    for (const Occurrence& o : v) tmp[count[(o.position >> shift) & (kBuckets - 1)]++] = o;
-    v.swap(tmp);
-    if (shift + kBits >= 32) break;
-  }
-  for (std::size_t i = 0; i < v.size();) {
-    std::size_t j = i + 1;
-    while (j < v.size() && v[j].position == v[i].position) ++j;
-    if (j - i > 1)
-      std::sort(v.begin() + static_cast<std::ptrdiff_t>(i), v.begin() + static_cast<std::ptrdiff_t>(j),
-                [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); });
-    i = j;
-  }
-}
-
 }  // namespace
 
 class DeviceScanner::Slot final : public ScanSlot {
@@ -177,12 +144,12 @@ void DeviceScanner::finish(ScanSlot& base, bool collect) {
     slot.done_.wait();
     const std::size_t total = slot.total_device_;
     slot.total_ = total;
-    const std::size_t early = slot.occurrences_.size();
-    slot.occurrences_.resize(collect && config_.locate ? total : 0);
-    if (!collect || !config_.locate || total <= early) {
-      if (total > 0) sort_occurrences(slot.occurrences_, sort_buffer_, table_);
+    if (!collect || !config_.locate) {
+      slot.occurrences_.clear();
       return;
     }
+    const std::size_t early = slot.occurrences_.size();  // read back with the count
+    slot.occurrences_.resize(total);
     if (total > slot.output_capacity_) {
       // More occurrences than the buffer holds: grow it to fit them all and rescan the
       // chunk, which is still on the device. Counted once: the rescan does not count.
@@ -191,7 +158,7 @@ void DeviceScanner::finish(ScanSlot& base, bool collect) {
       enqueue_scan(slot, false);
       device_.compute_queue().enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence),
                                                 slot.occurrences_.data());
-    } else {
+    } else if (total > early) {
       // The rest, through the read-back queue: the scan is done (done_ waited for it).
       readback_.enqueueReadBuffer(slot.output_, CL_TRUE, early * sizeof(Occurrence),
                                   (total - early) * sizeof(Occurrence), slot.occurrences_.data() + early);

@@ -4,8 +4,7 @@
 // to - length. Occurrences ending inside the overlap belong to the previous chunk and are
 // dropped, as in kernels/scan.cl. The reports come in end-offset order, which is already
 // PatternTable::before order unless occurrences nest or overlap with different lengths;
-// only then is the appended range reordered, by a packed 64-bit key and in independent
-// segments, so a dense input costs a linear pass plus sorts of short runs.
+// only then is the appended range put in order, by sort_occurrences like the device's.
 #include "gpufilter/pipeline/host_matcher.hpp"
 
 #include <hs/hs.h>
@@ -102,24 +101,21 @@ HostMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
 HostMatcher::Scratch::Scratch(Scratch&& other) noexcept
     : scratch_(std::exchange(other.scratch_, nullptr)),
       database_(std::exchange(other.database_, nullptr)),
-      keyed_(std::move(other.keyed_)),
-      suffix_min_(std::move(other.suffix_min_)) {}
+      sort_buffer_(std::move(other.sort_buffer_)) {}
 
 HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept {
   if (this != &other) {
     hs_free_scratch(scratch_);
     scratch_ = std::exchange(other.scratch_, nullptr);
     database_ = std::exchange(other.database_, nullptr);
-    keyed_ = std::move(other.keyed_);
-    suffix_min_ = std::move(other.suffix_min_);
+    sort_buffer_ = std::move(other.sort_buffer_);
   }
   return *this;
 }
 
-HostMatcher::HostMatcher(const PatternTable& table) {
+HostMatcher::HostMatcher(const PatternTable& table) : table_(&table) {
   const std::size_t n = table.unique_count();
   if (n > UINT_MAX) throw Error("Hyperscan: too many patterns");
-  length_.resize(n);
   if (n == 0) return;  // only the empty pattern, or none: nothing to compile
   std::vector<const char*> expressions(n);
   std::vector<std::size_t> lengths(n);
@@ -131,7 +127,6 @@ HostMatcher::HostMatcher(const PatternTable& table) {
     expressions[i] = table.unique_pattern(id).data();
     lengths[i] = table.unique_length(id);
     ids[i] = id;
-    length_[i] = table.unique_length(id);
   }
   hs_compile_error_t* error = nullptr;
   const hs_error_t rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(),
@@ -152,16 +147,13 @@ HostMatcher::HostMatcher(const PatternTable& table) {
 HostMatcher::~HostMatcher() { hs_free_database(database_); }
 
 HostMatcher::HostMatcher(HostMatcher&& other) noexcept
-    : database_(std::exchange(other.database_, nullptr)), length_(std::move(other.length_)) {
-  other.length_.clear();
-}
+    : database_(std::exchange(other.database_, nullptr)), table_(other.table_) {}
 
 HostMatcher& HostMatcher::operator=(HostMatcher&& other) noexcept {
   if (this != &other) {
     hs_free_database(database_);
     database_ = std::exchange(other.database_, nullptr);
-    length_ = std::move(other.length_);
-    other.length_.clear();
+    table_ = other.table_;
   }
   return *this;
 }
@@ -181,7 +173,7 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
   if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HostMatcher");
   if (database_ == nullptr || size == 0 || overlap >= size) return 0;
 
-  ScanContext context{.length = length_.data(), .overlap = overlap};
+  ScanContext context{.length = table_->unique_lengths().data(), .overlap = overlap};
   match_event_handler handler = count_only;
   if (out != nullptr) {
     handler = locate;
@@ -201,44 +193,10 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
     // Counted here rather than in the callback, so that a failed scan adds nothing.
     if (pattern_counts != nullptr)
       for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
-    if (!context.ordered) sort_appended(*out, first, scratch);
+    if (!context.ordered)
+      sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
   }
   return context.total;
-}
-
-// Puts out[first, end) in PatternTable::before order. The keys are distinct (one start
-// and one length make one unique pattern), so the order is exact. The range splits into
-// segments where everything before a cut has a smaller key than everything after it;
-// each segment is sorted on its own, and only if it is out of order.
-void HostMatcher::sort_appended(std::vector<Occurrence>& out, std::size_t first, Scratch& scratch) const {
-  const std::size_t n = out.size() - first;
-  auto& keyed = scratch.keyed_;
-  auto& suffix_min = scratch.suffix_min_;
-  keyed.resize(n);
-  suffix_min.resize(n + 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    const Occurrence& o = out[first + i];
-    keyed[i] = {order_key(o.position, length_[o.pattern]), o.pattern};
-  }
-  suffix_min[n] = ~std::uint64_t{0};
-  for (std::size_t i = n; i-- > 0;) suffix_min[i] = std::min(keyed[i].key, suffix_min[i + 1]);
-  const auto by_key = [](const Scratch::Keyed& a, const Scratch::Keyed& b) { return a.key < b.key; };
-  std::size_t begin = 0;
-  std::uint64_t max_key = 0;
-  bool ordered = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i > begin && keyed[i].key < keyed[i - 1].key) ordered = false;
-    max_key = std::max(max_key, keyed[i].key);
-    if (max_key < suffix_min[i + 1]) {
-      if (!ordered) std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(begin),
-                              keyed.begin() + static_cast<std::ptrdiff_t>(i + 1), by_key);
-      begin = i + 1;
-      max_key = 0;
-      ordered = true;
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i)
-    out[first + i] = {static_cast<std::uint32_t>(keyed[i].key >> 32), keyed[i].pattern};
 }
 
 }  // namespace gpufilter

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <numeric>
+#include <utility>
 
 #include "gpufilter/pipeline/errors.hpp"
 
@@ -94,6 +95,37 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
     while (edge_keys_[h] != kEmptyKey) h = (h + 1) & edge_mask_;
     edge_keys_[h] = key;
     edge_values_[h] = e.child;
+  }
+}
+
+void sort_occurrences(std::span<Occurrence> occurrences, std::vector<Occurrence>& buffer, const PatternTable& table) {
+  const auto before = [&](const Occurrence& a, const Occurrence& b) { return table.before(a, b); };
+  if (occurrences.size() < 512) {
+    std::sort(occurrences.begin(), occurrences.end(), before);
+    return;
+  }
+  std::uint32_t max_position = 0;
+  for (const Occurrence& o : occurrences) max_position = std::max(max_position, o.position);
+  constexpr unsigned kBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  buffer.resize(occurrences.size());
+  Occurrence* from = occurrences.data();
+  Occurrence* to = buffer.data();
+  for (unsigned shift = 0; shift < 32 && (shift == 0 || (max_position >> shift) != 0); shift += kBits) {
+    std::size_t count[kBuckets] = {};
+    for (std::size_t i = 0; i < occurrences.size(); ++i) ++count[(from[i].position >> shift) & (kBuckets - 1)];
+    std::size_t sum = 0;
+    for (std::size_t& c : count) sum += std::exchange(c, sum);
+    for (std::size_t i = 0; i < occurrences.size(); ++i) to[count[(from[i].position >> shift) & (kBuckets - 1)]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != occurrences.data()) std::copy(from, from + occurrences.size(), occurrences.data());
+  for (std::size_t i = 0; i < occurrences.size();) {
+    std::size_t j = i + 1;
+    while (j < occurrences.size() && occurrences[j].position == occurrences[i].position) ++j;
+    if (j - i > 1) std::sort(occurrences.begin() + static_cast<std::ptrdiff_t>(i),
+                             occurrences.begin() + static_cast<std::ptrdiff_t>(j), before);
+    i = j;
   }
 }
 

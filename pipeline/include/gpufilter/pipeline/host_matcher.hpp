@@ -18,7 +18,7 @@ namespace gpufilter {
 
 class HostMatcher {
  public:
-  // Per-thread scan state: Hyperscan scratch space and the buffers of the reordering
+  // Per-thread scan state: Hyperscan scratch space and the buffer of the reordering
   // step. One per scanning thread; made by new_scratch() of the matcher it is used with.
   class Scratch {
    public:
@@ -31,20 +31,16 @@ class HostMatcher {
 
    private:
     friend class HostMatcher;
-    struct Keyed {
-      std::uint64_t key;  // position << 32 | (0xffffffff - length): PatternTable::before order
-      std::uint32_t pattern;
-    };
     hs_scratch* scratch_ = nullptr;
     const hs_database* database_ = nullptr;  // the database it was made for
-    std::vector<Keyed> keyed_;
-    std::vector<std::uint64_t> suffix_min_;
+    std::vector<Occurrence> sort_buffer_;
   };
 
   // Compiles table's unique patterns (folded; caseless with ignore_case). A table without
   // unique patterns (only the empty pattern, or none) is valid: scans then find nothing.
   // Throws PatternError (naming the first original pattern of the offending unique one) or
   // Error with Hyperscan's message when compilation fails.
+  // `table` must outlive the matcher.
   explicit HostMatcher(const PatternTable& table);
   ~HostMatcher();
   HostMatcher(HostMatcher&& other) noexcept;
@@ -52,7 +48,7 @@ class HostMatcher {
   HostMatcher(const HostMatcher&) = delete;
   HostMatcher& operator=(const HostMatcher&) = delete;
 
-  std::size_t unique_count() const noexcept { return length_.size(); }
+  std::size_t unique_count() const noexcept { return table_->unique_count(); }
 
   Scratch new_scratch() const;
 
@@ -67,10 +63,8 @@ class HostMatcher {
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
  private:
-  void sort_appended(std::vector<Occurrence>& out, std::size_t first, Scratch& scratch) const;
-
   hs_database* database_ = nullptr;  // null when there is nothing to match
-  std::vector<std::uint32_t> length_;  // unique id -> pattern length
+  const PatternTable* table_;
 };
 
 }  // namespace gpufilter

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpufilter/pipeline/chunk.hpp"
 #include "gpufilter/pipeline/pattern_set.hpp"
 
 namespace gpufilter {
@@ -36,6 +37,7 @@ class PatternTable {
   // Unique (non-empty, folded) patterns: the ids the kernels report.
   std::size_t unique_count() const noexcept { return unique_length_.size(); }
   std::uint32_t unique_length(std::uint32_t id) const { return unique_length_[id]; }
+  std::span<const std::uint32_t> unique_lengths() const noexcept { return unique_length_; }
   // The folded bytes of unique pattern `id` (what a host engine compiles).
   std::string_view unique_pattern(std::uint32_t id) const {
     return std::string_view(unique_bytes_).substr(unique_start_[id], unique_length_[id]);
@@ -91,6 +93,12 @@ class PatternTable {
   std::uint32_t edge_mask_ = 0;
   std::vector<std::uint32_t> node_pattern_;
 };
+
+// Puts occurrences reported in any order into PatternTable::before order, as every engine
+// hands them on: a stable LSD radix sort on the position, then each run of equal
+// positions longest first. Linear, where a comparison sort with a table lookup per
+// compare cost more than the scan on match-dense chunks. `buffer` is reusable scratch.
+void sort_occurrences(std::span<Occurrence> occurrences, std::vector<Occurrence>& buffer, const PatternTable& table);
 
 inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) const noexcept {
   const std::uint64_t key = (std::uint64_t{node} << 8) | c;
