@@ -9,7 +9,6 @@
 
 #include <hs/hs.h>
 
-#include <algorithm>
 #include <climits>
 #include <exception>
 #include <string>

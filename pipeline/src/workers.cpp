@@ -63,19 +63,25 @@ WorkerPool& WorkerPool::shared() {
   return pool;
 }
 
+std::size_t WorkerPool::split(std::size_t size, std::size_t min_piece,
+                              const std::function<void(std::size_t, std::size_t, std::size_t)>& task) {
+  const std::size_t pieces = std::clamp<std::size_t>(size / std::max<std::size_t>(min_piece, 1), 1, width());
+  const std::size_t step = (size + pieces - 1) / pieces;
+  run(pieces, [&](std::size_t i) {
+    const std::size_t begin = std::min(size, i * step);
+    task(i, begin, std::min(size, begin + step));
+  });
+  return pieces;
+}
+
 const char* find_byte(WorkerPool& pool, const char* data, std::size_t size, char byte) {
   constexpr std::size_t kPiece = 1u << 20;  // below this, one memchr is quicker than a hand-off
-  if (size < 2 * kPiece || pool.width() == 1) return static_cast<const char*>(std::memchr(data, byte, size));
-  const std::size_t pieces = std::min(pool.width(), size / kPiece);
-  const std::size_t step = (size + pieces - 1) / pieces;
-  std::vector<const char*> found(pieces, nullptr);
-  pool.run(pieces, [&](std::size_t i) {
-    const std::size_t begin = i * step;
-    const std::size_t end = std::min(size, begin + step);
-    if (begin < end) found[i] = static_cast<const char*>(std::memchr(data + begin, byte, end - begin));
+  std::vector<const char*> found(pool.width(), nullptr);
+  const std::size_t pieces = pool.split(size, kPiece, [&](std::size_t i, std::size_t begin, std::size_t end) {
+    found[i] = static_cast<const char*>(std::memchr(data + begin, byte, end - begin));
   });
-  for (const char* p : found)
-    if (p != nullptr) return p;
+  for (std::size_t i = 0; i < pieces; ++i)
+    if (found[i] != nullptr) return found[i];
   return nullptr;
 }
 

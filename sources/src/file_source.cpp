@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -59,25 +58,25 @@ int pread_full(int fd, char* dst, std::size_t size, std::uint64_t offset, std::s
 std::size_t FileSource::read(std::span<char> dst) {
   // A large read of a regular file is copied out of the page cache by several threads:
   // one thread's copy runs well below what the device link takes.
-  constexpr std::size_t kPiece = 1u << 20;
-  WorkerPool& pool = WorkerPool::shared();
-  if (regular_ && dst.size() >= 2 * kPiece && pool.width() > 1) {
-    const std::size_t pieces = std::min(pool.width(), dst.size() / kPiece);
-    const std::size_t step = (dst.size() + pieces - 1) / pieces;
-    std::vector<std::size_t> got(pieces, 0);
-    std::vector<int> error(pieces, 0);
-    pool.run(pieces, [&](std::size_t i) {
-      const std::size_t begin = std::min(dst.size(), i * step);
-      const std::size_t end = std::min(dst.size(), begin + step);
-      error[i] = pread_full(fd_, dst.data() + begin, end - begin, offset_ + begin, got[i]);
+  if (regular_) {
+    constexpr std::size_t kPiece = 1u << 20;
+    WorkerPool& pool = WorkerPool::shared();
+    struct Piece {
+      std::size_t wanted = 0, got = 0;
+      int error = 0;
+    };
+    std::vector<Piece> piece(pool.width());
+    const std::size_t pieces = pool.split(dst.size(), kPiece, [&](std::size_t i, std::size_t begin, std::size_t end) {
+      piece[i].wanted = end - begin;
+      piece[i].error = pread_full(fd_, dst.data() + begin, end - begin, offset_ + begin, piece[i].got);
     });
     // What was read is the run of pieces up to the first short one; the file ended (or
     // failed) there, and whatever later pieces saw is not part of this read.
     std::size_t total = 0;
     for (std::size_t i = 0; i < pieces; ++i) {
-      total += got[i];
-      if (error[i] != 0 && total == 0) throw SourceError(name_, error[i]);
-      if (error[i] != 0 || got[i] < std::min(dst.size(), (i + 1) * step) - std::min(dst.size(), i * step)) break;
+      total += piece[i].got;
+      if (piece[i].error != 0 && total == 0) throw SourceError(name_, piece[i].error);
+      if (piece[i].error != 0 || piece[i].got < piece[i].wanted) break;
     }
     offset_ += total;
     ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);  // keep the descriptor where a plain read would
@@ -86,7 +85,6 @@ std::size_t FileSource::read(std::span<char> dst) {
   for (;;) {
     const ssize_t n = ::read(fd_, dst.data(), dst.size());
     if (n >= 0) {
-      offset_ += static_cast<std::uint64_t>(n);
       return static_cast<std::size_t>(n);
     }
     if (errno != EINTR) throw SourceError(name_, errno);

@@ -27,6 +27,12 @@ class WorkerPool {
   // returned. `task` must not throw. Calls from several threads are served one at a time.
   void run(std::size_t n, const std::function<void(std::size_t)>& task);
 
+  // Splits [0, size) into at most width() contiguous pieces of at least `min_piece` bytes
+  // (one, on the calling thread, below twice that) and calls task(i, begin, end) for each
+  // piece i as run() does. Returns the number of pieces.
+  std::size_t split(std::size_t size, std::size_t min_piece,
+                    const std::function<void(std::size_t, std::size_t, std::size_t)>& task);
+
   // The process's pool: one thread per core beyond the first, at most 15.
   static WorkerPool& shared();
 

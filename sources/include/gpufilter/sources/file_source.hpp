@@ -32,7 +32,7 @@ class FileSource final : public Source {
   int fd_;
   bool owned_;
   bool regular_ = false;
-  std::uint64_t offset_ = 0;  // of the next read, for regular files read in parallel
+  std::uint64_t offset_ = 0;  // of the next read of a regular file
   std::string name_;
 };
 
