@@ -25,37 +25,13 @@ using gpufilter::MatchOptions;
 using gpufilter::Occurrence;
 using gpufilter::PatternSet;
 using gpufilter::PatternTable;
+using gpufilter::test::as_pairs;
+using gpufilter::test::diff;
+using gpufilter::test::Pair;
 using gpufilter::test::random_patterns;
 using gpufilter::test::random_string;
+using gpufilter::test::reference;
 using namespace std::string_literals;
-
-using Pair = std::pair<std::uint32_t, std::uint32_t>;
-
-std::vector<Pair> as_pairs(std::span<const Occurrence> v) {
-  std::vector<Pair> r;
-  r.reserve(v.size());
-  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
-  return r;
-}
-
-// "" when equal; otherwise the sizes and the first difference.
-std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
-  if (expected == actual) return {};
-  std::size_t i = 0;
-  while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
-  auto show = [](const std::vector<Pair>& v, std::size_t k) {
-    if (k >= v.size()) return "(none)"s;
-    return "(" + std::to_string(v[k].first) + "," + std::to_string(v[k].second) + ")";
-  };
-  return "expected " + std::to_string(expected.size()) + " occurrences, got " + std::to_string(actual.size()) +
-         "; first difference at index " + std::to_string(i) + ": expected " + show(expected, i) + ", got " +
-         show(actual, i);
-}
-
-std::vector<Pair> reference(const PatternSet& p, const PatternTable& t, const std::string& text,
-                            std::size_t overlap) {
-  return as_pairs(gpufilter::reference_occurrences(p, t, text, overlap));
-}
 
 // Located occurrences; the returned count must agree with them.
 std::vector<Pair> host(const HostMatcher& m, HostMatcher::Scratch& scratch, const std::string& text,

@@ -132,36 +132,10 @@ std::string fold(std::string s, bool ignore_case) {
   return s;
 }
 
+using gpufilter::test::as_pairs;
+using gpufilter::test::Pair;
+using gpufilter::test::random_patterns;
 using gpufilter::test::random_string;
-
-PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
-                           const std::string& text, bool case_variants) {
-  PatternSet p;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<std::string> made;
-  for (std::size_t i = 0; i < count; ++i) {
-    const double x = u(rng);
-    std::string s;
-    if (!made.empty() && x < 0.08) {
-      s = made[std::uniform_int_distribution<std::size_t>(0, made.size() - 1)(rng)];  // duplicate
-      if (case_variants)
-        for (char& c : s)
-          if (c >= 'a' && c <= 'z' && u(rng) < 0.5) c = static_cast<char>(c - 32);
-    } else if (!text.empty() && x < 0.4) {
-      const std::size_t len = std::uniform_int_distribution<std::size_t>(1, std::min(max_len, text.size()))(rng);
-      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, text.size() - len)(rng);
-      s = text.substr(at, len);  // occurs at least once
-    } else {
-      const std::size_t cap = u(rng) < 0.8 ? std::min<std::size_t>(6, max_len) : max_len;
-      s = random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, cap)(rng));
-    }
-    s.erase(std::remove(s.begin(), s.end(), '\n'), s.end());
-    if (s.empty()) s = alphabet[0] == '\n' ? "x" : std::string(1, alphabet[0]);
-    made.push_back(s);
-    p.add(s);
-  }
-  return p;
-}
 
 struct Alphabet {
   const char* name;
@@ -188,7 +162,7 @@ TEST(PatternTable, UniqueIdsMatchFoldedStrings) {
     for (bool ic : {false, true}) {
       for (std::size_t count : {1u, 10u, 500u, 5000u}) {
         const std::string text = random_string(rng, a.chars, 2000);
-        PatternSet p = random_patterns(rng, a.chars, count, 40, text, ic);
+        PatternSet p = random_patterns(rng, a.chars, count, 40, text);
         p.add("");
         const PatternTable t(p, MatchOptions{.ignore_case = ic});
         SCOPED_TRACE(std::string(a.name) + " ignore_case=" + std::to_string(ic) + " count=" + std::to_string(count));
@@ -228,15 +202,6 @@ TEST(PatternTable, UniqueIdsMatchFoldedStrings) {
   }
 }
 
-using Pair = std::pair<std::uint32_t, std::uint32_t>;
-
-std::vector<Pair> as_pairs(const std::vector<Occurrence>& v) {
-  std::vector<Pair> r;
-  r.reserve(v.size());
-  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
-  return r;
-}
-
 // The host trie walk from every position of `text`, in the device's order.
 std::vector<Pair> walk_every_position(const PatternTable& t, const std::string& text) {
   std::vector<Pair> walked;
@@ -260,7 +225,7 @@ TEST(PatternTable, ForEachAtAgreesWithReference) {
       for (std::size_t count : {1u, 7u, 200u, 3000u}) {
         for (std::size_t max_len : {1u, 5u, 300u}) {
           const std::string text = random_string(rng, a.chars, count >= 3000 ? 700 : 3000);
-          const PatternSet p = random_patterns(rng, a.chars, count, max_len, text, ic);
+          const PatternSet p = random_patterns(rng, a.chars, count, max_len, text);
           const PatternTable t(p, MatchOptions{.ignore_case = ic});
           const std::vector<Pair> walked = walk_every_position(t, text);
           const auto expected = as_pairs(gpufilter::reference_occurrences(p, t, text));

@@ -34,37 +34,12 @@ using gpufilter::DeviceScanner;
 using gpufilter::Scanner;
 using gpufilter::ScanSlot;
 using namespace std::string_literals;
-
-
-using Pair = std::pair<std::uint32_t, std::uint32_t>;
-
-std::vector<Pair> as_pairs(std::span<const Occurrence> v) {
-  std::vector<Pair> r;
-  r.reserve(v.size());
-  for (const Occurrence& o : v) r.emplace_back(o.position, o.pattern);
-  return r;
-}
-
-// "" when equal; otherwise the sizes and the first difference.
-std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
-  if (expected == actual) return {};
-  std::size_t i = 0;
-  while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
-  auto show = [](const std::vector<Pair>& v, std::size_t k) {
-    std::string s = "(";
-    if (k >= v.size()) return s + "none)";
-    s += std::to_string(v[k].first);
-    s += ",";
-    s += std::to_string(v[k].second);
-    return s + ")";
-  };
-  return "expected " + std::to_string(expected.size()) + " occurrences, got " + std::to_string(actual.size()) +
-         "; first difference at index " + std::to_string(i) + ": expected " + show(expected, i) + ", got " +
-         show(actual, i);
-}
-
+using gpufilter::test::as_pairs;
+using gpufilter::test::diff;
+using gpufilter::test::Pair;
 using gpufilter::test::random_patterns;
 using gpufilter::test::random_string;
+using gpufilter::test::reference;
 
 // Scans `text` as one chunk in a free slot and returns its occurrences.
 std::vector<Pair> scan_one(Scanner& scanner, const std::string& text, std::size_t overlap, std::uint64_t seq = 0,
@@ -86,12 +61,6 @@ std::vector<Pair> scan_one(Scanner& scanner, const std::string& text, std::size_
   if (total != nullptr) *total = done.total();
   scanner.release(done);
   return r;
-}
-
-std::vector<Pair> reference(const PatternSet& p, const PatternTable& t, const std::string& text,
-                            std::size_t overlap) {
-  const auto v = gpufilter::reference_occurrences(p, t, text, overlap);
-  return as_pairs(v);
 }
 
 struct Alphabet {

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "gpufilter/pipeline/reference_matcher.hpp"
+
 extern char** environ;
 
 namespace gpufilter::test {
@@ -46,6 +48,31 @@ std::string random_string(std::mt19937& rng, const std::string& alphabet, std::s
   std::string s(length, ' ');
   for (char& c : s) c = alphabet[pick(rng)];
   return s;
+}
+
+std::vector<Pair> as_pairs(std::span<const Occurrence> occurrences) {
+  std::vector<Pair> r;
+  r.reserve(occurrences.size());
+  for (const Occurrence& o : occurrences) r.emplace_back(o.position, o.pattern);
+  return r;
+}
+
+std::vector<Pair> reference(const PatternSet& patterns, const PatternTable& table, const std::string& text,
+                            std::size_t overlap) {
+  return as_pairs(reference_occurrences(patterns, table, text, overlap));
+}
+
+std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual) {
+  if (expected == actual) return {};
+  std::size_t i = 0;
+  while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
+  auto show = [](const std::vector<Pair>& v, std::size_t k) {
+    if (k >= v.size()) return std::string("(none)");
+    return "(" + std::to_string(v[k].first) + "," + std::to_string(v[k].second) + ")";
+  };
+  return "expected " + std::to_string(expected.size()) + " occurrences, got " + std::to_string(actual.size()) +
+         "; first difference at index " + std::to_string(i) + ": expected " + show(expected, i) + ", got " +
+         show(actual, i);
 }
 
 PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "gpufilter/pipeline/device.hpp"
 #include "gpufilter/pipeline/errors.hpp"
 #include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
 #include "gpufilter/pipeline/sink.hpp"
 #include "gpufilter/pipeline/source.hpp"
 
@@ -30,6 +32,15 @@ namespace gpufilter::test {
 
 // `length` bytes drawn uniformly from `alphabet`.
 std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length);
+
+// Occurrences as (position, unique id) pairs, which GoogleTest compares and prints.
+using Pair = std::pair<std::uint32_t, std::uint32_t>;
+std::vector<Pair> as_pairs(std::span<const Occurrence> occurrences);
+// The reference matcher's occurrences of `patterns` in `text` (reference_matcher.hpp).
+std::vector<Pair> reference(const PatternSet& patterns, const PatternTable& table, const std::string& text,
+                            std::size_t overlap);
+// "" when equal; otherwise the sizes and the first difference.
+std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& actual);
 
 // `count` random literals for differential tests of the matchers: some cut from `text` (so
 // long ones occur), most short random strings over `alphabet`, some duplicates or case
