@@ -41,6 +41,11 @@ void Pipeline::deliver_oldest() {
   times_.deliver_s += seconds_since(mark);
 }
 
+void Pipeline::submit(ScanSlot& slot) {
+  if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
+  scanner_.submit(slot);
+}
+
 void Pipeline::drain() {
   while (scanner_.in_flight() > 0) deliver_oldest();
 }
@@ -74,8 +79,7 @@ void Pipeline::read_file(Chunker& chunker, const std::string& name, std::string&
         read_error = std::move(filled.read_error);
         break;
       }
-      if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
-      scanner_.submit(*filled.slot);
+      submit(*filled.slot);
     }
   } catch (...) {
     reclaim();
@@ -115,8 +119,7 @@ void Pipeline::read_stream(Chunker& chunker, std::string& read_error) {
       continue;
     }
     const bool flush_now = slot->chunk().flush_after;
-    if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
-    scanner_.submit(*slot);
+    submit(*slot);
     if (flush_now) {
       drain();
       unflushed = false;

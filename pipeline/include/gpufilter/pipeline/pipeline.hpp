@@ -55,6 +55,7 @@ class Pipeline {
   std::chrono::steady_clock::time_point first_submit() const noexcept { return first_submit_; }
 
  private:
+  void submit(ScanSlot& slot);
   void deliver_oldest();
   void drain();
   void read_file(Chunker& chunker, const std::string& name, std::string& read_error);
