@@ -44,6 +44,7 @@ class DeviceScanner::Slot final : public ScanSlot {
   cl_uint total_device_ = 0;
   cl::Kernel kernel_;
   cl::Event done_;
+  bool on_host_ = false;  // this chunk was scanned by scan_on_host(): nothing to wait for
 
   friend class DeviceScanner;
 };
@@ -111,8 +112,34 @@ void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns) {
   queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange);
 }
 
+// The kernel's walk, position by position, on the host: the same trie, the same
+// ownership rule, the same totals and per-pattern counts.
+void DeviceScanner::scan_on_host(Slot& slot) {
+  slot.on_host_ = true;
+  ++host_chunks_;
+  slot.occurrences_.clear();
+  if (config_.count_patterns && host_counts_.empty()) host_counts_.assign(table_.unique_count(), 0);
+  const std::string_view text(slot.staging_, slot.chunk_.size);
+  const std::size_t overlap = slot.chunk_.overlap;
+  std::uint64_t total = 0;
+  for (std::size_t p = 0; p < text.size(); ++p) {
+    table_.for_each_at(text.substr(p), [&](std::uint32_t id) {
+      if (p + table_.unique_length(id) <= overlap) return;
+      ++total;
+      if (config_.locate) slot.occurrences_.push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+      if (config_.count_patterns) ++host_counts_[id];
+    });
+  }
+  slot.total_ = total;
+}
+
 void DeviceScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
+  if (slot.chunk_.size < config_.host_scan_below) {
+    scan_on_host(slot);
+    return;
+  }
+  slot.on_host_ = false;
   try {
     slot.total_device_ = 0;
     cl::Event uploaded;
@@ -140,6 +167,11 @@ void DeviceScanner::start(ScanSlot& base) {
 
 void DeviceScanner::finish(ScanSlot& base, bool collect) {
   auto& slot = static_cast<Slot&>(base);
+  if (slot.on_host_) {
+    if (!collect || !config_.locate) slot.occurrences_.clear();
+    else sort_occurrences(slot.occurrences_, sort_buffer_, table_);
+    return;
+  }
   try {
     slot.done_.wait();
     const std::size_t total = slot.total_device_;
@@ -203,6 +235,7 @@ double DeviceScanner::time_uploads(ScanSlot& base, unsigned times, bool buffer_c
 std::vector<std::uint64_t> DeviceScanner::pattern_counts() {
   std::vector<std::uint64_t> result(table_.unique_count(), 0);
   if (!config_.count_patterns || result.empty()) return result;
+  if (host_chunks_ > 0 && host_counts_.empty()) host_counts_.assign(result.size(), 0);
   std::vector<cl_uint> counts(result.size());
   try {
     device_.compute_queue().enqueueReadBuffer(pattern_counts_, CL_TRUE, 0, counts.size() * sizeof(cl_uint),
@@ -211,6 +244,7 @@ std::vector<std::uint64_t> DeviceScanner::pattern_counts() {
     rethrow_cl(e, "reading pattern counts");
   }
   std::copy(counts.begin(), counts.end(), result.begin());
+  for (std::size_t i = 0; i < host_counts_.size(); ++i) result[i] += host_counts_[i];
   return result;
 }
 

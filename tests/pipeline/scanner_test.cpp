@@ -424,3 +424,89 @@ TEST(Scanner, ThreeSubmittedThenCompletedInOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+// The host path for small chunks (ScanConfig::host_scan_below) against the device path:
+// the same chunks, in the same slots, give the same occurrences, totals and per-pattern
+// counts, byte for byte, across alphabets, case folding, overlaps, NUL bytes and
+// match-dense text.
+TEST(Scanner, HostPathForSmallChunksEqualsDevicePath) {
+  GPUFILTER_OPEN_DEVICE(dev);
+  std::mt19937 rng(44);
+  std::size_t host_scanned = 0;
+  for (const Alphabet& a : alphabets()) {
+    for (bool ic : {false, true}) {
+      const std::string seed_text = random_string(rng, a.chars, 6000);
+      const PatternSet patterns = random_patterns(rng, a.chars, 300, 24, seed_text, true);
+      const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+      const ScanConfig base{.chunk_bytes = 4096, .slots = 3, .locate = true, .count_patterns = true};
+      ScanConfig on_host = base;
+      on_host.host_scan_below = 4097;  // every chunk
+      ScanConfig on_device = base;
+      on_device.host_scan_below = 0;
+      DeviceScanner host(*dev, matcher, on_host);
+      DeviceScanner device(*dev, matcher, on_device);
+      for (int i = 0; i < 20; ++i) {
+        const std::size_t size = 1 + rng() % 4096;
+        const std::string text = i % 2 == 0 ? seed_text.substr(rng() % (seed_text.size() - size), size)
+                                            : random_string(rng, a.chars, size);
+        const std::size_t overlap = std::min<std::size_t>(size, rng() % 40);
+        std::uint64_t host_total = 0, device_total = 0;
+        const auto from_host = scan_one(host, text, overlap, static_cast<std::uint64_t>(i), &host_total);
+        const auto from_device = scan_one(device, text, overlap, static_cast<std::uint64_t>(i), &device_total);
+        EXPECT_EQ(diff(from_device, from_host), "") << a.name << " ic=" << ic << " chunk " << i;
+        EXPECT_EQ(host_total, device_total) << a.name << " ic=" << ic << " chunk " << i;
+        EXPECT_EQ(diff(reference(patterns, matcher.table(), text, overlap), from_host), "") << a.name;
+      }
+      EXPECT_EQ(host.pattern_counts(), device.pattern_counts()) << a.name << " ic=" << ic;
+      EXPECT_EQ(host.host_chunks(), 20u);
+      EXPECT_EQ(device.host_chunks(), 0u);
+      host_scanned += host.host_chunks();
+    }
+  }
+  EXPECT_GT(host_scanned, 0u);
+}
+
+// Below the threshold on the host, at or above it on the device, interleaved in one
+// scanner: results still come back in submission order and equal the reference.
+TEST(Scanner, HostAndDeviceChunksInterleaveInOrder) {
+  GPUFILTER_OPEN_DEVICE(dev);
+  std::mt19937 rng(45);
+  const std::string seed_text = random_string(rng, "abc\n", 20000);
+  const PatternSet patterns = random_patterns(rng, "abc", 100, 12, seed_text);
+  const Matcher matcher(*dev, patterns, MatchOptions{});
+  DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 8192, .slots = 3, .host_scan_below = 1024});
+  std::vector<std::string> texts;
+  for (int i = 0; i < 30; ++i) {
+    const std::size_t size = i % 2 == 0 ? 1 + rng() % 1023 : 1024 + rng() % 7000;
+    texts.push_back(seed_text.substr(rng() % (seed_text.size() - size), size));
+  }
+  std::size_t next_done = 0;
+  auto complete = [&] {
+    ScanSlot& done = scanner.complete_oldest();
+    EXPECT_EQ(done.chunk().seq, next_done);
+    EXPECT_EQ(diff(reference(patterns, matcher.table(), texts[next_done], 0), as_pairs(done.occurrences())), "")
+        << "chunk " << next_done;
+    ++next_done;
+    scanner.release(done);
+  };
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    ScanSlot* slot = scanner.acquire();
+    if (slot == nullptr) {
+      complete();
+      slot = scanner.acquire();
+    }
+    std::memcpy(slot->staging(), texts[i].data(), texts[i].size());
+    slot->chunk() = gpufilter::Chunk{};
+    slot->chunk().seq = i;
+    slot->chunk().data = slot->staging();
+    slot->chunk().size = texts[i].size();
+    scanner.submit(*slot);
+  }
+  while (scanner.in_flight() > 0) complete();
+  EXPECT_EQ(next_done, texts.size());
+  EXPECT_EQ(scanner.host_chunks(), 15u);
+}
+
+}  // namespace

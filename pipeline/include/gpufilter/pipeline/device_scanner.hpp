@@ -30,6 +30,8 @@ class DeviceScanner final : public Scanner {
   // `buffer_copy`: as a buffer-to-buffer copy instead of a write from the mapped pointer.
   // Returns seconds.
   double time_uploads(ScanSlot& slot, unsigned times, bool buffer_copy);
+  // Chunks scanned on the host so far (ScanConfig::host_scan_below).
+  std::uint64_t host_chunks() const noexcept { return host_chunks_; }
 
  private:
   class Slot;
@@ -37,12 +39,15 @@ class DeviceScanner final : public Scanner {
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
   void enqueue_scan(Slot& slot, bool count_patterns);
+  void scan_on_host(Slot& slot);
 
   DeviceContext& device_;
   const Matcher& matcher_;
   cl::Buffer pattern_counts_;
   cl::CommandQueue readback_;  // large occurrence read-backs, behind no later chunk's scan
   std::vector<Occurrence> sort_buffer_;
+  std::vector<std::uint64_t> host_counts_;  // per-pattern counts of the chunks scanned on the host
+  std::uint64_t host_chunks_ = 0;
 };
 
 }  // namespace gpufilter

@@ -23,6 +23,10 @@ struct ScanConfig {
   std::size_t slots = 2;         // at least 2, so reading overlaps scanning
   bool locate = true;            // hand on positions and ids, not only counts
   bool count_patterns = false;   // accumulate per-pattern occurrence counts
+  // DeviceScanner: chunks smaller than this are scanned on the host by a walk of the same
+  // trie (PatternTable::for_each_at), with identical results, where a device round trip
+  // would cost more than the scan. 0: always on the device.
+  std::size_t host_scan_below = 0;
 };
 
 class ScanSlot {
