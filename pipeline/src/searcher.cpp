@@ -21,6 +21,7 @@ Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
     : table_(table), options_(options), sink_(sink) {}
 
 void Searcher::begin_input(const std::string& name) {
+  name_ = name;
   next_number_ = 1;
   last_output_number_ = 0;
   selected_ = 0;
@@ -37,7 +38,7 @@ void Searcher::begin_input(const std::string& name) {
   spool_.clear();
   open_occurrences_.clear();
   done_ = options_.max_count == 0;
-  sink_.begin(InputInfo{name});
+  sink_.begin(InputInfo{name_});
 }
 
 // -x: the occurrence is the whole line. -w: no word character touches either end.
@@ -156,9 +157,21 @@ void Searcher::start_group(std::uint64_t first_number) {
     sink_.context_break();
 }
 
+std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
+                                                         std::span<const LineOccurrence> occurrences) {
+  ids_.clear();
+  for (const auto& o : occurrences)
+    if (valid(line, o.position, table_.unique_length(o.pattern))) ids_.push_back(o.pattern);
+  std::sort(ids_.begin(), ids_.end());
+  ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+  return ids_;
+}
+
 void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
-                    std::span<const MatchSpan> spans) {
-  const LineMatch m{text, offset, options_.line_numbers ? number : 0, spans};
+                    std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
+  LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}};
+  m.source = name_;
+  m.patterns = ids;
   if (selected) {
     if (sink_.matched(m) == Flow::kStop) done_ = true;
   } else {
@@ -235,9 +248,13 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     match_spans(text, occurrences, spans_);
     return spans_;
   };
+  auto ids = [&]() -> std::span<const std::uint32_t> {
+    if (!options_.pattern_ids || !matched) return {};
+    return matched_patterns(text, occurrences);
+  };
 
   if (draining_) {
-    emit(text, offset, number, false, spans_for(false));
+    emit(text, offset, number, false, spans_for(false), ids());
     if (--pending_after_ == 0) done_ = true;
     return;
   }
@@ -245,9 +262,9 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     ++selected_;
     if (!quiet_) {
       start_group(before_.empty() ? number : before_.front().number);
-      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans);
+      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids);
       before_.clear();
-      emit(text, offset, number, true, spans_for(true));
+      emit(text, offset, number, true, spans_for(true), ids());
       pending_after_ = options_.after;
     }
     used_ = true;  // grep's separator rule counts lines it selected but did not print
@@ -262,11 +279,13 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   if (quiet_) return;
   if (pending_after_ > 0) {
     --pending_after_;
-    emit(text, offset, number, false, spans_for(false));
+    emit(text, offset, number, false, spans_for(false), ids());
   } else if (options_.before > 0) {
     if (before_.size() == options_.before) before_.pop_front();
     auto spans = spans_for(false);
-    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}});
+    const auto line_ids = ids();
+    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()},
+                                 {line_ids.begin(), line_ids.end()}});
   }
 }
 
@@ -389,6 +408,7 @@ InputSummary Searcher::finish_input() {
   InputSummary summary;
   summary.selected_lines = selected_;
   summary.binary_matched = binary_matched_;
+  summary.name = name_;
   sink_.finish(summary);
   return summary;
 }

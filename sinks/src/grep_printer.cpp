@@ -14,11 +14,11 @@ void GrepPrinter::colored(std::string_view text, const std::string& sgr) {
 }
 
 // grep's print_line_head: [file SEP] [line SEP] [offset SEP].
-void GrepPrinter::head(std::uint64_t number, std::uint64_t offset, char separator) {
+void GrepPrinter::head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator) {
   const Colors* c = options_.colors ? &*options_.colors : nullptr;
   const std::string sep(1, separator);
   if (options_.with_filename) {
-    colored(name_, c ? c->file_name : std::string());
+    colored(source, c ? c->file_name : std::string());
     colored(sep, c ? c->separator : std::string());
   }
   if (options_.line_numbers) {
@@ -41,14 +41,14 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
   if (options_.only_matching) {
     // One output line per match, prefixed as a line of its own.
     for (const MatchSpan& s : line.spans) {
-      head(line.number, line.offset + s.begin, separator);
+      head(source_of(line), line.number, line.offset + s.begin, separator);
       colored(line.line.substr(s.begin, s.end - s.begin),
               c ? (selected ? c->selected_match : c->context_match) : std::string());
       out_.end_line();
     }
     return;
   }
-  head(line.number, line.offset, separator);
+  head(source_of(line), line.number, line.offset, separator);
   std::string_view rest = line.line;
   if (c != nullptr) {
     const std::string& line_color = (selected != (options_.invert && c->reverse)) ? c->selected_line : c->context_line;
@@ -88,11 +88,12 @@ void GrepPrinter::context_break() {
 }
 
 void GrepPrinter::finish(const InputSummary& summary) {
+  const std::string& name = summary.name.empty() ? name_ : summary.name;
   const Colors* c = options_.colors ? &*options_.colors : nullptr;
   switch (options_.mode) {
     case PrinterOptions::Mode::kCount:
       if (options_.with_filename) {
-        colored(name_, c ? c->file_name : std::string());
+        colored(name, c ? c->file_name : std::string());
         colored(":", c ? c->separator : std::string());
       }
       out_.write_number(summary.selected_lines);
@@ -101,14 +102,14 @@ void GrepPrinter::finish(const InputSummary& summary) {
     case PrinterOptions::Mode::kFilesWithMatches:
     case PrinterOptions::Mode::kFilesWithoutMatch:
       if ((summary.selected_lines > 0) == (options_.mode == PrinterOptions::Mode::kFilesWithMatches)) {
-        colored(name_, c ? c->file_name : std::string());
+        colored(name, c ? c->file_name : std::string());
         out_.end_line();
       }
       break;
     case PrinterOptions::Mode::kLines:
       if (summary.binary_matched) {
         out_.flush();
-        err_.write(options_.program_name + ": " + name_ + ": binary file matches\n");
+        err_.write(options_.program_name + ": " + name + ": binary file matches\n");
         err_.flush();
       }
       break;

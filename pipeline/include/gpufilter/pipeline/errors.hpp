@@ -66,6 +66,13 @@ class SourceError : public Error {
   int errno_;
 };
 
+// A setting cannot be used: a bad --listen address, a malformed state file. what() names
+// the setting or file and says what is wrong with it.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES").
 const char* cl_error_name(int code) noexcept;
 

@@ -31,6 +31,7 @@ struct SearchOptions {
   bool group_separators = false;  // a context option was given, even -C 0: print "--"
   bool line_numbers = false;      // count lines for LineMatch::number
   bool spans = false;             // the sink needs match spans (-o, --color)
+  bool pattern_ids = false;       // the sink needs the ids of the patterns a line matches (--json)
   bool quiet = false;             // no line output at all (-c, -l, -L, -q)
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
@@ -59,6 +60,11 @@ class Searcher {
   // patterns): then consume_count() takes the chunk's count alone.
   bool needs_locations() const noexcept;
   Flow consume_count(const Chunk& chunk, std::uint64_t occurrences);
+  // `lines` lines of the input were dropped before the next chunk (over-long lines of a
+  // stream): line numbers go on counting them.
+  void skip_lines(std::uint64_t lines) noexcept { next_number_ += lines; }
+  // Whether the input is decided (-m reached, -l/-q matched): nothing more is needed.
+  bool done() const noexcept { return done_; }
   // Ends the input: completes an unterminated last line and calls Sink::finish.
   InputSummary finish_input();
 
@@ -74,6 +80,7 @@ class Searcher {
     std::uint64_t offset;
     std::uint64_t number;
     std::vector<MatchSpan> spans;
+    std::vector<std::uint32_t> ids;
   };
 
   bool valid(std::string_view line, std::uint64_t position, std::uint32_t length) const;
@@ -86,8 +93,9 @@ class Searcher {
   void complete_open_line(bool terminated);
   void enter_binary();
   void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
-            std::span<const MatchSpan> spans);
+            std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids);
   void start_group(std::uint64_t first_number);
+  std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
   void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
 
@@ -95,6 +103,7 @@ class Searcher {
   SearchOptions options_;
   Sink& sink_;
   bool used_ = false;  // some line was output, in any input (grep's separator rule)
+  std::string name_;
 
   // Per input.
   std::uint64_t next_number_ = 1;
@@ -118,6 +127,7 @@ class Searcher {
   std::vector<LineOccurrence> line_occurrences_;
   std::vector<LineOccurrence> record_occurrences_;
   std::vector<MatchSpan> spans_;
+  std::vector<std::uint32_t> ids_;
 };
 
 }  // namespace gpufilter

@@ -28,6 +28,12 @@ struct LineMatch {
   // Leftmost-longest, non-overlapping, non-empty matches (grep -o and --color order);
   // filled only when the Searcher was asked for spans and the line matches.
   std::span<const MatchSpan> spans;
+  // The input's name (a path, "(standard input)", "tcp://127.0.0.1:40312"): with many
+  // streams at once, lines of different inputs reach one sink interleaved.
+  std::string_view source;
+  // The unique pattern ids (PatternTable) that match in this line under -w/-x, ascending;
+  // filled only when the Searcher was asked for them (SearchOptions::pattern_ids).
+  std::span<const std::uint32_t> patterns;
 };
 
 struct InputInfo {
@@ -35,6 +41,7 @@ struct InputInfo {
 };
 
 struct InputSummary {
+  std::string name;                  // the input's name, as in InputInfo
   std::uint64_t selected_lines = 0;  // lines selected (after -v), capped by -m
   bool binary_matched = false;       // a selected line fell in the binary part of the input
   // Set when reading failed part-way ("NAME: reason"): like grep, the input is finished

@@ -39,7 +39,11 @@ class GrepPrinter final : public Sink {
 
  private:
   void print_line(const LineMatch& line, bool selected);
-  void head(std::uint64_t number, std::uint64_t offset, char separator);
+  void head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator);
+  // Lines of several inputs may interleave (many streams): each names its own.
+  std::string_view source_of(const LineMatch& line) const noexcept {
+    return line.source.empty() ? std::string_view(name_) : line.source;
+  }
   void colored(std::string_view text, const std::string& sgr);
 
   Output& out_;

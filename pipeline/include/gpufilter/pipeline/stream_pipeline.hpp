@@ -1,0 +1,96 @@
+// StreamPipeline: the scan side of many streams at once (followed files, connections).
+//
+//   RecordChannel --batch of whole lines of many inputs--> ScanSlot -> scan
+//     -> occurrences -> per entry: that input's Searcher (grep's line rules) -> Sink
+//
+// Each input has a Searcher of its own, so -m, -c, context and line numbers count per
+// input, as grep counts them per file; lines of different inputs reach the one Sink
+// interleaved, each naming its input (LineMatch::source). After the output is flushed,
+// the channel is told up to where each stream's output is written (acknowledge), which
+// is what a --state file may safely record.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "gpufilter/pipeline/record_channel.hpp"
+#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/pipeline/searcher.hpp"
+#include "gpufilter/pipeline/sink.hpp"
+
+namespace gpufilter {
+
+struct StreamPipelineConfig {
+  // -q: everything is decided at the first selected line.
+  bool stop_on_first_selected = false;
+  // > 0: everything is decided once this many inputs are (-m, -l: every followed file).
+  std::size_t inputs_to_decide = 0;
+  // How long take() waits while nothing at all is going on, between checks.
+  std::chrono::milliseconds idle_wait{100};
+};
+
+class StreamPipeline {
+ public:
+  // The scanner must locate occurrences (ScanConfig::locate) and take chunks at least as
+  // large as the channel's batches.
+  StreamPipeline(Scanner& scanner, SearchOptions options, Sink& sink, RecordChannel& channel,
+                 StreamPipelineConfig config);
+  ~StreamPipeline();
+
+  // Called once, on the scan thread, when everything is decided (-q, every input's -m):
+  // the caller should stop the readers, which then finish the channel.
+  void on_decided(std::function<void()> callback) { on_decided_ = std::move(callback); }
+
+  // Scans and delivers until the channel is finished; then finishes every open input,
+  // flushes and acknowledges. Throws DeviceError (and the Sink's errors).
+  void run();
+
+  bool selected() const noexcept { return selected_; }  // some input selected a line
+  std::uint64_t bytes_scanned() const noexcept { return bytes_; }
+  std::uint64_t batches() const noexcept { return batches_; }
+  std::uint64_t lines() const noexcept { return lines_; }
+
+ private:
+  struct Input {
+    std::unique_ptr<Searcher> searcher;
+    bool finished = false;
+  };
+
+  void submit(RecordBatch* batch);
+  void deliver_oldest();
+  void deliver(const Chunk& chunk, std::span<const Occurrence> occurrences, const std::vector<BatchEntry>& entries);
+  void open(const BatchEntry& e);
+  void close(const BatchEntry& e);
+  void finish(Input& input);
+  void lines(const BatchEntry& e, const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t& index);
+  void flush();
+  void decide_all();
+
+  Scanner& scanner_;
+  SearchOptions options_;
+  Sink& sink_;
+  RecordChannel& channel_;
+  StreamPipelineConfig config_;
+  std::function<void()> on_decided_;
+  bool decided_ = false;
+
+  std::unordered_map<StreamId, Input> inputs_;  // by the stream that carries the input now
+  std::unordered_map<StreamId, Input> parked_;  // closed, to be continued (rotation)
+  std::deque<std::vector<BatchEntry>> in_flight_;  // entries of the submitted batches, in order
+  std::unordered_map<StreamId, std::uint64_t> acks_;  // delivered, not yet flushed
+  std::vector<Occurrence> scratch_;
+  std::size_t inputs_decided_ = 0;
+  std::uint64_t seq_ = 0;
+  bool selected_ = false;
+  std::uint64_t bytes_ = 0;
+  std::uint64_t batches_ = 0;
+  std::uint64_t lines_ = 0;
+};
+
+}  // namespace gpufilter
