@@ -41,7 +41,7 @@ void Chunker::read_ahead_to_block_end() {
   }
 }
 
-Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout) {
+Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
   // 1. What is pending first: the rolled tail and any read-ahead.
   const std::uint64_t offset = pending_offset_;
   const std::size_t overlap = pending_overlap_;
@@ -54,12 +54,17 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   Clock::time_point deadline{};
   if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
   bool stalled = false;
+  bool overdue = false;  // a complete line has waited the batch timeout on a busy stream
   while (filled < capacity_ && pending_.empty() && !eof_) {
     if (!source_.is_regular_file()) {
+      if (newline != nullptr && Clock::now() >= deadline) {
+        overdue = true;
+        break;
+      }
       std::chrono::milliseconds wait = idle_timeout;
       if (newline != nullptr) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        wait = std::max(left, std::chrono::milliseconds(0));
+        wait = eager ? std::chrono::milliseconds(0) : std::max(left, std::chrono::milliseconds(0));
       }
       if (!source_.wait_readable(wait)) {
         if (newline != nullptr) {
@@ -137,7 +142,11 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   out.continues_line = continues_line_;
   out.line_open = line_open;
   out.last = at_end && cut == filled;
-  out.flush_after = stalled;
+  // A quiet input, or a steady trickle whose lines have waited the batch timeout, is
+  // delivered and flushed at once. A fast stream (a chunk of a megabyte or more in one
+  // timeout) is not held up to flush: its lines wait for the chunks in flight, not for time.
+  constexpr std::size_t kFlushBelow = 1u << 20;
+  out.flush_after = stalled || (overdue && cut < kFlushBelow);
   out.binary_offset = binary_offset_;
   continues_line_ = line_open;
   return Status::kChunk;

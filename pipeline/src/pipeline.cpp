@@ -104,7 +104,9 @@ void Pipeline::read_stream(Chunker& chunker, std::string& read_error) {
     Chunker::Status status;
     Clock::time_point mark = Clock::now();
     try {
-      status = chunker.fill(slot->staging(), slot->chunk(), idle);
+      // With nothing in flight, a complete line goes at once rather than after the batch
+      // timeout: latency at low rates; at high rates the engine is busy and chunks grow.
+      status = chunker.fill(slot->staging(), slot->chunk(), idle, scanner_.in_flight() == 0);
     } catch (const SourceError& e) {
       read_error = e.what();
       status = Chunker::Status::kEnd;

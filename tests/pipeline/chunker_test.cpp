@@ -2,6 +2,8 @@
 // and the idle/deadline behaviour on inputs that stall.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +21,9 @@
 #include "testutil/testutil.hpp"
 
 namespace {
+
+// A batch timeout no test run reaches: chunk boundaries then depend on the reads alone.
+constexpr std::chrono::milliseconds kNever = std::chrono::hours(1);
 
 using gpufilter::Chunk;
 using gpufilter::Chunker;
@@ -196,7 +201,7 @@ TEST(Chunker, InvariantsOverSweep) {
           for (bool regular : {true, false}) {
             for (bool detect : {true, false}) {
               StringSource src(input, rs, "(test)", regular);
-              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect});
+              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect, .batch_timeout = kNever});
               const DriveResult r = drive(chunker, input.size());
               std::string error = r.error;
               if (error.empty()) error = check_chunks(input, r.chunks, chunker.capacity(), ov);
@@ -290,7 +295,7 @@ TEST(Chunker, BinaryOffsetRule) {
           for (bool regular : {true, false}) {
             for (bool detect : {true, false}) {
               StringSource src(bc.input, rs, "(test)", regular);
-              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect});
+              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect, .batch_timeout = kNever});
               const DriveResult r = drive(chunker, bc.input.size());
               std::string error = r.error;
               if (error.empty()) error = check_chunks(bc.input, r.chunks, chunker.capacity(), ov);
@@ -488,6 +493,50 @@ TEST(Chunker, StallsAtEveryByteLoseNothing) {
       EXPECT_EQ(src.blocking_reads(), 0u);
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Always readable, a few bytes a read, a millisecond a read: a stream that never goes
+// quiet but trickles, like a log written line by line.
+class TrickleSource final : public gpufilter::Source {
+ public:
+  explicit TrickleSource(std::string data) : data_(std::move(data)) {}
+  std::size_t read(std::span<char> dst) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::size_t n = std::min<std::size_t>({dst.size(), 4, data_.size() - pos_});
+    std::memcpy(dst.data(), data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  bool is_regular_file() const override { return false; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string data_;
+  std::size_t pos_ = 0;
+  std::string name_ = "(trickle)";
+};
+
+// A line on a stream that never stalls still waits at most about the batch timeout: the
+// chunk is cut then, and flushed, long before it is full.
+TEST(Chunker, BusyTrickleIsCutAtTheBatchTimeout) {
+  std::string input;
+  for (int i = 0; i < 200; ++i) input += "line " + std::to_string(i) + "\n";
+  TrickleSource src(input);
+  Chunker chunker(src, ChunkerConfig{.capacity = 1 << 16, .batch_timeout = std::chrono::milliseconds(20)});
+  std::vector<char> buffer(chunker.capacity());
+  Chunk c;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(chunker.fill(buffer.data(), c, std::chrono::milliseconds(-1)), Chunker::Status::kChunk);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(c.flush_after);
+  EXPECT_LT(c.size, input.size());
+  EXPECT_EQ(std::string(buffer.data(), c.size), input.substr(0, c.size));
+  EXPECT_EQ(buffer[c.size - 1], '\n');
+  EXPECT_LT(took, std::chrono::milliseconds(2000));
 }
 
 }  // namespace
