@@ -56,6 +56,7 @@ int pread_full(int fd, char* dst, std::size_t size, std::uint64_t offset, std::s
 }  // namespace
 
 std::size_t FileSource::read(std::span<char> dst) {
+  if (stop_ != nullptr && stop_->requested()) return 0;
   // A large read of a regular file is copied out of the page cache by several threads:
   // one thread's copy runs well below what the device link takes.
   if (regular_) {
@@ -88,16 +89,19 @@ std::size_t FileSource::read(std::span<char> dst) {
       return static_cast<std::size_t>(n);
     }
     if (errno != EINTR) throw SourceError(name_, errno);
+    if (stop_ != nullptr && stop_->requested()) return 0;
   }
 }
 
 bool FileSource::wait_readable(std::chrono::milliseconds timeout) {
   if (regular_) return true;
-  pollfd p{fd_, POLLIN, 0};
+  pollfd p[2] = {{fd_, POLLIN, 0}, {stop_ != nullptr ? stop_->fd() : -1, POLLIN, 0}};
   for (;;) {
-    const int n = ::poll(&p, 1, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
+    // A stop makes the input readable: the next read() ends it.
+    const int n = ::poll(p, 2, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count()));
     if (n >= 0) return n > 0;  // POLLHUP and POLLERR count as readable: read() reports them
     if (errno != EINTR) return true;
+    if (stop_ != nullptr && stop_->requested()) return true;
   }
 }
 

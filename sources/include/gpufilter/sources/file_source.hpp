@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpufilter/pipeline/source.hpp"
+#include "gpufilter/sources/stop_signal.hpp"
 
 namespace gpufilter {
 
@@ -21,6 +22,9 @@ class FileSource final : public Source {
   FileSource(const FileSource&) = delete;
   FileSource& operator=(const FileSource&) = delete;
 
+  // After stop->request(), reads end the input (return 0) and waits return at once.
+  void set_stop(const StopSignal* stop) noexcept { stop_ = stop; }
+
   std::size_t read(std::span<char> dst) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   bool is_regular_file() const override { return regular_; }
@@ -34,6 +38,7 @@ class FileSource final : public Source {
   bool regular_ = false;
   std::uint64_t offset_ = 0;  // of the next read of a regular file
   std::string name_;
+  const StopSignal* stop_ = nullptr;
 };
 
 }  // namespace gpufilter
