@@ -68,6 +68,28 @@ GPU and streaming:
                             pattern count (docs/PERFORMANCE.md)
       --stats               at exit, print timings as one JSON line on stderr
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
+      --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,
+                            where a device round trip costs more (default
+                            16K with a device engine; 0: never)
+      --json                one JSON object per selected line: source,
+                            line number, offset, patterns, line
+
+Following files and listening on sockets (docs/STREAMING.md):
+      --follow              follow each FILE as it grows, like tail -F:
+                            across rotation, truncation and re-creation
+      --from-start          with --follow, read what the files hold already
+                            (default: only what is written from now on)
+      --state=FILE          with --follow, keep each file's position in FILE
+                            and resume there on the next run
+      --poll-interval=MS    with --follow, poll every MS instead of inotify
+      --listen=URL          read lines from tcp://HOST:PORT, udp://HOST:PORT
+                            or unix:PATH (repeatable; port 0 picks one);
+                            TCP and unix also take RFC 6587 octet-counted
+                            syslog frames
+      --max-line-bytes=SIZE  drop (and count) longer lines of followed
+                            files and sockets (default 1M)
+      --max-connections=N   at most N open connections (default 1024)
+SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0.
 
 When FILE is '-', read standard input.  With no FILE, read '-'.
 With fewer than two FILEs, assume -h.

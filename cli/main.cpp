@@ -11,6 +11,7 @@
 #include <iostream>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "gpufilter/cli/options.hpp"
@@ -21,7 +22,11 @@
 #include "gpufilter/pipeline/matcher.hpp"
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/sinks/grep_printer.hpp"
+#include "gpufilter/sinks/json_printer.hpp"
 #include "gpufilter/sources/file_source.hpp"
+#include "gpufilter/sources/notices.hpp"
+#include "gpufilter/sources/stop_signal.hpp"
+#include "stream_mode.hpp"
 
 namespace {
 
@@ -32,6 +37,37 @@ constexpr int kTrouble = 2;
 
 using Clock = std::chrono::steady_clock;
 Clock::time_point g_started;  // main() entry, for --stats
+
+// SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0.
+StopSignal* g_stop = nullptr;
+extern "C" void on_stop_signal(int) {
+  if (g_stop != nullptr) g_stop->request();
+}
+void install_stop_handlers(StopSignal& stop) {
+  g_stop = &stop;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR and sees the stop
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+// What readers report while they keep going, as "gpufilter: MESSAGE" on stderr. Called
+// from the I/O thread; -s silences it.
+class StderrNotices final : public Notices {
+ public:
+  explicit StderrNotices(bool silent) : silent_(silent) {}
+  void notice(std::string_view text) override {
+    if (silent_) return;
+    std::lock_guard lock(mutex_);
+    std::fprintf(stderr, "gpufilter: %.*s\n", static_cast<int>(text.size()), text.data());
+  }
+
+ private:
+  bool silent_;
+  std::mutex mutex_;
+};
 
 // --engine=auto. The host engine (Hyperscan on every core) is faster than a CPU OpenCL
 // device such as PoCL for sets up to kHostMaxPatterns literals. On a GPU the OpenCL path
@@ -46,6 +82,10 @@ Clock::time_point g_started;  // main() entry, for --stats
 constexpr std::size_t kHostMaxPatterns = 10'000;
 constexpr std::size_t kHostOnGpu = 1;
 constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
+// With a device engine, chunks smaller than this are scanned on the host (the same trie,
+// walked by the CPU): the latency of a small batch on a stream is then not a device round
+// trip. bench/latency measures both sides of it.
+constexpr std::size_t kDefaultHostScanBelow = 16u << 10;
 
 // The total size of the inputs when every one is a regular file; nothing for a stream.
 std::optional<std::uint64_t> regular_input_bytes(const std::vector<std::string>& files) {
@@ -116,6 +156,7 @@ bool color_enabled(cli::ColorWhen when) {
 }
 
 int search(cli::Options& o) {
+  // Installed in main(), before anything slow: a signal during start-up is a stop too.
   // No pattern at all (an empty -f file) matches nothing, so -v selects every line, -w
   // and -x included: grep swaps it for the empty pattern with -v flipped.
   const std::size_t given_patterns = o.patterns.size();
@@ -136,8 +177,11 @@ int search(cli::Options& o) {
   if (spec.empty()) {
     if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
   }
-  if (o.files.empty()) o.files.emplace_back("-");
-  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec, regular_input_bytes(o.files));
+  const bool streams = o.follow || !o.listen.empty();
+  if (o.files.empty() && !streams) o.files.emplace_back("-");
+  // Streams have no size to weigh: only the pattern count decides (as for a pipe).
+  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec,
+                                           streams ? std::nullopt : regular_input_bytes(o.files));
   const Clock::time_point device_start = Clock::now();
   std::optional<DeviceContext> device;
   if (!host_engine) device.emplace(spec);
@@ -187,27 +231,54 @@ int search(cli::Options& o) {
                             printing.mode == PrinterOptions::Mode::kFilesWithMatches ||
                             printing.mode == PrinterOptions::Mode::kFilesWithoutMatch;
   searching.binary_files = o.binary_files;
+  if (o.json) {
+    // JSON escapes every byte, so there is no binary file to hide; records carry their
+    // line number and the patterns that matched.
+    searching.binary_files = BinaryFiles::kText;
+    searching.line_numbers = true;
+    searching.pattern_ids = true;
+    searching.spans = false;
+  }
+  if (streams) searching.binary_files = BinaryFiles::kText;  // a stream has no end to report it at
 
 
   Output out(STDOUT_FILENO, o.line_buffered);
   Output err(STDERR_FILENO, true);
-  GrepPrinter printer(out, err, printing);
+  GrepPrinter grep_printer(out, err, printing);
+  std::optional<JsonPrinter> json_printer;
+  if (o.json) {
+    std::vector<JsonPrinter::Pattern> given(patterns.unique_count());
+    std::vector<bool> seen(patterns.unique_count(), false);
+    for (std::size_t i = 0; i < given_patterns; ++i) {
+      const std::uint32_t id = patterns.unique_of(i);
+      if (id == PatternTable::kNoPattern || seen[id]) continue;
+      seen[id] = true;
+      given[id] = JsonPrinter::Pattern{static_cast<std::uint32_t>(i), o.patterns[i]};
+    }
+    json_printer.emplace(out, std::move(given));
+  }
+  Sink& printer = json_printer ? static_cast<Sink&>(*json_printer) : grep_printer;
   Searcher searcher(patterns, searching, printer);
   ScanConfig scanning;
-  scanning.locate = searcher.needs_locations() || o.pattern_counts;
+  scanning.locate = searcher.needs_locations() || o.pattern_counts || streams;
   scanning.count_patterns = o.pattern_counts;
   std::unique_ptr<Scanner> engine;
   if (host_engine) {
     // Chunks large enough that reading one is split across cores (FileSource), one per
     // worker plus two: one being read, one being delivered.
     const std::size_t threads = HostScanner::default_threads();
-    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (threads >= 8 ? 16u << 20 : 4u << 20);
+    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (threads >= 8 && !streams ? 16u << 20 : 4u << 20);
     scanning.slots = o.slots != 0 ? o.slots : threads + 2;
+    if (streams) scanning.chunk_bytes = std::max<std::size_t>(scanning.chunk_bytes, o.max_line_bytes + 1);
     engine = std::make_unique<HostScanner>(patterns, scanning);
   } else {
     // On a GPU, 64 MiB chunks and 4 slots keep the link busy (docs/PERFORMANCE.md).
-    scanning.chunk_bytes = o.chunk_bytes != 0 ? o.chunk_bytes : (device->info().is_gpu ? 64u << 20 : 4u << 20);
+    scanning.chunk_bytes =
+        o.chunk_bytes != 0 ? o.chunk_bytes : (device->info().is_gpu && !streams ? 64u << 20 : 4u << 20);
     scanning.slots = o.slots != 0 ? o.slots : (device->info().is_gpu ? 4 : 3);
+    // Below this a device round trip costs more than the host's walk of the same trie.
+    scanning.host_scan_below = o.host_scan_below.value_or(kDefaultHostScanBelow);
+    if (streams) scanning.chunk_bytes = std::max<std::size_t>(scanning.chunk_bytes, o.max_line_bytes + 1);
     engine = std::make_unique<DeviceScanner>(*device, *matcher, scanning);
   }
   Scanner& scanner = *engine;
@@ -223,10 +294,21 @@ int search(cli::Options& o) {
 
   bool selected = false;
   bool trouble = false;
-  for (const std::string& file : o.files) {
+  StopSignal& stop = *g_stop;
+  StderrNotices notices(o.no_messages);
+  std::string stream_stats;
+  if (streams) {
+    const StreamResult result = run_streams(o, scanner, searching, printer, stop, notices);
+    selected = result.selected;
+    bytes_read = result.bytes;
+    stream_stats = result.stats;
+  }
+  for (const std::string& file : streams ? std::vector<std::string>{} : o.files) {
+    if (stop.requested()) break;
     try {
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
+      source->set_stop(&stop);
       const InputSummary summary = pipeline.run(*source);
       bytes_read = pipeline.bytes_scanned();
       if (!summary.read_error.empty()) {
@@ -269,7 +351,7 @@ int search(cli::Options& o) {
                  "\"device_ms\":%.3f,\"build_ms\":%.3f,\"table_ms\":%.3f,\"matcher_ms\":%.3f,\"engine_ms\":%.3f,"
                  "\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
                  "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu,\"fill_s\":%.6f,\"wait_s\":%.6f,"
-                 "\"deliver_s\":%.6f}\n",
+                 "\"deliver_s\":%.6f%s}\n",
                  std::string(scanner.engine()).c_str(),
                  json_string(device ? device->info().name : "host (Hyperscan)").c_str(), patterns.pattern_count(),
                  patterns.unique_count(), ms_between(device_start, build_start), ms_between(build_start, build_end),
@@ -278,9 +360,10 @@ int search(cli::Options& o) {
                  static_cast<unsigned long long>(bytes_read), scan_s,
                  scan_s > 0 ? static_cast<double>(bytes_read) / scan_s / 1e9 : 0.0, ms_between(g_started, end) / 1000,
                  scanner.chunk_bytes(), scanner.slot_count(), pipeline.times().fill_s, pipeline.times().wait_s,
-                 pipeline.times().deliver_s);
+                 pipeline.times().deliver_s, stream_stats.c_str());
   }
-  const int status = trouble && !(o.quiet && selected) ? kTrouble : selected ? 0 : 1;
+  // A stop asked for by SIGINT or SIGTERM is a clean end: everything read was searched.
+  const int status = trouble && !(o.quiet && selected) ? kTrouble : (selected || stop.requested()) ? 0 : 1;
   // Everything is written. Releasing the OpenCL context and its pinned memory one object
   // at a time takes NVIDIA's driver about 0.1 s; the process is ending, so leave it to the
   // operating system, as it would after a crash.
@@ -293,6 +376,14 @@ int search(cli::Options& o) {
 int main(int argc, char** argv) {
   g_started = Clock::now();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
+  static std::optional<StopSignal> stop;
+  try {
+    stop.emplace();
+  } catch (const Error& e) {
+    message(e.what());
+    return kTrouble;
+  }
+  install_stop_handlers(*stop);
   cli::Options options;
   try {
     options = cli::parse(argc, argv);
@@ -301,7 +392,7 @@ int main(int argc, char** argv) {
     if (e.show_usage() || *e.what() == '\0')
       std::fprintf(stderr, "%s\nTry '%s --help' for more information.\n", cli::kUsageLine, kProgram);
     return kTrouble;
-  } catch (const SourceError& e) {
+  } catch (const Error& e) {
     message(e.what());
     return kTrouble;
   }

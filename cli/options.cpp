@@ -30,6 +30,15 @@ enum LongOnly {
   kBatchTimeoutOption,
   kEngineOption,
   kStatsOption,
+  kHostScanBelowOption,
+  kFollowOption,
+  kFromStartOption,
+  kStateOption,
+  kPollIntervalOption,
+  kListenOption,
+  kMaxLineBytesOption,
+  kMaxConnectionsOption,
+  kJsonOption,
 };
 
 constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz";
@@ -88,6 +97,15 @@ const option kLongOptions[] = {
     {"batch-timeout", required_argument, nullptr, kBatchTimeoutOption},
     {"engine", required_argument, nullptr, kEngineOption},
     {"stats", no_argument, nullptr, kStatsOption},
+    {"host-scan-below", required_argument, nullptr, kHostScanBelowOption},
+    {"follow", no_argument, nullptr, kFollowOption},
+    {"from-start", no_argument, nullptr, kFromStartOption},
+    {"state", required_argument, nullptr, kStateOption},
+    {"poll-interval", required_argument, nullptr, kPollIntervalOption},
+    {"listen", required_argument, nullptr, kListenOption},
+    {"max-line-bytes", required_argument, nullptr, kMaxLineBytesOption},
+    {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
+    {"json", no_argument, nullptr, kJsonOption},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -149,6 +167,27 @@ std::string read_pattern_file(const char* path) {
 
 [[noreturn]] void unsupported(const std::string& what, const std::string& why) {
   throw UsageError(what + ": " + why, false);
+}
+
+// Options that make no sense together are refused before anything is read.
+void check_combinations(const Options& o) {
+  const bool streams = o.follow || !o.listen.empty();
+  if (o.follow && o.files.empty()) throw UsageError("--follow needs FILE operands to follow", true);
+  if (!o.follow) {
+    if (o.from_start) throw UsageError("--from-start works with --follow only", true);
+    if (!o.state_path.empty()) throw UsageError("--state works with --follow only", true);
+    if (o.poll_interval_ms) throw UsageError("--poll-interval works with --follow only", true);
+    if (!o.listen.empty() && !o.files.empty())
+      throw UsageError("FILE operands with --listen are followed: add --follow", true);
+  }
+  if (o.follow && std::find(o.files.begin(), o.files.end(), "-") != o.files.end())
+    throw UsageError("--follow cannot follow standard input; name files", true);
+  if (o.max_line_bytes > (std::uint64_t{1} << 30)) throw UsageError("--max-line-bytes: at most 1G", true);
+  if (o.json) {
+    if (o.count || o.list != ListMode::kNone) throw UsageError("--json cannot be combined with -c, -l or -L", true);
+    if (o.only_matching) throw UsageError("--json cannot be combined with -o", true);
+  }
+  if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
 }
 
 }  // namespace
@@ -265,6 +304,26 @@ Options parse(int argc, char** argv) {
         break;
       }
       case kStatsOption: o.stats = true; break;
+      case kHostScanBelowOption: {
+        // 0 is allowed here: never scan on the host.
+        if (std::strcmp(::optarg, "0") == 0) o.host_scan_below = 0;
+        else o.host_scan_below = size_argument(::optarg, "--host-scan-below");
+        break;
+      }
+      case kFollowOption: o.follow = true; break;
+      case kFromStartOption: o.from_start = true; break;
+      case kStateOption: o.state_path = ::optarg; break;
+      case kPollIntervalOption: {
+        std::uint64_t ms = 0;
+        if (!parse_number(::optarg, ms) || ms == 0 || ms > 3'600'000)
+          throw UsageError(std::string("invalid --poll-interval argument '") + ::optarg + "' (milliseconds, 1 to 3600000)", true);
+        o.poll_interval_ms = ms;
+        break;
+      }
+      case kListenOption: o.listen.emplace_back(::optarg); break;
+      case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
+      case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
+      case kJsonOption: o.json = true; break;
       case 'd': case 'D': case 'r': case 'R':
         unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
       case 'T': case 'Z': case 'z': case 'X': case 'u':
@@ -287,6 +346,7 @@ Options parse(int argc, char** argv) {
     o.patterns.add_list(argv[next++]);
   }
   for (; next < argc; ++next) o.files.emplace_back(argv[next]);
+  check_combinations(o);
   return o;
 }
 

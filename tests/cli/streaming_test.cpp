@@ -60,6 +60,7 @@ class Child {
   Child& operator=(const Child&) = delete;
 
   int stdin_fd() const { return in_; }
+  void signal(int number) { ::kill(pid_, number); }
 
   bool write_all(std::string_view data) {
     while (!data.empty()) {
@@ -269,6 +270,63 @@ TEST_F(Streaming, UnreadablePatternFileFailsBeforeReadingInput) {
     child.read_to_eof(got, milliseconds(1000));
     EXPECT_EQ(got, "");
     EXPECT_NE(child.drain_stderr(), "");
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
+
+namespace gpufilter::test {
+namespace {
+
+// SIGTERM and SIGINT while standard input stays open: gpufilter stops reading, searches
+// what it read (an unterminated last line included), flushes, and exits 0, even when
+// nothing was selected; -c still prints its count.
+TEST_F(Streaming, StopSignalsFinishWhatWasReadAndExitZero) {
+  for (const char* engine : {"--engine=cpu", "--engine=gpu"}) {
+    for (const int number : {SIGTERM, SIGINT}) {
+      SCOPED_TRACE(std::string(engine) + " signal " + std::to_string(number));
+      {
+        Child child({engine, "ERROR"});
+        ASSERT_TRUE(child.write_all("ERROR a\nnoise\nERROR b\n"));
+        std::string got;
+        ASSERT_TRUE(child.read_until(got, "ERROR b\n", milliseconds(60000)));
+        ASSERT_TRUE(child.write_all("ERROR partial"));
+        std::this_thread::sleep_for(milliseconds(50));
+        child.signal(number);
+        EXPECT_TRUE(child.read_to_eof(got, milliseconds(5000)));
+        EXPECT_EQ(got, "ERROR a\nERROR b\nERROR partial\n");
+        const std::optional<int> status = child.wait_exit(milliseconds(5000));
+        ASSERT_TRUE(status.has_value()) << "gpufilter did not exit after the signal";
+        EXPECT_EQ(*status, 0);
+        EXPECT_EQ(child.drain_stderr(), "");
+      }
+      {
+        Child child({engine, "-c", "ERROR"});
+        ASSERT_TRUE(child.write_all("ERROR a\nnoise\nERROR b\n"));
+        // No output to wait for: give start-up (a device's, too) time to reach the reading.
+        std::this_thread::sleep_for(milliseconds(1500));
+        child.signal(number);
+        std::string got;
+        EXPECT_TRUE(child.read_to_eof(got, milliseconds(60000)));
+        EXPECT_EQ(got, "2\n");
+        const std::optional<int> status = child.wait_exit(milliseconds(5000));
+        ASSERT_TRUE(status.has_value());
+        EXPECT_EQ(*status, 0);
+      }
+      {
+        Child child({engine, "absent"});
+        ASSERT_TRUE(child.write_all("nothing here\n"));
+        std::this_thread::sleep_for(milliseconds(300));
+        child.signal(number);
+        std::string got;
+        EXPECT_TRUE(child.read_to_eof(got, milliseconds(60000)));
+        EXPECT_EQ(got, "");
+        const std::optional<int> status = child.wait_exit(milliseconds(5000));
+        ASSERT_TRUE(status.has_value());
+        EXPECT_EQ(*status, 0) << "a stop by signal is a clean end, selected or not";
+      }
+    }
   }
 }
 

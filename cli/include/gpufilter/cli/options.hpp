@@ -63,6 +63,17 @@ struct Options {
   Engine engine = Engine::kAuto;
   bool stats = false;               // timings as one JSON line on stderr at exit
   std::uint64_t batch_timeout_ms = 2;
+  std::optional<std::uint64_t> host_scan_below;  // --host-scan-below: small chunks scanned on the host
+
+  // Streams (docs/STREAMING.md).
+  bool follow = false;             // --follow: FILE operands are followed like tail -F
+  bool from_start = false;         // --from-start
+  std::string state_path;          // --state FILE
+  std::optional<std::uint64_t> poll_interval_ms;  // --poll-interval: poll instead of inotify
+  std::vector<std::string> listen;  // --listen URL...
+  std::uint64_t max_line_bytes = 1u << 20;
+  std::uint64_t max_connections = 1024;
+  bool json = false;               // --json: one JSON object per line
 
   bool help = false;
   bool version = false;

@@ -1,0 +1,442 @@
+// gpufilter --follow, the binary end to end: stdout goes to a regular file, a writer
+// appends "seq=N ..." lines at full speed (all of them match "seq=") and rotates the file
+// under it (rename and create, delete and re-create); SIGTERM must end it with exit 0 and
+// every line exactly once. With --state, a kill -9 at a random moment and a restart lose
+// nothing, and repeat only lines after the offset the state file held at the kill.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "differential.hpp"
+#include "gpufilter/sources/follow_state.hpp"
+#include "testutil/testutil.hpp"
+
+extern char** environ;
+
+namespace gpufilter::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kPatience = 60s;  // how long a test waits for output before failing
+
+// gpufilter with stdin from /dev/null and stdout, stderr into regular files, under
+// LC_ALL=C; killed if a test leaves it running.
+class Gpufilter {
+ public:
+  Gpufilter(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
+    std::vector<std::string> argv = {gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> env = {"LC_ALL=C"};
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view v(*e);
+      if (v.starts_with("LANG=") || v.starts_with("LC_") || v.starts_with("GREP_")) continue;
+      env.emplace_back(v);
+    }
+    std::vector<char*> cargv, cenv;
+    for (std::string& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    for (std::string& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = ::posix_spawn(&pid_, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(rc));
+  }
+  ~Gpufilter() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  Gpufilter(const Gpufilter&) = delete;
+  Gpufilter& operator=(const Gpufilter&) = delete;
+
+  void signal(int sig) const { ::kill(pid_, sig); }
+  bool running() {
+    if (exited_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return false;
+    }
+    return true;
+  }
+  // The exit status (or 128 + signal) if it ends before the deadline.
+  std::optional<int> wait_exit(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (running()) {
+      if (Clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(2ms);
+    }
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int status_ = -1;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The seq of a "seq=N ..." line (after any "FILE:" or "N:" prefixes), if it is one.
+std::optional<std::uint64_t> seq_of(std::string_view line) {
+  const std::size_t at = line.find("seq=");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t i = at + 4;
+  if (i >= line.size() || line[i] < '0' || line[i] > '9') return std::nullopt;
+  std::uint64_t n = 0;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i)
+    n = n * 10 + static_cast<std::uint64_t>(line[i] - '0');
+  return n;
+}
+
+// The whole lines of an output file; a last line without its '\n' (the process was
+// killed in the middle of a write) is left out.
+std::vector<std::string> whole_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(text.substr(at, nl - at));
+  return lines;
+}
+
+// Follows gpufilter's output file as it grows: the greatest seq seen so far.
+class OutputWatch {
+ public:
+  explicit OutputWatch(std::string path) : path_(std::move(path)) {}
+  bool wait_seq(std::uint64_t seq, Gpufilter& process, std::chrono::milliseconds limit = kPatience) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      poll();
+      if (last_ >= static_cast<std::int64_t>(seq)) return true;
+      if (Clock::now() > deadline || !process.running()) return false;
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  std::int64_t last() const { return last_; }
+
+ private:
+  void poll() {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t n = ::pread(fd, buffer, sizeof buffer, static_cast<off_t>(offset_));
+      if (n <= 0) break;
+      offset_ += static_cast<std::size_t>(n);
+      partial_.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    std::size_t at = 0;
+    for (std::size_t nl; (nl = partial_.find('\n', at)) != std::string::npos; at = nl + 1) {
+      if (const auto s = seq_of(std::string_view(partial_).substr(at, nl - at)))
+        last_ = std::max(last_, static_cast<std::int64_t>(*s));
+    }
+    partial_.erase(0, at);
+  }
+
+  std::string path_;
+  std::size_t offset_ = 0;
+  std::string partial_;
+  std::int64_t last_ = -1;
+};
+
+// Appends "seq=N <padding>\n" lines, one write() each, O_APPEND, and remembers where in
+// its file each line starts.
+class Writer {
+ public:
+  explicit Writer(std::string path) : path_(std::move(path)) { reopen(); }
+  ~Writer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  std::uint64_t next_seq() const { return seq_.load(); }
+  std::uint64_t offset_of(std::uint64_t seq) const { return offsets_.at(seq); }
+  void lines(std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t seq = seq_.load();
+      const std::string text = "seq=" + std::to_string(seq) + " " + std::string(10 + seq * 7 % 61, 'x') + "\n";
+      std::string_view rest = text;
+      while (!rest.empty()) {
+        const ssize_t w = ::write(fd_, rest.data(), rest.size());
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) throw std::runtime_error("write " + path_ + ": " + std::strerror(errno));
+        rest.remove_prefix(static_cast<std::size_t>(w));
+      }
+      offsets_.push_back(size_);
+      size_ += text.size();
+      seq_.store(seq + 1);
+    }
+  }
+  void rotate_rename(const std::string& to) {
+    if (::rename(path_.c_str(), to.c_str()) != 0) throw std::runtime_error("rename " + path_);
+    reopen();
+  }
+  void delete_recreate() {
+    if (::unlink(path_.c_str()) != 0) throw std::runtime_error("unlink " + path_);
+    reopen();
+  }
+
+ private:
+  void reopen() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("open " + path_ + ": " + std::strerror(errno));
+    struct stat st {};
+    ::fstat(fd_, &st);
+    size_ = static_cast<std::uint64_t>(st.st_size);
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  std::atomic<std::uint64_t> seq_{0};
+  std::uint64_t size_ = 0;              // of the current file
+  std::vector<std::uint64_t> offsets_;  // per seq: where its line starts in its file
+};
+
+// Exactly 0..count-1, once each, in order; else what went wrong.
+testing::AssertionResult exact_sequence(const std::vector<std::uint64_t>& seqs, std::uint64_t count) {
+  bool same = seqs.size() == count;
+  for (std::size_t i = 0; same && i < seqs.size(); ++i) same = seqs[i] == i;
+  if (same) return testing::AssertionSuccess();
+  std::set<std::uint64_t> seen;
+  std::uint64_t duplicates = 0;
+  for (const std::uint64_t s : seqs) duplicates += seen.insert(s).second ? 0 : 1;
+  std::uint64_t missing = 0, first_missing = 0;
+  for (std::uint64_t s = 0; s < count; ++s) {
+    if (seen.count(s) == 0 && missing++ == 0) first_missing = s;
+  }
+  return testing::AssertionFailure() << "expected seq 0.." << count - 1 << " once each in order; got " << seqs.size()
+                                     << " lines: " << missing << " missing (first " << first_missing << "), "
+                                     << duplicates << " duplicated";
+}
+
+std::vector<std::uint64_t> seqs_in(const std::string& output) {
+  std::vector<std::uint64_t> seqs;
+  for (const std::string& line : whole_lines(output)) {
+    if (const auto s = seq_of(line)) seqs.push_back(*s);
+  }
+  return seqs;
+}
+
+bool binary_has_follow() {
+  const ProcessResult help = run_process({gpufilter_binary(), "--help"});
+  return help.out.find("--follow") != std::string::npos;
+}
+
+struct Mode {
+  const char* name;
+  std::vector<std::string> flags;  // how it wakes up
+};
+
+const std::vector<Mode>& modes() {
+  static const std::vector<Mode> all = {{"inotify", {}}, {"polling", {"--poll-interval=20"}}};
+  return all;
+}
+
+// Rotations under a full-speed writer: rename and create four times, delete and re-create
+// twice. Each rotation waits until gpufilter has printed a line of the current file: a
+// file that comes and goes between two looks at the path is lost to any tail -F.
+TEST(CliFollow, RotationsUnderAFullSpeedWriterLoseAndRepeatNothing) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  for (const Mode& mode : modes()) {
+    SCOPED_TRACE(mode.name);
+    TempDir dir;
+    const std::string log = dir.write("app.log", "");
+    const std::string out = dir.path() + "/out";
+    const std::string err = dir.path() + "/err";
+    std::vector<std::string> args = {"--follow", "--from-start"};
+    args.insert(args.end(), mode.flags.begin(), mode.flags.end());
+    args.insert(args.end(), {"seq=", log});
+    Gpufilter gpufilter(args, out, err);
+    OutputWatch watch(out);
+    Writer writer(log);
+    constexpr int kRotations = 6;
+    constexpr std::uint64_t kLinesPerFile = 30000;
+    for (int r = 0;; ++r) {
+      const std::uint64_t first_of_file = writer.next_seq();
+      writer.lines(kLinesPerFile);
+      if (r == kRotations) break;
+      ASSERT_TRUE(watch.wait_seq(first_of_file, gpufilter)) << "seq " << first_of_file << "\n" << slurp(err);
+      if (r % 3 == 2)
+        writer.delete_recreate();
+      else
+        writer.rotate_rename(log + "." + std::to_string(r + 1));
+    }
+    ASSERT_TRUE(watch.wait_seq(writer.next_seq() - 1, gpufilter)) << slurp(err);
+    gpufilter.signal(SIGTERM);
+    const std::optional<int> status = gpufilter.wait_exit(kPatience);
+    ASSERT_TRUE(status.has_value()) << "no exit after SIGTERM";
+    EXPECT_EQ(*status, 0) << slurp(err);
+    const std::string output = slurp(out);
+    const std::vector<std::uint64_t> seqs = seqs_in(output);
+    const std::size_t distinct = std::set<std::uint64_t>(seqs.begin(), seqs.end()).size();
+    EXPECT_TRUE(exact_sequence(seqs, writer.next_seq()));
+    EXPECT_TRUE(output.ends_with("\n"));
+    const std::string errors = slurp(err);
+    std::size_t replaced = 0;
+    for (std::size_t at = 0; (at = errors.find("has been replaced", at)) != std::string::npos; ++at) ++replaced;
+    EXPECT_EQ(replaced, static_cast<std::size_t>(kRotations)) << errors;
+    std::printf(
+        "[ %s ] gpufilter --follow: %llu lines written, %d rotations (4 rename, 2 delete), %zu lines out, "
+        "%zu duplicates\n",
+        mode.name, static_cast<unsigned long long>(writer.next_seq()), kRotations, seqs.size(), seqs.size() - distinct);
+  }
+}
+
+// kill -9 with --state at a random moment while the writer runs, then a restart with the
+// same state: nothing missing; a line printed by both runs lies after the offset the state
+// file held at the kill.
+TEST(CliFollow, KillNineAndRestartWithStateLosesNothing) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  std::mt19937 rng(static_cast<unsigned>(Clock::now().time_since_epoch().count()));
+  for (const Mode& mode : modes()) {
+    SCOPED_TRACE(mode.name);
+    TempDir dir;
+    const std::string log = dir.write("app.log", "");
+    const std::string state = dir.path() + "/follow.state";
+    const std::string out1 = dir.path() + "/out1", out2 = dir.path() + "/out2";
+    const std::string err1 = dir.path() + "/err1", err2 = dir.path() + "/err2";
+    std::vector<std::string> args = {"--follow", "--from-start", "--state=" + state};
+    args.insert(args.end(), mode.flags.begin(), mode.flags.end());
+    args.insert(args.end(), {"seq=", log});
+
+    constexpr std::uint64_t kLines = 1000000;
+    Writer writer(log);
+    std::atomic<bool> writing{true};
+    std::thread writer_thread;
+    FollowStateEntry at_kill;
+    {
+      Gpufilter first(args, out1, err1);
+      OutputWatch watch(out1);
+      writer_thread = std::thread([&] {
+        while (writer.next_seq() < kLines) writer.lines(100);
+        writing = false;
+      });
+      ASSERT_TRUE(watch.wait_seq(0, first)) << slurp(err1);
+      // Once the state file holds some progress (else the kill tests little), at a random
+      // moment while the writer runs.
+      const auto deadline = Clock::now() + kPatience;
+      for (;;) {
+        const std::vector<FollowStateEntry> entries = load_follow_state(state);
+        if (!entries.empty() && entries.front().offset > 0) break;
+        ASSERT_LT(Clock::now(), deadline) << "the state file shows no progress\n" << slurp(err1);
+        std::this_thread::sleep_for(1ms);
+      }
+      const auto delay = std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 400)(rng));
+      std::this_thread::sleep_for(delay);
+      const bool writer_ran = writing.load();
+      first.signal(SIGKILL);
+      ASSERT_EQ(first.wait_exit(kPatience), 128 + SIGKILL);
+      std::printf("[ %s ] kill -9 %llu ms after the first saved progress, %s\n", mode.name,
+                  static_cast<unsigned long long>(delay.count()),
+                  writer_ran ? "while the writer ran" : "after the writer had finished");
+      // What the state file held at the kill (no run writes it until the restart).
+      const std::vector<FollowStateEntry> entries = load_follow_state(state);
+      if (!entries.empty()) at_kill = entries.front();
+      EXPECT_LE(entries.size(), 1u);
+    }
+    writer_thread.join();
+    Gpufilter second(args, out2, err2);
+    OutputWatch watch(out2);
+    ASSERT_TRUE(watch.wait_seq(kLines - 1, second)) << slurp(err2);
+    second.signal(SIGTERM);
+    ASSERT_EQ(second.wait_exit(kPatience), 0) << slurp(err2);
+
+    const std::vector<std::uint64_t> first_seqs = seqs_in(slurp(out1));  // a cut last line is left out
+    const std::vector<std::uint64_t> second_seqs = seqs_in(slurp(out2));
+    std::set<std::uint64_t> all(first_seqs.begin(), first_seqs.end());
+    all.insert(second_seqs.begin(), second_seqs.end());
+    EXPECT_EQ(all.size(), kLines) << "some seq is missing";
+    ASSERT_FALSE(second_seqs.empty());
+    // The restart reads from the saved offset: its first line starts exactly there.
+    EXPECT_EQ(writer.offset_of(second_seqs.front()), at_kill.offset);
+    std::vector<std::uint64_t> expected_second;
+    for (std::uint64_t s = second_seqs.front(); s < kLines; ++s) expected_second.push_back(s);
+    EXPECT_EQ(second_seqs, expected_second) << "the second run: once each, in order";
+    const std::set<std::uint64_t> in_first(first_seqs.begin(), first_seqs.end());
+    std::uint64_t repeated = 0, repeated_before_offset = 0;
+    for (const std::uint64_t s : second_seqs) {
+      if (in_first.count(s) == 0) continue;
+      ++repeated;
+      if (writer.offset_of(s) < at_kill.offset) ++repeated_before_offset;
+    }
+    EXPECT_EQ(repeated_before_offset, 0u);
+    // Every line that ends at or before the saved offset was printed before the kill.
+    for (std::uint64_t s = 0; s < kLines && writer.offset_of(s) < at_kill.offset; ++s) {
+      if (in_first.count(s) == 0) {
+        ADD_FAILURE() << "seq " << s << " lies before the saved offset but the first run did not print it";
+        break;
+      }
+    }
+    std::printf(
+        "[ %s ] kill -9: %llu lines written, state offset %llu at the kill, %zu + %zu lines out, %llu "
+        "duplicates (all after the offset)\n",
+        mode.name, static_cast<unsigned long long>(kLines), static_cast<unsigned long long>(at_kill.offset),
+        first_seqs.size(), second_seqs.size(), static_cast<unsigned long long>(repeated));
+  }
+}
+
+// -H and -n across a rotation: the file name is the path's, and line numbers go on in the
+// new file because the input goes on.
+TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  const std::string a = dir.write("a.log", "seq=0 first\nother\n");
+  const std::string b = dir.write("b.log", "");
+  const std::string out = dir.path() + "/out";
+  const std::string err = dir.path() + "/err";
+  Gpufilter gpufilter({"--follow", "--from-start", "-H", "-n", "--poll-interval=20", "seq=", a, b}, out, err);
+  OutputWatch watch(out);
+  ASSERT_TRUE(watch.wait_seq(0, gpufilter)) << slurp(err);
+  { std::ofstream(b, std::ios::app) << "seq=1 in b\n"; }
+  ASSERT_TRUE(watch.wait_seq(1, gpufilter)) << slurp(err);
+  ASSERT_EQ(::rename(a.c_str(), (a + ".1").c_str()), 0);
+  { std::ofstream(a) << "seq=2 new a\n"; }
+  ASSERT_TRUE(watch.wait_seq(2, gpufilter)) << slurp(err);
+  gpufilter.signal(SIGINT);
+  ASSERT_EQ(gpufilter.wait_exit(kPatience), 0) << slurp(err);
+  const std::vector<std::string> lines = whole_lines(slurp(out));
+  const std::vector<std::string> expected = {a + ":1:seq=0 first", b + ":1:seq=1 in b", a + ":3:seq=2 new a"};
+  EXPECT_EQ(lines, expected) << slurp(err);
+}
+
+}  // namespace
+}  // namespace gpufilter::test

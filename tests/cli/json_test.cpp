@@ -1,0 +1,203 @@
+// --json against GNU grep: every record is parsed by a real JSON parser (nlohmann::json)
+// and checked field by field against `grep -n -b` on the same input (line number, byte
+// offset, bytes of the line) and against a plain search for which given patterns occur in
+// the line (ids, texts, -i, -w). Lines hold invalid UTF-8, control bytes, NUL, CR and
+// quotes; their exact bytes must come back from "line" or "line_base64".
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(text.substr(start, nl - start));
+  if (start < text.size()) lines.push_back(text.substr(start));
+  return lines;
+}
+
+std::string base64_decode(const std::string& in) {
+  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (const char c : in) {
+    if (c == '=') break;
+    buffer = buffer << 6 | static_cast<std::uint32_t>(alphabet.find(c));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+bool is_word(unsigned char c) { return std::isalnum(c) != 0 || c == '_'; }
+
+std::string fold(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return s;
+}
+
+// The ids of the given patterns that occur in `line` (first id of duplicates).
+std::set<std::size_t> expected_ids(const std::string& line, const std::vector<std::string>& patterns, bool icase,
+                                   bool word) {
+  std::set<std::size_t> ids;
+  std::set<std::string> seen;
+  const std::string hay = icase ? fold(line) : line;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const std::string needle = icase ? fold(patterns[i]) : patterns[i];
+    if (needle.empty() || !seen.insert(needle).second) continue;
+    for (std::size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
+      const bool left_ok = at == 0 || !is_word(static_cast<unsigned char>(hay[at - 1]));
+      const std::size_t end = at + needle.size();
+      const bool right_ok = end == hay.size() || !is_word(static_cast<unsigned char>(hay[end]));
+      if (!word || (left_ok && right_ok)) {
+        ids.insert(i);
+        break;
+      }
+    }
+  }
+  return ids;
+}
+
+struct Case {
+  std::vector<std::string> flags;
+  std::vector<std::string> patterns;
+};
+
+// Runs gpufilter --json and grep -n -b with `flags` over the files and compares.
+void check_against_grep(const Case& c, const std::vector<std::string>& files, const TempDir& dir,
+                        const std::string& note) {
+  const std::string pattern_path = dir.write("patterns", pattern_file(c.patterns));
+  std::vector<std::string> args = c.flags;
+  args.insert(args.end(), {"-f", pattern_path});
+  std::vector<std::string> grep_args = args;
+  grep_args.insert(grep_args.end(), {"-n", "-b", "-a", "-H"});
+  grep_args.insert(grep_args.end(), files.begin(), files.end());
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  json_args.insert(json_args.end(), files.begin(), files.end());
+  const GrepRun grep = run_grep(grep_args);
+  const GrepRun ours = run_gpufilter(json_args);
+  ASSERT_EQ(ours.status, grep.status) << note << "\n" << ours.err;
+  const std::vector<std::string> records = split_lines(ours.out);
+  // grep -H -n -b: "FILE:LINE:OFFSET:TEXT" for selected lines (no '-' context lines here).
+  const std::vector<std::string> expected = split_lines(grep.out);
+  ASSERT_EQ(records.size(), expected.size()) << note;
+  const bool icase = std::find(c.flags.begin(), c.flags.end(), "-i") != c.flags.end();
+  const bool word = std::find(c.flags.begin(), c.flags.end(), "-w") != c.flags.end();
+  const bool invert = std::find(c.flags.begin(), c.flags.end(), "-v") != c.flags.end();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    json r;
+    ASSERT_NO_THROW(r = json::parse(records[i])) << note << " record " << i << ": " << escape(records[i]);
+    const std::string& g = expected[i];
+    std::size_t file_index = 0;
+    while (file_index < files.size() && g.rfind(files[file_index] + ":", 0) != 0) ++file_index;
+    ASSERT_LT(file_index, files.size()) << g;
+    std::size_t p = files[file_index].size() + 1;
+    const std::size_t c1 = g.find(':', p);
+    const std::size_t c2 = g.find(':', c1 + 1);
+    const std::uint64_t number = std::stoull(g.substr(p, c1 - p));
+    const std::uint64_t offset = std::stoull(g.substr(c1 + 1, c2 - c1 - 1));
+    const std::string text = g.substr(c2 + 1);
+    EXPECT_EQ(r.at("type"), "match") << note;
+    EXPECT_EQ(r.at("source"), files[file_index]) << note;
+    EXPECT_EQ(r.at("line_number").get<std::uint64_t>(), number) << note;
+    EXPECT_EQ(r.at("offset").get<std::uint64_t>(), offset) << note;
+    // The exact bytes: "line" when valid UTF-8, else "line_base64" (and "line" has U+FFFD).
+    const std::string bytes =
+        r.contains("line_base64") ? base64_decode(r.at("line_base64").get<std::string>()) : r.at("line").get<std::string>();
+    EXPECT_EQ(bytes, text) << note << " record " << i;
+    if (r.contains("line_base64")) {
+      EXPECT_NE(r.at("line").get<std::string>().find("\xEF\xBF\xBD"), std::string::npos);
+    }
+    // Which patterns matched.
+    std::set<std::size_t> ids;
+    for (const json& m : r.at("patterns")) {
+      const std::size_t id = m.at("id").get<std::size_t>();
+      ids.insert(id);
+      ASSERT_LT(id, c.patterns.size());
+      const std::string given = m.contains("text_base64") ? base64_decode(m.at("text_base64").get<std::string>())
+                                                          : m.at("text").get<std::string>();
+      EXPECT_EQ(given, c.patterns[id]) << note;
+    }
+    const std::set<std::size_t> want = invert ? std::set<std::size_t>{} : expected_ids(text, c.patterns, icase, word);
+    EXPECT_EQ(ids, want) << note << " line: " << escape(text);
+  }
+}
+
+TEST(Json, RecordsAgreeWithGrepOnRandomInputs) {
+  std::mt19937 rng(90);
+  TempDir dir;
+  const std::string alphabet = "abAB _\"\\\t\r\x01\x7f\xc3\xa9\xff\xe2\x82";
+  for (int round = 0; round < 12; ++round) {
+    std::vector<std::string> files;
+    for (int f = 0; f < 1 + round % 3; ++f) {
+      std::string text;
+      const std::size_t lines = 1 + rng() % 200;
+      for (std::size_t i = 0; i < lines; ++i) text += random_string(rng, alphabet, rng() % 40) + "\n";
+      if (round % 4 == 3) text.pop_back();  // no final newline
+      files.push_back(dir.write("in" + std::to_string(f) + ".log", text));
+    }
+    std::vector<std::string> patterns;
+    for (std::size_t i = 0, n = 1 + rng() % 6; i < n; ++i) patterns.push_back(random_string(rng, "abAB _\xc3\xa9\"", 1 + rng() % 3));
+    if (round % 3 == 0) patterns.push_back(patterns.front());  // a duplicate: listed once, first id
+    static const std::vector<std::vector<std::string>> flag_sets = {{}, {"-i"}, {"-w"}, {"-v"}, {"-i", "-w"}, {"-m", "3"}};
+    for (const auto& flags : flag_sets)
+      check_against_grep(Case{flags, patterns}, files, dir, "round " + std::to_string(round));
+  }
+}
+
+TEST(Json, CorpusLogAgreesWithGrep) {
+  TempDir dir;
+  const std::string path = corpus_path("loghub/OpenSSH_2k.log");
+  check_against_grep(Case{{}, {"Failed password", "Invalid user", "root", "Failed"}}, {path}, dir, "OpenSSH");
+}
+
+TEST(Json, ContextLinesAndEscapes) {
+  TempDir dir;
+  const std::string file = dir.write("x.log", std::string("before\nhit \"q\" \\ \x01\tend\nafter\n\xff\xfe hit\n"));
+  const GrepRun r = run_gpufilter({"--json", "-A", "1", "hit", file});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<std::string> records = split_lines(r.out);
+  ASSERT_EQ(records.size(), 3u);
+  const json a = json::parse(records[0]), b = json::parse(records[1]), c = json::parse(records[2]);
+  EXPECT_EQ(a.at("line"), "hit \"q\" \\ \x01\tend");
+  EXPECT_EQ(records[0].find('\t'), std::string::npos);  // escaped, not raw
+  EXPECT_EQ(b.at("type"), "context");
+  EXPECT_EQ(b.at("line"), "after");
+  EXPECT_EQ(b.at("line_number"), 3);
+  EXPECT_EQ(c.at("type"), "match");
+  EXPECT_EQ(base64_decode(c.at("line_base64")), "\xff\xfe hit");
+  EXPECT_EQ(c.at("line"), "\xEF\xBF\xBD\xEF\xBF\xBD hit");
+  EXPECT_EQ(c.at("patterns"), json::parse(R"([{"id":0,"text":"hit"}])"));
+}
+
+TEST(Json, RefusedWithCountsAndFileLists) {
+  for (const char* flag : {"-c", "-l", "-L", "-o"}) {
+    const GrepRun r = run_gpufilter({"--json", flag, "x"}, "x\n");
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test

@@ -1,0 +1,504 @@
+// gpufilter --listen end to end, against the built binary on real loopback sockets: many
+// TCP clients with interleaved writes give, per source (-H), exactly what GNU grep -F
+// selects from that client's lines; SIGTERM and SIGINT end it with exit status 0 and every
+// received line scanned (a connection's unterminated last line included); UDP datagrams
+// the kernel dropped are counted in --stats (received + dropped == sent); --json objects
+// are checked field by field.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// gpufilter with its stdout and stderr collected by a thread as they come (a full pipe
+// must never stall it); killed if a test leaves it running.
+class Gpufilter {
+ public:
+  explicit Gpufilter(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const SpawnedProcess child = spawn_process(argv);
+    pid_ = child.pid;
+    ::close(child.in);  // with --listen, standard input is not an input
+    reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
+  }
+
+  ~Gpufilter() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    reader_.join();
+  }
+
+  Gpufilter(const Gpufilter&) = delete;
+  Gpufilter& operator=(const Gpufilter&) = delete;
+
+  std::string out() const {
+    std::lock_guard lock(mutex_);
+    return out_;
+  }
+  std::string err() const {
+    std::lock_guard lock(mutex_);
+    return err_;
+  }
+
+  // Waits until `done(stdout, stderr)` holds.
+  bool wait_for(const std::function<bool(const std::string&, const std::string&)>& done, milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return done(out_, err_); });
+  }
+
+  // The URLs of "gpufilter: listening on URL" (start-up includes the device set-up).
+  std::vector<std::string> listening(std::size_t count) {
+    std::vector<std::string> urls;
+    const bool all = wait_for(
+        [&](const std::string&, const std::string& err) {
+          urls.clear();
+          const std::string mark = "gpufilter: listening on ";
+          for (std::size_t at = err.find(mark); at != std::string::npos; at = err.find(mark, at + 1)) {
+            const std::size_t end = err.find('\n', at);
+            if (end == std::string::npos) break;
+            urls.push_back(err.substr(at + mark.size(), end - at - mark.size()));
+          }
+          return urls.size() >= count;
+        },
+        milliseconds(60000));
+    if (!all) ADD_FAILURE() << "gpufilter did not say where it listens; stderr: " << err();
+    return urls;
+  }
+
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  // The exit status (or 128 + signal), once stdout and stderr are read to their end.
+  std::optional<int> wait_exit(milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        exited_ = true;
+        wait_for([this](const std::string&, const std::string&) { return eof_; }, milliseconds(5000));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
+
+ private:
+  void collect(int out, int err) {
+    bool out_open = true;
+    bool err_open = true;
+    char buffer[65536];
+    while (out_open || err_open) {
+      pollfd fds[2];
+      int n = 0;
+      if (out_open) fds[n++] = {out, POLLIN, 0};
+      if (err_open) fds[n++] = {err, POLLIN, 0};
+      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        std::lock_guard lock(mutex_);
+        if (got <= 0) {
+          (fds[i].fd == out ? out_open : err_open) = false;
+        } else {
+          (fds[i].fd == out ? out_ : err_).append(buffer, static_cast<std::size_t>(got));
+        }
+        changed_.notify_all();
+      }
+    }
+    ::close(out);
+    ::close(err);
+    std::lock_guard lock(mutex_);
+    eof_ = true;
+    changed_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string out_;
+  std::string err_;
+  bool eof_ = false;
+};
+
+std::uint16_t port_of(const std::string& url) {
+  return static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
+}
+
+sockaddr_in loopback(const std::string& url) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port_of(url));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// "tcp://127.0.0.1:PORT" or "udp://...": the name gpufilter gives what `fd` sends.
+std::string local_name(const char* scheme, int fd) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return std::string(scheme) + "://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+int tcp_connect(const std::string& url) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const sockaddr_in address = loopback(url);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ADD_FAILURE() << "connect to " << url << ": " << std::strerror(errno);
+  }
+  return fd;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// -H output split by source: "tcp://127.0.0.1:PORT:line" -> source -> "line\n"...
+std::map<std::string, std::string> by_source(const std::string& out) {
+  std::map<std::string, std::string> split;
+  std::size_t begin = 0;
+  while (begin < out.size()) {
+    std::size_t end = out.find('\n', begin);
+    if (end == std::string::npos) end = out.size();
+    const std::string line = out.substr(begin, end - begin);
+    // The source ends at the ':' after the port.
+    const std::size_t port_colon = line.find(':', line.find("://") + 3);
+    const std::size_t colon = port_colon == std::string::npos ? std::string::npos : line.find(':', port_colon + 1);
+    if (colon == std::string::npos) {
+      split["(no source)"] += line + "\n";
+    } else {
+      split[line.substr(0, colon)] += line.substr(colon + 1) + "\n";
+    }
+    begin = end + 1;
+  }
+  return split;
+}
+
+// A log line from a small vocabulary, sometimes with a pattern in it.
+std::string random_line(std::mt19937& rng, int client, int seq) {
+  static const std::vector<std::string> words = {"GET", "/index", "200", "user=alice", "ERROR",  "disk",
+                                                 "full", "WARN", "ok",  "timeout",    "retry", "ERR"};
+  std::string line = "c";
+  line += std::to_string(client);
+  line += " n";
+  line += std::to_string(seq);
+  const int count = std::uniform_int_distribution<int>(0, 12)(rng);
+  for (int i = 0; i < count; ++i) {
+    line += ' ';
+    line += words[std::uniform_int_distribution<std::size_t>(0, words.size() - 1)(rng)];
+  }
+  if (rng() % 17 == 0) line += " disk full";
+  if (rng() % 23 == 0) line += "\r";
+  return line;
+}
+
+class Listen : public ::testing::Test {
+ protected:
+  void SetUp() override { ::signal(SIGPIPE, SIG_IGN); }
+};
+
+// Many clients at once, each writing its lines in random pieces (a line may be split
+// across writes, pieces of different clients interleave): per source, gpufilter -H prints
+// exactly what grep -F prints for that client's lines.
+TEST_F(Listen, ManyTcpClientsMatchGrepPerSource) {
+  const std::vector<std::string> patterns = {"-e", "ERROR", "-e", "disk full"};
+  std::vector<std::string> args = {"--listen", "tcp://127.0.0.1:0", "-H"};
+  args.insert(args.end(), patterns.begin(), patterns.end());
+  Gpufilter gf(args);
+  const std::vector<std::string> urls = gf.listening(1);
+  ASSERT_EQ(urls.size(), 1u);
+  ASSERT_TRUE(urls[0].starts_with("tcp://127.0.0.1:")) << urls[0];
+
+  constexpr int kClients = 24;
+  constexpr int kLines = 1500;
+  std::vector<std::string> data(kClients);
+  std::vector<std::string> names(kClients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      std::mt19937 rng(static_cast<unsigned>(c) + 100);
+      std::string& d = data[static_cast<std::size_t>(c)];
+      for (int i = 0; i < kLines; ++i) d += random_line(rng, c, i) + "\n";
+      const int fd = tcp_connect(urls[0]);
+      names[static_cast<std::size_t>(c)] = local_name("tcp", fd);
+      for (std::size_t pos = 0; pos < d.size();) {
+        const std::size_t n = std::min(d.size() - pos, std::uniform_int_distribution<std::size_t>(1, 4000)(rng));
+        if (!write_all(fd, std::string_view(d).substr(pos, n))) ADD_FAILURE() << "client " << c << " write failed";
+        pos += n;
+        if (rng() % 4 == 0) std::this_thread::yield();
+      }
+      ::close(fd);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+
+  std::map<std::string, std::string> expected;
+  std::size_t expected_lines = 0;
+  for (int c = 0; c < kClients; ++c) {
+    const GrepRun grep = run_grep(patterns, data[static_cast<std::size_t>(c)]);
+    ASSERT_EQ(grep.status, 0) << grep.err;
+    expected[names[static_cast<std::size_t>(c)]] = grep.out;
+    expected_lines += count_lines(grep.out);
+  }
+  ASSERT_GT(expected_lines, static_cast<std::size_t>(kClients) * 100) << "too few selected lines to tell";
+  // SIGTERM stops reading: send it once everything sent has come out.
+  EXPECT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) { return count_lines(out) >= expected_lines; },
+                          milliseconds(60000)))
+      << count_lines(gf.out()) << " of " << expected_lines << " lines";
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value()) << "gpufilter did not exit after SIGTERM";
+  EXPECT_EQ(*status, 0) << gf.err();
+
+  const std::map<std::string, std::string> got = by_source(gf.out());
+  for (const auto& [name, out] : expected) {
+    const auto it = got.find(name);
+    const std::string actual = it == got.end() ? std::string() : it->second;
+    EXPECT_TRUE(actual == out) << name << ": " << first_difference(out, actual);
+  }
+  for (const auto& [name, out] : got) {
+    EXPECT_TRUE(expected.count(name) == 1) << "output from an unknown source: " << name;
+  }
+  EXPECT_EQ(gf.err().find("gpufilter: listening on"), 0u) << gf.err();
+}
+
+// A signal ends gpufilter with status 0 once every line received is scanned and written,
+// the unterminated last line of a connection that is still open included.
+TEST_F(Listen, SignalEndsWithEveryLineOutput) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    Gpufilter gf({"--listen", "tcp://127.0.0.1:0", "-H", "ERROR"});
+    const std::vector<std::string> urls = gf.listening(1);
+    ASSERT_EQ(urls.size(), 1u);
+    const int fd = tcp_connect(urls[0]);
+    const std::string name = local_name("tcp", fd);
+    std::string sent;
+    std::string expected;
+    for (int i = 0; i < 5000; ++i) {
+      const std::string line = (i % 10 == 3 ? "ERROR at " : "fine at ") + std::to_string(i);
+      sent += line + "\n";
+      if (i % 10 == 3) expected += name + ":" + line + "\n";
+    }
+    ASSERT_TRUE(write_all(fd, sent));
+    ASSERT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) { return out.size() >= expected.size(); },
+                            milliseconds(30000)))
+        << gf.out().size() << " of " << expected.size() << " bytes";
+    ASSERT_TRUE(write_all(fd, "ERROR unterminated, the connection still open"));
+    expected += name + ":ERROR unterminated, the connection still open\n";
+    std::this_thread::sleep_for(milliseconds(300));  // received, not yet a whole line
+    gf.signal(sig);
+    const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+    ::close(fd);
+    ASSERT_TRUE(status.has_value()) << "gpufilter did not exit";
+    EXPECT_EQ(*status, 0) << gf.err();
+    EXPECT_TRUE(gf.out() == expected) << first_difference(expected, gf.out());
+  }
+}
+
+// The listener cannot ask UDP senders to wait: with gpufilter stopped (SIGSTOP) while
+// 20,000 datagrams arrive, the socket buffer overflows. --stats counts every datagram:
+// received + dropped by the kernel == sent, and every received one that found room is
+// printed.
+TEST_F(Listen, UdpDropsAreCountedInStats) {
+  Gpufilter gf({"--listen", "udp://127.0.0.1:0", "--stats", "seq="});
+  const std::vector<std::string> urls = gf.listening(1);
+  ASSERT_EQ(urls.size(), 1u);
+  ASSERT_TRUE(urls[0].starts_with("udp://127.0.0.1:")) << urls[0];
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const sockaddr_in address = loopback(urls[0]);
+  auto send = [&](const std::string& datagram) {
+    ::sendto(fd, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  };
+  gf.signal(SIGSTOP);
+  constexpr int kBurst = 20000;
+  for (int i = 0; i < kBurst; ++i) send("udp seq=" + std::to_string(i) + "\n");
+  gf.signal(SIGCONT);
+  // A last datagram, sent again until it comes out: the queue has been drained by then
+  // (it is itself dropped while the queue is still full).
+  int sent = kBurst;
+  for (int tries = 0; tries < 100; ++tries) {
+    send("udp seq=last\n");
+    ++sent;
+    if (gf.wait_for([](const std::string& out, const std::string&) { return out.find("seq=last\n") != std::string::npos; },
+                    milliseconds(300))) {
+      break;
+    }
+  }
+  ASSERT_NE(gf.out().find("seq=last\n"), std::string::npos) << "the final datagram never came out";
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ::close(fd);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+
+  const std::string err = gf.err();
+  const std::string mark = "gpufilter-stats: ";
+  const std::size_t at = err.find(mark);
+  ASSERT_NE(at, std::string::npos) << err;
+  const nlohmann::json stats = nlohmann::json::parse(err.substr(at + mark.size(), err.find('\n', at) - at - mark.size()));
+  const auto datagrams = stats.at("datagrams").get<std::uint64_t>();
+  const auto dropped = stats.at("datagrams_dropped").get<std::uint64_t>();
+  const auto dropped_kernel = stats.at("datagrams_dropped_kernel").get<std::uint64_t>();
+  EXPECT_EQ(datagrams + dropped_kernel, static_cast<std::uint64_t>(sent))
+      << "received " << datagrams << " + dropped by the kernel " << dropped_kernel;
+  EXPECT_GT(dropped_kernel, 0u) << "20,000 datagrams into a stopped process and none dropped?";
+  const std::size_t printed = count_lines(gf.out());
+  EXPECT_EQ(printed + dropped, datagrams) << "printed " << printed << ", found no room " << dropped;
+  EXPECT_EQ(stats.at("connections").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats.at("connections_refused").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats.at("lines_too_long").get<std::uint64_t>(), 0u);
+  // What arrived came in the order it was sent.
+  long last = -1;
+  std::size_t begin = 0;
+  const std::string out = gf.out();
+  while (begin < out.size()) {
+    const std::size_t end = out.find('\n', begin);
+    const std::string line = out.substr(begin, end - begin);
+    begin = end + 1;
+    if (line == "udp seq=last") continue;
+    ASSERT_TRUE(line.starts_with("udp seq=")) << line;
+    const long seq = std::stol(line.substr(8));
+    EXPECT_GT(seq, last);
+    last = seq;
+  }
+}
+
+std::string base64_decode(const std::string& in) {
+  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned value = 0;
+  int bits = 0;
+  for (const char c : in) {
+    if (c == '=') break;
+    const std::size_t v = alphabet.find(c);
+    if (v == std::string::npos) return "(not base64)";
+    value = (value << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((value >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+// --json: one object per selected line, with the connection as its source, its line
+// number and byte offset in that connection, the patterns that match, and the line (with
+// its exact bytes in base64 when they are not UTF-8).
+TEST_F(Listen, JsonObjectsFieldByField) {
+  Gpufilter gf({"--listen", "tcp://127.0.0.1:0", "--json", "-e", "ERROR", "-e", "WARN"});
+  const std::vector<std::string> urls = gf.listening(1);
+  ASSERT_EQ(urls.size(), 1u);
+  const int fd = tcp_connect(urls[0]);
+  const std::string name = local_name("tcp", fd);
+  const std::vector<std::string> lines = {
+      "first ok", "ERROR one", "noise", "WARN and ERROR", "bad \xff\xfe ERROR", "quote \" and \\ WARN", "ERROR last",
+  };
+  std::string sent;
+  std::vector<std::uint64_t> offsets;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    offsets.push_back(sent.size());
+    sent += lines[i];
+    if (i + 1 < lines.size()) sent += "\n";  // the last line unterminated: the close ends it
+  }
+  ASSERT_TRUE(write_all(fd, sent));
+  ::close(fd);
+  ASSERT_TRUE(gf.wait_for([](const std::string& out, const std::string&) { return count_lines(out) >= 5; },
+                          milliseconds(30000)))
+      << gf.out();
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+
+  struct Want {
+    std::size_t index;  // into lines
+    std::vector<std::pair<int, std::string>> patterns;
+  };
+  const std::vector<Want> want = {
+      {1, {{0, "ERROR"}}}, {3, {{0, "ERROR"}, {1, "WARN"}}}, {4, {{0, "ERROR"}}}, {5, {{1, "WARN"}}}, {6, {{0, "ERROR"}}},
+  };
+  std::vector<nlohmann::json> objects;
+  const std::string out = gf.out();
+  for (std::size_t begin = 0; begin < out.size();) {
+    const std::size_t end = out.find('\n', begin);
+    objects.push_back(nlohmann::json::parse(out.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  ASSERT_EQ(objects.size(), want.size()) << out;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const nlohmann::json& o = objects[i];
+    const std::size_t index = want[i].index;
+    SCOPED_TRACE("object " + std::to_string(i) + ": " + o.dump());
+    EXPECT_EQ(o.at("type"), "match");
+    EXPECT_EQ(o.at("source"), name);
+    EXPECT_EQ(o.at("line_number").get<std::uint64_t>(), index + 1);
+    EXPECT_EQ(o.at("offset").get<std::uint64_t>(), offsets[index]);
+    std::vector<std::pair<int, std::string>> patterns;
+    for (const nlohmann::json& p : o.at("patterns")) patterns.emplace_back(p.at("id").get<int>(), p.at("text").get<std::string>());
+    std::sort(patterns.begin(), patterns.end());
+    EXPECT_EQ(patterns, want[i].patterns);
+    const bool utf8 = index != 4;
+    if (utf8) {
+      EXPECT_EQ(o.at("line").get<std::string>(), lines[index]);
+      EXPECT_FALSE(o.contains("line_base64"));
+    } else {
+      EXPECT_EQ(o.at("line").get<std::string>(), "bad \xEF\xBF\xBD\xEF\xBF\xBD ERROR");
+      ASSERT_TRUE(o.contains("line_base64"));
+      EXPECT_EQ(base64_decode(o.at("line_base64").get<std::string>()), lines[index]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
