@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,17 @@ class Child {
 
   int stdin_fd() const { return in_; }
   void signal(int number) { ::kill(pid_, number); }
+  // Waits until the child has read everything written to its standard input (the pipe is
+  // empty: FIONREAD works on either end of a Linux pipe).
+  bool wait_stdin_drained(milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int unread = 0;
+      if (::ioctl(in_, FIONREAD, &unread) == 0 && unread == 0) return true;
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
 
   bool write_all(std::string_view data) {
     while (!data.empty()) {
@@ -304,8 +316,9 @@ TEST_F(Streaming, StopSignalsFinishWhatWasReadAndExitZero) {
       {
         Child child({engine, "-c", "ERROR"});
         ASSERT_TRUE(child.write_all("ERROR a\nnoise\nERROR b\n"));
-        // No output to wait for: give start-up (a device's, too) time to reach the reading.
-        std::this_thread::sleep_for(milliseconds(1500));
+        // No output to wait for: wait until it has read the lines (past start-up).
+        ASSERT_TRUE(child.wait_stdin_drained(milliseconds(60000)));
+        std::this_thread::sleep_for(milliseconds(50));
         child.signal(number);
         std::string got;
         EXPECT_TRUE(child.read_to_eof(got, milliseconds(60000)));
@@ -317,7 +330,7 @@ TEST_F(Streaming, StopSignalsFinishWhatWasReadAndExitZero) {
       {
         Child child({engine, "absent"});
         ASSERT_TRUE(child.write_all("nothing here\n"));
-        std::this_thread::sleep_for(milliseconds(300));
+        ASSERT_TRUE(child.wait_stdin_drained(milliseconds(60000)));
         child.signal(number);
         std::string got;
         EXPECT_TRUE(child.read_to_eof(got, milliseconds(60000)));
