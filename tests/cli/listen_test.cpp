@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -498,6 +501,119 @@ TEST_F(Listen, JsonObjectsFieldByField) {
       EXPECT_EQ(base64_decode(o.at("line_base64").get<std::string>()), lines[index]);
     }
   }
+}
+
+
+// Backpressure end to end: nobody reads gpufilter's standard output, so its writes
+// block, its batches stay taken, and it stops reading the connection; the kernel buffers
+// fill and the sender's window closes (send() says EAGAIN for good) long before the input
+// is all sent, while gpufilter's memory stays small. Once the output is read, every line
+// arrives exactly once.
+TEST_F(Listen, SlowOutputClosesTheSendersWindow) {
+  const SpawnedProcess child = spawn_process({gpufilter_binary(), "--listen", "tcp://127.0.0.1:0", "--engine=cpu",
+                                              "--chunk-size=256K", "--max-line-bytes=64K", "--slots=2", "seq"});
+  ::close(child.in);
+  // Where it listens: read stderr until the line is there (stdout stays unread).
+  std::string err;
+  std::string url;
+  const auto deadline = Clock::now() + milliseconds(60000);
+  while (url.empty() && Clock::now() < deadline) {
+    pollfd p{child.err, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(child.err, buffer, sizeof buffer);
+    if (n <= 0) break;
+    err.append(buffer, static_cast<std::size_t>(n));
+    const std::size_t at = err.find("listening on ");
+    if (at != std::string::npos && err.find('\n', at) != std::string::npos)
+      url = err.substr(at + 13, err.find('\n', at) - at - 13);
+  }
+  ASSERT_FALSE(url.empty()) << err;
+  const int fd = tcp_connect(url);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+  // 200 MB of lines, far more than every buffer on the way could hold.
+  const std::uint64_t total_lines = 2'000'000;
+  std::uint64_t next = 0;
+  std::string pending;
+  std::uint64_t sent_bytes = 0;
+  auto refill = [&] {
+    while (pending.size() < (1u << 20) && next < total_lines) {
+      pending += "seq=" + std::to_string(next++) + " ";
+      pending.append(80, 'x');
+      pending += '\n';
+    }
+  };
+  auto last_progress = Clock::now();
+  while (Clock::now() - last_progress < milliseconds(1500)) {
+    refill();
+    const ssize_t n = ::send(fd, pending.data(), pending.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      pending.erase(0, static_cast<std::size_t>(n));
+      sent_bytes += static_cast<std::uint64_t>(n);
+      last_progress = Clock::now();
+    } else {
+      ASSERT_TRUE(errno == EAGAIN || errno == EWOULDBLOCK) << std::strerror(errno);
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+  // The window closed: well short of the 200 MB.
+  EXPECT_LT(sent_bytes, std::uint64_t{64} << 20) << "sent " << sent_bytes << " bytes without a closed window";
+  // gpufilter holds no more than its batches, slots, framer and output buffers.
+  long rss_kb = 0;
+  {
+    const std::string status = read_file("/proc/" + std::to_string(child.pid) + "/status");
+    const std::size_t at = status.find("VmRSS:");
+    ASSERT_NE(at, std::string::npos);
+    rss_kb = std::stol(status.substr(at + 6));
+  }
+  EXPECT_LT(rss_kb, 100 * 1024) << "resident " << rss_kb << " KiB while blocked";
+  std::printf("window closed after %llu bytes sent; gpufilter resident %ld KiB\n",
+              static_cast<unsigned long long>(sent_bytes), rss_kb);
+
+  // Now read the output while sending the rest; then end and count.
+  std::atomic<bool> reading{true};
+  std::string out;
+  std::thread reader([&] {
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(child.out, buffer, sizeof buffer);
+      if (n <= 0) break;
+      out.append(buffer, static_cast<std::size_t>(n));
+    }
+    reading = false;
+  });
+  ASSERT_EQ(::fcntl(fd, F_SETFL, 0), 0);
+  for (;;) {
+    refill();
+    if (pending.empty()) break;
+    ASSERT_TRUE(write_all(fd, pending));
+    pending.clear();
+  }
+  ::close(fd);
+  std::this_thread::sleep_for(milliseconds(200));
+  ::kill(child.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  reader.join();
+  ::close(child.out);
+  ::close(child.err);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Every line once, in order.
+  std::uint64_t expect = 0;
+  bool in_order = true;
+  for (std::size_t at = 0; at < out.size();) {
+    const std::size_t nl = out.find('\n', at);
+    if (nl == std::string::npos) break;
+    if (out.compare(at, 4, "seq=") != 0 || std::stoull(out.substr(at + 4, 12)) != expect) {
+      in_order = false;
+      break;
+    }
+    ++expect;
+    at = nl + 1;
+  }
+  EXPECT_TRUE(in_order) << "line " << expect << " missing or out of order";
+  EXPECT_EQ(expect, total_lines);
 }
 
 }  // namespace
