@@ -6,6 +6,7 @@
 // gives for that input alone, on both engines and on the device's host path.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -22,6 +23,7 @@
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/pipeline/record_channel.hpp"
 #include "gpufilter/pipeline/stream_pipeline.hpp"
+#include "gpufilter/pipeline/stream_scan.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
@@ -260,6 +262,77 @@ TEST(StreamPipeline, AcknowledgesWhatWasFlushed) {
   pipeline.run();
   ASSERT_TRUE(channel.acknowledged(s).has_value());
   EXPECT_EQ(*channel.acknowledged(s), 1006u);
+}
+
+}  // namespace
+
+namespace {
+
+using namespace gpufilter;
+
+// Records every line with the positions of its occurrences in it.
+class LineRecorder final : public StreamConsumer {
+ public:
+  void open(const BatchEntry&) override {}
+  void close(const BatchEntry&) override {}
+  void lines(const BatchEntry&, const Chunk& piece, std::span<const Occurrence> occurrences) override {
+    std::size_t begin = 0, index = 0;
+    while (begin < piece.size) {
+      const std::size_t end = std::string_view(piece.data, piece.size).find('\n', begin);
+      std::vector<std::uint32_t> ids;
+      for (; index < occurrences.size() && occurrences[index].position < end; ++index)
+        ids.push_back(static_cast<std::uint32_t>(occurrences[index].position - begin));
+      seen.emplace_back(std::string(piece.data + begin, end - begin), ids);
+      begin = end + 1;
+    }
+  }
+  void flush() override {}
+  std::vector<std::pair<std::string, std::vector<std::uint32_t>>> seen;
+};
+
+// A task between batches swaps the scanner while a producer keeps appending: every line
+// arrives once, in order, and lines after the swap are scanned with the new patterns.
+TEST(StreamScanLoop, ReplacingTheScannerBetweenBatchesLosesAndRepeatsNothing) {
+  PatternSet before_set, after_set;
+  before_set.add("old");
+  after_set.add("new");
+  const PatternTable before(before_set, MatchOptions{}), after(after_set, MatchOptions{});
+  HostScanner first(before, ScanConfig{.chunk_bytes = 256, .slots = 2});
+  HostScanner second(after, ScanConfig{.chunk_bytes = 256, .slots = 2});
+  RecordChannel channel(RecordChannel::Config{256, 2});
+  LineRecorder recorder;
+  StreamScanLoop loop(first, recorder, channel, std::chrono::milliseconds(5));
+  std::atomic<std::size_t> swapped_at{0};
+  std::thread producer([&] {
+    const StreamId s = channel.new_stream_id();
+    channel.open(s, "s");
+    std::uint64_t offset = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const std::string line = "line " + std::to_string(i) + " old new\n";
+      while (channel.append(s, offset, line) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      offset += line.size();
+      if (i == 10000) loop.run_between_batches([&] {
+          swapped_at = recorder.seen.size();
+          loop.replace_scanner(second);
+        });
+    }
+    channel.close(s);
+    channel.finish();
+  });
+  loop.run();
+  producer.join();
+  ASSERT_EQ(recorder.seen.size(), 20000u);
+  ASSERT_GT(swapped_at.load(), 0u);
+  for (std::size_t i = 0; i < recorder.seen.size(); ++i) {
+    ASSERT_EQ(recorder.seen[i].first, "line " + std::to_string(i) + " old new");
+    // One occurrence per line: "old" before the swap, "new" (4 bytes later) after it.
+    const std::size_t old_at = recorder.seen[i].first.find("old");
+    ASSERT_EQ(recorder.seen[i].second,
+              std::vector<std::uint32_t>{static_cast<std::uint32_t>(i < swapped_at ? old_at : old_at + 4)})
+        << "line " << i << ", swapped at " << swapped_at;
+  }
+  EXPECT_GE(swapped_at.load(), 1u);
+  EXPECT_LE(swapped_at.load(), 10001u);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// StreamPipeline: the scan side of many streams at once (followed files, connections).
+// StreamPipeline: grep's rules over many streams at once (followed files, connections),
+// on the StreamScanLoop (stream_scan.hpp).
 //
-//   RecordChannel --batch of whole lines of many inputs--> ScanSlot -> scan
-//     -> occurrences -> per entry: that input's Searcher (grep's line rules) -> Sink
+//   RecordChannel -> StreamScanLoop (scan) -> per entry: that input's Searcher -> Sink
 //
 // Each input has a Searcher of its own, so -m, -c, context and line numbers count per
 // input, as grep counts them per file; lines of different inputs reach the one Sink
@@ -13,16 +13,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <unordered_map>
-#include <vector>
 
 #include "gpufilter/pipeline/record_channel.hpp"
 #include "gpufilter/pipeline/scanner.hpp"
 #include "gpufilter/pipeline/searcher.hpp"
 #include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/pipeline/stream_scan.hpp"
 
 namespace gpufilter {
 
@@ -31,17 +30,15 @@ struct StreamPipelineConfig {
   bool stop_on_first_selected = false;
   // > 0: everything is decided once this many inputs are (-m, -l: every followed file).
   std::size_t inputs_to_decide = 0;
-  // How long take() waits while nothing at all is going on, between checks.
+  // How long the loop waits while nothing at all is going on, between checks.
   std::chrono::milliseconds idle_wait{100};
 };
 
-class StreamPipeline {
+class StreamPipeline final : private StreamConsumer {
  public:
-  // The scanner must locate occurrences (ScanConfig::locate) and take chunks at least as
-  // large as the channel's batches.
   StreamPipeline(Scanner& scanner, SearchOptions options, Sink& sink, RecordChannel& channel,
                  StreamPipelineConfig config);
-  ~StreamPipeline();
+  ~StreamPipeline() override;
 
   // Called once, on the scan thread, when everything is decided (-q, every input's -m):
   // the caller should stop the readers, which then finish the channel.
@@ -52,8 +49,8 @@ class StreamPipeline {
   void run();
 
   bool selected() const noexcept { return selected_; }  // some input selected a line
-  std::uint64_t bytes_scanned() const noexcept { return bytes_; }
-  std::uint64_t batches() const noexcept { return batches_; }
+  std::uint64_t bytes_scanned() const noexcept { return loop_.bytes_scanned(); }
+  std::uint64_t batches() const noexcept { return loop_.batches(); }
   std::uint64_t lines() const noexcept { return lines_; }
 
  private:
@@ -62,34 +59,25 @@ class StreamPipeline {
     bool finished = false;
   };
 
-  void submit(RecordBatch* batch);
-  void deliver_oldest();
-  void deliver(const Chunk& chunk, std::span<const Occurrence> occurrences, const std::vector<BatchEntry>& entries);
-  void open(const BatchEntry& e);
-  void close(const BatchEntry& e);
+  void open(const BatchEntry& e) override;
+  void close(const BatchEntry& e) override;
+  void lines(const BatchEntry& e, const Chunk& piece, std::span<const Occurrence> occurrences) override;
+  void flush() override { sink_.flush(); }
   void finish(Input& input);
-  void lines(const BatchEntry& e, const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t& index);
-  void flush();
   void decide_all();
 
   Scanner& scanner_;
   SearchOptions options_;
   Sink& sink_;
-  RecordChannel& channel_;
   StreamPipelineConfig config_;
+  StreamScanLoop loop_;
   std::function<void()> on_decided_;
   bool decided_ = false;
 
   std::unordered_map<StreamId, Input> inputs_;  // by the stream that carries the input now
   std::unordered_map<StreamId, Input> parked_;  // closed, to be continued (rotation)
-  std::deque<std::vector<BatchEntry>> in_flight_;  // entries of the submitted batches, in order
-  std::unordered_map<StreamId, std::uint64_t> acks_;  // delivered, not yet flushed
-  std::vector<Occurrence> scratch_;
   std::size_t inputs_decided_ = 0;
-  std::uint64_t seq_ = 0;
   bool selected_ = false;
-  std::uint64_t bytes_ = 0;
-  std::uint64_t batches_ = 0;
   std::uint64_t lines_ = 0;
 };
 
