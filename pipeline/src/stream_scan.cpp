@@ -105,7 +105,9 @@ void StreamScanLoop::deliver_oldest() {
   const InFlight done = std::move(in_flight_.front());
   in_flight_.pop_front();
   const Clock::time_point now = Clock::now();
-  if (in_flight_.empty()) busy_s_ += std::chrono::duration<double>(now - busy_since_).count();
+  if (in_flight_.empty())
+    busy_s_.store(busy_s_.load(std::memory_order_relaxed) + std::chrono::duration<double>(now - busy_since_).count(),
+                  std::memory_order_relaxed);
   try {
     deliver(slot.chunk(), slot.occurrences(), done.entries);
     consumer_.batch_done(slot.chunk().size, std::chrono::duration<double>(now - done.submitted).count());

@@ -66,7 +66,8 @@ class StreamScanLoop {
   std::uint64_t bytes_scanned() const noexcept { return bytes_; }
   std::uint64_t batches() const noexcept { return batches_; }
   // Seconds during which some batch was in flight (device or host engine busy).
-  double busy_seconds() const noexcept { return busy_s_; }
+  // Readable from any thread.
+  double busy_seconds() const noexcept { return busy_s_.load(std::memory_order_relaxed); }
 
  private:
   void submit(RecordBatch* batch);
@@ -93,7 +94,7 @@ class StreamScanLoop {
   std::uint64_t seq_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint64_t batches_ = 0;
-  double busy_s_ = 0;
+  std::atomic<double> busy_s_{0};
   Clock::time_point busy_since_{};
 };
 
