@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
 #   scripts/bootstrap.sh demo   install what is missing (apt), build, filter examples/app.log
+#                               and run gpufilterd's example rules over the OpenSSH sample
 #   scripts/bootstrap.sh test   install what is missing (apt), build, run every test (ctest)
 #   scripts/bootstrap.sh build  install and build only
 set -euo pipefail
@@ -12,7 +13,7 @@ build_dir=${GPUFILTER_BUILD_DIR:-build}
 packages=(
   build-essential cmake ninja-build pkg-config git
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
-  libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev nlohmann-json3-dev
+  libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev nlohmann-json3-dev libyaml-cpp-dev
   grep python3 ripgrep gnuplot-nox
 )
 
@@ -42,6 +43,10 @@ case "$action" in
     "$build_dir/gpufilter" --list-devices
     echo "--- gpufilter -n -i -e error -e timeout examples/app.log" >&2
     "$build_dir/gpufilter" -n -i -e error -e timeout examples/app.log
+    if [ -f ../shared/corpus/loghub/OpenSSH_2k.log ]; then
+      echo "--- gpufilterd --config examples/daemon/demo.yaml < OpenSSH_2k.log (alerts as JSON lines)" >&2
+      "$build_dir/gpufilterd" --config examples/daemon/demo.yaml < ../shared/corpus/loghub/OpenSSH_2k.log
+    fi
     ;;
   test)
     cd "$build_dir"

@@ -1,0 +1,40 @@
+// Alert: what gpufilterd's rules emit and its outputs deliver. docs/ALERTS.md documents
+// the JSON schema (alert_json) that the JSON-lines and webhook outputs send.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace gpufilter::daemon {
+
+using SystemClock = std::chrono::system_clock;
+
+struct Alert {
+  enum class State { kFiring, kResolved };
+  State state = State::kFiring;
+  std::string rule;      // the rule's name (label alertname)
+  std::string severity;  // the rule's severity (label severity)
+  // Group: the value the rule groups by (the source name, or the token after a prefix);
+  // empty when the rule is not grouped. One alert per (rule, group) at a time.
+  std::string group;
+  std::map<std::string, std::string> labels;       // rule labels + alertname, severity, group
+  std::map<std::string, std::string> annotations;  // rule annotations
+  std::string source;  // the input of the line that fired it ("auth.log", "tcp://...")
+  std::string line;    // that line (firing); the last matching line (resolved)
+  std::uint64_t matches = 0;     // matches in the window when it fired
+  std::uint64_t suppressed = 0;  // matches of this group not alerted (cooldown) since the last alert
+  SystemClock::time_point starts_at{};  // when the group started firing
+  SystemClock::time_point ends_at{};    // resolved: when it was resolved; firing: unset (epoch)
+  std::string fingerprint;  // stable per (rule, group): hex of a hash of both
+};
+
+// RFC 3339 UTC with milliseconds: "2026-11-21T09:58:04.123Z".
+std::string rfc3339(SystemClock::time_point t);
+// The documented JSON object of an alert (one line, no newline).
+std::string alert_json(const Alert& alert);
+// A JSON string literal for `text` (quotes included); invalid UTF-8 becomes U+FFFD.
+std::string json_quote(const std::string& text);
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,148 @@
+// Rules: one scan for all of them.
+//
+//   RuleSet     every rule's patterns in ONE PatternSet (so one device scan serves
+//               thousands of rules); each unique pattern id maps back to (rule, pattern)
+//   RuleEngine  per line: which rules match (case and -w confirmed on the host, invert
+//               rules), then thresholds (count in a sliding window, per group), cooldown
+//               (one alert per group per interval, the rest counted as suppressed) and
+//               resolution after a quiet period; emits Alerts
+//   RuleConsumer  the StreamConsumer that cuts a scanned batch into lines for the engine
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gpufilter/daemon/alert.hpp"
+#include "gpufilter/daemon/config.hpp"
+#include "gpufilter/daemon/metrics.hpp"
+#include "gpufilter/pipeline/pattern_set.hpp"
+#include "gpufilter/pipeline/pattern_table.hpp"
+#include "gpufilter/pipeline/stream_scan.hpp"
+
+namespace gpufilter::daemon {
+
+class RuleSet {
+ public:
+  explicit RuleSet(std::vector<RuleConfig> rules);
+
+  const std::vector<RuleConfig>& rules() const noexcept { return rules_; }
+  const PatternSet& patterns() const noexcept { return patterns_; }
+  // The scan folds case when any rule ignores case; case-sensitive rules are then
+  // confirmed on the host (exact bytes at the occurrence).
+  MatchOptions match_options() const noexcept { return MatchOptions{any_ignore_case_}; }
+  // Ties unique pattern ids of `table` (built from patterns() and match_options()) to rules.
+  void bind(const PatternTable& table);
+
+  // The rules that match `line`, given the occurrences in it (positions relative to the
+  // line, unique ids of the bound table), ascending and without repeats.
+  void matching_rules(std::string_view line, std::span<const Occurrence> occurrences,
+                      std::vector<std::uint32_t>& out) const;
+  bool has_invert_rules() const noexcept { return !invert_.empty(); }
+
+ private:
+  struct Ref {
+    std::uint32_t rule;
+    std::uint32_t pattern;  // index into rules_[rule].patterns
+  };
+  std::vector<RuleConfig> rules_;
+  PatternSet patterns_;
+  std::vector<Ref> given_;                       // per pattern of patterns_, in order
+  std::vector<std::vector<Ref>> by_unique_;      // per unique id of the bound table
+  std::vector<std::uint32_t> invert_;            // rules with invert: true
+  bool any_ignore_case_ = false;
+  const PatternTable* table_ = nullptr;
+};
+
+class RuleEngine {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Emit = std::function<void(const Alert&)>;
+
+  RuleEngine(std::shared_ptr<const RuleSet> rules, Emit emit, Metrics* metrics = nullptr);
+
+  // One line of `source` (without its '\n') with its occurrences, at `now`.
+  void line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
+            Clock::time_point now);
+  // Resolves groups quiet for their rule's resolve_after; pushes counters to the metrics.
+  void tick(Clock::time_point now);
+  // A reload: rules with the same definition keep their state (windows, active alerts,
+  // cooldowns); the others start afresh, and active alerts of removed rules are resolved.
+  void replace(std::shared_ptr<const RuleSet> rules, Clock::time_point now);
+  const RuleSet& rules() const noexcept { return *rules_; }
+
+  // Totals for tests: matches, alerts fired, matches suppressed, per rule name.
+  std::uint64_t matches(const std::string& rule) const;
+  std::uint64_t alerts(const std::string& rule) const;
+  std::uint64_t suppressed(const std::string& rule) const;
+
+ private:
+  struct Group {
+    std::deque<Clock::time_point> hits;  // within the window
+    bool active = false;                 // fired and not yet resolved
+    Clock::time_point last_match{};
+    Clock::time_point last_alert{};
+    SystemClock::time_point starts_at{};
+    std::uint64_t suppressed = 0;
+    std::string last_line;
+    std::string last_source;
+  };
+  struct RuleState {
+    std::unordered_map<std::string, Group> groups;
+    std::uint64_t matches = 0, alerts = 0, suppressed = 0;  // totals
+    std::uint64_t reported_matches = 0, reported_alerts = 0, reported_suppressed = 0;
+  };
+  static constexpr std::size_t kMaxGroups = 10000;  // per rule; more share "(other)"
+
+  // The line's group; nullopt when the rule groups by a field the line does not hold.
+  std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text) const;
+  void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now);
+  Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
+  void resolve(const RuleConfig& rule, const std::string& group, Group& g);
+
+  std::shared_ptr<const RuleSet> rules_;
+  Emit emit_;
+  Metrics* metrics_;
+  std::map<std::string, RuleState> state_;  // by rule name
+  std::vector<std::uint32_t> scratch_;
+};
+
+// The StreamConsumer of gpufilterd: lines of every stream, with their occurrences, to
+// the RuleEngine; per-source line and byte counts to the metrics.
+class RuleConsumer final : public StreamConsumer {
+ public:
+  RuleConsumer(RuleEngine& engine, Metrics* metrics);
+  void open(const BatchEntry& entry) override;
+  void close(const BatchEntry& entry) override;
+  void lines(const BatchEntry& entry, const Chunk& piece, std::span<const Occurrence> occurrences) override;
+  void flush() override {}
+  void tick() override;
+  void batch_done(std::size_t bytes, double seconds) override;
+
+  // The metrics label of an input: a followed file's path, or the scheme of a socket
+  // ("tcp", "udp", "unix": peers would make the label set unbounded), or "stdin".
+  static std::string source_label(const std::string& name);
+
+ private:
+  struct Input {
+    std::string name;
+    std::string label;
+  };
+  RuleEngine& engine_;
+  Metrics* metrics_;
+  std::unordered_map<StreamId, Input> inputs_;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts_;  // label -> lines, bytes (unreported)
+  std::vector<Occurrence> scratch_;
+  RuleEngine::Clock::time_point last_tick_{};
+};
+
+}  // namespace gpufilter::daemon

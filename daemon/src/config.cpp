@@ -1,0 +1,297 @@
+#include "gpufilter/daemon/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace gpufilter::daemon {
+namespace {
+
+// A node with where it came from: every error names the file, the line and the key.
+struct At {
+  const std::string& file;
+  YAML::Node node;
+  std::string key;  // "rules[2].threshold.window"
+
+  [[noreturn]] void fail(const std::string& why) const {
+    const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+    throw ConfigError(file + ":" + std::to_string(line) + ": " + (key.empty() ? "" : key + ": ") + why);
+  }
+  At child(const std::string& name) const { return At{file, node[name], key.empty() ? name : key + "." + name}; }
+  At item(std::size_t i) const { return At{file, node[i], key + "[" + std::to_string(i) + "]"}; }
+
+  void require_map(const std::set<std::string>& allowed) const {
+    if (!node.IsMap()) fail("expected a mapping (key: value lines)");
+    for (const auto& kv : node) {
+      const std::string name = kv.first.as<std::string>();
+      if (allowed.count(name) == 0) {
+        std::string list;
+        for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        At{file, kv.first, key.empty() ? name : key + "." + name}.fail("unknown key (expected one of: " + list + ")");
+      }
+    }
+  }
+  bool has(const std::string& name) const { return node.IsMap() && node[name].IsDefined() && !node[name].IsNull(); }
+
+  std::string text() const {
+    if (!node.IsScalar()) fail("expected a single value");
+    return node.Scalar();
+  }
+  bool boolean() const {
+    const std::string t = text();
+    if (t == "true" || t == "yes" || t == "on") return true;
+    if (t == "false" || t == "no" || t == "off") return false;
+    fail("\"" + t + "\" is not true or false");
+  }
+  std::uint64_t number(std::uint64_t min, std::uint64_t max) const {
+    const std::string t = text();
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || p != t.data() + t.size()) fail("\"" + t + "\" is not a whole number");
+    if (v < min || v > max) fail(t + " is out of range (" + std::to_string(min) + " to " + std::to_string(max) + ")");
+    return v;
+  }
+  Millis duration() const {
+    const std::string t = text();
+    const std::optional<Millis> d = parse_duration(t);
+    if (!d) fail("\"" + t + "\" is not a duration (like 30s, 5m, 250ms, or a number of seconds)");
+    return *d;
+  }
+  std::vector<std::string> strings() const {
+    std::vector<std::string> v;
+    if (node.IsScalar()) {
+      v.push_back(node.Scalar());
+      return v;
+    }
+    if (!node.IsSequence()) fail("expected a list of strings");
+    for (std::size_t i = 0; i < node.size(); ++i) v.push_back(item(i).text());
+    return v;
+  }
+  std::map<std::string, std::string> string_map() const {
+    if (!node.IsMap()) fail("expected a mapping of names to strings");
+    std::map<std::string, std::string> m;
+    for (const auto& kv : node) m[kv.first.as<std::string>()] = child(kv.first.as<std::string>()).text();
+    return m;
+  }
+};
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string resolve(const std::string& base_dir, const std::string& path) {
+  return path.empty() || path.front() == '/' ? path : base_dir + "/" + path;
+}
+
+SourceConfig parse_source(const At& at, const std::string& dir) {
+  SourceConfig s;
+  if (at.has("follow")) {
+    at.require_map({"follow", "state", "from_start", "poll_interval"});
+    s.kind = SourceConfig::Kind::kFollow;
+    for (const std::string& p : at.child("follow").strings()) s.paths.push_back(resolve(dir, p));
+    if (s.paths.empty()) at.child("follow").fail("names no file");
+    if (at.has("state")) s.state = resolve(dir, at.child("state").text());
+    if (at.has("from_start")) s.from_start = at.child("from_start").boolean();
+    if (at.has("poll_interval")) s.poll_interval = at.child("poll_interval").duration();
+  } else if (at.has("listen")) {
+    at.require_map({"listen"});
+    s.kind = SourceConfig::Kind::kListen;
+    s.url = at.child("listen").text();
+  } else if (at.has("stdin")) {
+    at.require_map({"stdin"});
+    s.kind = SourceConfig::Kind::kStdin;
+    if (!at.child("stdin").boolean()) at.child("stdin").fail("only \"stdin: true\" means something");
+  } else {
+    at.fail("a source needs one of follow, listen or stdin");
+  }
+  return s;
+}
+
+ThresholdConfig parse_threshold(const At& at) {
+  at.require_map({"count", "window", "group_by"});
+  ThresholdConfig t;
+  if (at.has("count")) t.count = at.child("count").number(1, 1'000'000);
+  if (at.has("window")) t.window = at.child("window").duration();
+  if (t.count > 1 && t.window.count() == 0) at.fail("a count above 1 needs a window");
+  if (at.has("group_by")) {
+    const At g = at.child("group_by");
+    if (g.node.IsScalar()) {
+      const std::string v = g.text();
+      if (v == "source") t.group_by = ThresholdConfig::GroupBy::kSource;
+      else if (v == "none") t.group_by = ThresholdConfig::GroupBy::kNone;
+      else g.fail("\"" + v + "\" is not source, none, or {field_after: PREFIX}");
+    } else {
+      g.require_map({"field_after"});
+      t.group_by = ThresholdConfig::GroupBy::kField;
+      t.field_after = g.child("field_after").text();
+      if (t.field_after.empty()) g.child("field_after").fail("must not be empty");
+    }
+  }
+  return t;
+}
+
+std::vector<std::string> read_patterns_file(const At& at, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) at.fail("cannot read " + path);
+  std::vector<std::string> patterns;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.front() == '#') continue;  // comments and blank lines
+    patterns.push_back(line);
+  }
+  return patterns;
+}
+
+RuleConfig parse_rule(const At& at, const std::string& dir) {
+  at.require_map({"name", "patterns", "patterns_file", "ignore_case", "word", "invert", "threshold", "severity",
+                  "labels", "annotations", "cooldown", "resolve_after"});
+  RuleConfig r;
+  r.where = at.file + ":" + std::to_string(at.node.Mark().line + 1);
+  if (!at.has("name")) at.fail("a rule needs a name");
+  r.name = at.child("name").text();
+  if (r.name.empty()) at.child("name").fail("must not be empty");
+  if (at.has("patterns")) r.patterns = at.child("patterns").strings();
+  if (at.has("patterns_file")) {
+    const std::vector<std::string> more =
+        read_patterns_file(at.child("patterns_file"), resolve(dir, at.child("patterns_file").text()));
+    r.patterns.insert(r.patterns.end(), more.begin(), more.end());
+  }
+  if (r.patterns.empty()) at.fail("rule \"" + r.name + "\" has no patterns (patterns or patterns_file)");
+  for (std::size_t i = 0; i < r.patterns.size(); ++i) {
+    if (r.patterns[i].empty()) at.child("patterns").fail("an empty pattern would match every line");
+    if (r.patterns[i].find('\n') != std::string::npos) at.child("patterns").fail("a pattern holds a newline");
+  }
+  if (at.has("ignore_case")) r.ignore_case = at.child("ignore_case").boolean();
+  if (at.has("word")) r.word = at.child("word").boolean();
+  if (at.has("invert")) r.invert = at.child("invert").boolean();
+  if (at.has("threshold")) r.threshold = parse_threshold(at.child("threshold"));
+  if (at.has("severity")) r.severity = at.child("severity").text();
+  if (at.has("labels")) r.labels = at.child("labels").string_map();
+  if (at.has("annotations")) r.annotations = at.child("annotations").string_map();
+  if (at.has("cooldown")) r.cooldown = at.child("cooldown").duration();
+  if (at.has("resolve_after")) r.resolve_after = at.child("resolve_after").duration();
+  return r;
+}
+
+OutputConfig parse_output(const At& at, const std::string& dir) {
+  at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "queue"});
+  OutputConfig o;
+  if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook)");
+  const std::string type = at.child("type").text();
+  if (type == "jsonl") o.kind = OutputConfig::Kind::kJsonl;
+  else if (type == "alertmanager") o.kind = OutputConfig::Kind::kAlertmanager;
+  else if (type == "webhook") o.kind = OutputConfig::Kind::kWebhook;
+  else at.child("type").fail("\"" + type + "\" is not jsonl, alertmanager or webhook");
+  o.name = at.has("name") ? at.child("name").text() : type;
+  if (at.has("path")) {
+    if (o.kind != OutputConfig::Kind::kJsonl) at.child("path").fail("only a jsonl output has a path");
+    o.path = at.child("path").text();
+    if (o.path != "-") o.path = resolve(dir, o.path);
+  }
+  if (o.kind != OutputConfig::Kind::kJsonl) {
+    if (!at.has("url")) at.fail("a " + type + " output needs a url");
+    o.url = at.child("url").text();
+  } else if (at.has("url")) {
+    at.child("url").fail("a jsonl output has a path, not a url");
+  }
+  if (at.has("resend_interval")) o.resend_interval = at.child("resend_interval").duration();
+  if (at.has("timeout")) o.timeout = at.child("timeout").duration();
+  if (at.has("bearer_token_env")) o.bearer_token_env = at.child("bearer_token_env").text();
+  if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
+  return o;
+}
+
+}  // namespace
+
+bool RuleConfig::same_as(const RuleConfig& o) const {
+  return name == o.name && patterns == o.patterns && ignore_case == o.ignore_case && word == o.word &&
+         invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
+         annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
+}
+
+std::optional<Millis> parse_duration(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  double value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || value < 0) return std::nullopt;
+  const std::string unit(p, end);
+  double ms;
+  if (unit.empty() || unit == "s") ms = value * 1000;
+  else if (unit == "ms") ms = value;
+  else if (unit == "m") ms = value * 60'000;
+  else if (unit == "h") ms = value * 3'600'000;
+  else if (unit == "d") ms = value * 86'400'000;
+  else return std::nullopt;
+  return Millis(static_cast<std::int64_t>(ms));
+}
+
+DaemonConfig load_config(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot be read");
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  DaemonConfig c;
+  c.path = path;
+  const std::string dir = directory_of(path);
+  try {
+    const At top{path, root, ""};
+    top.require_map({"sources", "rules", "outputs", "server", "generator_url", "log_format", "engine", "device",
+                     "max_line_bytes", "max_connections", "drain_timeout"});
+    if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets or stdin)");
+    const At sources = top.child("sources");
+    if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
+    for (std::size_t i = 0; i < sources.node.size(); ++i) c.sources.push_back(parse_source(sources.item(i), dir));
+    if (!top.has("rules")) top.fail("rules: missing");
+    const At rules = top.child("rules");
+    if (!rules.node.IsSequence() || rules.node.size() == 0) rules.fail("expected a non-empty list");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < rules.node.size(); ++i) {
+      c.rules.push_back(parse_rule(rules.item(i), dir));
+      if (!names.insert(c.rules.back().name).second)
+        rules.item(i).child("name").fail("rule name \"" + c.rules.back().name + "\" is used twice");
+    }
+    if (top.has("outputs")) {
+      const At outputs = top.child("outputs");
+      if (!outputs.node.IsSequence()) outputs.fail("expected a list");
+      for (std::size_t i = 0; i < outputs.node.size(); ++i) c.outputs.push_back(parse_output(outputs.item(i), dir));
+    } else {
+      c.outputs.push_back(OutputConfig{});  // JSON lines on standard output
+    }
+    if (top.has("server")) c.server = top.child("server").text();
+    if (top.has("generator_url")) c.generator_url = top.child("generator_url").text();
+    if (top.has("log_format")) {
+      const std::string f = top.child("log_format").text();
+      if (f == "logfmt") c.log_format = Log::Format::kLogfmt;
+      else if (f == "json") c.log_format = Log::Format::kJson;
+      else top.child("log_format").fail("\"" + f + "\" is not logfmt or json");
+    }
+    if (top.has("engine")) {
+      c.engine = top.child("engine").text();
+      if (c.engine != "auto" && c.engine != "gpu" && c.engine != "cpu")
+        top.child("engine").fail("\"" + c.engine + "\" is not auto, gpu or cpu");
+    }
+    if (top.has("device")) c.device = top.child("device").text();
+    if (top.has("max_line_bytes")) c.max_line_bytes = top.child("max_line_bytes").number(16, 1u << 30);
+    if (top.has("max_connections")) c.max_connections = top.child("max_connections").number(1, 1'000'000);
+    if (top.has("drain_timeout")) c.drain_timeout = top.child("drain_timeout").duration();
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return c;
+}
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,258 @@
+// gpufilterd's rules: one pattern set for every rule, mapped back per line with case,
+// -w and invert confirmed on the host (checked against a naive per-rule search over
+// random lines, 300 rules at once); thresholds in sliding windows per group, cooldown
+// with suppressed counts, resolution after a quiet period, and a reload that keeps the
+// state of unchanged rules. Time is passed in, so windows are exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpufilter/daemon/rules.hpp"
+#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "testutil/testutil.hpp"
+
+namespace {
+
+using namespace gpufilter;
+using namespace gpufilter::daemon;
+using namespace std::chrono_literals;
+using Clock = RuleEngine::Clock;
+
+bool word_char(unsigned char c) { return std::isalnum(c) != 0 || c == '_'; }
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return s;
+}
+
+// The plain answer: does `rule` match `line`?
+bool naive_match(const RuleConfig& rule, const std::string& line) {
+  bool any = false;
+  for (const std::string& p : rule.patterns) {
+    const std::string hay = rule.ignore_case ? lower(line) : line;
+    const std::string needle = rule.ignore_case ? lower(p) : p;
+    for (std::size_t at = hay.find(needle); at != std::string::npos && !any; at = hay.find(needle, at + 1)) {
+      const std::size_t end = at + needle.size();
+      if (rule.word && ((at > 0 && word_char(static_cast<unsigned char>(hay[at - 1]))) ||
+                        (end < hay.size() && word_char(static_cast<unsigned char>(hay[end])))))
+        continue;
+      any = true;
+    }
+  }
+  return any != rule.invert;
+}
+
+// A bound rule set with its table.
+struct Bound {
+  std::shared_ptr<RuleSet> rules;
+  std::unique_ptr<PatternTable> table;
+  explicit Bound(std::vector<RuleConfig> configs)
+      : rules(std::make_shared<RuleSet>(std::move(configs))),
+        table(std::make_unique<PatternTable>(rules->patterns(), rules->match_options())) {
+    rules->bind(*table);
+  }
+  std::vector<Occurrence> scan(const std::string& line) const {
+    return reference_occurrences(rules->patterns(), *table, line);
+  }
+};
+
+RuleConfig rule(std::string name, std::vector<std::string> patterns) {
+  RuleConfig r;
+  r.name = std::move(name);
+  r.patterns = std::move(patterns);
+  r.cooldown = 0ms;
+  return r;
+}
+
+TEST(RuleSet, OneScanMapsBackToEveryRule) {
+  std::mt19937 rng(5);
+  const std::string alphabet = "abAB _-";
+  std::vector<RuleConfig> configs;
+  for (int i = 0; i < 300; ++i) {
+    std::string name = "r";  // (GCC 12 warns falsely on "r" + std::to_string(i))
+    name += std::to_string(i);
+    RuleConfig r = rule(name, {});
+    for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k)
+      r.patterns.push_back(test::random_string(rng, alphabet, 1 + rng() % 4));
+    r.ignore_case = rng() % 3 == 0;
+    r.word = rng() % 4 == 0;
+    r.invert = rng() % 20 == 0;
+    configs.push_back(r);
+  }
+  configs.push_back(rule("dup", {configs[0].patterns[0]}));  // the same literal in two rules
+  const Bound bound(configs);
+  EXPECT_TRUE(bound.rules->match_options().ignore_case);  // some rule folds case: one folded scan
+  std::vector<std::uint32_t> got;
+  std::size_t matched_lines = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string line = test::random_string(rng, alphabet, rng() % 30);
+    bound.rules->matching_rules(line, bound.scan(line), got);
+    std::vector<std::uint32_t> want;
+    for (std::uint32_t r = 0; r < configs.size(); ++r)
+      if (naive_match(configs[r], line)) want.push_back(r);
+    ASSERT_EQ(got, want) << "line '" << line << "'";
+    matched_lines += !got.empty();
+  }
+  EXPECT_GT(matched_lines, 100u);
+}
+
+struct Recorder {
+  std::vector<Alert> alerts;
+  RuleEngine::Emit emit() {
+    return [this](const Alert& a) { alerts.push_back(a); };
+  }
+};
+
+TEST(RuleEngine, ThresholdCountsInASlidingWindowPerGroup) {
+  RuleConfig r = rule("ssh", {"Failed password"});
+  r.threshold = ThresholdConfig{3, 10s, ThresholdConfig::GroupBy::kField, "from "};
+  r.cooldown = 1min;
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  auto feed = [&](const std::string& line, Clock::duration at) {
+    engine.line("auth.log", line, bound.scan(line), t0 + at);
+  };
+  feed("Failed password for root from 10.0.0.1 port 22", 0s);
+  feed("Failed password for root from 10.0.0.2 port 22", 1s);
+  feed("Failed password for root from 10.0.0.1 port 22", 2s);
+  EXPECT_TRUE(rec.alerts.empty());
+  feed("Accepted password for root from 10.0.0.1 port 22", 3s);  // no match
+  feed("Failed password for admin from 10.0.0.1 port 22", 4s);  // third for 10.0.0.1
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  const Alert& a = rec.alerts[0];
+  EXPECT_EQ(a.state, Alert::State::kFiring);
+  EXPECT_EQ(a.rule, "ssh");
+  EXPECT_EQ(a.group, "10.0.0.1");
+  EXPECT_EQ(a.labels.at("group"), "10.0.0.1");
+  EXPECT_EQ(a.labels.at("alertname"), "ssh");
+  EXPECT_EQ(a.matches, 3u);
+  EXPECT_EQ(a.source, "auth.log");
+  EXPECT_EQ(a.line, "Failed password for admin from 10.0.0.1 port 22");
+  EXPECT_FALSE(a.fingerprint.empty());
+  // 10.0.0.2: matches 11 s apart never make three within 10 s.
+  feed("Failed password for x from 10.0.0.2 port 22", 12s);
+  feed("Failed password for x from 10.0.0.2 port 22", 23s);
+  feed("Failed password for x from 10.0.0.2 port 22", 34s);
+  EXPECT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(engine.matches("ssh"), 7u);
+}
+
+TEST(RuleEngine, CooldownGivesOneAlertPerIntervalAndCountsTheRest) {
+  RuleConfig r = rule("oom", {"Out of memory"});
+  r.cooldown = 1min;
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 100; ++i) engine.line("k", "Out of memory: kill", bound.scan("Out of memory: kill"), t0 + i * 100ms);
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(engine.suppressed("oom"), 99u);
+  engine.line("k", "Out of memory again", bound.scan("Out of memory again"), t0 + 61s);
+  ASSERT_EQ(rec.alerts.size(), 2u);
+  EXPECT_EQ(rec.alerts[1].suppressed, 99u);
+  EXPECT_EQ(rec.alerts[1].starts_at, rec.alerts[0].starts_at);  // still the same firing alert
+}
+
+TEST(RuleEngine, QuietGroupsResolve) {
+  RuleConfig r = rule("disk", {"disk full"});
+  r.resolve_after = 5s;
+  r.threshold.group_by = ThresholdConfig::GroupBy::kSource;
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  engine.line("a.log", "disk full", bound.scan("disk full"), t0);
+  engine.line("b.log", "disk full", bound.scan("disk full"), t0 + 3s);
+  engine.tick(t0 + 4s);
+  EXPECT_EQ(rec.alerts.size(), 2u);
+  engine.tick(t0 + 6s);  // a.log quiet for 6 s, b.log for 3 s
+  ASSERT_EQ(rec.alerts.size(), 3u);
+  EXPECT_EQ(rec.alerts[2].state, Alert::State::kResolved);
+  EXPECT_EQ(rec.alerts[2].group, "a.log");
+  EXPECT_EQ(rec.alerts[2].fingerprint, rec.alerts[0].fingerprint);
+  EXPECT_GE(rec.alerts[2].ends_at, rec.alerts[2].starts_at);
+  engine.tick(t0 + 9s);
+  ASSERT_EQ(rec.alerts.size(), 4u);
+  EXPECT_EQ(rec.alerts[3].group, "b.log");
+  engine.tick(t0 + 60s);
+  EXPECT_EQ(rec.alerts.size(), 4u);  // resolved once
+}
+
+TEST(RuleEngine, InvertRulesMatchLinesWithoutTheirPatterns) {
+  RuleConfig r = rule("no-heartbeat-word", {"ok"});
+  r.invert = true;
+  const Bound bound({r, rule("other", {"x"})});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  engine.line("s", "all ok", bound.scan("all ok"), t0);
+  EXPECT_EQ(engine.matches("no-heartbeat-word"), 0u);
+  engine.line("s", "failed", bound.scan("failed"), t0);
+  EXPECT_EQ(engine.matches("no-heartbeat-word"), 1u);
+  EXPECT_EQ(engine.matches("other"), 0u);
+}
+
+TEST(RuleEngine, ReloadKeepsTheStateOfUnchangedRules) {
+  RuleConfig kept = rule("kept", {"alpha"});
+  kept.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, ""};
+  RuleConfig changed = rule("changed", {"beta"});
+  changed.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, ""};
+  RuleConfig removed = rule("removed", {"gamma"});
+  const Bound before({kept, changed, removed});
+  Recorder rec;
+  RuleEngine engine(before.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  for (const char* l : {"alpha", "alpha", "beta", "beta", "gamma"}) engine.line("s", l, before.scan(l), t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);  // gamma fired
+  RuleConfig changed2 = changed;
+  changed2.patterns.push_back("delta");
+  const Bound after({kept, changed2, rule("new", {"epsilon"})});
+  engine.replace(after.rules, t0 + 1s);
+  ASSERT_EQ(rec.alerts.size(), 2u);  // the removed rule's active alert is resolved
+  EXPECT_EQ(rec.alerts[1].rule, "removed");
+  EXPECT_EQ(rec.alerts[1].state, Alert::State::kResolved);
+  engine.line("s", "alpha", after.scan("alpha"), t0 + 2s);  // third alpha: kept its two
+  ASSERT_EQ(rec.alerts.size(), 3u);
+  EXPECT_EQ(rec.alerts[2].rule, "kept");
+  engine.line("s", "beta", after.scan("beta"), t0 + 2s);  // changed: starts from zero
+  EXPECT_EQ(rec.alerts.size(), 3u);
+  engine.line("s", "epsilon", after.scan("epsilon"), t0 + 2s);
+  ASSERT_EQ(rec.alerts.size(), 4u);
+  EXPECT_EQ(rec.alerts[3].rule, "new");
+}
+
+TEST(RuleConsumer, SocketSourcesShareOneLabel) {
+  EXPECT_EQ(RuleConsumer::source_label("tcp://127.0.0.1:4000"), "tcp");
+  EXPECT_EQ(RuleConsumer::source_label("udp://[::1]:9"), "udp");
+  EXPECT_EQ(RuleConsumer::source_label("unix:/run/x.sock#3"), "unix");
+  EXPECT_EQ(RuleConsumer::source_label("/var/log/auth.log"), "/var/log/auth.log");
+}
+
+}  // namespace
+
+namespace {
+
+// Grouped by a field: a matching line that lacks the field is a match, in no group.
+TEST(RuleEngine, LinesWithoutTheGroupFieldCountInNoGroup) {
+  RuleConfig r = rule("ssh", {"Failed password"});
+  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 5; ++i) engine.line("s", "Failed password (no address)", bound.scan("Failed password (no address)"), t0);
+  EXPECT_EQ(engine.matches("ssh"), 5u);
+  EXPECT_TRUE(rec.alerts.empty());
+  engine.line("s", "Failed password from 1.2.3.4", bound.scan("Failed password from 1.2.3.4"), t0);
+  engine.line("s", "Failed password from 1.2.3.4", bound.scan("Failed password from 1.2.3.4"), t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, "1.2.3.4");
+}
+
+}  // namespace
