@@ -1,0 +1,38 @@
+// AlertOutput: where alerts go (outputs.hpp has the three kinds: JSON lines, Alertmanager,
+// webhook). publish() never blocks the caller (the scan thread): each output has a bounded
+// queue and its own delivery thread; a failing delivery is retried with exponential
+// backoff; when the queue is full the oldest alert is dropped and counted. Matching never
+// waits for an output.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gpufilter/daemon/alert.hpp"
+
+namespace gpufilter::daemon {
+
+struct OutputStats {
+  std::uint64_t published = 0;  // alerts given to publish()
+  std::uint64_t delivered = 0;  // deliveries that succeeded (HTTP 2xx, a written line)
+  std::uint64_t failures = 0;   // delivery attempts that failed (each retry counts)
+  std::uint64_t dropped = 0;    // alerts dropped because the queue was full
+  std::uint64_t queued = 0;     // alerts waiting now
+};
+
+class AlertOutput {
+ public:
+  virtual ~AlertOutput() = default;
+  // "jsonl", "alertmanager", "webhook" plus the configured name, for logs and metrics.
+  virtual const std::string& name() const = 0;
+  // Queues the alert; never blocks, never throws.
+  virtual void publish(const Alert& alert) noexcept = 0;
+  // Delivers what is queued, waiting at most `timeout`; true when nothing is left.
+  // Stops the delivery thread afterwards (shutdown).
+  virtual bool drain(std::chrono::milliseconds timeout) noexcept = 0;
+  virtual OutputStats stats() const noexcept = 0;
+};
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,694 @@
+// The three AlertOutputs (JSON lines, Alertmanager, webhook) on one delivery machinery:
+// a bounded queue that drops its oldest alert when full, a delivery thread per output
+// that retries a failed delivery with exponential backoff, and drain() for shutdown.
+// HTTP is Boost.Beast over plain TCP, driven asynchronously on the delivery thread's own
+// io_context so that every wait ends at the request's timeout or at the drain/stop
+// deadline, whichever comes first. docs/ALERTS.md documents what goes on the wire.
+#include "gpufilter/daemon/outputs.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace gpufilter::daemon {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::size_t kAlertmanagerBatch = 64;       // alerts per POST /api/v2/alerts
+constexpr std::size_t kAnnotationLineBytes = 1024;   // the "line" annotation's limit
+constexpr std::uint64_t kResponseBodyLimit = 1 << 20;  // we never need the body; bound it
+
+// t + d, saturating at time_point::max() (a configured "forever" must not wrap around).
+Steady::time_point later(Steady::time_point t, milliseconds d) {
+  if (d <= milliseconds(0)) return t;
+  if (std::chrono::duration_cast<milliseconds>(Steady::time_point::max() - t) <= d) return Steady::time_point::max();
+  return t + d;
+}
+
+// ---------------------------------------------------------------------------------------
+// The queue and the delivery thread, shared by the three kinds
+
+enum class Outcome {
+  kDelivered,  // done with these alerts
+  kRetry,      // try the same alerts again after the backoff
+  kRejected,   // the receiver refused them for good (4xx): count a failure, drop them
+};
+
+class QueuedOutput : public AlertOutput {
+ public:
+  QueuedOutput(std::string name, QueueConfig config) : name_(std::move(name)), config_(config) {
+    // A queue of nothing could never deliver, and a zero backoff would spin on a dead peer.
+    config_.capacity = std::max<std::size_t>(config_.capacity, 1);
+    config_.initial_backoff = std::max(config_.initial_backoff, milliseconds(1));
+    config_.max_backoff = std::max(config_.max_backoff, config_.initial_backoff);
+  }
+  // Subclasses call stop() in their own destructor, while their members still exist.
+  ~QueuedOutput() override { stop(); }
+  QueuedOutput(const QueuedOutput&) = delete;
+  QueuedOutput& operator=(const QueuedOutput&) = delete;
+
+  const std::string& name() const override { return name_; }
+
+  void publish(const Alert& alert) noexcept override {
+    try {
+      Alert copy = alert;  // allocate outside the lock: the scan thread holds it briefly
+      {
+        std::lock_guard lock(mutex_);
+        accepted(copy);
+        while (queue_.size() >= config_.capacity) {
+          queue_.pop_front();
+          // The first (in_flight_ - displaced_) alerts are on the wire now: one of them is
+          // counted once its attempt ends (delivered if it succeeds, dropped if not).
+          if (displaced_ < in_flight_) {
+            ++displaced_;
+          } else {
+            ++stats_.dropped;
+          }
+        }
+        queue_.push_back(std::move(copy));
+        ++stats_.published;
+      }
+      cv_.notify_one();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      ++stats_.published;
+      ++stats_.dropped;  // no memory for the copy: the alert is lost, and counted
+    }
+  }
+
+  bool drain(milliseconds timeout) noexcept override {
+    std::lock_guard join(join_mutex_);
+    if (thread_.joinable()) {
+      {
+        std::lock_guard lock(mutex_);
+        draining_ = true;
+        lower_abort(later(Steady::now(), timeout));
+      }
+      cv_.notify_all();
+      wake();
+      thread_.join();
+    }
+    std::lock_guard lock(mutex_);
+    return queue_.empty();
+  }
+
+  OutputStats stats() const noexcept override {
+    std::lock_guard lock(mutex_);
+    OutputStats s = stats_;
+    s.queued = queue_.size();
+    return s;
+  }
+
+ protected:
+  // Starts the delivery thread: the subclass's constructor calls it last.
+  void start() { thread_ = std::thread([this] { run(); }); }
+  // Ends the delivery thread at once (an HTTP request in flight is cancelled).
+  void stop() noexcept {
+    std::lock_guard join(join_mutex_);
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      lower_abort(Steady::now());
+    }
+    cv_.notify_all();
+    wake();
+    thread_.join();
+  }
+  // When the delivery thread must give up whatever it waits for (drain's deadline, stop).
+  Steady::time_point abort_at() const noexcept { return Steady::time_point(Steady::duration(abort_at_.load())); }
+
+  // Delivery thread, unlocked: sends `batch` (at most max_batch() alerts, oldest first).
+  virtual Outcome deliver(const std::vector<Alert>& batch) = 0;
+  virtual std::size_t max_batch() const { return 1; }
+  // Any thread: makes a wait inside deliver() look at abort_at() again.
+  virtual void wake() noexcept {}
+  // Under the queue lock, in publish(): every alert, before it is queued.
+  virtual void accepted(const Alert&) {}
+  // Under the queue lock: when the next periodic re-send is due (nullopt: none), and the
+  // alerts to re-send when it is (which reschedules it); a failed re-send comes back to
+  // periodic_failed() and is retried, rebuilt from the current state, after the backoff.
+  virtual std::optional<Steady::time_point> next_periodic() const { return std::nullopt; }
+  virtual std::vector<Alert> take_periodic(Steady::time_point) { return {}; }
+  virtual void periodic_failed() {}
+
+ private:
+  void lower_abort(Steady::time_point t) {
+    abort_at_.store(std::min(abort_at(), t).time_since_epoch().count());
+  }
+
+  // A deadline of time_point::max() means none; wait_until(max) overflows in libstdc++.
+  void sleep_until(std::unique_lock<std::mutex>& lock, Steady::time_point t) {
+    if (t == Steady::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, t);
+    }
+  }
+
+  Outcome attempt(const std::vector<Alert>& batch) noexcept {
+    try {
+      return deliver(batch);
+    } catch (...) {
+      return Outcome::kRetry;  // bad_alloc and the like: nothing escapes the thread
+    }
+  }
+
+  void run() noexcept {
+    for (;;) {
+      try {
+        loop();
+        return;
+      } catch (...) {
+        // Copying a batch without memory (deliver()'s own exceptions are outcomes): the
+        // alerts are still queued, so wait a little and go on rather than stop delivering.
+        std::this_thread::sleep_for(config_.initial_backoff);
+      }
+    }
+  }
+
+  void loop() {
+    std::unique_lock lock(mutex_);
+    milliseconds backoff = config_.initial_backoff;
+    Steady::time_point retry_at{};
+    for (;;) {
+      const Steady::time_point abort = abort_at();
+      const Steady::time_point now = Steady::now();
+      if (now >= abort || (draining_ && queue_.empty())) return;
+      if (now < retry_at) {
+        sleep_until(lock, std::min(retry_at, abort));
+        continue;
+      }
+      Outcome outcome = Outcome::kDelivered;
+      if (!queue_.empty()) {
+        // Copy, not pop: the alerts stay queued (and droppable) until their attempt ends,
+        // so a retried alert keeps its place and a full queue still drops the oldest.
+        const std::size_t n = std::min(queue_.size(), max_batch());
+        const std::vector<Alert> batch(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        in_flight_ = n;
+        displaced_ = 0;
+        lock.unlock();
+        outcome = attempt(batch);
+        lock.lock();
+        const std::size_t still_queued = in_flight_ - displaced_;
+        if (outcome != Outcome::kRetry) {
+          queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(still_queued));
+        }
+        if (outcome == Outcome::kDelivered) {
+          stats_.delivered += n;
+        } else {
+          ++stats_.failures;
+          stats_.dropped += displaced_;
+        }
+        in_flight_ = 0;
+        displaced_ = 0;
+      } else {
+        const std::optional<Steady::time_point> due = next_periodic();
+        if (!due || *due > now) {
+          sleep_until(lock, due ? std::min(*due, abort) : abort);
+          continue;
+        }
+        const std::vector<Alert> active = take_periodic(now);
+        lock.unlock();
+        for (std::size_t i = 0; i < active.size() && outcome == Outcome::kDelivered; i += max_batch()) {
+          const std::size_t end = std::min(active.size(), i + max_batch());
+          outcome = attempt(std::vector<Alert>(active.begin() + static_cast<std::ptrdiff_t>(i),
+                                               active.begin() + static_cast<std::ptrdiff_t>(end)));
+        }
+        lock.lock();
+        if (outcome != Outcome::kDelivered) ++stats_.failures;
+        if (outcome == Outcome::kRetry) periodic_failed();
+      }
+      if (outcome == Outcome::kRetry) {
+        retry_at = later(Steady::now(), backoff);
+        backoff = backoff > config_.max_backoff / 2 ? config_.max_backoff : backoff * 2;
+      } else {
+        // A rejection is an answer: the receiver is up, so no reason to wait.
+        retry_at = {};
+        backoff = config_.initial_backoff;
+      }
+    }
+  }
+
+  const std::string name_;
+  QueueConfig config_;
+  mutable std::mutex mutex_;  // everything below but the thread
+  std::condition_variable cv_;
+  std::deque<Alert> queue_;
+  OutputStats stats_;
+  std::size_t in_flight_ = 0;  // alerts at the queue's front that an attempt is sending
+  std::size_t displaced_ = 0;  // of those, how many publish() has pushed out meanwhile
+  bool draining_ = false;
+  std::atomic<Steady::rep> abort_at_{Steady::time_point::max().time_since_epoch().count()};
+  std::mutex join_mutex_;  // drain() and stop() may race (signal thread vs destructor)
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------
+// JSON lines
+
+class JsonlOutput final : public QueuedOutput {
+ public:
+  JsonlOutput(std::string name, const std::string& path, QueueConfig queue)
+      : QueuedOutput(std::move(name), queue) {
+    if (path == "-") {
+      fd_ = 1;
+    } else {
+      fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd_ < 0) {
+        throw ConfigError("jsonl output \"" + path + "\": cannot open: " + std::strerror(errno));
+      }
+      owned_ = true;
+    }
+    start();
+  }
+  ~JsonlOutput() override {
+    stop();
+    if (owned_) ::close(fd_);
+  }
+
+ private:
+  Outcome deliver(const std::vector<Alert>& batch) override {
+    for (const Alert& alert : batch) {
+      // One write() per line: with O_APPEND the line lands whole even when other
+      // processes append to the same file.
+      const std::string line = alert_json(alert) + "\n";
+      const char* at = line.data();
+      std::size_t left = line.size();
+      while (left > 0) {
+        const ssize_t n = ::write(fd_, at, left);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return Outcome::kRetry;  // ENOSPC, a full pipe's EPIPE ...: try again later
+        }
+        at += n;
+        left -= static_cast<std::size_t>(n);
+      }
+    }
+    return Outcome::kDelivered;
+  }
+
+  int fd_ = -1;
+  bool owned_ = false;
+};
+
+// ---------------------------------------------------------------------------------------
+// HTTP
+
+struct HttpUrl {
+  std::string host;         // without brackets for IPv6
+  std::string port;         // "80" when not given
+  std::string host_header;  // the URL's authority, as the Host header wants it
+  std::string path;         // "/" when not given
+  std::string query;        // with its '?', or empty
+};
+
+// http://HOST[:PORT][/path][?query]; a fragment is ignored (it never goes on the wire).
+HttpUrl parse_http_url(const std::string& url) {
+  const auto fail = [&](const std::string& why) { throw ConfigError("URL \"" + url + "\": " + why); };
+  const auto starts_with_ci = [&](std::string_view prefix) {
+    if (url.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(url[i])) != prefix[i]) return false;
+    }
+    return true;
+  };
+  if (url.empty()) fail("empty");
+  for (const char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) fail("contains a space or a control character");
+  }
+  if (starts_with_ci("https://")) fail("https is not supported (plain http:// only; put a TLS proxy in front)");
+  if (!starts_with_ci("http://")) fail("not an http:// URL");
+  std::string rest = url.substr(7);
+  rest = rest.substr(0, rest.find('#'));
+  const std::size_t end = rest.find_first_of("/?");
+  HttpUrl out;
+  const std::string authority = rest.substr(0, end);
+  std::string target = end == std::string::npos ? "/" : rest.substr(end);
+  if (target[0] == '?') target.insert(0, "/");
+  const std::size_t q = target.find('?');
+  out.path = target.substr(0, q);
+  if (q != std::string::npos) out.query = target.substr(q);
+  if (authority.find('@') != std::string::npos) fail("user information is not supported");
+  std::string port;
+  if (!authority.empty() && authority[0] == '[') {
+    const std::size_t bracket = authority.find(']');
+    if (bracket == std::string::npos) fail("unclosed '[' in the host");
+    out.host = authority.substr(1, bracket - 1);
+    const std::string after = authority.substr(bracket + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') fail("junk after the host");
+      port = after.substr(1);
+      if (port.empty()) fail("empty port");
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    out.host = authority.substr(0, colon);
+    if (colon != std::string::npos) {
+      port = authority.substr(colon + 1);
+      if (port.empty()) fail("empty port");
+    }
+  }
+  if (out.host.empty()) fail("no host");
+  if (port.empty()) {
+    out.port = "80";
+  } else {
+    unsigned value = 0;
+    for (const char c : port) {
+      if (c < '0' || c > '9' || value > 65535) fail("bad port \"" + port + "\"");
+      value = value * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (value == 0 || value > 65535) fail("bad port \"" + port + "\"");
+    out.port = std::to_string(value);
+  }
+  out.host_header = authority;
+  return out;
+}
+
+// One HTTP/1.1 connection, kept alive between requests, for the delivery thread only
+// (wake() aside). Every wait runs the private io_context until the operation completes,
+// the request's deadline passes (beast::tcp_stream's timer; ours for the resolver) or
+// abort_at() passes, whichever is first.
+class HttpClient {
+ public:
+  HttpClient(HttpUrl url, milliseconds timeout, std::function<Steady::time_point()> abort_at)
+      : url_(std::move(url)), timeout_(timeout), abort_at_(std::move(abort_at)) {}
+  ~HttpClient() { close(); }
+
+  // The response's status code, or 0 when there was none (resolution, connection, timeout,
+  // a malformed response, the abort deadline). The response body is read and ignored.
+  unsigned post(const std::string& target, const std::string& body, const std::string& bearer_token) {
+    http::request<http::string_body> request{http::verb::post, target, 11};
+    request.set(http::field::host, url_.host_header);
+    request.set(http::field::user_agent, "gpufilterd");
+    request.set(http::field::content_type, "application/json");
+    if (!bearer_token.empty()) request.set(http::field::authorization, "Bearer " + bearer_token);
+    request.keep_alive(true);
+    request.body() = body;
+    request.prepare_payload();
+    const Steady::time_point deadline = later(Steady::now(), timeout_);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const bool reused = stream_.has_value();
+      if (!reused && !connect(deadline)) return 0;
+      beast::error_code ec;
+      bool done = false;
+      stream_->expires_at(deadline);
+      http::async_write(*stream_, request, [&](beast::error_code e, std::size_t) {
+        ec = e;
+        done = true;
+      });
+      wait(done, deadline, [&] { stream_->cancel(); });
+      http::response_parser<http::string_body> parser;
+      parser.body_limit(kResponseBodyLimit);
+      if (!ec) {
+        done = false;
+        stream_->expires_at(deadline);
+        http::async_read(*stream_, buffer_, parser, [&](beast::error_code e, std::size_t) {
+          ec = e;
+          done = true;
+        });
+        wait(done, deadline, [&] { stream_->cancel(); });
+      }
+      if (!ec) {
+        const unsigned status = parser.get().result_int();
+        if (!parser.get().keep_alive()) close();
+        return status;
+      }
+      close();
+      // A kept-alive connection that the server closed while it sat idle fails before
+      // any byte of an answer: the server never saw this request, so send it once more
+      // on a new connection rather than count a failure.
+      const bool stale = reused && !parser.got_some() &&
+                         (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
+      if (!stale || Steady::now() >= std::min(deadline, abort_at_())) return 0;
+    }
+    return 0;
+  }
+
+  // Any thread: wakes a wait so that it sees a new abort_at().
+  void wake() noexcept {
+    try {
+      asio::post(ioc_, [] {});
+    } catch (...) {
+    }
+  }
+
+ private:
+  template <class Cancel>
+  void wait(const bool& done, Steady::time_point deadline, Cancel cancel) {
+    ioc_.restart();
+    bool cancelled = false;
+    while (!done) {
+      const Steady::time_point until = std::min(deadline, abort_at_());
+      if (!cancelled && Steady::now() >= until) {
+        cancel();  // the operation completes at once with operation_aborted
+        cancelled = true;
+      }
+      const std::size_t ran = cancelled ? ioc_.run_one() : ioc_.run_one_until(until);
+      if (ran == 0 && ioc_.stopped()) ioc_.restart();
+    }
+  }
+
+  // Resolves the host anew each time, so that a receiver whose address changes, or that
+  // comes up after gpufilterd, is reached.
+  bool connect(Steady::time_point deadline) {
+    close();
+    tcp::resolver resolver(ioc_);
+    tcp::resolver::results_type endpoints;
+    beast::error_code ec;
+    bool done = false;
+    resolver.async_resolve(url_.host, url_.port, [&](beast::error_code e, tcp::resolver::results_type r) {
+      ec = e;
+      endpoints = std::move(r);
+      done = true;
+    });
+    wait(done, deadline, [&] { resolver.cancel(); });
+    if (ec) return false;
+    stream_.emplace(ioc_);
+    stream_->expires_at(deadline);
+    done = false;
+    stream_->async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) {
+      ec = e;
+      done = true;
+    });
+    wait(done, deadline, [&] { stream_->cancel(); });
+    if (ec) {
+      close();
+      return false;
+    }
+    buffer_.clear();
+    return true;
+  }
+
+  void close() noexcept {
+    if (!stream_) return;
+    beast::error_code ignored;
+    stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_->socket().close(ignored);
+    stream_.reset();
+    buffer_.clear();
+  }
+
+  const HttpUrl url_;
+  const milliseconds timeout_;
+  const std::function<Steady::time_point()> abort_at_;
+  asio::io_context ioc_;
+  std::optional<beast::tcp_stream> stream_;  // engaged while connected
+  beast::flat_buffer buffer_;
+};
+
+// 2xx: delivered. 5xx, 429 (Too Many Requests), 408 (Request Timeout) and no answer at
+// all: retried. Any other status (4xx, and 1xx/3xx: redirects are not followed) means
+// that the same request would be refused again: a failure, and the alerts are dropped.
+Outcome classify(unsigned status) {
+  if (status >= 200 && status < 300) return Outcome::kDelivered;
+  if (status == 0 || status >= 500 || status == 429 || status == 408) return Outcome::kRetry;
+  return Outcome::kRejected;
+}
+
+// Truncates to at most `limit` bytes without cutting a UTF-8 sequence in two.
+std::string truncate_utf8(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  for (int k = 0; k < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++k) --cut;
+  return text.substr(0, cut);
+}
+
+// ---------------------------------------------------------------------------------------
+// Alertmanager
+
+class AlertmanagerOutput final : public QueuedOutput {
+ public:
+  AlertmanagerOutput(std::string name, AlertmanagerConfig config)
+      : QueuedOutput(std::move(name), config.queue),
+        config_(std::move(config)),
+        url_(parse_http_url(config_.url)),
+        client_(url_, config_.timeout, [this] { return abort_at(); }) {
+    std::string prefix = url_.path;
+    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+    target_ = prefix + "/api/v2/alerts" + url_.query;
+    start();
+  }
+  ~AlertmanagerOutput() override { stop(); }
+
+ private:
+  std::size_t max_batch() const override { return kAlertmanagerBatch; }
+  void wake() noexcept override { client_.wake(); }
+
+  Outcome deliver(const std::vector<Alert>& batch) override {
+    return classify(client_.post(target_, payload(batch, SystemClock::now()), {}));
+  }
+
+  // The set of active alerts follows publish(), not delivery: a firing alert that the
+  // full queue drops is still re-sent, and a resolved one stops the re-sends at once.
+  void accepted(const Alert& alert) override {
+    const std::string key = alert.fingerprint.empty() ? alert.rule + '\x1f' + alert.group : alert.fingerprint;
+    if (alert.state == Alert::State::kResolved) {
+      active_.erase(key);
+      return;
+    }
+    if (active_.empty()) next_resend_ = later(Steady::now(), config_.resend_interval);
+    active_.insert_or_assign(key, alert);
+  }
+  std::optional<Steady::time_point> next_periodic() const override {
+    if (active_.empty() || config_.resend_interval <= milliseconds(0)) return std::nullopt;
+    return next_resend_;
+  }
+  std::vector<Alert> take_periodic(Steady::time_point now) override {
+    next_resend_ = later(now, config_.resend_interval);
+    std::vector<Alert> alerts;
+    alerts.reserve(active_.size());
+    for (const auto& [key, alert] : active_) alerts.push_back(alert);
+    return alerts;
+  }
+  void periodic_failed() override { next_resend_ = Steady::now(); }
+
+  // The API v2 body: a JSON array of postableAlert objects.
+  std::string payload(const std::vector<Alert>& alerts, SystemClock::time_point now) const {
+    std::string out = "[";
+    for (std::size_t i = 0; i < alerts.size(); ++i) {
+      const Alert& alert = alerts[i];
+      if (i > 0) out += ',';
+      bool first = true;
+      const auto field = [&](const std::string& key, const std::string& value) {
+        if (!first) out += ',';
+        first = false;
+        out += json_quote(key);
+        out += ':';
+        out += json_quote(value);
+      };
+      out += "{\"labels\":{";
+      bool has_alertname = false;
+      for (const auto& [key, value] : alert.labels) {
+        if (value.empty()) continue;  // Prometheus's rule: an empty label is no label
+        has_alertname = has_alertname || key == "alertname";
+        field(key, value);
+      }
+      if (!has_alertname) field("alertname", alert.rule);
+      out += "},\"annotations\":{";
+      first = true;
+      for (const auto& [key, value] : alert.annotations) field(key, value);
+      // The rule's own annotations win over these four.
+      const auto extra = [&](const std::string& key, const std::string& value) {
+        if (alert.annotations.count(key) == 0) field(key, value);
+      };
+      extra("source", alert.source);
+      extra("line", truncate_utf8(alert.line, kAnnotationLineBytes));
+      extra("matches", std::to_string(alert.matches));
+      extra("suppressed", std::to_string(alert.suppressed));
+      out += "},\"startsAt\":\"" + rfc3339(alert.starts_at) + '"';
+      if (alert.state == Alert::State::kResolved) {
+        out += ",\"endsAt\":\"" + rfc3339(alert.ends_at) + '"';
+      } else if (config_.resend_interval > milliseconds(0)) {
+        // As Prometheus does: if gpufilterd stops re-sending, Alertmanager resolves the
+        // alert by itself after four missed re-sends.
+        out += ",\"endsAt\":\"" + rfc3339(now + 4 * config_.resend_interval) + '"';
+      }
+      if (!config_.generator_url.empty()) out += ",\"generatorURL\":" + json_quote(config_.generator_url);
+      out += '}';
+    }
+    out += ']';
+    return out;
+  }
+
+  const AlertmanagerConfig config_;
+  const HttpUrl url_;
+  std::string target_;
+  HttpClient client_;
+  // Under the queue lock (accepted, next_periodic, take_periodic, periodic_failed).
+  std::map<std::string, Alert> active_;  // by fingerprint
+  Steady::time_point next_resend_{};
+};
+
+// ---------------------------------------------------------------------------------------
+// Webhook
+
+class WebhookOutput final : public QueuedOutput {
+ public:
+  WebhookOutput(std::string name, WebhookConfig config)
+      : QueuedOutput(std::move(name), config.queue),
+        config_(std::move(config)),
+        url_(parse_http_url(config_.url)),
+        client_(url_, config_.timeout, [this] { return abort_at(); }) {
+    start();
+  }
+  ~WebhookOutput() override { stop(); }
+
+ private:
+  void wake() noexcept override { client_.wake(); }
+  Outcome deliver(const std::vector<Alert>& batch) override {
+    return classify(client_.post(url_.path + url_.query, alert_json(batch.front()), config_.bearer_token));
+  }
+
+  const WebhookConfig config_;
+  const HttpUrl url_;
+  HttpClient client_;
+};
+
+std::string or_kind(std::string name, const char* kind) { return name.empty() ? kind : name; }
+
+}  // namespace
+
+std::unique_ptr<AlertOutput> make_jsonl_output(std::string name, std::string path, QueueConfig queue) {
+  return std::make_unique<JsonlOutput>(or_kind(std::move(name), "jsonl"), path, queue);
+}
+
+std::unique_ptr<AlertOutput> make_alertmanager_output(std::string name, AlertmanagerConfig config) {
+  return std::make_unique<AlertmanagerOutput>(or_kind(std::move(name), "alertmanager"), std::move(config));
+}
+
+std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config) {
+  return std::make_unique<WebhookOutput>(or_kind(std::move(name), "webhook"), std::move(config));
+}
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,767 @@
+// gpufilterd's alert outputs against real receivers: alert_json() and rfc3339() parsed
+// back with nlohmann::json field by field (quotes, control bytes, invalid UTF-8); JSON
+// lines appended to a real file; the Alertmanager v2 payload (labels, annotations,
+// startsAt/endsAt, generatorURL, the line cut at 1024 bytes), its batching and its
+// periodic re-send of active alerts until they resolve; the webhook body and bearer token;
+// keep-alive and reconnection; retry with backoff on 500/429, a receiver that comes up
+// late, a 4xx that is not retried; the bounded queue dropping its oldest alerts; publish()
+// not waiting for a hung receiver; drain() and the destructor keeping their deadlines.
+// Every HTTP exchange goes through HttpReceiver, a Beast server on 127.0.0.1.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpufilter/daemon/alert.hpp"
+#include "gpufilter/daemon/outputs.hpp"
+#include "gpufilter/pipeline/errors.hpp"
+#include "http_receiver.hpp"
+
+namespace gpufilter::daemon {
+namespace {
+
+using Json = nlohmann::json;
+using Steady = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using test::HttpReceiver;
+using test::ReceivedRequest;
+
+// ---------------------------------------------------------------------------------------
+// The harness
+
+SystemClock::time_point at(int y, unsigned mo, unsigned d, int h, int mi, int s, int ms) {
+  using namespace std::chrono;
+  return sys_days{year{y} / month{mo} / day{d}} + hours(h) + minutes(mi) + seconds(s) + milliseconds(ms);
+}
+
+SystemClock::time_point parse_rfc3339(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, ms = 0;
+  char zone = 0;
+  const int got = std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &y, &mo, &d, &h, &mi, &s, &ms, &zone);
+  EXPECT_EQ(got, 8) << text;
+  EXPECT_EQ(zone, 'Z') << text;
+  return at(y, static_cast<unsigned>(mo), static_cast<unsigned>(d), h, mi, s, ms);
+}
+
+Alert make_alert(const std::string& rule, Alert::State state = Alert::State::kFiring) {
+  Alert a;
+  a.state = state;
+  a.rule = rule;
+  a.severity = "critical";
+  a.group = "auth.log";
+  a.labels = {{"alertname", rule}, {"severity", "critical"}, {"group", "auth.log"}, {"team", "ops"}};
+  a.annotations = {{"summary", "too many failures for " + rule}};
+  a.source = "/var/log/auth.log";
+  a.line = "Failed password for root from 10.0.0.1";
+  a.matches = 7;
+  a.suppressed = 2;
+  a.starts_at = at(2026, 11, 21, 9, 58, 4, 123);
+  if (state == Alert::State::kResolved) a.ends_at = at(2026, 11, 21, 10, 3, 4, 456);
+  a.fingerprint = "fp-" + rule;
+  return a;
+}
+
+QueueConfig quick_queue(std::size_t capacity = 10000) {
+  QueueConfig q;
+  q.capacity = capacity;
+  q.initial_backoff = milliseconds(20);
+  q.max_backoff = milliseconds(100);
+  return q;
+}
+
+// A port on 127.0.0.1 that nothing listens on (a receiver bound it, then let it go).
+std::uint16_t free_port() {
+  HttpReceiver probe;
+  const std::uint16_t port = probe.port();
+  probe.stop();
+  return port;
+}
+
+bool eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(10000)) {
+  const auto deadline = Steady::now() + timeout;
+  while (!done()) {
+    if (Steady::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return true;
+}
+
+// Waits for the end of a failed attempt that starts after this call or was under way at it,
+// so that no attempt begun before the receiver came up can still succeed.
+bool next_failure(const AlertOutput& out) {
+  const std::uint64_t before = out.stats().failures;
+  return eventually([&] { return out.stats().failures > before; });
+}
+
+std::unique_ptr<AlertOutput> webhook(const std::string& url, QueueConfig queue = quick_queue(),
+                                     const std::string& token = "") {
+  WebhookConfig c;
+  c.url = url;
+  c.bearer_token = token;
+  c.timeout = milliseconds(5000);
+  c.queue = queue;
+  return make_webhook_output("hook", c);
+}
+
+std::unique_ptr<AlertOutput> alertmanager(const std::string& url, milliseconds resend = milliseconds(60000),
+                                          QueueConfig queue = quick_queue()) {
+  AlertmanagerConfig c;
+  c.url = url;
+  c.resend_interval = resend;
+  c.timeout = milliseconds(5000);
+  c.generator_url = "http://gpufilterd.example:9464/";
+  c.queue = queue;
+  return make_alertmanager_output("am", c);
+}
+
+// The alertnames in an Alertmanager request, in order.
+std::vector<std::string> alertnames(const ReceivedRequest& r) {
+  std::vector<std::string> out;
+  for (const Json& a : Json::parse(r.body)) out.push_back(a["labels"]["alertname"].get<std::string>());
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// The JSON object for `name` in an Alertmanager request body.
+Json find_alert(const ReceivedRequest& r, const std::string& name) {
+  for (const Json& a : Json::parse(r.body)) {
+    if (a["labels"]["alertname"] == name) return a;
+  }
+  return Json();
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "-" + std::to_string(::getpid()) + "-" + std::to_string(Steady::now().time_since_epoch().count())))
+      .string();
+}
+
+// ---------------------------------------------------------------------------------------
+// alert_json, json_quote, rfc3339
+
+TEST(Rfc3339, UtcWithMilliseconds) {
+  EXPECT_EQ(rfc3339(SystemClock::time_point{}), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(rfc3339(at(2026, 11, 21, 9, 58, 4, 123)), "2026-11-21T09:58:04.123Z");
+  // Sub-millisecond parts are cut, not rounded (a time never moves into the next second).
+  EXPECT_EQ(rfc3339(at(2024, 2, 29, 23, 59, 59, 999) + std::chrono::microseconds(999)), "2024-02-29T23:59:59.999Z");
+  EXPECT_EQ(rfc3339(SystemClock::time_point{} - milliseconds(1)), "1969-12-31T23:59:59.999Z");
+  const auto now = SystemClock::now();
+  const std::string text = rfc3339(now);
+  EXPECT_EQ(text.size(), 24u) << text;
+  const auto back = parse_rfc3339(text);
+  EXPECT_LE(back, now);
+  EXPECT_GT(back + milliseconds(1), now);
+}
+
+TEST(AlertJson, EveryFieldParsesBack) {
+  Alert a = make_alert("ssh-bruteforce");
+  a.group = "10.0.0.1";
+  a.labels["quote\"key"] = "back\\slash";
+  a.annotations["runbook"] = "https://wiki/ssh?x=1&y=\"2\"";
+  a.source = "tcp://127.0.0.1:5140";
+  // Quotes, a backslash, control bytes, valid multi-byte UTF-8 and invalid bytes.
+  a.line = std::string("say \"hi\"\\ tab\there\x01\x1f nul") + '\0' + "end é€😀 bad\xff\xfe cut\xe2\x82";
+  a.matches = 18446744073709551615ull;
+  a.suppressed = 0;
+  const std::string text = alert_json(a);
+  EXPECT_EQ(text.find('\n'), std::string::npos);
+  const Json j = Json::parse(text);  // throws on invalid JSON or invalid UTF-8
+  EXPECT_EQ(j.size(), 12u) << text;  // no ends_at while firing
+  EXPECT_EQ(j["state"], "firing");
+  EXPECT_EQ(j["rule"], "ssh-bruteforce");
+  EXPECT_EQ(j["severity"], "critical");
+  EXPECT_EQ(j["group"], "10.0.0.1");
+  EXPECT_EQ(j["labels"], Json(a.labels));
+  EXPECT_EQ(j["annotations"], Json(a.annotations));
+  EXPECT_EQ(j["source"], "tcp://127.0.0.1:5140");
+  const std::string expected_line = std::string("say \"hi\"\\ tab\there\x01\x1f nul") + '\0' +
+                                    "end é€😀 bad\xEF\xBF\xBD\xEF\xBF\xBD cut\xEF\xBF\xBD\xEF\xBF\xBD";
+  EXPECT_EQ(j["line"].get<std::string>(), expected_line);
+  EXPECT_TRUE(j["matches"].is_number_unsigned());
+  EXPECT_EQ(j["matches"].get<std::uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(j["suppressed"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(j["starts_at"], "2026-11-21T09:58:04.123Z");
+  EXPECT_FALSE(j.contains("ends_at"));
+  EXPECT_EQ(j["fingerprint"], "fp-ssh-bruteforce");
+  // The documented order of the fields, for people reading the lines.
+  const std::vector<std::string> order = {"state", "rule", "severity", "group", "labels", "annotations", "source",
+                                          "line", "matches", "suppressed", "starts_at", "fingerprint"};
+  std::size_t last = 0;
+  for (const std::string& key : order) {
+    const std::size_t pos = text.find("\"" + key + "\":");
+    ASSERT_NE(pos, std::string::npos) << key;
+    EXPECT_GE(pos, last) << key;
+    last = pos;
+  }
+}
+
+TEST(AlertJson, ResolvedCarriesEndsAt) {
+  const Alert a = make_alert("disk-full", Alert::State::kResolved);
+  const Json j = Json::parse(alert_json(a));
+  EXPECT_EQ(j.size(), 13u);
+  EXPECT_EQ(j["state"], "resolved");
+  EXPECT_EQ(j["starts_at"], "2026-11-21T09:58:04.123Z");
+  EXPECT_EQ(j["ends_at"], "2026-11-21T10:03:04.456Z");
+}
+
+TEST(JsonQuote, EscapesAndReplacesInvalidUtf8) {
+  const auto decoded = [](const std::string& raw) { return Json::parse(json_quote(raw)).get<std::string>(); };
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(json_quote(""), "\"\"");
+  EXPECT_EQ(json_quote("a\"b\\c/d"), "\"a\\\"b\\\\c/d\"");
+  EXPECT_EQ(json_quote("\n\r\t\b\f\x01\x1f"), "\"\\n\\r\\t\\b\\f\\u0001\\u001f\"");
+  EXPECT_EQ(decoded("\x7f"), "\x7f");
+  EXPECT_EQ(decoded("é€😀"), "é€😀");                          // valid: kept as is
+  EXPECT_EQ(decoded("\xff"), fffd);                            // never valid
+  EXPECT_EQ(decoded("\xc0\xaf"), fffd + fffd);                 // overlong '/'
+  EXPECT_EQ(decoded("\xed\xa0\x80"), fffd + fffd + fffd);      // a UTF-16 surrogate
+  EXPECT_EQ(decoded("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // past U+10FFFF
+  EXPECT_EQ(decoded("ok\xe2\x82"), "ok" + fffd + fffd);        // cut short at the end
+  EXPECT_EQ(decoded("\x80x"), fffd + "x");                     // a lone continuation byte
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON lines
+
+TEST(JsonlOutput, AppendsOneParsableLinePerAlert) {
+  const std::string path = temp_path("gpufilterd-jsonl");
+  { std::ofstream(path) << "{\"existing\":true}\n"; }
+  constexpr int kAlerts = 200;
+  {
+    auto out = make_jsonl_output("", path, quick_queue());
+    EXPECT_EQ(out->name(), "jsonl");
+    for (int i = 0; i < kAlerts; ++i) {
+      Alert a = make_alert("rule-" + std::to_string(i));
+      a.line = "line " + std::to_string(i) + " with \"quotes\" and \xff";
+      out->publish(a);
+    }
+    EXPECT_TRUE(out->drain(milliseconds(10000)));
+    const OutputStats s = out->stats();
+    EXPECT_EQ(s.published, static_cast<std::uint64_t>(kAlerts));
+    EXPECT_EQ(s.delivered, static_cast<std::uint64_t>(kAlerts));
+    EXPECT_EQ(s.failures, 0u);
+    EXPECT_EQ(s.dropped, 0u);
+    EXPECT_EQ(s.queued, 0u);
+  }
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "{\"existing\":true}");  // appended, not truncated
+  int n = 0;
+  while (std::getline(in, line)) {
+    const Json j = Json::parse(line);
+    EXPECT_EQ(j["rule"], "rule-" + std::to_string(n));
+    EXPECT_EQ(j["line"], "line " + std::to_string(n) + " with \"quotes\" and \xEF\xBF\xBD");
+    ++n;
+  }
+  EXPECT_EQ(n, kAlerts);
+  std::filesystem::remove(path);
+}
+
+TEST(JsonlOutput, UnopenableFileIsAConfigErrorNamingIt) {
+  const std::string path = "/nonexistent-gpufilterd-dir/alerts.jsonl";
+  try {
+    make_jsonl_output("file", path);
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// URLs
+
+TEST(OutputUrl, OnlyPlainHttpWithAHostIsAccepted) {
+  for (const std::string bad : {"https://127.0.0.1:9093", "ftp://127.0.0.1/", "127.0.0.1:9093", "http://",
+                                "http://:9093/", "http://host:0/", "http://host:65536/", "http://host:12ab/",
+                                "http://host:/", "http://user:pw@host/", "http://ho st/", "http://[::1/", ""}) {
+    SCOPED_TRACE(bad);
+    try {
+      webhook(bad);
+      ADD_FAILURE() << "webhook accepted it";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("URL \"" + bad + "\": "), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(alertmanager(bad), ConfigError);
+  }
+  // Accepted (nothing is published, so nothing is sent).
+  EXPECT_NO_THROW(webhook("http://127.0.0.1"));
+  EXPECT_NO_THROW(webhook("HTTP://localhost:8080/hook?x=1#frag"));
+  EXPECT_NO_THROW(alertmanager("http://[::1]:9093/"));
+  EXPECT_EQ(webhook("http://127.0.0.1")->name(), "hook");
+  EXPECT_EQ(make_webhook_output("", WebhookConfig{"http://127.0.0.1/", "", milliseconds(100), {}})->name(), "webhook");
+}
+
+// ---------------------------------------------------------------------------------------
+// Alertmanager
+
+TEST(AlertmanagerOutput, PostsTheV2Payload) {
+  HttpReceiver receiver;
+  auto out = alertmanager(receiver.url() + "/am/", milliseconds(60000));
+  Alert firing = make_alert("ssh-bruteforce");
+  // 1023 bytes, then a 2-byte character across the 1024-byte limit: the cut keeps it whole.
+  firing.line = std::string(1023, 'a') + "é" + std::string(2000, 'b');
+  const auto before = SystemClock::now();
+  out->publish(firing);
+  ASSERT_TRUE(receiver.wait_for_count(1, seconds(10)));
+  const auto after = SystemClock::now();
+
+  ReceivedRequest r = receiver.requests()[0];
+  EXPECT_EQ(r.method, "POST");
+  EXPECT_EQ(r.target, "/am/api/v2/alerts");
+  EXPECT_EQ(r.header("Content-Type"), "application/json");
+  EXPECT_EQ(r.header("User-Agent"), "gpufilterd");
+  EXPECT_EQ(r.header("Host"), "127.0.0.1:" + std::to_string(receiver.port()));
+  EXPECT_FALSE(r.has_header("Authorization"));
+  Json body = Json::parse(r.body);
+  ASSERT_TRUE(body.is_array());
+  ASSERT_EQ(body.size(), 1u);
+  Json a = body[0];
+  EXPECT_EQ(a.size(), 5u) << a.dump();
+  EXPECT_EQ(a["labels"], Json(firing.labels));
+  EXPECT_EQ(a["annotations"]["summary"], "too many failures for ssh-bruteforce");
+  EXPECT_EQ(a["annotations"]["source"], "/var/log/auth.log");
+  EXPECT_EQ(a["annotations"]["line"], std::string(1023, 'a'));
+  EXPECT_EQ(a["annotations"]["matches"], "7");
+  EXPECT_EQ(a["annotations"]["suppressed"], "2");
+  EXPECT_EQ(a["annotations"].size(), 5u);
+  EXPECT_EQ(a["startsAt"], "2026-11-21T09:58:04.123Z");
+  // Firing: endsAt = now + 4 x resend_interval, so that Alertmanager resolves it by itself
+  // if gpufilterd stops re-sending.
+  const auto ends = parse_rfc3339(a["endsAt"].get<std::string>());
+  EXPECT_GE(ends + milliseconds(1), before + 4 * milliseconds(60000));
+  EXPECT_LE(ends, after + 4 * milliseconds(60000));
+  EXPECT_EQ(a["generatorURL"], "http://gpufilterd.example:9464/");
+
+  Alert resolved = make_alert("ssh-bruteforce", Alert::State::kResolved);
+  resolved.line = std::string(3000, 'x');
+  out->publish(resolved);
+  ASSERT_TRUE(receiver.wait_for_count(2, seconds(10)));
+  r = receiver.requests()[1];
+  body = Json::parse(r.body);
+  ASSERT_EQ(body.size(), 1u);
+  a = body[0];
+  EXPECT_EQ(a["endsAt"], "2026-11-21T10:03:04.456Z");  // resolved: its own end
+  EXPECT_EQ(a["annotations"]["line"], std::string(1024, 'x'));
+  EXPECT_TRUE(out->drain(seconds(5)));
+  EXPECT_EQ(out->stats().delivered, 2u);
+  EXPECT_EQ(out->stats().failures, 0u);
+}
+
+TEST(AlertmanagerOutput, BatchesWhatQueuedWhileTheReceiverWasDown) {
+  const std::uint16_t port = free_port();
+  auto out = alertmanager("http://127.0.0.1:" + std::to_string(port));
+  for (int i = 0; i < 100; ++i) out->publish(make_alert("rule-" + std::to_string(i)));
+  ASSERT_TRUE(next_failure(*out));
+  HttpReceiver receiver(port);
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 100; }));
+  const auto requests = receiver.requests();
+  ASSERT_EQ(requests.size(), 2u);  // 64 + 36: at most 64 alerts per POST
+  std::vector<std::string> names = alertnames(requests[0]);
+  EXPECT_EQ(names.size(), 64u);
+  const std::vector<std::string> second = alertnames(requests[1]);
+  EXPECT_EQ(second.size(), 36u);
+  names.insert(names.end(), second.begin(), second.end());
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(names[static_cast<std::size_t>(i)], "rule-" + std::to_string(i));
+  EXPECT_EQ(out->stats().dropped, 0u);
+}
+
+TEST(AlertmanagerOutput, ResendsActiveAlertsUntilResolved) {
+  HttpReceiver receiver;
+  const milliseconds resend(200);
+  auto out = alertmanager(receiver.url(), resend);
+  out->publish(make_alert("A"));
+  out->publish(make_alert("B"));
+  // The first POSTs deliver the queue (A and B together, or one each); after them come
+  // the periodic re-sends, each with both alerts in one POST.
+  const auto both = [](const ReceivedRequest& r) {
+    const auto names = alertnames(r);
+    return names.size() == 2 && contains(names, "A") && contains(names, "B");
+  };
+  const auto resends_in = [&](const std::vector<ReceivedRequest>& rs) {
+    std::vector<ReceivedRequest> found;
+    std::size_t i = 0;
+    while (i < rs.size() && !contains(alertnames(rs[i]), "B")) ++i;
+    for (++i; i < rs.size(); ++i) {
+      if (both(rs[i])) found.push_back(rs[i]);
+    }
+    return found;
+  };
+  ASSERT_TRUE(receiver.wait_for([&](const std::vector<ReceivedRequest>& rs) { return resends_in(rs).size() >= 3; },
+                                seconds(10)));
+  const std::vector<ReceivedRequest> resends = resends_in(receiver.requests());
+  for (std::size_t i = 1; i < resends.size(); ++i) {
+    EXPECT_GE(resends[i].received - resends[i - 1].received, resend - milliseconds(50));  // arrival jitter
+    // A fresh endsAt each time.
+    EXPECT_GT(parse_rfc3339(find_alert(resends[i], "A")["endsAt"]),
+              parse_rfc3339(find_alert(resends[i - 1], "A")["endsAt"]));
+  }
+
+  out->publish(make_alert("A", Alert::State::kResolved));
+  const auto resolved_a = [](const ReceivedRequest& r) {
+    const Json a = find_alert(r, "A");
+    return !a.is_null() && a["endsAt"] == "2026-11-21T10:03:04.456Z";
+  };
+  ASSERT_TRUE(receiver.wait_for(
+      [&](const std::vector<ReceivedRequest>& v) { return std::any_of(v.begin(), v.end(), resolved_a); },
+      seconds(10)));
+  const std::size_t a_resolved_at = receiver.count();
+  std::this_thread::sleep_for(resend * 4);
+  const std::vector<ReceivedRequest> rs = receiver.requests();
+  std::size_t after = 0;
+  for (std::size_t i = a_resolved_at; i < rs.size(); ++i) {
+    const auto names = alertnames(rs[i]);
+    EXPECT_FALSE(contains(names, "A")) << rs[i].body;  // resolved: never sent again
+    EXPECT_TRUE(contains(names, "B"));
+    ++after;
+  }
+  EXPECT_GE(after, 2u);  // B still active and re-sent
+
+  out->publish(make_alert("B", Alert::State::kResolved));
+  ASSERT_TRUE(receiver.wait_for(
+      [&](const std::vector<ReceivedRequest>& v) {
+        const Json b = find_alert(v.back(), "B");
+        return !b.is_null() && b["endsAt"] == "2026-11-21T10:03:04.456Z";
+      },
+      seconds(10)));
+  const std::size_t quiet_from = receiver.count();
+  std::this_thread::sleep_for(resend * 4);
+  EXPECT_EQ(receiver.count(), quiet_from);  // nothing active, nothing re-sent
+  EXPECT_EQ(out->stats().failures, 0u);
+}
+
+TEST(AlertmanagerOutput, AFiringAlertDroppedByTheFullQueueIsStillResent) {
+  const std::uint16_t port = free_port();
+  auto out = alertmanager("http://127.0.0.1:" + std::to_string(port), milliseconds(200), quick_queue(1));
+  out->publish(make_alert("A"));
+  out->publish(make_alert("B"));  // the queue holds one: A is dropped
+  ASSERT_TRUE(next_failure(*out));
+  HttpReceiver receiver(port);
+  ASSERT_TRUE(receiver.wait_for(
+      [](const std::vector<ReceivedRequest>& v) {
+        return std::any_of(v.begin(), v.end(), [](const ReceivedRequest& r) { return contains(alertnames(r), "A"); });
+      },
+      seconds(10)));
+  EXPECT_EQ(out->stats().dropped, 1u);
+}
+
+TEST(AlertmanagerOutput, A4xxDropsTheBatchWithoutRetrying) {
+  HttpReceiver receiver;
+  receiver.set_status(400);
+  auto out = alertmanager(receiver.url(), milliseconds(60000));
+  out->publish(make_alert("A"));
+  ASSERT_TRUE(eventually([&] { return out->stats().queued == 0; }));
+  std::this_thread::sleep_for(milliseconds(300));  // many backoffs' worth
+  EXPECT_EQ(receiver.count(), 1u);
+  EXPECT_EQ(out->stats().failures, 1u);
+  EXPECT_EQ(out->stats().delivered, 0u);
+}
+
+TEST(AlertmanagerOutput, TooManyRequestsIsRetried) {
+  HttpReceiver receiver;
+  receiver.fail_next(2, 429);
+  auto out = alertmanager(receiver.url());
+  out->publish(make_alert("A"));
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 1; }));
+  EXPECT_EQ(out->stats().failures, 2u);
+  EXPECT_EQ(receiver.count(), 3u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Webhook
+
+TEST(WebhookOutput, PostsTheAlertJsonWithTheBearerToken) {
+  HttpReceiver receiver;
+  auto out = webhook(receiver.url() + "/hooks/gpufilter?team=ops", quick_queue(), "s3cret-token");
+  Alert a = make_alert("ssh-bruteforce");
+  a.line = "bad \xff byte";
+  out->publish(a);
+  ASSERT_TRUE(receiver.wait_for_count(1, seconds(10)));
+  const ReceivedRequest r = receiver.requests()[0];
+  EXPECT_EQ(r.method, "POST");
+  EXPECT_EQ(r.target, "/hooks/gpufilter?team=ops");
+  EXPECT_EQ(r.header("authorization"), "Bearer s3cret-token");
+  EXPECT_EQ(r.header("content-type"), "application/json");
+  EXPECT_EQ(r.header("user-agent"), "gpufilterd");
+  EXPECT_EQ(r.header("host"), "127.0.0.1:" + std::to_string(receiver.port()));
+  EXPECT_EQ(r.body, alert_json(a));
+  EXPECT_EQ(Json::parse(r.body)["line"], "bad \xEF\xBF\xBD byte");
+
+  auto anonymous = webhook(receiver.url() + "/open");
+  anonymous->publish(a);
+  ASSERT_TRUE(receiver.wait_for_count(2, seconds(10)));
+  EXPECT_FALSE(receiver.requests()[1].has_header("Authorization"));
+  EXPECT_EQ(receiver.requests()[1].target, "/open");
+}
+
+TEST(WebhookOutput, KeepsTheConnectionAliveAndHonoursClose) {
+  HttpReceiver receiver;
+  auto out = webhook(receiver.url() + "/hook");
+  for (int i = 0; i < 5; ++i) {
+    out->publish(make_alert("keep-" + std::to_string(i)));
+    ASSERT_TRUE(receiver.wait_for_count(static_cast<std::size_t>(i) + 1, seconds(10)));
+  }
+  receiver.set_keep_alive(false);
+  for (int i = 0; i < 3; ++i) {
+    out->publish(make_alert("close-" + std::to_string(i)));
+    ASSERT_TRUE(receiver.wait_for_count(static_cast<std::size_t>(i) + 6, seconds(10)));
+  }
+  const auto rs = receiver.requests();
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(rs[static_cast<std::size_t>(i)].connection, rs[0].connection);
+  // The 5th answer said "Connection: close": every request from then on has its own.
+  EXPECT_NE(rs[6].connection, rs[5].connection);
+  EXPECT_NE(rs[7].connection, rs[6].connection);
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 8; }));
+  EXPECT_EQ(out->stats().failures, 0u);
+}
+
+TEST(WebhookOutput, AConnectionTheReceiverClosedIsReplacedWithoutAFailure) {
+  auto first = std::make_unique<HttpReceiver>();
+  const std::uint16_t port = first->port();
+  auto out = webhook(first->url() + "/hook");
+  out->publish(make_alert("before"));
+  ASSERT_TRUE(first->wait_for_count(1, seconds(10)));
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 1; }));
+  first->stop();  // closes the kept-alive connection under the output
+  HttpReceiver second(port);
+  out->publish(make_alert("after"));
+  ASSERT_TRUE(second.wait_for_count(1, seconds(10)));
+  EXPECT_EQ(Json::parse(second.requests()[0].body)["rule"], "after");
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 2; }));
+  EXPECT_EQ(out->stats().failures, 0u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Retries
+
+TEST(Retry, FailedRequestsAreRetriedWithDoublingBackoff) {
+  HttpReceiver receiver;
+  receiver.fail_next(3, 500);
+  QueueConfig q;
+  q.initial_backoff = milliseconds(50);
+  q.max_backoff = milliseconds(1000);
+  auto out = webhook(receiver.url() + "/hook", q);
+  out->publish(make_alert("flaky"));
+  ASSERT_TRUE(receiver.wait_for_count(4, seconds(10)));
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 1; }));
+  const auto rs = receiver.requests();
+  EXPECT_EQ(rs.size(), 4u);
+  EXPECT_EQ(rs[0].status, 500u);
+  EXPECT_EQ(rs[1].status, 500u);
+  EXPECT_EQ(rs[2].status, 500u);
+  EXPECT_EQ(rs[3].status, 200u);
+  for (const ReceivedRequest& r : rs) EXPECT_EQ(r.body, rs[0].body);  // the same alert each time
+  // The waits double: 50, 100, 200 ms (lower bounds: a busy machine only adds).
+  EXPECT_GE(rs[1].received - rs[0].received, milliseconds(50));
+  EXPECT_GE(rs[2].received - rs[1].received, milliseconds(100));
+  EXPECT_GE(rs[3].received - rs[2].received, milliseconds(200));
+  const OutputStats s = out->stats();
+  EXPECT_EQ(s.failures, 3u);
+  EXPECT_EQ(s.delivered, 1u);
+  EXPECT_EQ(s.queued, 0u);
+}
+
+TEST(Retry, AReceiverThatComesUpLaterGetsTheAlert) {
+  const std::uint16_t port = free_port();
+  auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/late");
+  out->publish(make_alert("early"));
+  ASSERT_TRUE(eventually([&] { return out->stats().failures >= 2; }));  // connection refused
+  HttpReceiver receiver(port);
+  ASSERT_TRUE(receiver.wait_for_count(1, seconds(10)));
+  EXPECT_EQ(Json::parse(receiver.requests()[0].body)["rule"], "early");
+  ASSERT_TRUE(eventually([&] { return out->stats().delivered == 1; }));
+  EXPECT_EQ(out->stats().queued, 0u);
+}
+
+TEST(Retry, A4xxIsNotRetried) {
+  HttpReceiver receiver;
+  receiver.fail_next(1, 404);
+  auto out = webhook(receiver.url() + "/hook");
+  out->publish(make_alert("refused"));
+  out->publish(make_alert("accepted"));
+  ASSERT_TRUE(receiver.wait_for_count(2, seconds(10)));
+  ASSERT_TRUE(eventually([&] { return out->stats().queued == 0; }));
+  std::this_thread::sleep_for(milliseconds(300));
+  const auto rs = receiver.requests();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(Json::parse(rs[0].body)["rule"], "refused");
+  EXPECT_EQ(rs[0].status, 404u);
+  EXPECT_EQ(Json::parse(rs[1].body)["rule"], "accepted");
+  EXPECT_EQ(out->stats().failures, 1u);
+  EXPECT_EQ(out->stats().delivered, 1u);
+}
+
+// ---------------------------------------------------------------------------------------
+// The queue
+
+TEST(Queue, AFullQueueDropsTheOldest) {
+  const std::uint16_t port = free_port();
+  auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/hook", quick_queue(5));
+  for (int i = 0; i < 20; ++i) out->publish(make_alert("rule-" + std::to_string(i)));
+  ASSERT_TRUE(next_failure(*out));
+  HttpReceiver receiver(port);
+  EXPECT_TRUE(out->drain(seconds(10)));
+  const OutputStats s = out->stats();
+  EXPECT_EQ(s.published, 20u);
+  EXPECT_EQ(s.dropped, 15u);
+  EXPECT_EQ(s.delivered, 5u);
+  EXPECT_EQ(s.queued, 0u);
+  const auto rs = receiver.requests();
+  ASSERT_EQ(rs.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Json::parse(rs[static_cast<std::size_t>(i)].body)["rule"], "rule-" + std::to_string(15 + i));
+  }
+}
+
+TEST(Queue, ASlowReceiverLosesOnlyWhatIsCountedDropped) {
+  HttpReceiver receiver;
+  receiver.set_delay(milliseconds(300));
+  auto out = webhook(receiver.url() + "/hook", quick_queue(5));
+  for (int i = 0; i < 20; ++i) out->publish(make_alert("rule-" + std::to_string(i)));
+  EXPECT_TRUE(out->drain(seconds(20)));
+  const OutputStats s = out->stats();
+  // An alert pushed out while its request was on the wire counts as delivered when that
+  // request succeeds: every alert is delivered or dropped, never both.
+  EXPECT_EQ(s.delivered + s.dropped, 20u);
+  EXPECT_GE(s.dropped, 14u);
+  const auto rs = receiver.requests();
+  EXPECT_EQ(rs.size(), s.delivered);
+  ASSERT_GE(rs.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Json::parse(rs[rs.size() - 5 + static_cast<std::size_t>(i)].body)["rule"],
+              "rule-" + std::to_string(15 + i));
+  }
+}
+
+TEST(Queue, PublishNeverWaitsForTheNetwork) {
+  HttpReceiver receiver;
+  receiver.set_delay(seconds(5));  // hung
+  WebhookConfig c;
+  c.url = receiver.url() + "/hook";
+  c.timeout = seconds(10);
+  c.queue = quick_queue();
+  auto out = make_webhook_output("hung", c);
+  out->publish(make_alert("first"));
+  ASSERT_TRUE(receiver.wait_for_count(1, seconds(10)));  // the delivery thread now waits
+  const Alert a = make_alert("more");
+  const auto start = Steady::now();
+  for (int i = 0; i < 1000; ++i) out->publish(a);
+  const auto took = Steady::now() - start;
+  // Typically ~1 ms; the bound only has to be far below the receiver's 5 s.
+  EXPECT_LT(took, milliseconds(100)) << std::chrono::duration_cast<std::chrono::microseconds>(took).count() << " us";
+  EXPECT_EQ(out->stats().queued, 1001u);
+  // drain() cuts the hung request at its own deadline, not the request's 10 s timeout.
+  const auto drain_start = Steady::now();
+  EXPECT_FALSE(out->drain(milliseconds(200)));
+  EXPECT_LT(Steady::now() - drain_start, milliseconds(2000));
+  EXPECT_EQ(out->stats().queued, 1001u);
+}
+
+// ---------------------------------------------------------------------------------------
+// drain() and the destructor
+
+TEST(Drain, DeliversEverythingQueued) {
+  HttpReceiver receiver;
+  auto out = webhook(receiver.url() + "/hook");
+  for (int i = 0; i < 50; ++i) out->publish(make_alert("rule-" + std::to_string(i)));
+  EXPECT_TRUE(out->drain(seconds(10)));
+  EXPECT_EQ(receiver.count(), 50u);
+  EXPECT_EQ(out->stats().delivered, 50u);
+  // After drain the thread is gone: a second drain only reports.
+  EXPECT_TRUE(out->drain(milliseconds(0)));
+}
+
+TEST(Drain, ADeadReceiverReturnsFalseWithinTheTimeout) {
+  const std::uint16_t port = free_port();
+  QueueConfig q;
+  q.initial_backoff = milliseconds(30);
+  q.max_backoff = milliseconds(60);
+  auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/hook", q);
+  out->publish(make_alert("stuck"));
+  const auto start = Steady::now();
+  EXPECT_FALSE(out->drain(milliseconds(300)));
+  const auto took = Steady::now() - start;
+  EXPECT_GE(took, milliseconds(299));  // it kept trying until the deadline ...
+  EXPECT_LT(took, milliseconds(1500));  // ... and not much longer
+  EXPECT_GE(out->stats().failures, 3u);
+  EXPECT_EQ(out->stats().queued, 1u);
+}
+
+TEST(Drain, NeverSleepsPastTheDeadline) {
+  const std::uint16_t port = free_port();
+  QueueConfig q;
+  q.initial_backoff = seconds(30);
+  q.max_backoff = seconds(30);
+  auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/hook", q);
+  out->publish(make_alert("stuck"));
+  ASSERT_TRUE(eventually([&] { return out->stats().failures == 1; }));  // now in a 30 s backoff
+  const auto start = Steady::now();
+  EXPECT_FALSE(out->drain(milliseconds(100)));
+  EXPECT_LT(Steady::now() - start, milliseconds(1500));
+}
+
+TEST(Destructor, StopsAtOnceWithAlertsPendingOrARequestHung) {
+  {
+    const std::uint16_t port = free_port();
+    QueueConfig q;
+    q.initial_backoff = seconds(30);
+    auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/hook", q);
+    out->publish(make_alert("pending"));
+    ASSERT_TRUE(eventually([&] { return out->stats().failures == 1; }));
+    const auto start = Steady::now();
+    out.reset();
+    EXPECT_LT(Steady::now() - start, milliseconds(1000));
+  }
+  {
+    HttpReceiver receiver;
+    receiver.set_delay(seconds(10));
+    auto out = webhook(receiver.url() + "/hook");
+    out->publish(make_alert("hung"));
+    ASSERT_TRUE(receiver.wait_for_count(1, seconds(10)));
+    const auto start = Steady::now();
+    out.reset();
+    EXPECT_LT(Steady::now() - start, milliseconds(1000));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The test receiver's own client (used by the ops tests)
+
+TEST(HttpReceiverHelper, ClientAndServerAgree) {
+  HttpReceiver receiver;
+  receiver.fail_next(1, 503);
+  const test::HttpResponse failed = test::http_request("PUT", receiver.url() + "/x?y=1", "body", {{"X-Test", "1"}});
+  EXPECT_EQ(failed.status, 503u) << failed.error;
+  const test::HttpResponse ok = test::http_request("GET", receiver.url() + "/metrics");
+  EXPECT_EQ(ok.status, 200u) << ok.error;
+  EXPECT_EQ(ok.body, "ok\n");
+  EXPECT_EQ(ok.header("connection"), "close");
+  const auto rs = receiver.requests();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].method, "PUT");
+  EXPECT_EQ(rs[0].target, "/x?y=1");
+  EXPECT_EQ(rs[0].body, "body");
+  EXPECT_EQ(rs[0].header("x-test"), "1");
+  EXPECT_NE(rs[0].connection, rs[1].connection);
+  receiver.stop();
+  const test::HttpResponse down = test::http_request("GET", receiver.url() + "/", "", {}, milliseconds(2000));
+  EXPECT_EQ(down.status, 0u);
+  EXPECT_NE(down.error, "");
+}
+
+}  // namespace
+}  // namespace gpufilter::daemon
