@@ -1,0 +1,605 @@
+// gpufilterd end to end, with real parts: the daemon as a child process, lines through a
+// followed file and a TCP socket, a real HTTP receiver standing in for Alertmanager and a
+// webhook, the real /metrics page, reloads (SIGHUP and POST /-/reload) under load with
+// sequence-numbered lines, an invalid reload, and a restart that resumes from state.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_receiver.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/gpufilterd-e2e-XXXXXX";
+  return ::mkdtemp(pattern);
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+void append_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::app) << text;
+}
+
+std::vector<json> read_jsonl(const std::string& path) {
+  std::vector<json> v;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) v.push_back(json::parse(line));
+  return v;
+}
+
+// gpufilterd with its stderr (the log) collected as it comes; killed if a test leaves it.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& config) {
+    const SpawnedProcess child = spawn_process({GPUFILTERD_BINARY, "--config", config});
+    pid_ = child.pid;
+    ::close(child.in);
+    reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
+  }
+  ~Daemon() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    reader_.join();
+  }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  std::string log() const {
+    std::lock_guard lock(mutex_);
+    return err_;
+  }
+  bool wait_log(const std::string& text, std::chrono::milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return err_.find(text) != std::string::npos; });
+  }
+  // "127.0.0.1:PORT" of the operations endpoint, from the start-up log line.
+  std::string server() {
+    EXPECT_TRUE(wait_log("gpufilterd started", 60s)) << log();
+    const std::smatch m = search(R"(server=(127\.0\.0\.1:\d+))");
+    return m.size() > 1 ? m[1].str() : std::string();
+  }
+  std::string listening() {
+    EXPECT_TRUE(wait_log("msg=listening", 60s)) << log();
+    const std::smatch m = search(R"(url=(tcp://127\.0\.0\.1:\d+))");
+    return m.size() > 1 ? m[1].str() : std::string();
+  }
+  void signal(int number) { ::kill(pid_, number); }
+  std::optional<int> wait_exit(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+
+ private:
+  std::smatch search(const std::string& pattern) {
+    std::lock_guard lock(mutex_);
+    copy_ = err_;
+    std::smatch m;
+    std::regex_search(copy_, m, std::regex(pattern));
+    return m;
+  }
+  void collect(int out, int err) {
+    char buffer[65536];
+    bool out_open = true, err_open = true;
+    while (out_open || err_open) {
+      pollfd fds[2];
+      int n = 0;
+      if (out_open) fds[n++] = {out, POLLIN, 0};
+      if (err_open) fds[n++] = {err, POLLIN, 0};
+      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) continue;
+      for (int i = 0; i < n; ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+        std::lock_guard lock(mutex_);
+        if (got <= 0) (fds[i].fd == out ? out_open : err_open) = false;
+        else if (fds[i].fd == err) err_.append(buffer, static_cast<std::size_t>(got));
+        changed_.notify_all();
+      }
+    }
+    ::close(out);
+    ::close(err);
+  }
+
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string err_;
+  std::string copy_;
+};
+
+// The value of one series on a /metrics page ("name{labels}" exactly as rendered).
+std::optional<double> metric(const std::string& page, const std::string& series) {
+  std::istringstream in(page);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nullopt;
+}
+
+// Every line of the /metrics page is a comment or "name{labels} value" with a number.
+void expect_well_formed(const std::string& page) {
+  std::istringstream in(page);
+  std::string line;
+  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.eE+-]+(Inf)?$)");
+  std::size_t samples = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(std::regex_match(line, sample)) << "not a sample line: " << line;
+    ++samples;
+  }
+  EXPECT_GT(samples, 10u);
+}
+
+class Gpufilterd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::signal(SIGPIPE, SIG_IGN);
+    dir_ = temp_dir();
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  std::string dir_;
+};
+
+// The OpenSSH sample through a followed file: Alertmanager (a real HTTP receiver) gets
+// the brute-force alert of the address with the most failed passwords, with the v2
+// schema; /metrics counts every line; SIGTERM ends it with exit status 0.
+TEST_F(Gpufilterd, OpenSshSampleReachesAlertmanager) {
+  HttpReceiver alertmanager;
+  const std::string log = dir_ + "/auth.log";
+  write_text(log, "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: auth.log
+rules:
+  - name: ssh-bruteforce
+    patterns: ["Failed password for", "Invalid user"]
+    threshold: {count: 5, window: 1m, group_by: {field_after: "from "}}
+    severity: warning
+    labels: {team: security}
+    annotations: {summary: "SSH password guessing"}
+outputs:
+  - type: alertmanager
+    url: )" + alertmanager.url() + R"(
+    resend_interval: 1h
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty());
+  std::string sample = read_file(corpus_path("loghub/OpenSSH_2k.log"));
+  if (!sample.empty() && sample.back() != '\n') sample += '\n';  // a follower waits for a line's end
+  append_text(log, sample);
+  const bool got = alertmanager.wait_for(
+      [](const std::vector<ReceivedRequest>& requests) {
+        for (const ReceivedRequest& r : requests)
+          if (r.body.find("183.62.140.253") != std::string::npos) return true;
+        return false;
+      },
+      60s);
+  ASSERT_TRUE(got) << daemon.log();
+  for (const ReceivedRequest& r : alertmanager.requests()) {
+    if (r.body.find("183.62.140.253") == std::string::npos) continue;
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.target, "/api/v2/alerts");
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    const json alerts = json::parse(r.body);
+    ASSERT_TRUE(alerts.is_array());
+    bool found = false;
+    for (const json& a : alerts) {
+      if (a.at("labels").value("group", "") != "183.62.140.253") continue;
+      found = true;
+      EXPECT_EQ(a.at("labels").at("alertname"), "ssh-bruteforce");
+      EXPECT_EQ(a.at("labels").at("severity"), "warning");
+      EXPECT_EQ(a.at("labels").at("team"), "security");
+      EXPECT_EQ(a.at("annotations").at("summary"), "SSH password guessing");
+      EXPECT_NE(a.at("annotations").at("line").get<std::string>().find("from 183.62.140.253"), std::string::npos);
+      EXPECT_TRUE(a.contains("startsAt") && a.contains("endsAt") && a.contains("generatorURL"));
+      std::printf("Alertmanager received: %s\n", a.dump().c_str());
+    }
+    EXPECT_TRUE(found);
+    break;
+  }
+  // Every line scanned: the page counts the sample's 2,000 lines for the followed file.
+  const std::string series = "gpufilterd_lines_scanned_total{source=\"" + log + "\"}";
+  std::string page;
+  const auto deadline = Clock::now() + 10s;
+  while (Clock::now() < deadline) {
+    page = http_request("GET", "http://" + server + "/metrics").body;
+    if (metric(page, series) == 2000) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(metric(page, series), 2000.0) << page;
+  expect_well_formed(page);
+  const double alerts = metric(page, "gpufilterd_alerts_total{rule=\"ssh-bruteforce\",state=\"firing\"}").value_or(0);
+  EXPECT_GT(alerts, 5.0);
+  EXPECT_GT(metric(page, "gpufilterd_rule_matches_total{rule=\"ssh-bruteforce\"}").value_or(0), alerts);
+  EXPECT_EQ(http_request("GET", "http://" + server + "/healthz").status, 200u);
+  EXPECT_EQ(http_request("GET", "http://" + server + "/readyz").status, 200u);
+  std::printf("metrics page (excerpt):\n");
+  std::istringstream lines(page);
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("gpufilterd_lines_scanned") != std::string::npos || l.find("gpufilterd_alerts_total") != std::string::npos ||
+        l.find("gpufilterd_output_delivered") != std::string::npos || l.find("gpufilterd_device_info") != std::string::npos)
+      std::printf("  %s\n", l.c_str());
+  daemon.signal(SIGTERM);
+  const std::optional<int> status = daemon.wait_exit(30s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << daemon.log();
+  // The JSON-lines output holds the same alerts.
+  const std::vector<json> written = read_jsonl(dir_ + "/alerts.jsonl");
+  EXPECT_EQ(static_cast<double>(written.size()), alerts);
+}
+
+int tcp_connect(const std::string& url) {
+  const std::size_t colon = url.rfind(':');
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(url.substr(colon + 1))));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+void send_all(int fd, const std::string& text) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    at += static_cast<std::size_t>(n);
+  }
+}
+
+// A TCP source and a real 600 ms window: two matches, a pause past the window, two more:
+// no alert; three within the window: one, to the webhook with its bearer token, after the
+// receiver failed the first two attempts (retried); the cooldown then suppresses the rest.
+TEST_F(Gpufilterd, SocketThresholdWindowWebhookRetries) {
+  HttpReceiver webhook;
+  webhook.fail_next(2, 503);
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: oom
+    patterns: [Out of memory]
+    threshold: {count: 3, window: 600ms}
+    cooldown: 1h
+    severity: critical
+outputs:
+  - type: webhook
+    url: )" + webhook.url() + R"(/hook
+    bearer_token_env: TEST_HOOK_TOKEN
+server: 127.0.0.1:0
+)");
+  ::setenv("TEST_HOOK_TOKEN", "s3cret", 1);
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  const int fd = tcp_connect(daemon.listening());
+  send_all(fd, "Out of memory 1\nfine\nOut of memory 2\n");
+  std::this_thread::sleep_for(900ms);
+  send_all(fd, "Out of memory 3\nOut of memory 4\n");
+  std::this_thread::sleep_for(900ms);
+  EXPECT_EQ(webhook.count(), 0u) << "no three matches within 600 ms yet";
+  send_all(fd, "Out of memory 5\nOut of memory 6\nOut of memory 7\nOut of memory 8\nOut of memory 9\n");
+  ASSERT_TRUE(webhook.wait_for_count(3, 20s)) << daemon.log();  // 2 failures, then delivered
+  std::this_thread::sleep_for(300ms);
+  const std::vector<ReceivedRequest> requests = webhook.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].status, 503u);
+  EXPECT_EQ(requests[2].status, 200u);
+  EXPECT_EQ(requests[2].target, "/hook");
+  EXPECT_EQ(requests[2].header("authorization"), "Bearer s3cret");
+  const json alert = json::parse(requests[2].body);
+  EXPECT_EQ(alert.at("rule"), "oom");
+  EXPECT_EQ(alert.at("state"), "firing");
+  EXPECT_EQ(alert.at("matches"), 3);
+  EXPECT_EQ(alert.at("source").get<std::string>().rfind("tcp://127.0.0.1:", 0), 0u);
+  // Output counters reach the page once a second.
+  std::string page;
+  const auto deadline = Clock::now() + 10s;
+  do {
+    page = http_request("GET", "http://" + server + "/metrics").body;
+    if (metric(page, "gpufilterd_output_failures_total{output=\"webhook\"}").value_or(0) >= 2.0) break;
+    std::this_thread::sleep_for(100ms);
+  } while (Clock::now() < deadline);
+  EXPECT_EQ(metric(page, "gpufilterd_alerts_total{rule=\"oom\",state=\"firing\"}"), 1.0);
+  EXPECT_EQ(metric(page, "gpufilterd_output_failures_total{output=\"webhook\"}"), 2.0);
+  EXPECT_EQ(metric(page, "gpufilterd_output_delivered_total{output=\"webhook\"}"), 1.0);
+  ::close(fd);
+  daemon.signal(SIGINT);
+  const std::optional<int> status = daemon.wait_exit(30s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0);
+}
+
+// Parses "seq=N" out of alert lines: the sequence numbers each alert line carried.
+std::map<long, int> sequence_counts(const std::vector<json>& alerts, const std::string& rule) {
+  std::map<long, int> seen;
+  for (const json& a : alerts) {
+    if (a.at("rule") != rule || a.at("state") != "firing") continue;
+    const std::string line = a.at("line");
+    const std::size_t at = line.find("seq=");
+    if (at != std::string::npos) ++seen[std::stol(line.substr(at + 4))];
+  }
+  return seen;
+}
+
+// Reload under load: a writer appends sequence-numbered lines to a followed file at full
+// speed while the rules are reloaded ten times (SIGHUP and POST /-/reload, a rule added
+// and removed each time). The rule "every" alerts on every line: each sequence number
+// must come out exactly once (none lost, none scanned twice), and the added rule alerts
+// only while it is loaded.
+TEST_F(Gpufilterd, ReloadUnderLoadLosesAndDoublesNothing) {
+  const std::string log = dir_ + "/app.log";
+  write_text(log, "");
+  const std::string base = R"(
+sources:
+  - follow: app.log
+rules:
+  - name: every
+    patterns: ["seq="]
+    cooldown: 0s
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+    queue: 1000000
+server: 127.0.0.1:0
+)";
+  const std::string extra = R"(
+  - name: extra
+    patterns: ["seq="]
+    cooldown: 0s
+)";
+  write_text(dir_ + "/gpufilterd.yaml", base);
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty());
+  std::atomic<bool> writing{true};
+  std::atomic<long> written{0};
+  std::thread writer([&] {
+    std::ofstream out(log, std::ios::binary | std::ios::app);
+    long n = 0;
+    while (writing.load() || n < 20000) {
+      out << "line seq=" << n++ << " payload\n";
+      if (n % 50 == 0) {
+        out.flush();
+        std::this_thread::sleep_for(1ms);
+      }
+      written = n;
+    }
+    out.flush();
+    written = n;
+  });
+  int reloads_ok = 0;
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(150ms);
+    write_text(dir_ + "/gpufilterd.yaml", i % 2 == 0 ? base.substr(0, base.find("outputs:")) + extra.substr(1) +
+                                                           base.substr(base.find("outputs:"))
+                                                     : base);
+    if (i % 2 == 0) {
+      const HttpResponse r = http_request("POST", "http://" + server + "/-/reload");
+      EXPECT_EQ(r.status, 200u) << r.body << r.error;
+      reloads_ok += r.status == 200;
+    } else {
+      const std::string before = daemon.log();
+      const std::size_t count = std::count(before.begin(), before.end(), '\n');
+      daemon.signal(SIGHUP);
+      const auto deadline = Clock::now() + 30s;
+      while (Clock::now() < deadline) {
+        const std::string now = daemon.log();
+        if (static_cast<std::size_t>(std::count(now.begin(), now.end(), '\n')) > count + 1 &&
+            now.find("config reloaded", before.size()) != std::string::npos)
+          break;
+        std::this_thread::sleep_for(10ms);
+      }
+      reloads_ok += daemon.log().find("config reloaded", before.size()) != std::string::npos;
+    }
+  }
+  writing = false;
+  writer.join();
+  const long total = written.load();
+  // Wait until every line has been scanned, then stop.
+  const std::string series = "gpufilterd_lines_scanned_total{source=\"" + log + "\"}";
+  const auto deadline = Clock::now() + 60s;
+  while (Clock::now() < deadline && metric(http_request("GET", "http://" + server + "/metrics").body, series) != total)
+    std::this_thread::sleep_for(100ms);
+  const std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  EXPECT_EQ(metric(page, series), static_cast<double>(total));
+  EXPECT_EQ(metric(page, "gpufilterd_config_reloads_total{result=\"success\"}"), 10.0);
+  daemon.signal(SIGTERM);
+  const std::optional<int> status = daemon.wait_exit(60s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << daemon.log();
+  EXPECT_EQ(reloads_ok, 10);
+  const std::vector<json> alerts = read_jsonl(dir_ + "/alerts.jsonl");
+  const std::map<long, int> every = sequence_counts(alerts, "every");
+  long missing = 0, doubled = 0;
+  for (long s = 0; s < total; ++s) {
+    const auto it = every.find(s);
+    if (it == every.end()) ++missing;
+    else if (it->second > 1) ++doubled;
+  }
+  const std::map<long, int> extra_seen = sequence_counts(alerts, "extra");
+  std::printf("reload under load: %ld lines written, 10 reloads (%d succeeded), %zu lines alerted by \"every\", "
+              "%ld missing, %ld doubled; \"extra\" alerted %zu lines while loaded\n",
+              total, reloads_ok, every.size(), missing, doubled, extra_seen.size());
+  EXPECT_EQ(missing, 0);
+  EXPECT_EQ(doubled, 0);
+  EXPECT_EQ(static_cast<long>(every.size()), total);
+  EXPECT_GT(extra_seen.size(), 0u);
+  EXPECT_LT(static_cast<long>(extra_seen.size()), total);
+  for (const auto& [s, n] : extra_seen) EXPECT_EQ(n, 1) << "extra alerted seq " << s << " twice";
+}
+
+// An invalid reload changes nothing: the reason in the log and in the 500 answer, the
+// metric at 0, and the old rules still alert.
+TEST_F(Gpufilterd, InvalidReloadKeepsTheRunningRules) {
+  const std::string log = dir_ + "/app.log";
+  write_text(log, "");
+  const std::string good = R"(
+sources:
+  - follow: app.log
+rules:
+  - name: errors
+    patterns: [ERROR]
+    cooldown: 0s
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+)";
+  write_text(dir_ + "/gpufilterd.yaml", good);
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  std::string bad = good;
+  bad.insert(bad.find("outputs:"), "  - name: broken\n    patterns: [x]\n    threshold: {window: soon}\n");
+  write_text(dir_ + "/gpufilterd.yaml", bad);
+  const HttpResponse r = http_request("POST", "http://" + server + "/-/reload");
+  EXPECT_EQ(r.status, 500u);
+  EXPECT_NE(r.body.find("\"soon\" is not a duration"), std::string::npos) << r.body;
+  daemon.signal(SIGHUP);
+  EXPECT_TRUE(daemon.wait_log("reload rejected", 10s));
+  EXPECT_NE(daemon.log().find("threshold.window"), std::string::npos);
+  std::this_thread::sleep_for(100ms);  // the SIGHUP reload's counter is set after its log line
+  const std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  EXPECT_EQ(metric(page, "gpufilterd_config_last_reload_successful"), 0.0);
+  EXPECT_GE(metric(page, "gpufilterd_config_reloads_total{result=\"failure\"}").value_or(0), 2.0);
+  append_text(log, "an ERROR after the failed reload\n");
+  const auto deadline = Clock::now() + 20s;
+  while (Clock::now() < deadline && read_jsonl(dir_ + "/alerts.jsonl").empty()) std::this_thread::sleep_for(50ms);
+  const std::vector<json> alerts = read_jsonl(dir_ + "/alerts.jsonl");
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].at("rule"), "errors");
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0);
+}
+
+// A restart resumes from the state file: lines written while the daemon was down are
+// read, and none is alerted twice.
+TEST_F(Gpufilterd, RestartResumesFromState) {
+  const std::string log = dir_ + "/app.log";
+  write_text(log, "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: app.log
+    state: follow.state
+rules:
+  - name: every
+    patterns: ["seq="]
+    cooldown: 0s
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+)");
+  std::string first, second, third;
+  for (int i = 0; i < 1000; ++i) first += "seq=" + std::to_string(i) + "\n";
+  for (int i = 1000; i < 2000; ++i) second += "seq=" + std::to_string(i) + "\n";
+  for (int i = 2000; i < 3000; ++i) third += "seq=" + std::to_string(i) + "\n";
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    daemon.server();
+    append_text(log, first);
+    const auto deadline = Clock::now() + 20s;
+    while (Clock::now() < deadline && read_jsonl(dir_ + "/alerts.jsonl").size() < 1000) std::this_thread::sleep_for(50ms);
+    daemon.signal(SIGTERM);
+    ASSERT_EQ(daemon.wait_exit(30s), 0);
+  }
+  append_text(log, second);  // while it is down
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    daemon.server();
+    append_text(log, third);
+    const auto deadline = Clock::now() + 20s;
+    while (Clock::now() < deadline && read_jsonl(dir_ + "/alerts.jsonl").size() < 3000) std::this_thread::sleep_for(50ms);
+    daemon.signal(SIGTERM);
+    ASSERT_EQ(daemon.wait_exit(30s), 0);
+  }
+  const std::map<long, int> seen = sequence_counts(read_jsonl(dir_ + "/alerts.jsonl"), "every");
+  EXPECT_EQ(seen.size(), 3000u);
+  for (const auto& [s, n] : seen) ASSERT_EQ(n, 1) << "seq " << s;
+}
+
+TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
+  write_text(dir_ + "/bad.yaml", "sources: [{stdin: true}]\nrules:\n  - name: a\n    patterns: [x]\n    sevrity: high\n");
+  const ProcessResult r = run_process({GPUFILTERD_BINARY, "--config", dir_ + "/bad.yaml"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.yaml:5: rules[0].sevrity: unknown key"), std::string::npos) << r.err;
+  const ProcessResult check = run_process({GPUFILTERD_BINARY, "--config", dir_ + "/bad.yaml", "--check"});
+  EXPECT_EQ(check.status, 2);
+  const ProcessResult missing = run_process({GPUFILTERD_BINARY});
+  EXPECT_EQ(missing.status, 2);
+}
+
+// The bundled example runs as written: the OpenSSH sample on standard input gives one
+// brute-force alert per attacking address, then gpufilterd exits 0 at the input's end.
+TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
+  const std::string sample = read_file(corpus_path("loghub/OpenSSH_2k.log"));
+  const ProcessResult r =
+      run_process({GPUFILTERD_BINARY, "--config", std::string(GPUFILTER_SOURCE_DIR) + "/examples/daemon/demo.yaml"},
+                  sample);
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::set<std::string> groups;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    const json a = json::parse(line);
+    if (a.at("rule") == "ssh-bruteforce") groups.insert(a.at("group").get<std::string>());
+  }
+  EXPECT_TRUE(groups.count("183.62.140.253")) << r.out;
+  EXPECT_GE(groups.size(), 5u);
+  const ProcessResult check = run_process(
+      {GPUFILTERD_BINARY, "--config", std::string(GPUFILTER_SOURCE_DIR) + "/examples/daemon/gpufilterd.yaml", "--check"});
+  EXPECT_EQ(check.status, 0) << check.err;
+}
+
+}  // namespace
+}  // namespace gpufilter::test
