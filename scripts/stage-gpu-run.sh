@@ -13,8 +13,8 @@ build=${GPUFILTER_BUILD_DIR:-build}
 scripts/bootstrap.sh build
 rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/bin .device/lib
 grep -qx '.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.device/' >> .git/info/exclude; }
-cp "$build/gpufilter" .device/
-cp "$build"/tests/pipeline/*_test "$build"/tests/sources/*_test "$build"/tests/cli/*_test .device/tests/
+cp "$build/gpufilter" "$build/gpufilterd" .device/
+cp "$build"/tests/pipeline/*_test "$build"/tests/sources/*_test "$build"/tests/daemon/*_test "$build"/tests/cli/*_test .device/tests/
 cp ../shared/corpus/loghub/*.log ../shared/corpus/loghub/*.csv ../shared/corpus/loghub/LICENSE .device/corpus/loghub/
 cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
@@ -22,5 +22,5 @@ cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency .device/bin/
 cp "$(command -v rg)" .device/bin/rg
-cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 .device/lib/
+cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 .device/lib/
 du -sh .device

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -113,7 +114,22 @@ std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceConte
   return e;
 }
 
+// The directories of state files and alert files are made when missing (as systemd's
+// StateDirectory= would); a failure shows when the file itself is opened.
+void make_parent_directories(const DaemonConfig& config) {
+  auto make = [](const std::string& file) {
+    std::error_code ignored;
+    const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  };
+  for (const SourceConfig& s : config.sources)
+    if (!s.state.empty()) make(s.state);
+  for (const OutputConfig& o : config.outputs)
+    if (o.kind == OutputConfig::Kind::kJsonl && o.path != "-") make(o.path);
+}
+
 std::vector<std::unique_ptr<AlertOutput>> build_outputs(const DaemonConfig& config) {
+  make_parent_directories(config);
   std::vector<std::unique_ptr<AlertOutput>> outputs;
   for (const OutputConfig& o : config.outputs) {
     QueueConfig queue;
@@ -378,6 +394,8 @@ int run(const std::string& config_path) {
   StreamScanLoop loop(*engine->scanner, consumer, channel);
 
   // Counters of readers and outputs into the metrics, every second.
+  std::vector<OutputStats> reported(outputs.size());
+  std::vector<Clock::time_point> reported_at(outputs.size());
   asio::steady_timer counters_timer(io);
   double last_busy = 0;
   Clock::time_point last_counters = Clock::now();
@@ -400,9 +418,20 @@ int run(const std::string& config_path) {
     }
     metrics.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long + stdin_framer.lines_too_long()));
     metrics.set("gpufilterd_source_rotations_total", {}, static_cast<double>(rotations));
-    for (auto& out : outputs) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      auto& out = outputs[i];
       const OutputStats s = out->stats();
       const Labels l{{"output", out->name()}};
+      // A failing or dropping output is worth a log line, at most one per output per 10 s.
+      if ((s.failures > reported[i].failures || s.dropped > reported[i].dropped) &&
+          Clock::now() - reported_at[i] >= std::chrono::seconds(10)) {
+        log.warn("output is failing; alerts are retried", {{"output", out->name()},
+                                                           {"failures", std::to_string(s.failures)},
+                                                           {"dropped", std::to_string(s.dropped)},
+                                                           {"queued", std::to_string(s.queued)}});
+        reported[i] = s;
+        reported_at[i] = Clock::now();
+      }
       metrics.set("gpufilterd_output_published_total", l, static_cast<double>(s.published));
       metrics.set("gpufilterd_output_delivered_total", l, static_cast<double>(s.delivered));
       metrics.set("gpufilterd_output_failures_total", l, static_cast<double>(s.failures));
@@ -533,7 +562,11 @@ int run(const std::string& config_path) {
   const unsigned char end = 0;
   [[maybe_unused]] const ssize_t w = ::write(g_signal_pipe[1], &end, 1);
   control.join();
-  log.info("gpufilterd stopped", {{"bytes_scanned", std::to_string(loop.bytes_scanned())}});
+  char busy[32];
+  std::snprintf(busy, sizeof busy, "%.6f", loop.busy_seconds());
+  log.info("gpufilterd stopped", {{"bytes_scanned", std::to_string(loop.bytes_scanned())},
+                                  {"batches", std::to_string(loop.batches())},
+                                  {"scan_busy_seconds", busy}});
   if (device) std::_Exit(status);  // as gpufilter: the driver's teardown adds nothing
   return status;
 }

@@ -41,6 +41,17 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+// Build-time paths, overridable from the environment so the built test can run on the
+// GPU machine from wherever it was copied (scripts/gpu-run.sh sets both).
+std::string gpufilterd_binary() {
+  const char* v = std::getenv("GPUFILTERD_BIN");
+  return v != nullptr && *v != '\0' ? v : GPUFILTERD_BINARY;
+}
+std::string source_dir() {
+  const char* v = std::getenv("GPUFILTER_SOURCE_DIR");
+  return v != nullptr && *v != '\0' ? v : GPUFILTER_SOURCE_DIR;
+}
+
 std::string temp_dir() {
   char pattern[] = "/tmp/gpufilterd-e2e-XXXXXX";
   return ::mkdtemp(pattern);
@@ -65,7 +76,7 @@ std::vector<json> read_jsonl(const std::string& path) {
 class Daemon {
  public:
   explicit Daemon(const std::string& config) {
-    const SpawnedProcess child = spawn_process({GPUFILTERD_BINARY, "--config", config});
+    const SpawnedProcess child = spawn_process({gpufilterd_binary(), "--config", config});
     pid_ = child.pid;
     ::close(child.in);
     reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
@@ -571,12 +582,12 @@ server: 127.0.0.1:0
 
 TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
   write_text(dir_ + "/bad.yaml", "sources: [{stdin: true}]\nrules:\n  - name: a\n    patterns: [x]\n    sevrity: high\n");
-  const ProcessResult r = run_process({GPUFILTERD_BINARY, "--config", dir_ + "/bad.yaml"});
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/bad.yaml"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("bad.yaml:5: rules[0].sevrity: unknown key"), std::string::npos) << r.err;
-  const ProcessResult check = run_process({GPUFILTERD_BINARY, "--config", dir_ + "/bad.yaml", "--check"});
+  const ProcessResult check = run_process({gpufilterd_binary(), "--config", dir_ + "/bad.yaml", "--check"});
   EXPECT_EQ(check.status, 2);
-  const ProcessResult missing = run_process({GPUFILTERD_BINARY});
+  const ProcessResult missing = run_process({gpufilterd_binary()});
   EXPECT_EQ(missing.status, 2);
 }
 
@@ -585,7 +596,7 @@ TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
 TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
   const std::string sample = read_file(corpus_path("loghub/OpenSSH_2k.log"));
   const ProcessResult r =
-      run_process({GPUFILTERD_BINARY, "--config", std::string(GPUFILTER_SOURCE_DIR) + "/examples/daemon/demo.yaml"},
+      run_process({gpufilterd_binary(), "--config", source_dir() + "/examples/daemon/demo.yaml"},
                   sample);
   EXPECT_EQ(r.status, 0) << r.err;
   std::set<std::string> groups;
@@ -597,7 +608,7 @@ TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
   EXPECT_TRUE(groups.count("183.62.140.253")) << r.out;
   EXPECT_GE(groups.size(), 5u);
   const ProcessResult check = run_process(
-      {GPUFILTERD_BINARY, "--config", std::string(GPUFILTER_SOURCE_DIR) + "/examples/daemon/gpufilterd.yaml", "--check"});
+      {gpufilterd_binary(), "--config", source_dir() + "/examples/daemon/gpufilterd.yaml", "--check"});
   EXPECT_EQ(check.status, 0) << check.err;
 }
 
