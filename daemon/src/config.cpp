@@ -81,13 +81,16 @@ struct At {
   }
 };
 
+// "" for a file in the working directory: its relative paths stay as written.
 std::string directory_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string resolve(const std::string& base_dir, const std::string& path) {
-  return path.empty() || path.front() == '/' ? path : base_dir + "/" + path;
+  if (path.empty() || path.front() == '/' || base_dir.empty()) return path;
+  return base_dir.back() == '/' ? base_dir + path : base_dir + "/" + path;
 }
 
 SourceConfig parse_source(const At& at, const std::string& dir) {
