@@ -90,9 +90,17 @@ struct ScanEngine {
   std::string name;  // "gpu" or "cpu"
 };
 
-std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* device) {
+// engine auto: a GPU always; a CPU OpenCL device (PoCL) only for sets too large for the
+// host engine (Hyperscan), as gpufilter --engine=auto decides (docs/PERFORMANCE.md).
+constexpr std::size_t kHostMaxPatterns = 10'000;
+
+std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available) {
   auto e = std::make_shared<ScanEngine>();
   e->rules = std::make_shared<RuleSet>(config.rules);
+  DeviceContext* device = available;
+  if (device != nullptr && config.engine == "auto" && !device->info().is_gpu &&
+      e->rules->patterns().size() <= kHostMaxPatterns)
+    device = nullptr;
   const std::size_t batch = std::max<std::size_t>(kBatchBytes, config.max_line_bytes + 1);
   ScanConfig scanning;
   scanning.chunk_bytes = batch;
@@ -247,7 +255,9 @@ int run(const std::string& config_path) {
   std::shared_ptr<ScanEngine> engine = build_engine(config, device ? &*device : nullptr);
   std::vector<std::unique_ptr<AlertOutput>> outputs = build_outputs(config);
   metrics.set("gpufilterd_device_info",
-              {{"engine", engine->name}, {"device", device ? device->info().name : std::string("host (Hyperscan)")}}, 1);
+              {{"engine", engine->name},
+               {"device", engine->matcher ? device->info().name : std::string("host (Hyperscan)")}},
+              1);
   metrics.set("gpufilterd_rules", {}, static_cast<double>(config.rules.size()));
   metrics.set("gpufilterd_patterns", {}, static_cast<double>(engine->rules->patterns().size()));
   metrics.set("gpufilterd_config_last_reload_successful", {}, 1);
@@ -498,7 +508,7 @@ int run(const std::string& config_path) {
                                   {"rules", std::to_string(config.rules.size())},
                                   {"patterns", std::to_string(engine->rules->patterns().size())},
                                   {"engine", engine->name},
-                                  {"device", device ? device->info().name : std::string("host")},
+                                  {"device", engine->matcher ? device->info().name : std::string("host")},
                                   {"server", ops.bound()}});
 
   // The control thread: SIGHUP reloads; SIGTERM or SIGINT stops the readers.

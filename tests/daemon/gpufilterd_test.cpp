@@ -4,6 +4,7 @@
 // sequence-numbered lines, an invalid reload, and a restart that resumes from state.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -389,7 +390,8 @@ std::map<long, int> sequence_counts(const std::vector<json>& alerts, const std::
 // and removed each time). The rule "every" alerts on every line: each sequence number
 // must come out exactly once (none lost, none scanned twice), and the added rule alerts
 // only while it is loaded.
-TEST_F(Gpufilterd, ReloadUnderLoadLosesAndDoublesNothing) {
+void reload_under_load(const std::string& dir_, const std::string& engine) {
+  SCOPED_TRACE("engine " + engine);
   const std::string log = dir_ + "/app.log";
   write_text(log, "");
   const std::string base = R"(
@@ -404,6 +406,7 @@ outputs:
     path: alerts.jsonl
     queue: 1000000
 server: 127.0.0.1:0
+engine: )" + engine + R"(
 )";
   const std::string extra = R"(
   - name: extra
@@ -480,15 +483,24 @@ server: 127.0.0.1:0
     else if (it->second > 1) ++doubled;
   }
   const std::map<long, int> extra_seen = sequence_counts(alerts, "extra");
-  std::printf("reload under load: %ld lines written, 10 reloads (%d succeeded), %zu lines alerted by \"every\", "
+  std::printf("reload under load, engine %s: %ld lines written, 10 reloads (%d succeeded), %zu lines alerted by \"every\", "
               "%ld missing, %ld doubled; \"extra\" alerted %zu lines while loaded\n",
-              total, reloads_ok, every.size(), missing, doubled, extra_seen.size());
+              engine.c_str(), total, reloads_ok, every.size(), missing, doubled, extra_seen.size());
   EXPECT_EQ(missing, 0);
   EXPECT_EQ(doubled, 0);
   EXPECT_EQ(static_cast<long>(every.size()), total);
   EXPECT_GT(extra_seen.size(), 0u);
   EXPECT_LT(static_cast<long>(extra_seen.size()), total);
   for (const auto& [s, n] : extra_seen) EXPECT_EQ(n, 1) << "extra alerted seq " << s << " twice";
+}
+
+TEST_F(Gpufilterd, ReloadUnderLoadLosesAndDoublesNothing) {
+  // The host engine, and the OpenCL device (PoCL here, the GPU on the GPU machine).
+  for (const std::string engine : {"cpu", "gpu"}) {
+    const std::string dir = dir_ + "/" + engine;
+    ::mkdir(dir.c_str(), 0755);
+    reload_under_load(dir, engine);
+  }
 }
 
 // An invalid reload changes nothing: the reason in the log and in the 500 answer, the

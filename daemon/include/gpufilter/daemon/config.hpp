@@ -76,7 +76,7 @@ struct DaemonConfig {
   std::string server = "127.0.0.1:9464";  // /metrics, /healthz, /readyz, /-/reload
   std::string generator_url;              // "": http://ADDRESS/ of the bound server
   Log::Format log_format = Log::Format::kLogfmt;
-  std::string engine = "auto";            // auto (a device if there is one), gpu, cpu
+  std::string engine = "auto";            // auto (a GPU if there is one), gpu, cpu
   std::string device;                     // as gpufilter --device
   std::size_t max_line_bytes = 1u << 20;
   std::size_t max_connections = 1024;
