@@ -1,0 +1,90 @@
+// PcapReader and PcapWriter: captures through libpcap. Classic pcap and pcapng files
+// (a path, or "-" for standard input) and live interfaces, with an optional BPF filter
+// compiled by libpcap. A truncated or corrupt file is reported with its name and the
+// byte offset where reading failed; every packet before it has been handed out.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/packet.hpp"
+
+namespace gpufilter {
+
+// A capture could not be read past some point: "FILE: truncated capture at byte N: why"
+// ("bad capture at byte N" when a record is corrupt rather than cut short); N is where
+// the unreadable record or pcapng block starts.
+class PcapError : public Error {
+ public:
+  PcapError(std::string name, std::uint64_t offset, const std::string& why);
+  const std::string& name() const noexcept { return name_; }
+  std::uint64_t offset() const noexcept { return offset_; }
+
+ private:
+  std::string name_;
+  std::uint64_t offset_;
+};
+
+class PcapReader {
+ public:
+  // Throws SourceError (cannot open: no such file, not a capture: with libpcap's reason),
+  // ConfigError (a BPF expression libpcap rejects, with its message), or PcapError.
+  static std::unique_ptr<PcapReader> open_file(const std::string& path, const std::string& bpf = {});
+  // Live capture (promiscuous off, immediate mode, buffer of `buffer_bytes`). Without the
+  // privilege: SourceError whose message says so ("... you need CAP_NET_RAW, or root").
+  static std::unique_ptr<PcapReader> open_live(const std::string& interface, const std::string& bpf = {},
+                                               int snaplen = 262144);
+  ~PcapReader();
+  PcapReader(const PcapReader&) = delete;
+  PcapReader& operator=(const PcapReader&) = delete;
+
+  const std::string& name() const noexcept { return name_; }  // the path, "(standard input)" or the interface
+  int link_type() const noexcept;   // DLT_*
+  int snaplen() const noexcept;
+  bool nanosecond() const noexcept;  // timestamps with nanosecond precision
+  bool live() const noexcept { return live_; }
+
+  // The next packet (data valid until the next call): true, or false at the end of a file.
+  // A live capture waits for packets; returns false once break_loop() was called.
+  // Throws PcapError for a truncated or corrupt capture (after the last good packet).
+  bool next(RawPacket& packet);
+  // As next(), but a live capture with nothing for a while (its 100 ms read timeout)
+  // returns kIdle, so that the caller can deliver what waits and check for a stop.
+  enum class Read { kPacket, kIdle, kEnd };
+  Read read(RawPacket& packet);
+  // Any thread (also a signal handler's pipe reader): makes a live next() return false.
+  void break_loop() noexcept;
+
+  // libpcap's handle, for PcapWriter.
+  void* handle() noexcept { return pcap_; }
+
+ private:
+  PcapReader();
+  struct State;  // the BPF program, the file's timestamp precision and format
+  std::unique_ptr<State> state_;
+  void* pcap_ = nullptr;  // pcap_t*
+  std::string name_;
+  bool live_ = false;
+  std::uint64_t index_ = 0;
+};
+
+// Writes packets as a classic pcap file (pcap_dump) with the reader's link type, snaplen
+// and timestamp precision: what tshark and Wireshark read. Throws SourceError.
+class PcapWriter {
+ public:
+  PcapWriter(const std::string& path, int link_type, int snaplen, bool nanosecond);
+  ~PcapWriter();
+  PcapWriter(const PcapWriter&) = delete;
+  PcapWriter& operator=(const PcapWriter&) = delete;
+  void write(const RawPacket& packet);
+  void flush();  // throws SourceError on a write error
+
+ private:
+  void* pcap_ = nullptr;    // pcap_t* (dead)
+  void* dumper_ = nullptr;  // pcap_dumper_t*
+  std::string path_;
+};
+
+}  // namespace gpufilter

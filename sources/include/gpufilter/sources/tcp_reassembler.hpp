@@ -1,0 +1,62 @@
+// TcpReassembler: TCP flows put back in order, one byte stream per direction, for
+// --stream. A flow is its 5-tuple (both directions are one flow: direction 0 is the
+// client's, the side that sent the first segment seen). Bytes are handed on in sequence
+// order as soon as they are contiguous; retransmitted bytes are handed on once.
+// Out-of-order segments wait, at most max_pending_bytes per direction: past that the gap
+// is skipped (counted; the stream goes on after it). A flow ends at FIN (both sides) or
+// RST, after idle_timeout of capture time without a segment, or when more than max_flows
+// are open (the least recently seen ends first).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "gpufilter/sources/packet.hpp"
+
+namespace gpufilter {
+
+struct ReassemblyConfig {
+  std::size_t max_pending_bytes = 1u << 20;  // out-of-order bytes held per direction
+  std::size_t max_flows = 65536;
+  std::int64_t idle_timeout_seconds = 120;   // capture time
+};
+
+class TcpReassembler {
+ public:
+  // Bytes of one direction, in order: stream offset (0 = the byte after the SYN, or the
+  // first byte seen when the SYN was not captured) and the bytes.
+  using Deliver = std::function<void(std::uint64_t flow, int direction, std::uint64_t offset,
+                                     std::span<const std::uint8_t> bytes)>;
+  using Closed = std::function<void(std::uint64_t flow)>;
+
+  TcpReassembler(ReassemblyConfig config, Deliver deliver, Closed closed);
+  ~TcpReassembler();
+
+  // A TCP segment (info.transport == kTcp) of `frame` at capture time `seconds`. Returns
+  // the flow id (never 0 for a TCP segment; 0 when info is not TCP), the same for every
+  // packet of the flow. A flow ended by FIN or RST absorbs its last segments until it
+  // idles out; a new SYN on the same ports starts a new flow.
+  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds);
+  // Ends flows idle since before now - idle_timeout.
+  void expire(std::int64_t now_seconds);
+  // Ends every flow (the end of the capture): pending out-of-order bytes are handed on
+  // after their gaps.
+  void finish();
+
+  struct Counters {
+    std::uint64_t flows = 0;          // flows seen
+    std::uint64_t gaps = 0;           // gaps skipped (bytes never captured)
+    std::uint64_t gap_bytes = 0;
+    std::uint64_t retransmitted_bytes = 0;  // bytes seen again and not handed on twice
+  };
+  Counters counters() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,367 @@
+// TcpReassembler: per flow and direction, the next expected sequence number and the stream
+// offset it stands for; segments are placed by their distance from it (modulo 2^32, so a
+// wrap of the sequence space is just arithmetic), trimmed of what was handed on already,
+// and either handed on at once (straight from the frame) or held, without overlaps, in a
+// map keyed by stream offset until the hole before them fills. Held bytes are bounded per
+// direction; past the bound the stream skips to the first held piece and counts the gap.
+// A flow ended by FIN or RST stays as a small tombstone for its idle time, so that the
+// last ACK or a retransmitted FIN does not open a new flow.
+#include "gpufilter/sources/tcp_reassembler.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace gpufilter {
+
+namespace {
+
+constexpr std::uint8_t kFin = 0x01;
+constexpr std::uint8_t kSyn = 0x02;
+constexpr std::uint8_t kRst = 0x04;
+constexpr std::uint8_t kAck = 0x10;
+
+// Held pieces are merged when adjacent, but an adversarial order (each byte sent before
+// the one in front of it) still makes one map node per byte, some 100 bytes of memory for
+// one byte held. So the pieces are bounded too: a direction holds at most
+// max_pending_bytes / kPieceCost of them (at least 16) before it skips its first gap.
+constexpr std::size_t kPieceCost = 64;
+
+// The two endpoints in a fixed order, so both directions find the same flow.
+struct Key {
+  int version = 0;
+  std::array<std::uint8_t, 16> low_address{};
+  std::array<std::uint8_t, 16> high_address{};
+  std::uint16_t low_port = 0;
+  std::uint16_t high_port = 0;
+  bool operator==(const Key&) const = default;
+};
+
+struct KeyHash {
+  std::size_t operator()(const Key& key) const noexcept {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+    const auto mix = [&h](std::uint64_t byte) { h = (h ^ byte) * 1099511628211ull; };
+    for (std::uint8_t b : key.low_address) mix(b);
+    for (std::uint8_t b : key.high_address) mix(b);
+    mix(key.low_port & 0xff);
+    mix(key.low_port >> 8);
+    mix(key.high_port & 0xff);
+    mix(key.high_port >> 8);
+    mix(static_cast<std::uint64_t>(key.version));
+    return static_cast<std::size_t>(h);
+  }
+};
+
+struct Direction {
+  bool started = false;
+  std::uint32_t next_seq = 0;  // the sequence number of the next byte to hand on
+  std::uint64_t offset = 0;    // its stream offset
+  bool fin = false;
+  std::uint64_t fin_offset = 0;                                // the stream offset the FIN stands at
+  std::map<std::uint64_t, std::vector<std::uint8_t>> pending;  // stream offset -> bytes, disjoint
+  std::size_t pending_bytes = 0;
+
+  bool complete() const { return fin && offset >= fin_offset; }
+};
+
+struct Flow {
+  std::uint64_t id = 0;
+  Key key;
+  std::array<std::uint8_t, 16> client_address{};  // direction 0's sender
+  std::uint16_t client_port = 0;
+  std::int64_t last_seen = 0;
+  bool closed = false;  // ended by FIN or RST: a tombstone
+  std::array<Direction, 2> directions;
+  std::pair<std::int64_t, std::uint64_t> order_key;  // in the open or the tombstone order
+};
+
+}  // namespace
+
+struct TcpReassembler::Impl {
+  ReassemblyConfig config;
+  Deliver deliver;
+  Closed closed;
+  Counters counters;
+  std::uint64_t next_id = 1;
+  std::unordered_map<Key, std::unique_ptr<Flow>, KeyHash> flows;
+  // Flows by (last_seen, touch count): the first is the least recently seen, by capture
+  // time even when the capture's clock steps backwards, and by arrival among equal times.
+  using Order = std::map<std::pair<std::int64_t, std::uint64_t>, Flow*>;
+  Order open;
+  Order tombstones;
+  std::uint64_t ticks = 0;
+
+  std::size_t max_flows() const { return std::max<std::size_t>(1, config.max_flows); }
+  std::size_t max_pieces() const { return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost); }
+
+  // Hands on `bytes` at the direction's current offset and moves past them. The state
+  // moves first, so a Deliver that throws leaves a consistent flow.
+  void hand_on(Flow& flow, int d, std::span<const std::uint8_t> bytes) {
+    if (bytes.empty()) return;
+    Direction& dir = flow.directions[d];
+    const std::uint64_t at = dir.offset;
+    dir.offset += bytes.size();
+    dir.next_seq += static_cast<std::uint32_t>(bytes.size());
+    deliver(flow.id, d, at, bytes);
+  }
+
+  // Hands on the held pieces that have become contiguous.
+  void drain(Flow& flow, int d) {
+    Direction& dir = flow.directions[d];
+    while (!dir.pending.empty() && dir.pending.begin()->first <= dir.offset) {
+      auto node = dir.pending.extract(dir.pending.begin());
+      const std::vector<std::uint8_t>& bytes = node.mapped();
+      dir.pending_bytes -= bytes.size();
+      const std::uint64_t end = node.key() + bytes.size();
+      if (end <= dir.offset) {
+        counters.retransmitted_bytes += bytes.size();
+        continue;
+      }
+      const std::size_t seen = static_cast<std::size_t>(dir.offset - node.key());
+      counters.retransmitted_bytes += seen;
+      hand_on(flow, d, std::span<const std::uint8_t>(bytes).subspan(seen));
+    }
+  }
+
+  // Gives up on the hole before the first held piece: counted, then the stream goes on.
+  void skip_gap(Flow& flow, int d) {
+    Direction& dir = flow.directions[d];
+    const std::uint64_t gap = dir.pending.begin()->first - dir.offset;
+    ++counters.gaps;
+    counters.gap_bytes += gap;
+    dir.offset += gap;
+    dir.next_seq += static_cast<std::uint32_t>(gap);
+    drain(flow, d);
+  }
+
+  // Stores `bytes` (all past the direction's offset) as a new piece at `at`, appended to a
+  // piece that ends there and joined by the piece that starts where it ends when that one
+  // is not the larger. Only the smaller side is ever copied, so a byte is copied again
+  // only when its piece at least doubles: O(n log n) copying for n held bytes.
+  void store_piece(Direction& dir, std::uint64_t at, std::span<const std::uint8_t> bytes) {
+    dir.pending_bytes += bytes.size();
+    auto after = dir.pending.upper_bound(at);
+    auto target = dir.pending.end();
+    if (after != dir.pending.begin()) {
+      auto before = std::prev(after);
+      if (before->first + before->second.size() == at) {
+        before->second.insert(before->second.end(), bytes.begin(), bytes.end());
+        target = before;
+      }
+    }
+    if (target == dir.pending.end()) {
+      target = dir.pending.emplace_hint(after, at, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+    }
+    if (after != dir.pending.end() && target->first + target->second.size() == after->first &&
+        after->second.size() <= target->second.size()) {
+      target->second.insert(target->second.end(), after->second.begin(), after->second.end());
+      dir.pending.erase(after);
+    }
+  }
+
+  // Holds an out-of-order segment: only its bytes no held piece has yet (the others are
+  // retransmitted copies, possibly cut at other boundaries).
+  void hold(Direction& dir, std::uint64_t at, std::span<const std::uint8_t> bytes) {
+    const std::uint64_t end = at + bytes.size();
+    std::uint64_t p = at;
+    while (p < end) {
+      auto after = dir.pending.upper_bound(p);
+      if (after != dir.pending.begin()) {
+        auto covering = std::prev(after);
+        const std::uint64_t covered_end = covering->first + covering->second.size();
+        if (covered_end > p) {
+          const std::uint64_t covered = std::min(covered_end, end) - p;
+          counters.retransmitted_bytes += covered;
+          p += covered;
+          continue;
+        }
+      }
+      const std::uint64_t piece_end = after == dir.pending.end() ? end : std::min(after->first, end);
+      store_piece(dir, p, bytes.subspan(static_cast<std::size_t>(p - at), static_cast<std::size_t>(piece_end - p)));
+      p = piece_end;
+    }
+  }
+
+  bool over_limit(const Direction& dir) const {
+    return dir.pending_bytes > config.max_pending_bytes || dir.pending.size() > max_pieces();
+  }
+
+  // The payload of a segment at stream position `at` (negative: it starts before the
+  // stream's first byte).
+  void add(Flow& flow, int d, std::int64_t at, std::span<const std::uint8_t> bytes) {
+    if (bytes.empty()) return;
+    Direction& dir = flow.directions[d];
+    const auto offset = static_cast<std::int64_t>(dir.offset);
+    const std::int64_t end = at + static_cast<std::int64_t>(bytes.size());
+    if (end <= offset) {
+      counters.retransmitted_bytes += bytes.size();
+      return;
+    }
+    if (at < offset) {
+      const auto seen = static_cast<std::size_t>(offset - at);
+      counters.retransmitted_bytes += seen;
+      bytes = bytes.subspan(seen);
+      at = offset;
+    }
+    if (at == offset) {
+      hand_on(flow, d, bytes);
+      drain(flow, d);
+      return;
+    }
+    hold(dir, static_cast<std::uint64_t>(at), bytes);
+    while (over_limit(dir)) skip_gap(flow, d);
+  }
+
+  // Ends an open flow: what is held is handed on after its gaps, then Closed. A flow that
+  // ended by FIN or RST becomes a tombstone; one that idled out or was evicted is dropped.
+  void end(Flow* flow, bool tombstone) {
+    const std::uint64_t id = flow->id;
+    for (int d = 0; d < 2; ++d) {
+      while (!flow->directions[d].pending.empty()) skip_gap(*flow, d);
+    }
+    open.erase(flow->order_key);
+    flow->closed = true;
+    flow->directions = {};
+    if (tombstone) {
+      enter(tombstones, flow, flow->last_seen);
+      if (tombstones.size() > max_flows()) drop(tombstones.begin()->second);
+    } else {
+      flows.erase(flow->key);  // `flow` is gone from here on
+    }
+    // Closed comes last: the flow's state is settled whatever the callback does.
+    closed(id);
+  }
+
+  // Puts `flow` into `order` as seen at `seconds` (or later, if it was seen later).
+  void enter(Order& order, Flow* flow, std::int64_t seconds) {
+    flow->last_seen = std::max(flow->last_seen, seconds);
+    flow->order_key = {flow->last_seen, ++ticks};
+    order.emplace(flow->order_key, flow);
+  }
+  void touch(Order& order, Flow* flow, std::int64_t seconds) {
+    order.erase(flow->order_key);
+    enter(order, flow, seconds);
+  }
+
+  void drop(Flow* tombstone) {
+    tombstones.erase(tombstone->order_key);
+    flows.erase(tombstone->key);
+  }
+
+  Flow* create(const Key& key, const PacketInfo& info, std::int64_t seconds) {
+    while (open.size() >= max_flows()) end(open.begin()->second, false);
+    auto flow = std::make_unique<Flow>();
+    flow->id = next_id++;
+    flow->key = key;
+    flow->client_address = info.src;
+    flow->client_port = info.sport;
+    flow->last_seen = seconds;
+    Flow* raw = flow.get();
+    flows[key] = std::move(flow);
+    enter(open, raw, seconds);
+    ++counters.flows;
+    return raw;
+  }
+
+  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds) {
+    if (info.transport != PacketInfo::Transport::kTcp) return 0;
+    Key key;
+    key.version = info.ip_version;
+    const bool source_low = std::tie(info.src, info.sport) <= std::tie(info.dst, info.dport);
+    key.low_address = source_low ? info.src : info.dst;
+    key.low_port = source_low ? info.sport : info.dport;
+    key.high_address = source_low ? info.dst : info.src;
+    key.high_port = source_low ? info.dport : info.sport;
+
+    const bool syn = (info.tcp_flags & kSyn) != 0;
+    Flow* flow = nullptr;
+    if (auto it = flows.find(key); it != flows.end()) flow = it->second.get();
+    // Idle for longer than the timeout in capture time: the old flow ends even when
+    // expire() was not called in between, and this segment starts a new one.
+    if (flow != nullptr && flow->last_seen < seconds - config.idle_timeout_seconds) {
+      if (flow->closed) {
+        drop(flow);
+      } else {
+        end(flow, false);
+      }
+      flow = nullptr;
+    }
+    if (flow != nullptr && flow->closed) {
+      // The last segments of a finished connection are absorbed; a new SYN on the same
+      // ports is a new connection.
+      if (!syn || (info.tcp_flags & kAck) != 0) {
+        touch(tombstones, flow, seconds);
+        return flow->id;
+      }
+      drop(flow);
+      flow = nullptr;
+    }
+    if (flow == nullptr) {
+      flow = create(key, info, seconds);
+    } else {
+      touch(open, flow, seconds);
+    }
+    const std::uint64_t id = flow->id;
+
+    const int d = info.src == flow->client_address && info.sport == flow->client_port ? 0 : 1;
+    Direction& dir = flow->directions[d];
+    // The first byte of data follows the SYN, which takes one sequence number.
+    const std::uint32_t data_seq = info.tcp_seq + (syn ? 1u : 0u);
+    if (!dir.started) {
+      dir.started = true;
+      dir.next_seq = data_seq;
+    }
+    const std::size_t begin = std::min(info.payload_offset, frame.size());
+    const std::size_t length = std::min(info.payload_length, frame.size() - begin);
+    const std::span<const std::uint8_t> payload = frame.subspan(begin, length);
+    // The distance from the next expected byte, as a signed 32-bit difference: segments
+    // up to 2 GiB behind or ahead are placed right across a wrap of the sequence space.
+    const std::int64_t at = static_cast<std::int64_t>(dir.offset) + static_cast<std::int32_t>(data_seq - dir.next_seq);
+    if ((info.tcp_flags & kFin) != 0 && !dir.fin) {
+      dir.fin = true;
+      dir.fin_offset = static_cast<std::uint64_t>(std::max<std::int64_t>(0, at + static_cast<std::int64_t>(length)));
+    }
+    add(*flow, d, at, payload);
+    // `flow` is still open here: add() ends nothing.
+    if ((info.tcp_flags & kRst) != 0 || (flow->directions[0].complete() && flow->directions[1].complete())) {
+      end(flow, true);
+    }
+    return id;
+  }
+
+  void expire(std::int64_t now) {
+    const std::int64_t threshold = now - config.idle_timeout_seconds;
+    while (!open.empty() && open.begin()->second->last_seen < threshold) end(open.begin()->second, false);
+    while (!tombstones.empty() && tombstones.begin()->second->last_seen < threshold) drop(tombstones.begin()->second);
+  }
+
+  void finish() {
+    while (!open.empty()) end(open.begin()->second, false);
+    while (!tombstones.empty()) drop(tombstones.begin()->second);
+  }
+};
+
+TcpReassembler::TcpReassembler(ReassemblyConfig config, Deliver deliver, Closed closed)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->config = config;
+  impl_->deliver = std::move(deliver);
+  impl_->closed = std::move(closed);
+}
+
+TcpReassembler::~TcpReassembler() = default;
+
+std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
+                                      std::int64_t seconds) {
+  return impl_->segment(info, frame, seconds);
+}
+
+void TcpReassembler::expire(std::int64_t now_seconds) { impl_->expire(now_seconds); }
+
+void TcpReassembler::finish() { impl_->finish(); }
+
+TcpReassembler::Counters TcpReassembler::counters() const noexcept { return impl_->counters; }
+
+}  // namespace gpufilter
