@@ -91,6 +91,19 @@ Following files and listening on sockets (docs/STREAMING.md):
       --max-connections=N   at most N open connections (default 1024)
 SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0.
 
+Captures (docs/CAPTURES.md):
+      --pcap=FILE           filter the packets of a pcap or pcapng FILE ('-':
+                            standard input); repeatable
+      --interface=IFACE     capture live on IFACE (needs CAP_NET_RAW or root)
+      --bpf=EXPR            keep only packets matching the BPF expression EXPR
+      --match-frame         match the whole frame, not the transport payload
+      --stream              reassemble TCP flows and match each direction's
+                            byte stream; a match selects the whole flow
+  -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef)
+      --escapes             \xHH, \0, \n, \r, \t and \\ in PATTERNS
+      --pcap-out=FILE       write the selected packets (flows) as a capture
+      --hexdump             print payloads as hex and ASCII
+
 When FILE is '-', read standard input.  With no FILE, read '-'.
 With fewer than two FILEs, assume -h.
 Exit status is 0 if any line is selected, 1 otherwise;

@@ -26,6 +26,7 @@
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/sources/notices.hpp"
 #include "gpufilter/sources/stop_signal.hpp"
+#include "packet_mode.hpp"
 #include "stream_mode.hpp"
 
 namespace {
@@ -159,6 +160,7 @@ int search(cli::Options& o) {
   // Installed in main(), before anything slow: a signal during start-up is a stop too.
   // No pattern at all (an empty -f file) matches nothing, so -v selects every line, -w
   // and -x included: grep swaps it for the empty pattern with -v flipped.
+  o.patterns = cli::decode_patterns(o.patterns, o.hex_patterns, o.escapes);
   const std::size_t given_patterns = o.patterns.size();
   if (o.patterns.empty()) {
     o.patterns.add("");
@@ -178,10 +180,13 @@ int search(cli::Options& o) {
     if (const char* env = std::getenv("GPUFILTER_DEVICE")) spec = env;
   }
   const bool streams = o.follow || !o.listen.empty();
-  if (o.files.empty() && !streams) o.files.emplace_back("-");
-  // Streams have no size to weigh: only the pattern count decides (as for a pipe).
-  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec,
-                                           streams ? std::nullopt : regular_input_bytes(o.files));
+  const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  if (o.files.empty() && !streams && !captures) o.files.emplace_back("-");
+  // Streams and live captures have no size to weigh: only the pattern count decides.
+  std::optional<std::uint64_t> input_bytes;
+  if (captures && o.interface.empty()) input_bytes = regular_input_bytes(o.pcaps);
+  else if (!streams && !captures) input_bytes = regular_input_bytes(o.files);
+  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec, input_bytes);
   const Clock::time_point device_start = Clock::now();
   std::optional<DeviceContext> device;
   if (!host_engine) device.emplace(spec);
@@ -260,7 +265,7 @@ int search(cli::Options& o) {
   Sink& printer = json_printer ? static_cast<Sink&>(*json_printer) : grep_printer;
   Searcher searcher(patterns, searching, printer);
   ScanConfig scanning;
-  scanning.locate = searcher.needs_locations() || o.pattern_counts || streams;
+  scanning.locate = searcher.needs_locations() || o.pattern_counts || streams || captures;
   scanning.count_patterns = o.pattern_counts;
   std::unique_ptr<Scanner> engine;
   if (host_engine) {
@@ -303,7 +308,14 @@ int search(cli::Options& o) {
     bytes_read = result.bytes;
     stream_stats = result.stats;
   }
-  for (const std::string& file : streams ? std::vector<std::string>{} : o.files) {
+  if (captures) {
+    const CaptureResult result = run_captures(o, scanner, o.patterns, out, stop, notices);
+    selected = result.selected > 0;
+    trouble = result.trouble;
+    bytes_read = result.bytes;
+    stream_stats = ",\"packets\":" + std::to_string(result.packets);
+  }
+  for (const std::string& file : streams || captures ? std::vector<std::string>{} : o.files) {
     if (stop.requested()) break;
     try {
       std::unique_ptr<FileSource> source =

@@ -39,9 +39,17 @@ enum LongOnly {
   kMaxLineBytesOption,
   kMaxConnectionsOption,
   kJsonOption,
+  kPcapOption,
+  kInterfaceOption,
+  kBpfOption,
+  kMatchFrameOption,
+  kEscapesOption,
+  kStreamOption,
+  kPcapOutOption,
+  kHexdumpOption,
 };
 
-constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVX:abcd:e:f:hiLlm:noqRrsuvwxyZz";
+constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVXabcd:e:f:hiLlm:noqRrsuvwxyZz";
 
 const option kLongOptions[] = {
     {"basic-regexp", no_argument, nullptr, 'G'},
@@ -106,6 +114,15 @@ const option kLongOptions[] = {
     {"max-line-bytes", required_argument, nullptr, kMaxLineBytesOption},
     {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
     {"json", no_argument, nullptr, kJsonOption},
+    {"pcap", required_argument, nullptr, kPcapOption},
+    {"interface", required_argument, nullptr, kInterfaceOption},
+    {"bpf", required_argument, nullptr, kBpfOption},
+    {"match-frame", no_argument, nullptr, kMatchFrameOption},
+    {"hex", no_argument, nullptr, 'X'},
+    {"escapes", no_argument, nullptr, kEscapesOption},
+    {"stream", no_argument, nullptr, kStreamOption},
+    {"pcap-out", required_argument, nullptr, kPcapOutOption},
+    {"hexdump", no_argument, nullptr, kHexdumpOption},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -188,11 +205,96 @@ void check_combinations(const Options& o) {
     if (o.only_matching) throw UsageError("--json cannot be combined with -o", true);
   }
   if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
+  const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  if (captures) {
+    if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow or --listen", true);
+    if (!o.files.empty()) throw UsageError("FILE operands cannot be combined with --pcap or --interface", true);
+    if (!o.pcaps.empty() && !o.interface.empty()) throw UsageError("give --pcap or --interface, not both", true);
+    if (o.list != ListMode::kNone || o.only_matching || o.pattern_counts || o.before || o.after || o.context)
+      throw UsageError("-l, -L, -o, context and --pattern-counts do not apply to captures", true);
+    if (std::count(o.pcaps.begin(), o.pcaps.end(), "-") > 1) throw UsageError("--pcap - can be given once", true);
+  } else {
+    for (const char* option : {"--bpf", "--match-frame", "--stream", "--pcap-out", "--hexdump", "-X/--hex"}) {
+      const bool given = (std::string_view(option) == "--bpf" && !o.bpf.empty()) ||
+                         (std::string_view(option) == "--match-frame" && o.match_frame) ||
+                         (std::string_view(option) == "--stream" && o.stream) ||
+                         (std::string_view(option) == "--pcap-out" && !o.pcap_out.empty()) ||
+                         (std::string_view(option) == "--hexdump" && o.hexdump) ||
+                         (std::string_view(option) == "-X/--hex" && o.hex_patterns);
+      if (given) throw UsageError(std::string(option) + " works with --pcap or --interface only", true);
+    }
+  }
+  if (o.stream && o.match_frame) throw UsageError("--stream matches reassembled payloads; drop --match-frame", true);
 }
 
 }  // namespace
 
 const char* const kUsageLine = "Usage: gpufilter [OPTION]... PATTERNS [FILE]...";
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string decode_hex(std::string_view text) {
+  std::string out;
+  int high = -1;
+  for (const char c : text) {
+    if (c == ':' || c == ' ' || c == '-') continue;
+    const int d = hex_digit(c);
+    if (d < 0) throw UsageError("-X: '" + std::string(text) + "' is not hex ('" + std::string(1, c) + "')", false);
+    if (high < 0) {
+      high = d;
+    } else {
+      out.push_back(static_cast<char>(high << 4 | d));
+      high = -1;
+    }
+  }
+  if (high >= 0) throw UsageError("-X: '" + std::string(text) + "' has an odd number of hex digits", false);
+  return out;
+}
+
+std::string decode_escapes(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\' || i + 1 == text.size()) {
+      out.push_back(text[i]);
+      continue;
+    }
+    const char c = text[++i];
+    switch (c) {
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case '0': out.push_back('\0'); break;
+      case '\\': out.push_back('\\'); break;
+      case 'x': {
+        const int h = i + 1 < text.size() ? hex_digit(text[i + 1]) : -1;
+        const int l = i + 2 < text.size() ? hex_digit(text[i + 2]) : -1;
+        if (h < 0 || l < 0)
+          throw UsageError("--escapes: '\\x' needs two hex digits in '" + std::string(text) + "'", false);
+        out.push_back(static_cast<char>(h << 4 | l));
+        i += 2;
+        break;
+      }
+      default: throw UsageError("--escapes: unknown escape '\\" + std::string(1, c) + "' in '" + std::string(text) + "'", false);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PatternSet decode_patterns(const PatternSet& patterns, bool hex, bool escapes) {
+  if (!hex && !escapes) return patterns;
+  PatternSet decoded;
+  for (const std::string& p : patterns.patterns()) decoded.add(hex ? decode_hex(p) : decode_escapes(p));
+  return decoded;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -324,9 +426,18 @@ Options parse(int argc, char** argv) {
       case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
       case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
       case kJsonOption: o.json = true; break;
+      case kPcapOption: o.pcaps.emplace_back(::optarg); break;
+      case kInterfaceOption: o.interface = ::optarg; break;
+      case kBpfOption: o.bpf = ::optarg; break;
+      case kMatchFrameOption: o.match_frame = true; break;
+      case 'X': o.hex_patterns = true; break;
+      case kEscapesOption: o.escapes = true; break;
+      case kStreamOption: o.stream = true; break;
+      case kPcapOutOption: o.pcap_out = ::optarg; break;
+      case kHexdumpOption: o.hexdump = true; break;
       case 'd': case 'D': case 'r': case 'R':
         unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
-      case 'T': case 'Z': case 'z': case 'X': case 'u':
+      case 'T': case 'Z': case 'z': case 'u':
         unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
       case '?':
       default: {

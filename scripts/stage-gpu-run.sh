@@ -7,20 +7,25 @@
 #   bash .device/gpu-run.sh      every test binary against grep 3.8
 #   bash .device/gpu-bench.sh    the bench/run.py table at 16 GB
 #   bash .device/gpu-latency.sh  bench/latency: write-to-output latency, pipe and TCP
+#   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
+#   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${GPUFILTER_BUILD_DIR:-build}
 scripts/bootstrap.sh build
-rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/bin .device/lib
+rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/corpus/pcap .device/bin .device/lib
 grep -qx '.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.device/' >> .git/info/exclude; }
 cp "$build/gpufilter" "$build/gpufilterd" .device/
-cp "$build"/tests/pipeline/*_test "$build"/tests/sources/*_test "$build"/tests/daemon/*_test "$build"/tests/cli/*_test .device/tests/
+cp "$build"/tests/pipeline/*_test "$build"/tests/sources/*_test "$build"/tests/daemon/*_test "$build"/tests/cli/*_test \
+  "$build"/tests/permutations/*_test .device/tests/
 cp ../shared/corpus/loghub/*.log ../shared/corpus/loghub/*.csv ../shared/corpus/loghub/LICENSE .device/corpus/loghub/
 cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
-cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh .device/
-cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency .device/bin/
+cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh .device/
+cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
+  "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/gpupermute .device/bin/
+cp ../shared/corpus/pcap/* .device/corpus/pcap/
 cp "$(command -v rg)" .device/bin/rg
 cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 .device/lib/
 du -sh .device

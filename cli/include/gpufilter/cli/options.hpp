@@ -75,6 +75,17 @@ struct Options {
   std::uint64_t max_connections = 1024;
   bool json = false;               // --json: one JSON object per line
 
+  // Captures (docs/CAPTURES.md).
+  std::vector<std::string> pcaps;  // --pcap FILE...
+  std::string interface;           // --interface IFACE
+  std::string bpf;                 // --bpf EXPR
+  bool match_frame = false;        // --match-frame: the whole frame is the record
+  bool hex_patterns = false;       // -X, --hex
+  bool escapes = false;            // --escapes: \xHH, \n, \t, \r, \0, \\ in patterns
+  bool stream = false;             // --stream: reassembled TCP streams
+  std::string pcap_out;            // --pcap-out FILE
+  bool hexdump = false;            // --hexdump
+
   bool help = false;
   bool version = false;
 };
@@ -82,6 +93,11 @@ struct Options {
 // Parses argv. Reads -f files (and -f - from standard input). Throws UsageError for a
 // bad command line and SourceError for an unreadable -f file.
 Options parse(int argc, char** argv);
+
+// -X/--hex and --escapes: the patterns as bytes. Hex: "deadbeef", "de:ad:be:ef" or
+// "de ad be ef" (an even number of hex digits). Escapes: \xHH, \0, \n, \r, \t, \\.
+// Throws UsageError naming the pattern.
+PatternSet decode_patterns(const PatternSet& patterns, bool hex, bool escapes);
 
 const char* help_text();
 const char* version_text();

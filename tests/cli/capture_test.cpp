@@ -1,0 +1,443 @@
+// gpufilter on captures, against tshark (Debian's, the independent oracle): for every
+// sample in ../shared/corpus/pcap/, the frames `--match-frame` selects for a string, and
+// for a list of fifty at once, are exactly the frames `tshark -Y 'frame contains ...'`
+// selects; --pcap-out files re-read by tshark list the same frames; --stream finds strings
+// split across TCP segments (the SMTP message, Telnet's one character per packet, and
+// captures built here with 1-byte, out-of-order and retransmitted segments); truncated
+// and corrupt captures keep what came before and exit 2; a live capture on loopback.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <pcap/pcap.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string>& samples() {
+  static const std::vector<std::string> names = {"http.cap",       "dns.cap",          "smtp.pcap",
+                                                 "telnet-raw.pcap", "v6-http.cap",      "syslog_udp.pcap",
+                                                 "syslog-single-udp.trace", "chrome-34-google.trace",
+                                                 "http_redirects.pcapng"};
+  return names;
+}
+
+// Runs a shell command and returns its standard output.
+std::string shell(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  if (p == nullptr) return out;
+  char buffer[65536];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, p)) > 0) out.append(buffer, n);
+  ::pclose(p);
+  return out;
+}
+
+bool have_tshark() { return shell("command -v tshark").find("tshark") != std::string::npos; }
+
+// tshark's display-filter string literal for `s` (printable ASCII only).
+std::string tshark_literal(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::set<long> tshark_frames(const std::string& file, const std::string& filter) {
+  const std::string command = "LC_ALL=C tshark -n -r '" + file + "' -Y '" + filter + "' -T fields -e frame.number 2>/dev/null";
+  std::set<long> frames;
+  std::istringstream in(shell(command));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) frames.insert(std::stol(line));
+  return frames;
+}
+
+std::set<long> json_frames(const std::string& out) {
+  std::set<long> frames;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) frames.insert(json::parse(line).at("frame").get<long>());
+  return frames;
+}
+
+// Printable substrings of the capture's bytes: strings some frames contain.
+std::vector<std::string> strings_of(const std::string& bytes, std::mt19937& rng, std::size_t count) {
+  std::vector<std::string> runs;
+  std::string run;
+  for (const char c : bytes) {
+    if (c >= 0x20 && c < 0x7f && c != '\'') {
+      run += c;
+    } else {
+      if (run.size() >= 4) runs.push_back(run);
+      run.clear();
+    }
+  }
+  std::vector<std::string> picked;
+  for (std::size_t i = 0; i < count && !runs.empty(); ++i) {
+    const std::string& r = runs[rng() % runs.size()];
+    const std::size_t length = std::min<std::size_t>(r.size(), 3 + rng() % 8);
+    picked.push_back(r.substr(rng() % (r.size() - length + 1), length));
+  }
+  picked.push_back("zq_never_in_any_capture");
+  return picked;
+}
+
+class Capture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_tshark()) GTEST_SKIP() << "tshark is not installed (apt install tshark)";
+  }
+};
+
+// Single strings and fifty at once, on every sample, against tshark's frame contains.
+TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
+  std::mt19937 rng(61);
+  TempDir dir;
+  std::size_t compared = 0, selected = 0;
+  for (const std::string& name : samples()) {
+    const std::string path = corpus_path("pcap/" + name);
+    const std::string bytes = read_file(path);
+    const std::vector<std::string> strings = strings_of(bytes, rng, 6);
+    for (const std::string& s : strings) {
+      const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-e", s});
+      const std::set<long> want = tshark_frames(path, "frame contains " + tshark_literal(s));
+      ASSERT_EQ(ours.status, want.empty() ? 1 : 0) << name << " '" << s << "': " << ours.err;
+      EXPECT_EQ(json_frames(ours.out), want) << name << " '" << s << "'";
+      const GrepRun count = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-e", s});
+      EXPECT_EQ(count.out, std::to_string(want.size()) + "\n") << name << " '" << s << "'";
+      compared += 1;
+      selected += want.size();
+    }
+    // Fifty strings in one run: a frame is selected when it contains any of them.
+    const std::vector<std::string> many = strings_of(bytes, rng, 50);
+    std::string filter;
+    for (const std::string& s : many) filter += (filter.empty() ? "" : " || ") + std::string("frame contains ") + tshark_literal(s);
+    const std::string list = dir.write("many-" + name, pattern_file(many));
+    const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-f", list});
+    const std::set<long> want = tshark_frames(path, filter);
+    EXPECT_EQ(json_frames(ours.out), want) << name << " (50 strings)";
+    std::printf("%s: 50 strings: %zu frames selected by both gpufilter and tshark\n", name.c_str(), want.size());
+    compared += 1;
+  }
+  std::printf("tshark comparisons: %zu, frames selected in the single-string runs: %zu\n", compared, selected);
+  EXPECT_GT(selected, 50u);
+}
+
+// Case folding and -v per packet, against tshark's "frame matches (?i)" and "!".
+TEST_F(Capture, IgnoreCaseAndInvertPerPacket) {
+  const std::string path = corpus_path("pcap/http.cap");
+  const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-i", "-e", "content-type"});
+  EXPECT_EQ(json_frames(ours.out), tshark_frames(path, "frame matches \"(?i)content-type\""));
+  const GrepRun inverted = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-v", "-e", "HTTP"});
+  EXPECT_EQ(json_frames(inverted.out), tshark_frames(path, "!(frame contains \"HTTP\")"));
+}
+
+// Binary patterns: -X hex and --escapes select what the same bytes as text select.
+TEST_F(Capture, HexAndEscapedPatterns) {
+  const std::string path = corpus_path("pcap/http.cap");
+  const GrepRun text = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-e", "GET /"});
+  const GrepRun hex = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-X", "-e", "47:45:54:20:2f"});
+  const GrepRun escaped = run_gpufilter({"--pcap", path, "--match-frame", "--json", "--escapes", "-e", "\\x47ET /"});
+  EXPECT_FALSE(json_frames(text.out).empty());
+  EXPECT_EQ(json_frames(hex.out), json_frames(text.out));
+  EXPECT_EQ(json_frames(escaped.out), json_frames(text.out));
+  // CRLF CRLF ends HTTP headers: a pattern with control bytes.
+  const GrepRun crlf = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-X", "0d0a0d0a"});
+  const std::set<long> want = tshark_frames(path, "frame contains 0d:0a:0d:0a");
+  EXPECT_EQ(crlf.out, std::to_string(want.size()) + "\n");
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "-X", "-e", "4g"}).status, 2);
+}
+
+// --pcap-out: tshark reads the file back and lists exactly the selected frames' bytes.
+TEST_F(Capture, PcapOutIsReadByTshark) {
+  TempDir dir;
+  for (const std::string& name : {std::string("http.cap"), std::string("http_redirects.pcapng")}) {
+    const std::string path = corpus_path("pcap/" + name);
+    const std::string out = dir.path() + "/out-" + name + ".pcap";
+    const GrepRun r = run_gpufilter({"--pcap", path, "--match-frame", "--pcap-out", out, "-q", "-e", "HTTP/1."});
+    ASSERT_EQ(r.status, 0) << r.err;
+    // -q stops at the first: compare without it.
+    const GrepRun all = run_gpufilter({"--pcap", path, "--match-frame", "--pcap-out", out, "-c", "-e", "HTTP/1."});
+    const std::set<long> want = tshark_frames(path, "frame contains \"HTTP/1.\"");
+    EXPECT_EQ(all.out, std::to_string(want.size()) + "\n");
+    // The written capture: as many frames, the same lengths and times as tshark's selection.
+    const std::string original =
+        shell("LC_ALL=C tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
+    const std::string written = shell("LC_ALL=C tshark -n -r '" + out + "' -T fields -e frame.len -e frame.time_epoch");
+    EXPECT_EQ(written, original) << name;
+    EXPECT_EQ(json_frames(run_gpufilter({"--pcap", out, "--json", "--match-frame", "-e", "HTTP/1."}).out).size(),
+              want.size());
+  }
+}
+
+// --stream: the SMTP message spans segments; per packet its strings split, as one stream not.
+TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
+  const std::string smtp = corpus_path("pcap/smtp.pcap");
+  // The whole client stream, from tshark: what --stream must see.
+  const std::string follow = shell("LC_ALL=C tshark -n -q -r '" + smtp + "' -z follow,tcp,ascii,0 2>/dev/null");
+  ASSERT_NE(follow.find("MAIL FROM"), std::string::npos);
+  // Strings that straddle two of the client's segments: the last 6 bytes of one segment
+  // and the first 6 of the next, from tshark's own reassembly (one hex line per segment).
+  const std::string raw = shell("LC_ALL=C tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0 2>/dev/null");
+  std::vector<std::string> segments;
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '\t' || line.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < line.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
+    segments.push_back(bytes);
+  }
+  ASSERT_GT(segments.size(), 5u) << raw.substr(0, 400);
+  std::vector<std::string> candidates;
+  for (std::size_t i = 0; i + 1 < segments.size() && candidates.size() < 6; ++i) {
+    if (segments[i].size() < 6 || segments[i + 1].size() < 6) continue;
+    candidates.push_back(segments[i].substr(segments[i].size() - 6) + segments[i + 1].substr(0, 6));
+  }
+  // As --escapes patterns: segments end in CR LF, which a -e argument cannot hold raw.
+  auto escaped = [](const std::string& bytes) {
+    std::string e;
+    for (const char c : bytes) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      e += (c >= 0x21 && c < 0x7f && c != '\\') ? std::string(1, c) : std::string(hex);
+    }
+    return e;
+  };
+  ASSERT_GE(candidates.size(), 3u);
+  std::size_t split = 0;
+  for (const std::string& s : candidates) {
+    const GrepRun packets = run_gpufilter({"--pcap", smtp, "-c", "--escapes", "-e", escaped(s)});
+    const GrepRun stream = run_gpufilter({"--pcap", smtp, "--stream", "--json", "--escapes", "-e", escaped(s)});
+    ASSERT_EQ(stream.status, 0) << s << ": " << stream.err;
+    // The TCP flow's object (a UDP packet, DNS say, could hold the string too).
+    std::istringstream in(stream.out);
+    json flow;
+    for (std::string line; std::getline(in, line);) {
+      const json record = json::parse(line);
+      if (record.at("type") == "flow") {
+        flow = record;
+        break;
+      }
+    }
+    ASSERT_FALSE(flow.is_null()) << s << ": " << stream.out;
+    EXPECT_EQ(flow.at("server").get<std::string>().substr(flow.at("server").get<std::string>().rfind(':')), ":25");
+    EXPECT_EQ(flow.at("patterns").at(0).at("text"), s);
+    EXPECT_EQ(flow.at("first_match").at("direction"), "client");
+    if (packets.out == "0\n") ++split;
+  }
+  EXPECT_GE(split, 3u) << "strings across segment edges that some packet holds whole";
+  std::printf("smtp.pcap: %zu strings straddle two client segments; per packet %zu of them are found nowhere, "
+              "--stream finds all %zu\n",
+              candidates.size(), split, candidates.size());
+  // Telnet: the client types one character per packet: "fake" is only in the stream.
+  const std::string telnet = corpus_path("pcap/telnet-raw.pcap");
+  EXPECT_EQ(run_gpufilter({"--pcap", telnet, "-c", "-e", "ping www.yahoo"}).out, "0\n");
+  EXPECT_EQ(run_gpufilter({"--pcap", telnet, "--stream", "-c", "-e", "ping www.yahoo"}).out, "1\n");
+}
+
+// A TCP flow written by the test with libpcap: "SECRET-TOKEN-12345" in 1-byte segments,
+// shuffled, with retransmissions of overlapping ranges. --stream finds it exactly once;
+// per packet it is nowhere.
+TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
+  TempDir dir;
+  const std::string path = dir.path() + "/built.pcap";
+  const std::string message = "hello ... SECRET-TOKEN-12345 ... bye";
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  pcap_dumper_t* dumper = pcap_dump_open(dead, path.c_str());
+  ASSERT_NE(dumper, nullptr);
+  auto frame = [&](std::uint32_t seq, const std::string& payload, std::uint8_t flags) {
+    std::vector<unsigned char> f(14 + 20 + 20 + payload.size(), 0);
+    f[12] = 0x08;  // IPv4
+    unsigned char* ip = f.data() + 14;
+    ip[0] = 0x45;
+    const std::uint16_t total = static_cast<std::uint16_t>(40 + payload.size());
+    ip[2] = static_cast<unsigned char>(total >> 8);
+    ip[3] = static_cast<unsigned char>(total & 0xff);
+    ip[8] = 64;
+    ip[9] = 6;
+    ip[12] = 10, ip[13] = 0, ip[14] = 0, ip[15] = 1;
+    ip[16] = 10, ip[17] = 0, ip[18] = 0, ip[19] = 2;
+    unsigned char* tcp = ip + 20;
+    tcp[0] = 0x9c, tcp[1] = 0x40;  // 40000
+    tcp[2] = 0x00, tcp[3] = 0x50;  // 80
+    for (int k = 0; k < 4; ++k) tcp[4 + k] = static_cast<unsigned char>(seq >> (24 - 8 * k));
+    tcp[12] = 0x50;
+    tcp[13] = flags;
+    std::copy(payload.begin(), payload.end(), f.begin() + 54);
+    return f;
+  };
+  std::vector<std::vector<unsigned char>> frames;
+  const std::uint32_t isn = 0xfffffff0u;  // the sequence wraps inside the message
+  frames.push_back(frame(isn, "", 0x02));  // SYN
+  std::vector<std::vector<unsigned char>> data;
+  for (std::size_t i = 0; i < message.size(); ++i)
+    data.push_back(frame(isn + 1 + static_cast<std::uint32_t>(i), message.substr(i, 1), 0x18));
+  std::mt19937 rng(3);
+  std::shuffle(data.begin(), data.end(), rng);
+  for (auto& d : data) frames.push_back(d);
+  frames.push_back(frame(isn + 1 + 5, message.substr(5, 12), 0x18));  // overlapping retransmission
+  frames.push_back(frame(isn + 1, message.substr(0, 20), 0x18));
+  frames.push_back(frame(isn + 1 + static_cast<std::uint32_t>(message.size()), "", 0x11));  // FIN
+  pcap_pkthdr h{};
+  h.ts.tv_sec = 1700000000;
+  for (auto& f : frames) {
+    h.caplen = h.len = static_cast<bpf_u_int32>(f.size());
+    ++h.ts.tv_usec;
+    pcap_dump(reinterpret_cast<unsigned char*>(dumper), &h, f.data());
+  }
+  pcap_dump_close(dumper);
+  pcap_close(dead);
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-e", "SECRET-TOKEN"}).out, "0\n");
+  const GrepRun stream = run_gpufilter({"--pcap", path, "--stream", "--json", "-e", "SECRET-TOKEN-12345"});
+  ASSERT_EQ(stream.status, 0) << stream.err;
+  const json flow = json::parse(stream.out.substr(0, stream.out.find('\n')));
+  EXPECT_EQ(flow.at("first_match").at("offset"), message.find("SECRET"));
+  EXPECT_EQ(flow.at("bytes_client"), message.size());  // retransmitted bytes once
+  EXPECT_EQ(std::count(stream.out.begin(), stream.out.end(), '\n'), 1);
+  // --pcap-out with --stream: every packet of the flow.
+  const std::string out = dir.path() + "/flow.pcap";
+  ASSERT_EQ(run_gpufilter({"--pcap", path, "--stream", "--pcap-out", out, "-q", "-e", "SECRET"}).status, 0);
+  EXPECT_EQ(shell("LC_ALL=C tshark -n -r '" + out + "' -T fields -e frame.number | wc -l"),
+            std::to_string(frames.size()) + "\n");
+}
+
+// Cut and corrupted captures: the packets before the damage are matched, the message
+// names the file and the byte, and the exit status is 2.
+TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
+  TempDir dir;
+  const std::string path = corpus_path("pcap/http.cap");
+  const std::string bytes = read_file(path);
+  const std::set<long> all = tshark_frames(path, "frame contains \"HTTP\"");
+  for (const std::size_t cut : {bytes.size() - 7, bytes.size() / 2, std::size_t{24 + 16 + 5}, std::size_t{30}}) {
+    const std::string cut_path = dir.write("cut.pcap", bytes.substr(0, cut));
+    const GrepRun r = run_gpufilter({"--pcap", cut_path, "--match-frame", "--json", "-e", "HTTP"});
+    EXPECT_EQ(r.status, 2) << "cut at " << cut;
+    EXPECT_NE(r.err.find(cut_path), std::string::npos) << r.err;
+    const std::set<long> got = json_frames(r.out);
+    // Every frame tshark reads from the cut file whole is there.
+    const std::set<long> whole = tshark_frames(cut_path, "frame contains \"HTTP\"");
+    for (const long f : whole) EXPECT_TRUE(got.count(f) || !all.count(f)) << "frame " << f << " lost, cut " << cut;
+    if (cut > 24) {
+      EXPECT_NE(r.err.find("byte"), std::string::npos) << r.err;
+    }
+  }
+  // A record header claiming 1 GB.
+  std::string corrupt = bytes;
+  const std::size_t second = 24 + 16 + (static_cast<unsigned char>(bytes[24 + 8]) | static_cast<unsigned char>(bytes[24 + 9]) << 8);
+  corrupt[second + 8] = '\xff';
+  corrupt[second + 9] = '\xff';
+  corrupt[second + 10] = '\xff';
+  corrupt[second + 11] = '\x3f';
+  const GrepRun r = run_gpufilter({"--pcap", dir.write("corrupt.pcap", corrupt), "--match-frame", "-c", "-e", "HTTP"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("corrupt.pcap"), std::string::npos) << r.err;
+  // Not a capture at all; an unsupported link type named.
+  const GrepRun text = run_gpufilter({"--pcap", corpus_path("loghub/OpenSSH_2k.log"), "x"});
+  EXPECT_EQ(text.status, 2);
+  EXPECT_NE(text.err.find("OpenSSH_2k.log"), std::string::npos);
+  std::string user0 = bytes.substr(0, 24);
+  user0[20] = static_cast<char>(147);  // LINKTYPE_USER0
+  user0[21] = user0[22] = user0[23] = 0;
+  const GrepRun odd = run_gpufilter({"--pcap", dir.write("user0.pcap", user0), "x"});
+  EXPECT_EQ(odd.status, 2);
+  EXPECT_NE(odd.err.find("link type"), std::string::npos) << odd.err;
+}
+
+// Standard input, BPF, -m, text output.
+TEST_F(Capture, StandardInputBpfMaxCountAndText) {
+  const std::string path = corpus_path("pcap/smtp.pcap");
+  const std::string bytes = read_file(path);
+  const GrepRun piped = run_gpufilter({"--pcap", "-", "-c", "--match-frame", "-e", "Exim"}, bytes);
+  const GrepRun direct = run_gpufilter({"--pcap", path, "-c", "--match-frame", "-e", "Exim"});
+  EXPECT_EQ(piped.out, direct.out);
+  EXPECT_NE(direct.out, "0\n");
+  const GrepRun bpf = run_gpufilter({"--pcap", path, "--bpf", "src port 25", "--match-frame", "--json", "-e", "250"});
+  EXPECT_EQ(json_frames(bpf.out), tshark_frames(path, "tcp.srcport == 25 && frame contains \"250\""));
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "--bpf", "port banana", "x"}).status, 2);
+  const GrepRun two = run_gpufilter({"--pcap", path, "-m", "2", "--json", "--match-frame", "-e", "250"});
+  EXPECT_EQ(json_frames(two.out).size(), 2u);
+  const GrepRun text = run_gpufilter({"--pcap", path, "-e", "MAIL FROM"});
+  EXPECT_NE(text.out.find("-> 74.53.140.153:25 [AP]"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("matched: MAIL FROM"), std::string::npos) << text.out;
+}
+
+// A live capture on loopback, where the machine lets the test capture.
+TEST_F(Capture, LiveCaptureOnLoopback) {
+  const SpawnedProcess child = spawn_process({gpufilter_binary(), "--interface", "lo", "--bpf", "udp port 47999",
+                                              "--json", "-m", "1", "-e", "live-capture-probe"});
+  ::close(child.in);
+  // Send the probe a few times while the capture starts.
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(47999);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out, err;
+  for (int i = 0; i < 50 && out.empty(); ++i) {
+    const std::string probe = "live-capture-probe " + std::to_string(i);
+    ::sendto(fd, probe.data(), probe.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+    pollfd p[2] = {{child.out, POLLIN, 0}, {child.err, POLLIN, 0}};
+    if (::poll(p, 2, 100) > 0) {
+      char buffer[4096];
+      if (p[0].revents & (POLLIN | POLLHUP)) {
+        const ssize_t n = ::read(child.out, buffer, sizeof buffer);
+        if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
+      }
+      if (p[1].revents & (POLLIN | POLLHUP)) {
+        const ssize_t n = ::read(child.err, buffer, sizeof buffer);
+        if (n > 0) err.append(buffer, static_cast<std::size_t>(n));
+        if (n == 0) break;
+      }
+    }
+  }
+  ::close(fd);
+  ::kill(child.pid, SIGTERM);
+  // A stop must end a live capture even when no packet comes: at most 10 s here.
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 1000 && !exited; ++i) {
+    exited = ::waitpid(child.pid, &status, WNOHANG) == child.pid;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!exited) {
+    ::kill(child.pid, SIGKILL);
+    ::waitpid(child.pid, &status, 0);
+  }
+  EXPECT_TRUE(exited) << "gpufilter --interface did not stop within 10 s of SIGTERM";
+  ::close(child.out);
+  ::close(child.err);
+  if (err.find("CAP_NET_RAW") != std::string::npos || err.find("ermission") != std::string::npos)
+    GTEST_SKIP() << "no capture permission here: " << err;
+  ASSERT_FALSE(out.empty()) << err;
+  const json packet = json::parse(out.substr(0, out.find('\n')));
+  EXPECT_EQ(packet.at("proto"), "UDP");
+  EXPECT_EQ(packet.at("dport"), 47999);
+  EXPECT_EQ(packet.at("payload").get<std::string>().rfind("live-capture-probe", 0), 0u);
+}
+
+}  // namespace
+}  // namespace gpufilter::test
