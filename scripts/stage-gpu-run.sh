@@ -27,5 +27,6 @@ cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/gpupermute .device/bin/
 cp ../shared/corpus/pcap/* .device/corpus/pcap/
 cp "$(command -v rg)" .device/bin/rg
-cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 .device/lib/
+cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 \
+  /lib/x86_64-linux-gnu/libpcap.so.0.8 /lib/x86_64-linux-gnu/libdbus-1.so.3 .device/lib/
 du -sh .device

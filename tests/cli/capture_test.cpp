@@ -56,8 +56,6 @@ std::string shell(const std::string& command) {
   return out;
 }
 
-bool have_tshark() { return shell("command -v tshark").find("tshark") != std::string::npos; }
-
 // tshark's display-filter string literal for `s` (printable ASCII only).
 std::string tshark_literal(const std::string& s) {
   std::string out = "\"";

@@ -187,6 +187,7 @@ Tally compare_with_tshark(const std::string& path) {
 }
 
 TEST(PacketCorpus, EveryPacketAgreesWithTshark) {
+  GPUFILTER_REQUIRE_TSHARK();
   std::size_t total = 0;
   for (const std::string& name : kCaptures) {
     const std::string path = test::corpus_path("pcap/" + name);
@@ -472,6 +473,7 @@ TEST(PacketLinkTypes, HandBuiltFramesDecode) {
 // The same frames in capture files, checked against tshark: the construction itself is
 // right, not only consistent with the decoder. tshark's null dissector reads both orders.
 TEST(PacketLinkTypes, HandBuiltFramesAgreeWithTshark) {
+  GPUFILTER_REQUIRE_TSHARK();
   TempDir dir;
   std::map<std::uint32_t, std::vector<Bytes>> files;
   for (const LinkCase& link : link_cases()) {
@@ -493,6 +495,7 @@ TEST(PacketLinkTypes, HandBuiltFramesAgreeWithTshark) {
 }
 
 TEST(PacketLinkTypes, EthernetPaddingIsNotPayload) {
+  GPUFILTER_REQUIRE_TSHARK();
   // A 10-byte UDP datagram in a frame padded to Ethernet's 60-byte minimum.
   Bytes frame = ethernet(0x0800, ipv4(17, udp(1000, 2000, text("0123456789"))));
   ASSERT_LT(frame.size(), 60u);

@@ -183,6 +183,7 @@ std::vector<Record> structure(const std::string& bytes) {
 // Reading the samples
 
 TEST(PcapReaderFiles, EverySampleAgreesWithTshark) {
+  GPUFILTER_REQUIRE_TSHARK();
   for (const std::string& name : kCaptures) {
     SCOPED_TRACE(name);
     const std::string path = sample(name);
@@ -223,6 +224,7 @@ TEST(PcapReaderFiles, ClassicRecordsMatchTheFileBytes) {
 }
 
 TEST(PcapReaderFiles, PcapngKeepsNanoseconds) {
+  GPUFILTER_REQUIRE_TSHARK();
   const std::string path = sample("http_redirects.pcapng");
   const std::vector<Packet> packets = read_path(path);
   ASSERT_EQ(packets.size(), 271u);
@@ -308,6 +310,7 @@ TEST(PcapReaderStdin, TruncatedPipeReportsTheRecordStart) {
 // BPF
 
 TEST(PcapReaderBpf, CountsAndFrameNumbersEqualTsharkDisplayFilters) {
+  GPUFILTER_REQUIRE_TSHARK();
   // BPF is libpcap's own language; tshark's display filters say the same thing in other
   // words (ICMP errors quoting a TCP header match tcp.port in tshark, not in BPF).
   const std::vector<std::pair<std::string, std::string>> filters = {
@@ -333,6 +336,7 @@ TEST(PcapReaderBpf, CountsAndFrameNumbersEqualTsharkDisplayFilters) {
 }
 
 TEST(PcapReaderBpf, FiltersStandardInputToo) {
+  GPUFILTER_REQUIRE_TSHARK();
   StdinPipe pipe(test::read_file(sample("smtp.pcap")));
   auto reader = PcapReader::open_file("-", "udp");
   const std::vector<Packet> packets = read_all(*reader);
@@ -563,6 +567,7 @@ TEST(PcapReaderCorrupt, PcapngBlockLength) {
 // The writer
 
 TEST(PcapWriter, RoundTripThroughTsharkAndTheReader) {
+  GPUFILTER_REQUIRE_TSHARK();
   TempDir dir;
   for (const std::string& name : kCaptures) {
     SCOPED_TRACE(name);

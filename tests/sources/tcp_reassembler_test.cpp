@@ -162,6 +162,7 @@ const std::vector<std::string> kCaptures = {"chrome-34-google.trace", "dns.cap",
                                             "syslog_udp.pcap",        "telnet-raw.pcap", "v6-http.cap"};
 
 TEST(TcpReassemblerCorpus, EveryStreamEqualsTsharkFollow) {
+  GPUFILTER_REQUIRE_TSHARK();
   std::size_t total_streams = 0;
   for (const std::string& name : kCaptures) {
     SCOPED_TRACE(name);
@@ -196,6 +197,7 @@ TEST(TcpReassemblerCorpus, EveryStreamEqualsTsharkFollow) {
 }
 
 TEST(TcpReassemblerCorpus, SmtpMessageIsWhole) {
+  GPUFILTER_REQUIRE_TSHARK();
   Reassembled ours;
   reassemble_capture(test::corpus_path("pcap/smtp.pcap"), ours);
   ASSERT_EQ(ours.client.size(), 1u);

@@ -31,6 +31,11 @@ std::string setting(const char* variable, const char* built_in) {
 }
 }  // namespace
 
+bool have_tshark() {
+  static const bool found = std::system("tshark -v > /dev/null 2>&1") == 0;
+  return found;
+}
+
 std::string corpus_path(std::string_view relative) {
   return setting("GPUFILTER_CORPUS_DIR", GPUFILTER_CORPUS_DIR) + "/" + std::string(relative);
 }

@@ -28,7 +28,15 @@
     GTEST_SKIP() << "no OpenCL device: " << e.what(); \
   }
 
+// Skips a test that needs tshark (the independent oracle for captures) where it is not
+// installed: CI installs it (scripts/bootstrap.sh); the GPU machine does not have it.
+#define GPUFILTER_REQUIRE_TSHARK()                                                            \
+  if (!gpufilter::test::have_tshark()) GTEST_SKIP() << "tshark is not installed (apt install tshark)"
+
 namespace gpufilter::test {
+
+// Whether the tshark command runs here.
+bool have_tshark();
 
 // `length` bytes drawn uniformly from `alphabet`.
 std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length);
