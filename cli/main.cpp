@@ -22,6 +22,7 @@
 #include "gpufilter/pipeline/matcher.hpp"
 #include "gpufilter/pipeline/pipeline.hpp"
 #include "gpufilter/sinks/grep_printer.hpp"
+#include "gpufilter/sinks/json.hpp"
 #include "gpufilter/sinks/json_printer.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/sources/notices.hpp"
@@ -106,13 +107,9 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out + "\"";
+  std::string out;
+  json::append_quoted(out, s);
+  return out;
 }
 
 // True when this run takes the host engine: asked for, or expected to be fastest for this

@@ -22,7 +22,7 @@
 
 #include "gpufilter/pipeline/errors.hpp"
 #include "gpufilter/pipeline/record_scanner.hpp"
-#include "gpufilter/sinks/json_printer.hpp"
+#include "gpufilter/sinks/json.hpp"
 #include "gpufilter/sources/packet.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"
@@ -314,15 +314,21 @@ class CaptureRun {
   void stream_bytes(std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
     Flow& f = flows_[flow];
     std::string& carry = f.carry[direction];
-    std::string record = carry;
-    record.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     f.bytes[direction] += bytes.size();
     record_offsets_.push_back(offset - carry.size());
     records_.add((flow << 2) | static_cast<std::uint64_t>(direction),
-                 std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(record.data()), record.size()),
-                 carry.size());
-    carry = record.substr(record.size() - std::min(record.size(), carry_));
+                 std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(carry.data()), carry.size()),
+                 bytes);
+    // The next piece's carry: the last carry_ bytes of carry + bytes.
+    const char* tail = reinterpret_cast<const char*>(bytes.data());
+    if (bytes.size() >= carry_) {
+      carry.assign(tail + bytes.size() - carry_, carry_);
+    } else {
+      carry.append(tail, bytes.size());
+      carry.erase(0, carry.size() - std::min(carry.size(), carry_));
+    }
   }
+
 
   // Which patterns match in `bytes` under -w/-x; the unique ids, ascending.
   void valid_ids(std::string_view bytes, std::span<const Occurrence> occurrences) {
@@ -440,11 +446,11 @@ class CaptureRun {
     for (std::size_t i = 0; i < ids.size(); ++i) {
       if (i > 0) s += ',';
       s += "{\"id\":" + std::to_string(pattern_id_[ids[i]]) + ",\"text\":\"";
-      const bool valid = JsonPrinter::append_escaped(s, pattern_text_[ids[i]]);
+      const bool valid = json::append_escaped(s, pattern_text_[ids[i]]);
       s += '"';
       if (!valid) {
         s += ",\"text_base64\":\"";
-        JsonPrinter::append_base64(s, pattern_text_[ids[i]]);
+        json::append_base64(s, pattern_text_[ids[i]]);
         s += '"';
       }
       s += '}';
@@ -456,7 +462,7 @@ class CaptureRun {
     const PacketInfo& info = p.info;
     if (o_.json) {
       std::string s = "{\"type\":\"packet\",\"source\":\"";
-      JsonPrinter::append_escaped(s, name_);
+      json::append_escaped(s, name_);
       s += "\",\"frame\":" + std::to_string(p.raw.index) + ",\"time\":\"" +
            timestamp(p.raw.seconds, p.raw.nanoseconds, nano_) + "\",\"proto\":\"" + protocol_name(info) + "\"";
       if (info.ip_version != 0) {
@@ -469,9 +475,9 @@ class CaptureRun {
            ",\"record_length\":" + std::to_string(record.size()) + ",";
       json_patterns(s, ids_);
       s += ",\"payload\":\"";
-      JsonPrinter::append_escaped(s, record);
+      json::append_escaped(s, record);
       s += "\",\"payload_base64\":\"";
-      JsonPrinter::append_base64(s, record);
+      json::append_base64(s, record);
       s += "\"}";
       out_.write(s);
       out_.end_line();
@@ -512,7 +518,7 @@ class CaptureRun {
     const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
     if (o_.json) {
       std::string s = "{\"type\":\"flow\",\"source\":\"";
-      JsonPrinter::append_escaped(s, name_);
+      json::append_escaped(s, name_);
       s += "\",\"flow\":" + std::to_string(flow) + ",\"proto\":\"TCP\",\"start\":\"" +
            timestamp(f.seconds, f.nanoseconds, nano_) + "\",\"client\":\"" + endpoint(f.first, true) +
            "\",\"server\":\"" + endpoint(f.first, false) + "\",\"packets\":" + std::to_string(f.packets) +

@@ -2,6 +2,8 @@
 // the JSON-lines and webhook outputs send (docs/ALERTS.md documents the schema).
 #include "gpufilter/daemon/alert.hpp"
 
+#include "gpufilter/sinks/json.hpp"
+
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -15,70 +17,7 @@ void append_number(std::string& out, std::uint64_t value) {
   out.append(digits, static_cast<std::size_t>(r.ptr - digits));
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF). The same rule as sinks/json_printer.cpp, which the
-// daemon does not link.
-std::size_t utf8_length(const std::string& s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  const std::size_t left = s.size() - i;
-  const auto cont = [&](std::size_t k) { return (byte(i + k) & 0xC0) == 0x80; };
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(1) || !cont(2)) return 0;
-    const unsigned char c1 = byte(i + 1);
-    if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-    if (c == 0xED && c1 > 0x9F) return 0;  // surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
-    const unsigned char c1 = byte(i + 1);
-    if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-    if (c == 0xF4 && c1 > 0x8F) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-void append_quoted(std::string& out, const std::string& text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (std::size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_length(text, i);
-      if (n == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD, one per byte that is not part of valid UTF-8
-        ++i;
-      } else {
-        out.append(text, i, n);
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
-  }
-  out += '"';
-}
+void append_quoted(std::string& out, const std::string& text) { json::append_quoted(out, text); }
 
 void append_object(std::string& out, const std::map<std::string, std::string>& map) {
   out += '{';

@@ -8,6 +8,8 @@
 // parsers reject, with U+FFFD.
 #include "gpufilter/daemon/log.hpp"
 
+#include "gpufilter/sinks/json.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,84 +97,6 @@ void append_logfmt_value(std::string& out, std::string_view value) {
   out += '"';
 }
 
-// ---------------------------------------------------------------------------------------
-// JSON
-
-// The length of the valid UTF-8 sequence at text[i], or 0 when it is not one (overlong
-// forms, surrogates and code points above U+10FFFF included).
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char c = byte(i);
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
-  if (c >= 0xc2 && c <= 0xdf) {
-    length = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    length = 3;
-    if (c == 0xe0) low = 0xa0;   // overlong
-    if (c == 0xed) high = 0x9f;  // surrogates
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    length = 4;
-    if (c == 0xf0) low = 0x90;   // overlong
-    if (c == 0xf4) high = 0x8f;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
-  for (std::size_t k = 2; k < length; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
-  }
-  return length;
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (std::size_t i = 0; i < text.size();) {
-    const char c = text[i];
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x80) {
-      const std::size_t length = utf8_sequence(text, i);
-      if (length == 0) {
-        out += "\xef\xbf\xbd";  // U+FFFD for each byte that starts no valid sequence
-        ++i;
-      } else {
-        out.append(text.substr(i, length));
-        i += length;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (u < ' ') append_hex_escape(out, u);
-        else out += c;
-    }
-    ++i;
-  }
-  out += '"';
-}
-
 // The whole line in one write(2): a blocking pipe or terminal takes it at once; the loop
 // only covers signals and short writes. A log that cannot be written is dropped, as
 // there is nowhere left to report it.
@@ -197,16 +121,16 @@ void Log::write(std::string_view level, std::string_view message, const Fields& 
   line.reserve(64 + message.size() + fields.size() * 24);
   if (format_ == Format::kJson) {
     line += "{\"time\":";
-    append_json_string(line, time);
+    json::append_quoted(line, time);
     line += ",\"level\":";
-    append_json_string(line, level);
+    json::append_quoted(line, level);
     line += ",\"msg\":";
-    append_json_string(line, message);
+    json::append_quoted(line, message);
     for (const auto& [key, value] : fields) {
       line += ',';
-      append_json_string(line, key);
+      json::append_quoted(line, key);
       line += ':';
-      append_json_string(line, value);
+      json::append_quoted(line, value);
     }
     line += '}';
   } else {

@@ -7,6 +7,21 @@ namespace gpufilter {
 
 RecordScanner::RecordScanner(Scanner& scanner, Deliver deliver) : scanner_(scanner), deliver_(std::move(deliver)) {}
 
+// Room for `size` more bytes in the chunk being filled: a full chunk is submitted first,
+// and a slot is waited for when every one is in flight.
+char* RecordScanner::reserve(std::size_t size) {
+  if (current_ != nullptr && fill_ + size > scanner_.chunk_bytes()) submit();
+  if (current_ == nullptr) {
+    current_ = scanner_.acquire();
+    while (current_ == nullptr) {
+      deliver_oldest();
+      current_ = scanner_.acquire();
+    }
+    fill_ = 0;
+  }
+  return current_->staging() + fill_;
+}
+
 void RecordScanner::add(std::uint64_t tag, std::span<const std::uint8_t> bytes, std::size_t overlap) {
   const std::size_t capacity = scanner_.chunk_bytes();
   const std::size_t carry = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
@@ -22,18 +37,26 @@ void RecordScanner::add(std::uint64_t tag, std::span<const std::uint8_t> bytes, 
     }
     return;
   }
-  if (current_ != nullptr && fill_ + bytes.size() > capacity) submit();
-  if (current_ == nullptr) {
-    current_ = scanner_.acquire();
-    while (current_ == nullptr) {
-      deliver_oldest();
-      current_ = scanner_.acquire();
-    }
-    fill_ = 0;
-  }
-  if (!bytes.empty()) std::memcpy(current_->staging() + fill_, bytes.data(), bytes.size());
+  char* at = reserve(bytes.size());
+  if (!bytes.empty()) std::memcpy(at, bytes.data(), bytes.size());
   entries_.push_back(Entry{tag, fill_, fill_ + bytes.size(), std::min(overlap, bytes.size())});
   fill_ += bytes.size();
+}
+
+void RecordScanner::add(std::uint64_t tag, std::span<const std::uint8_t> carried,
+                        std::span<const std::uint8_t> bytes) {
+  const std::size_t size = carried.size() + bytes.size();
+  if (size > scanner_.chunk_bytes()) {
+    joined_.assign(carried.begin(), carried.end());
+    joined_.insert(joined_.end(), bytes.begin(), bytes.end());
+    add(tag, joined_, carried.size());
+    return;
+  }
+  char* at = reserve(size);
+  if (!carried.empty()) std::memcpy(at, carried.data(), carried.size());
+  if (!bytes.empty()) std::memcpy(at + carried.size(), bytes.data(), bytes.size());
+  entries_.push_back(Entry{tag, fill_, fill_ + size, carried.size()});
+  fill_ += size;
 }
 
 void RecordScanner::submit() {

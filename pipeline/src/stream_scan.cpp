@@ -122,7 +122,7 @@ void StreamScanLoop::deliver_oldest() {
 void StreamScanLoop::deliver(const Chunk& chunk, std::span<const Occurrence> occurrences,
                              const std::vector<BatchEntry>& entries) {
   std::size_t index = 0;  // occurrences are sorted by position; entries by their bytes
-  std::vector<Occurrence> piece_occurrences;
+  std::vector<Occurrence>& piece_occurrences = scratch_;
   for (const BatchEntry& e : entries) {
     switch (e.kind) {
       case BatchEntry::Kind::kOpen: consumer_.open(e); break;

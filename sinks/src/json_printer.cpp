@@ -1,5 +1,7 @@
 #include "gpufilter/sinks/json_printer.hpp"
 
+#include "gpufilter/sinks/json.hpp"
+
 #include <charconv>
 
 namespace gpufilter {
@@ -11,113 +13,23 @@ void append_number(std::string& out, std::uint64_t value) {
   out.append(digits, static_cast<std::size_t>(r.ptr - digits));
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0 (RFC 3629: no overlong forms, no
-// surrogates, nothing past U+10FFFF).
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  const std::size_t left = s.size() - i;
-  auto cont = [&](std::size_t k) { return (byte(i + k) & 0xC0) == 0x80; };
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return left >= 2 && cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (left < 3 || !cont(1) || !cont(2)) return 0;
-    const unsigned char c1 = byte(i + 1);
-    if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-    if (c == 0xED && c1 > 0x9F) return 0;  // surrogates
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (left < 4 || !cont(1) || !cont(2) || !cont(3)) return 0;
-    const unsigned char c1 = byte(i + 1);
-    if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-    if (c == 0xF4 && c1 > 0x8F) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
 }  // namespace
-
-bool JsonPrinter::append_escaped(std::string& out, std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  bool valid = true;
-  for (std::size_t i = 0; i < bytes.size();) {
-    const unsigned char c = static_cast<unsigned char>(bytes[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_length(bytes, i);
-      if (n == 0) {
-        out += "\xEF\xBF\xBD";  // U+FFFD
-        valid = false;
-        ++i;
-      } else {
-        out.append(bytes.data() + i, n);
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
-  }
-  return valid;
-}
-
-void JsonPrinter::append_base64(std::string& out, std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::size_t i = 0;
-  auto at = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[k])); };
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const std::uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i + 1 == bytes.size()) {
-    const std::uint32_t v = at(i) << 16;
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == bytes.size()) {
-    const std::uint32_t v = at(i) << 16 | at(i + 1) << 8;
-    out += kAlphabet[v >> 18];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
-}
 
 JsonPrinter::JsonPrinter(Output& out, std::vector<Pattern> given) : out_(out) {
   pattern_json_.reserve(given.size());
   for (const Pattern& p : given) {
-    std::string json = "{\"id\":";
-    append_number(json, p.id);
-    json += ",\"text\":\"";
-    const bool valid = append_escaped(json, p.text);
-    json += '"';
+    std::string object = "{\"id\":";
+    append_number(object, p.id);
+    object += ",\"text\":\"";
+    const bool valid = json::append_escaped(object, p.text);
+    object += '"';
     if (!valid) {
-      json += ",\"text_base64\":\"";
-      append_base64(json, p.text);
-      json += '"';
+      object += ",\"text_base64\":\"";
+      json::append_base64(object, p.text);
+      object += '"';
     }
-    json += '}';
-    pattern_json_.push_back(std::move(json));
+    object += '}';
+    pattern_json_.push_back(std::move(object));
   }
 }
 
@@ -127,7 +39,7 @@ void JsonPrinter::record(const LineMatch& line, std::string_view type) {
   b += "{\"type\":\"";
   b += type;
   b += "\",\"source\":\"";
-  append_escaped(b, line.source);
+  json::append_escaped(b, line.source);
   b += "\",\"line_number\":";
   append_number(b, line.number);
   b += ",\"offset\":";
@@ -138,11 +50,11 @@ void JsonPrinter::record(const LineMatch& line, std::string_view type) {
     b += pattern_json_[line.patterns[i]];
   }
   b += "],\"line\":\"";
-  const bool valid = append_escaped(b, line.line);
+  const bool valid = json::append_escaped(b, line.line);
   b += '"';
   if (!valid) {
     b += ",\"line_base64\":\"";
-    append_base64(b, line.line);
+    json::append_base64(b, line.line);
     b += '"';
   }
   b += '}';

@@ -44,18 +44,6 @@ const std::vector<std::string>& samples() {
   return names;
 }
 
-// Runs a shell command and returns its standard output.
-std::string shell(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buffer[65536];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, p)) > 0) out.append(buffer, n);
-  ::pclose(p);
-  return out;
-}
-
 // tshark's display-filter string literal for `s` (printable ASCII only).
 std::string tshark_literal(const std::string& s) {
   std::string out = "\"";
@@ -67,9 +55,9 @@ std::string tshark_literal(const std::string& s) {
 }
 
 std::set<long> tshark_frames(const std::string& file, const std::string& filter) {
-  const std::string command = "LC_ALL=C tshark -n -r '" + file + "' -Y '" + filter + "' -T fields -e frame.number 2>/dev/null";
+  const std::string command = "tshark -n -r '" + file + "' -Y '" + filter + "' -T fields -e frame.number";
   std::set<long> frames;
-  std::istringstream in(shell(command));
+  std::istringstream in(command_output(command));
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) frames.insert(std::stol(line));
   return frames;
@@ -184,8 +172,8 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
     EXPECT_EQ(all.out, std::to_string(want.size()) + "\n");
     // The written capture: as many frames, the same lengths and times as tshark's selection.
     const std::string original =
-        shell("LC_ALL=C tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
-    const std::string written = shell("LC_ALL=C tshark -n -r '" + out + "' -T fields -e frame.len -e frame.time_epoch");
+        command_output("tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
+    const std::string written = command_output("tshark -n -r '" + out + "' -T fields -e frame.len -e frame.time_epoch");
     EXPECT_EQ(written, original) << name;
     EXPECT_EQ(json_frames(run_gpufilter({"--pcap", out, "--json", "--match-frame", "-e", "HTTP/1."}).out).size(),
               want.size());
@@ -196,11 +184,11 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
 TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
   const std::string smtp = corpus_path("pcap/smtp.pcap");
   // The whole client stream, from tshark: what --stream must see.
-  const std::string follow = shell("LC_ALL=C tshark -n -q -r '" + smtp + "' -z follow,tcp,ascii,0 2>/dev/null");
+  const std::string follow = command_output("tshark -n -q -r '" + smtp + "' -z follow,tcp,ascii,0");
   ASSERT_NE(follow.find("MAIL FROM"), std::string::npos);
   // Strings that straddle two of the client's segments: the last 6 bytes of one segment
   // and the first 6 of the next, from tshark's own reassembly (one hex line per segment).
-  const std::string raw = shell("LC_ALL=C tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0 2>/dev/null");
+  const std::string raw = command_output("tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0");
   std::vector<std::string> segments;
   std::istringstream lines(raw);
   for (std::string line; std::getline(lines, line);) {
@@ -319,7 +307,7 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   // --pcap-out with --stream: every packet of the flow.
   const std::string out = dir.path() + "/flow.pcap";
   ASSERT_EQ(run_gpufilter({"--pcap", path, "--stream", "--pcap-out", out, "-q", "-e", "SECRET"}).status, 0);
-  EXPECT_EQ(shell("LC_ALL=C tshark -n -r '" + out + "' -T fields -e frame.number | wc -l"),
+  EXPECT_EQ(command_output("tshark -n -r '" + out + "' -T fields -e frame.number | wc -l"),
             std::to_string(frames.size()) + "\n");
 }
 

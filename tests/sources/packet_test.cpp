@@ -28,6 +28,9 @@
 namespace gpufilter {
 namespace {
 
+using gpufilter::test::command_output;
+using gpufilter::test::shell_quote;
+
 using Bytes = std::vector<std::uint8_t>;
 
 const std::vector<std::string> kCaptures = {"chrome-34-google.trace", "dns.cap",         "http.cap",
@@ -37,23 +40,6 @@ const std::vector<std::string> kCaptures = {"chrome-34-google.trace", "dns.cap",
 // ---------------------------------------------------------------------------------------
 // tshark, the oracle
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Standard output of a shell command (LC_ALL=C, standard error dropped).
-std::string command_output(const std::string& command) {
-  FILE* pipe = ::popen(("LC_ALL=C " + command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
-  std::string out;
-  char buffer[65536];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
 
 const std::vector<std::string> kFields = {"frame.number", "ip.src",      "ipv6.src",    "tcp.srcport", "udp.srcport",
                                           "tcp.len",      "udp.length",  "tcp.seq_raw", "tcp.flags",   "ip.dst",

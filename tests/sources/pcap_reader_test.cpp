@@ -35,6 +35,9 @@
 namespace gpufilter {
 namespace {
 
+using gpufilter::test::command_output;
+using gpufilter::test::shell_quote;
+
 using Bytes = std::vector<std::uint8_t>;
 
 const std::vector<std::string> kCaptures = {"chrome-34-google.trace", "dns.cap",         "http.cap",
@@ -43,22 +46,6 @@ const std::vector<std::string> kCaptures = {"chrome-34-google.trace", "dns.cap",
 
 std::string sample(const std::string& name) { return test::corpus_path("pcap/" + name); }
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string command_output(const std::string& command) {
-  FILE* pipe = ::popen(("LC_ALL=C " + command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
-  std::string out;
-  char buffer[65536];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

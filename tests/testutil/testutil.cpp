@@ -10,6 +10,7 @@
 #include <csignal>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -34,6 +35,23 @@ std::string setting(const char* variable, const char* built_in) {
 bool have_tshark() {
   static const bool found = std::system("tshark -v > /dev/null 2>&1") == 0;
   return found;
+}
+
+std::string command_output(const std::string& command) {
+  FILE* pipe = ::popen(("LC_ALL=C " + command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("popen failed: " + command);
+  std::string out;
+  char buffer[65536];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  ::pclose(pipe);
+  return out;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 std::string corpus_path(std::string_view relative) {

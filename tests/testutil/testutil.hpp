@@ -37,6 +37,10 @@ namespace gpufilter::test {
 
 // Whether the tshark command runs here.
 bool have_tshark();
+// Standard output of a shell command (LC_ALL=C, standard error dropped).
+std::string command_output(const std::string& command);
+// `text` as one single-quoted shell word.
+std::string shell_quote(const std::string& text);
 
 // `length` bytes drawn uniformly from `alphabet`.
 std::string random_string(std::mt19937& rng, const std::string& alphabet, std::size_t length);

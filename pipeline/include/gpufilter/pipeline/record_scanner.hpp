@@ -35,6 +35,9 @@ class RecordScanner {
   // are delivered when every slot is in flight. A record longer than a chunk is split
   // into pieces that overlap by the longest pattern - 1 bytes (delivered under one tag).
   void add(std::uint64_t tag, std::span<const std::uint8_t> bytes, std::size_t overlap = 0);
+  // A stream's next piece: `carried` (its overlap, the previous piece's tail) then `bytes`,
+  // copied into the chunk without joining them first.
+  void add(std::uint64_t tag, std::span<const std::uint8_t> carried, std::span<const std::uint8_t> bytes);
   // Submits the partial chunk and delivers every result.
   void finish();
   // Submits the partial chunk and delivers every result (a live capture went quiet).
@@ -48,6 +51,7 @@ class RecordScanner {
     std::uint64_t tag;
     std::size_t begin, end, overlap;
   };
+  char* reserve(std::size_t size);
   void submit();
   void deliver_oldest();
 
@@ -58,6 +62,7 @@ class RecordScanner {
   std::vector<Entry> entries_;               // of the chunk being filled
   std::deque<std::vector<Entry>> in_flight_;  // of the submitted chunks, in order
   std::vector<Occurrence> scratch_;
+  std::vector<std::uint8_t> joined_;  // a carried piece longer than a chunk, joined to split it
   std::uint64_t seq_ = 0, bytes_ = 0, chunks_ = 0;
 };
 

@@ -88,6 +88,7 @@ class StreamScanLoop {
   std::chrono::milliseconds idle_wait_;
   std::deque<InFlight> in_flight_;
   std::unordered_map<StreamId, std::uint64_t> acks_;  // delivered, not yet flushed
+  std::vector<Occurrence> scratch_;  // one entry's occurrences, relative to its piece
   std::mutex tasks_mutex_;
   std::vector<std::function<void()>> tasks_;
   std::atomic<bool> has_tasks_{false};

@@ -37,11 +37,6 @@ class JsonPrinter final : public Sink {
   void context(const LineMatch& line) override;
   void flush() override;
 
-  // Appends `bytes` as the body of a JSON string (no quotes); false when some byte was not
-  // valid UTF-8 (written as U+FFFD).
-  static bool append_escaped(std::string& out, std::string_view bytes);
-  static void append_base64(std::string& out, std::string_view bytes);
-
  private:
   void record(const LineMatch& line, std::string_view type);
 
