@@ -72,16 +72,15 @@ class StderrNotices final : public Notices {
 };
 
 // --engine=auto. The host engine (Hyperscan on every core) is faster than a CPU OpenCL
-// device such as PoCL for sets up to kHostMaxPatterns literals. On a GPU the OpenCL path
+// device such as PoCL for sets up to kHostEngineMaxPatterns literals. On a GPU the OpenCL path
 // has a fixed cost of about 0.4 s (NVIDIA's driver start-up and exit) that its higher
 // steady state repays only over large inputs: on the H200 with 16 cores, 17 GB with 100
 // literals took 0.80 s on the host engine and 0.84 s on the GPU. So up to
-// kHostMaxPatterns literals a GPU is used only for regular files of at least kGpuMinBytes
+// kHostEngineMaxPatterns literals a GPU is used only for regular files of at least kGpuMinBytes
 // in all, and never for a single literal (0.51 s against 0.73 s for those 17 GB), nor for
 // streams, where the host engine's 3 ms start-up also keeps the latency low. Larger sets
 // always go to the device: Hyperscan's compile and scan slow down sharply past them.
 // docs/PERFORMANCE.md has the measurements.
-constexpr std::size_t kHostMaxPatterns = 10'000;
 constexpr std::size_t kHostOnGpu = 1;
 constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
 // With a device engine, chunks smaller than this are scanned on the host (the same trie,
@@ -117,14 +116,14 @@ std::string json_string(std::string_view s) {
 bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec,
                      std::optional<std::uint64_t> input_bytes) {
   if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
-  const bool host_even_on_a_gpu = patterns <= kHostMaxPatterns &&
+  const bool host_even_on_a_gpu = patterns <= kHostEngineMaxPatterns &&
                                   (patterns <= kHostOnGpu || !input_bytes || *input_bytes < kGpuMinBytes);
   // Then the device does not matter, and asking OpenCL would cost its start-up (about
   // 100 ms for NVIDIA's driver, more for PoCL's first run).
   if (host_even_on_a_gpu && spec.empty()) return true;
   try {
     const DeviceInfo info = find_device(spec);
-    if (patterns > kHostMaxPatterns) return false;
+    if (patterns > kHostEngineMaxPatterns) return false;
     return !info.is_gpu || host_even_on_a_gpu;
   } catch (const NoDeviceError&) {
     if (!spec.empty()) throw;  // a device was asked for by name

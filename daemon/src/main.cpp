@@ -91,15 +91,14 @@ struct ScanEngine {
 };
 
 // engine auto: a GPU always; a CPU OpenCL device (PoCL) only for sets too large for the
-// host engine (Hyperscan), as gpufilter --engine=auto decides (docs/PERFORMANCE.md).
-constexpr std::size_t kHostMaxPatterns = 10'000;
+// host engine (kHostEngineMaxPatterns), as gpufilter --engine=auto decides.
 
 std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available) {
   auto e = std::make_shared<ScanEngine>();
   e->rules = std::make_shared<RuleSet>(config.rules);
   DeviceContext* device = available;
   if (device != nullptr && config.engine == "auto" && !device->info().is_gpu &&
-      e->rules->patterns().size() <= kHostMaxPatterns)
+      e->rules->patterns().size() <= kHostEngineMaxPatterns)
     device = nullptr;
   const std::size_t batch = std::max<std::size_t>(kBatchBytes, config.max_line_bytes + 1);
   ScanConfig scanning;

@@ -7,6 +7,7 @@
 
 #include <concurrentqueue/blockingconcurrentqueue.h>
 
+#include <cstddef>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,11 @@
 #include "gpufilter/pipeline/scanner.hpp"
 
 namespace gpufilter {
+
+// Up to this many literals the host engine (Hyperscan on every core) outscans a CPU
+// OpenCL device such as PoCL; past it Hyperscan's compile and scan slow down sharply.
+// Both gpufilter's and gpufilterd's engine choices start from it (docs/PERFORMANCE.md).
+inline constexpr std::size_t kHostEngineMaxPatterns = 10'000;
 
 class HostScanner final : public Scanner {
  public:
