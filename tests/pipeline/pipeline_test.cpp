@@ -475,11 +475,9 @@ TEST(Pipeline, SherlockWithNul) {
     for (const RunConfig& rc : {RunConfig{64, 2, {}, true}, RunConfig{50, 3, {5, 1000}, true}})
       ASSERT_EQ(diff(big.events, run_pipeline(*dev, matcher, options, text, rc).events), "") << rc.describe();
     // -a: the NUL is an ordinary byte; the model applies.
-    const RunResult text_mode = run_pipeline(*dev, matcher, [&] {
-      SearchOptions o = options;
-      o.binary_files = BinaryFiles::kText;
-      return o;
-    }(), text, RunConfig{}, false);
+    SearchOptions text_options = options;
+    text_options.binary_files = BinaryFiles::kText;
+    const RunResult text_mode = run_pipeline(*dev, matcher, text_options, text, RunConfig{}, false);
     ASSERT_EQ(diff(Model(patterns, matcher.table(), options).run(text), text_mode.events), "") << "-a vs model";
   }
 }

@@ -1,0 +1,26 @@
+# Sanitizer and fuzzing instrumentation, set once for every target of the build.
+#   -DGPUFILTER_SANITIZE=address,undefined   AddressSanitizer + UndefinedBehaviorSanitizer
+#   -DGPUFILTER_SANITIZE=thread              ThreadSanitizer
+#   -DGPUFILTER_FUZZ=ON                      libFuzzer coverage on every target (clang), and
+#                                            the fuzz targets of tests/fuzz/
+# scripts/sanitize.sh builds and runs these jobs; docs/RELIABILITY.md says what each covers.
+if(GPUFILTER_SANITIZE)
+  if(NOT GPUFILTER_SANITIZE MATCHES "^(address,undefined|undefined,address|address|undefined|thread)$")
+    message(FATAL_ERROR "GPUFILTER_SANITIZE: expected address,undefined or thread, got '${GPUFILTER_SANITIZE}'")
+  endif()
+  # No recovery: the first report fails the test that caused it. Frame pointers keep the
+  # reports' stacks whole at -O1.
+  add_compile_options(-fsanitize=${GPUFILTER_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${GPUFILTER_SANITIZE})
+  # A macro the code can test where a sanitizer changes what is measurable (RSS bounds).
+  add_compile_definitions(GPUFILTER_SANITIZED=1)
+endif()
+
+if(GPUFILTER_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "GPUFILTER_FUZZ needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Coverage feedback for every library the fuzz targets reach; only the targets link the
+  # fuzzer's main (tests/fuzz/CMakeLists.txt).
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
