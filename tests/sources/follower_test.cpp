@@ -38,6 +38,7 @@
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/follower.hpp"
 #include "gpufilter/sources/notices.hpp"
+#include "testutil/testutil.hpp"
 
 namespace gpufilter {
 namespace {
@@ -448,20 +449,6 @@ class FollowerTest : public testing::TestWithParam<Mode> {
   TempDir dir_;
 };
 
-// The process's resident set, in KiB.
-long rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      status >> kib;
-      return kib;
-    }
-    status.ignore(1 << 20, '\n');
-  }
-  return -1;
-}
 
 // Bytes this process has read through read()/pread() so far.
 long long read_chars() {
@@ -661,17 +648,17 @@ TEST_P(FollowerTest, BackpressureBoundsMemoryAndLosesNothing) {
 
   run.consumer().pause(true);
   std::this_thread::sleep_for(50ms);
-  const long rss_before = rss_kib();
+  const long memory_before = gpufilter::test::memory_in_use_kib();
   const long long read_before = read_chars();
   constexpr std::uint64_t kLines = 400000;  // about 22 MB; the channel holds 192 KiB
   writer.lines(kLines);
   std::this_thread::sleep_for(10 * kPoll);
-  const long rss_growth = rss_kib() - rss_before;
+  const long memory_growth = gpufilter::test::memory_in_use_kib() - memory_before;
   const long long read = read_chars() - read_before;
   const std::size_t file_size = std::filesystem::file_size(path);
-  std::printf("[ %s ] backpressure: file %zu bytes, RSS grew %ld KiB, %lld bytes read while paused\n", mode(),
-              file_size, rss_growth, read);
-  EXPECT_LT(rss_growth, 8 * 1024) << "KiB: the Follower read on while the channel was full";
+  std::printf("[ %s ] backpressure: file %zu bytes, memory grew %ld KiB, %lld bytes read while paused\n", mode(),
+              file_size, memory_growth, read);
+  EXPECT_LT(memory_growth, 8 * 1024) << "KiB: the Follower read on while the channel was full";
   if (!GetParam().inotify) {
     // Without inotify every byte this process read is the Follower's (the channel plus a
     // read or two). With inotify the event reads count too, so only the RSS tells.

@@ -17,6 +17,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#if defined(GPUFILTER_SANITIZED)
+#include <sanitizer/allocator_interface.h>
+#endif
+
 #include "gpufilter/pipeline/reference_matcher.hpp"
 
 extern char** environ;
@@ -52,6 +56,24 @@ std::string shell_quote(const std::string& text) {
   std::string out = "'";
   for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+long memory_in_use_kib() {
+#if defined(GPUFILTER_SANITIZED)
+  return static_cast<long>(__sanitizer_get_current_allocated_bytes() / 1024);
+#else
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      long kib = 0;
+      status >> kib;
+      return kib;
+    }
+    status.ignore(1 << 20, '\n');
+  }
+  return -1;
+#endif
 }
 
 std::string corpus_path(std::string_view relative) {

@@ -61,6 +61,11 @@ std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& act
 PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
                            const std::string& text, bool keep_newlines = false);
 
+// The memory this process holds, in KiB, for tests that bound its growth: the resident set
+// (VmRSS), except in sanitizer builds, where the RSS mostly measures the sanitizer's
+// quarantine of freed blocks and its shadow memory; there it is the heap in use.
+long memory_in_use_kib();
+
 // Path of a file in ../shared/corpus (e.g. "loghub/OpenSSH_2k.log").
 std::string corpus_path(std::string_view relative);
 std::string read_file(const std::string& path);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The sanitizer jobs of the test suite (docs/RELIABILITY.md), each in its own build tree,
+# compiled by clang:
+#   scripts/sanitize.sh address [BUILD_DIR]  AddressSanitizer + UndefinedBehaviorSanitizer,
+#       with libFuzzer coverage: every test, the fuzz targets' corpus replays included.
+#       Default BUILD_DIR: build-asan (scripts/fuzz.sh short runs the fuzz targets built there).
+#   scripts/sanitize.sh thread [BUILD_DIR]   ThreadSanitizer: the tests labelled `concurrency`
+#       (pipeline, sockets, followers, the daemon, the CLI's streaming modes). Default: build-tsan.
+# A report fails the test that caused it, in the test process or in a gpufilter or gpufilterd
+# it started: the options below make every report fatal with an exit status (86, 66) that no
+# test expects from gpufilter, whose own statuses are 0, 1 and 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:?usage: scripts/sanitize.sh address|thread [BUILD_DIR]}
+jobs=$(nproc)
+
+configure() {  # configure DIR SANITIZERS [EXTRA...]
+  local dir=$1 sanitizers=$2
+  shift 2
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+    -DGPUFILTER_SANITIZE="$sanitizers" -DGPUFILTER_BUILD_TESTS=ON -DGPUFILTER_BUILD_BENCH=OFF \
+    -DGPUFILTER_BUILD_EXAMPLES=ON "$@" >/dev/null
+}
+
+# Reports name the source line; symbolizing needs llvm-symbolizer (clang's package).
+symbolizer=$(command -v llvm-symbolizer || ls /usr/bin/llvm-symbolizer-* 2>/dev/null | head -1 || true)
+export ASAN_SYMBOLIZER_PATH=$symbolizer
+
+case "$mode" in
+  address)
+    dir=${2:-build-asan}
+    configure "$dir" address,undefined -DGPUFILTER_FUZZ=ON
+    cmake --build "$dir" -j "$jobs"
+    # detect_leaks: a leak is a report like any other. detect_stack_use_after_return and the
+    # init-order checks cost little here. No suppression file: nothing is suppressed.
+    # use_sigaltstack=0, the one option that gives something up, and why: PoCL compiles
+    # kernels with LLVM, which installs a malloc()ed alternate signal stack on the thread that
+    # compiles; clang 14's ASan, when a thread exits, munmap()s whatever alternate stack is
+    # installed, fails on that heap block and aborts ("unable to unmap", seen in gpufilterd's
+    # reload test). Without its own alternate stack ASan still reports stack overflows, with a
+    # less precise message.
+    export ASAN_OPTIONS=exitcode=86:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:use_sigaltstack=0
+    export LSAN_OPTIONS=exitcode=86
+    export UBSAN_OPTIONS=exitcode=86:print_stacktrace=1:halt_on_error=1
+    cd "$dir"
+    ctest --output-on-failure -j "$jobs" --timeout 1200
+    ;;
+  thread)
+    dir=${2:-build-tsan}
+    configure "$dir" thread
+    cmake --build "$dir" -j "$jobs" --target gpufilter_concurrency_tests
+    export TSAN_OPTIONS=exitcode=66:halt_on_error=1:second_deadlock_stack=1
+    cd "$dir"
+    ctest --output-on-failure -j "$jobs" --timeout 1200 -L concurrency
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh address|thread [BUILD_DIR]" >&2
+    exit 2
+    ;;
+esac
