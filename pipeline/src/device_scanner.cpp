@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "gpufilter/pipeline/errors.hpp"
@@ -26,9 +28,9 @@ class DeviceScanner::Slot final : public ScanSlot {
  public:
   explicit Slot(cl::CommandQueue& upload_queue) : upload_queue_(upload_queue) {}
   ~Slot() override {
-    if (staging_ == nullptr) return;
+    if (mapped_ == nullptr) return;
     try {
-      upload_queue_.enqueueUnmapMemObject(staging_buffer_, staging_);
+      upload_queue_.enqueueUnmapMemObject(staging_buffer_, mapped_);
       upload_queue_.finish();
     } catch (const cl::Error&) {
       // Nothing useful to do while tearing down; the context release frees the memory.
@@ -37,6 +39,9 @@ class DeviceScanner::Slot final : public ScanSlot {
 
   cl::CommandQueue& upload_queue_;
   cl::Buffer staging_buffer_;
+  char* mapped_ = nullptr;  // staging_buffer_ mapped: the staging, unless host_staging_ took over
+  // Plain host staging: for a slot made after a fault, or one the device may still read.
+  std::unique_ptr<char[]> host_staging_;
   cl::Buffer input_;
   cl::Buffer output_;
   std::size_t output_capacity_ = 0;
@@ -44,6 +49,8 @@ class DeviceScanner::Slot final : public ScanSlot {
   cl_uint total_device_ = 0;
   cl::Kernel kernel_;
   cl::Event done_;
+  cl::Event kernel_done_;         // the counting kernel of the chunk (with count_patterns)
+  bool kernel_enqueued_ = false;  // that kernel was enqueued
   bool on_host_ = false;  // this chunk was scanned by scan_on_host(): nothing to wait for
 
   friend class DeviceScanner;
@@ -59,26 +66,44 @@ DeviceScanner::DeviceScanner(DeviceContext& device, const Matcher& matcher, Scan
   } catch (const cl::Error& e) {
     rethrow_cl(e, "allocating pattern counters on " + device_.info().name);
   }
-  add_slot(make_slot());
-}
-
-std::unique_ptr<ScanSlot> DeviceScanner::make_slot() {
-  const auto& context = device_.context();
   try {
-    auto slot = std::make_unique<Slot>(device_.upload_queue());
-    slot->staging_buffer_ = cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, config_.chunk_bytes);
-    slot->staging_ = static_cast<char*>(device_.upload_queue().enqueueMapBuffer(
-        slot->staging_buffer_, CL_TRUE, CL_MAP_WRITE, 0, config_.chunk_bytes));
-    slot->input_ = cl::Buffer(context, CL_MEM_READ_ONLY, config_.chunk_bytes);
-    slot->output_capacity_ = config_.locate ? std::max(kMinOutput, config_.chunk_bytes / 16) : 1;
-    slot->output_ = cl::Buffer(context, CL_MEM_WRITE_ONLY, slot->output_capacity_ * sizeof(cl_uint2));
-    slot->total_buffer_ = cl::Buffer(context, CL_MEM_READ_WRITE, sizeof(cl_uint));
-    slot->kernel_ = matcher_.new_scan_kernel();
-    return slot;
+    add_slot(make_device_slot());
   } catch (const cl::Error& e) {
     rethrow_cl(e, "allocating a scan slot of " + std::to_string(config_.chunk_bytes) + " bytes on " +
                       device_.info().name);
   }
+}
+
+std::unique_ptr<DeviceScanner::Slot> DeviceScanner::make_device_slot() {
+  const auto& context = device_.context();
+  auto slot = std::make_unique<Slot>(device_.upload_queue());
+  slot->staging_buffer_ = cl::Buffer(context, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, config_.chunk_bytes);
+  slot->mapped_ = static_cast<char*>(device_.upload_queue().enqueueMapBuffer(
+      slot->staging_buffer_, CL_TRUE, CL_MAP_WRITE, 0, config_.chunk_bytes));
+  slot->staging_ = slot->mapped_;
+  slot->input_ = cl::Buffer(context, CL_MEM_READ_ONLY, config_.chunk_bytes);
+  slot->output_capacity_ = config_.locate ? std::max(kMinOutput, config_.chunk_bytes / 16) : 1;
+  slot->output_ = cl::Buffer(context, CL_MEM_WRITE_ONLY, slot->output_capacity_ * sizeof(cl_uint2));
+  slot->total_buffer_ = cl::Buffer(context, CL_MEM_READ_WRITE, sizeof(cl_uint));
+  slot->kernel_ = matcher_.new_scan_kernel();
+  return slot;
+}
+
+std::unique_ptr<ScanSlot> DeviceScanner::make_slot() {
+  if (!fallen_back_) {
+    try {
+      ++allocations_;
+      if (allocations_ == config_.device_faults.alloc)
+        throw cl::Error(CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer");
+      return make_device_slot();
+    } catch (const cl::Error& e) {
+      fall_back(e, "allocating a scan slot of " + std::to_string(config_.chunk_bytes) + " bytes", Chunk{});
+    }
+  }
+  auto slot = std::make_unique<Slot>(device_.upload_queue());
+  slot->host_staging_ = std::make_unique_for_overwrite<char[]>(config_.chunk_bytes);
+  slot->staging_ = slot->host_staging_.get();
+  return slot;
 }
 
 DeviceScanner::~DeviceScanner() {
@@ -91,7 +116,7 @@ DeviceScanner::~DeviceScanner() {
   }
 }
 
-void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns) {
+void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns, cl::Event* done) {
   auto& queue = device_.compute_queue();
   cl::Kernel& k = slot.kernel_;
   k.setArg(0, slot.input_);
@@ -109,16 +134,16 @@ void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns) {
   const std::size_t positions = matcher_.positions_per_item();
   const std::size_t items = (slot.chunk_.size + positions - 1) / positions;
   const std::size_t global = (items + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
-  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange);
+  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange, nullptr, done);
 }
 
 // The kernel's walk, position by position, on the host: the same trie, the same
-// ownership rule, the same totals and per-pattern counts.
-void DeviceScanner::scan_on_host(Slot& slot) {
+// ownership rule, the same totals and per-pattern counts (when `count_patterns`).
+void DeviceScanner::scan_on_host(Slot& slot, bool count_patterns) {
   slot.on_host_ = true;
   ++host_chunks_;
   slot.occurrences_.clear();
-  if (config_.count_patterns && host_counts_.empty()) host_counts_.assign(table_.unique_count(), 0);
+  if (count_patterns && host_counts_.empty()) host_counts_.assign(table_.unique_count(), 0);
   const std::string_view text(slot.staging_, slot.chunk_.size);
   const std::size_t overlap = slot.chunk_.overlap;
   std::uint64_t total = 0;
@@ -127,19 +152,94 @@ void DeviceScanner::scan_on_host(Slot& slot) {
       if (p + table_.unique_length(id) <= overlap) return;
       ++total;
       if (config_.locate) slot.occurrences_.push_back(Occurrence{static_cast<std::uint32_t>(p), id});
-      if (config_.count_patterns) ++host_counts_[id];
+      if (count_patterns) ++host_counts_[id];
     });
   }
   slot.total_ = total;
 }
 
+void DeviceScanner::drain_queues() {
+  readback_.finish();
+  device_.upload_queue().finish();
+  device_.compute_queue().finish();
+  if (lost_) throw cl::Error(CL_OUT_OF_RESOURCES, "clFinish");
+}
+
+void DeviceScanner::fall_back(const cl::Error& error, const std::string& what, const Chunk& chunk) {
+  ++device_faults_;
+  fallen_back_ = true;
+  fault_.emplace(error.what(), error.err(), what);
+  // Nothing of ours may still run on the device while the host redoes its chunks: with
+  // the queues drained, every kernel has finished or failed, and the counters hold all
+  // that the device will ever count.
+  try {
+    drain_queues();
+    drained_ = true;
+  } catch (const cl::Error&) {
+    drained_ = false;
+  }
+  if (config_.count_patterns) {
+    if (drained_) {
+      try {
+        std::vector<cl_uint> counts(table_.unique_count());
+        if (!counts.empty())
+          device_.compute_queue().enqueueReadBuffer(pattern_counts_, CL_TRUE, 0, counts.size() * sizeof(cl_uint),
+                                                    counts.data());
+        device_counts_.emplace(counts.begin(), counts.end());
+      } catch (const cl::Error&) {
+        device_counts_.reset();
+      }
+    }
+    if (!device_counts_) counts_exact_ = false;
+  }
+  if (on_fault_) on_fault_(*fault_, chunk);
+}
+
+DeviceScanner::Counted DeviceScanner::device_counted(Slot& slot) {
+  if (!slot.kernel_enqueued_) return Counted::kNo;
+  try {
+    // After the drain the status is final: CL_COMPLETE, or an error code.
+    return slot.kernel_done_.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() == CL_COMPLETE ? Counted::kYes
+                                                                                         : Counted::kUnknown;
+  } catch (const cl::Error&) {
+    return Counted::kUnknown;
+  }
+}
+
+void DeviceScanner::rescue(Slot& slot) {
+  ++fallback_chunks_;
+  bool count = config_.count_patterns;
+  if (count && device_counts_) {
+    switch (device_counted(slot)) {
+      case Counted::kYes: count = false; break;  // in device_counts_ already
+      case Counted::kNo: break;
+      case Counted::kUnknown: counts_exact_ = false; break;  // counted here, perhaps twice
+    }
+  }
+  if (!drained_) {
+    // The device may still write this chunk's first occurrences into the slot's buffer:
+    // keep that buffer, unread, until the scanner is gone.
+    retired_.push_back(std::move(slot.occurrences_));
+    slot.occurrences_ = std::vector<Occurrence>();
+  }
+  scan_on_host(slot, count);
+  if (!drained_ && !slot.host_staging_) {
+    // ... and may still read the pinned staging: the slot's next chunks go to host memory,
+    // while this chunk's bytes stay where the caller reads them.
+    slot.host_staging_ = std::make_unique_for_overwrite<char[]>(config_.chunk_bytes);
+    slot.staging_ = slot.host_staging_.get();
+  }
+}
+
 void DeviceScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
-  if (slot.chunk_.size < config_.host_scan_below) {
-    scan_on_host(slot);
+  if (fallen_back_ || slot.chunk_.size < config_.host_scan_below) {
+    scan_on_host(slot, config_.count_patterns);
     return;
   }
   slot.on_host_ = false;
+  slot.kernel_enqueued_ = false;
+  ++submits_;
   try {
     slot.total_device_ = 0;
     cl::Event uploaded;
@@ -149,7 +249,9 @@ void DeviceScanner::start(ScanSlot& base) {
     std::vector<cl::Event> wait{uploaded};
     auto& queue = device_.compute_queue();
     queue.enqueueBarrierWithWaitList(&wait);
-    enqueue_scan(slot, config_.count_patterns);
+    if (submits_ == config_.device_faults.submit) throw cl::Error(CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
+    enqueue_scan(slot, config_.count_patterns, config_.count_patterns ? &slot.kernel_done_ : nullptr);
+    slot.kernel_enqueued_ = true;
     if (config_.locate) {
       queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_);
       slot.occurrences_.resize(std::min(kEarlyRead, slot.output_capacity_));
@@ -159,44 +261,59 @@ void DeviceScanner::start(ScanSlot& base) {
       queue.enqueueReadBuffer(slot.total_buffer_, CL_FALSE, 0, sizeof(cl_uint), &slot.total_device_, nullptr,
                               &slot.done_);
     }
+    if (submits_ == config_.device_faults.lost) lost_ = true;
+    if (lost_) throw cl::Error(CL_OUT_OF_RESOURCES, "clFlush");
     queue.flush();
   } catch (const cl::Error& e) {
-    rethrow_cl(e, "submitting chunk " + std::to_string(slot.chunk_.seq));
+    fall_back(e, "submitting chunk " + std::to_string(slot.chunk_.seq), slot.chunk_);
+    rescue(slot);
+  }
+}
+
+void DeviceScanner::finish_on_device(Slot& slot, bool collect) {
+  slot.done_.wait();
+  ++finishes_;
+  if (finishes_ == config_.device_faults.finish)
+    throw cl::Error(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, "clWaitForEvents");
+  const std::size_t total = slot.total_device_;
+  slot.total_ = total;
+  if (!collect || !config_.locate) return;
+  const std::size_t early = slot.occurrences_.size();  // read back with the count
+  slot.occurrences_.resize(total);
+  if (total > slot.output_capacity_) {
+    // More occurrences than the buffer holds: grow it to fit them all and rescan the
+    // chunk, which is still on the device. Counted once: the rescan does not count.
+    ++growths_;
+    if (growths_ == config_.device_faults.oom) throw cl::Error(CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer");
+    slot.output_ = cl::Buffer(device_.context(), CL_MEM_WRITE_ONLY, total * sizeof(cl_uint2));
+    slot.output_capacity_ = total;
+    enqueue_scan(slot, false);
+    device_.compute_queue().enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence),
+                                              slot.occurrences_.data());
+  } else if (total > early) {
+    // The rest, through the read-back queue: the scan is done (done_ waited for it).
+    readback_.enqueueReadBuffer(slot.output_, CL_TRUE, early * sizeof(Occurrence),
+                                (total - early) * sizeof(Occurrence), slot.occurrences_.data() + early);
   }
 }
 
 void DeviceScanner::finish(ScanSlot& base, bool collect) {
   auto& slot = static_cast<Slot&>(base);
-  if (slot.on_host_) {
-    if (!collect || !config_.locate) slot.occurrences_.clear();
-    else sort_occurrences(slot.occurrences_, sort_buffer_, table_);
-    return;
+  if (!slot.on_host_) {
+    if (fallen_back_) {
+      rescue(slot);  // in flight at the fault: the device's results are not used
+    } else {
+      try {
+        finish_on_device(slot, collect);
+      } catch (const cl::Error& e) {
+        fall_back(e, "scanning chunk " + std::to_string(slot.chunk_.seq), slot.chunk_);
+        rescue(slot);
+      }
+    }
   }
-  try {
-    slot.done_.wait();
-    const std::size_t total = slot.total_device_;
-    slot.total_ = total;
-    if (!collect || !config_.locate) {
-      slot.occurrences_.clear();
-      return;
-    }
-    const std::size_t early = slot.occurrences_.size();  // read back with the count
-    slot.occurrences_.resize(total);
-    if (total > slot.output_capacity_) {
-      // More occurrences than the buffer holds: grow it to fit them all and rescan the
-      // chunk, which is still on the device. Counted once: the rescan does not count.
-      slot.output_capacity_ = total;
-      slot.output_ = cl::Buffer(device_.context(), CL_MEM_WRITE_ONLY, total * sizeof(cl_uint2));
-      enqueue_scan(slot, false);
-      device_.compute_queue().enqueueReadBuffer(slot.output_, CL_TRUE, 0, total * sizeof(Occurrence),
-                                                slot.occurrences_.data());
-    } else if (total > early) {
-      // The rest, through the read-back queue: the scan is done (done_ waited for it).
-      readback_.enqueueReadBuffer(slot.output_, CL_TRUE, early * sizeof(Occurrence),
-                                  (total - early) * sizeof(Occurrence), slot.occurrences_.data() + early);
-    }
-  } catch (const cl::Error& e) {
-    rethrow_cl(e, "scanning chunk " + std::to_string(slot.chunk_.seq));
+  if (!collect || !config_.locate) {
+    slot.occurrences_.clear();
+    return;
   }
   sort_occurrences(slot.occurrences_, sort_buffer_, table_);
 }
@@ -235,15 +352,17 @@ double DeviceScanner::time_uploads(ScanSlot& base, unsigned times, bool buffer_c
 std::vector<std::uint64_t> DeviceScanner::pattern_counts() {
   std::vector<std::uint64_t> result(table_.unique_count(), 0);
   if (!config_.count_patterns || result.empty()) return result;
-  if (host_chunks_ > 0 && host_counts_.empty()) host_counts_.assign(result.size(), 0);
-  std::vector<cl_uint> counts(result.size());
-  try {
-    device_.compute_queue().enqueueReadBuffer(pattern_counts_, CL_TRUE, 0, counts.size() * sizeof(cl_uint),
-                                              counts.data());
-  } catch (const cl::Error& e) {
-    rethrow_cl(e, "reading pattern counts");
+  if (!fallen_back_) {
+    try {
+      std::vector<cl_uint> counts(result.size());
+      device_.compute_queue().enqueueReadBuffer(pattern_counts_, CL_TRUE, 0, counts.size() * sizeof(cl_uint),
+                                                counts.data());
+      std::copy(counts.begin(), counts.end(), result.begin());
+    } catch (const cl::Error& e) {
+      fall_back(e, "reading pattern counts", Chunk{});
+    }
   }
-  std::copy(counts.begin(), counts.end(), result.begin());
+  if (fallen_back_ && device_counts_) std::copy(device_counts_->begin(), device_counts_->end(), result.begin());
   for (std::size_t i = 0; i < host_counts_.size(); ++i) result[i] += host_counts_[i];
   return result;
 }

@@ -1,10 +1,42 @@
 #include "gpufilter/pipeline/scanner.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <string>
 
 #include "gpufilter/pipeline/errors.hpp"
 
 namespace gpufilter {
+
+DeviceFaults DeviceFaults::parse(std::string_view spec) {
+  DeviceFaults faults;
+  const auto bad = [&](const std::string& why) {
+    return ConfigError("device fault plan '" + std::string(spec) + "': " + why +
+                       " (expected KIND:N[,KIND:N]..., KIND one of submit, finish, oom, alloc, lost, N >= 1)");
+  };
+  if (spec.empty()) throw bad("empty");
+  std::size_t at = 0;
+  while (at <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string_view item = spec.substr(at, comma - at);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) throw bad("'" + std::string(item) + "' has no ':N'");
+    const std::string_view kind = item.substr(0, colon);
+    const std::string_view number = item.substr(colon + 1);
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (number.empty() || ec != std::errc() || end != number.data() + number.size() || n == 0)
+      throw bad("'" + std::string(number) + "' is not a count of 1 or more");
+    if (kind == "submit") faults.submit = n;
+    else if (kind == "finish") faults.finish = n;
+    else if (kind == "oom") faults.oom = n;
+    else if (kind == "alloc") faults.alloc = n;
+    else if (kind == "lost") faults.lost = n;
+    else throw bad("unknown kind '" + std::string(kind) + "'");
+    at = comma + 1;
+  }
+  return faults;
+}
 
 Scanner::Scanner(const PatternTable& table, ScanConfig config) : table_(table), config_(config) {
   config_.slots = std::max<std::size_t>(config_.slots, 1);

@@ -18,6 +18,36 @@
 
 namespace gpufilter {
 
+// A test seam: device faults for DeviceScanner to inject, each a real cl::Error thrown
+// where the OpenCL call it stands for would throw it, so that the recovery under test is
+// the production path. Each field is a 1-based count of that event in the scanner's life;
+// 0 never fails. The library never reads the environment: gpufilter and gpufilterd parse
+// GPUFILTER_INJECT_DEVICE_FAULT with parse().
+struct DeviceFaults {
+  // The Nth chunk sent to the device: its kernel launch fails (clEnqueueNDRangeKernel,
+  // CL_OUT_OF_RESOURCES) after its upload was enqueued.
+  std::uint64_t submit = 0;
+  // The Nth chunk completed on the device: the wait for it fails (clWaitForEvents,
+  // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST) after its kernel ran.
+  std::uint64_t finish = 0;
+  // The Nth growth of a slot's occurrence buffer (a chunk with more occurrences than it
+  // holds) fails (clCreateBuffer, CL_MEM_OBJECT_ALLOCATION_FAILURE).
+  std::uint64_t oom = 0;
+  // The Nth scan slot made after the first (slots are made when first needed) cannot be
+  // allocated (clCreateBuffer, CL_MEM_OBJECT_ALLOCATION_FAILURE).
+  std::uint64_t alloc = 0;
+  // The device is lost at the Nth chunk sent: its submission fails (clFlush,
+  // CL_OUT_OF_RESOURCES), and so does the drain of the queues that follows (clFinish,
+  // after really draining them, so that no command is left running): the path of a
+  // device whose queues cannot be drained nor its counters read.
+  std::uint64_t lost = 0;
+
+  bool any() const noexcept { return submit != 0 || finish != 0 || oom != 0 || alloc != 0 || lost != 0; }
+  // "KIND:N[,KIND:N]...", KIND one of submit, finish, oom, alloc, lost, N >= 1 ("submit:3",
+  // "finish:1,oom:2"). Throws ConfigError naming `spec` when it is malformed.
+  static DeviceFaults parse(std::string_view spec);
+};
+
 struct ScanConfig {
   std::size_t chunk_bytes = 8u << 20;
   std::size_t slots = 2;         // at least 2, so reading overlaps scanning
@@ -27,6 +57,7 @@ struct ScanConfig {
   // trie (PatternTable::for_each_at), with identical results, where a device round trip
   // would cost more than the scan. 0: always on the device.
   std::size_t host_scan_below = 0;
+  DeviceFaults device_faults{};  // DeviceScanner: faults to inject (tests only)
 };
 
 class ScanSlot {
