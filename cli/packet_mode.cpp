@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <chrono>
 #include <optional>
@@ -78,6 +79,14 @@ std::string tcp_flags(std::uint8_t f) {
   if (f & 0x20) s += 'U';
   return s;
 }
+
+// Writing the output failed: standard output (OutputError) or the --pcap-out file. Either
+// ends the run: nothing more can be written, and going on would report the same failure
+// again for every packet. The message names the file; for standard output it is grep's.
+class CaptureOutputError final : public Error {
+ public:
+  using Error::Error;
+};
 
 // A packet whose record is being scanned: kept until its result comes back.
 struct Pending {
@@ -229,7 +238,7 @@ class CaptureRun {
           // in the chunk is scanned and printed now.
           records_.flush();
           out_.flush();
-          if (writer_) writer_->flush();
+          flush_capture();
           waiting_since_.reset();
           if (got == PcapReader::Read::kIdle) continue;
         }
@@ -244,7 +253,7 @@ class CaptureRun {
             f.seconds = raw.seconds;
             f.nanoseconds = raw.nanoseconds;
           }
-          if (single_pass_out_ && f.written) writer_->write(raw);
+          if (single_pass_out_ && f.written) write_capture(raw);
           if (raw.seconds - last_expire >= 1) {
             reassembler_->expire(raw.seconds);
             last_expire = raw.seconds;
@@ -263,6 +272,10 @@ class CaptureRun {
                            : std::span<const std::uint8_t>(back.frame).subspan(info.payload_offset, info.payload_length);
         records_.add(kPacketTag | raw.index, record);
       }
+    } catch (const OutputError&) {
+      throw;  // main() reports it once: "write error: ..." (quiet for a closed pipe)
+    } catch (const CaptureOutputError&) {
+      throw;
     } catch (const PcapError& e) {
       fail(e.what());
     } catch (const Error& e) {
@@ -285,7 +298,29 @@ class CaptureRun {
       out_.end_line();
     }
     out_.flush();
-    if (writer_) writer_->flush();
+    flush_capture();
+  }
+
+  // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)
+  // becomes a CaptureOutputError naming the file, and ends the run.
+  [[noreturn]] void capture_failed(const SourceError& e) const {
+    const std::string reason = std::string("write error: ") + std::strerror(e.error_number());
+    throw CaptureOutputError(o_.pcap_out == "-" ? reason : o_.pcap_out + ": " + reason);
+  }
+  void write_capture(const RawPacket& raw) {
+    try {
+      writer_->write(raw);
+    } catch (const SourceError& e) {
+      capture_failed(e);
+    }
+  }
+  void flush_capture() {
+    if (!writer_) return;
+    try {
+      writer_->flush();
+    } catch (const SourceError& e) {
+      capture_failed(e);
+    }
   }
 
   // --stream --pcap-out on a file: the flows are known only once they are scanned, so the
@@ -301,11 +336,13 @@ class CaptureRun {
         const PacketInfo info = decode_packet(link_type_, raw.data);
         if (info.transport == PacketInfo::Transport::kTcp) {
           const std::uint64_t flow = flows.segment(info, raw.data, raw.seconds);
-          if (matched_flows_.count(flow)) writer_->write(raw);
+          if (matched_flows_.count(flow)) write_capture(raw);
         } else if (selected_packets_.count(raw.index)) {
-          writer_->write(raw);
+          write_capture(raw);
         }
       }
+    } catch (const CaptureOutputError&) {
+      throw;
     } catch (const Error& e) {
       fail(e.what());
     }
@@ -366,7 +403,7 @@ class CaptureRun {
       if (matched == o_.invert) return;
       if (done_) return;
       const bool print = take_selection();
-      if (writer_ && single_pass_out_) writer_->write(p.raw);
+      if (writer_ && single_pass_out_) write_capture(p.raw);
       if (writer_ && !single_pass_out_) selected_packets_.insert(p.raw.index);
       if (print) print_packet(p, bytes);
       return;

@@ -26,7 +26,10 @@ struct CaptureResult {
   bool trouble = false;        // an input failed (reported through `notices`)
 };
 
-// `patterns`: as given (decoded), for the output's pattern texts.
+// `patterns`: as given (decoded), for the output's pattern texts. An input that cannot be
+// read is reported and the next one taken (`trouble`); a failed write ends the run at
+// once: OutputError for standard output, an Error whose message is
+// "FILE: write error: REASON" for the --pcap-out file (a full disk, RLIMIT_FSIZE).
 CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, Output& out,
                            StopSignal& stop, Notices& notices);
 

@@ -1,7 +1,9 @@
-// The --state file: format, parse, atomic save, and the head fingerprint.
+// The --state file: format, parse, checked load, atomic and durable save, and the head
+// fingerprint.
 #include "gpufilter/sources/follow_state.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -103,11 +105,40 @@ std::vector<FollowStateEntry> parse_follow_state(std::string_view text, const st
   return entries;
 }
 
+void check_state_file_trust(const std::string& name, unsigned mode, unsigned owner, unsigned euid) {
+  if ((mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char octal[16];
+    std::snprintf(octal, sizeof octal, "%04o", mode & 07777);
+    throw ConfigError(name + ": the state file is writable by other users (mode " + octal +
+                      "); refusing to trust it (chmod go-w " + name + ")");
+  }
+  if (owner != euid && owner != 0)
+    throw ConfigError(name + ": the state file belongs to uid " + std::to_string(owner) + ", not to this user (uid " +
+                      std::to_string(euid) + ") or root; refusing to trust it");
+}
+
 std::vector<FollowStateEntry> load_follow_state(const std::string& state_path) {
-  const int fd = ::open(state_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  // O_NONBLOCK: a FIFO planted at the path must not hang the start; it is refused below.
+  const int fd = ::open(state_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return {};
     throw ConfigError(state_path + ": cannot read the state file: " + errno_text(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw ConfigError(state_path + ": cannot read the state file: " + errno_text(error));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw ConfigError(state_path + ": the state file is not a regular file");
+  }
+  try {
+    check_state_file_trust(state_path, st.st_mode, st.st_uid, ::geteuid());
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
   std::string text;
   char buffer[65536];
@@ -128,32 +159,58 @@ std::vector<FollowStateEntry> load_follow_state(const std::string& state_path) {
 
 void save_follow_state(const std::string& state_path, std::string_view text) {
   const std::string tmp = state_path + ".tmp";
+  // Callers pass errno as read right after the failed call, before anything can change it.
   auto fail = [&](const std::string& what, int error) {
     throw ConfigError(state_path + ": cannot write the state file: " + what + ": " + errno_text(error));
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-  if (fd < 0) fail(tmp, errno);
+  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+  int fd = ::open(tmp.c_str(), kCreate, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left by a process killed in the middle of a save (or planted): never written
+    // through, always replaced by a file of our own.
+    if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+      const int error = errno;
+      fail("remove the stale " + tmp, error);
+    }
+    fd = ::open(tmp.c_str(), kCreate, 0600);
+  }
+  if (fd < 0) {
+    const int error = errno;
+    fail(tmp, error);
+  }
+  // From here on a failure removes the temporary file: STATE stays as it was.
+  // `step`: "" (writing), "fsync " or "rename ", a literal, so nothing changes errno first.
+  auto fail_removing = [&](const char* step, bool close_it) {
+    const int error = errno;
+    if (close_it) ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(step + tmp, error);
+  };
   while (!text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail(tmp, error);
-    }
+    if (n < 0) fail_removing("", true);
     text.remove_prefix(static_cast<std::size_t>(n));
   }
-  if (::close(fd) != 0) {
+  if (::fsync(fd) != 0) fail_removing("fsync ", true);
+  if (::close(fd) != 0) fail_removing("", false);
+  if (::rename(tmp.c_str(), state_path.c_str()) != 0) fail_removing("rename ", false);
+  // The rename is an update of the directory: without this a crash may bring back the old
+  // name (or on some filesystems neither).
+  const std::size_t slash = state_path.rfind('/');
+  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : state_path.substr(0, slash);
+  const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
     const int error = errno;
-    ::unlink(tmp.c_str());
-    fail(tmp, error);
+    fail("open its directory " + directory, error);
   }
-  if (::rename(tmp.c_str(), state_path.c_str()) != 0) {
+  // EINVAL: a filesystem that cannot sync a directory (some FUSE ones); nothing to wait for.
+  if (::fsync(dir) != 0 && errno != EINVAL) {
     const int error = errno;
-    ::unlink(tmp.c_str());
-    fail("rename " + tmp, error);
+    ::close(dir);
+    fail("fsync its directory " + directory, error);
   }
+  ::close(dir);
 }
 
 }  // namespace gpufilter

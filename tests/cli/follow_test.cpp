@@ -2,7 +2,8 @@
 // appends "seq=N ..." lines at full speed (all of them match "seq=") and rotates the file
 // under it (rename and create, delete and re-create); SIGTERM must end it with exit 0 and
 // every line exactly once. With --state, a kill -9 at a random moment and a restart lose
-// nothing, and repeat only lines after the offset the state file held at the kill.
+// nothing, and repeat only lines after the offset the state file held at the kill; so do
+// many kills at seeded random moments in a row, across rotations.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -176,8 +178,8 @@ class OutputWatch {
   std::int64_t last_ = -1;
 };
 
-// Appends "seq=N <padding>\n" lines, one write() each, O_APPEND, and remembers where in
-// its file each line starts.
+// Appends "seq=N <padding>\n" lines, one write() each, O_APPEND, and remembers in which
+// file (0 for the first, 1 after the first rotation ...) and where in it each line starts.
 class Writer {
  public:
   explicit Writer(std::string path) : path_(std::move(path)) { reopen(); }
@@ -189,10 +191,19 @@ class Writer {
 
   std::uint64_t next_seq() const { return seq_.load(); }
   std::uint64_t offset_of(std::uint64_t seq) const { return offsets_.at(seq); }
+  std::uint64_t length_of(std::uint64_t seq) const { return line(seq).size(); }
+  std::size_t file_of(std::uint64_t seq) const { return files_of_.at(seq); }
+  // The (device, inode) of each file written so far, in order; of the current one from
+  // any thread.
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& files() const { return files_; }
+  std::uint64_t current_inode() const { return current_inode_.load(); }
+  static std::string line(std::uint64_t seq) {
+    return "seq=" + std::to_string(seq) + " " + std::string(10 + seq * 7 % 61, 'x') + "\n";
+  }
   void lines(std::uint64_t n) {
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::uint64_t seq = seq_.load();
-      const std::string text = "seq=" + std::to_string(seq) + " " + std::string(10 + seq * 7 % 61, 'x') + "\n";
+      const std::string text = line(seq);
       std::string_view rest = text;
       while (!rest.empty()) {
         const ssize_t w = ::write(fd_, rest.data(), rest.size());
@@ -201,6 +212,7 @@ class Writer {
         rest.remove_prefix(static_cast<std::size_t>(w));
       }
       offsets_.push_back(size_);
+      files_of_.push_back(files_.size() - 1);
       size_ += text.size();
       seq_.store(seq + 1);
     }
@@ -222,6 +234,8 @@ class Writer {
     struct stat st {};
     ::fstat(fd_, &st);
     size_ = static_cast<std::uint64_t>(st.st_size);
+    files_.emplace_back(static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino));
+    current_inode_ = static_cast<std::uint64_t>(st.st_ino);
   }
 
   std::string path_;
@@ -229,6 +243,9 @@ class Writer {
   std::atomic<std::uint64_t> seq_{0};
   std::uint64_t size_ = 0;              // of the current file
   std::vector<std::uint64_t> offsets_;  // per seq: where its line starts in its file
+  std::vector<std::size_t> files_of_;   // per seq: the index of its file in files_
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> files_;  // (device, inode) of each file
+  std::atomic<std::uint64_t> current_inode_{0};
 };
 
 // Exactly 0..count-1, once each, in order; else what went wrong.
@@ -412,6 +429,220 @@ TEST(CliFollow, KillNineAndRestartWithStateLosesNothing) {
         mode.name, static_cast<unsigned long long>(kLines), static_cast<unsigned long long>(at_kill.offset),
         first_seqs.size(), second_seqs.size(), static_cast<unsigned long long>(repeated));
   }
+}
+
+// Where a line lies relative to a saved state entry, in the order the files were written.
+enum class Place { kBefore, kAfter };
+Place place_of(const Writer& writer, std::uint64_t seq, std::size_t state_file, std::uint64_t state_offset) {
+  const std::size_t file = writer.file_of(seq);
+  if (file != state_file) return file < state_file ? Place::kBefore : Place::kAfter;
+  return writer.offset_of(seq) < state_offset ? Place::kBefore : Place::kAfter;
+}
+
+// kill -9 at seeded random moments, round after round, while a writer appends and rotates
+// (rename and create) the file: each run follows with --state from where the last kill
+// left the state file, and a last run reads to the end and stops cleanly. At the end:
+//   - every line written was printed by some run;
+//   - each run printed its lines once each, in order, and began exactly at the position
+//     the state file held at the kill before it;
+//   - a line printed by more than one run lies after the position saved at the kill
+//     before the later run, and every line before that position had been printed;
+//   - the state file always parsed: right after each kill, and throughout, read by
+//     another thread while the runs rewrote it.
+// A rotation is made only once the state names the current file: two rotations between
+// saves would leave a whole file unnamed, which no restart can find (follow_state.hpp).
+TEST(CliFollow, RandomKillNineRoundsLoseNothing) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  std::uint32_t seed = static_cast<std::uint32_t>(Clock::now().time_since_epoch().count());
+  if (const char* env = std::getenv("GPUFILTER_TEST_SEED")) seed = static_cast<std::uint32_t>(std::strtoul(env, nullptr, 10));
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (GPUFILTER_TEST_SEED=" + std::to_string(seed) + " repeats it)");
+  std::printf("seed %u\n", seed);
+  std::mt19937 rng(seed);
+#if defined(GPUFILTER_SANITIZED)
+  constexpr int kRounds = 6;
+  constexpr int kMaxDelayMs = 1000;  // start-up alone takes longer there
+#else
+  constexpr int kRounds = 8;
+  constexpr int kMaxDelayMs = 350;
+#endif
+  // Two rounds, not the first, rotate the file while they run.
+  std::set<int> rotating;
+  while (rotating.size() < 2) rotating.insert(std::uniform_int_distribution<int>(1, kRounds - 1)(rng));
+
+  TempDir dir;
+  const std::string log = dir.write("app.log", "");
+  const std::string state = dir.path() + "/follow.state";
+  Writer writer(log);
+  std::atomic<bool> writing{true};
+  std::atomic<int> rotations_asked{0};
+  std::atomic<int> rotations_done{0};
+  std::thread writer_thread([&] {
+    while (writing.load()) {
+      writer.lines(50);
+      if (rotations_done.load() < rotations_asked.load()) {
+        writer.rotate_rename(log + "." + std::to_string(rotations_done.load() + 1));
+        ++rotations_done;
+      }
+      std::this_thread::sleep_for(1ms);  // pacing: about 30,000 lines/s
+    }
+  });
+  // Reads the state file all along: every read must parse.
+  std::atomic<bool> reading{true};
+  std::atomic<std::uint64_t> parsed{0};
+  std::string torn;
+  std::thread state_reader([&] {
+    while (reading.load()) {
+      try {
+        if (!load_follow_state(state).empty()) ++parsed;
+      } catch (const std::exception& e) {
+        torn = e.what();
+        return;
+      }
+      std::this_thread::sleep_for(200us);
+    }
+  });
+  struct Stop {
+    std::atomic<bool>& writing;
+    std::atomic<bool>& reading;
+    std::thread& writer;
+    std::thread& reader;
+    ~Stop() {
+      writing = false;
+      reading = false;
+      if (writer.joinable()) writer.join();
+      if (reader.joinable()) reader.join();
+    }
+  } stop{writing, reading, writer_thread, state_reader};
+
+  // The state's first entry right after each kill; nothing when no state was saved yet.
+  std::vector<std::optional<FollowStateEntry>> at_kill;
+  std::vector<std::string> outputs;
+  auto args_of = [&](int round) {
+    std::vector<std::string> args = {"--follow", "--from-start", "--state=" + state};
+    if (round % 2 == 1) args.push_back("--poll-interval=20");
+    args.insert(args.end(), {"seq=", log});
+    return args;
+  };
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string out = dir.path() + "/out" + std::to_string(round);
+    const std::string err = dir.path() + "/err" + std::to_string(round);
+    outputs.push_back(out);
+    Gpufilter run(args_of(round), out, err);
+    if (rotating.count(round) != 0) {
+      // Once the state names the file being written: then rename it away.
+      const auto deadline = Clock::now() + kPatience;
+      for (;;) {
+        const std::vector<FollowStateEntry> entries = load_follow_state(state);
+        if (!entries.empty() && entries.front().ino == writer.current_inode()) break;
+        ASSERT_LT(Clock::now(), deadline) << "the state never named the current file\n" << slurp(err);
+        ASSERT_TRUE(run.running()) << slurp(err);
+        std::this_thread::sleep_for(1ms);
+      }
+      const int asked = ++rotations_asked;
+      while (rotations_done.load() < asked) std::this_thread::sleep_for(1ms);
+    }
+    const int delay = std::uniform_int_distribution<int>(0, kMaxDelayMs)(rng);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    ASSERT_TRUE(run.running()) << "gpufilter ended by itself\n" << slurp(err);
+    run.signal(SIGKILL);
+    ASSERT_EQ(run.wait_exit(kPatience), 128 + SIGKILL);
+    std::vector<FollowStateEntry> entries;
+    try {
+      entries = load_follow_state(state);  // nothing writes it until the next run
+    } catch (const std::exception& e) {
+      FAIL() << "the state file after the kill: " << e.what();
+    }
+    EXPECT_LE(entries.size(), 1u);
+    at_kill.push_back(entries.empty() ? std::nullopt : std::optional<FollowStateEntry>(entries.front()));
+    std::printf("round %d: kill -9 after %d ms%s, state offset %s\n", round, delay,
+                rotating.count(round) ? " (rotated)" : "",
+                entries.empty() ? "(none yet)" : std::to_string(entries.front().offset).c_str());
+  }
+  writing = false;
+  writer_thread.join();
+  const std::uint64_t total = writer.next_seq();
+  {
+    const std::string out = dir.path() + "/out-last";
+    const std::string err = dir.path() + "/err-last";
+    outputs.push_back(out);
+    Gpufilter last(args_of(kRounds), out, err);
+    OutputWatch watch(out);
+    ASSERT_TRUE(watch.wait_seq(total - 1, last)) << slurp(err);
+    last.signal(SIGTERM);
+    ASSERT_EQ(last.wait_exit(kPatience), 0) << slurp(err);
+  }
+  reading = false;
+  state_reader.join();
+  EXPECT_EQ(torn, "") << "a read of the state file failed while it was being rewritten";
+  EXPECT_GT(parsed.load(), 0u);
+  ASSERT_EQ(writer.files().size(), 3u);
+
+  // The file index of a state entry.
+  auto file_index = [&](const FollowStateEntry& e) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < writer.files().size(); ++i) {
+      if (writer.files()[i] == std::make_pair(e.dev, e.ino)) return i;
+    }
+    return std::nullopt;
+  };
+  std::set<std::uint64_t> printed;  // by the runs so far
+  std::uint64_t duplicates = 0;
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    const std::vector<std::uint64_t> seqs = seqs_in(slurp(outputs[r]));
+    // Every line matches: a run prints a gapless range, once each, in order.
+    for (std::size_t i = 1; i < seqs.size(); ++i) {
+      if (seqs[i] != seqs[0] + i) {
+        ADD_FAILURE() << "the run printed seq " << seqs[i] << " after " << seqs[i - 1];
+        break;
+      }
+    }
+    // Where this run was to begin: the state at the kill before it.
+    const std::optional<FollowStateEntry> from = r == 0 ? std::nullopt : at_kill[r - 1];
+    std::optional<std::size_t> from_file;
+    if (from) {
+      from_file = file_index(*from);
+      ASSERT_TRUE(from_file.has_value()) << "the state names a file never written: inode " << from->ino;
+    }
+    if (!seqs.empty()) {
+      const std::uint64_t first = seqs.front();
+      if (!from) {
+        EXPECT_EQ(first, 0u) << "without a state, --from-start begins at the first line";
+      } else if (writer.file_of(first) == *from_file) {
+        EXPECT_EQ(writer.offset_of(first), from->offset) << "the restart did not begin at the saved offset";
+      } else {
+        // The saved offset was the saved file's end: the next file from its first byte.
+        EXPECT_EQ(writer.file_of(first), *from_file + 1);
+        EXPECT_EQ(writer.offset_of(first), 0u);
+        EXPECT_EQ(writer.offset_of(first - 1) + writer.length_of(first - 1), from->offset)
+            << "the restart skipped the end of the saved file";
+      }
+    }
+    for (const std::uint64_t s : seqs) {
+      if (printed.count(s) == 0) continue;
+      ++duplicates;
+      if (!from) continue;  // no state saved yet: the restart begins at the first line again
+      EXPECT_EQ(place_of(writer, s, *from_file, from->offset), Place::kAfter)
+          << "seq " << s << " was printed again although it lies before the saved offset " << from->offset;
+    }
+    printed.insert(seqs.begin(), seqs.end());
+    // Every line before the position saved at this run's kill had been printed by now.
+    if (r < at_kill.size() && at_kill[r]) {
+      const std::optional<std::size_t> f = file_index(*at_kill[r]);
+      ASSERT_TRUE(f.has_value());
+      for (std::uint64_t s = 0; s < total && place_of(writer, s, *f, at_kill[r]->offset) == Place::kBefore; ++s) {
+        if (printed.count(s) == 0) {
+          ADD_FAILURE() << "seq " << s << " lies before the offset saved at kill " << r << " but no run printed it";
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(printed.size(), total) << "some lines were never printed";
+  std::printf("%d kills, 2 rotations: %llu lines written, %llu printed again (all after the saved offset), %llu "
+              "state reads parsed\n",
+              kRounds, static_cast<unsigned long long>(total), static_cast<unsigned long long>(duplicates),
+              static_cast<unsigned long long>(parsed.load()));
 }
 
 // -H and -n across a rotation: the file name is the path's, and line numbers go on in the

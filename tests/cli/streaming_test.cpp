@@ -1,7 +1,9 @@
 // The streaming rule, on real pipes: a selected line reaches stdout while the input pipe
 // stays open (no --line-buffered needed), a closed stdout ends gpufilter quietly, -m 1 and
 // -q end it at the first match without waiting for EOF, and an unreadable -f file ends it
-// before it reads any input.
+// before it reads any input. A stdout that nobody reads holds gpufilter's memory to its
+// slots (file, pipe and --follow; --listen is Listen.SlowOutputClosesTheSendersWindow)
+// and loses nothing once it is read again.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -10,10 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +68,8 @@ class Child {
   Child& operator=(const Child&) = delete;
 
   int stdin_fd() const { return in_; }
+  int stdout_fd() const { return out_; }
+  pid_t pid() const { return pid_; }
   void signal(int number) { ::kill(pid_, number); }
   // Waits until the child has read everything written to its standard input (the pipe is
   // empty: FIONREAD works on either end of a Linux pipe).
@@ -103,6 +112,10 @@ class Child {
     }
     return true;
   }
+
+  // Appends what stdout holds (one read, waiting up to `limit`): false at EOF or when
+  // nothing came.
+  bool read_some_output(std::string& got, milliseconds limit) { return read_some(out_, got, Clock::now() + limit); }
 
   // Reads stdout to EOF (true) or until the deadline (false).
   bool read_to_eof(std::string& got, milliseconds limit) {
@@ -340,6 +353,218 @@ TEST_F(Streaming, StopSignalsFinishWhatWasReadAndExitZero) {
         EXPECT_EQ(*status, 0) << "a stop by signal is a clean end, selected or not";
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
+
+namespace gpufilter::test {
+namespace {
+
+// The resident set of a running process, in KiB: its peak so far (VmHWM) and now (VmRSS).
+struct ResidentSet {
+  long peak_kb = -1;
+  long now_kb = -1;
+};
+ResidentSet resident_set(pid_t pid) {
+  ResidentSet r;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") status >> r.peak_kb;
+    else if (key == "VmRSS:") status >> r.now_kb;
+    status.ignore(1 << 20, '\n');
+  }
+  return r;
+}
+
+// Waits until gpufilter is blocked writing its output: the pipe is at least half full and
+// neither it nor `progress` (the input side) has changed for 300 ms.
+bool wait_output_blocked(int fd, const std::function<std::uint64_t()>& progress, milliseconds limit) {
+  const int capacity = ::fcntl(fd, F_GETPIPE_SZ);
+  const auto deadline = Clock::now() + limit;
+  int last_unread = -1;
+  std::uint64_t last_progress = 0;
+  auto since = Clock::now();
+  while (Clock::now() < deadline) {
+    int unread = 0;
+    if (::ioctl(fd, FIONREAD, &unread) != 0) return false;
+    const std::uint64_t now_progress = progress();
+    if (unread != last_unread || now_progress != last_progress) {
+      last_unread = unread;
+      last_progress = now_progress;
+      since = Clock::now();
+    } else if (unread >= capacity / 2 && Clock::now() - since >= milliseconds(300)) {
+      return true;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return false;
+}
+
+// Writes about `bytes` of input for the blocked-output tests to `path`, a piece at a time:
+// every other line is selected by "seq=".
+void write_numbered_file(const std::string& path, std::size_t bytes) {
+  std::ofstream file(path, std::ios::binary);
+  std::string piece;
+  std::size_t written = 0;
+  for (std::uint64_t i = 0; written < bytes; ++i) {
+    piece += i % 2 == 0 ? "seq=" : "noise ";
+    piece += std::to_string(i);
+    piece += ' ';
+    piece.append(20 + i * 13 % 50, 'x');
+    piece += '\n';
+    if (piece.size() >= (1u << 20)) {
+      file << piece;
+      written += piece.size();
+      piece.clear();
+    }
+  }
+  file << piece;
+  if (!file.flush()) throw std::runtime_error("cannot write " + path);
+}
+
+// Compares a stream with a file as it arrives, holding neither: the test's own memory
+// stays small whatever the size (it runs under the sanitizers too).
+class CompareWithFile {
+ public:
+  explicit CompareWithFile(const std::string& path) : file_(path, std::ios::binary) {
+    file_.seekg(0, std::ios::end);
+    size_ = static_cast<std::uint64_t>(file_.tellg());
+    file_.seekg(0);
+  }
+  void feed(std::string_view got) {
+    expected_.resize(got.size());
+    file_.read(expected_.data(), static_cast<std::streamsize>(got.size()));
+    expected_.resize(static_cast<std::size_t>(file_.gcount()));
+    if (!mismatch_ && got != expected_) {
+      std::size_t i = 0;
+      while (i < got.size() && i < expected_.size() && got[i] == expected_[i]) ++i;
+      mismatch_ = seen_ + i;
+    }
+    seen_ += got.size();
+  }
+  std::uint64_t seen() const { return seen_; }
+  std::uint64_t size() const { return size_; }
+  // "" when everything arrived and matched; else where it went wrong.
+  std::string verdict() const {
+    if (mismatch_) return "the output differs from grep's at byte " + std::to_string(*mismatch_);
+    if (seen_ != size_) return std::to_string(seen_) + " bytes of output, grep's has " + std::to_string(size_);
+    return {};
+  }
+
+ private:
+  std::ifstream file_;
+  std::uint64_t size_ = 0;
+  std::uint64_t seen_ = 0;
+  std::string expected_;
+  std::optional<std::uint64_t> mismatch_;
+};
+
+// Nobody reads gpufilter's standard output while far more input than its memory bound
+// streams in: from a regular file, from a pipe (whose writer must then block too), and
+// from a followed file. Its resident set, peak included, stays within the slots it was
+// given; once the output is read again, every selected line arrives exactly as grep
+// selects it. The slots are fixed (2 of 2 MiB on the host engine) so that the bound does
+// not depend on the machine's cores.
+TEST_F(Streaming, BlockedStdoutHoldsMemoryAndThenDeliversEverything) {
+#if defined(GPUFILTER_SANITIZED)
+  // The sanitizers' runtime, shadow memory and quarantine weigh on the resident set
+  // (ThreadSanitizer's most): a higher bound, and an input still well above it.
+  constexpr long kBoundKb = 128 * 1024;
+  constexpr std::size_t kInputBytes = 256u << 20;
+#else
+  constexpr long kBoundKb = 32 * 1024;
+  constexpr std::size_t kInputBytes = 96u << 20;
+#endif
+  const std::vector<std::string> knobs = {"--engine=cpu", "--chunk-size=2M", "--slots=2"};
+  TempDir dir;
+  const std::string log = dir.path() + "/app.log";
+  write_numbered_file(log, kInputBytes);
+  const std::string expected = dir.path() + "/expected";
+  ASSERT_EQ(run_process({"/bin/sh", "-c",
+                         "exec " + shell_quote(grep_binary()) + " -F seq= " + shell_quote(log) + " > " +
+                             shell_quote(expected)})
+                .status,
+            0);
+
+  enum class Mode { kFile, kPipe, kFollow };
+  for (const Mode mode : {Mode::kFile, Mode::kPipe, Mode::kFollow}) {
+    const char* name = mode == Mode::kFile ? "file" : mode == Mode::kPipe ? "pipe" : "--follow";
+    SCOPED_TRACE(name);
+    std::vector<std::string> args = knobs;
+    if (mode == Mode::kFollow) args.insert(args.end(), {"--follow", "--from-start"});
+    args.push_back("seq=");
+    if (mode != Mode::kPipe) args.push_back(log);
+    Child child(args);
+    std::atomic<std::uint64_t> written{0};
+    std::thread writer;
+    if (mode == Mode::kPipe) {
+      writer = std::thread([&] {
+        std::ifstream input(log, std::ios::binary);
+        std::string piece(1u << 16, '\0');
+        while (input.read(piece.data(), static_cast<std::streamsize>(piece.size())) || input.gcount() > 0) {
+          const std::string_view data(piece.data(), static_cast<std::size_t>(input.gcount()));
+          if (!child.write_all(data)) return;  // gpufilter is gone: the test fails below
+          written += data.size();
+        }
+        child.close_stdin();
+      });
+    } else {
+      child.close_stdin();
+    }
+    // A writer still blocked when an assertion ends the test: gpufilter goes first.
+    struct Join {
+      std::thread& thread;
+      Child& child;
+      ~Join() {
+        if (!thread.joinable()) return;
+        child.kill_now();
+        thread.join();
+      }
+    } join{writer, child};
+
+    const bool blocked = wait_output_blocked(child.stdout_fd(), [&] { return written.load(); }, milliseconds(60000));
+    ASSERT_TRUE(blocked) << "gpufilter's output never filled up";
+    const ResidentSet held = resident_set(child.pid());
+    ASSERT_GT(held.peak_kb, 0) << "gpufilter is gone";
+    EXPECT_LT(held.peak_kb, kBoundKb) << "peak resident set while the output was blocked";
+    if (mode == Mode::kPipe) {
+      EXPECT_LT(written.load(), kInputBytes / 2) << "the writer never blocked: gpufilter buffered its input";
+    }
+
+    // Now read it all, watching the peak (VmHWM) until the end.
+    CompareWithFile compare(expected);
+    std::string got;
+    long run_peak_kb = held.peak_kb;
+    auto read_some = [&](milliseconds limit) {
+      got.clear();
+      const bool more = child.read_some_output(got, limit);
+      compare.feed(got);
+      run_peak_kb = std::max(run_peak_kb, resident_set(child.pid()).peak_kb);  // -1 once it has exited
+      return more;
+    };
+    if (mode == Mode::kFollow) {
+      // A followed file has no end: read until grep's output is all there, then stop it.
+      const auto deadline = Clock::now() + milliseconds(60000);
+      while (compare.seen() < compare.size() && Clock::now() < deadline && read_some(milliseconds(1000))) {
+      }
+      child.signal(SIGTERM);
+    }
+    const auto deadline = Clock::now() + milliseconds(60000);
+    while (Clock::now() < deadline && read_some(milliseconds(1000))) {
+    }
+    const std::optional<int> status = child.wait_exit(milliseconds(10000));
+    ASSERT_TRUE(status.has_value());
+    if (writer.joinable()) writer.join();  // it wrote everything: gpufilter read it all
+    EXPECT_EQ(*status, 0);
+    EXPECT_EQ(compare.verdict(), "");
+    EXPECT_LT(run_peak_kb, kBoundKb) << "peak resident set over the whole run";
+    EXPECT_EQ(child.drain_stderr(), "");
+    std::printf("[ %s ] output blocked: gpufilter peak resident %ld KiB (now %ld KiB, %ld KiB over the run) with "
+                "%zu MiB of input\n",
+                name, held.peak_kb, held.now_kb, run_peak_kb, kInputBytes >> 20);
   }
 }
 

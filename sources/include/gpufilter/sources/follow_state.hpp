@@ -60,13 +60,29 @@ std::string format_follow_state(const std::vector<FollowStateEntry>& entries);
 // ConfigError thrown for anything malformed.
 std::vector<FollowStateEntry> parse_follow_state(std::string_view text, const std::string& name);
 
+// Whether a state file with this mode and owner may be trusted, as ssh's StrictModes
+// decides for its key files: a state file tells gpufilter where to resume, so one that
+// another user can write (group or others write bits, or another owner than `euid` or
+// root) could make a restart skip lines or repeat them. Throws ConfigError naming `name`
+// and saying what to fix; returns when the file is fine.
+void check_state_file_trust(const std::string& name, unsigned mode, unsigned owner, unsigned euid);
+
 // Reads and parses the state file; an empty list when it does not exist (a fresh start).
-// Throws ConfigError naming the file when it cannot be read or parsed.
+// Throws ConfigError naming the file when it cannot be read or parsed, when it is not a
+// regular file, or when check_state_file_trust() refuses it.
 std::vector<FollowStateEntry> load_follow_state(const std::string& state_path);
-// Writes `text` to STATE.tmp and renames it over STATE, so a reader (or a restart after
-// kill -9) sees the old file or the new one, never half of one. No fsync: a killed process
-// leaves the page cache behind, and a machine crash is not what --state protects against.
-// Throws ConfigError naming the file when it cannot be written.
+// Writes `text` so that a reader, a restart after kill -9 or after a machine crash sees
+// the old file or the new one, whole, never half of one, and never a file of zero bytes:
+//   1. STATE.tmp is created afresh (O_EXCL, O_NOFOLLOW, mode 0600): a stale one left by a
+//      kill is removed first, and a symbolic link planted there is never followed;
+//   2. the text is written and the file fsync()ed: a full disk or an I/O error shows up
+//      here at the latest (delayed allocation and NFS report them only at fsync or close);
+//   3. STATE.tmp is renamed over STATE, and the directory fsync()ed, so that the rename
+//      itself survives a crash.
+// A failure before the rename removes STATE.tmp and leaves STATE as it was; one in
+// syncing the directory after it is reported too (the new STATE is in place, but might
+// not survive a crash). Throws ConfigError naming the file, the step and the system's
+// reason (for a full disk "No space left on device", past RLIMIT_FSIZE "File too large").
 void save_follow_state(const std::string& state_path, std::string_view text);
 
 }  // namespace gpufilter
