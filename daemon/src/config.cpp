@@ -1,17 +1,50 @@
 #include "gpufilter/daemon/config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <charconv>
-#include <fstream>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 #include <sstream>
 
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/listener.hpp"
 
 namespace gpufilter::daemon {
 namespace {
+
+// Bounds on what is read into memory: far above any real file, far below trouble.
+constexpr std::size_t kConfigLimit = 16u << 20;
+constexpr std::size_t kPatternsFileLimit = 256u << 20;
+constexpr std::size_t kTokenFileLimit = 64u << 10;
+
+// A key that would hold a secret inline ("bearer_token: ...", "password: ..."). Such a key
+// is refused with advice rather than as merely unknown: a secret in the configuration is
+// in every copy, backup and review of it. The value is never quoted in the message.
+bool looks_like_secret(const std::string& key) {
+  std::string k;
+  for (const char c : key) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* word : {"token", "password", "passwd", "secret", "authorization", "api_key", "apikey", "credential",
+                           "bearer"}) {
+    if (k.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// POSIX's portable variable names: letters, digits and '_', not starting with a digit.
+bool is_variable_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
 
 // A node with where it came from: every error names the file, the line and the key.
 struct At {
@@ -33,7 +66,12 @@ struct At {
       if (allowed.count(name) == 0) {
         std::string list;
         for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        At{file, kv.first, key.empty() ? name : key + "." + name}.fail("unknown key (expected one of: " + list + ")");
+        const At at{file, kv.first, key.empty() ? name : key + "." + name};
+        if (looks_like_secret(name)) {
+          at.fail("secrets are not accepted in the configuration file: put the token in a file only gpufilterd "
+                  "can read (bearer_token_file: PATH, mode 0600) or in the environment (bearer_token_env: VARIABLE)");
+        }
+        at.fail("unknown key (expected one of: " + list + ")");
       }
     }
   }
@@ -107,6 +145,15 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     at.require_map({"listen"});
     s.kind = SourceConfig::Kind::kListen;
     s.url = at.child("listen").text();
+    // The same parser as gpufilter --listen (and as the daemon's start), so that --check
+    // and a reload see a bad address too, with the file and line.
+    try {
+      (void)parse_listen_url(s.url);
+    } catch (const ConfigError& e) {
+      std::string why = e.what();
+      if (why.starts_with("--listen ")) why.erase(0, 9);
+      at.child("listen").fail(why);
+    }
   } else if (at.has("stdin")) {
     at.require_map({"stdin"});
     s.kind = SourceConfig::Kind::kStdin;
@@ -141,14 +188,22 @@ ThresholdConfig parse_threshold(const At& at) {
 }
 
 std::vector<std::string> read_patterns_file(const At& at, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) at.fail("cannot read " + path);
+  std::string text;
+  try {
+    text = read_checked_file(path, FileTrust::kConfig, kPatternsFileLimit);
+  } catch (const ConfigError& e) {
+    at.fail(e.what());
+  }
   std::vector<std::string> patterns;
-  std::string line;
-  while (std::getline(in, line)) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line.front() == '#') continue;  // comments and blank lines
-    patterns.push_back(line);
+    patterns.push_back(std::move(line));
   }
   return patterns;
 }
@@ -185,7 +240,8 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
 }
 
 OutputConfig parse_output(const At& at, const std::string& dir) {
-  at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "queue"});
+  at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "bearer_token_file",
+                  "queue", "retry_backoff", "retry_max_backoff"});
   OutputConfig o;
   if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook)");
   const std::string type = at.child("type").text();
@@ -207,8 +263,40 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
   }
   if (at.has("resend_interval")) o.resend_interval = at.child("resend_interval").duration();
   if (at.has("timeout")) o.timeout = at.child("timeout").duration();
-  if (at.has("bearer_token_env")) o.bearer_token_env = at.child("bearer_token_env").text();
+  for (const char* key : {"bearer_token_env", "bearer_token_file"}) {
+    if (at.has(key) && o.kind != OutputConfig::Kind::kWebhook) at.child(key).fail("only a webhook output sends a token");
+  }
+  if (at.has("bearer_token_env") && at.has("bearer_token_file")) {
+    at.child("bearer_token_file").fail("set bearer_token_env or bearer_token_file, not both");
+  }
+  if (at.has("bearer_token_env")) {
+    o.bearer_token_env = at.child("bearer_token_env").text();
+    // Not quoted: a value that is no variable name may well be the token itself.
+    if (!is_variable_name(o.bearer_token_env)) {
+      at.child("bearer_token_env").fail("is not the name of an environment variable (letters, digits and _); the "
+                                        "token itself goes into that variable, or into bearer_token_file");
+    }
+  }
+  if (at.has("bearer_token_file")) {
+    o.bearer_token_file = resolve(dir, at.child("bearer_token_file").text());
+    // Read now so that --check and a reload refuse a missing or exposed file; main reads
+    // it again when it builds the output (and at every reload).
+    try {
+      (void)read_bearer_token(o);
+    } catch (const ConfigError& e) {
+      at.child("bearer_token_file").fail(e.what());
+    }
+  }
   if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
+  if (at.has("retry_backoff")) {
+    o.retry_backoff = at.child("retry_backoff").duration();
+    if (o.retry_backoff < Millis(1)) at.child("retry_backoff").fail("must be at least 1ms");
+  }
+  if (at.has("retry_max_backoff")) o.retry_max_backoff = at.child("retry_max_backoff").duration();
+  if (o.retry_max_backoff < o.retry_backoff) {
+    at.child(at.has("retry_max_backoff") ? "retry_max_backoff" : "retry_backoff")
+        .fail("retry_max_backoff must not be below retry_backoff");
+  }
   return o;
 }
 
@@ -235,15 +323,92 @@ std::optional<Millis> parse_duration(const std::string& text) {
   else if (unit == "h") ms = value * 3'600'000;
   else if (unit == "d") ms = value * 86'400'000;
   else return std::nullopt;
+  // inf, nan and huge values ("1e300") are no durations: converting them to an integer is
+  // undefined, and past 100 years the nanoseconds of the clocks they are added to overflow.
+  constexpr double kMaxMs = 36500.0 * 86'400'000;
+  if (!(ms <= kMaxMs)) return std::nullopt;
   return Millis(static_cast<std::int64_t>(ms));
 }
 
+std::string read_checked_file(const std::string& path, FileTrust trust, std::size_t limit) {
+  const auto fail = [&](const std::string& why) { return ConfigError(path + ": " + why); };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw fail(std::string("cannot read: ") + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  // The checks look at the file that was opened, and the bytes come from it: renaming
+  // another file into its place after the check changes nothing.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw fail(std::string("cannot read: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw fail("cannot read: it is a directory");
+  const uid_t me = ::geteuid();
+  if (st.st_uid != 0 && st.st_uid != me) {
+    throw fail("refused: it is owned by uid " + std::to_string(st.st_uid) + ", neither root nor the user gpufilterd " +
+               "runs as (uid " + std::to_string(me) + "), who could change it; fix: chown " +
+               std::to_string(me) + " " + path);
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (trust == FileTrust::kSecret && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw fail(std::string("refused: group or others may read or write this secret (mode ") + mode +
+               "); fix: chmod 600 " + path);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw fail(std::string("refused: group or others may write it (mode ") + mode + "); fix: chmod go-w " + path);
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw fail(std::string("cannot read: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    if (text.size() + static_cast<std::size_t>(n) > limit) {
+      throw fail("larger than " + std::to_string(limit) + " bytes; not read");
+    }
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+std::string read_bearer_token(const OutputConfig& output) {
+  std::string token;
+  std::string where;
+  if (!output.bearer_token_env.empty()) {
+    where = "output " + output.name + ": bearer_token_env " + output.bearer_token_env;
+    const char* value = std::getenv(output.bearer_token_env.c_str());
+    if (value == nullptr || *value == '\0') throw ConfigError(where + " is not set (or empty)");
+    token = value;
+  } else if (!output.bearer_token_file.empty()) {
+    where = output.bearer_token_file;
+    token = read_checked_file(output.bearer_token_file, FileTrust::kSecret, kTokenFileLimit);
+  } else {
+    return {};
+  }
+  // `echo TOKEN > file` and editors end the file with a newline; it is not the token's.
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token.empty()) throw ConfigError(where + ": holds no token");
+  for (const char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      throw ConfigError(where + ": the token holds a space or a control character (it is sent in an HTTP header)");
+    }
+  }
+  return token;
+}
+
 DaemonConfig load_config(const std::string& path) {
+  return parse_config(read_checked_file(path, FileTrust::kConfig, kConfigLimit), path);
+}
+
+DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot be read");
+    root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
@@ -252,8 +417,8 @@ DaemonConfig load_config(const std::string& path) {
   const std::string dir = directory_of(path);
   try {
     const At top{path, root, ""};
-    top.require_map({"sources", "rules", "outputs", "server", "generator_url", "log_format", "engine", "device",
-                     "max_line_bytes", "max_connections", "drain_timeout"});
+    top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
+                     "engine", "device", "max_line_bytes", "max_connections", "drain_timeout"});
     if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets or stdin)");
     const At sources = top.child("sources");
     if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
@@ -275,6 +440,7 @@ DaemonConfig load_config(const std::string& path) {
       c.outputs.push_back(OutputConfig{});  // JSON lines on standard output
     }
     if (top.has("server")) c.server = top.child("server").text();
+    if (top.has("reload_endpoint")) c.reload_endpoint = top.child("reload_endpoint").boolean();
     if (top.has("generator_url")) c.generator_url = top.child("generator_url").text();
     if (top.has("log_format")) {
       const std::string f = top.child("log_format").text();

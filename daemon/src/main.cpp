@@ -61,13 +61,27 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kBatchBytes = 4u << 20;  // at least max_line_bytes + 1
 constexpr std::size_t kHostScanBelow = 16u << 10;
 
-// Signals reach the control thread through a pipe: the handler only writes the number.
+// Signals reach the control thread through a pipe. No handler runs: SIGHUP, SIGTERM and
+// SIGINT are blocked in every thread and one thread takes them with sigwait(). A handler
+// would not stay ours: PoCL compiles kernels with LLVM, which installs its own handlers for
+// these signals at each compile (a reload compiles) and runs them before re-raising, with
+// errno spoiled (ThreadSanitizer saw it).
 int g_signal_pipe[2] = {-1, -1};
-extern "C" void on_signal(int number) {
-  const int saved = errno;
-  const unsigned char byte = static_cast<unsigned char>(number);
-  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &byte, 1);
-  errno = saved;
+
+// Call before any other thread starts, so that every thread inherits the mask.
+void take_signals_in_one_thread() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (const int s : {SIGHUP, SIGTERM, SIGINT}) sigaddset(&signals, s);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals] {
+    for (;;) {
+      int number = 0;
+      if (::sigwait(&signals, &number) != 0) continue;
+      const unsigned char byte = static_cast<unsigned char>(number);
+      [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe[1], &byte, 1);
+    }
+  }).detach();
 }
 
 // Reader notices become warn log lines.
@@ -91,19 +105,23 @@ struct ScanEngine {
 };
 
 // engine auto: a GPU always; a CPU OpenCL device (PoCL) only for sets too large for the
-// host engine (kHostEngineMaxPatterns), as gpufilter --engine=auto decides.
+// host engine (kHostEngineMaxPatterns) or with a literal longer than Hyperscan takes
+// (kHostEngineMaxPatternBytes), as gpufilter --engine=auto decides.
 
 std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available) {
   auto e = std::make_shared<ScanEngine>();
   e->rules = std::make_shared<RuleSet>(config.rules);
   DeviceContext* device = available;
   if (device != nullptr && config.engine == "auto" && !device->info().is_gpu &&
-      e->rules->patterns().size() <= kHostEngineMaxPatterns)
+      e->rules->patterns().size() <= kHostEngineMaxPatterns &&
+      e->rules->patterns().max_length() <= kHostEngineMaxPatternBytes)
     device = nullptr;
   const std::size_t batch = std::max<std::size_t>(kBatchBytes, config.max_line_bytes + 1);
   ScanConfig scanning;
   scanning.chunk_bytes = batch;
   scanning.locate = true;
+  if (const char* plan = std::getenv("GPUFILTER_INJECT_DEVICE_FAULT"); plan != nullptr && *plan != '\0')
+    scanning.device_faults = DeviceFaults::parse(plan);  // tests: a device failing mid-run
   if (device != nullptr) {
     e->matcher = std::make_unique<Matcher>(*device, e->rules->patterns(), e->rules->match_options());
     scanning.slots = device->info().is_gpu ? 4 : 3;
@@ -135,12 +153,24 @@ void make_parent_directories(const DaemonConfig& config) {
     if (o.kind == OutputConfig::Kind::kJsonl && o.path != "-") make(o.path);
 }
 
-std::vector<std::unique_ptr<AlertOutput>> build_outputs(const DaemonConfig& config) {
-  make_parent_directories(config);
+struct Outputs {
   std::vector<std::unique_ptr<AlertOutput>> outputs;
-  for (const OutputConfig& o : config.outputs) {
+  // Per configured output: the token a reload refreshes (a webhook with bearer_token_file),
+  // else null.
+  std::vector<std::shared_ptr<BearerToken>> tokens;
+};
+
+Outputs build_outputs(const DaemonConfig& config) {
+  make_parent_directories(config);
+  Outputs built;
+  std::vector<std::unique_ptr<AlertOutput>>& outputs = built.outputs;
+  built.tokens.resize(config.outputs.size());
+  for (std::size_t i = 0; i < config.outputs.size(); ++i) {
+    const OutputConfig& o = config.outputs[i];
     QueueConfig queue;
     queue.capacity = o.queue;
+    queue.initial_backoff = o.retry_backoff;
+    queue.max_backoff = o.retry_max_backoff;
     switch (o.kind) {
       case OutputConfig::Kind::kJsonl: outputs.push_back(make_jsonl_output(o.name, o.path, queue)); break;
       case OutputConfig::Kind::kAlertmanager: {
@@ -158,19 +188,21 @@ std::vector<std::unique_ptr<AlertOutput>> build_outputs(const DaemonConfig& conf
         wh.url = o.url;
         wh.timeout = o.timeout;
         wh.queue = queue;
-        if (!o.bearer_token_env.empty()) {
-          const char* token = std::getenv(o.bearer_token_env.c_str());
-          if (token == nullptr || *token == '\0')
-            throw ConfigError(config.path + ": output " + o.name + ": bearer_token_env " + o.bearer_token_env +
-                              " is not set");
-          wh.bearer_token = token;
+        // From the environment or a checked file, never from the configuration; errors
+        // name the variable or the file, never the token.
+        try {
+          auto token = std::make_shared<BearerToken>(read_bearer_token(o));
+          wh.token = token;
+          if (!o.bearer_token_file.empty()) built.tokens[i] = std::move(token);
+        } catch (const ConfigError& e) {
+          throw ConfigError(config.path + ": " + e.what());
         }
         outputs.push_back(make_webhook_output(o.name, wh));
         break;
       }
     }
   }
-  return outputs;
+  return built;
 }
 
 void describe_metrics(Metrics& m) {
@@ -242,17 +274,22 @@ int run(const std::string& config_path) {
   describe_metrics(metrics);
   // The operations endpoint binds first: its address is the alerts' generatorURL. Its
   // handlers are set once everything they touch exists.
+  // POST /-/reload is the endpoint's one state-changing route: it exists only when the
+  // configuration enables it (read-only unless explicitly enabled); SIGHUP always works.
   std::atomic<bool> ready{false};
   std::function<std::pair<bool, std::string>()> reload;
-  OpsServer ops(config.server, metrics,
-                OpsHandlers{[&] { return ready.load(); },
-                            [&]() -> std::pair<bool, std::string> {
-                              if (!reload) return {false, "still starting"};
-                              return reload();
-                            }});
+  std::function<std::pair<bool, std::string>()> http_reload;
+  if (config.reload_endpoint) {
+    http_reload = [&]() -> std::pair<bool, std::string> {
+      if (!reload) return {false, "still starting"};
+      return reload();
+    };
+  }
+  OpsServer ops(config.server, metrics, OpsHandlers{[&] { return ready.load(); }, http_reload});
   if (config.generator_url.empty()) config.generator_url = "http://" + ops.bound() + "/";
   std::shared_ptr<ScanEngine> engine = build_engine(config, device ? &*device : nullptr);
-  std::vector<std::unique_ptr<AlertOutput>> outputs = build_outputs(config);
+  Outputs built = build_outputs(config);
+  std::vector<std::unique_ptr<AlertOutput>>& outputs = built.outputs;
   metrics.set("gpufilterd_device_info",
               {{"engine", engine->name},
                {"device", engine->matcher ? device->info().name : std::string("host (Hyperscan)")}},
@@ -468,8 +505,15 @@ int run(const std::string& config_path) {
     std::lock_guard lock(reload_mutex);
     std::shared_ptr<ScanEngine> next;
     DaemonConfig next_config;
+    // Outputs apply at the next restart, but their token files are read again now, so
+    // that a rotated token is used at once; a token file that became unreadable or
+    // exposed fails the reload like an invalid configuration.
+    std::vector<std::pair<BearerToken*, std::string>> tokens;
     try {
       next_config = load_config(config_path);
+      for (std::size_t i = 0; i < config.outputs.size(); ++i) {
+        if (built.tokens[i]) tokens.emplace_back(built.tokens[i].get(), read_bearer_token(config.outputs[i]));
+      }
       next = build_engine(next_config, device ? &*device : nullptr);
     } catch (const std::exception& e) {
       metrics.add("gpufilterd_config_reloads_total", {{"result", "failure"}}, 1);
@@ -477,9 +521,10 @@ int run(const std::string& config_path) {
       log.error("reload rejected; the running configuration stays", {{"error", e.what()}});
       return {false, e.what()};
     }
+    for (auto& [holder, token] : tokens) holder->set(std::move(token));
     if (next_config.sources != config.sources || next_config.outputs != config.outputs ||
-        next_config.server != config.server)
-      log.warn("sources, outputs and server apply at the next restart; rules are reloaded now");
+        next_config.server != config.server || next_config.reload_endpoint != config.reload_endpoint)
+      log.warn("sources, outputs, server and reload_endpoint apply at the next restart; rules are reloaded now");
     auto swapped = std::make_shared<std::promise<void>>();
     std::future<void> done = swapped->get_future();
     loop.run_between_batches([&, next, swapped] {
@@ -508,7 +553,8 @@ int run(const std::string& config_path) {
                                   {"patterns", std::to_string(engine->rules->patterns().size())},
                                   {"engine", engine->name},
                                   {"device", engine->matcher ? device->info().name : std::string("host")},
-                                  {"server", ops.bound()}});
+                                  {"server", ops.bound()},
+                                  {"reload_endpoint", config.reload_endpoint ? "enabled" : "disabled"}});
 
   // The control thread: SIGHUP reloads; SIGTERM or SIGINT stops the readers.
   std::thread control([&] {
@@ -616,11 +662,7 @@ int main(int argc, char** argv) {
     std::perror("gpufilterd: pipe");
     return 2;
   }
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (const int s : {SIGHUP, SIGTERM, SIGINT}) ::sigaction(s, &action, nullptr);
+  take_signals_in_one_thread();
   try {
     return run(config_path);
   } catch (const std::exception& e) {

@@ -58,8 +58,9 @@ struct Address {
   std::uint16_t port = 0;
 };
 
-// "HOST:PORT", "[IPv6]:PORT", "name:PORT". The host is required: listening on every
-// address must be said (0.0.0.0, [::]), never implied by ":9464".
+// "HOST:PORT", "[IPv6]:PORT", "name:PORT", ":PORT". Without a host it is loopback
+// (127.0.0.1), as for gpufilter --listen: listening on every address must be said
+// (0.0.0.0, [::]), never implied by ":9464".
 Address parse_address(const std::string& listen) {
   const auto bad = [&](const std::string& why) { return ConfigError("server address " + listen + ": " + why); };
   const std::string_view text(listen);
@@ -81,7 +82,7 @@ Address parse_address(const std::string& listen) {
     if (parsed.host.find(':') != std::string::npos) throw bad("an IPv6 address goes in brackets: [ADDRESS]:PORT");
     port = text.substr(colon + 1);
   }
-  if (parsed.host.empty()) throw bad("no host (0.0.0.0 or [::] listens on every address)");
+  if (parsed.host.empty()) parsed.host = "127.0.0.1";
   for (const char c : parsed.host) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= ' ' || u == 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' || c == ']') {
@@ -281,7 +282,11 @@ OpsServer::Impl::Answer OpsServer::Impl::route(const Request& request) {
   }
   if (target == "/-/reload") {
     if (method != http::verb::post) return not_allowed("POST");
-    if (!handlers.reload) return text(http::status::internal_server_error, "reload is not available\n");
+    // The one route that changes state: there only when the configuration asks for it.
+    if (!handlers.reload) {
+      return text(http::status::forbidden,
+                  "reload over HTTP is disabled (reload_endpoint: true enables it; SIGHUP always reloads)\n");
+    }
     auto [ok, message] = handlers.reload();
     return text(ok ? http::status::ok : http::status::internal_server_error, line(std::move(message)));
   }

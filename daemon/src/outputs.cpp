@@ -667,7 +667,8 @@ class WebhookOutput final : public QueuedOutput {
  private:
   void wake() noexcept override { client_.wake(); }
   Outcome deliver(const std::vector<Alert>& batch) override {
-    return classify(client_.post(url_.path + url_.query, alert_json(batch.front()), config_.bearer_token));
+    return classify(client_.post(url_.path + url_.query, alert_json(batch.front()),
+                                 config_.token ? config_.token->get() : config_.bearer_token));
   }
 
   const WebhookConfig config_;

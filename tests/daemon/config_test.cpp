@@ -1,7 +1,10 @@
 // gpufilterd's YAML configuration: a complete file parses into what it says, and every
 // kind of mistake is refused with the file, the line and the key in the message.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -22,9 +25,11 @@ class Config : public ::testing::Test {
     dir_ = ::mkdtemp(pattern);
   }
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
-  std::string write(const std::string& name, const std::string& text) {
+  // Mode 0644 whatever the umask: the loader refuses files others may write.
+  std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
+    EXPECT_EQ(::chmod(path.c_str(), mode), 0);
     return path;
   }
   // The ConfigError message for `yaml`, or "" when it loads.
@@ -36,11 +41,17 @@ class Config : public ::testing::Test {
       return e.what();
     }
   }
+  // A configuration whose last lines are a webhook output (more keys may follow).
+  static std::string head_webhook() {
+    return "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n  - type: webhook\n"
+           "    url: http://127.0.0.1:9/hook\n";
+  }
   std::string dir_;
 };
 
 TEST_F(Config, CompleteFileParses) {
   write("ssh.txt", "# brute force\nFailed password\n\nInvalid user\n");
+  write("hook.token", "s3cret-token\n", 0600);
   const DaemonConfig c = load_config(write("c.yaml", R"(
 sources:
   - follow: [auth.log, /var/log/secure]
@@ -77,7 +88,14 @@ outputs:
     url: http://127.0.0.1:8080/hook
     bearer_token_env: HOOK_TOKEN
     queue: 100
+    retry_backoff: 50ms
+    retry_max_backoff: 2s
+  - type: webhook
+    name: file-hook
+    url: http://127.0.0.1:8080/other
+    bearer_token_file: hook.token
 server: 127.0.0.1:0
+reload_endpoint: true
 log_format: json
 engine: cpu
 max_line_bytes: 65536
@@ -108,13 +126,21 @@ drain_timeout: 3s
   EXPECT_EQ(c.rules[2].patterns, std::vector<std::string>{"heartbeat"});
   EXPECT_EQ(c.rules[2].threshold.window, Millis(30000));
   EXPECT_EQ(c.rules[2].threshold.group_by, ThresholdConfig::GroupBy::kSource);
-  ASSERT_EQ(c.outputs.size(), 3u);
+  ASSERT_EQ(c.outputs.size(), 4u);
   EXPECT_EQ(c.outputs[0].path, dir_ + "/alerts.jsonl");
   EXPECT_EQ(c.outputs[1].kind, OutputConfig::Kind::kAlertmanager);
   EXPECT_EQ(c.outputs[1].resend_interval, Millis(30000));
   EXPECT_EQ(c.outputs[2].name, "ops-hook");
   EXPECT_EQ(c.outputs[2].bearer_token_env, "HOOK_TOKEN");
   EXPECT_EQ(c.outputs[2].queue, 100u);
+  EXPECT_EQ(c.outputs[2].retry_backoff, Millis(50));
+  EXPECT_EQ(c.outputs[2].retry_max_backoff, Millis(2000));
+  EXPECT_EQ(c.outputs[1].retry_backoff, Millis(200));  // the defaults
+  EXPECT_EQ(c.outputs[1].retry_max_backoff, Millis(30000));
+  EXPECT_EQ(c.outputs[3].bearer_token_file, dir_ + "/hook.token");
+  EXPECT_EQ(c.outputs[3].bearer_token_env, "");
+  EXPECT_EQ(read_bearer_token(c.outputs[3]), "s3cret-token");  // the newline trimmed
+  EXPECT_TRUE(c.reload_endpoint);
   EXPECT_EQ(c.server, "127.0.0.1:0");
   EXPECT_EQ(c.log_format, Log::Format::kJson);
   EXPECT_EQ(c.engine, "cpu");
@@ -128,7 +154,9 @@ TEST_F(Config, DefaultsToJsonLinesOnStandardOutput) {
   ASSERT_EQ(c.outputs.size(), 1u);
   EXPECT_EQ(c.outputs[0].kind, OutputConfig::Kind::kJsonl);
   EXPECT_EQ(c.outputs[0].path, "-");
+  // Security defaults: the operations endpoint on loopback, and read-only.
   EXPECT_EQ(c.server, "127.0.0.1:9464");
+  EXPECT_FALSE(c.reload_endpoint);
 }
 
 // Each mistake: the message names the file, the line and the key.
@@ -162,6 +190,15 @@ TEST_F(Config, MistakesNameFileLineAndKey) {
       {"sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}\n", "c.yaml:"},  // YAML syntax
       {"sources: [{stdin: true}]\nrules: {name: a}\n", "rules: expected a non-empty list"},
       {"sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\nextra: 1\n", "3: extra: unknown key"},
+      {"sources:\n  - listen: tcp//127.0.0.1:5140\nrules: [{name: a, patterns: [x]}]\n",
+       "2: sources[0].listen: tcp//127.0.0.1:5140: expected tcp://HOST:PORT"},
+      {"sources:\n  - listen: tcp://127.0.0.1:99999\nrules: [{name: a, patterns: [x]}]\n",
+       "sources[0].listen: tcp://127.0.0.1:99999: the port must be"},
+      {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: webhook\n    url: http://h/\n    retry_backoff: 0ms\n",
+       "outputs[0].retry_backoff: must be at least 1ms"},
+      {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: jsonl\n    retry_backoff: 5s\n    retry_max_backoff: 1s\n",
+       "outputs[0].retry_max_backoff: retry_max_backoff must not be below retry_backoff"},
+      {head + "  - name: a\n    patterns: [x]\nreload_endpoint: sometimes\n", "reload_endpoint: \"sometimes\" is not"},
   };
   for (const Case& c : cases) {
     const std::string message = error_of(c.yaml);
@@ -173,7 +210,175 @@ TEST_F(Config, MistakesNameFileLineAndKey) {
 }
 
 TEST_F(Config, MissingFileIsAnError) {
-  EXPECT_THROW(load_config(dir_ + "/nope.yaml"), ConfigError);
+  try {
+    load_config(dir_ + "/nope.yaml");
+    FAIL() << "loaded a missing file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), dir_ + "/nope.yaml: cannot read: No such file or directory");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Security: file permissions (like ssh's StrictModes) and secrets
+
+const std::string kMinimal = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\n";
+
+// A configuration that group or others may write is refused, naming the file, the mode
+// and the fix; read-only for them (or private) is fine.
+TEST_F(Config, AFileOthersMayWriteIsRefusedWithTheFix) {
+  for (const mode_t mode : {0664, 0646, 0666, 0620, 0602}) {
+    const std::string path = write("c.yaml", kMinimal, mode);
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    try {
+      load_config(path);
+      ADD_FAILURE() << "loaded a file of mode " << octal;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": refused: group or others may write it (mode " + octal +
+                                           "); fix: chmod go-w " + path);
+    }
+  }
+  for (const mode_t mode : {0644, 0600, 0400, 0444, 0640}) {
+    EXPECT_NO_THROW(load_config(write("c.yaml", kMinimal, mode))) << std::oct << mode;
+  }
+}
+
+TEST_F(Config, APatternsFileOthersMayWriteIsRefused) {
+  write("p.txt", "Failed password\n", 0664);
+  const std::string message =
+      error_of("sources: [{stdin: true}]\nrules:\n  - name: a\n    patterns_file: p.txt\n");
+  EXPECT_NE(message.find(dir_ + "/c.yaml:4: rules[0].patterns_file: " + dir_ +
+                         "/p.txt: refused: group or others may write it (mode 0664); fix: chmod go-w " + dir_ + "/p.txt"),
+            std::string::npos)
+      << message;
+  write("p.txt", "Failed password\n", 0644);
+  EXPECT_EQ(error_of("sources: [{stdin: true}]\nrules:\n  - name: a\n    patterns_file: p.txt\n"), "");
+}
+
+// Owned by someone else (not root, not us): refused, as that user could change it. Making
+// such a file takes root (chown); as another user there is no file to test with.
+TEST_F(Config, AFileOwnedByAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  const std::string path = write("c.yaml", kMinimal, 0644);
+  write("p.txt", "x\n", 0644);
+  write("t.token", "tok\n", 0600);
+  for (const std::string& file : {path, dir_ + "/p.txt", dir_ + "/t.token"}) {
+    ASSERT_EQ(::chown(file.c_str(), 65534, 65534), 0);
+  }
+  try {
+    load_config(path);
+    FAIL() << "loaded a file owned by uid 65534";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": refused: it is owned by uid 65534, neither root nor the user gpufilterd "
+                                            "runs as (uid 0), who could change it; fix: chown 0 " + path);
+  }
+  ASSERT_EQ(::chown(path.c_str(), 0, 0), 0);
+  EXPECT_NE(error_of("sources: [{stdin: true}]\nrules:\n  - name: a\n    patterns_file: p.txt\n")
+                .find("p.txt: refused: it is owned by uid 65534"),
+            std::string::npos);
+  OutputConfig hook;
+  hook.kind = OutputConfig::Kind::kWebhook;
+  hook.bearer_token_file = dir_ + "/t.token";
+  try {
+    read_bearer_token(hook);
+    FAIL() << "read a token file owned by uid 65534";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.token: refused: it is owned by uid 65534"), std::string::npos) << e.what();
+  }
+}
+
+// A token file must be private (no access for group or others at all), holds one token
+// (the trailing newline is not part of it), and no message ever quotes the token.
+TEST_F(Config, TokenFilesArePrivateAndNeverQuoted) {
+  const std::string secret = "tok-9f8e7d6c5b4a";
+  const auto config = [&](const std::string& file) {
+    return head_webhook() + "    bearer_token_file: " + file + "\n";
+  };
+  for (const mode_t mode : {0640, 0604, 0644, 0660, 0610}) {
+    write("t.token", secret + "\n", mode);
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode));
+    const std::string message = error_of(config("t.token"));
+    EXPECT_NE(message.find("outputs[0].bearer_token_file: " + dir_ + "/t.token: refused: group or others may read or "
+                           "write this secret (mode " + octal + "); fix: chmod 600 " + dir_ + "/t.token"),
+              std::string::npos)
+        << message;
+    EXPECT_EQ(message.find(secret), std::string::npos) << message;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"\n", "t.token: holds no token"},
+      {"", "t.token: holds no token"},
+      {secret + " more\n", "t.token: the token holds a space or a control character"},
+      {secret + "\nsecond-line\n", "t.token: the token holds a space or a control character"},
+      {"Bearer\t" + secret, "t.token: the token holds a space or a control character"},
+  };
+  for (const auto& [content, expected] : bad) {
+    write("t.token", content, 0600);
+    const std::string message = error_of(config("t.token"));
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_EQ(message.find(secret), std::string::npos) << message;
+  }
+  EXPECT_NE(error_of(config("absent.token")).find("absent.token: cannot read: No such file or directory"),
+            std::string::npos);
+  for (const std::string& content : {secret, secret + "\n", secret + "\r\n", secret + "\n\n"}) {
+    write("t.token", content, 0600);
+    const DaemonConfig c = load_config(write("c.yaml", config("t.token")));
+    EXPECT_EQ(read_bearer_token(c.outputs[0]), secret);
+  }
+  write("t.token", secret, 0400);
+  EXPECT_EQ(read_bearer_token(load_config(write("c.yaml", config("t.token"))).outputs[0]), secret);
+}
+
+TEST_F(Config, TokensFromTheEnvironment) {
+  const std::string secret = "env-tok-0a1b2c3d";
+  ::setenv("GPUFILTERD_TEST_TOKEN", secret.c_str(), 1);
+  const DaemonConfig c = load_config(write("c.yaml", head_webhook() + "    bearer_token_env: GPUFILTERD_TEST_TOKEN\n"));
+  EXPECT_EQ(read_bearer_token(c.outputs[0]), secret);
+  ::setenv("GPUFILTERD_TEST_TOKEN", "", 1);
+  try {
+    read_bearer_token(c.outputs[0]);
+    FAIL() << "an empty variable gave a token";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "output webhook: bearer_token_env GPUFILTERD_TEST_TOKEN is not set (or empty)");
+  }
+  ::unsetenv("GPUFILTERD_TEST_TOKEN");
+  EXPECT_THROW(read_bearer_token(c.outputs[0]), ConfigError);
+  // A value that is no variable name may be the token pasted in the wrong place: refused,
+  // and not quoted.
+  const std::string message = error_of(head_webhook() + "    bearer_token_env: \"" + secret + "-x.y\"\n");
+  EXPECT_NE(message.find("outputs[0].bearer_token_env: is not the name of an environment variable"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find(secret), std::string::npos) << message;
+}
+
+// A secret written into the configuration itself is refused with advice, wherever it is,
+// and the value is never quoted back.
+TEST_F(Config, InlineSecretsAreRefusedWithoutQuotingThem) {
+  const std::string secret = "inline-9a8b7c6d";
+  const std::string advice =
+      "secrets are not accepted in the configuration file: put the token in a file only gpufilterd can read "
+      "(bearer_token_file: PATH, mode 0600) or in the environment (bearer_token_env: VARIABLE)";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head_webhook() + "    bearer_token: " + secret + "\n", "6: outputs[0].bearer_token: "},
+      {head_webhook() + "    token: " + secret + "\n", "outputs[0].token: "},
+      {head_webhook() + "    Authorization: \"Bearer " + secret + "\"\n", "outputs[0].Authorization: "},
+      {head_webhook() + "    password: " + secret + "\n", "outputs[0].password: "},
+      {head_webhook() + "    api_key: " + secret + "\n", "outputs[0].api_key: "},
+      {kMinimal + "secret: " + secret + "\n", "3: secret: "},
+  };
+  for (const auto& [yaml, where] : cases) {
+    const std::string message = error_of(yaml);
+    EXPECT_NE(message.find(where + advice), std::string::npos) << message;
+    EXPECT_EQ(message.find(secret), std::string::npos) << message;
+  }
+  // Token keys belong to webhooks, and one source at a time.
+  EXPECT_NE(error_of(kMinimal + "outputs:\n  - type: jsonl\n    bearer_token_env: X\n")
+                .find("outputs[0].bearer_token_env: only a webhook output sends a token"),
+            std::string::npos);
+  write("t.token", secret, 0600);
+  EXPECT_NE(error_of(head_webhook() + "    bearer_token_env: X\n    bearer_token_file: t.token\n")
+                .find("set bearer_token_env or bearer_token_file, not both"),
+            std::string::npos);
 }
 
 TEST(Duration, Units) {
@@ -188,6 +393,16 @@ TEST(Duration, Units) {
   EXPECT_FALSE(parse_duration("-1s").has_value());
   EXPECT_FALSE(parse_duration("5x").has_value());
   EXPECT_FALSE(parse_duration("s").has_value());
+}
+
+// from_chars reads "inf", "nan" and "1e300" as doubles, whose conversion to milliseconds
+// was undefined behaviour (UBSan: "inf is outside the range of representable values"),
+// as daemon_config_fuzz reports on tests/fuzz/regressions/daemon_config_fuzz/.
+TEST(Duration, NotFiniteOrHugeIsNoDuration) {
+  for (const char* text : {"inf", "infs", "nan", "NAN", "1e300", "1e300ms", "9e15", "36501d", "876025h"})
+    EXPECT_FALSE(parse_duration(text).has_value()) << text;
+  EXPECT_EQ(parse_duration("36500d"), Millis(36500LL * 86'400'000));
+  EXPECT_EQ(parse_duration("0"), Millis(0));
 }
 
 }  // namespace

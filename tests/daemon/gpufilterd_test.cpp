@@ -2,6 +2,11 @@
 // followed file and a TCP socket, a real HTTP receiver standing in for Alertmanager and a
 // webhook, the real /metrics page, reloads (SIGHUP and POST /-/reload) under load with
 // sequence-numbered lines, an invalid reload, and a restart that resumes from state.
+// Security defaults: every socket it listens on is loopback unless an address is given
+// (read from /proc), the reload endpoint is off unless enabled, files others may write
+// are refused, and tokens (from a file or the environment) never reach the log, the
+// metrics, the alerts or --check, even while deliveries fail. Faults: a webhook down for
+// hundreds of retry cycles while alerts keep firing.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,6 +22,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <filesystem>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -58,7 +65,11 @@ std::string temp_dir() {
   return ::mkdtemp(pattern);
 }
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+// Mode 0644 whatever the umask: gpufilterd refuses configuration files others may write.
+void write_text(const std::string& path, const std::string& text, mode_t mode = 0644) {
+  std::ofstream(path, std::ios::binary) << text;
+  EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
+}
 
 void append_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::app) << text;
@@ -76,8 +87,8 @@ std::vector<json> read_jsonl(const std::string& path) {
 // gpufilterd with its stderr (the log) collected as it comes; killed if a test leaves it.
 class Daemon {
  public:
-  explicit Daemon(const std::string& config) {
-    const SpawnedProcess child = spawn_process({gpufilterd_binary(), "--config", config});
+  explicit Daemon(const std::string& config, const std::vector<std::string>& env = {}) {
+    const SpawnedProcess child = spawn_process({gpufilterd_binary(), "--config", config}, env);
     pid_ = child.pid;
     ::close(child.in);
     reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
@@ -113,6 +124,7 @@ class Daemon {
     return m.size() > 1 ? m[1].str() : std::string();
   }
   void signal(int number) { ::kill(pid_, number); }
+  pid_t pid() const { return pid_; }
   std::optional<int> wait_exit(std::chrono::milliseconds limit) {
     const auto deadline = Clock::now() + limit;
     for (;;) {
@@ -406,6 +418,7 @@ outputs:
     path: alerts.jsonl
     queue: 1000000
 server: 127.0.0.1:0
+reload_endpoint: true
 engine: )" + engine + R"(
 )";
   const std::string extra = R"(
@@ -519,6 +532,7 @@ outputs:
   - type: jsonl
     path: alerts.jsonl
 server: 127.0.0.1:0
+reload_endpoint: true
 )";
   write_text(dir_ + "/gpufilterd.yaml", good);
   Daemon daemon(dir_ + "/gpufilterd.yaml");
@@ -622,6 +636,469 @@ TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
   const ProcessResult check = run_process(
       {gpufilterd_binary(), "--config", source_dir() + "/examples/daemon/gpufilterd.yaml", "--check"});
   EXPECT_EQ(check.status, 0) << check.err;
+}
+
+// ---------------------------------------------------------------------------------------
+// Security defaults
+
+// A socket of the daemon's, from /proc/net.
+struct Socket {
+  std::string proto;    // tcp, tcp6, udp, udp6
+  std::string address;  // "127.0.0.1", "::1"
+  unsigned port = 0;
+};
+
+// "0100007F" -> "127.0.0.1": /proc/net prints each 32-bit word of the address as the
+// number it is in host byte order, so copying the words back gives the address's bytes.
+std::string decode_address(const std::string& hex) {
+  unsigned char bytes[16] = {};
+  const std::size_t words = hex.size() / 8;
+  for (std::size_t w = 0; w < words && w < 4; ++w) {
+    const auto word = static_cast<std::uint32_t>(std::stoul(hex.substr(w * 8, 8), nullptr, 16));
+    std::memcpy(bytes + 4 * w, &word, 4);
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  ::inet_ntop(words == 1 ? AF_INET : AF_INET6, bytes, text, sizeof text);
+  return text;
+}
+
+bool is_loopback(const std::string& address) {
+  return address.starts_with("127.") || address == "::1" || address.starts_with("::ffff:127.");
+}
+
+// Every TCP socket in LISTEN state and every UDP socket that process `pid` holds.
+std::vector<Socket> listening_sockets(pid_t pid) {
+  std::set<std::string> inodes;
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(fds)) {
+    char target[256];
+    const ssize_t n = ::readlink(entry.path().c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    const std::string link(target, static_cast<std::size_t>(n));
+    if (link.starts_with("socket:[")) inodes.insert(link.substr(8, link.size() - 9));
+  }
+  std::vector<Socket> out;
+  for (const std::string proto : {"tcp", "tcp6", "udp", "udp6"}) {
+    std::ifstream in("/proc/net/" + proto);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (inodes.count(inode) == 0) continue;
+      if (proto.starts_with("tcp") && state != "0A") continue;  // 0A: LISTEN
+      const std::size_t colon = local.find(':');
+      out.push_back(Socket{proto, decode_address(local.substr(0, colon)),
+                           static_cast<unsigned>(std::stoul(local.substr(colon + 1), nullptr, 16))});
+    }
+  }
+  return out;
+}
+
+// Polls the /metrics page until `done(page)` or the deadline; returns the last page.
+std::string poll_metrics(const std::string& server, const std::function<bool(const std::string&)>& done,
+                         std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  while (!done(page) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    page = http_request("GET", "http://" + server + "/metrics").body;
+  }
+  return page;
+}
+
+// A source or an operations endpoint without a host listens on loopback only: every
+// listening socket the daemon holds, read from /proc, is 127.0.0.1, and they work.
+TEST_F(Gpufilterd, ListenersAreLoopbackUnlessAnAddressIsGiven) {
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://:0
+  - listen: udp://:0
+rules:
+  - name: errors
+    patterns: [ERROR]
+    cooldown: 0s
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: ":0"
+engine: cpu
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();  // the pattern wants 127.0.0.1
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  const std::string tcp = daemon.listening();
+  ASSERT_FALSE(tcp.empty()) << daemon.log();
+  EXPECT_TRUE(std::regex_search(daemon.log(), std::regex(R"(url=udp://127\.0\.0\.1:[1-9]\d*)"))) << daemon.log();
+  std::size_t tcp_listeners = 0, udp_sockets = 0;
+  for (const Socket& socket : listening_sockets(daemon.pid())) {
+    EXPECT_TRUE(is_loopback(socket.address)) << socket.proto << " " << socket.address << ":" << socket.port;
+    ++(socket.proto.starts_with("tcp") ? tcp_listeners : udp_sockets);
+  }
+  EXPECT_EQ(tcp_listeners, 2u);  // the operations endpoint and the TCP source
+  EXPECT_EQ(udp_sockets, 1u);
+  EXPECT_EQ(http_request("GET", "http://" + server + "/healthz").status, 200u);
+  const int fd = tcp_connect(tcp);
+  send_all(fd, "an ERROR over tcp\n");
+  ::close(fd);
+  const auto deadline = Clock::now() + 20s;
+  while (Clock::now() < deadline && read_jsonl(dir_ + "/alerts.jsonl").empty()) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 1u);
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+}
+
+// Without a server key the endpoint is 127.0.0.1:9464. The port is fixed, so it may be
+// taken here: then the daemon must say so and exit 2 (it never falls back elsewhere).
+TEST_F(Gpufilterd, WithoutAServerKeyTheEndpointIsLoopback9464) {
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: errors
+    patterns: [ERROR]
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+engine: cpu
+)");
+  bool free = false;
+  {
+    const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(probe, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(9464);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    free = ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(probe);
+  }
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  if (!free) {
+    EXPECT_EQ(daemon.wait_exit(30s), 2) << daemon.log();
+    EXPECT_NE(daemon.log().find("127.0.0.1:9464"), std::string::npos) << daemon.log();
+    return;
+  }
+  EXPECT_EQ(daemon.server(), "127.0.0.1:9464") << daemon.log();
+  bool found = false;
+  for (const Socket& socket : listening_sockets(daemon.pid())) {
+    EXPECT_TRUE(is_loopback(socket.address)) << socket.proto << " " << socket.address << ":" << socket.port;
+    found = found || (socket.port == 9464 && socket.address == "127.0.0.1");
+  }
+  EXPECT_TRUE(found);
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+}
+
+// The operations endpoint is read-only unless reload_endpoint: true: POST /-/reload is
+// refused (403) and reloads nothing, other methods are 405, and SIGHUP still reloads.
+TEST_F(Gpufilterd, TheReloadEndpointIsOffUnlessEnabled) {
+  const std::string log = dir_ + "/app.log";
+  write_text(log, "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: app.log
+rules:
+  - name: errors
+    patterns: [ERROR]
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+engine: cpu
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty());
+  EXPECT_NE(daemon.log().find("reload_endpoint=disabled"), std::string::npos) << daemon.log();
+  const HttpResponse refused = http_request("POST", "http://" + server + "/-/reload");
+  EXPECT_EQ(refused.status, 403u) << refused.error;
+  EXPECT_EQ(refused.body, "reload over HTTP is disabled (reload_endpoint: true enables it; SIGHUP always reloads)\n");
+  for (const std::string method : {"PUT", "DELETE", "PATCH"}) {
+    EXPECT_EQ(http_request(method, "http://" + server + "/metrics").status, 405u) << method;
+    EXPECT_EQ(http_request(method, "http://" + server + "/-/reload").status, 405u) << method;
+  }
+  const std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  EXPECT_EQ(metric(page, "gpufilterd_config_reloads_total{result=\"success\"}").value_or(0), 0.0);
+  EXPECT_EQ(metric(page, "gpufilterd_config_reloads_total{result=\"failure\"}").value_or(0), 0.0);
+  EXPECT_EQ(daemon.log().find("config reloaded"), std::string::npos);
+  daemon.signal(SIGHUP);
+  EXPECT_TRUE(daemon.wait_log("config reloaded", 30s)) << daemon.log();
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+}
+
+// Files others could have changed are refused at start and by --check (exit 2, naming
+// the file and the fix), like ssh's StrictModes.
+TEST_F(Gpufilterd, FilesOthersMayWriteAreRefused) {
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  const std::string yaml = "sources: [{listen: tcp://127.0.0.1:0}]\nrules:\n  - name: a\n    patterns_file: p.txt\n"
+                           "server: 127.0.0.1:0\nengine: cpu\n";
+  write_text(dir_ + "/p.txt", "ERROR\n");
+  write_text(config, yaml, 0664);
+  const std::string expected = config + ": refused: group or others may write it (mode 0664); fix: chmod go-w " + config;
+  for (const bool check : {false, true}) {
+    std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+    if (check) argv.push_back("--check");
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  }
+  ::chmod(config.c_str(), 0644);
+  EXPECT_EQ(run_process({gpufilterd_binary(), "--config", config, "--check"}).status, 0);
+  ::chmod((dir_ + "/p.txt").c_str(), 0666);
+  const ProcessResult patterns = run_process({gpufilterd_binary(), "--config", config, "--check"});
+  EXPECT_EQ(patterns.status, 2);
+  EXPECT_NE(patterns.err.find("gpufilterd.yaml:4: rules[0].patterns_file: " + dir_ +
+                              "/p.txt: refused: group or others may write it (mode 0666); fix: chmod go-w " + dir_ +
+                              "/p.txt"),
+            std::string::npos)
+      << patterns.err;
+  ::chmod((dir_ + "/p.txt").c_str(), 0644);
+  if (::geteuid() == 0) {  // only root can give a file to another user
+    ASSERT_EQ(::chown(config.c_str(), 65534, 65534), 0);
+    const ProcessResult owned = run_process({gpufilterd_binary(), "--config", config});
+    EXPECT_EQ(owned.status, 2);
+    EXPECT_NE(owned.err.find(config + ": refused: it is owned by uid 65534"), std::string::npos) << owned.err;
+  }
+}
+
+// Tokens come from a file (mode 0600) or the environment and go into the Authorization
+// header only. While deliveries fail (503, 401, nobody listening), across a reload that
+// rotates the token file and one that finds it exposed, no token appears in the log, the
+// metrics, the alerts file, the reload's answer or --check's output.
+TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
+  const std::string tag = std::to_string(::getpid()) + "x" + std::to_string(Clock::now().time_since_epoch().count());
+  const std::string file_token = "FileTok" + tag;
+  const std::string rotated_token = "RotTok" + tag;
+  const std::string env_token = "EnvTok" + tag;
+  const std::vector<std::string> secrets = {file_token, rotated_token, env_token};
+  HttpReceiver good;
+  good.fail_next(3, 503);
+  HttpReceiver refusing;
+  refusing.set_status(401);
+  std::uint16_t dead_port = 0;
+  {
+    HttpReceiver probe;
+    dead_port = probe.port();
+  }
+  const std::string token_file = dir_ + "/hook.token";
+  write_text(token_file, file_token + "\n", 0600);
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  write_text(config, R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: leak-check
+    patterns: [ALERT]
+    cooldown: 0s
+outputs:
+  - type: webhook
+    name: good
+    url: )" + good.url() + R"(/hook
+    bearer_token_file: hook.token
+    retry_backoff: 10ms
+    retry_max_backoff: 50ms
+  - type: webhook
+    name: refusing
+    url: )" + refusing.url() + R"(/hook
+    bearer_token_env: GPUFILTERD_TEST_SECRET
+  - type: webhook
+    name: dead
+    url: http://127.0.0.1:)" + std::to_string(dead_port) + R"(/hook
+    bearer_token_file: hook.token
+    retry_backoff: 10ms
+    retry_max_backoff: 50ms
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+engine: cpu
+drain_timeout: 1s
+)");
+  const std::vector<std::string> env = {"GPUFILTERD_TEST_SECRET=" + env_token};
+  const auto expect_no_secret = [&](const std::string& text, const std::string& where) {
+    for (const std::string& secret : secrets) EXPECT_EQ(text.find(secret), std::string::npos) << where << ": " << text;
+  };
+  const auto last_authorization = [](const HttpReceiver& receiver) { return receiver.requests().back().header("authorization"); };
+  Daemon daemon(config, env);
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  const int fd = tcp_connect(daemon.listening());
+  send_all(fd, "ALERT one\n");
+  ASSERT_TRUE(good.wait_for_count(4, 20s)) << daemon.log();  // 3 x 503, then 200
+  for (const ReceivedRequest& r : good.requests()) EXPECT_EQ(r.header("authorization"), "Bearer " + file_token);
+  ASSERT_TRUE(refusing.wait_for_count(1, 20s));
+  EXPECT_EQ(refusing.requests()[0].header("authorization"), "Bearer " + env_token);
+  // Failures are logged (once a second at most per output): the log names the outputs.
+  EXPECT_TRUE(daemon.wait_log("output=dead", 20s)) << daemon.log();
+  EXPECT_TRUE(daemon.wait_log("output=refusing", 20s)) << daemon.log();
+
+  // A rotated token file is read at the reload and used from the next request on.
+  write_text(token_file, rotated_token + "\n", 0600);
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_log("config reloaded", 30s)) << daemon.log();
+  std::size_t seen = good.count();
+  send_all(fd, "ALERT two\n");
+  ASSERT_TRUE(good.wait_for_count(seen + 1, 20s));
+  EXPECT_EQ(last_authorization(good), "Bearer " + rotated_token);
+  // An exposed token file fails the reload; the token in use stays.
+  ASSERT_EQ(::chmod(token_file.c_str(), 0644), 0);
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_log("reload rejected", 30s)) << daemon.log();
+  EXPECT_NE(daemon.log().find("hook.token: refused: group or others may read or write this secret (mode 0644); "
+                              "fix: chmod 600 "),
+            std::string::npos)
+      << daemon.log();
+  seen = good.count();
+  send_all(fd, "ALERT three\n");
+  ASSERT_TRUE(good.wait_for_count(seen + 1, 20s));
+  EXPECT_EQ(last_authorization(good), "Bearer " + rotated_token);
+  ::close(fd);
+
+  const std::string page = poll_metrics(
+      server,
+      [](const std::string& p) {
+        return metric(p, "gpufilterd_output_delivered_total{output=\"good\"}").value_or(0) >= 3 &&
+               metric(p, "gpufilterd_output_failures_total{output=\"dead\"}").value_or(0) >= 3;
+      },
+      20s);
+  EXPECT_GE(metric(page, "gpufilterd_output_failures_total{output=\"refusing\"}").value_or(0), 1.0) << page;
+  EXPECT_GE(metric(page, "gpufilterd_output_failures_total{output=\"dead\"}").value_or(0), 3.0) << page;
+  expect_no_secret(page, "/metrics");
+  for (const std::string target : {"/healthz", "/readyz", "/nothing"}) {
+    expect_no_secret(http_request("GET", "http://" + server + target).body, target);
+  }
+  // --check, refusing the exposed file and accepting the private one.
+  const ProcessResult exposed = run_process({gpufilterd_binary(), "--config", config, "--check"}, "", env);
+  EXPECT_EQ(exposed.status, 2);
+  EXPECT_NE(exposed.err.find("hook.token: refused"), std::string::npos) << exposed.err;
+  expect_no_secret(exposed.out + exposed.err, "--check (exposed)");
+  ASSERT_EQ(::chmod(token_file.c_str(), 0600), 0);
+  const ProcessResult checked = run_process({gpufilterd_binary(), "--config", config, "--check"}, "", env);
+  EXPECT_EQ(checked.status, 0) << checked.err;
+  expect_no_secret(checked.out + checked.err, "--check");
+
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  expect_no_secret(daemon.log(), "the log");
+  EXPECT_NE(daemon.log().find("output not drained in time"), std::string::npos);  // the dead one
+  const std::string alerts = read_file(dir_ + "/alerts.jsonl");
+  EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 3u);
+  expect_no_secret(alerts, "alerts.jsonl");
+  for (const ReceivedRequest& r : good.requests()) expect_no_secret(r.body + r.target, "a webhook body");
+
+  // A token written into the configuration is refused, and not quoted.
+  write_text(config, "sources: [{listen: tcp://127.0.0.1:0}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n"
+                     "  - type: webhook\n    url: http://127.0.0.1:9/\n    bearer_token: " + file_token + "\n");
+  for (const bool check : {false, true}) {
+    std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+    if (check) argv.push_back("--check");
+    const ProcessResult inline_token = run_process(argv);
+    EXPECT_EQ(inline_token.status, 2);
+    EXPECT_NE(inline_token.err.find("outputs[0].bearer_token: secrets are not accepted in the configuration file"),
+              std::string::npos)
+        << inline_token.err;
+    expect_no_secret(inline_token.out + inline_token.err, "an inline token");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Faults
+
+// The webhook down for "minutes", compressed with a 1-4 ms backoff: hundreds of retry
+// cycles against 503 while 2,000 lines fire an alert each. The queue (50) never holds
+// more; exactly the 1,950 alerts pushed out of it are counted as dropped; each failure
+// is one 503; and once the receiver is back the newest 50 arrive in order, once each.
+TEST_F(Gpufilterd, AWebhookDownForHundredsOfRetriesStaysBoundedAndRecoversInOrder) {
+  constexpr int kLines = 2000;
+  constexpr int kQueue = 50;
+  constexpr double kCycles = 300;
+  HttpReceiver hook;
+  hook.set_status(503);
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: mark
+    patterns: [MARK]
+    cooldown: 0s
+outputs:
+  - type: webhook
+    url: )" + hook.url() + R"(/hook
+    queue: )" + std::to_string(kQueue) + R"(
+    retry_backoff: 1ms
+    retry_max_backoff: 4ms
+    timeout: 5s
+server: 127.0.0.1:0
+engine: cpu
+drain_timeout: 5s
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  const std::string depth = "gpufilterd_output_queue_depth{output=\"webhook\"}";
+  const std::string published = "gpufilterd_output_published_total{output=\"webhook\"}";
+  const std::string dropped = "gpufilterd_output_dropped_total{output=\"webhook\"}";
+  const std::string failures = "gpufilterd_output_failures_total{output=\"webhook\"}";
+  const std::string delivered = "gpufilterd_output_delivered_total{output=\"webhook\"}";
+  double most_queued = 0;
+  const auto watch = [&](const std::string& page) {
+    const double queued = metric(page, depth).value_or(0);
+    most_queued = std::max(most_queued, queued);
+    EXPECT_LE(queued, kQueue);
+  };
+  const int fd = tcp_connect(daemon.listening());
+  for (int wave = 0; wave < 20; ++wave) {
+    std::string lines;
+    for (int i = wave * 100; i < (wave + 1) * 100; ++i) lines += "MARK seq=" + std::to_string(i) + "\n";
+    send_all(fd, lines);
+    watch(http_request("GET", "http://" + server + "/metrics").body);
+    std::this_thread::sleep_for(50ms);
+  }
+  // The outage lasts until every alert was published and hundreds of attempts failed.
+  std::string page = poll_metrics(
+      server,
+      [&](const std::string& p) {
+        watch(p);
+        return metric(p, published) == kLines && metric(p, failures).value_or(0) >= kCycles &&
+               metric(p, dropped) == kLines - kQueue;
+      },
+      60s);
+  ASSERT_EQ(metric(page, published), kLines) << daemon.log();
+  ASSERT_GE(metric(page, failures).value_or(0), kCycles);
+  EXPECT_EQ(metric(page, dropped), kLines - kQueue);
+  EXPECT_EQ(metric(page, depth), kQueue);
+  EXPECT_EQ(metric(page, delivered), 0.0);
+  EXPECT_EQ(most_queued, kQueue);
+  EXPECT_NE(daemon.log().find("output is failing"), std::string::npos);
+
+  hook.set_status(200);
+  page = poll_metrics(server, [&](const std::string& p) { return metric(p, delivered) == kQueue; }, 30s);
+  EXPECT_EQ(metric(page, delivered), kQueue) << daemon.log();
+  EXPECT_EQ(metric(page, dropped), kLines - kQueue);
+  EXPECT_EQ(metric(page, depth), 0.0);
+  ::close(fd);
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+
+  std::vector<long> sequence;
+  double refused = 0;
+  for (const ReceivedRequest& r : hook.requests()) {
+    if (r.status == 503) {
+      ++refused;
+      continue;
+    }
+    EXPECT_EQ(r.status, 200u);
+    const std::string line = json::parse(r.body).at("line");
+    sequence.push_back(std::stol(line.substr(line.find("seq=") + 4)));
+  }
+  EXPECT_EQ(refused, metric(page, failures).value_or(-1));  // each failure is one 503, no more
+  ASSERT_EQ(sequence.size(), static_cast<std::size_t>(kQueue));
+  for (int i = 0; i < kQueue; ++i) EXPECT_EQ(sequence[static_cast<std::size_t>(i)], kLines - kQueue + i);
+  std::printf("webhook down: %.0f failed attempts, %d alerts, %.0f dropped, %zu delivered in order\n", refused, kLines,
+              metric(page, dropped).value_or(0), sequence.size());
 }
 
 }  // namespace

@@ -755,7 +755,7 @@ TEST_F(OpsServerTest, APortInUseIsASourceErrorNamingTheAddress) {
 TEST(OpsServerSetupTest, MalformedAddressesAreConfigErrors) {
   Metrics metrics;
   for (const std::string bad :
-       {"", "127.0.0.1", ":9464", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:http", "127.0.0.1:123456",
+       {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:http", "127.0.0.1:123456",
         "::1:9464", "[::1]9464", "[::1", "[not-v6]:80", "[]:80", "a b:80", "host/x:80", "127.0.0.1: 80"}) {
     try {
       OpsServer server(bad, metrics, {});
@@ -775,7 +775,10 @@ TEST(OpsServerSetupTest, NamesAndIpv6AndUnsetHandlers) {
     server.start();
     const Reply reply = fetch(server.bound(), http::verb::get, "/readyz");
     EXPECT_EQ(reply.status, 200u);  // no ready(): nothing to wait for
-    EXPECT_EQ(fetch(server.bound(), http::verb::post, "/-/reload").status, 500u);  // no reload()
+    // No reload(): the endpoint is read-only, and says how reloading is enabled.
+    const Reply reload = fetch(server.bound(), http::verb::post, "/-/reload");
+    EXPECT_EQ(reload.status, 403u);
+    EXPECT_EQ(reload.body, "reload over HTTP is disabled (reload_endpoint: true enables it; SIGHUP always reloads)\n");
   }
   try {
     OpsServer server("[::1]:0", metrics, {});
@@ -785,6 +788,59 @@ TEST(OpsServerSetupTest, NamesAndIpv6AndUnsetHandlers) {
   } catch (const SourceError& e) {
     GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
   }
+}
+
+// Security default: an address without a host is loopback, never every address.
+TEST(OpsServerSetupTest, AnAddressWithoutAHostBindsLoopbackOnly) {
+  Metrics metrics;
+  OpsServer server(":0", metrics, {});
+  server.start();
+  EXPECT_TRUE(std::regex_match(server.bound(), std::regex(R"(127\.0\.0\.1:[1-9]\d*)"))) << server.bound();
+  EXPECT_EQ(fetch(server.bound(), http::verb::get, "/healthz").body, "ok\n");
+  // Every address only when said.
+  OpsServer everywhere("0.0.0.0:0", metrics, {});
+  EXPECT_TRUE(everywhere.bound().starts_with("0.0.0.0:")) << everywhere.bound();
+}
+
+// Read-only: without a reload handler no request changes anything. Every method but GET
+// and HEAD is refused on every route with 405 and Allow, /-/reload answers 403 to POST
+// and 405 to anything else, and the page is the same before and after.
+TEST(OpsServerSetupTest, WithoutAReloadHandlerNoRequestChangesState) {
+  Metrics metrics;
+  metrics.describe("gpufilterd_rules", Type::kGauge, "Rules loaded.");
+  metrics.set("gpufilterd_rules", {}, 3);
+  std::atomic<int> ready_calls{0};
+  OpsServer server("127.0.0.1:0", metrics, OpsHandlers{[&] {
+                                                         ready_calls.fetch_add(1);
+                                                         return true;
+                                                       },
+                                                       {}});
+  server.start();
+  const std::string before = fetch(server.bound(), http::verb::get, "/metrics").body;
+  const std::vector<http::verb> writes = {http::verb::post,  http::verb::put,     http::verb::delete_,
+                                          http::verb::patch, http::verb::options, http::verb::trace};
+  for (const std::string target : {"/metrics", "/healthz", "/readyz"}) {
+    for (const http::verb method : writes) {
+      SCOPED_TRACE(target + " " + std::string(http::to_string(method)));
+      const Reply reply = fetch(server.bound(), method, target);
+      EXPECT_EQ(reply.status, 405u);
+      EXPECT_EQ(reply.allow, "GET, HEAD");
+    }
+  }
+  EXPECT_EQ(ready_calls.load(), 0);  // a refused method never reaches a handler
+  for (const http::verb method : {http::verb::get, http::verb::head, http::verb::put, http::verb::delete_}) {
+    const Reply reply = fetch(server.bound(), method, "/-/reload");
+    EXPECT_EQ(reply.status, 405u);
+    EXPECT_EQ(reply.allow, "POST");
+  }
+  EXPECT_EQ(fetch(server.bound(), http::verb::post, "/-/reload").status, 403u);
+  EXPECT_EQ(fetch(server.bound(), http::verb::post, "/-/reload?force=1").status, 403u);
+  // No other route, and no path trick, reaches a handler.
+  for (const std::string target : {"/-/quit", "/-/reload/", "/metrics/../-/reload", "//-/reload", "/api/v1/admin"}) {
+    EXPECT_EQ(fetch(server.bound(), http::verb::post, target).status, 404u) << target;
+  }
+  EXPECT_EQ(fetch(server.bound(), http::verb::get, "/metrics").body, before);
+  EXPECT_EQ(fetch(server.bound(), http::verb::get, "/readyz").status, 200u);
 }
 
 TEST(OpsServerSetupTest, AThrowingReadyIsA500AndNeverEndsTheServer) {

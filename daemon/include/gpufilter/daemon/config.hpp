@@ -1,7 +1,10 @@
 // gpufilterd's configuration: a YAML file (yaml-cpp), validated strictly. An unknown key,
 // a wrong type or a bad value is a ConfigError naming the file, the line and the key:
 //   rules.yaml:14: rules[2].threshold.window: "5x" is not a duration (like 30s, 5m, 250ms)
-// docs/DAEMON.md documents every key; examples/daemon/ has a complete file.
+// The files it reads (the configuration, patterns files, token files) are checked before
+// their bytes are used, as ssh's StrictModes does: a file that someone other than its
+// owner could have changed is refused. docs/DAEMON.md documents every key and the checks;
+// examples/daemon/ has a complete file.
 #pragma once
 
 #include <chrono>
@@ -63,8 +66,13 @@ struct OutputConfig {
   std::string url;         // alertmanager, webhook
   Millis resend_interval{60000};  // alertmanager
   Millis timeout{5000};
-  std::string bearer_token_env;  // webhook: the variable holding the token
+  // webhook: where the bearer token is (never in the configuration itself): the name of
+  // an environment variable, or a file (read with read_bearer_token()); at most one.
+  std::string bearer_token_env;
+  std::string bearer_token_file;
   std::size_t queue = 10000;
+  Millis retry_backoff{200};        // the first retry's delay, doubled per failure ...
+  Millis retry_max_backoff{30000};  // ... up to this
   bool operator==(const OutputConfig&) const = default;
 };
 
@@ -74,6 +82,7 @@ struct DaemonConfig {
   std::vector<RuleConfig> rules;
   std::vector<OutputConfig> outputs;
   std::string server = "127.0.0.1:9464";  // /metrics, /healthz, /readyz, /-/reload
+  bool reload_endpoint = false;           // POST /-/reload reloads (else 403: read-only)
   std::string generator_url;              // "": http://ADDRESS/ of the bound server
   Log::Format log_format = Log::Format::kLogfmt;
   std::string engine = "auto";            // auto (a GPU if there is one), gpu, cpu
@@ -83,9 +92,33 @@ struct DaemonConfig {
   Millis drain_timeout{10000};            // SIGTERM: how long pending alerts may take
 };
 
-// Reads and validates `path`. Throws ConfigError ("FILE:LINE: key: why").
+// Reads `path` (read_checked_file, kConfig) and validates it. Throws ConfigError
+// ("FILE:LINE: key: why", or "FILE: why" for the file itself).
 DaemonConfig load_config(const std::string& path);
-// "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration.
+// Validates `yaml` as if it were the content of the file `path` (messages name `path`,
+// relative paths are relative to its directory); patterns and token files are still read
+// from disk, and checked. For tests and fuzzing; load_config() is this after the read.
+DaemonConfig parse_config(const std::string& yaml, const std::string& path);
+
+// How much a file must be protected before gpufilterd uses it.
+enum class FileTrust {
+  kConfig,  // the configuration, a patterns file: owner root or us; nobody else may write
+  kSecret,  // a token file: as kConfig, and nobody else may read it either
+};
+// The content of `path`, read through one descriptor that was checked (fstat) first: its
+// owner must be root or the effective user of this process, and neither group nor others
+// may write it (kSecret: nor read it). Throws ConfigError naming the file and the fix
+// ("chmod go-w FILE"), or saying it cannot be read, or is larger than `limit` bytes.
+std::string read_checked_file(const std::string& path, FileTrust trust, std::size_t limit);
+
+// The bearer token of a webhook output: the value of bearer_token_env, or the content of
+// bearer_token_file (read_checked_file, kSecret) without its trailing newline; "" when
+// neither is set. Throws ConfigError naming the variable or the file (never the token)
+// when the variable is unset or empty, the file is refused, or the token is empty or
+// holds a space or a control character (it goes into an HTTP header).
+std::string read_bearer_token(const OutputConfig& output);
+// "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration
+// (also inf, nan, and anything over 100 years).
 std::optional<Millis> parse_duration(const std::string& text);
 
 }  // namespace gpufilter::daemon

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "gpufilter/daemon/alert_output.hpp"
 
@@ -35,11 +37,34 @@ struct AlertmanagerConfig {
 // Throws ConfigError for a URL that is not http://HOST:PORT[/path].
 std::unique_ptr<AlertOutput> make_alertmanager_output(std::string name, AlertmanagerConfig config);
 
+// A bearer token that can change while an output delivers: gpufilterd re-reads
+// bearer_token_file at every reload, so a rotated token is used without a restart.
+// Thread-safe. The token is only ever put into the Authorization header: nothing here
+// logs, counts or reports it.
+class BearerToken {
+ public:
+  explicit BearerToken(std::string value = {}) : value_(std::move(value)) {}
+  void set(std::string value) {
+    std::lock_guard lock(mutex_);
+    value_ = std::move(value);
+  }
+  std::string get() const {
+    std::lock_guard lock(mutex_);
+    return value_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string value_;
+};
+
 struct WebhookConfig {
   std::string url;           // http://HOST:PORT/path
-  std::string bearer_token;  // empty: no Authorization header
+  std::string bearer_token;  // empty: no Authorization header (unless `token` is set)
   std::chrono::milliseconds timeout{5000};
   QueueConfig queue;
+  // When set, read at every request instead of bearer_token (empty: no header).
+  std::shared_ptr<const BearerToken> token;
 };
 std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config);
 
