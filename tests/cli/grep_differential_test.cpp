@@ -496,6 +496,36 @@ TEST(GrepDifferentialUsage, UnknownOptionsAndMissingArguments) {
   }
 }
 
+// The first line of the message names the problem as grep's does. Found while writing
+// cli_options_fuzz: a valid long option without its argument was called unrecognized
+// ("--chunk-size"), an ambiguous abbreviation unrecognized, "--file" reported as -f, and
+// "-:" as an option that requires an argument. The fuzzer's message check then caught a
+// byte above 0x7f inside a bundle named as "unrecognized option 'gpufilter'" in the first
+// version of the fix (tests/fuzz/regressions/cli_options_fuzz/).
+TEST(GrepDifferentialUsage, OptionErrorsNameTheProblemAsGrepDoes) {
+  // The message without the program's name (grep's is its path).
+  const auto first_line = [](const std::string& err) {
+    const std::string line = err.substr(0, err.find('\n'));
+    const std::size_t colon = line.find(": ");
+    return colon == std::string::npos ? "(no 'PROGRAM: ') " + line : line.substr(colon + 2);
+  };
+  for (const Args& a : std::vector<Args>{{"foo", "--file"}, {"foo", "--max-cou"}, {"--co", "foo"}, {"--co=3", "foo"},
+                                         {"--help=3", "foo"}, {"--nosuch=4", "foo"}, {"-:", "foo"}, {"foo", "-A"},
+                                         {"--col", "foo", "--fixed-", "--context"}, {"--color", "-nQv", "foo"},
+                                         {"--file=/dev/null", "-Q", "foo"}, {"--count", "-vA"},
+                                         {"-o\xff\xffv", "foo"}}) {
+    const GrepRun g = run_grep(a, "foo\n");
+    const GrepRun r = run_gpufilter(a, "foo\n");
+    EXPECT_EQ(r.status, g.status) << describe_args(a);
+    EXPECT_EQ(first_line(r.err), first_line(g.err)) << describe_args(a);
+  }
+  // Options of gpufilter's own, which grep does not know.
+  const GrepRun r = run_gpufilter({"foo", "--chunk-size"}, "foo\n");
+  EXPECT_EQ(first_line(r.err), "option '--chunk-size' requires an argument");
+  const GrepRun s = run_gpufilter({"--stat", "foo"}, "foo\n");
+  EXPECT_EQ(first_line(s.err), "option '--stat' is ambiguous; possibilities: '--stats' '--state'");
+}
+
 // grep 3.8 answers an invalid --color argument with its --help text on stdout and status 0.
 // The help texts differ by nature, so: the same status, and gpufilter's own help.
 // A deliberate difference (docs/grep-compatibility.md): grep 3.8 answers a bad --color

@@ -1,0 +1,117 @@
+// daemon_config_fuzz: gpufilterd's YAML config loader (daemon/src/config.cpp).
+//
+// The input is the config file. load_config reads it from a path, so each input is
+// written to c.yaml in a directory of the target's own, which also holds a patterns file
+// "p" for patterns_file; the working directory is that one only while the config loads. '/' and '\' in the input become '_': no path, escaped or not, can
+// leave that directory (a patterns_file of /dev/zero would never end). ConfigError is the
+// expected failure; any other exception, a crash or a sanitizer report is a bug. A config
+// that loads must keep the promises the daemon relies on (checked below).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "gpufilter/daemon/config.hpp"
+#include "gpufilter/pipeline/errors.hpp"
+
+namespace {
+
+using gpufilter::daemon::DaemonConfig;
+using gpufilter::daemon::Millis;
+
+// On tmpfs where there is one: rewriting a file on ext4 once per input stalls on the
+// writeback that truncation triggers, at a fraction of the speed.
+char g_dir[] = "/dev/shm/gpufilter-config-fuzz-XXXXXX";
+int g_work = -1;  // g_dir
+int g_home = -1;  // the working directory libFuzzer was started in
+
+void remove_directory() {
+  ::unlink((std::string(g_dir) + "/p").c_str());
+  ::unlink((std::string(g_dir) + "/c.yaml").c_str());
+  ::rmdir(g_dir);
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "daemon_config_fuzz: a loaded config breaks a promise: %s\n", what.c_str());
+  __builtin_trap();
+}
+
+void check(const DaemonConfig& c) {
+  if (c.sources.empty()) fail("no sources");
+  for (const auto& s : c.sources) {
+    if (s.kind == gpufilter::daemon::SourceConfig::Kind::kFollow && s.paths.empty()) fail("a follow source without files");
+    if (s.poll_interval && s.poll_interval->count() < 0) fail("a negative poll interval");
+  }
+  if (c.rules.empty()) fail("no rules");
+  std::set<std::string> names;
+  for (const auto& r : c.rules) {
+    if (r.name.empty() || !names.insert(r.name).second) fail("a rule name is empty or used twice");
+    if (r.patterns.empty()) fail("a rule without patterns");
+    for (const std::string& p : r.patterns)
+      if (p.empty() || p.find('\n') != std::string::npos) fail("an empty pattern or one with a newline");
+    if (r.threshold.count < 1 || r.threshold.count > 1'000'000) fail("threshold count out of range");
+    if (r.threshold.count > 1 && r.threshold.window.count() <= 0) fail("a count above 1 without a window");
+    if (r.threshold.window.count() < 0 || r.cooldown.count() < 0 || r.resolve_after.count() < 0)
+      fail("a negative duration");
+    if (r.threshold.group_by == gpufilter::daemon::ThresholdConfig::GroupBy::kField && r.threshold.field_after.empty())
+      fail("an empty field_after");
+  }
+  if (c.outputs.empty()) fail("no outputs");
+  for (const auto& o : c.outputs) {
+    if (o.kind != gpufilter::daemon::OutputConfig::Kind::kJsonl && o.url.empty()) fail("an HTTP output without a url");
+    if (o.queue < 1 || o.queue > 10'000'000) fail("output queue out of range");
+    if (o.timeout.count() < 0 || o.resend_interval.count() < 0) fail("a negative output duration");
+  }
+  if (c.max_line_bytes < 16 || c.max_line_bytes > (1u << 30)) fail("max_line_bytes out of range");
+  if (c.max_connections < 1 || c.max_connections > 1'000'000) fail("max_connections out of range");
+  if (c.drain_timeout.count() < 0) fail("a negative drain timeout");
+  if (c.engine != "auto" && c.engine != "gpu" && c.engine != "cpu") fail("an unknown engine");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  if (::mkdtemp(g_dir) == nullptr) {
+    std::memcpy(g_dir, "/tmp/gpufilter-config-fuzz-XXXXXX", sizeof "/tmp/gpufilter-config-fuzz-XXXXXX");
+    if (::mkdtemp(g_dir) == nullptr) std::abort();
+  }
+  std::atexit(remove_directory);
+  g_work = ::open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  g_home = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (g_work < 0 || g_home < 0) std::abort();
+  FILE* p = std::fopen((std::string(g_dir) + "/p").c_str(), "w");
+  if (p == nullptr) std::abort();
+  std::fputs("# comment\r\nFailed password\n\nInvalid user\r\n", p);
+  std::fclose(p);
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (null < 0 || ::dup2(null, STDIN_FILENO) < 0) std::abort();
+  ::close(null);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  for (char& c : text)
+    if (c == '/' || c == '\\') c = '_';
+  if (::fchdir(g_work) != 0) std::abort();
+  FILE* f = std::fopen("c.yaml", "wb");
+  if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) std::abort();
+  try {
+    check(gpufilter::daemon::load_config("c.yaml"));
+  } catch (const gpufilter::ConfigError&) {
+  } catch (...) {
+    // A bug: back home first, so that libFuzzer writes the crash input where it was told.
+    if (::fchdir(g_home) != 0) std::abort();
+    throw;
+  }
+  if (::fchdir(g_home) != 0) std::abort();
+  // The durations parser on its own, with the input as the text: never UB, never negative.
+  const std::optional<Millis> d = gpufilter::daemon::parse_duration(text.substr(0, 64));
+  if (d && d->count() < 0) fail("parse_duration gave a negative duration");
+  return 0;
+}
