@@ -83,9 +83,10 @@ Following files and listening on sockets (docs/STREAMING.md):
                             and resume there on the next run
       --poll-interval=MS    with --follow, poll every MS instead of inotify
       --listen=URL          read lines from tcp://HOST:PORT, udp://HOST:PORT
-                            or unix:PATH (repeatable; port 0 picks one);
-                            TCP and unix also take RFC 6587 octet-counted
-                            syslog frames
+                            or unix:PATH (repeatable; port 0 picks one; no
+                            HOST is 127.0.0.1, every address only when
+                            written: 0.0.0.0 or [::]); TCP and unix also
+                            take RFC 6587 octet-counted syslog frames
       --max-line-bytes=SIZE  drop (and count) longer lines of followed
                             files and sockets (default 1M)
       --max-connections=N   at most N open connections (default 1024)

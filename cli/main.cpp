@@ -79,7 +79,8 @@ class StderrNotices final : public Notices {
 // kHostEngineMaxPatterns literals a GPU is used only for regular files of at least kGpuMinBytes
 // in all, and never for a single literal (0.51 s against 0.73 s for those 17 GB), nor for
 // streams, where the host engine's 3 ms start-up also keeps the latency low. Larger sets
-// always go to the device: Hyperscan's compile and scan slow down sharply past them.
+// always go to the device: Hyperscan's compile and scan slow down sharply past them. So do
+// sets with a literal longer than Hyperscan takes (kHostEngineMaxPatternBytes).
 // docs/PERFORMANCE.md has the measurements.
 constexpr std::size_t kHostOnGpu = 1;
 constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
@@ -113,17 +114,18 @@ std::string json_string(std::string_view s) {
 
 // True when this run takes the host engine: asked for, or expected to be fastest for this
 // device, pattern count and input, or the only one there is (no OpenCL platform at all).
-bool use_host_engine(cli::Engine engine, std::size_t patterns, const std::string& spec,
+bool use_host_engine(cli::Engine engine, std::size_t patterns, std::size_t longest, const std::string& spec,
                      std::optional<std::uint64_t> input_bytes) {
   if (engine != cli::Engine::kAuto) return engine == cli::Engine::kHost;
-  const bool host_even_on_a_gpu = patterns <= kHostEngineMaxPatterns &&
+  const bool host_can = patterns <= kHostEngineMaxPatterns && longest <= kHostEngineMaxPatternBytes;
+  const bool host_even_on_a_gpu = host_can &&
                                   (patterns <= kHostOnGpu || !input_bytes || *input_bytes < kGpuMinBytes);
   // Then the device does not matter, and asking OpenCL would cost its start-up (about
   // 100 ms for NVIDIA's driver, more for PoCL's first run).
   if (host_even_on_a_gpu && spec.empty()) return true;
   try {
     const DeviceInfo info = find_device(spec);
-    if (patterns > kHostEngineMaxPatterns) return false;
+    if (!host_can) return false;
     return !info.is_gpu || host_even_on_a_gpu;
   } catch (const NoDeviceError&) {
     if (!spec.empty()) throw;  // a device was asked for by name
@@ -182,7 +184,7 @@ int search(cli::Options& o) {
   std::optional<std::uint64_t> input_bytes;
   if (captures && o.interface.empty()) input_bytes = regular_input_bytes(o.pcaps);
   else if (!streams && !captures) input_bytes = regular_input_bytes(o.files);
-  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), spec, input_bytes);
+  const bool host_engine = use_host_engine(o.engine, o.patterns.size(), o.patterns.max_length(), spec, input_bytes);
   const Clock::time_point device_start = Clock::now();
   std::optional<DeviceContext> device;
   if (!host_engine) device.emplace(spec);
@@ -263,7 +265,18 @@ int search(cli::Options& o) {
   ScanConfig scanning;
   scanning.locate = searcher.needs_locations() || o.pattern_counts || streams || captures;
   scanning.count_patterns = o.pattern_counts;
+  // Tests make the device fail mid-run (DeviceFaults::parse has the syntax: submit:3, finish:1,
+  // oom:1, alloc:1, lost:2); the scanner's recovery is the one a real fault takes.
+  if (const char* plan = std::getenv("GPUFILTER_INJECT_DEVICE_FAULT"); plan != nullptr && *plan != '\0') {
+    try {
+      scanning.device_faults = DeviceFaults::parse(plan);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("GPUFILTER_INJECT_DEVICE_FAULT: ") + e.what());
+    }
+  }
   std::unique_ptr<Scanner> engine;
+  DeviceScanner* device_engine = nullptr;
+  std::string scanning_now;  // the input being searched, for the warning of a device fault
   if (host_engine) {
     // Chunks large enough that reading one is split across cores (FileSource), one per
     // worker plus two: one being read, one being delivered.
@@ -280,7 +293,18 @@ int search(cli::Options& o) {
     // Below this a device round trip costs more than the host's walk of the same trie.
     scanning.host_scan_below = o.host_scan_below.value_or(kDefaultHostScanBelow);
     if (streams) scanning.chunk_bytes = std::max<std::size_t>(scanning.chunk_bytes, o.max_line_bytes + 1);
-    engine = std::make_unique<DeviceScanner>(*device, *matcher, scanning);
+    auto on_device = std::make_unique<DeviceScanner>(*device, *matcher, scanning);
+    // A device that fails mid-run: the scanner redoes the chunks it had on the host and
+    // goes on there, so the output stays complete and the exit status grep's; say so once.
+    const bool per_file = !streams && !captures;
+    on_device->on_fault([&scanning_now, per_file](const DeviceError& e, const Chunk& chunk) {
+      std::string where = scanning_now;
+      if (per_file && chunk.size > 0) where += " at byte " + std::to_string(chunk.offset);
+      message("warning: OpenCL device failed (" + e.call() + ": CL error " + std::to_string(e.code()) + ", " +
+              cl_error_name(e.code()) + ") while scanning " + where + "; continuing on the CPU");
+    });
+    device_engine = on_device.get();
+    engine = std::move(on_device);
   }
   Scanner& scanner = *engine;
   const Clock::time_point build_end = Clock::now();
@@ -299,12 +323,14 @@ int search(cli::Options& o) {
   StderrNotices notices(o.no_messages);
   std::string stream_stats;
   if (streams) {
+    scanning_now = "the input streams";
     const StreamResult result = run_streams(o, scanner, searching, printer, stop, notices);
     selected = result.selected;
     bytes_read = result.bytes;
     stream_stats = result.stats;
   }
   if (captures) {
+    scanning_now = "the captured packets";
     const CaptureResult result = run_captures(o, scanner, o.patterns, out, stop, notices);
     selected = result.selected > 0;
     trouble = result.trouble;
@@ -317,6 +343,7 @@ int search(cli::Options& o) {
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
       source->set_stop(&stop);
+      scanning_now = source->name();
       const InputSummary summary = pipeline.run(*source);
       bytes_read = pipeline.bytes_scanned();
       if (!summary.read_error.empty()) {
@@ -346,6 +373,13 @@ int search(cli::Options& o) {
       out.put('\t');
       out.write(o.patterns[i]);
       out.end_line();
+    }
+    if (device_engine != nullptr && !device_engine->counts_exact()) {
+      // The lines are complete, but the device failed in a way that lost or may have
+      // doubled some counts (DeviceScanner::counts_exact): the counts are not to be used.
+      trouble = true;
+      out.flush();
+      message("--pattern-counts: the counts are inexact: the OpenCL device failed mid-run (see above)");
     }
   }
   out.flush();
@@ -384,6 +418,9 @@ int search(cli::Options& o) {
 int main(int argc, char** argv) {
   g_started = Clock::now();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
+  // A file size limit (ulimit -f) is a write error like a full disk, with a message and
+  // exit 2, not a death by SIGXFSZ that leaves --state or --pcap-out unexplained.
+  ::signal(SIGXFSZ, SIG_IGN);
   static std::optional<StopSignal> stop;
   try {
     stop.emplace();

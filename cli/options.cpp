@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace gpufilter::cli {
 namespace {
@@ -180,6 +181,36 @@ std::string read_pattern_file(const char* path) {
   }
   if (!standard_input) ::close(fd);
   return contents;
+}
+
+// The error for `arg` ("--NAME" or "--NAME=VALUE"), which getopt_long refused: a known
+// option without its argument or with one it does not take (`known`), an abbreviation of
+// several options that differ, or no option at all. Abbreviations resolve as getopt_long
+// resolves them.
+UsageError long_option_error(const char* arg, bool known) {
+  const std::string_view name = std::string_view(arg + 2).substr(0, std::strcspn(arg + 2, "="));
+  std::vector<const option*> matches;
+  for (const option* o = kLongOptions; o->name != nullptr; ++o) {
+    if (std::string_view(o->name).substr(0, name.size()) != name) continue;
+    if (name.size() == std::strlen(o->name)) {  // an exact match wins over abbreviations
+      matches.assign(1, o);
+      break;
+    }
+    matches.push_back(o);
+  }
+  if (known && !matches.empty()) {
+    const std::string named = std::string("option '--") + matches.front()->name + "'";
+    if (matches.front()->has_arg == no_argument && std::strchr(arg, '=') != nullptr)
+      return UsageError(named + " doesn't allow an argument", true);
+    return UsageError(named + " requires an argument", true);
+  }
+  const bool ambiguous = std::any_of(matches.begin(), matches.end(), [&](const option* o) {
+    return o->has_arg != matches.front()->has_arg || o->val != matches.front()->val;
+  });
+  if (!ambiguous) return UsageError(std::string("unrecognized option '") + arg + "'", true);
+  std::string message = std::string("option '") + arg + "' is ambiguous; possibilities:";
+  for (const option* o : matches) message += std::string(" '--") + o->name + "'";
+  return UsageError(message, true);
 }
 
 [[noreturn]] void unsupported(const std::string& what, const std::string& why) {
@@ -441,11 +472,20 @@ Options parse(int argc, char** argv) {
         unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
       case '?':
       default: {
-        if (::optopt != 0 && ::optopt < 256 && std::strchr(kShortOptions, ::optopt) != nullptr)
-          throw UsageError(std::string("option requires an argument -- '") + static_cast<char>(::optopt) + "'", true);
-        if (::optopt != 0 && ::optopt < 256)
+        // getopt_long sets optopt to the character of an unknown short option (and may
+        // still be inside its bundle: optind has not moved), to the option's value when a
+        // known option lacks its argument or has one it does not take, and to 0 for a long
+        // option that is unknown or an ambiguous abbreviation; in those cases optind has
+        // moved past the failing argument. The messages are glibc's.
+        // (optopt is negative for a byte above 0x7f: getopt stores a plain char.)
+        const bool known_char = ::optopt != 0 && ::optopt < 256 && ::optopt != ':' &&
+                                std::strchr(kShortOptions, ::optopt) != nullptr;
+        if (::optopt != 0 && ::optopt < 256 && !known_char)
           throw UsageError(std::string("invalid option -- '") + static_cast<char>(::optopt) + "'", true);
         const char* arg = argv[::optind - 1];
+        if (std::strncmp(arg, "--", 2) == 0) throw long_option_error(arg, ::optopt != 0);
+        if (known_char)
+          throw UsageError(std::string("option requires an argument -- '") + static_cast<char>(::optopt) + "'", true);
         throw UsageError(std::string("unrecognized option '") + arg + "'", true);
       }
     }

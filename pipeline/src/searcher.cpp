@@ -35,6 +35,7 @@ void Searcher::begin_input(const std::string& name) {
   stop_on_first_ = options_.stop_on_first;
   before_.clear();
   open_ = false;
+  open_settled_ = false;
   spool_.clear();
   open_occurrences_.clear();
   done_ = options_.max_count == 0;
@@ -199,19 +200,31 @@ void Searcher::enter_binary() {
 }
 
 // In the binary part NUL bytes end records, as GNU grep turns them into newlines; an
-// occurrence that spans a NUL is no match there.
+// occurrence that spans a NUL is no match there. Occurrences are sorted by position, so
+// each record looks only at its own; and unless -v or the empty pattern can select a
+// record without any, the records between occurrences are skipped unsearched (a file of
+// NUL bytes is a billion records per GB).
 void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated) {
+  const bool only_with_occurrences = !options_.invert && !table_.has_empty_pattern();
+  std::size_t index = 0;  // the first occurrence not before the record
   std::size_t begin = 0;
   for (;;) {
+    while (index < occurrences.size() && occurrences[index].position < begin) ++index;
+    if (only_with_occurrences) {
+      if (index == occurrences.size() || occurrences[index].position >= text.size()) return;
+      const std::size_t at = static_cast<std::size_t>(occurrences[index].position);
+      const void* nul_before = memrchr(text.data() + begin, '\0', at - begin);
+      if (nul_before != nullptr) begin = static_cast<std::size_t>(static_cast<const char*>(nul_before) - text.data()) + 1;
+    }
     const std::size_t nul = text.find('\0', begin);
     // A NUL that ends an unterminated last line ends the input, not a record before nothing.
     if (begin == text.size() && begin > 0 && !terminated) return;
     const std::size_t end = nul == std::string_view::npos ? text.size() : nul;
     const std::string_view record = text.substr(begin, end - begin);
     record_occurrences_.clear();
-    for (const auto& o : occurrences) {
-      if (o.position >= begin && o.position + table_.unique_length(o.pattern) <= end)
-        record_occurrences_.push_back({o.position - begin, o.pattern});
+    for (std::size_t k = index; k < occurrences.size() && occurrences[k].position < end; ++k) {
+      const LineOccurrence& o = occurrences[k];
+      if (o.position + table_.unique_length(o.pattern) <= end) record_occurrences_.push_back({o.position - begin, o.pattern});
     }
     if (line_matches(record, record_occurrences_) != options_.invert) {
       ++selected_;
@@ -313,10 +326,17 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', chunk.size - pos));
     const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : chunk.size;
     spool_.append(data + pos, end - pos);
-    for (; index < occurrences.size() && occurrences[index].position < end; ++index)
+    for (; index < occurrences.size() && occurrences[index].position < end; ++index) {
+      // One that starts before the line's first byte held spans the NUL at which
+      // settle_binary_records() cut it: no match in the binary part.
+      if (chunk.offset + occurrences[index].position < open_offset_) continue;
       open_occurrences_.push_back(
           {chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
-    if (nl == nullptr && !chunk.last) return done_ ? Flow::kStop : Flow::kContinue;
+    }
+    if (nl == nullptr && !chunk.last) {
+      settle_binary_records(data + pos, end - pos);
+      return done_ ? Flow::kStop : Flow::kContinue;
+    }
     open_ = false;
     complete_open_line(nl != nullptr);
     pos = end + 1;
@@ -366,8 +386,10 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     spool_.clear();
     spool_.append(data + complete_end, chunk.size - complete_end);
     open_occurrences_.clear();
+    open_settled_ = false;
     for (; index < occurrences.size(); ++index)
       open_occurrences_.push_back({occurrences[index].position - complete_end, occurrences[index].pattern});
+    settle_binary_records(data + complete_end, chunk.size - complete_end);
   } else if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) {
     enter_binary();
   }
@@ -377,11 +399,59 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
 // The pieces of a split line each reported their occurrences in position order, but a
 // piece's overlap repeats the end of the previous one: sort them as one line's.
 void Searcher::complete_open_line(bool terminated) {
-  std::sort(open_occurrences_.begin(), open_occurrences_.end(),
-            [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
-  line(spool_.view(), open_offset_, open_occurrences_, terminated);
+  if (open_settled_ && spool_.size() == 0 && !terminated) {
+    // The input ended with the NUL at which the line was last cut: that NUL ended the
+    // input, not a record before nothing (binary_record's rule). The line still counts.
+    ++next_number_;
+  } else {
+    std::sort(open_occurrences_.begin(), open_occurrences_.end(),
+              [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
+    line(spool_.view(), open_offset_, open_occurrences_, terminated);
+  }
   spool_.clear();
   open_occurrences_.clear();
+  open_settled_ = false;
+}
+
+// In the binary part NUL bytes end records, so a split line there need not be held whole:
+// the records that end in what has arrived are searched now (as line() would search them
+// once the line ends), and only the bytes after the last NUL stay in the spool, at most
+// the piece just appended. A file of NUL bytes, one line of 10 GB, is then searched in
+// bounded memory and time instead of being spooled to a temporary file of its size and
+// mapped back. Line numbers are unaffected: the line still counts once, when it ends.
+//
+// `piece` is what was just appended to the spool. Only it can hold a NUL: the chunker
+// sees every byte until the first NUL, so no NUL came before binary_start_ was known, and
+// every piece since was settled as it came. So a long run without NULs costs one look at
+// each piece, and the spool is read back only when there is something to cut.
+void Searcher::settle_binary_records(const char* piece, std::size_t size) {
+  if (done_ || binary_start_ == kNoBinary || open_offset_ + spool_.size() < binary_start_) return;
+  if (!in_binary_) {
+    // The line reaches the binary part, so line() would enter it when the line ends;
+    // every line before this one has been searched already.
+    enter_binary();
+    if (done_) return;
+  }
+  const void* nul_in_piece = size > 0 ? memrchr(piece, '\0', size) : nullptr;
+  if (nul_in_piece == nullptr) return;
+  const std::size_t last_nul =
+      spool_.size() - size + static_cast<std::size_t>(static_cast<const char*>(nul_in_piece) - piece);
+  const std::string_view held = spool_.view();
+  std::sort(open_occurrences_.begin(), open_occurrences_.end(),
+            [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
+  binary_record(held.substr(0, last_nul), open_occurrences_, true);
+  if (done_) return;
+  const std::size_t cut = last_nul + 1;
+  const std::string tail(held.substr(cut));
+  spool_.clear();
+  spool_.append(tail.data(), tail.size());
+  open_offset_ += cut;
+  std::size_t kept = 0;
+  for (const LineOccurrence& o : open_occurrences_) {
+    if (o.position >= cut) open_occurrences_[kept++] = {o.position - cut, o.pattern};
+  }
+  open_occurrences_.resize(kept);
+  open_settled_ = true;
 }
 
 bool Searcher::needs_locations() const noexcept {

@@ -26,6 +26,9 @@ void LineFramer::drop_front(std::size_t n) {
 }
 
 void LineFramer::check() {
+  // Nothing received yet, or everything given back (release()): the buffer may have no
+  // storage at all, and memchr must not be given its null data() even for 0 bytes.
+  if (begin_ == size_) return;
   for (;;) {
     if (discarding_) {
       // Only ever at begin_: everything before it was handed on.
@@ -72,10 +75,28 @@ void LineFramer::end_of_stream() {
   }
   // Bytes past checked_ that end in '\n' are whole lines waiting behind an over-long one.
   if (size_ > checked_ && buffer_[size_ - 1] != '\n') {
+    // An over-long unterminated tail gets no '\n': check() drops it once the lines before
+    // it are taken, as it would have on arrival had they been taken already, so offset()
+    // ends at the stream's last byte however the stream was read and taken.
+    const auto* nl = static_cast<const char*>(memrchr(buffer_.data() + checked_, '\n', size_ - checked_));
+    const std::size_t tail_begin = nl != nullptr ? static_cast<std::size_t>(nl - buffer_.data()) + 1 : checked_;
+    if (size_ - tail_begin > max_line_) return;
     prepare(1);
     buffer_[size_++] = '\n';
     check();
   }
+}
+
+void LineFramer::release() {
+  constexpr std::size_t kSlack = 4096;
+  const std::size_t held = size_ - begin_;
+  if (buffer_.capacity() - held <= std::max(held, kSlack)) return;
+  std::vector<char> kept(buffer_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                         buffer_.begin() + static_cast<std::ptrdiff_t>(size_));
+  buffer_.swap(kept);
+  checked_ -= begin_;
+  size_ = held;
+  begin_ = 0;
 }
 
 LineFramer::Ready LineFramer::ready() const noexcept {

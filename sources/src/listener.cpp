@@ -15,12 +15,16 @@
 // counted.
 #include "gpufilter/sources/listener.hpp"
 
+#include <fcntl.h>
 #include <linux/sock_diag.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -92,8 +96,9 @@ ListenUrl parse_listen_url(const std::string& url) {
     if (parsed.host.find(':') != std::string::npos) throw bad("an IPv6 address goes in brackets: [ADDRESS]:PORT");
     port = rest.substr(colon + 1);
   }
-  // Nothing listens anywhere the URL does not name: 0.0.0.0 and [::] are said, not implied.
-  if (parsed.host.empty()) throw bad("no host (0.0.0.0 or [::] listens on every address)");
+  // Nothing listens beyond this machine unless the URL says so: no host is loopback, and
+  // every address (0.0.0.0, [::]) is an explicit choice.
+  if (parsed.host.empty()) parsed.host = "127.0.0.1";
   if (parsed.host.find_first_of("/?#@") != std::string::npos) throw bad("'" + parsed.host + "' is not a host");
   if (port.empty()) throw bad("no port after ':'");
   unsigned long value = 0;
@@ -117,6 +122,12 @@ std::string endpoint_url(std::string_view scheme, const asio::ip::address& addre
 
 std::string system_message(int error_number) { return std::strerror(error_number); }
 
+// EMFILE (this process) or ENFILE (the system) from accept().
+bool out_of_descriptors(const error_code& ec) {
+  return ec == asio::error::no_descriptors ||
+         (ec.category() == asio::error::get_system_category() && ec.value() == ENFILE);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -139,6 +150,7 @@ struct Connection {
 using ConnectionPtr = std::shared_ptr<Connection>;
 
 struct TcpPort {
+  using Acceptor = tcp::acceptor;
   explicit TcpPort(asio::io_context& io) : acceptor(io), retry(io) {}
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // after a failed accept
@@ -147,6 +159,7 @@ struct TcpPort {
 };
 
 struct UnixPort {
+  using Acceptor = unix_stream::acceptor;
   explicit UnixPort(asio::io_context& io) : acceptor(io), retry(io) {}
   unix_stream::acceptor acceptor;
   asio::steady_timer retry;
@@ -208,6 +221,8 @@ struct Listener::Impl {
   bool stopping = false;
   std::atomic<bool> stopped{false};
 
+  int spare[2] = {-1, -1};  // the reserve of descriptors (hold_spares()), with TCP or unix ports
+
   // Refused connections: a notice the first time, then at most one a second.
   std::uint64_t refused_unreported = 0;
   std::chrono::steady_clock::time_point refused_noticed_at{};
@@ -229,6 +244,7 @@ struct Listener::Impl {
   void bind_unix(const ListenUrl& url);
   void bind_udp(const ListenUrl& url);
   void remove_unix_files() noexcept;
+  void fit_descriptor_limit();
 
   // Stream connections.
   template <class Port>
@@ -237,8 +253,15 @@ struct Listener::Impl {
   void on_accept(Port& port, Socket socket);
   template <class Port>
   void retry_accept(Port& port, const error_code& ec);
+  template <class Port>
+  bool shed(Port& port);
+  template <class Port>
+  void await_connection(Port& port);
+  void hold_spares() noexcept;
+  void release_spares() noexcept;
   void admit(StreamSocket socket, std::string name, const std::string& url);
   void refuse(StreamSocket socket, const std::string& name, const std::string& url);
+  void count_refused(const std::string& url, std::uint64_t n, const std::string& name, const std::string& why);
   void read(const ConnectionPtr& c);
   void on_read(const ConnectionPtr& c, const error_code& ec, std::size_t n);
   void pump(const ConnectionPtr& c);
@@ -368,7 +391,33 @@ void Listener::Impl::bind_udp(const ListenUrl& url) {
   udp_ports.push_back(std::move(port));
 }
 
+// Each open connection is a descriptor. With the soft open-file limit below
+// max_connections, descriptors would run out first, and connections that max_connections
+// allows would be refused for want of one (shed()). So the soft limit is raised, up to the
+// hard limit, to max_connections plus a reserve for everything else (files, pipes, the
+// OpenCL driver's, UDP sockets); a notice says when the hard limit is lower. Asio uses
+// epoll, so descriptors past FD_SETSIZE are no problem here.
+void Listener::Impl::fit_descriptor_limit() {
+  constexpr rlim_t kReserve = 128;
+  const bool streams = std::any_of(config.urls.begin(), config.urls.end(),
+                                   [](const ListenUrl& u) { return u.kind != ListenUrl::Kind::kUdp; });
+  rlimit limit{};
+  if (!streams || ::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const rlim_t allowed = static_cast<rlim_t>(std::min<std::size_t>(config.max_connections, 1u << 30));
+  const rlim_t wanted = allowed + kReserve;
+  if (limit.rlim_cur >= wanted) return;
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (raised.rlim_cur > limit.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  if (limit.rlim_cur < wanted) {
+    notice("open files are limited to " + std::to_string(limit.rlim_cur) + " (ulimit -n), fewer than " +
+           std::to_string(allowed) + " connections and " + std::to_string(kReserve) +
+           " for the rest: connections past the limit are refused");
+  }
+}
+
 void Listener::Impl::start() {
+  fit_descriptor_limit();
   for (const ListenUrl& url : config.urls) {
     switch (url.kind) {
       case ListenUrl::Kind::kTcp: bind_tcp(url); break;
@@ -377,6 +426,7 @@ void Listener::Impl::start() {
     }
   }
   // Everything is bound before anything is accepted: a bad URL leaves nothing running.
+  if (!tcp_ports.empty() || !unix_ports.empty()) hold_spares();
   for (auto& port : tcp_ports) accept(*port);
   for (auto& port : unix_ports) accept(*port);
   for (auto& port : udp_ports) wait_udp(*port);
@@ -403,6 +453,7 @@ Listener::Impl::~Impl() {
   for (auto& port : udp_ports) port->socket.close(ignored);
   for (auto& [id, c] : connections) c->socket.close(ignored);
   remove_unix_files();
+  release_spares();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -413,7 +464,8 @@ void Listener::Impl::accept(Port& port) {
   port.acceptor.async_accept([this, token = std::weak_ptr<int>(alive), &port](const error_code& ec, auto socket) {
     if (token.expired() || stopping) return;
     if (ec) {
-      retry_accept(port, ec);
+      if (out_of_descriptors(ec) && shed(port)) await_connection(port);
+      else retry_accept(port, ec);
       return;
     }
     try {
@@ -445,7 +497,78 @@ void Listener::Impl::on_accept(Port& port, Socket socket) {
   admit(StreamSocket(std::move(socket)), std::move(name), port.url);
 }
 
-// EMFILE and ENFILE last until connections close: accepting again at once would spin.
+// accept() failed for want of a descriptor (EMFILE, ENFILE). The connections waiting in
+// the backlog are refused, as over max_connections, rather than left waiting (each client
+// would hang until its own timeout): the two reserve descriptors are given up for the
+// moment, each waiting connection is accepted and closed at once, and the reserve is taken
+// again. The connections already open are not touched. True when the backlog was emptied:
+// then await_connection() waits for the next one. False when there is no reserve (it could
+// not be taken back last time) or something else took the descriptors it freed: then
+// retry_accept() backs off.
+template <class Port>
+bool Listener::Impl::shed(Port& port) {
+  if (spare[0] < 0) return false;
+  release_spares();
+  error_code ignored;
+  port.acceptor.native_non_blocking(true, ignored);  // the loop below must not block
+  std::uint64_t refused = 0;
+  bool emptied = false;
+  for (;;) {
+    const int fd = ::accept4(port.acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      emptied = errno == EAGAIN || errno == EWOULDBLOCK;
+      break;
+    }
+    ::close(fd);
+    ++refused;
+  }
+  hold_spares();
+  if (refused > 0) {
+    rlimit limit{};
+    const std::string open_files =
+        ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+            ? " (open files are limited to " + std::to_string(limit.rlim_cur) + ", ulimit -n)"
+            : std::string();
+    count_refused(port.url, refused, {}, "no file descriptor left" + open_files);
+  }
+  return emptied;
+}
+
+// After shed(): with every descriptor taken, accept() fails with EMFILE even when nobody
+// waits, so the next try waits until a connection does. The backlog was emptied in this
+// handler on the one I/O thread, so the next connection raises a readiness edge that the
+// wait sees (the argument of read()). By then a connection may have closed: the accept
+// admits the newcomer, or sheds it.
+template <class Port>
+void Listener::Impl::await_connection(Port& port) {
+  port.acceptor.async_wait(Port::Acceptor::wait_read,
+                           [this, token = std::weak_ptr<int>(alive), &port](const error_code& ec) {
+                             if (token.expired() || stopping || ec == asio::error::operation_aborted) return;
+                             if (ec) retry_accept(port, ec);
+                             else accept(port);
+                           });
+}
+
+// The reserve: two descriptors of /dev/null, so that running out of descriptors never
+// leaves the I/O thread without one to accept (and refuse) a connection with, nor
+// anything else that needs one meanwhile (a pipe() takes two).
+void Listener::Impl::hold_spares() noexcept {
+  for (int& fd : spare) {
+    if (fd < 0) fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  if (spare[0] < 0 || spare[1] < 0) release_spares();  // all or nothing
+}
+
+void Listener::Impl::release_spares() noexcept {
+  for (int& fd : spare) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+// With no reserve to shed connections with, EMFILE and ENFILE last until connections
+// close: accepting again at once would spin.
 template <class Port>
 void Listener::Impl::retry_accept(Port& port, const error_code& ec) {
   if (ec == asio::error::operation_aborted) return;
@@ -463,19 +586,29 @@ void Listener::Impl::retry_accept(Port& port, const error_code& ec) {
 
 // Counted and noticed before the close, so that whoever sees the close sees them too.
 void Listener::Impl::refuse(StreamSocket socket, const std::string& name, const std::string& url) {
-  counts.connections_refused.fetch_add(1);
-  ++refused_unreported;
+  count_refused(url, 1, name, std::to_string(config.max_connections) + " connections open (the maximum)");
+  error_code ignored;
+  socket.close(ignored);
+}
+
+// Refused connections: a notice the first time (naming the client when there is one),
+// then at most one a second with the number since the last.
+void Listener::Impl::count_refused(const std::string& url, std::uint64_t n, const std::string& name,
+                                   const std::string& why) {
+  counts.connections_refused.fetch_add(n);
+  refused_unreported += n;
   const auto now = std::chrono::steady_clock::now();
   if (!refused_noticed || now - refused_noticed_at >= std::chrono::seconds(1)) {
-    const std::string limit = std::to_string(config.max_connections) + " connections open (the maximum)";
-    if (!refused_noticed) notice(url + ": connection from " + name + " refused: " + limit);
-    else notice(url + ": " + std::to_string(refused_unreported) + " more connections refused: " + limit);
+    if (!refused_noticed && refused_unreported == 1 && !name.empty()) {
+      notice(url + ": connection from " + name + " refused: " + why);
+    } else {
+      notice(url + ": " + std::to_string(refused_unreported) + (refused_noticed ? " more" : "") +
+             " connections refused: " + why);
+    }
     refused_noticed = true;
     refused_noticed_at = now;
     refused_unreported = 0;
   }
-  error_code ignored;
-  socket.close(ignored);
 }
 
 void Listener::Impl::admit(StreamSocket socket, std::string name, const std::string& url) {
@@ -496,11 +629,50 @@ void Listener::Impl::admit(StreamSocket socket, std::string name, const std::str
 // ---------------------------------------------------------------------------------------
 // Stream connections: the read loop
 
-// One read into the framer's free space. The framer keeps whatever follows the last
-// whole line, so no byte is lost between reads.
+// Reads again, or waits for bytes. A connection with nothing waiting in its socket gives
+// back its read buffer and waits for readability with none (async_wait): an idle
+// connection, or one trickling a byte now and then, costs its partial line and the
+// Connection, not a 64 KiB read each (10,000 silent clients would hold 640 MiB). A read is
+// sized by what the socket holds, up to read_bytes; the framer keeps whatever follows the
+// last whole line, so no byte is lost between reads.
+//
+// The wait is safe with Asio's edge-triggered epoll because the peek that saw the socket
+// empty and the async_wait run in one handler on the one I/O thread: bytes that arrive
+// after the peek raise a readiness edge that the next epoll_wait reports to the wait.
 void Listener::Impl::read(const ConnectionPtr& c) {
   c->reading = true;
-  const std::span<char> room = c->framer.prepare(config.read_bytes);
+  const int fd = c->socket.native_handle();
+  int waiting = 0;
+  if (::ioctl(fd, FIONREAD, &waiting) != 0 || waiting <= 0) {
+    waiting = 0;
+    // Nothing to read: the socket is empty, or at its end, or failed. The peek takes a
+    // pending error (a reset) from the socket, so it is reported here and not left for a
+    // read that would then see only the end.
+    char probe = 0;
+    const ssize_t got = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    const int error = got < 0 ? errno : 0;
+    if (got < 0 && (error == EAGAIN || error == EWOULDBLOCK)) {
+      c->framer.release();
+      c->socket.async_wait(StreamSocket::wait_read,
+                           [this, token = std::weak_ptr<int>(alive), c](const error_code& ec) {
+                             if (token.expired() || c->closed) return;
+                             c->reading = false;
+                             guarded(c, [&] {
+                               if (ec) on_read(c, ec, 0);
+                               else read(c);
+                             });
+                           });
+      return;
+    }
+    if (got == 0 || (got < 0 && error != EINTR)) {
+      c->reading = false;
+      on_read(c, got == 0 ? error_code(asio::error::eof) : error_code(error, asio::error::get_system_category()), 0);
+      return;
+    }
+    // A byte after all (it came after FIONREAD), or EINTR: read as usual.
+  }
+  const std::size_t want = std::clamp<std::size_t>(static_cast<std::size_t>(waiting), 1, config.read_bytes);
+  const std::span<char> room = c->framer.prepare(want);
   c->socket.async_read_some(asio::buffer(room.data(), room.size()),
                             [this, token = std::weak_ptr<int>(alive), c](const error_code& ec, std::size_t n) {
                               if (token.expired() || c->closed) return;
@@ -762,6 +934,7 @@ void Listener::Impl::stop() {
   if (stopping) return;
   stopping = true;
   error_code ignored;
+  release_spares();
   for (auto& port : tcp_ports) {
     port->acceptor.close(ignored);
     port->retry.cancel();

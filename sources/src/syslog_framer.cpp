@@ -248,4 +248,31 @@ std::size_t SyslogFramer::buffered() const noexcept {
   return lines_ ? lines_->buffered() : (size_ - begin_) + frame_.size();
 }
 
+void SyslogFramer::release() {
+  if (lines_) {
+    lines_->release();
+    return;
+  }
+  // The same rule as LineFramer::release(): give back slack larger than what is held and
+  // 4 KiB, so that a frame trickling in is not copied over and over.
+  constexpr std::size_t kSlack = 4096;
+  const std::size_t held = size_ - begin_;
+  if (raw_.capacity() - held > std::max(held, kSlack)) {
+    std::vector<char> kept(raw_.begin() + static_cast<std::ptrdiff_t>(begin_),
+                           raw_.begin() + static_cast<std::ptrdiff_t>(size_));
+    raw_.swap(kept);
+    size_ = held;
+    begin_ = 0;
+  }
+  if (frame_.capacity() - frame_.size() > std::max(frame_.size(), kSlack)) {
+    // A copy rather than shrink_to_fit(), which the standard allows to do nothing.
+    std::string kept(frame_);
+    frame_.swap(kept);
+  }
+}
+
+std::size_t SyslogFramer::capacity() const noexcept {
+  return lines_ ? lines_->capacity() : raw_.capacity() + frame_.capacity();
+}
+
 }  // namespace gpufilter

@@ -416,6 +416,31 @@ TEST_F(Listen, UdpDropsAreCountedInStats) {
   }
 }
 
+// A URL without a host listens on loopback only: gpufilter says so ("listening on
+// tcp://127.0.0.1:PORT"), and lines sent there are read. Every address is an explicit
+// choice, said as written (0.0.0.0).
+TEST_F(Listen, NoHostListensOnLoopbackOnly) {
+  Gpufilter gf({"--listen", "tcp://:0", "--listen", "udp://:0", "--listen", "tcp://0.0.0.0:0", "-H", "hello"});
+  const std::vector<std::string> urls = gf.listening(3);
+  ASSERT_EQ(urls.size(), 3u);
+  EXPECT_TRUE(urls[0].starts_with("tcp://127.0.0.1:")) << urls[0];
+  EXPECT_TRUE(urls[1].starts_with("udp://127.0.0.1:")) << urls[1];
+  EXPECT_TRUE(urls[2].starts_with("tcp://0.0.0.0:")) << urls[2];
+  const int fd = tcp_connect(urls[0]);
+  const std::string name = local_name("tcp", fd);
+  ASSERT_TRUE(write_all(fd, "hello over loopback\n"));
+  ::close(fd);
+  EXPECT_TRUE(gf.wait_for(
+      [&](const std::string& out, const std::string&) { return out.find(name + ":hello over loopback\n") != std::string::npos; },
+      milliseconds(10000)))
+      << gf.out();
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  EXPECT_EQ(gf.out(), name + ":hello over loopback\n");
+}
+
 std::string base64_decode(const std::string& in) {
   static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;

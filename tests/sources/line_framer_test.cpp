@@ -97,7 +97,7 @@ struct Consumer {
 void feed(LineFramer& f, std::string_view piece) {
   const std::span<char> room = f.prepare(piece.size());
   ASSERT_GE(room.size(), piece.size());
-  std::memcpy(room.data(), piece.data(), piece.size());
+  std::copy(piece.begin(), piece.end(), room.begin());  // memcpy with an empty piece would pass null
   f.commit(piece.size());
 }
 
@@ -368,6 +368,65 @@ TEST(LineFramer, ExactlyMaxLineBytesIsNotTooLong) {
   EXPECT_EQ(f.ready().lines, "\r\n");
   EXPECT_EQ(f.ready().skipped, 1u);
   EXPECT_EQ(f.ready().offset, 13u);
+}
+
+// Found by line_framer_fuzz (tests/fuzz/regressions/line_framer_fuzz/): an over-long
+// unterminated last line waiting behind lines not yet taken got a '\n' made up at the end
+// of the stream before it was dropped, so offset() ended one byte past the stream; taken
+// earlier, the same line was dropped on arrival and offset() ended at the stream's end.
+TEST(LineFramer, OverlongUnterminatedTailEndsAtTheStreamsEnd) {
+  const std::string stream = "ok\ntoolong";
+  for (const bool take_first : {true, false}) {
+    SCOPED_TRACE(take_first ? "lines taken before the end" : "lines taken after the end");
+    LineFramer f(4, 100);
+    feed(f, stream);
+    EXPECT_EQ(f.ready().lines, "ok\n");
+    if (take_first) f.consumed(3);
+    f.end_of_stream();
+    if (!take_first) f.consumed(3);
+    EXPECT_EQ(f.ready().lines, "");
+    EXPECT_EQ(f.lines_too_long(), 1u);
+    EXPECT_EQ(f.buffered(), 0u);
+    EXPECT_EQ(f.offset(), 100 + stream.size());
+  }
+}
+
+// release(), as a listener calls it when a connection has nothing more to read: after a
+// burst the buffer shrinks to the partial line it holds. A line then trickling in a byte
+// at a time, released after every byte (the connection idles between bytes), is not copied
+// over and over: the capacity stays within twice the line plus 4 KiB and changes only a few
+// dozen times; the line arrives whole, at its offset.
+TEST(LineFramer, ReleaseKeepsOnlyThePartialLine) {
+  LineFramer f(1u << 20);
+  std::string burst;
+  for (int i = 0; i < 2000; ++i) burst += "burst line " + std::to_string(i) + "\n";
+  const std::uint64_t partial_at = burst.size();
+  burst += "partial";
+  feed(f, burst);
+  f.consumed(f.ready().lines.size());
+  EXPECT_GE(f.capacity(), burst.size());
+  f.release();
+  EXPECT_EQ(f.buffered(), 7u);
+  EXPECT_LE(f.capacity(), 4096u) << "an idle stream keeps its read buffer";
+  EXPECT_EQ(f.ready().lines, "");
+
+  std::size_t changes = 0;
+  std::size_t capacity = f.capacity();
+  for (int i = 0; i < 100000; ++i) {
+    feed(f, "x");
+    f.release();
+    ASSERT_LE(f.capacity(), 2 * f.buffered() + 4096) << "after " << i + 1 << " bytes";
+    if (f.capacity() != capacity) ++changes;
+    capacity = f.capacity();
+  }
+  EXPECT_LT(changes, 64u) << "the buffer was reallocated for most bytes";
+  feed(f, "\n");
+  EXPECT_EQ(f.ready().lines, "partial" + std::string(100000, 'x') + "\n");
+  EXPECT_EQ(f.ready().offset, partial_at);
+  f.consumed(f.ready().lines.size());
+  f.release();
+  EXPECT_EQ(f.capacity(), 0u);
+  EXPECT_EQ(f.offset(), partial_at + 7 + 100000 + 1);
 }
 
 }  // namespace

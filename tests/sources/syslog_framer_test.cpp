@@ -45,7 +45,7 @@ template <class Framer>
 void feed(Framer& f, std::string_view piece) {
   const std::span<char> room = f.prepare(piece.size());
   ASSERT_GE(room.size(), piece.size());
-  std::memcpy(room.data(), piece.data(), piece.size());
+  std::copy(piece.begin(), piece.end(), room.begin());  // memcpy with an empty piece would pass null
   f.commit(piece.size());
 }
 
@@ -461,6 +461,74 @@ TEST(SyslogFramerOctets, TheEndCutsAFrameShort) {
     EXPECT_EQ(f.ready().lines, "");
     EXPECT_FALSE(f.failed());
     EXPECT_EQ(f.lines_too_long(), 1u);
+  }
+}
+
+// Found by syslog_framer_fuzz (tests/fuzz/regressions/syslog_framer_fuzz/): in newline
+// mode an over-long unterminated last line left offset() one byte past the stream when it
+// waited behind lines not yet taken at the end of the stream (LineFramer's fix).
+TEST(SyslogFramerLines, OverlongUnterminatedTailEndsAtTheStreamsEnd) {
+  const std::string stream = "ok\ntoolong";
+  for (const bool take_first : {true, false}) {
+    SCOPED_TRACE(take_first ? "lines taken before the end" : "lines taken after the end");
+    SyslogFramer f(4);
+    feed(f, stream);
+    EXPECT_EQ(f.ready().lines, "ok\n");
+    if (take_first) f.consumed(3);
+    f.end_of_stream();
+    if (!take_first) f.consumed(3);
+    EXPECT_EQ(f.ready().lines, "");
+    EXPECT_EQ(f.lines_too_long(), 1u);
+    EXPECT_EQ(f.buffered(), 0u);
+    EXPECT_EQ(f.offset(), stream.size());
+  }
+}
+
+// Octet counts that lie, at the framer: a count of 999,999,999 (the largest 9 digits)
+// with a short message drops that frame and skips what follows as it arrives, holding
+// nothing of it (10 MiB fed in 64 KiB reads, buffered() stays within one read, and
+// release() gives the read back); the stream's end ends the skip, counted once. A count
+// shorter than its message leaves the message's rest where a header belongs: malformed.
+// "-5 <" or eleven digits as a connection's first bytes are not a count at all: lines.
+TEST(SyslogFramerOctets, CountsThatLie) {
+  {
+    SyslogFramer f(1u << 20);
+    feed(f, "5 <1>ab999999999 <13>short");
+    Consumer consumer;
+    run(f, {}, false, consumer);
+    ASSERT_EQ(consumer.lines.size(), 1u);
+    const std::string junk(64u << 10, 'j');
+    for (int i = 0; i < 160; ++i) {
+      feed(f, junk);
+      ASSERT_LE(f.buffered(), junk.size()) << "after " << i + 1 << " reads";
+      ASSERT_EQ(f.ready().lines, "");
+      f.release();
+      ASSERT_LE(f.capacity(), 4096u + f.buffered()) << "after " << i + 1 << " reads";
+    }
+    EXPECT_EQ(f.lines_too_long(), 1u);
+    EXPECT_FALSE(f.failed());
+    f.end_of_stream();
+    EXPECT_EQ(f.ready().lines, "");
+    EXPECT_FALSE(f.failed());
+    EXPECT_EQ(f.lines_too_long(), 1u);
+    EXPECT_EQ(f.offset(), 7u + 19u + 160u * junk.size()) << "the skip ends where the stream ends";
+  }
+  {
+    SyslogFramer f(100);
+    feed(f, "5 <1>ab5 <13>the count is too short\n");
+    Consumer consumer;
+    run(f, {}, false, consumer);
+    ASSERT_EQ(consumer.lines.size(), 2u);
+    EXPECT_EQ(consumer.lines[1].text, "<13>t\n");
+    EXPECT_TRUE(f.failed());
+    EXPECT_EQ(f.error(), "malformed octet-counted frame at byte 14");
+  }
+  for (const std::string first : {"-5 <13>negative\n", "99999999999 <13>eleven digits\n", "0 <13>zero\n"}) {
+    SyslogFramer f(100);
+    feed(f, first);
+    EXPECT_EQ(f.framing(), SyslogFramer::Framing::kLines) << first;
+    EXPECT_EQ(f.ready().lines, first);
+    EXPECT_FALSE(f.failed());
   }
 }
 

@@ -20,6 +20,9 @@ namespace gpufilter {
 // OpenCL device such as PoCL; past it Hyperscan's compile and scan slow down sharply.
 // Both gpufilter's and gpufilterd's engine choices start from it (docs/PERFORMANCE.md).
 inline constexpr std::size_t kHostEngineMaxPatterns = 10'000;
+// Hyperscan refuses longer literals ("Pattern length exceeds limit": 16,000 bytes compile,
+// 16,001 do not), so sets with one go to the OpenCL engine, which has no such limit.
+inline constexpr std::size_t kHostEngineMaxPatternBytes = 16'000;
 
 class HostScanner final : public Scanner {
  public:

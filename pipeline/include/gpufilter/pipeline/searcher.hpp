@@ -91,6 +91,7 @@ class Searcher {
             bool terminated);
   void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated);
   void complete_open_line(bool terminated);
+  void settle_binary_records(const char* piece, std::size_t size);
   void enter_binary();
   void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
             std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids);
@@ -122,6 +123,7 @@ class Searcher {
   std::uint64_t open_offset_ = 0;
   LineSpool spool_;
   std::vector<LineOccurrence> open_occurrences_;
+  bool open_settled_ = false;  // the open line's records up to a NUL were searched and cut off
 
   // Scratch, reused per line (and per NUL-separated record in the binary part).
   std::vector<LineOccurrence> line_occurrences_;

@@ -7,7 +7,8 @@
 //
 // A line longer than max_line_bytes (its '\n' not counted) is dropped whole, counted in
 // lines_too_long(), and reported with the next lines (Ready::skipped). Memory: at most
-// max_line_bytes plus one read, plus the ready lines the channel has not taken yet.
+// max_line_bytes plus one read, plus the ready lines the channel has not taken yet; after
+// release(), about twice what is held.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,12 @@ class LineFramer {
   std::size_t buffered() const noexcept { return size_ - begin_; }
   // The part of a line received so far that is not yet complete.
   std::size_t partial() const noexcept { return size_ - checked_; }
+  // Gives back buffer memory beyond what is held, when the free space is larger than both
+  // the held bytes and 4 KiB: a reader that goes idle keeps only its partial line, and a
+  // line trickling in is not copied over and over (the slack kept is at least the line).
+  void release();
+  // Bytes of buffer allocated (held plus free space).
+  std::size_t capacity() const noexcept { return buffer_.capacity(); }
   std::size_t max_line_bytes() const noexcept { return max_line_; }
 
  private:

@@ -3,8 +3,13 @@
 //                     newline-delimited lines or RFC 6587 octet-counted syslog frames,
 //                     detected per connection (syslog_framer.hpp)
 //   udp://HOST:PORT   one or more lines per datagram; each peer is its own input
-// Addresses are explicit: nothing listens anywhere the URL does not name. Port 0 takes a
-// free port (bound() tells which).
+// Nothing listens beyond this machine unless the URL says so: a URL without a host
+// ("tcp://:5140") listens on loopback (127.0.0.1); every address only when written
+// (0.0.0.0, [::]). Port 0 takes a free port (bound() tells which).
+//
+// Idle connections hold no read buffer (they wait for readability with none), so a
+// silent client costs its socket and about 1 KiB; max_connections bounds how many are
+// open, and start() raises the open-file limit to fit it where it can.
 //
 // Backpressure: a connection whose lines the channel cannot take is not read again until
 // it can (its sender's TCP window closes). UDP cannot push back: a datagram that finds no
@@ -27,12 +32,13 @@ namespace gpufilter {
 struct ListenUrl {
   enum class Kind { kTcp, kUdp, kUnix };
   Kind kind = Kind::kTcp;
-  std::string host;  // tcp/udp: a literal IPv4/IPv6 address or a name ("localhost")
+  std::string host;  // tcp/udp: a literal IPv4/IPv6 address or a name ("localhost"); "127.0.0.1" when none was given
   std::uint16_t port = 0;
   std::string path;  // unix
   std::string text;  // as given
 };
-// Throws ConfigError("--listen URL: why") for anything else, including a missing host.
+// Throws ConfigError("--listen URL: why") for anything else (a missing port, an IPv6
+// address without brackets, a port over 65535...).
 ListenUrl parse_listen_url(const std::string& url);
 
 struct ListenConfig {
@@ -52,6 +58,8 @@ class Listener {
 
   // Binds and listens on every URL; throws SourceError naming the URL when one cannot be
   // bound (in use, no permission, a unix path that exists and is not a stale socket).
+  // With TCP or unix URLs it first raises the soft open-file limit (RLIMIT_NOFILE) to
+  // max_connections + 128 where the hard limit allows; a notice says when it cannot.
   void start();
   // The bound addresses, as URLs with their actual ports ("tcp://127.0.0.1:40312").
   std::vector<std::string> bound() const;

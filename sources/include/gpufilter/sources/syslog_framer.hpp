@@ -21,7 +21,7 @@
 // ready to hand on, nothing after it is read, and error() says where.
 //
 // Memory: one read of unparsed bytes plus one frame in octet mode; LineFramer's bound in
-// newline mode.
+// newline mode; after release(), about twice what is held.
 #pragma once
 
 #include <cstddef>
@@ -65,6 +65,11 @@ class SyslogFramer {
   std::uint64_t lines_too_long() const noexcept;
   // Bytes received and not yet handed on or dropped.
   std::size_t buffered() const noexcept;
+  // Gives back buffer memory beyond what is held (LineFramer::release()): for a connection
+  // that has nothing to read now.
+  void release();
+  // Bytes of buffer allocated.
+  std::size_t capacity() const noexcept;
   std::size_t max_line_bytes() const noexcept { return max_line_; }
 
  private:

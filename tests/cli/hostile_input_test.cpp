@@ -1,0 +1,962 @@
+// Hostile input, end to end against the built binary (issue 8, item 4): each in bounded
+// memory and time, the output checked against GNU grep -F where it is line filtering, and
+// a clear message with exit status 2 where it is an error. CI sizes; bench/hostile.sh runs
+// the issue's full sizes.
+//   files     a file of NUL bytes (sparse), patterns of 64 KiB, invalid UTF-8
+//   patterns  a 1,000,000-line pattern file of duplicates and empty lines; 100,000
+//             distinct patterns
+//   sockets   2,000 silent connections (slowloris), the open-file limit (at EMFILE the
+//             connections without a descriptor are refused, none left waiting, no busy
+//             loop; the soft limit is raised to fit --max-connections), octet counts
+//             that lie, a UDP flood from 3,000 peers
+//   captures  pcap records and pcapng blocks claiming 4 GB
+// Lines trickled a byte at a time are in tests/sources/listener_test.cpp.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+#if defined(GPUFILTER_SANITIZED)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// A random test's seed: `fallback`, shifted by GPUFILTER_TEST_SEED when it is set.
+std::uint32_t test_seed(std::uint32_t fallback) {
+  if (const char* env = std::getenv("GPUFILTER_TEST_SEED")) return static_cast<std::uint32_t>(std::strtoul(env, nullptr, 10)) + fallback;
+  return fallback;
+}
+
+// ---------------------------------------------------------------------------------------
+// A running gpufilter (for the socket cases)
+
+// gpufilter (directly, or through `sh -c SETUP` to set its open-file limit or its
+// environment) with its standard output and error collected by a thread as they come;
+// killed if a test leaves it running.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& args, const std::string& setup = {}) {
+    std::vector<std::string> argv;
+    if (setup.empty()) {
+      argv = {gpufilter_binary()};
+    } else {
+      argv = {"/bin/sh", "-c", setup + " && exec \"$0\" \"$@\"", gpufilter_binary()};
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    const SpawnedProcess child = spawn_process(argv);
+    pid_ = child.pid;
+    ::close(child.in);
+    reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
+  }
+  ~Child() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    reader_.join();
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  std::string out() const {
+    std::lock_guard lock(mutex_);
+    return out_;
+  }
+  std::string err() const {
+    std::lock_guard lock(mutex_);
+    return err_;
+  }
+  bool wait_for(const std::function<bool(const std::string&, const std::string&)>& done, milliseconds limit) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, limit, [&] { return done(out_, err_); });
+  }
+  bool out_has(const std::string& text, milliseconds limit) {
+    return wait_for([&](const std::string& out, const std::string&) { return out.find(text) != std::string::npos; },
+                    limit);
+  }
+  bool err_has(const std::string& text, milliseconds limit) {
+    return wait_for([&](const std::string&, const std::string& err) { return err.find(text) != std::string::npos; },
+                    limit);
+  }
+
+  // The URL of the first "gpufilter: listening on URL" (start-up includes the engine's).
+  std::string listening() {
+    std::string url;
+    const std::string mark = "gpufilter: listening on ";
+    wait_for(
+        [&](const std::string&, const std::string& err) {
+          const std::size_t at = err.find(mark);
+          const std::size_t end = at == std::string::npos ? at : err.find('\n', at);
+          if (end == std::string::npos) return false;
+          url = err.substr(at + mark.size(), end - at - mark.size());
+          return true;
+        },
+        milliseconds(60000));
+    if (url.empty()) ADD_FAILURE() << "gpufilter did not say where it listens; stderr: " << err();
+    return url;
+  }
+
+  void signal(int sig) const { ::kill(pid_, sig); }
+
+  // From /proc while it runs.
+  long rss_kb() const { return status_field("VmRSS:"); }
+  long descriptors() const {
+    long n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+      ++n;
+    return n;
+  }
+  double cpu_seconds() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; fields >> field; ++i) {
+      if (i == 14) utime = std::stoull(field);
+      if (i == 15) {
+        stime = std::stoull(field);
+        break;
+      }
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+
+  // The exit status (or 128 + signal) once its output is read to the end; the peak
+  // resident set in max_rss_kb().
+  std::optional<int> wait_exit(milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      rusage usage{};
+      const pid_t r = ::wait4(pid_, &status, WNOHANG, &usage);
+      if (r == pid_) {
+        exited_ = true;
+        max_rss_kb_ = usage.ru_maxrss;
+        wait_for([this](const std::string&, const std::string&) { return eof_; }, milliseconds(5000));
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  }
+  long max_rss_kb() const { return max_rss_kb_; }
+
+ private:
+  long status_field(const std::string& key) const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string word;
+    while (in >> word) {
+      if (word == key) {
+        long kb = 0;
+        in >> kb;
+        return kb;
+      }
+    }
+    return -1;
+  }
+
+  void collect(int out, int err) {
+    bool out_open = true;
+    bool err_open = true;
+    char buffer[65536];
+    while (out_open || err_open) {
+      pollfd fds[2];
+      int n = 0;
+      if (out_open) fds[n++] = {out, POLLIN, 0};
+      if (err_open) fds[n++] = {err, POLLIN, 0};
+      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+        const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        std::lock_guard lock(mutex_);
+        if (got <= 0) {
+          (fds[i].fd == out ? out_open : err_open) = false;
+        } else {
+          (fds[i].fd == out ? out_ : err_).append(buffer, static_cast<std::size_t>(got));
+        }
+        changed_.notify_all();
+      }
+    }
+    ::close(out);
+    ::close(err);
+    std::lock_guard lock(mutex_);
+    eof_ = true;
+    changed_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  long max_rss_kb_ = 0;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string out_;
+  std::string err_;
+  bool eof_ = false;
+};
+
+// The --stats line of a finished gpufilter.
+nlohmann::json stats_of(const std::string& err) {
+  const std::string mark = "gpufilter-stats: ";
+  const std::size_t at = err.find(mark);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "no --stats line in: " << err;
+    return nlohmann::json::object();
+  }
+  return nlohmann::json::parse(err.substr(at + mark.size(), err.find('\n', at) - at - mark.size()));
+}
+
+// Raises this process's soft open-file limit to its hard limit (children inherit it).
+rlim_t raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_cur;
+}
+
+std::uint16_t port_of(const std::string& url) {
+  return static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
+}
+
+sockaddr_in loopback(const std::string& url) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port_of(url));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+int tcp_connect(const std::string& url) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const sockaddr_in address = loopback(url);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ADD_FAILURE() << "connect to " << url << ": " << std::strerror(errno);
+  }
+  return fd;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// "tcp://127.0.0.1:PORT": the input name gpufilter gives what `fd` sends.
+std::string local_name(const char* scheme, int fd) {
+  sockaddr_in address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  return std::string(scheme) + "://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+// True when the peer closed `fd` (EOF or reset) within `limit`.
+bool closed_by_peer(int fd, milliseconds limit) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+std::string octet_frame(std::string_view message) { return std::to_string(message.size()) + " " + std::string(message); }
+
+// ---------------------------------------------------------------------------------------
+// Files
+
+// A sparse file of `size` NUL bytes with a few records that are not: "needle" as the first
+// record, across a 4 MiB boundary (a chunk edge), split by a NUL (no match), and as the
+// unterminated last record.
+std::string write_nul_file(const TempDir& dir, const std::string& name, std::uint64_t size) {
+  const std::string path = dir.path() + "/" + name;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+  const std::vector<std::pair<std::uint64_t, std::string>> pieces = {
+      {0, "needle"}, {(std::uint64_t{4} << 20) - 3, "needle"}, {size / 2, std::string("nee\0dle", 7)},
+      {size - 6, "needle"}};
+  for (const auto& [at, text] : pieces)
+    EXPECT_EQ(::pwrite(fd, text.data(), text.size(), static_cast<off_t>(at)), static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  return path;
+}
+
+// A file of NUL bytes (10 GB in bench/hostile.sh): in the binary part every NUL ends a
+// record, so the file is a billion records per GB in one "line". It was spooled whole to a
+// temporary file and mapped back, a resident set as large as the file and 19 s per GB; now
+// the records are searched as the line arrives. The answers are grep's, on both engines;
+// gpufilter runs with `ulimit -f` at 64 MiB, so a temporary file the size of the line
+// cannot be written; and the peak memory does not grow with the file: from a quarter of
+// the size to all of it, it grows by less than a quarter of the difference. Comparing two
+// sizes leaves out what a build adds at any size (sanitizers' shadow memory, PoCL's).
+TEST(HostileInput, FileOfNulBytesInBoundedMemory) {
+  TempDir dir;
+  const std::uint64_t size = std::uint64_t{kSanitized ? 256u : 512u} << 20;
+  const std::string path = write_nul_file(dir, "nul.bin", size);
+  const std::string quarter = write_nul_file(dir, "quarter.bin", size / 4);
+  const long bound_kb = static_cast<long>((size - size / 4) / 1024 / 4);
+
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"--engine=cpu", {"-c", "needle"}},          {"--engine=cpu", {"needle"}},
+      {"--engine=cpu", {"-m", "2", "-c", "needle"}}, {"--engine=cpu", {"-c", "absent"}},
+      {"--engine=gpu", {"-c", "needle"}},          {"--engine=gpu", {"-l", "-e", "dle", "-e", "nee"}},
+  };
+  for (const auto& [engine, args] : runs) {
+    SCOPED_TRACE(engine + " " + describe_args(args));
+    // 131072 blocks: 64 MiB in sh's 512-byte blocks (128 MiB where a shell counts KiB).
+    std::vector<std::string> argv = {"/bin/sh", "-c", "ulimit -f 131072 && exec \"$0\" \"$@\"", gpufilter_binary(),
+                                     engine};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<std::string> grep_args = args;
+    grep_args.push_back(path);
+    argv.push_back(quarter);
+    const ProcessResult smaller = run_process(argv);
+    argv.back() = path;
+    const auto start = Clock::now();
+    const ProcessResult ours = run_process(argv);
+    const double took = seconds_since(start);
+    const GrepRun theirs = run_grep(grep_args);
+    EXPECT_EQ(ours.out, theirs.out);
+    EXPECT_EQ(ours.status, theirs.status) << ours.err;
+    EXPECT_LT(ours.max_rss_kb - smaller.max_rss_kb, bound_kb)
+        << "peak " << ours.max_rss_kb << " KiB for " << (size >> 20) << " MiB of NULs, " << smaller.max_rss_kb
+        << " KiB for " << (size >> 22) << " MiB (" << took << " s)";
+  }
+}
+
+// -v and the empty pattern select records without any occurrence, so there each record is
+// looked at: a count of every NUL-separated record, still in bounded memory.
+TEST(HostileInput, EveryNulRecordCountedWithInvertAndEmptyPattern) {
+  TempDir dir;
+  const std::uint64_t size = std::uint64_t{kSanitized ? 4u : 16u} << 20;
+  const std::string path = dir.path() + "/nul.bin";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(size)), 0);
+  ASSERT_EQ(::pwrite(fd, "x needle y\n", 11, static_cast<off_t>(size / 3)), 11);
+  ::close(fd);
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-c", "-v", "needle"}, {"-c", "-e", ""}, {"-c", "-v", "-e", ""}}) {
+    std::vector<std::string> with_file = args;
+    with_file.push_back(path);
+    expect_same(with_file, {}, {{"", "", "cpu"}, {"1M", "2", "gpu"}});
+  }
+}
+
+// Lines of NUL-separated records longer than a chunk, cut at random places (chunks of 5
+// bytes up), with occurrences across chunk edges and across NULs: every flag that counts or
+// decides in the binary part gives grep's answer. This is where the records of a split
+// line are searched as it arrives rather than once it ends.
+TEST(HostileInput, NulRecordsAcrossChunksMatchGrep) {
+  TempDir dir;
+  std::mt19937 rng(test_seed(17));
+  const std::vector<std::string> alphabets = {std::string("ab\0", 3), std::string("a\0\0\0", 4),
+                                              std::string("ab\0\n", 4), std::string("abc\0\0\n\n", 7)};
+  const std::vector<std::vector<std::string>> flag_sets = {
+      {"-c"}, {"-c", "-v"}, {"-l"}, {"-q"}, {"-m", "2", "-c"}, {"-c", "-w"}, {"-c", "-x"}, {"-n"}};
+  for (int round = 0; round < 24; ++round) {
+    const std::string& alphabet = alphabets[static_cast<std::size_t>(round) % alphabets.size()];
+    std::string input = round % 3 == 0 ? std::string("a text line first\n") : std::string();
+    input += random_string(rng, alphabet, std::uniform_int_distribution<std::size_t>(1, 3000)(rng));
+    std::vector<std::string> patterns;
+    for (int k = std::uniform_int_distribution<int>(1, 3)(rng); k > 0; --k)
+      patterns.push_back(random_string(rng, std::string("ab\0", 3), std::uniform_int_distribution<std::size_t>(1, 4)(rng)));
+    if (round % 7 == 3) patterns.push_back("");
+    const std::string file = dir.write("input-" + std::to_string(round), input);
+    const std::string pattern_path = dir.write("patterns-" + std::to_string(round), pattern_file(patterns));
+    std::vector<std::string> args = flag_sets[static_cast<std::size_t>(round) % flag_sets.size()];
+    args.insert(args.end(), {"-f", pattern_path, file});
+    expect_same(args, {}, {{"5", "1", "gpu"}, {"17", "2", "cpu"}, {"64", "3", "gpu"}},
+                "round " + std::to_string(round) + ", input \"" + escape(input, 200) + "\"");
+  }
+}
+
+// Patterns of 64 KiB. Hyperscan refuses literals over 16,000 bytes, so --engine=auto takes
+// the OpenCL engine for such a set (it failed with "Pattern length exceeds limit" before);
+// --engine=cpu says which pattern it cannot take, with exit status 2.
+TEST(HostileInput, PatternsOf64KiB) {
+  TempDir dir;
+  std::mt19937 rng(64);
+  std::vector<std::string> patterns;
+  for (int i = 0; i < 4; ++i) patterns.push_back(random_string(rng, "abcdefgh", 64u << 10));
+  std::string input;
+  for (int i = 0; i < 120; ++i) {
+    const std::string& p = patterns[static_cast<std::size_t>(i) % patterns.size()];
+    switch (i % 5) {
+      case 0: input += "x" + p + "y\n"; break;              // inside a line
+      case 1: input += p.substr(0, p.size() - 1) + "\n"; break;  // one byte short
+      case 2: input += p + "\n"; break;                     // the whole line (-x)
+      case 3: input += p.substr(1) + p.substr(0, 1) + "\n"; break;
+      default: input += random_string(rng, "abcdefgh", 1000 + static_cast<std::size_t>(i) * 997) + "\n";
+    }
+  }
+  const std::string file = dir.write("input.txt", input);
+  const std::string pattern_path = dir.write("patterns.txt", pattern_file(patterns));
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-n", "-f", pattern_path, file}, {"-c", "-x", "-f", pattern_path, file}, {"-o", "-b", "-f", pattern_path, file}}) {
+    // The default engine choice, and the OpenCL engine with chunks smaller than a pattern.
+    expect_same(args, {}, {{"", "", ""}, {"100K", "2", "gpu"}});
+  }
+  const ProcessResult host = run_process({gpufilter_binary(), "--engine=cpu", "-c", "-f", pattern_path, file});
+  EXPECT_EQ(host.status, 2);
+  EXPECT_EQ(host.out, "");
+  EXPECT_TRUE(host.err.starts_with("gpufilter: pattern ")) << host.err;  // "pattern N: ", N from 1
+  EXPECT_NE(host.err.find("limit"), std::string::npos) << host.err;
+}
+
+// Bytes that are not UTF-8 (stray continuation bytes, overlong forms, surrogates, 0xff) in
+// lines and in patterns: matched byte for byte, as grep does in the C locale, -i folding
+// ASCII only; --json carries such lines with U+FFFD and their exact bytes in base64.
+TEST(HostileInput, InvalidUtf8) {
+  TempDir dir;
+  std::mt19937 rng(8);
+  const std::vector<std::string> bad = {"\x80", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff\xfe",
+                                        "\xe2\x82", "\xc3\xa9"};
+  std::string input;
+  for (int i = 0; i < 4000; ++i) {
+    std::string line;
+    const int parts = std::uniform_int_distribution<int>(0, 12)(rng);
+    for (int k = 0; k < parts; ++k) {
+      const int kind = std::uniform_int_distribution<int>(0, 3)(rng);
+      if (kind == 0) line += bad[std::uniform_int_distribution<std::size_t>(0, bad.size() - 1)(rng)];
+      else if (kind == 1) line += random_string(rng, "abcERROR ", 3);
+      else line += static_cast<char>(std::uniform_int_distribution<int>(0x80, 0xff)(rng));
+    }
+    input += line + "\n";
+  }
+  const std::string file = dir.write("input.txt", input);
+  const std::string patterns = dir.write("patterns.txt", std::string("\xc3\n\xed\xa0\x80\nERROR\n\xff\xfe\nR\x80\n"));
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-n", "-f", patterns, file}, {"-c", "-i", "-f", patterns, file}, {"-o", "-b", "-f", patterns, file},
+           {"-c", "-w", "-f", patterns, file}, {"-c", "-v", "-f", patterns, file}}) {
+    expect_same(args);
+  }
+  const ProcessResult json = run_process({gpufilter_binary(), "--json", "-f", patterns, file});
+  const GrepRun lines = run_grep({"-f", patterns, file});
+  ASSERT_EQ(json.status, 0) << json.err;
+  std::istringstream records(json.out);
+  std::istringstream expected(lines.out);
+  std::string record;
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(records, record)) {
+    ASSERT_TRUE(std::getline(expected, line)) << "more JSON records than grep's lines";
+    const nlohmann::json object = nlohmann::json::parse(record);  // throws (fails) if not valid JSON
+    if (object.contains("line_base64")) {
+      EXPECT_NE(object.at("line").get<std::string>().find("\xef\xbf\xbd"), std::string::npos) << record;
+    } else {
+      EXPECT_EQ(object.at("line").get<std::string>(), line);
+    }
+    ++n;
+  }
+  EXPECT_FALSE(std::getline(expected, line)) << "fewer JSON records than grep's lines";
+  EXPECT_GT(n, 100u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Patterns
+
+// A pattern file of 1,000,000 lines, nearly all duplicates, a third empty: it loads in
+// bounded time and memory, the empty pattern selects every line (as grep's does), and
+// without the empty lines the duplicates change nothing.
+TEST(HostileInput, MillionLinePatternFileOfDuplicatesAndEmptyLines) {
+  TempDir dir;
+  const std::size_t count = kSanitized ? 200'000 : 1'000'000;
+  const std::vector<std::string> distinct = {"sshd", "Failed password", "pam_unix(sshd:auth)", "error", "session"};
+  std::string with_empty;
+  std::string without_empty;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string& p = distinct[i % distinct.size()];
+    with_empty += (i % 3 == 1 ? std::string() : p) + "\n";
+    without_empty += p + "\n";
+  }
+  const std::string empty_path = dir.write("with-empty.txt", with_empty);
+  const std::string plain_path = dir.write("duplicates.txt", without_empty);
+  const std::string input = read_file(corpus_path("loghub/OpenSSH_2k.log")) + read_file(corpus_path("loghub/Linux_2k.log"));
+  const std::string file = dir.write("input.log", input);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-c", "-f", empty_path, file}, {"-n", "-f", empty_path, file}, {"-c", "-v", "-f", empty_path, file},
+           {"-n", "-f", plain_path, file}, {"-o", "-b", "-i", "-f", plain_path, file}}) {
+    SCOPED_TRACE(describe_args(args));
+    std::vector<std::string> argv = {gpufilter_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto start = Clock::now();
+    const ProcessResult ours = run_process(argv);
+    const double took = seconds_since(start);
+    const GrepRun theirs = run_grep(args);
+    EXPECT_EQ(ours.status, theirs.status) << ours.err;
+    EXPECT_TRUE(ours.out == theirs.out) << first_difference(theirs.out, ours.out);
+    // About 1 s here for 1,000,000 lines; the bound is generous, a quadratic load is not.
+    EXPECT_LT(took, kSanitized ? 60.0 : 15.0);
+    // The pattern file is 9 MB: the set and its table stay within a small multiple.
+    EXPECT_LT(ours.max_rss_kb, (kSanitized ? 1024 : 512) * 1024) << "peak " << ours.max_rss_kb << " KiB";
+  }
+}
+
+// 100,000 distinct patterns (1,000,000 in bench/hostile.sh), many cut from the input so
+// that they occur: the device engine (more than 10,000 literals) selects what grep selects.
+TEST(HostileInput, HundredThousandDistinctPatterns) {
+  TempDir dir;
+  const std::size_t count = kSanitized ? 20'000 : 100'000;
+  const std::string input = read_file(corpus_path("loghub/HDFS_2k.log")) + read_file(corpus_path("loghub/Apache_2k.log"));
+  std::mt19937 rng(100);
+  std::string patterns;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i % 50 == 0) {
+      // A piece of some line: it occurs.
+      const std::size_t at = std::uniform_int_distribution<std::size_t>(0, input.size() - 40)(rng);
+      std::string piece = input.substr(at, std::uniform_int_distribution<std::size_t>(6, 30)(rng));
+      piece.erase(std::remove(piece.begin(), piece.end(), '\n'), piece.end());
+      patterns += (piece.empty() ? std::string("x") : piece) + "\n";
+    } else {
+      patterns += random_string(rng, "abcdefghijklmnopqrstuvwxyz0123456789_-./:", 8 + i % 17) + "\n";
+    }
+  }
+  const std::string pattern_path = dir.write("patterns.txt", patterns);
+  const std::string file = dir.write("input.log", input);
+  const std::vector<std::string> args = {"-n", "-f", pattern_path, file};
+  const auto start = Clock::now();
+  const ProcessResult ours = run_process({gpufilter_binary(), "-n", "-f", pattern_path, file});
+  const double took = seconds_since(start);
+  const GrepRun theirs = run_grep(args);
+  EXPECT_EQ(ours.status, theirs.status) << ours.err;
+  EXPECT_TRUE(ours.out == theirs.out) << first_difference(theirs.out, ours.out);
+  EXPECT_GT(count_of(ours.out, "\n"), 100u);
+  EXPECT_LT(took, kSanitized ? 120.0 : 20.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Sockets
+
+// 2,000 connections that send nothing (slowloris; 10,000 in bench/hostile.sh). Each costs
+// gpufilter a few KiB: it waits for readability without a read buffer (a 64 KiB buffer
+// each before, 128 MiB for these). It does not spin while they idle, and a talker among
+// them is served at once.
+TEST(HostileInput, SilentConnectionsCostLittleAndHoldUpNobody) {
+  const rlim_t descriptors = raise_descriptor_limit();
+  std::size_t count = 2000;
+  if (descriptors < count + 100) count = descriptors > 300 ? descriptors - 100 : 200;
+  const long per_connection_kb = kSanitized ? 16 : 8;
+  Child gf({"--listen", "tcp://127.0.0.1:0", "--max-connections", std::to_string(count + 10), "--stats", "-H", "ERROR"});
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+  {
+    const int warm = tcp_connect(url);
+    const std::string name = local_name("tcp", warm);
+    ASSERT_TRUE(write_all(warm, "warm ERROR\n"));
+    ::close(warm);
+    ASSERT_TRUE(gf.out_has(name + ":warm ERROR\n", milliseconds(10000)));
+  }
+  const long rss_before = gf.rss_kb();
+  std::vector<int> idle;
+  for (std::size_t i = 0; i < count; ++i) idle.push_back(tcp_connect(url));
+  // A talker after them: connections are accepted in the order they came, so once its line
+  // is out every silent one has been accepted too. It is served at once.
+  const int talker = tcp_connect(url);
+  const std::string talker_name = local_name("tcp", talker);
+  const auto sent_at = Clock::now();
+  ASSERT_TRUE(write_all(talker, "talker ERROR among the silent\n"));
+  ASSERT_TRUE(gf.out_has(talker_name + ":talker ERROR among the silent\n", milliseconds(30000)));
+  EXPECT_LT(seconds_since(sent_at), kSanitized ? 10.0 : 5.0);
+  EXPECT_GE(gf.descriptors(), static_cast<long>(count)) << "the silent connections are not open";
+  const long growth_kb = gf.rss_kb() - rss_before;
+  EXPECT_LT(growth_kb, static_cast<long>(count) * per_connection_kb)
+      << count << " silent connections grew gpufilter by " << growth_kb << " KiB";
+
+  // Idle means idle: a second of them costs (nearly) no CPU time.
+  const double cpu_before = gf.cpu_seconds();
+  std::this_thread::sleep_for(milliseconds(1000));  // the window measured, not a wait for something
+  EXPECT_LT(gf.cpu_seconds() - cpu_before, 0.2) << "gpufilter is busy while every connection idles";
+  ::close(talker);
+  for (const int fd : idle) ::close(fd);
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  const nlohmann::json stats = stats_of(gf.err());
+  EXPECT_EQ(stats.value("connections", 0u), count + 2);
+  EXPECT_EQ(stats.value("connections_refused", 1u), 0u);
+}
+
+// With fewer descriptors than connections (ulimit -n 64 for both limits, so gpufilter
+// cannot raise it), accept() fails with EMFILE. gpufilter says so, and refuses the
+// connections it has no descriptor for: closed at once and counted, as over
+// --max-connections, none left hanging in the backlog; it does not spin, and it keeps
+// serving the connections it has. Once some of them close, new ones are admitted again.
+TEST(HostileInput, DescriptorExhaustionRefusesAndKeepsServing) {
+  raise_descriptor_limit();
+  Child gf({"--listen", "tcp://127.0.0.1:0", "--stats", "-H", "said"}, "ulimit -n 64");
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+  EXPECT_TRUE(gf.err_has("open files are limited to 64", milliseconds(5000))) << gf.err();
+  constexpr std::size_t kClients = 120;
+  std::vector<int> clients;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < kClients; ++i) {
+    clients.push_back(tcp_connect(url));
+    names.push_back(local_name("tcp", clients.back()));
+    ASSERT_TRUE(write_all(clients.back(), "client " + std::to_string(i) + " said hello\n"));
+  }
+  // Every client is served (its line is out) or refused (gpufilter closed it): none waits.
+  enum class Fate { kWaiting, kServed, kRefused };
+  std::vector<Fate> fate(kClients, Fate::kWaiting);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  std::size_t decided = 0;
+  while (decided < kClients && Clock::now() < deadline) {
+    const std::string out = gf.out();
+    for (std::size_t i = 0; i < kClients; ++i) {
+      if (fate[i] != Fate::kWaiting) continue;
+      if (out.find(names[i] + ":client " + std::to_string(i) + " said hello\n") != std::string::npos) {
+        fate[i] = Fate::kServed;
+      } else if (closed_by_peer(clients[i], milliseconds(0))) {
+        fate[i] = Fate::kRefused;
+      } else {
+        continue;
+      }
+      ++decided;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_EQ(decided, kClients) << "connections left waiting; stderr: " << gf.err();
+  const auto served = static_cast<std::size_t>(std::count(fate.begin(), fate.end(), Fate::kServed));
+  const std::size_t refused = kClients - served;
+  EXPECT_GT(served, 10u);
+  EXPECT_GT(refused, 10u) << "the limit did not bite";
+  EXPECT_TRUE(gf.err_has("connections refused: no file descriptor left (open files are limited to 64", milliseconds(0)))
+      << gf.err();
+
+  const double cpu_before = gf.cpu_seconds();
+  std::this_thread::sleep_for(milliseconds(1000));  // the window measured, not a wait for something
+  EXPECT_LT(gf.cpu_seconds() - cpu_before, 0.2) << "accept() is retried in a busy loop";
+
+  // The connections it has are served.
+  const std::size_t first = static_cast<std::size_t>(std::find(fate.begin(), fate.end(), Fate::kServed) - fate.begin());
+  ASSERT_TRUE(write_all(clients[first], "client " + std::to_string(first) + " said more\n"));
+  EXPECT_TRUE(gf.out_has(names[first] + ":client " + std::to_string(first) + " said more\n", milliseconds(10000)));
+  // Those close; a newcomer is admitted and served.
+  for (const int fd : clients) ::close(fd);
+  bool admitted = false;
+  for (int attempt = 0; attempt < 50 && !admitted; ++attempt) {
+    const int late = tcp_connect(url);
+    const std::string late_name = local_name("tcp", late);
+    write_all(late, "a late client said hello\n");
+    admitted = gf.out_has(late_name + ":a late client said hello\n", milliseconds(200));
+    ::close(late);
+  }
+  EXPECT_TRUE(admitted) << "no connection admitted after the others closed";
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  const nlohmann::json stats = stats_of(gf.err());
+  EXPECT_GE(stats.value("connections_refused", std::size_t{0}), refused);
+  EXPECT_GE(stats.value("connections", std::size_t{0}), served + 1);
+}
+
+// A soft open-file limit below --max-connections is raised (up to the hard limit), so the
+// limit that refuses connections is --max-connections, counted, not EMFILE.
+TEST(HostileInput, SoftDescriptorLimitIsRaisedToFitMaxConnections) {
+  const rlim_t hard = raise_descriptor_limit();
+  constexpr int kMax = 300;
+  ASSERT_GE(hard, static_cast<rlim_t>(2 * kMax + 300)) << "this test needs a hard open-file limit of 900";
+  Child gf({"--listen", "tcp://127.0.0.1:0", "--max-connections", std::to_string(kMax), "--stats", "x"},
+           "ulimit -S -n 64");
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+  std::vector<int> clients;
+  for (int i = 0; i <= kMax; ++i) clients.push_back(tcp_connect(url));
+  EXPECT_TRUE(closed_by_peer(clients.back(), milliseconds(10000))) << "connection " << kMax + 1 << " was not refused";
+  for (int i = 0; i < kMax; i += 37) {
+    EXPECT_FALSE(closed_by_peer(clients[static_cast<std::size_t>(i)], milliseconds(1))) << "connection " << i;
+  }
+  for (const int fd : clients) ::close(fd);
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();  // a stop signal ends with 0
+  EXPECT_EQ(gf.err().find("Too many open files"), std::string::npos) << gf.err();
+  EXPECT_EQ(gf.err().find("open files are limited"), std::string::npos) << gf.err();
+  const nlohmann::json stats = stats_of(gf.err());
+  EXPECT_EQ(stats.value("connections", 0), kMax);
+  EXPECT_EQ(stats.value("connections_refused", 0), 1);
+}
+
+// RFC 6587 octet counts that lie, each on its own connection beside an honest one:
+//   11 digits after a good frame   malformed: that connection closes, its good frame kept
+//   "-5 <13>..." as the first bytes  not a count: newline-delimited lines
+//   999999999 with a short message   dropped as over --max-line-bytes, the bytes after it
+//                                  skipped as they arrive (8 MiB here), in bounded memory
+//   a count shorter than its message the rest is a malformed header: closed
+// Every honest line arrives; the counters and notices say what was dropped and why.
+TEST(HostileInput, OctetCountsThatLie) {
+  Child gf({"--listen", "tcp://127.0.0.1:0", "--stats", "-H", "--max-line-bytes", "64K", "lie"});
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+
+  const int honest = tcp_connect(url);
+  const std::string honest_name = local_name("tcp", honest);
+  std::string honest_lines;
+  for (int i = 0; i < 1000; ++i) honest_lines += "honest lie " + std::to_string(i) + "\n";
+  ASSERT_TRUE(write_all(honest, honest_lines));
+  // The channel and the scanner's slots are made on first use: the baseline is after it.
+  ASSERT_TRUE(gf.out_has(honest_name + ":honest lie 999\n", milliseconds(10000)));
+  const long rss_before = gf.rss_kb();
+
+  const int eleven = tcp_connect(url);
+  const int negative = tcp_connect(url);
+  const int huge = tcp_connect(url);
+  const int short_count = tcp_connect(url);
+  const std::string good = octet_frame("<13>lie one, honestly counted");
+  ASSERT_TRUE(write_all(eleven, good + "99999999999 <13>lie with eleven digits\n"));
+  ASSERT_TRUE(write_all(negative, "-5 <13>lie negative\n7 <13>lie\n"));
+  ASSERT_TRUE(write_all(short_count, good + "5 <13>lie: the count is too short\n"));
+  ASSERT_TRUE(write_all(huge, good + "999999999 <13>lie huge\n"));
+  std::string junk;
+  for (int i = 0; junk.size() < (1u << 20); ++i) junk += "lie inside the skipped frame " + std::to_string(i) + "\n";
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(write_all(huge, junk));
+  const std::string eleven_name = local_name("tcp", eleven);
+  const std::string negative_name = local_name("tcp", negative);
+  const std::string huge_name = local_name("tcp", huge);
+  const std::string short_name = local_name("tcp", short_count);
+  EXPECT_TRUE(closed_by_peer(eleven, milliseconds(10000)));
+  EXPECT_TRUE(closed_by_peer(short_count, milliseconds(10000)));
+  // The tenth digit is where the count stops being one.
+  EXPECT_TRUE(gf.err_has(eleven_name + ": malformed octet-counted frame at byte " + std::to_string(good.size() + 9) +
+                             "; connection closed",
+                         milliseconds(10000)))
+      << gf.err();
+  EXPECT_TRUE(gf.err_has(short_name + ": malformed octet-counted frame at byte " + std::to_string(good.size() + 7) +
+                             "; connection closed",
+                         milliseconds(10000)))
+      << gf.err();
+  ASSERT_TRUE(gf.out_has(negative_name + ":7 <13>lie\n", milliseconds(10000)));
+  ASSERT_TRUE(gf.out_has(huge_name + ":<13>lie one, honestly counted\n", milliseconds(10000)));
+  // The skipped frame held nothing: the listener's memory did not grow with it.
+  EXPECT_LT(gf.rss_kb() - rss_before, 16 * 1024);
+  for (const int fd : {eleven, negative, huge, short_count, honest}) ::close(fd);
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+
+  std::map<std::string, std::string> by_source;
+  std::istringstream out(gf.out());
+  std::string line;
+  while (std::getline(out, line)) {
+    const std::size_t colon = line.find(':', line.find(":", 6) + 1);
+    by_source[line.substr(0, colon)] += line.substr(colon + 1) + "\n";
+  }
+  EXPECT_EQ(by_source[eleven_name], "<13>lie one, honestly counted\n");
+  EXPECT_EQ(by_source[negative_name], "-5 <13>lie negative\n7 <13>lie\n");
+  EXPECT_EQ(by_source[huge_name], "<13>lie one, honestly counted\n");
+  EXPECT_EQ(by_source[short_name], "<13>lie one, honestly counted\n");
+  EXPECT_EQ(by_source[honest_name], honest_lines);
+  EXPECT_EQ(by_source.size(), 5u);
+  const nlohmann::json stats = stats_of(gf.err());
+  EXPECT_EQ(stats.value("lines_too_long", 0), 1);
+  EXPECT_NE(gf.err().find("1 lines longer than --max-line-bytes"), std::string::npos) << gf.err();
+}
+
+// A UDP flood from 3,000 peers (more than the 1,024 with an open input, so the least
+// recent are finished and opened again), 250 MB of datagrams: nothing is buffered without
+// bound (gpufilter grows by less than a quarter of it; 13 MB here), and every datagram is
+// accounted for: received + dropped by the kernel == sent, and each received one is scanned
+// or counted as dropped for want of room in the channel.
+TEST(HostileInput, UdpFloodFromManyPeers) {
+  raise_descriptor_limit();
+  // In a sanitizer build ASan keeps what was freed in a quarantine (256 MB by default) that
+  // the resident set would measure; a small one leaves gpufilter's own memory to measure.
+  Child gf({"--listen", "udp://127.0.0.1:0", "--stats", "-H", "the last one"},
+           kSanitized ? "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8\"; export ASAN_OPTIONS" : "");
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+  const sockaddr_in address = loopback(url);
+  const auto send = [&](int fd, const std::string& datagram) {
+    return ::sendto(fd, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&address),
+                    sizeof address) > 0;
+  };
+  constexpr int kPeers = 3000;
+  constexpr int kRounds = 60;
+  std::vector<int> peers;
+  for (int i = 0; i < kPeers; ++i) peers.push_back(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  // The channel and the scanner's slots are made on first use: the baseline is after it.
+  std::uint64_t sent = send(peers.front(), "warm: the last one\n") ? 1 : 0;
+  ASSERT_TRUE(gf.out_has("warm: the last one\n", milliseconds(10000)));
+  const long rss_before = gf.rss_kb();
+  const std::string payload(1400, 'f');
+  std::uint64_t bytes = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string datagram = "flood " + std::to_string(round) + " " + payload + "\n";
+    for (const int fd : peers) {
+      if (send(fd, datagram)) {
+        ++sent;
+        bytes += datagram.size();
+      }
+    }
+  }
+  // A last datagram, sent until it comes out: the flood before it has been read by then.
+  bool last_out = false;
+  for (int tries = 0; tries < 100 && !last_out; ++tries) {
+    sent += send(peers.back(), "the last one\n") ? 1 : 0;
+    last_out = gf.out_has(":the last one\n", milliseconds(300));
+  }
+  ASSERT_TRUE(last_out) << "the final datagram never came out";
+  const long rss_during = gf.rss_kb();
+  for (const int fd : peers) ::close(fd);
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  const nlohmann::json stats = stats_of(gf.err());
+  const auto datagrams = stats.value("datagrams", std::uint64_t{0});
+  const auto dropped = stats.value("datagrams_dropped", std::uint64_t{0});
+  const auto dropped_kernel = stats.value("datagrams_dropped_kernel", std::uint64_t{0});
+  EXPECT_EQ(datagrams + dropped_kernel, sent) << "received " << datagrams << ", dropped by the kernel " << dropped_kernel;
+  EXPECT_EQ(stats.value("lines", std::uint64_t{0}) + dropped, datagrams) << "scanned + found no room != received";
+  EXPECT_GT(datagrams, static_cast<std::uint64_t>(kPeers));
+  EXPECT_LT(rss_during - rss_before, static_cast<long>(bytes / 1024 / 4))
+      << "a flood of " << bytes / 1000000 << " MB grew gpufilter by " << rss_during - rss_before << " KiB";
+}
+
+// ---------------------------------------------------------------------------------------
+// Captures
+
+// A classic pcap record header claiming 4 GB (caplen = len = 0xffffffff), and a pcapng block
+// claiming 4 GB, from a file and from standard input: "gpufilter: NAME: bad capture at byte
+// N: ..." and exit status 2, after the packets before it were matched and written, exactly
+// as for the capture cut at N (which ends cleanly there). Memory stays small: nothing is
+// allocated for the claimed length.
+TEST(HostileInput, CaptureRecordsClaimingFourGigabytes) {
+  TempDir dir;
+  const auto le32 = [](const std::string& b, std::size_t at) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(b[at])) |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 2])) << 16 |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 3])) << 24;
+  };
+  const auto put32 = [](std::string& b, std::size_t at, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  struct Case {
+    std::string name;
+    std::string bytes;
+    std::size_t bad_at;
+  };
+  std::vector<Case> cases;
+  {
+    // The 21st record of http.cap (classic pcap): caplen and len.
+    std::string bytes = read_file(corpus_path("pcap/http.cap"));
+    std::size_t at = 24;
+    for (int i = 0; i < 20; ++i) at += 16 + le32(bytes, at + 8);
+    put32(bytes, at + 8, 0xffffffffu);
+    put32(bytes, at + 12, 0xffffffffu);
+    cases.push_back({"huge-record.pcap", bytes, at});
+  }
+  {
+    // The block of the 20th packet of http_redirects.pcapng: its total length.
+    std::string bytes = read_file(corpus_path("pcap/http_redirects.pcapng"));
+    std::size_t at = 0;
+    for (int packets = 0;;) {
+      if (le32(bytes, at) == 6 && ++packets == 20) break;
+      at += le32(bytes, at + 4);
+    }
+    put32(bytes, at + 4, 0xfffffffcu);
+    cases.push_back({"huge-block.pcapng", bytes, at});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = dir.write(c.name, c.bytes);
+    const std::string cut = dir.write("cut-" + c.name, c.bytes.substr(0, c.bad_at));
+    const std::vector<std::string> args = {"--match-frame", "--json", "-e", "HTTP", "-e", "GET"};
+    const auto command = [&](const std::string& source) {
+      std::vector<std::string> argv = {gpufilter_binary(), "--pcap", source};
+      argv.insert(argv.end(), args.begin(), args.end());
+      return argv;
+    };
+    // The records as JSON, without the source (the file's name or standard input).
+    const auto records = [](std::string json) {
+      for (std::size_t at = json.find("\"source\":\""); at != std::string::npos; at = json.find("\"source\":\"", at + 1))
+        json.erase(at, json.find('"', at + 10) + 1 - at);
+      return json;
+    };
+    const ProcessResult before = run_process(command(cut));
+    ASSERT_EQ(before.status, 0) << before.err;
+    ASSERT_GE(count_of(before.out, "\n"), 2u);
+    const ProcessResult file = run_process(command(path));
+    EXPECT_EQ(file.status, 2);
+    EXPECT_TRUE(records(file.out) == records(before.out))
+        << "the packets before the bad record: " << first_difference(records(before.out), records(file.out));
+    EXPECT_TRUE(file.err.starts_with("gpufilter: " + path + ": bad capture at byte " + std::to_string(c.bad_at) + ": "))
+        << file.err;
+    EXPECT_NE(file.err.find("4294967"), std::string::npos) << file.err;  // the length claimed
+    EXPECT_EQ(std::count(file.err.begin(), file.err.end(), '\n'), 1) << file.err;
+    EXPECT_LT(file.max_rss_kb, 256 * 1024);
+    const ProcessResult piped = run_process(command("-"), c.bytes);
+    EXPECT_EQ(piped.status, 2);
+    EXPECT_TRUE(records(piped.out) == records(before.out)) << first_difference(records(before.out), records(piped.out));
+    EXPECT_TRUE(piped.err.starts_with("gpufilter: (standard input): bad capture at byte " + std::to_string(c.bad_at) +
+                                      ": "))
+        << piped.err;
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
