@@ -2,7 +2,11 @@
 # One entry point for a fresh Debian 12 machine:
 #   scripts/bootstrap.sh demo   install what is missing (apt), build, filter examples/app.log
 #                               and run gpufilterd's example rules over the OpenSSH sample
-#   scripts/bootstrap.sh test   install what is missing (apt), build, run every test (ctest)
+#   scripts/bootstrap.sh test   install what is missing (apt), build, run every test (ctest), then
+#                               the same tests under AddressSanitizer + UBSan, a short run of
+#                               every fuzz target, and the concurrency tests under
+#                               ThreadSanitizer (scripts/sanitize.sh, scripts/fuzz.sh;
+#                               GPUFILTER_SANITIZERS=0 skips those three)
 #   scripts/bootstrap.sh build  install and build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +19,7 @@ packages=(
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark
   grep python3 ripgrep gnuplot-nox
+  clang libclang-rt-14-dev llvm
 )
 
 install_missing() {
@@ -49,8 +54,18 @@ case "$action" in
     fi
     ;;
   test)
-    cd "$build_dir"
-    ctest --output-on-failure -j "$(nproc)" --timeout 900
+    stage() { echo "=== $* ($(date +%T))" >&2; }
+    stage "tests, $build_dir"
+    (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+    if [ "${GPUFILTER_SANITIZERS:-1}" != 0 ]; then
+      stage "tests under AddressSanitizer + UndefinedBehaviorSanitizer, build-asan"
+      scripts/sanitize.sh address build-asan
+      stage "fuzz targets, ${FUZZ_SECONDS:-60} s each"
+      scripts/fuzz.sh short build-asan
+      stage "concurrency tests under ThreadSanitizer, build-tsan"
+      scripts/sanitize.sh thread build-tsan
+    fi
+    stage "all tests passed"
     ;;
   build) ;;
   *) echo "usage: $0 [demo|test|build]" >&2; exit 2 ;;

@@ -9,6 +9,9 @@
 #   bash .device/gpu-latency.sh  bench/latency: write-to-output latency, pipe and TCP
 #   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
+#   bash .device/gpu-reliability.sh fuzz SECONDS   the long fuzz run on every core
+#   bash .device/gpu-reliability.sh soak SECONDS   bench/soak.sh on the GPU engine
+# The fuzz targets come from build-asan/fuzz (scripts/sanitize.sh address) when built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${GPUFILTER_BUILD_DIR:-build}
@@ -22,9 +25,14 @@ cp ../shared/corpus/loghub/*.log ../shared/corpus/loghub/*.csv ../shared/corpus/
 cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
-cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh .device/
+cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
+  scripts/gpu-reliability.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
-  "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/gpupermute .device/bin/
+  "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
+  "$build"/gpupermute .device/bin/
+if [ -d build-asan/fuzz ]; then
+  mkdir -p .device/fuzz && cp build-asan/fuzz/*_fuzz .device/fuzz/
+fi
 cp ../shared/corpus/pcap/* .device/corpus/pcap/
 cp "$(command -v rg)" .device/bin/rg
 cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 \

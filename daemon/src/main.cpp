@@ -658,6 +658,7 @@ int main(int argc, char** argv) {
     }
   }
   ::signal(SIGPIPE, SIG_IGN);  // a closed stdout or socket is an error to handle, not a death
+  ::signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error like a full disk
   if (::pipe2(g_signal_pipe, O_CLOEXEC) != 0) {
     std::perror("gpufilterd: pipe");
     return 2;
