@@ -362,8 +362,10 @@ TEST(HostileInput, FileOfNulBytesInBoundedMemory) {
   for (const auto& [engine, args] : runs) {
     SCOPED_TRACE(engine + " " + describe_args(args));
     // 131072 blocks: 64 MiB in sh's 512-byte blocks (128 MiB where a shell counts KiB).
+    // Fixed chunks and slots: by default the host engine's buffers grow with the core count
+    // (a chunk per worker), and on 16 cores they would not all be in use at the smaller size.
     std::vector<std::string> argv = {"/bin/sh", "-c", "ulimit -f 131072 && exec \"$0\" \"$@\"", gpufilter_binary(),
-                                     engine};
+                                     engine, "--chunk-size=4M", "--slots=3"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<std::string> grep_args = args;
     grep_args.push_back(path);
