@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "differential.hpp"
+#include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -41,127 +42,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// gpufilter with its stdout and stderr collected by a thread as they come (a full pipe
-// must never stall it); killed if a test leaves it running.
-class Gpufilter {
- public:
-  explicit Gpufilter(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {gpufilter_binary()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const SpawnedProcess child = spawn_process(argv);
-    pid_ = child.pid;
-    ::close(child.in);  // with --listen, standard input is not an input
-    reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
-  }
-
-  ~Gpufilter() {
-    if (!exited_) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    reader_.join();
-  }
-
-  Gpufilter(const Gpufilter&) = delete;
-  Gpufilter& operator=(const Gpufilter&) = delete;
-
-  std::string out() const {
-    std::lock_guard lock(mutex_);
-    return out_;
-  }
-  std::string err() const {
-    std::lock_guard lock(mutex_);
-    return err_;
-  }
-
-  // Waits until `done(stdout, stderr)` holds.
-  bool wait_for(const std::function<bool(const std::string&, const std::string&)>& done, milliseconds limit) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, limit, [&] { return done(out_, err_); });
-  }
-
-  // The URLs of "gpufilter: listening on URL" (start-up includes the device set-up).
-  std::vector<std::string> listening(std::size_t count) {
-    std::vector<std::string> urls;
-    const bool all = wait_for(
-        [&](const std::string&, const std::string& err) {
-          urls.clear();
-          const std::string mark = "gpufilter: listening on ";
-          for (std::size_t at = err.find(mark); at != std::string::npos; at = err.find(mark, at + 1)) {
-            const std::size_t end = err.find('\n', at);
-            if (end == std::string::npos) break;
-            urls.push_back(err.substr(at + mark.size(), end - at - mark.size()));
-          }
-          return urls.size() >= count;
-        },
-        milliseconds(60000));
-    if (!all) ADD_FAILURE() << "gpufilter did not say where it listens; stderr: " << err();
-    return urls;
-  }
-
-  void signal(int sig) { ::kill(pid_, sig); }
-
-  // The exit status (or 128 + signal), once stdout and stderr are read to their end.
-  std::optional<int> wait_exit(milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    for (;;) {
-      int status = 0;
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        exited_ = true;
-        wait_for([this](const std::string&, const std::string&) { return eof_; }, milliseconds(5000));
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (Clock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
-
- private:
-  void collect(int out, int err) {
-    bool out_open = true;
-    bool err_open = true;
-    char buffer[65536];
-    while (out_open || err_open) {
-      pollfd fds[2];
-      int n = 0;
-      if (out_open) fds[n++] = {out, POLLIN, 0};
-      if (err_open) fds[n++] = {err, POLLIN, 0};
-      if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
-        if (errno == EINTR) continue;
-        break;
-      }
-      for (int i = 0; i < n; ++i) {
-        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
-        if (got < 0 && errno == EINTR) continue;
-        std::lock_guard lock(mutex_);
-        if (got <= 0) {
-          (fds[i].fd == out ? out_open : err_open) = false;
-        } else {
-          (fds[i].fd == out ? out_ : err_).append(buffer, static_cast<std::size_t>(got));
-        }
-        changed_.notify_all();
-      }
-    }
-    ::close(out);
-    ::close(err);
-    std::lock_guard lock(mutex_);
-    eof_ = true;
-    changed_.notify_all();
-  }
-
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::thread reader_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::string out_;
-  std::string err_;
-  bool eof_ = false;
-};
 
 std::uint16_t port_of(const std::string& url) {
   return static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
@@ -257,7 +137,7 @@ TEST_F(Listen, ManyTcpClientsMatchGrepPerSource) {
   const std::vector<std::string> patterns = {"-e", "ERROR", "-e", "disk full"};
   std::vector<std::string> args = {"--listen", "tcp://127.0.0.1:0", "-H"};
   args.insert(args.end(), patterns.begin(), patterns.end());
-  Gpufilter gf(args);
+  RunningGpufilter gf(args);
   const std::vector<std::string> urls = gf.listening(1);
   ASSERT_EQ(urls.size(), 1u);
   ASSERT_TRUE(urls[0].starts_with("tcp://127.0.0.1:")) << urls[0];
@@ -320,7 +200,7 @@ TEST_F(Listen, ManyTcpClientsMatchGrepPerSource) {
 TEST_F(Listen, SignalEndsWithEveryLineOutput) {
   for (const int sig : {SIGTERM, SIGINT}) {
     SCOPED_TRACE(sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    Gpufilter gf({"--listen", "tcp://127.0.0.1:0", "-H", "ERROR"});
+    RunningGpufilter gf({"--listen", "tcp://127.0.0.1:0", "-H", "ERROR"});
     const std::vector<std::string> urls = gf.listening(1);
     ASSERT_EQ(urls.size(), 1u);
     const int fd = tcp_connect(urls[0]);
@@ -353,7 +233,7 @@ TEST_F(Listen, SignalEndsWithEveryLineOutput) {
 // received + dropped by the kernel == sent, and every received one that found room is
 // printed.
 TEST_F(Listen, UdpDropsAreCountedInStats) {
-  Gpufilter gf({"--listen", "udp://127.0.0.1:0", "--stats", "seq="});
+  RunningGpufilter gf({"--listen", "udp://127.0.0.1:0", "--stats", "seq="});
   const std::vector<std::string> urls = gf.listening(1);
   ASSERT_EQ(urls.size(), 1u);
   ASSERT_TRUE(urls[0].starts_with("udp://127.0.0.1:")) << urls[0];
@@ -420,7 +300,7 @@ TEST_F(Listen, UdpDropsAreCountedInStats) {
 // tcp://127.0.0.1:PORT"), and lines sent there are read. Every address is an explicit
 // choice, said as written (0.0.0.0).
 TEST_F(Listen, NoHostListensOnLoopbackOnly) {
-  Gpufilter gf({"--listen", "tcp://:0", "--listen", "udp://:0", "--listen", "tcp://0.0.0.0:0", "-H", "hello"});
+  RunningGpufilter gf({"--listen", "tcp://:0", "--listen", "udp://:0", "--listen", "tcp://0.0.0.0:0", "-H", "hello"});
   const std::vector<std::string> urls = gf.listening(3);
   ASSERT_EQ(urls.size(), 3u);
   EXPECT_TRUE(urls[0].starts_with("tcp://127.0.0.1:")) << urls[0];
@@ -464,7 +344,7 @@ std::string base64_decode(const std::string& in) {
 // number and byte offset in that connection, the patterns that match, and the line (with
 // its exact bytes in base64 when they are not UTF-8).
 TEST_F(Listen, JsonObjectsFieldByField) {
-  Gpufilter gf({"--listen", "tcp://127.0.0.1:0", "--json", "-e", "ERROR", "-e", "WARN"});
+  RunningGpufilter gf({"--listen", "tcp://127.0.0.1:0", "--json", "-e", "ERROR", "-e", "WARN"});
   const std::vector<std::string> urls = gf.listening(1);
   ASSERT_EQ(urls.size(), 1u);
   const int fd = tcp_connect(urls[0]);
