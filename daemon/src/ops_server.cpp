@@ -30,6 +30,7 @@
 #include <boost/beast/http.hpp>
 
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/listener.hpp"
 
 namespace gpufilter::daemon {
 
@@ -52,53 +53,6 @@ constexpr std::string_view kMetricsType = "text/plain; version=0.0.4; charset=ut
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
-
-struct Address {
-  std::string host;
-  std::uint16_t port = 0;
-};
-
-// "HOST:PORT", "[IPv6]:PORT", "name:PORT", ":PORT". Without a host it is loopback
-// (127.0.0.1), as for gpufilter --listen: listening on every address must be said
-// (0.0.0.0, [::]), never implied by ":9464".
-Address parse_address(const std::string& listen) {
-  const auto bad = [&](const std::string& why) { return ConfigError("server address " + listen + ": " + why); };
-  const std::string_view text(listen);
-  Address parsed;
-  std::string_view port;
-  if (text.starts_with("[")) {
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos) throw bad("no ']' after the IPv6 address");
-    parsed.host = std::string(text.substr(1, close - 1));
-    error_code ec;
-    asio::ip::make_address_v6(parsed.host, ec);
-    if (ec || parsed.host.empty()) throw bad("'" + parsed.host + "' is not an IPv6 address");
-    if (close + 1 >= text.size() || text[close + 1] != ':') throw bad("no :PORT after the address (expected HOST:PORT)");
-    port = text.substr(close + 2);
-  } else {
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) throw bad("no :PORT (expected HOST:PORT)");
-    parsed.host = std::string(text.substr(0, colon));
-    if (parsed.host.find(':') != std::string::npos) throw bad("an IPv6 address goes in brackets: [ADDRESS]:PORT");
-    port = text.substr(colon + 1);
-  }
-  if (parsed.host.empty()) parsed.host = "127.0.0.1";
-  for (const char c : parsed.host) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= ' ' || u == 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' || c == ']') {
-      throw bad("'" + parsed.host + "' is not a host");
-    }
-  }
-  if (port.empty()) throw bad("no port after ':'");
-  unsigned long value = 0;
-  for (const char c : port) {
-    if (c < '0' || c > '9' || port.size() > 5) throw bad("the port must be a number from 0 to 65535");
-    value = value * 10 + static_cast<unsigned long>(c - '0');
-  }
-  if (value > 65535) throw bad("the port must be a number from 0 to 65535");
-  parsed.port = static_cast<std::uint16_t>(value);
-  return parsed;
-}
 
 // "127.0.0.1:40312", "[::1]:40312".
 std::string endpoint_text(const tcp::endpoint& endpoint) {
@@ -320,7 +274,8 @@ Response OpsServer::Impl::respond(const Request& request) {
 
 OpsServer::OpsServer(const std::string& listen, Metrics& metrics, OpsHandlers handlers)
     : impl_(std::make_unique<Impl>(metrics, std::move(handlers))) {
-  const Address address = parse_address(listen);
+  // Without a host, loopback: the metrics are served beyond this machine only when asked.
+  const HostPort address = parse_host_port(listen, "server address " + listen);
   error_code ec;
   tcp::endpoint endpoint;
   const asio::ip::address ip = asio::ip::make_address(address.host, ec);

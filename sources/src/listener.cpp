@@ -78,28 +78,39 @@ ListenUrl parse_listen_url(const std::string& url) {
   else if (text.starts_with("udp://")) parsed.kind = ListenUrl::Kind::kUdp;
   else throw bad("expected tcp://HOST:PORT, udp://HOST:PORT or unix:PATH");
 
-  const std::string_view rest = text.substr(6);
+  HostPort address = parse_host_port(text.substr(6), "--listen " + url);
+  parsed.host = std::move(address.host);
+  parsed.port = address.port;
+  return parsed;
+}
+
+HostPort parse_host_port(std::string_view text, const std::string& context) {
+  const auto bad = [&](const std::string& why) { return ConfigError(context + ": " + why); };
+  HostPort parsed;
   std::string_view port;
-  if (rest.starts_with("[")) {
-    const std::size_t close = rest.find(']');
+  if (text.starts_with("[")) {
+    const std::size_t close = text.find(']');
     if (close == std::string_view::npos) throw bad("no ']' after the IPv6 address");
-    parsed.host = std::string(rest.substr(1, close - 1));
+    parsed.host = std::string(text.substr(1, close - 1));
     error_code ec;
     asio::ip::make_address_v6(parsed.host, ec);
     if (ec || parsed.host.empty()) throw bad("'" + parsed.host + "' is not an IPv6 address");
-    if (close + 1 >= rest.size() || rest[close + 1] != ':') throw bad("no :PORT after the address");
-    port = rest.substr(close + 2);
+    if (close + 1 >= text.size() || text[close + 1] != ':') throw bad("no :PORT after the address (expected HOST:PORT)");
+    port = text.substr(close + 2);
   } else {
-    const std::size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos) throw bad("no :PORT");
-    parsed.host = std::string(rest.substr(0, colon));
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos) throw bad("no :PORT (expected HOST:PORT)");
+    parsed.host = std::string(text.substr(0, colon));
     if (parsed.host.find(':') != std::string::npos) throw bad("an IPv6 address goes in brackets: [ADDRESS]:PORT");
-    port = rest.substr(colon + 1);
+    port = text.substr(colon + 1);
   }
-  // Nothing listens beyond this machine unless the URL says so: no host is loopback, and
-  // every address (0.0.0.0, [::]) is an explicit choice.
   if (parsed.host.empty()) parsed.host = "127.0.0.1";
-  if (parsed.host.find_first_of("/?#@") != std::string::npos) throw bad("'" + parsed.host + "' is not a host");
+  for (const char c : parsed.host) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u == 0x7f || c == '/' || c == '?' || c == '#' || c == '@' || c == '[' || c == ']') {
+      throw bad("'" + parsed.host + "' is not a host");
+    }
+  }
   if (port.empty()) throw bad("no port after ':'");
   unsigned long value = 0;
   for (const char c : port) {

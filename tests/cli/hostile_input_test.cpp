@@ -89,47 +89,6 @@ rlim_t raise_descriptor_limit() {
   return limit.rlim_cur;
 }
 
-std::uint16_t port_of(const std::string& url) {
-  return static_cast<std::uint16_t>(std::stoi(url.substr(url.rfind(':') + 1)));
-}
-
-sockaddr_in loopback(const std::string& url) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port_of(url));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return address;
-}
-
-int tcp_connect(const std::string& url) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const sockaddr_in address = loopback(url);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    ADD_FAILURE() << "connect to " << url << ": " << std::strerror(errno);
-  }
-  return fd;
-}
-
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// "tcp://127.0.0.1:PORT": the input name gpufilter gives what `fd` sends.
-std::string local_name(const char* scheme, int fd) {
-  sockaddr_in address{};
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  return std::string(scheme) + "://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-}
-
 // True when the peer closed `fd` (EOF or reset) within `limit`.
 bool closed_by_peer(int fd, milliseconds limit) {
   pollfd p{fd, POLLIN, 0};

@@ -3,14 +3,17 @@
 // is killed if a test leaves it running.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -65,5 +68,15 @@ class RunningGpufilter {
   std::string err_;
   bool eof_ = false;
 };
+
+// Talking to it on loopback, given the URL it printed ("tcp://127.0.0.1:PORT").
+std::uint16_t port_of(const std::string& url);
+sockaddr_in loopback(const std::string& url);
+// A connected TCP socket (a test failure, and -1 or an unconnected one, when it fails).
+int tcp_connect(const std::string& url);
+// Sends all of `data`; false on an error (a peer that closed).
+bool write_all(int fd, std::string_view data);
+// "tcp://127.0.0.1:PORT" or "udp://...": the input name gpufilter gives what `fd` sends.
+std::string local_name(const char* scheme, int fd);
 
 }  // namespace gpufilter::test

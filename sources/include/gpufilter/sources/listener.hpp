@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -40,6 +41,15 @@ struct ListenUrl {
 // Throws ConfigError("--listen URL: why") for anything else (a missing port, an IPv6
 // address without brackets, a port over 65535...).
 ListenUrl parse_listen_url(const std::string& url);
+
+// "HOST:PORT", "[IPv6]:PORT", "name:PORT" or ":PORT", the address part of a tcp:// or udp://
+// URL and of gpufilterd's `server`. No host is loopback (127.0.0.1): listening on every
+// address must be said (0.0.0.0, [::]), never implied. Throws ConfigError("CONTEXT: why").
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+};
+HostPort parse_host_port(std::string_view text, const std::string& context);
 
 struct ListenConfig {
   std::vector<ListenUrl> urls;
