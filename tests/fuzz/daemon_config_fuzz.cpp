@@ -1,8 +1,8 @@
 // daemon_config_fuzz: gpufilterd's YAML config loader (daemon/src/config.cpp).
 //
-// The input is the config file. load_config reads it from a path, so each input is
-// written to c.yaml in a directory of the target's own, which also holds a patterns file
-// "p" for patterns_file; the working directory is that one only while the config loads. '/' and '\' in the input become '_': no path, escaped or not, can
+// The input is the config file, parsed as load_config parses what it read from c.yaml in a
+// directory of the target's own, which holds a patterns file "p" for patterns_file; the
+// working directory is that one only while the config loads. '/' and '\' in the input become '_': no path, escaped or not, can
 // leave that directory (a patterns_file of /dev/zero would never end). ConfigError is the
 // expected failure; any other exception, a crash or a sanitizer report is a bug. A config
 // that loads must keep the promises the daemon relies on (checked below).
@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <string>
 
@@ -24,15 +23,12 @@ namespace {
 using gpufilter::daemon::DaemonConfig;
 using gpufilter::daemon::Millis;
 
-// On tmpfs where there is one: rewriting a file on ext4 once per input stalls on the
-// writeback that truncation triggers, at a fraction of the speed.
-char g_dir[] = "/dev/shm/gpufilter-config-fuzz-XXXXXX";
+char g_dir[] = "/tmp/gpufilter-config-fuzz-XXXXXX";
 int g_work = -1;  // g_dir
 int g_home = -1;  // the working directory libFuzzer was started in
 
 void remove_directory() {
   ::unlink((std::string(g_dir) + "/p").c_str());
-  ::unlink((std::string(g_dir) + "/c.yaml").c_str());
   ::rmdir(g_dir);
 }
 
@@ -76,10 +72,7 @@ void check(const DaemonConfig& c) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (::mkdtemp(g_dir) == nullptr) {
-    std::memcpy(g_dir, "/tmp/gpufilter-config-fuzz-XXXXXX", sizeof "/tmp/gpufilter-config-fuzz-XXXXXX");
-    if (::mkdtemp(g_dir) == nullptr) std::abort();
-  }
+  if (::mkdtemp(g_dir) == nullptr) std::abort();
   std::atexit(remove_directory);
   g_work = ::open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   g_home = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -99,10 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (char& c : text)
     if (c == '/' || c == '\\') c = '_';
   if (::fchdir(g_work) != 0) std::abort();
-  FILE* f = std::fopen("c.yaml", "wb");
-  if (f == nullptr || std::fwrite(text.data(), 1, text.size(), f) != text.size() || std::fclose(f) != 0) std::abort();
   try {
-    check(gpufilter::daemon::load_config("c.yaml"));
+    check(gpufilter::daemon::parse_config(text, "c.yaml"));
   } catch (const gpufilter::ConfigError&) {
   } catch (...) {
     // A bug: back home first, so that libFuzzer writes the crash input where it was told.
