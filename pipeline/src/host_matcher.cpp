@@ -5,13 +5,22 @@
 // dropped, as in kernels/scan.cl. The reports come in end-offset order, which is already
 // PatternTable::before order unless occurrences nest or overlap with different lengths;
 // only then is the appended range put in order, by sort_occurrences like the device's.
+//
+// Hyperscan 5.4's literal API has a scan-time bug (intel/hyperscan#303, #353): with a long
+// literal made mostly of one repeated byte beside any other literal, hs_scan returns
+// HS_UNKNOWN_ERROR on text that contains the long one (our chunker_fuzz found
+// "xxy" + 34 x's beside "a"). Such a chunk is scanned again by the pattern table's own trie
+// walk, the host form of the device kernel, with the same results; nothing of the failed
+// scan is kept.
 #include "gpufilter/pipeline/host_matcher.hpp"
 
 #include <hs/hs.h>
 
+#include <algorithm>
 #include <climits>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "gpufilter/pipeline/errors.hpp"
@@ -53,7 +62,7 @@ struct ScanContext {
   const std::uint32_t* length;
   unsigned long long overlap;
   std::uint64_t total = 0;
-  std::uint64_t* pattern_counts = nullptr;
+  std::vector<std::uint32_t>* counted = nullptr;  // ids to add to the counters once the scan succeeds
   std::vector<Occurrence>* out = nullptr;
   std::uint64_t last_key = 0;
   bool ordered = true;
@@ -70,8 +79,13 @@ int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned
 int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
   if (to <= c.overlap) return 0;
+  try {
+    c.counted->push_back(id);
+  } catch (...) {
+    c.error = std::current_exception();
+    return 1;
+  }
   ++c.total;
-  ++c.pattern_counts[id];
   return 0;
 }
 
@@ -100,7 +114,8 @@ HostMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
 HostMatcher::Scratch::Scratch(Scratch&& other) noexcept
     : scratch_(std::exchange(other.scratch_, nullptr)),
       database_(std::exchange(other.database_, nullptr)),
-      sort_buffer_(std::move(other.sort_buffer_)) {}
+      sort_buffer_(std::move(other.sort_buffer_)),
+      counted_(std::move(other.counted_)) {}
 
 HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept {
   if (this != &other) {
@@ -108,6 +123,7 @@ HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept 
     scratch_ = std::exchange(other.scratch_, nullptr);
     database_ = std::exchange(other.database_, nullptr);
     sort_buffer_ = std::move(other.sort_buffer_);
+    counted_ = std::move(other.counted_);
   }
   return *this;
 }
@@ -179,23 +195,57 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
     context.out = out;
   } else if (pattern_counts != nullptr) {
     handler = count_each;
-    context.pattern_counts = pattern_counts;
+    scratch.counted_.clear();
+    context.counted = &scratch.counted_;
   }
   const std::size_t first = out != nullptr ? out->size() : 0;
   const hs_error_t rc = hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
   if (rc != HS_SUCCESS) {
     if (out != nullptr) out->resize(first);  // no partial result
     if (context.error) std::rethrow_exception(context.error);
-    throw_hs("hs_scan", rc);
+    if (rc != HS_UNKNOWN_ERROR) throw_hs("hs_scan", rc);
+    return walk(data, size, overlap, out, pattern_counts);  // Hyperscan's literal bug: see the top
   }
-  if (out != nullptr) {
-    // Counted here rather than in the callback, so that a failed scan adds nothing.
-    if (pattern_counts != nullptr)
+  // Counted here rather than in the callback, so that a failed scan adds nothing.
+  if (pattern_counts != nullptr) {
+    if (out != nullptr) {
       for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
-    if (!context.ordered)
-      sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
+    } else {
+      for (const std::uint32_t id : scratch.counted_) ++pattern_counts[id];
+    }
   }
+  if (out != nullptr && !context.ordered) sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
   return context.total;
+}
+
+std::uint64_t HostMatcher::walk(const char* data, std::size_t size, std::size_t overlap, std::vector<Occurrence>* out,
+                                std::uint64_t* pattern_counts) const {
+  const std::string_view text(data, size);
+  const std::size_t first = out != nullptr ? out->size() : 0;
+  std::uint64_t total = 0;
+  try {
+    for (std::size_t p = 0; p < size; ++p) {
+      const std::size_t run = out != nullptr ? out->size() : 0;
+      table_->for_each_at(text.substr(p), [&](std::uint32_t id) {
+        if (p + table_->unique_length(id) <= overlap) return;
+        ++total;
+        if (out != nullptr) {
+          out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+        } else if (pattern_counts != nullptr) {
+          ++pattern_counts[id];  // nothing below can throw
+        }
+      });
+      // The trie yields a position's patterns shortest first; PatternTable::before puts
+      // the longest first.
+      if (out != nullptr) std::reverse(out->begin() + static_cast<std::ptrdiff_t>(run), out->end());
+    }
+  } catch (...) {
+    out->resize(first);  // only push_back throws: no partial result
+    throw;
+  }
+  if (out != nullptr && pattern_counts != nullptr)
+    for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
+  return total;
 }
 
 }  // namespace gpufilter

@@ -251,6 +251,33 @@ TEST(HostileInput, PatternsOf64KiB) {
   EXPECT_NE(host.err.find("limit"), std::string::npos) << host.err;
 }
 
+// Literals that make Hyperscan 5.4's hs_scan fail with HS_UNKNOWN_ERROR (intel/hyperscan#303:
+// a long run of one byte broken once, beside another literal). The host engine rescans
+// such chunks with the trie walk; every engine answers as grep does. Before the fix,
+// --engine=cpu exited 2 with "Hyperscan hs_scan failed".
+TEST(HostileInput, LiteralsThatBreakHyperscan) {
+  TempDir dir;
+  const std::vector<std::string> patterns = {"xxy" + std::string(34, 'x'), "a",
+                                             std::string(37, '\xc7') + std::string(39, '\x10') + std::string(46, '\xc7')};
+  std::string input;
+  for (int i = 0; i < 400; ++i) {
+    input += i % 3 == 0 ? "before " + patterns[0] + " after\n" : "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx y\n";
+    if (i % 50 == 7) input += "b" + patterns[2] + "b\n";
+    if (i % 10 == 5) input += "banana\n";
+  }
+  const std::string file = dir.write("input.txt", input);
+  const std::string pattern_path = dir.write("patterns.txt", pattern_file(patterns));
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-n", "-f", pattern_path, file}, {"-c", "-v", "-f", pattern_path, file},
+           {"-o", "-b", "-i", "-f", pattern_path, file}, {"-c", "-w", "-f", pattern_path, file}})
+    expect_same(args, {}, {{"", "", "cpu"}, {"100", "1", "cpu"}, {"4K", "2", "cpu"}, {"1M", "2", "gpu"}});
+  // The per-pattern counts take Hyperscan's count-only path.
+  const ProcessResult counts =
+      run_process({gpufilter_binary(), "--engine=cpu", "--pattern-counts", "-c", "-f", pattern_path, file});
+  EXPECT_EQ(counts.status, 0) << counts.err;
+  EXPECT_NE(counts.out.find("134\t" + patterns[0]), std::string::npos) << counts.out;
+}
+
 // Bytes that are not UTF-8 (stray continuation bytes, overlong forms, surrogates, 0xff) in
 // lines and in patterns: matched byte for byte, as grep does in the C locale, -i folding
 // ASCII only; --json carries such lines with U+FFFD and their exact bytes in base64.

@@ -154,6 +154,45 @@ TEST(HostMatcher, NestedRunsOfOneByte) {
   }
 }
 
+// Hyperscan 5.4's literal API fails hs_scan with HS_UNKNOWN_ERROR (intel/hyperscan#303)
+// on text containing a long literal of mostly one repeated byte, when the database has
+// another literal too. chunker_fuzz found it twice (tests/fuzz/regressions/chunker_fuzz/
+// hs-scan-unknown-error*); the matcher then scans the chunk with the trie walk.
+TEST(HostMatcher, HyperscanLiteralBugFallsBackToTheWalk) {
+  std::vector<std::vector<std::string>> sets;
+  // The front pattern of each set is the long one, which the texts below contain.
+  for (std::size_t a : {0u, 2u, 5u})
+    for (std::size_t b : {30u, 34u, 40u, 61u})
+      sets.push_back({std::string(a, 'x') + "y" + std::string(b, 'x'), "a", "xy"});
+  // The pattern set of the fuzz input (-i -w, four patterns), byte for byte.
+  sets.push_back({"0"s + std::string(55, '\0') + "\x08"s + std::string(61, '\0'), "aba", "a",
+                  "aaaa\x9d\x9e" "a ababab\xff\xff\xff\xf6" "ab\xd0" "a"});
+  // The second one (hs-scan-unknown-error-2): a log line beside runs of two bytes.
+  sets.push_back({std::string(37, '\xc7') + std::string(39, '\x10') + std::string(46, '\xc7'),
+                  "sshd7 WARN  kern\x9c\x93\xc5\xdf\x9b\x96\x8c\x94 sda1 is 91% full"});
+  std::mt19937 rng(303);
+  for (const auto& set : sets) {
+    PatternSet patterns;
+    for (const std::string& p : set) patterns.add(p);
+    for (bool ic : {false, true}) {
+      const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+      const HostMatcher matcher(table);
+      auto scratch = matcher.new_scratch();
+      const std::string& longest = set.front();
+      for (const std::string& text :
+           {longest, "aa" + longest + "zz" + longest + "a", random_string(rng, "xXya\0"s, 300) + longest,
+            std::string(100, 'x') + "y" + std::string(100, 'x') + "a"}) {
+        for (std::size_t overlap : {std::size_t{0}, std::size_t{1}, std::size_t{40}, text.size() - 1})
+          check_all_modes(patterns, table, matcher, scratch, text, overlap,
+                          "pattern of " + std::to_string(longest.size()) + " bytes, ic=" + std::to_string(ic));
+        // The walk and Hyperscan share the scratch: a scan that works still works after one
+        // that fell back.
+        check_all_modes(patterns, table, matcher, scratch, "xyz a", 0, "after the fallback");
+      }
+    }
+  }
+}
+
 TEST(HostMatcher, NulAndNewlineInPatterns) {
   PatternSet patterns;
   for (const std::string& p : {"\0"s, "\0\0"s, "a\0b"s, "\0A"s, "\n"s, "x\ny"s, "\0\n\0"s, "\n\n"s, "x"s})

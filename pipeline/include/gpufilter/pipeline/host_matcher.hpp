@@ -34,6 +34,7 @@ class HostMatcher {
     hs_scratch* scratch_ = nullptr;
     const hs_database* database_ = nullptr;  // the database it was made for
     std::vector<Occurrence> sort_buffer_;
+    std::vector<std::uint32_t> counted_;  // count-only scans: the ids seen, added once the scan succeeds
   };
 
   // Compiles table's unique patterns (folded; caseless with ignore_case). A table without
@@ -59,10 +60,18 @@ class HostMatcher {
   // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
   // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
   // distinct `out` and `pattern_counts`).
+  // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
+  // API, see host_matcher.cpp), the chunk is scanned by the pattern table's trie walk
+  // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
+  // leaves `out` and `pattern_counts` as they were.
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
  private:
+  // scan()'s results from PatternTable::for_each_at at every position, without Hyperscan.
+  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::vector<Occurrence>* out,
+                     std::uint64_t* pattern_counts) const;
+
   hs_database* database_ = nullptr;  // null when there is nothing to match
   const PatternTable* table_;
 };
