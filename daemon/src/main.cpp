@@ -108,7 +108,12 @@ struct ScanEngine {
 // host engine (kHostEngineMaxPatterns) or with a literal longer than Hyperscan takes
 // (kHostEngineMaxPatternBytes), as gpufilter --engine=auto decides.
 
-std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available) {
+// A device engine that fails mid-run rescans on the host and goes on there
+// (DeviceScanner); `on_device_fault` hears of it once per engine, from the scan thread.
+using DeviceFaultHandler = std::function<void(const DeviceError& error)>;
+
+std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available,
+                                         const DeviceFaultHandler& on_device_fault) {
   auto e = std::make_shared<ScanEngine>();
   e->rules = std::make_shared<RuleSet>(config.rules);
   DeviceContext* device = available;
@@ -126,7 +131,9 @@ std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceConte
     e->matcher = std::make_unique<Matcher>(*device, e->rules->patterns(), e->rules->match_options());
     scanning.slots = device->info().is_gpu ? 4 : 3;
     scanning.host_scan_below = kHostScanBelow;
-    e->scanner = std::make_unique<DeviceScanner>(*device, *e->matcher, scanning);
+    auto on_device = std::make_unique<DeviceScanner>(*device, *e->matcher, scanning);
+    on_device->on_fault([on_device_fault](const DeviceError& error, const Chunk&) { on_device_fault(error); });
+    e->scanner = std::move(on_device);
     e->rules->bind(e->matcher->table());
     e->name = "gpu";
   } else {
@@ -229,6 +236,8 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_device_utilization_ratio", T::kGauge,
              "Share of the last interval with a batch in flight on the engine (0 to 1).");
   m.describe("gpufilterd_device_info", T::kGauge, "The scan engine and device (value 1).");
+  m.describe("gpufilterd_device_faults_total", T::kCounter,
+             "OpenCL device failures; after one the engine scans on the host, losing nothing.");
   m.describe("gpufilterd_rules", T::kGauge, "Rules loaded.");
   m.describe("gpufilterd_patterns", T::kGauge, "Patterns compiled into the one scan.");
   m.describe("gpufilterd_config_reloads_total", T::kCounter, "Reloads, by result (success, failure).");
@@ -287,7 +296,17 @@ int run(const std::string& config_path) {
   }
   OpsServer ops(config.server, metrics, OpsHandlers{[&] { return ready.load(); }, http_reload});
   if (config.generator_url.empty()) config.generator_url = "http://" + ops.bound() + "/";
-  std::shared_ptr<ScanEngine> engine = build_engine(config, device ? &*device : nullptr);
+  // Said once per engine: the scan goes on, on the host, and loses nothing. It must not throw.
+  const DeviceFaultHandler on_device_fault = [&log, &metrics](const DeviceError& e) noexcept {
+    try {
+      metrics.add("gpufilterd_device_faults_total", {}, 1);
+      log.warn("OpenCL device failed; scanning on the host from now on",
+               {{"call", e.call()}, {"code", std::to_string(e.code())}, {"error", cl_error_name(e.code())}});
+    } catch (...) {
+      // Out of memory for a log line: the scan itself goes on regardless.
+    }
+  };
+  std::shared_ptr<ScanEngine> engine = build_engine(config, device ? &*device : nullptr, on_device_fault);
   Outputs built = build_outputs(config);
   std::vector<std::unique_ptr<AlertOutput>>& outputs = built.outputs;
   metrics.set("gpufilterd_device_info",
@@ -297,6 +316,7 @@ int run(const std::string& config_path) {
   metrics.set("gpufilterd_rules", {}, static_cast<double>(config.rules.size()));
   metrics.set("gpufilterd_patterns", {}, static_cast<double>(engine->rules->patterns().size()));
   metrics.set("gpufilterd_config_last_reload_successful", {}, 1);
+  metrics.add("gpufilterd_device_faults_total", {}, 0);
 
   RuleEngine rules(engine->rules,
                    [&](const Alert& alert) {
@@ -514,7 +534,7 @@ int run(const std::string& config_path) {
       for (std::size_t i = 0; i < config.outputs.size(); ++i) {
         if (built.tokens[i]) tokens.emplace_back(built.tokens[i].get(), read_bearer_token(config.outputs[i]));
       }
-      next = build_engine(next_config, device ? &*device : nullptr);
+      next = build_engine(next_config, device ? &*device : nullptr, on_device_fault);
     } catch (const std::exception& e) {
       metrics.add("gpufilterd_config_reloads_total", {{"result", "failure"}}, 1);
       metrics.set("gpufilterd_config_last_reload_successful", {}, 0);

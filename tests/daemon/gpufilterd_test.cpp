@@ -6,7 +6,7 @@
 // (read from /proc), the reload endpoint is off unless enabled, files others may write
 // are refused, and tokens (from a file or the environment) never reach the log, the
 // metrics, the alerts or --check, even while deliveries fail. Faults: a webhook down for
-// hundreds of retry cycles while alerts keep firing.
+// hundreds of retry cycles while alerts keep firing; the OpenCL device failing mid-run.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -1006,6 +1006,69 @@ drain_timeout: 1s
 
 // ---------------------------------------------------------------------------------------
 // Faults
+
+// The OpenCL device fails mid-run (GPUFILTER_INJECT_DEVICE_FAULT makes its second finish
+// throw a real cl::Error): the engine rescans the chunks it had on the host and goes on
+// there, so every line is scanned once and every marker alerts once, and the daemon says
+// so in its log and in gpufilterd_device_faults_total.
+TEST_F(Gpufilterd, DeviceFailingMidRunLosesNoLineAndSaysSo) {
+  constexpr int kWaves = 6;
+  constexpr int kLinesPerWave = 3000;  // about 180 KB: well above the host-scan threshold
+  constexpr int kMarkEvery = 100;
+  const std::string log = dir_ + "/app.log";
+  write_text(log, "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: app.log
+rules:
+  - name: mark
+    patterns: [MARK]
+    cooldown: 0s
+    resolve_after: 1000d
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+    queue: 100000
+server: 127.0.0.1:0
+engine: gpu
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml", {"GPUFILTER_INJECT_DEVICE_FAULT=finish:2"});
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  EXPECT_EQ(metric(http_request("GET", "http://" + server + "/metrics").body, "gpufilterd_device_faults_total"), 0.0);
+  const std::string series = "gpufilterd_lines_scanned_total{source=\"" + log + "\"}";
+  int markers = 0;
+  for (int wave = 0; wave < kWaves; ++wave) {
+    std::string lines;
+    for (int i = 0; i < kLinesPerWave; ++i) {
+      const int seq = wave * kLinesPerWave + i;
+      if (seq % kMarkEvery == 0) {
+        lines += "MARK seq=" + std::to_string(seq) + "\n";
+        ++markers;
+      } else {
+        lines += "an ordinary line of the application log, number " + std::to_string(seq) + "\n";
+      }
+    }
+    append_text(log, lines);
+    // One wave at a time, so that each is its own device chunk.
+    poll_metrics(server, [&](const std::string& p) { return metric(p, series) == (wave + 1) * kLinesPerWave; }, 60s);
+  }
+  const std::string page = poll_metrics(
+      server, [&](const std::string& p) { return metric(p, series) == kWaves * kLinesPerWave; }, 60s);
+  EXPECT_EQ(metric(page, series), kWaves * kLinesPerWave) << daemon.log();
+  EXPECT_EQ(metric(page, "gpufilterd_device_faults_total"), 1.0) << daemon.log();
+  EXPECT_EQ(metric(page, "gpufilterd_alerts_total{rule=\"mark\",state=\"firing\"}"), markers);
+  EXPECT_TRUE(daemon.wait_log("OpenCL device failed; scanning on the host", 10s)) << daemon.log();
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  std::set<long> seen;
+  for (const json& alert : read_jsonl(dir_ + "/alerts.jsonl")) {
+    const std::string line = alert.at("line");
+    EXPECT_TRUE(seen.insert(std::stol(line.substr(line.find("seq=") + 4))).second) << "twice: " << line;
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(markers));
+  for (int seq = 0; seq < kWaves * kLinesPerWave; seq += kMarkEvery) EXPECT_TRUE(seen.count(seq)) << "lost: " << seq;
+}
 
 // The webhook down for "minutes", compressed with a 1-4 ms backoff: hundreds of retry
 // cycles against 503 while 2,000 lines fire an alert each. The queue (50) never holds
