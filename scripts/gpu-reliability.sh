@@ -6,6 +6,7 @@
 #   bash .device/gpu-reliability.sh soak SECONDS [RATE]   bench/soak.sh: gpufilterd on the
 #       GPU engine at RATE (default 100M) across files, TCP and UDP
 #   bash .device/gpu-reliability.sh faults                the device-fault tests on the GPU
+#       (the pipeline's, the CLI's and gpufilterd's)
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo/.device"
@@ -29,6 +30,10 @@ case "${1:-}" in
     for t in device_fault_test cli_device_fault_test; do
       echo "=== $t"; ./tests/$t --gtest_brief=1 2>&1 | tail -5
     done
+    # gpufilterd on the GPU engine, its second finish failing.
+    echo "=== gpufilterd_test (device fault)"
+    GPUFILTERD_BIN=$PWD/gpufilterd GPUFILTER_SOURCE_DIR=$repo \
+      ./tests/gpufilterd_test --gtest_brief=1 --gtest_filter='*DeviceFailing*' 2>&1 | tail -5
     ;;
   *) echo "usage: gpu-reliability.sh fuzz SECONDS [JOBS] | soak SECONDS [RATE] | faults" >&2; exit 2 ;;
 esac
