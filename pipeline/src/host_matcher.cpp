@@ -11,7 +11,8 @@
 // HS_UNKNOWN_ERROR on text that contains the long one (our chunker_fuzz found
 // "xxy" + 34 x's beside "a"). Such a chunk is scanned again by the pattern table's own trie
 // walk, the host form of the device kernel, with the same results; nothing of the failed
-// scan is kept.
+// scan is kept (what a count-only scan counted before failing is taken back by the same
+// scan, replayed).
 #include "gpufilter/pipeline/host_matcher.hpp"
 
 #include <hs/hs.h>
@@ -62,7 +63,9 @@ struct ScanContext {
   const std::uint32_t* length;
   unsigned long long overlap;
   std::uint64_t total = 0;
-  std::vector<std::uint32_t>* counted = nullptr;  // ids to add to the counters once the scan succeeds
+  std::uint64_t* pattern_counts = nullptr;
+  std::uint64_t digest = 0;  // count_each/uncount: of the ids counted, in order
+  std::uint64_t limit = 0;   // uncount: how many counts to take back
   std::vector<Occurrence>* out = nullptr;
   std::uint64_t last_key = 0;
   bool ordered = true;
@@ -76,16 +79,30 @@ int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned
   return 0;
 }
 
+// The running digest of the ids counted, so that uncount can check it takes back exactly
+// what count_each added.
+constexpr std::uint64_t next_digest(std::uint64_t digest, unsigned int id) noexcept {
+  return (digest ^ id) * 0x100000001B3ull + 0x9E3779B97F4A7C15ull;
+}
+
 int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
   if (to <= c.overlap) return 0;
-  try {
-    c.counted->push_back(id);
-  } catch (...) {
-    c.error = std::current_exception();
-    return 1;
-  }
   ++c.total;
+  ++c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
+  return 0;
+}
+
+// The same scan again after a failed one, taking back the counts it added: Hyperscan's
+// block scan is deterministic, so it reports the same occurrences in the same order.
+int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  if (c.total == c.limit) return 1;  // all taken back: stop
+  ++c.total;
+  --c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
   return 0;
 }
 
@@ -114,8 +131,7 @@ HostMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
 HostMatcher::Scratch::Scratch(Scratch&& other) noexcept
     : scratch_(std::exchange(other.scratch_, nullptr)),
       database_(std::exchange(other.database_, nullptr)),
-      sort_buffer_(std::move(other.sort_buffer_)),
-      counted_(std::move(other.counted_)) {}
+      sort_buffer_(std::move(other.sort_buffer_)) {}
 
 HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept {
   if (this != &other) {
@@ -123,7 +139,6 @@ HostMatcher::Scratch& HostMatcher::Scratch::operator=(Scratch&& other) noexcept 
     scratch_ = std::exchange(other.scratch_, nullptr);
     database_ = std::exchange(other.database_, nullptr);
     sort_buffer_ = std::move(other.sort_buffer_);
-    counted_ = std::move(other.counted_);
   }
   return *this;
 }
@@ -195,8 +210,7 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
     context.out = out;
   } else if (pattern_counts != nullptr) {
     handler = count_each;
-    scratch.counted_.clear();
-    context.counted = &scratch.counted_;
+    context.pattern_counts = pattern_counts;
   }
   const std::size_t first = out != nullptr ? out->size() : 0;
   const hs_error_t rc = hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
@@ -204,17 +218,24 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
     if (out != nullptr) out->resize(first);  // no partial result
     if (context.error) std::rethrow_exception(context.error);
     if (rc != HS_UNKNOWN_ERROR) throw_hs("hs_scan", rc);
-    return walk(data, size, overlap, out, pattern_counts);  // Hyperscan's literal bug: see the top
-  }
-  // Counted here rather than in the callback, so that a failed scan adds nothing.
-  if (pattern_counts != nullptr) {
-    if (out != nullptr) {
-      for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
-    } else {
-      for (const std::uint32_t id : scratch.counted_) ++pattern_counts[id];
+    // Hyperscan's literal bug (see the top): take back what the failed scan counted, then
+    // scan the chunk with the trie walk.
+    if (handler == count_each && context.total > 0) {
+      ScanContext undo{.length = context.length, .overlap = overlap, .pattern_counts = pattern_counts,
+                       .limit = context.total};
+      hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, uncount, &undo);
+      if (undo.total != context.total || undo.digest != context.digest)
+        throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
     }
+    return walk(data, size, overlap, out, pattern_counts);
   }
-  if (out != nullptr && !context.ordered) sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
+  if (out != nullptr) {
+    // Counted here rather than in the callback, so that a failed scan adds nothing.
+    if (pattern_counts != nullptr)
+      for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
+    if (!context.ordered)
+      sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
+  }
   return context.total;
 }
 

@@ -34,7 +34,6 @@ class HostMatcher {
     hs_scratch* scratch_ = nullptr;
     const hs_database* database_ = nullptr;  // the database it was made for
     std::vector<Occurrence> sort_buffer_;
-    std::vector<std::uint32_t> counted_;  // count-only scans: the ids seen, added once the scan succeeds
   };
 
   // Compiles table's unique patterns (folded; caseless with ignore_case). A table without
