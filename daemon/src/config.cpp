@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 
 namespace gpufilter::daemon {
@@ -358,6 +359,8 @@ std::string read_checked_file(const std::string& path, FileTrust trust, std::siz
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     throw fail(std::string("refused: group or others may write it (mode ") + mode + "); fix: chmod go-w " + path);
   }
+  // And no other user may swap it for a file of theirs through a directory above it.
+  check_directories_trust(path, me);
   std::string text;
   char buffer[65536];
   for (;;) {

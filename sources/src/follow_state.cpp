@@ -14,6 +14,7 @@
 #include <string>
 
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/file_trust.hpp"
 
 namespace gpufilter {
 
@@ -118,6 +119,8 @@ void check_state_file_trust(const std::string& name, unsigned mode, unsigned own
 }
 
 std::vector<FollowStateEntry> load_follow_state(const std::string& state_path) {
+  // The directory is checked even before the first save: the file will be renamed into it.
+  check_directories_trust(state_path, ::geteuid());
   // O_NONBLOCK: a FIFO planted at the path must not hang the start; it is refused below.
   const int fd = ::open(state_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {

@@ -36,6 +36,7 @@
 
 #include "differential.hpp"
 #include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/packet.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
@@ -605,6 +606,63 @@ TEST_F(Faults, UntrustedStateFileIsRefused) {
     EXPECT_EQ(proc.out(), "");
     EXPECT_NE(proc.err().find("gpufilter: " + state + ": " + bad.reason), std::string::npos) << proc.err();
   }
+}
+
+// The directories above a state file count too: in one that other users may write
+// (without the sticky bit of /tmp), or that belongs to another user, anyone could put a
+// state file of theirs in place of ours. Refused at start, before anything is read.
+TEST_F(Faults, StateFileInADirectoryOthersMayWriteIsRefused) {
+  // The rule, for any user this test runs as.
+  EXPECT_FALSE(directory_trust_problem(040755, 1000, 1000).has_value());
+  EXPECT_FALSE(directory_trust_problem(040700, 0, 1000).has_value()) << "root's directories are trusted";
+  EXPECT_FALSE(directory_trust_problem(041777, 0, 1000).has_value()) << "/tmp: sticky, so only an entry's owner may swap it";
+  EXPECT_EQ(directory_trust_problem(040775, 1000, 1000), "group or others may write it (mode 0775) and it has no sticky bit");
+  EXPECT_TRUE(directory_trust_problem(040757, 1000, 1000).has_value());
+  EXPECT_EQ(directory_trust_problem(040755, 1001, 1000), "it belongs to uid 1001, who could replace what is in it");
+
+  TempDir dir;
+  const std::string log = dir.write("app.log", numbered_lines(0, 10));
+  const std::string shared = dir.make_dir("shared");
+  const std::string inner = shared + "/inner";  // safe itself, but below `shared`
+  ASSERT_EQ(::mkdir(inner.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  for (const std::string& state : {shared + "/follow.state", inner + "/follow.state", inner + "/../follow.state"}) {
+    SCOPED_TRACE(state);
+    Proc proc({"--engine=cpu", "--follow", "--from-start", "--state=" + state, "seq=", log}, {});
+    const std::optional<int> status = proc.wait_exit(milliseconds(20000));
+    ASSERT_TRUE(status.has_value()) << "gpufilter did not refuse the state file";
+    EXPECT_EQ(*status, 2);
+    EXPECT_EQ(proc.out(), "");
+    EXPECT_NE(proc.err().find("gpufilter: " + state + ": refused: the directory " + shared +
+                              " is not safe: group or others may write it (mode 0777) and it has no sticky bit; "
+                              "fix: chmod go-w " + shared),
+              std::string::npos)
+        << proc.err();
+  }
+  // With the sticky bit, as /tmp has, the directory is safe: the run starts and saves.
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string state = inner + "/follow.state";
+  {
+    Proc proc({"--engine=cpu", "--follow", "--from-start", "--state=" + state, "seq=", log}, {});
+    ASSERT_TRUE(proc.pump_until([&] { return proc.out().find("seq=8 ") != std::string::npos || proc.exited(); }) &&
+                !proc.exited())
+        << proc.err();
+    proc.signal(SIGTERM);
+    EXPECT_EQ(proc.wait_exit(milliseconds(20000)), 0) << proc.err();
+  }
+  EXPECT_TRUE(std::filesystem::exists(state));
+  if (::geteuid() == 0) {  // only root can give a directory to another user
+    ASSERT_EQ(::chown(inner.c_str(), 65534, 65534), 0);
+    try {
+      check_directories_trust(state, 0);
+      ADD_FAILURE() << "no ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), state + ": refused: the directory " + inner +
+                                           " is not safe: it belongs to uid 65534, who could replace what is in it; "
+                                           "fix: move the file elsewhere, or chown 0 " + inner);
+    }
+  }
+  ::chmod(shared.c_str(), 0700);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 // sequence-numbered lines, an invalid reload, and a restart that resumes from state.
 // Security defaults: every socket it listens on is loopback unless an address is given
 // (read from /proc), the reload endpoint is off unless enabled, files others may write
-// are refused, and tokens (from a file or the environment) never reach the log, the
+// (or swap, through their directory) are refused, and tokens (from a file or the environment) never reach the log, the
 // metrics, the alerts or --check, even while deliveries fail. Faults: a webhook down for
 // hundreds of retry cycles while alerts keep firing; the OpenCL device failing mid-run.
 #include <gtest/gtest.h>
@@ -830,8 +830,8 @@ engine: cpu
   EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
 }
 
-// Files others could have changed are refused at start and by --check (exit 2, naming
-// the file and the fix), like ssh's StrictModes.
+// Files others could have changed, or swapped through their directory, are refused at
+// start and by --check (exit 2, naming the file and the fix), like ssh's StrictModes.
 TEST_F(Gpufilterd, FilesOthersMayWriteAreRefused) {
   const std::string config = dir_ + "/gpufilterd.yaml";
   const std::string yaml = "sources: [{listen: tcp://127.0.0.1:0}]\nrules:\n  - name: a\n    patterns_file: p.txt\n"
@@ -857,6 +857,18 @@ TEST_F(Gpufilterd, FilesOthersMayWriteAreRefused) {
             std::string::npos)
       << patterns.err;
   ::chmod((dir_ + "/p.txt").c_str(), 0644);
+  // The files are private, but their directory is not: anyone could swap them.
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  const ProcessResult open_dir = run_process({gpufilterd_binary(), "--config", config, "--check"});
+  EXPECT_EQ(open_dir.status, 2);
+  EXPECT_NE(open_dir.err.find(config + ": refused: the directory " + dir_ +
+                              " is not safe: group or others may write it (mode 0777) and it has no sticky bit; "
+                              "fix: chmod go-w " + dir_),
+            std::string::npos)
+      << open_dir.err;
+  ASSERT_EQ(::chmod(dir_.c_str(), 01777), 0);  // sticky, as /tmp: only an entry's owner may swap it
+  EXPECT_EQ(run_process({gpufilterd_binary(), "--config", config, "--check"}).status, 0);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0700), 0);
   if (::geteuid() == 0) {  // only root can give a file to another user
     ASSERT_EQ(::chown(config.c_str(), 65534, 65534), 0);
     const ProcessResult owned = run_process({gpufilterd_binary(), "--config", config});
