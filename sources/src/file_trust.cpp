@@ -25,12 +25,13 @@ std::optional<std::string> directory_trust_problem(unsigned mode, unsigned owner
   return std::nullopt;
 }
 
-void check_directories_trust(const std::string& path, unsigned euid) {
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const std::unique_ptr<char, decltype(&std::free)> real(::realpath(dir.c_str(), nullptr), &std::free);
-  if (!real) throw ConfigError(path + ": cannot resolve its directory " + dir.string() + ": " + std::strerror(errno));
-  for (std::filesystem::path d = real.get();; d = d.parent_path()) {
+namespace {
+
+using Resolved = std::unique_ptr<char, decltype(&std::free)>;
+
+// `dir` (resolved) and every directory above it, up to "/".
+void check_chain(const std::string& path, const std::filesystem::path& dir, unsigned euid) {
+  for (std::filesystem::path d = dir;; d = d.parent_path()) {
     struct stat st {};
     if (::stat(d.c_str(), &st) != 0)
       throw ConfigError(path + ": cannot check the directory " + d.string() + ": " + std::strerror(errno));
@@ -42,6 +43,23 @@ void check_directories_trust(const std::string& path, unsigned euid) {
                         d.string());
     }
     if (d == d.root_path()) break;
+  }
+}
+
+}  // namespace
+
+void check_directories_trust(const std::string& path, unsigned euid) {
+  // The directory the name is in (a state file is renamed into it) ...
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const Resolved real(::realpath(dir.c_str(), nullptr), &std::free);
+  if (!real) throw ConfigError(path + ": cannot resolve its directory " + dir.string() + ": " + std::strerror(errno));
+  const std::filesystem::path own = real.get();
+  check_chain(path, own, euid);
+  // ... and, where the name is a link, the directory of the file it leads to.
+  if (const Resolved file(::realpath(path.c_str(), nullptr), &std::free); file) {
+    const std::filesystem::path target = std::filesystem::path(file.get()).parent_path();
+    if (target != own) check_chain(path, target, euid);
   }
 }
 

@@ -625,8 +625,14 @@ TEST_F(Faults, StateFileInADirectoryOthersMayWriteIsRefused) {
   const std::string shared = dir.make_dir("shared");
   const std::string inner = shared + "/inner";  // safe itself, but below `shared`
   ASSERT_EQ(::mkdir(inner.c_str(), 0700), 0);
+  // A link from a safe directory to a state file in `shared` is judged by where it leads.
+  const std::string target = shared + "/target.state";
+  dir.write("shared/target.state", "gpufilter-follow-state 1\n");
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  const std::string link = dir.path() + "/link.state";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
-  for (const std::string& state : {shared + "/follow.state", inner + "/follow.state", inner + "/../follow.state"}) {
+  for (const std::string& state : {shared + "/follow.state", inner + "/follow.state", inner + "/../follow.state", link}) {
     SCOPED_TRACE(state);
     Proc proc({"--engine=cpu", "--follow", "--from-start", "--state=" + state, "seq=", log}, {});
     const std::optional<int> status = proc.wait_exit(milliseconds(20000));

@@ -16,7 +16,7 @@ namespace gpufilter {
 std::optional<std::string> directory_trust_problem(unsigned mode, unsigned owner, unsigned euid);
 
 // Checks every directory from `path`'s own (symbolic links resolved) up to "/" with
-// directory_trust_problem(). Throws ConfigError naming `path`, the directory and the fix.
+// directory_trust_problem(), and where `path` is a link, those above the file it leads to. Throws ConfigError naming `path`, the directory and the fix.
 // `path` itself need not exist yet (a state file before the first save); its directory must.
 void check_directories_trust(const std::string& path, unsigned euid);
 
