@@ -145,16 +145,12 @@ void DeviceScanner::scan_on_host(Slot& slot, bool count_patterns) {
   slot.occurrences_.clear();
   if (count_patterns && host_counts_.empty()) host_counts_.assign(table_.unique_count(), 0);
   const std::string_view text(slot.staging_, slot.chunk_.size);
-  const std::size_t overlap = slot.chunk_.overlap;
   std::uint64_t total = 0;
-  for (std::size_t p = 0; p < text.size(); ++p) {
-    table_.for_each_at(text.substr(p), [&](std::uint32_t id) {
-      if (p + table_.unique_length(id) <= overlap) return;
-      ++total;
-      if (config_.locate) slot.occurrences_.push_back(Occurrence{static_cast<std::uint32_t>(p), id});
-      if (count_patterns) ++host_counts_[id];
-    });
-  }
+  table_.for_each_occurrence(text, slot.chunk_.overlap, [&](std::size_t p, std::uint32_t id) {
+    ++total;
+    if (config_.locate) slot.occurrences_.push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+    if (count_patterns) ++host_counts_[id];
+  });
   slot.total_ = total;
 }
 

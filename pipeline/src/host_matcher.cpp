@@ -17,9 +17,9 @@
 
 #include <hs/hs.h>
 
-#include <algorithm>
 #include <climits>
 #include <exception>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -227,7 +227,7 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
       if (undo.total != context.total || undo.digest != context.digest)
         throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
     }
-    return walk(data, size, overlap, out, pattern_counts);
+    return walk(data, size, overlap, scratch, out, pattern_counts);
   }
   if (out != nullptr) {
     // Counted here rather than in the callback, so that a failed scan adds nothing.
@@ -239,34 +239,30 @@ std::uint64_t HostMatcher::scan(const char* data, std::size_t size, std::size_t 
   return context.total;
 }
 
-std::uint64_t HostMatcher::walk(const char* data, std::size_t size, std::size_t overlap, std::vector<Occurrence>* out,
-                                std::uint64_t* pattern_counts) const {
-  const std::string_view text(data, size);
-  const std::size_t first = out != nullptr ? out->size() : 0;
+std::uint64_t HostMatcher::walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
   std::uint64_t total = 0;
+  if (out == nullptr) {
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t, std::uint32_t id) {
+      ++total;
+      if (pattern_counts != nullptr) ++pattern_counts[id];  // nothing here can throw
+    });
+    return total;
+  }
+  const std::size_t first = out->size();
   try {
-    for (std::size_t p = 0; p < size; ++p) {
-      const std::size_t run = out != nullptr ? out->size() : 0;
-      table_->for_each_at(text.substr(p), [&](std::uint32_t id) {
-        if (p + table_->unique_length(id) <= overlap) return;
-        ++total;
-        if (out != nullptr) {
-          out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
-        } else if (pattern_counts != nullptr) {
-          ++pattern_counts[id];  // nothing below can throw
-        }
-      });
-      // The trie yields a position's patterns shortest first; PatternTable::before puts
-      // the longest first.
-      if (out != nullptr) std::reverse(out->begin() + static_cast<std::ptrdiff_t>(run), out->end());
-    }
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t p, std::uint32_t id) {
+      out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+    });
   } catch (...) {
-    out->resize(first);  // only push_back throws: no partial result
+    out->resize(first);  // no partial result
     throw;
   }
-  if (out != nullptr && pattern_counts != nullptr)
-    for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
-  return total;
+  const auto found = std::span(*out).subspan(first);
+  if (pattern_counts != nullptr)
+    for (const Occurrence& o : found) ++pattern_counts[o.pattern];
+  sort_occurrences(found, scratch.sort_buffer_, *table_);  // the walk gives the shortest first at a position
+  return found.size();
 }
 
 }  // namespace gpufilter

@@ -36,6 +36,8 @@
 #include "gpufilter/pipeline/sink.hpp"
 #include "gpufilter/pipeline/source.hpp"
 
+#include "fuzz_support.hpp"
+
 namespace {
 
 using gpufilter::Flow;
@@ -75,18 +77,8 @@ class FuzzSource final : public gpufilter::Source {
 // One line of output, as text: "match|context OFFSET NUMBER [BYTES] spans ids".
 std::string describe(const char* kind, std::string_view line, std::uint64_t offset, std::uint64_t number,
                      std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
-  std::string s = std::string(kind) + " " + std::to_string(offset) + " " + std::to_string(number) + " [";
-  for (const char c : line) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      s.push_back(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
-      s += hex;
-    }
-  }
-  s += "]";
+  std::string s = std::string(kind) + " " + std::to_string(offset) + " " + std::to_string(number) + " [" +
+                  gpufilter::fuzz::printable(line) + "]";
   for (const MatchSpan& m : spans) s += " (" + std::to_string(m.begin) + "," + std::to_string(m.end) + ")";
   if (!ids.empty()) {
     s += " ids";

@@ -25,13 +25,13 @@
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/pipeline/errors.hpp"
 
+#include "fuzz_support.hpp"
+
 namespace {
 
 using gpufilter::cli::Options;
 
-char g_dir[] = "/tmp/gpufilter-cli-fuzz-XXXXXX";
-int g_work = -1;  // g_dir
-int g_home = -1;  // the working directory libFuzzer was started in
+const gpufilter::fuzz::ScratchDir* g_dir = nullptr;  // two pattern files: "p" and an empty "e"
 
 std::string optional_text(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "-"; }
 
@@ -107,49 +107,26 @@ bool parse(const std::vector<std::string>& words, Options& out) {
   std::vector<char*> argv;
   for (auto& s : storage) argv.push_back(s.data());
   argv.push_back(nullptr);
-  if (::fchdir(g_work) != 0) std::abort();
   bool parsed = false;
   std::optional<std::string> usage_error;
-  try {
-    out = gpufilter::cli::parse(static_cast<int>(storage.size()), argv.data());
-    parsed = true;
-  } catch (const gpufilter::cli::UsageError& e) {
-    usage_error = e.what();
-  } catch (const gpufilter::SourceError&) {
-  } catch (...) {
-    // A bug: back home first, so that libFuzzer writes the crash input where it was told.
-    if (::fchdir(g_home) != 0) std::abort();
-    throw;
-  }
-  if (::fchdir(g_home) != 0) std::abort();
+  g_dir->run([&] {
+    try {
+      out = gpufilter::cli::parse(static_cast<int>(storage.size()), argv.data());
+      parsed = true;
+    } catch (const gpufilter::cli::UsageError& e) {
+      usage_error = e.what();
+    } catch (const gpufilter::SourceError&) {
+    }
+  });
   if (usage_error) check_message(*usage_error, words);
   return parsed;
-}
-
-void remove_directory() {
-  ::unlink((std::string(g_dir) + "/p").c_str());
-  ::unlink((std::string(g_dir) + "/e").c_str());
-  ::rmdir(g_dir);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (::mkdtemp(g_dir) == nullptr) std::abort();
-  std::atexit(remove_directory);
-  g_work = ::open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  g_home = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (g_work < 0 || g_home < 0) std::abort();
-  FILE* p = std::fopen((std::string(g_dir) + "/p").c_str(), "w");
-  if (p == nullptr) std::abort();
-  std::fputs("alpha\nbeta\n\nde:ad\n", p);
-  std::fclose(p);
-  FILE* e = std::fopen((std::string(g_dir) + "/e").c_str(), "w");
-  if (e == nullptr) std::abort();
-  std::fclose(e);
-  const int null = ::open("/dev/null", O_RDONLY);
-  if (null < 0 || ::dup2(null, STDIN_FILENO) < 0) std::abort();
-  ::close(null);
+  static const gpufilter::fuzz::ScratchDir dir("cli", {{"p", "alpha\nbeta\n\nde:ad\n"}, {"e", ""}});
+  g_dir = &dir;
   return 0;
 }
 

@@ -18,19 +18,14 @@
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/pipeline/errors.hpp"
 
+#include "fuzz_support.hpp"
+
 namespace {
 
 using gpufilter::daemon::DaemonConfig;
 using gpufilter::daemon::Millis;
 
-char g_dir[] = "/tmp/gpufilter-config-fuzz-XXXXXX";
-int g_work = -1;  // g_dir
-int g_home = -1;  // the working directory libFuzzer was started in
-
-void remove_directory() {
-  ::unlink((std::string(g_dir) + "/p").c_str());
-  ::rmdir(g_dir);
-}
+const gpufilter::fuzz::ScratchDir* g_dir = nullptr;  // a patterns file "p"
 
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "daemon_config_fuzz: a loaded config breaks a promise: %s\n", what.c_str());
@@ -72,18 +67,8 @@ void check(const DaemonConfig& c) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  if (::mkdtemp(g_dir) == nullptr) std::abort();
-  std::atexit(remove_directory);
-  g_work = ::open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  g_home = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (g_work < 0 || g_home < 0) std::abort();
-  FILE* p = std::fopen((std::string(g_dir) + "/p").c_str(), "w");
-  if (p == nullptr) std::abort();
-  std::fputs("# comment\r\nFailed password\n\nInvalid user\r\n", p);
-  std::fclose(p);
-  const int null = ::open("/dev/null", O_RDONLY);
-  if (null < 0 || ::dup2(null, STDIN_FILENO) < 0) std::abort();
-  ::close(null);
+  static const gpufilter::fuzz::ScratchDir dir("config", {{"p", "# comment\r\nFailed password\n\nInvalid user\r\n"}});
+  g_dir = &dir;
   return 0;
 }
 
@@ -91,16 +76,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string text(reinterpret_cast<const char*>(data), size);
   for (char& c : text)
     if (c == '/' || c == '\\') c = '_';
-  if (::fchdir(g_work) != 0) std::abort();
-  try {
-    check(gpufilter::daemon::parse_config(text, "c.yaml"));
-  } catch (const gpufilter::ConfigError&) {
-  } catch (...) {
-    // A bug: back home first, so that libFuzzer writes the crash input where it was told.
-    if (::fchdir(g_home) != 0) std::abort();
-    throw;
-  }
-  if (::fchdir(g_home) != 0) std::abort();
+  g_dir->run([&] {
+    try {
+      check(gpufilter::daemon::parse_config(text, "c.yaml"));
+    } catch (const gpufilter::ConfigError&) {
+    }
+  });
   // The durations parser on its own, with the input as the text: never UB, never negative.
   const std::optional<Millis> d = gpufilter::daemon::parse_duration(text.substr(0, 64));
   if (d && d->count() < 0) fail("parse_duration gave a negative duration");

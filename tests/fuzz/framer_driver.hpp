@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_support.hpp"
+
 namespace gpufilter::fuzz {
 
 // A small deterministic generator (xorshift32), seeded from the input.
@@ -49,21 +51,6 @@ struct Outcome {
   std::string error;  // SyslogFramer::error(), "" for LineFramer
   bool operator==(const Outcome&) const = default;
 };
-
-inline std::string printable(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      out.push_back(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
-      out += hex;
-    }
-  }
-  return out;
-}
 
 inline void print(const char* title, const Outcome& o) {
   std::fprintf(stderr, "--- %s: %zu records, offset %llu, too long %llu, error '%s'\n", title, o.records.size(),

@@ -34,6 +34,8 @@
 #include "gpufilter/pipeline/pattern_table.hpp"
 #include "gpufilter/pipeline/reference_matcher.hpp"
 
+#include "fuzz_support.hpp"
+
 namespace {
 
 using gpufilter::Occurrence;
@@ -48,20 +50,7 @@ std::string g_path;
   __builtin_trap();
 }
 
-std::string shown(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f && u != '\\') {
-      out.push_back(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", u);
-      out += hex;
-    }
-  }
-  return "'" + out + "'";
-}
+std::string shown(std::string_view s) { return "'" + gpufilter::fuzz::printable(s) + "'"; }
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

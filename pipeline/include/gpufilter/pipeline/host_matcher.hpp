@@ -67,9 +67,9 @@ class HostMatcher {
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
  private:
-  // scan()'s results from PatternTable::for_each_at at every position, without Hyperscan.
-  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::vector<Occurrence>* out,
-                     std::uint64_t* pattern_counts) const;
+  // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
+  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
   hs_database* database_ = nullptr;  // null when there is nothing to match
   const PatternTable* table_;

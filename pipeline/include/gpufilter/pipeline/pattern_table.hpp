@@ -74,6 +74,11 @@ class PatternTable {
   // Host walk of the same trie: calls f(id) for every unique pattern occurring at text[0].
   template <typename F>
   void for_each_at(std::string_view text, F&& f) const;
+  // The kernel's whole scan on the host: f(position, id) for every occurrence in `text`
+  // that ends past `overlap` (position + length > overlap: the earlier chunk owns the
+  // rest), by position, shortest first at a position.
+  template <typename F>
+  void for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const;
 
  private:
   std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
@@ -122,6 +127,15 @@ void PatternTable::for_each_at(std::string_view text, F&& f) const {
     if (depth >= text.size()) break;
     node = child(node, fold_byte(static_cast<unsigned char>(text[depth]), fold));
     ++depth;
+  }
+}
+
+template <typename F>
+void PatternTable::for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const {
+  for (std::size_t p = 0; p < text.size(); ++p) {
+    for_each_at(text.substr(p), [&](std::uint32_t id) {
+      if (p + unique_length_[id] > overlap) f(p, id);
+    });
   }
 }
 
