@@ -79,16 +79,6 @@ nlohmann::json stats_of(const std::string& err) {
   return nlohmann::json::parse(err.substr(at + mark.size(), err.find('\n', at) - at - mark.size()));
 }
 
-// Raises this process's soft open-file limit to its hard limit (children inherit it).
-rlim_t raise_descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
-  limit.rlim_cur = limit.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &limit);
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  return limit.rlim_cur;
-}
-
 // True when the peer closed `fd` (EOF or reset) within `limit`.
 bool closed_by_peer(int fd, milliseconds limit) {
   pollfd p{fd, POLLIN, 0};

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "http_receiver.hpp"
+#include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -303,26 +304,6 @@ server: 127.0.0.1:0
   EXPECT_EQ(static_cast<double>(written.size()), alerts);
 }
 
-int tcp_connect(const std::string& url) {
-  const std::size_t colon = url.rfind(':');
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(url.substr(colon + 1))));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  return fd;
-}
-
-void send_all(int fd, const std::string& text) {
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
-    ASSERT_GT(n, 0);
-    at += static_cast<std::size_t>(n);
-  }
-}
-
 // A TCP source and a real 600 ms window: two matches, a pause past the window, two more:
 // no alert; three within the window: one, to the webhook with its bearer token, after the
 // receiver failed the first two attempts (retried); the cooldown then suppresses the rest.
@@ -348,12 +329,12 @@ server: 127.0.0.1:0
   Daemon daemon(dir_ + "/gpufilterd.yaml");
   const std::string server = daemon.server();
   const int fd = tcp_connect(daemon.listening());
-  send_all(fd, "Out of memory 1\nfine\nOut of memory 2\n");
+  EXPECT_TRUE(write_all(fd, "Out of memory 1\nfine\nOut of memory 2\n"));
   std::this_thread::sleep_for(900ms);
-  send_all(fd, "Out of memory 3\nOut of memory 4\n");
+  EXPECT_TRUE(write_all(fd, "Out of memory 3\nOut of memory 4\n"));
   std::this_thread::sleep_for(900ms);
   EXPECT_EQ(webhook.count(), 0u) << "no three matches within 600 ms yet";
-  send_all(fd, "Out of memory 5\nOut of memory 6\nOut of memory 7\nOut of memory 8\nOut of memory 9\n");
+  EXPECT_TRUE(write_all(fd, "Out of memory 5\nOut of memory 6\nOut of memory 7\nOut of memory 8\nOut of memory 9\n"));
   ASSERT_TRUE(webhook.wait_for_count(3, 20s)) << daemon.log();  // 2 failures, then delivered
   std::this_thread::sleep_for(300ms);
   const std::vector<ReceivedRequest> requests = webhook.requests();
@@ -740,7 +721,7 @@ engine: cpu
   EXPECT_EQ(udp_sockets, 1u);
   EXPECT_EQ(http_request("GET", "http://" + server + "/healthz").status, 200u);
   const int fd = tcp_connect(tcp);
-  send_all(fd, "an ERROR over tcp\n");
+  EXPECT_TRUE(write_all(fd, "an ERROR over tcp\n"));
   ::close(fd);
   const auto deadline = Clock::now() + 20s;
   while (Clock::now() < deadline && read_jsonl(dir_ + "/alerts.jsonl").empty()) std::this_thread::sleep_for(20ms);
@@ -938,7 +919,7 @@ drain_timeout: 1s
   const std::string server = daemon.server();
   ASSERT_FALSE(server.empty()) << daemon.log();
   const int fd = tcp_connect(daemon.listening());
-  send_all(fd, "ALERT one\n");
+  EXPECT_TRUE(write_all(fd, "ALERT one\n"));
   ASSERT_TRUE(good.wait_for_count(4, 20s)) << daemon.log();  // 3 x 503, then 200
   for (const ReceivedRequest& r : good.requests()) EXPECT_EQ(r.header("authorization"), "Bearer " + file_token);
   ASSERT_TRUE(refusing.wait_for_count(1, 20s));
@@ -952,7 +933,7 @@ drain_timeout: 1s
   daemon.signal(SIGHUP);
   ASSERT_TRUE(daemon.wait_log("config reloaded", 30s)) << daemon.log();
   std::size_t seen = good.count();
-  send_all(fd, "ALERT two\n");
+  EXPECT_TRUE(write_all(fd, "ALERT two\n"));
   ASSERT_TRUE(good.wait_for_count(seen + 1, 20s));
   EXPECT_EQ(last_authorization(good), "Bearer " + rotated_token);
   // An exposed token file fails the reload; the token in use stays.
@@ -964,7 +945,7 @@ drain_timeout: 1s
             std::string::npos)
       << daemon.log();
   seen = good.count();
-  send_all(fd, "ALERT three\n");
+  EXPECT_TRUE(write_all(fd, "ALERT three\n"));
   ASSERT_TRUE(good.wait_for_count(seen + 1, 20s));
   EXPECT_EQ(last_authorization(good), "Bearer " + rotated_token);
   ::close(fd);
@@ -1128,7 +1109,7 @@ drain_timeout: 5s
   for (int wave = 0; wave < 20; ++wave) {
     std::string lines;
     for (int i = wave * 100; i < (wave + 1) * 100; ++i) lines += "MARK seq=" + std::to_string(i) + "\n";
-    send_all(fd, lines);
+    EXPECT_TRUE(write_all(fd, lines));
     watch(http_request("GET", "http://" + server + "/metrics").body);
     std::this_thread::sleep_for(50ms);
   }

@@ -42,6 +42,8 @@
 
 #include "gpufilter/pipeline/errors.hpp"
 #include "gpufilter/pipeline/record_channel.hpp"
+#include "testutil/running_gpufilter.hpp"
+#include "testutil/testutil.hpp"
 
 #if defined(GPUFILTER_SANITIZED)
 #include <sanitizer/allocator_interface.h>
@@ -339,24 +341,9 @@ class Client {
   int fd() const { return fd_; }
 
   // The input name the listener gives this connection.
-  std::string name() const {
-    sockaddr_in address{};
-    socklen_t length = sizeof address;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
-    return "tcp://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  }
+  std::string name() const { return test::local_name("tcp", fd_); }
 
-  bool write(std::string_view data) {
-    while (!data.empty()) {
-      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      data.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-  }
+  bool write(std::string_view data) { return test::write_all(fd_, data); }
 
   // True when the peer closed the connection (EOF or reset) within `limit`.
   bool closed_by_peer(milliseconds limit) {
@@ -994,16 +981,6 @@ std::int64_t heap_in_use() {
 #endif
 }
 
-// Raises this process's soft open-file limit to its hard limit; returns the limit.
-rlim_t raise_descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
-  limit.rlim_cur = limit.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &limit);
-  ::getrlimit(RLIMIT_NOFILE, &limit);
-  return limit.rlim_cur;
-}
-
 // 2,000 clients that connect and send nothing (slowloris; 10,000 in bench/hostile.sh):
 // each costs the listener its Connection and a socket, no read buffer, so the heap grows
 // by less than 8 KiB per connection (a 64 KiB read each before idle connections waited
@@ -1012,7 +989,7 @@ rlim_t raise_descriptor_limit() {
 TEST(Listener, IdleConnectionsHoldNoReadBuffers) {
   constexpr std::int64_t kPerConnection = 8 << 10;
   // Both ends of every connection are descriptors of this process.
-  const rlim_t descriptors = raise_descriptor_limit();
+  const rlim_t descriptors = test::raise_descriptor_limit();
 #if defined(GPUFILTER_SANITIZED)
   std::size_t count = 1000;  // ThreadSanitizer takes 10 s for 2,000
 #else

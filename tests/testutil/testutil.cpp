@@ -76,6 +76,15 @@ long memory_in_use_kib() {
 #endif
 }
 
+rlim_t raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_cur;
+}
+
 std::string corpus_path(std::string_view relative) {
   return setting("GPUFILTER_CORPUS_DIR", GPUFILTER_CORPUS_DIR) + "/" + std::string(relative);
 }

@@ -2,6 +2,8 @@
 // subprocess runner for differential tests against GNU grep.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -65,6 +67,9 @@ PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::
 // (VmRSS), except in sanitizer builds, where the RSS mostly measures the sanitizer's
 // quarantine of freed blocks and its shadow memory; there it is the heap in use.
 long memory_in_use_kib();
+// Raises this process's soft open-file limit to its hard limit (children inherit it) and
+// returns the limit now in force, for tests that hold thousands of sockets.
+rlim_t raise_descriptor_limit();
 
 // Path of a file in ../shared/corpus (e.g. "loghub/OpenSSH_2k.log").
 std::string corpus_path(std::string_view relative);
