@@ -13,10 +13,10 @@
 #include <limits>
 #include <string>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
 
 namespace {
 
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   std::string device_spec, pattern_file, input;
   std::size_t bytes = std::size_t{1} << 30;
   unsigned iterations = 10;
-  unsigned positions = 0;  // start positions per work-item; 0: the Matcher's default
+  unsigned positions = 0;  // start positions per work-item; 0: the ScanProgram's default
   bool ignore_case = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     if (const auto nl = text.rfind('\n'); nl != std::string::npos) text.resize(nl + 1);
 
     gpufilter::DeviceContext device(device_spec);
-    const gpufilter::Matcher matcher(device, gpufilter::PatternTable(patterns, gpufilter::MatchOptions{ignore_case}),
+    const gpufilter::ScanProgram matcher(device, gpufilter::PatternTable(patterns, gpufilter::MatchOptions{ignore_case}),
                                      positions);
     gpufilter::DeviceScanner scanner(device, matcher,
                                      gpufilter::ScanConfig{.chunk_bytes = text.size(), .slots = 1, .locate = false});

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "gpufilter/permute/permuter.hpp"
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace {
 

@@ -21,8 +21,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/record_scanner.hpp"
+#include "gpufilter/grep/word.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/scan/record_scan.hpp"
 #include "gpufilter/sinks/json.hpp"
 #include "gpufilter/sources/packet.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
@@ -36,9 +37,6 @@ namespace {
 constexpr std::uint64_t kPacketTag = std::uint64_t{1} << 63;
 constexpr std::uint64_t kFlowEnd = 2;
 
-inline bool is_word(unsigned char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
 
 std::string timestamp(std::int64_t seconds, std::uint32_t nanoseconds, bool nano) {
   std::tm tm{};
@@ -373,11 +371,7 @@ class CaptureRun {
     for (const Occurrence& o : occurrences) {
       const std::size_t at = o.position;
       const std::size_t end = at + table_.unique_length(o.pattern);
-      if (o_.whole_line && (at != 0 || end != bytes.size())) continue;
-      if (o_.word && !o_.whole_line) {
-        if (at > 0 && is_word(static_cast<unsigned char>(bytes[at - 1]))) continue;
-        if (end < bytes.size() && is_word(static_cast<unsigned char>(bytes[end]))) continue;
-      }
+      if (!occurrence_counts(bytes, at, end, o_.word, o_.whole_line)) continue;
       ids_.push_back(o.pattern);
     }
     std::sort(ids_.begin(), ids_.end());
@@ -604,7 +598,7 @@ class CaptureRun {
   Output& out_;
   StopSignal& stop_;
   Notices& notices_;
-  RecordScanner records_;
+  RecordScan records_;
   std::vector<std::string> pattern_text_;
   std::vector<std::uint32_t> pattern_id_;
   std::size_t carry_ = 0;

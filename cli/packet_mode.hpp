@@ -11,11 +11,11 @@
 #include <cstdint>
 
 #include "gpufilter/cli/options.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/scanner.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/engines/scanner.hpp"
 #include "gpufilter/sinks/output.hpp"
-#include "gpufilter/sources/notices.hpp"
-#include "gpufilter/sources/stop_signal.hpp"
+#include "gpufilter/core/notices.hpp"
+#include "gpufilter/core/stop_signal.hpp"
 
 namespace gpufilter {
 

@@ -14,8 +14,8 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gpufilter/pipeline/record_channel.hpp"
-#include "gpufilter/pipeline/stream_pipeline.hpp"
+#include "gpufilter/core/record_channel.hpp"
+#include "gpufilter/grep/stream_grep.hpp"
 #include "gpufilter/sources/follower.hpp"
 #include "gpufilter/sources/listener.hpp"
 
@@ -90,12 +90,12 @@ StreamResult run_streams(const cli::Options& o, Scanner& scanner, const SearchOp
     if (!ec) stop_readers();
   });
 
-  StreamPipelineConfig piping;
+  StreamGrepConfig piping;
   piping.stop_on_first_selected = searching.stop_on_first && o.quiet;
   // With -m, -l or -L every followed file can be decided, and then nothing is left to do.
   const bool decidable = searching.stop_on_first || searching.max_count != SearchOptions{}.max_count;
   if (o.follow && o.listen.empty() && decidable) piping.inputs_to_decide = o.files.size();
-  StreamPipeline pipeline(scanner, searching, sink, channel, piping);
+  StreamGrep pipeline(scanner, searching, sink, channel, piping);
   pipeline.on_decided([&] { asio::post(io, stop_readers); });
 
   auto work = asio::make_work_guard(io);

@@ -1,5 +1,5 @@
 // Stream mode: --follow and --listen. Wires the readers (sources/follower, listener) on
-// one I/O thread to the StreamPipeline on this thread through a RecordChannel, and
+// one I/O thread to the StreamGrep on this thread through a RecordChannel, and
 // handles the stop: a signal (StopSignal) or a decided search stops the readers, which
 // hand on what they hold and close; the pipeline then scans what is left, flushes, and
 // the --state file is saved last.
@@ -9,11 +9,11 @@
 #include <string>
 
 #include "gpufilter/cli/options.hpp"
-#include "gpufilter/pipeline/scanner.hpp"
-#include "gpufilter/pipeline/searcher.hpp"
-#include "gpufilter/pipeline/sink.hpp"
-#include "gpufilter/sources/notices.hpp"
-#include "gpufilter/sources/stop_signal.hpp"
+#include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/grep/searcher.hpp"
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/core/notices.hpp"
+#include "gpufilter/core/stop_signal.hpp"
 
 namespace gpufilter {
 

@@ -8,10 +8,11 @@
 #include <iterator>
 #include <string>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/pipeline.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/grep/searcher.hpp"
+#include "gpufilter/scan/file_scan.hpp"
 #include "gpufilter/sources/file_source.hpp"
 
 namespace {
@@ -38,11 +39,11 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i) patterns.add(argv[i]);
 
     gpufilter::DeviceContext device;                        // first GPU, else PoCL
-    gpufilter::Matcher matcher(device, patterns, {});       // compiled once
+    gpufilter::ScanProgram matcher(device, patterns, {});       // compiled once
     gpufilter::DeviceScanner scanner(device, matcher, {});        // pinned slots
     CountingSink sink;
     gpufilter::Searcher searcher(matcher.table(), {}, sink);
-    gpufilter::Pipeline pipeline(scanner, searcher, sink, {});
+    gpufilter::FileScan pipeline(scanner, searcher, {});
     auto source = gpufilter::FileSource::open(argv[1]);
     const auto summary = pipeline.run(*source);
 

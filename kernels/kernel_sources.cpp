@@ -8,6 +8,10 @@
 namespace gpufilter::kernels {
 
 std::string kernel_source(std::string_view name) {
+  return kernel_source(name, std::span<const EmbeddedKernel>(detail::k_embedded, detail::k_embedded_count));
+}
+
+std::string kernel_source(std::string_view name, std::span<const EmbeddedKernel> embedded) {
   if (const char* dir = std::getenv("GPUFILTER_KERNEL_DIR"); dir != nullptr && *dir != '\0') {
     std::string path = std::string(dir) + "/" + std::string(name);
     std::ifstream in(path, std::ios::binary);
@@ -16,8 +20,8 @@ std::string kernel_source(std::string_view name) {
     text << in.rdbuf();
     return text.str();
   }
-  for (std::size_t i = 0; i < detail::k_embedded_count; ++i) {
-    if (detail::k_embedded[i].name == name) return std::string(detail::k_embedded[i].source);
+  for (const EmbeddedKernel& kernel : embedded) {
+    if (kernel.name == name) return std::string(kernel.source);
   }
   throw std::out_of_range("no embedded kernel named " + std::string(name));
 }

@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 

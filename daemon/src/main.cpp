@@ -1,6 +1,6 @@
 // gpufilterd: the sidecar alert daemon. One line's way through it:
 //
-//   source (Follower / Listener / stdin, I/O thread) -> RecordChannel -> StreamScanLoop
+//   source (Follower / Listener / stdin, I/O thread) -> RecordChannel -> StreamScan
 //   (one scan of every rule's patterns, this thread) -> RuleConsumer -> RuleEngine
 //   (thresholds, cooldown) -> Alert -> each AlertOutput's queue (its own thread)
 //
@@ -39,17 +39,14 @@
 #include "gpufilter/daemon/ops_server.hpp"
 #include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/daemon/rules.hpp"
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/host_scanner.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/record_channel.hpp"
-#include "gpufilter/pipeline/stream_scan.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/engines/engine.hpp"
+#include "gpufilter/core/record_channel.hpp"
+#include "gpufilter/scan/stream_scan.hpp"
 #include "gpufilter/sources/follower.hpp"
 #include "gpufilter/sources/line_framer.hpp"
 #include "gpufilter/sources/listener.hpp"
-#include "gpufilter/sources/notices.hpp"
+#include "gpufilter/core/notices.hpp"
 
 namespace {
 
@@ -94,55 +91,34 @@ class LogNotices final : public Notices {
   Log& log_;
 };
 
-// The scan of one rule set: its pattern table (host engine) or matcher (device), and the
-// scanner. A reload builds a new one beside the running one and swaps it in.
+// The scan of one rule set: its rules and the engine that scans their patterns. A reload
+// builds a new one beside the running one and swaps it in.
 struct ScanEngine {
   std::shared_ptr<RuleSet> rules;
-  std::unique_ptr<PatternTable> table;  // host engine
-  std::unique_ptr<Matcher> matcher;     // device engine
-  std::unique_ptr<Scanner> scanner;
-  std::string name;  // "gpu" or "cpu"
+  std::unique_ptr<Engine> engine;
 };
 
-// engine auto: a GPU always; a CPU OpenCL device (PoCL) only for sets too large for the
-// host engine (kHostEngineMaxPatterns) or with a literal longer than Hyperscan takes
-// (kHostEngineMaxPatternBytes), as gpufilter --engine=auto decides.
-
-// A device engine that fails mid-run rescans on the host and goes on there
-// (DeviceScanner); `on_device_fault` hears of it once per engine, from the scan thread.
-using DeviceFaultHandler = std::function<void(const DeviceError& error)>;
-
-std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, DeviceContext* available,
+// The engine layer chooses and builds the engine (engines/engine.hpp), as it does for
+// gpufilter: lines arrive as streams, so `engine: auto` takes the host engine for up to
+// kHostEngineMaxPatterns literals and an OpenCL device past them. A device engine that
+// fails mid-run rescans on the host and goes on there; `on_device_fault` hears of it once
+// per engine, from the scan thread.
+std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, Engines& engines,
                                          const DeviceFaultHandler& on_device_fault) {
   auto e = std::make_shared<ScanEngine>();
   e->rules = std::make_shared<RuleSet>(config.rules);
-  DeviceContext* device = available;
-  if (device != nullptr && config.engine == "auto" && !device->info().is_gpu &&
-      e->rules->patterns().size() <= kHostEngineMaxPatterns &&
-      e->rules->patterns().max_length() <= kHostEngineMaxPatternBytes)
-    device = nullptr;
-  const std::size_t batch = std::max<std::size_t>(kBatchBytes, config.max_line_bytes + 1);
-  ScanConfig scanning;
-  scanning.chunk_bytes = batch;
-  scanning.locate = true;
-  if (const char* plan = std::getenv("GPUFILTER_INJECT_DEVICE_FAULT"); plan != nullptr && *plan != '\0')
-    scanning.device_faults = DeviceFaults::parse(plan);  // tests: a device failing mid-run
-  if (device != nullptr) {
-    e->matcher = std::make_unique<Matcher>(*device, e->rules->patterns(), e->rules->match_options());
-    scanning.slots = device->info().is_gpu ? 4 : 3;
-    scanning.host_scan_below = kHostScanBelow;
-    auto on_device = std::make_unique<DeviceScanner>(*device, *e->matcher, scanning);
-    on_device->on_fault([on_device_fault](const DeviceError& error, const Chunk&) { on_device_fault(error); });
-    e->scanner = std::move(on_device);
-    e->rules->bind(e->matcher->table());
-    e->name = "gpu";
-  } else {
-    e->table = std::make_unique<PatternTable>(e->rules->patterns(), e->rules->match_options());
-    scanning.slots = HostScanner::default_threads() + 2;
-    e->scanner = std::make_unique<HostScanner>(*e->table, scanning);
-    e->rules->bind(*e->table);
-    e->name = "cpu";
-  }
+  EngineRequest request;
+  request.choice = config.engine == "cpu" ? EngineChoice::kHost
+                   : config.engine == "gpu" ? EngineChoice::kDevice
+                                            : EngineChoice::kAuto;
+  request.patterns = PatternStats::of(e->rules->patterns());
+  request.input = InputKind::kStreams;
+  request.min_chunk_bytes = config.max_line_bytes + 1;
+  request.device_faults = device_faults_from(std::getenv("GPUFILTER_INJECT_DEVICE_FAULT"));
+  e->engine = engines.compile(engines.plan(request), e->rules->patterns(), e->rules->match_options());
+  e->engine->make_scanner(true, false);
+  e->engine->on_device_fault(on_device_fault);
+  e->rules->bind(e->engine->table());
   return e;
 }
 
@@ -266,19 +242,8 @@ int run(const std::string& config_path) {
   }
   log.set_format(config.log_format);
 
-  // The device: a GPU or any OpenCL device when there is one (engine auto), else the host.
-  std::optional<DeviceContext> device;
-  if (config.engine != "cpu") {
-    try {
-      device.emplace(config.device);
-    } catch (const NoDeviceError& e) {
-      if (config.engine == "gpu") {
-        log.error("no OpenCL device", {{"error", e.what()}});
-        return 2;
-      }
-      log.info("no OpenCL device; scanning on the host", {{"reason", e.what()}});
-    }
-  }
+  // The OpenCL device is opened only when an engine needs it (engines/engine.hpp).
+  Engines engines(config.device);
   Metrics metrics;
   describe_metrics(metrics);
   // The operations endpoint binds first: its address is the alerts' generatorURL. Its
@@ -297,7 +262,7 @@ int run(const std::string& config_path) {
   OpsServer ops(config.server, metrics, OpsHandlers{[&] { return ready.load(); }, http_reload});
   if (config.generator_url.empty()) config.generator_url = "http://" + ops.bound() + "/";
   // Said once per engine: the scan goes on, on the host, and loses nothing. It must not throw.
-  const DeviceFaultHandler on_device_fault = [&log, &metrics](const DeviceError& e) noexcept {
+  const DeviceFaultHandler on_device_fault = [&log, &metrics](const DeviceError& e, const Chunk&) noexcept {
     try {
       metrics.add("gpufilterd_device_faults_total", {}, 1);
       log.warn("OpenCL device failed; scanning on the host from now on",
@@ -306,12 +271,19 @@ int run(const std::string& config_path) {
       // Out of memory for a log line: the scan itself goes on regardless.
     }
   };
-  std::shared_ptr<ScanEngine> engine = build_engine(config, device ? &*device : nullptr, on_device_fault);
+  std::shared_ptr<ScanEngine> engine;
+  try {
+    engine = build_engine(config, engines, on_device_fault);
+  } catch (const NoDeviceError& e) {
+    log.error("no OpenCL device", {{"error", e.what()}});
+    return 2;
+  }
   Outputs built = build_outputs(config);
   std::vector<std::unique_ptr<AlertOutput>>& outputs = built.outputs;
   metrics.set("gpufilterd_device_info",
-              {{"engine", engine->name},
-               {"device", engine->matcher ? device->info().name : std::string("host (Hyperscan)")}},
+              {{"engine", std::string(engine->engine->name())},
+               {"device", engine->engine->device_name()},
+               {"reason", engine->engine->reason()}},
               1);
   metrics.set("gpufilterd_rules", {}, static_cast<double>(config.rules.size()));
   metrics.set("gpufilterd_patterns", {}, static_cast<double>(engine->rules->patterns().size()));
@@ -331,7 +303,7 @@ int run(const std::string& config_path) {
 
   // Readers on the I/O thread.
   asio::io_context io;
-  RecordChannel channel(RecordChannel::Config{engine->scanner->chunk_bytes(), 3});
+  RecordChannel channel(RecordChannel::Config{engine->engine->scanner().chunk_bytes(), 3});
   LogNotices notices(log);
   std::vector<std::unique_ptr<Follower>> followers;
   std::unique_ptr<Listener> listener;
@@ -457,7 +429,7 @@ int run(const std::string& config_path) {
     });
   });
 
-  StreamScanLoop loop(*engine->scanner, consumer, channel);
+  StreamScan loop(engine->engine->scanner(), consumer, channel);
 
   // Counters of readers and outputs into the metrics, every second.
   std::vector<OutputStats> reported(outputs.size());
@@ -534,7 +506,7 @@ int run(const std::string& config_path) {
       for (std::size_t i = 0; i < config.outputs.size(); ++i) {
         if (built.tokens[i]) tokens.emplace_back(built.tokens[i].get(), read_bearer_token(config.outputs[i]));
       }
-      next = build_engine(next_config, device ? &*device : nullptr, on_device_fault);
+      next = build_engine(next_config, engines, on_device_fault);
     } catch (const std::exception& e) {
       metrics.add("gpufilterd_config_reloads_total", {{"result", "failure"}}, 1);
       metrics.set("gpufilterd_config_last_reload_successful", {}, 0);
@@ -549,7 +521,7 @@ int run(const std::string& config_path) {
     std::future<void> done = swapped->get_future();
     loop.run_between_batches([&, next, swapped] {
       rules.replace(next->rules, RuleEngine::Clock::now());
-      loop.replace_scanner(*next->scanner);
+      loop.replace_scanner(next->engine->scanner());
       swapped->set_value();
     });
     if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
@@ -571,8 +543,10 @@ int run(const std::string& config_path) {
   log.info("gpufilterd started", {{"config", config_path},
                                   {"rules", std::to_string(config.rules.size())},
                                   {"patterns", std::to_string(engine->rules->patterns().size())},
-                                  {"engine", engine->name},
-                                  {"device", engine->matcher ? device->info().name : std::string("host")},
+                                  {"engine", std::string(engine->engine->name())},
+                                  {"device", engine->engine->kind() == EngineKind::kDevice ? engine->engine->device_name()
+                                                                                            : std::string("host")},
+                                  {"engine_reason", engine->engine->reason()},
                                   {"server", ops.bound()},
                                   {"reload_endpoint", config.reload_endpoint ? "enabled" : "disabled"}});
 
@@ -642,7 +616,7 @@ int run(const std::string& config_path) {
   log.info("gpufilterd stopped", {{"bytes_scanned", std::to_string(loop.bytes_scanned())},
                                   {"batches", std::to_string(loop.batches())},
                                   {"scan_busy_seconds", busy}});
-  if (device) std::_Exit(status);  // as gpufilter: the driver's teardown adds nothing
+  if (engines.device_opened()) std::_Exit(status);  // as gpufilter: the driver's teardown adds nothing
   return status;
 }
 

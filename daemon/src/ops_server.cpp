@@ -29,7 +29,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/listener.hpp"
 
 namespace gpufilter::daemon {

@@ -32,7 +32,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter::daemon {
 namespace {

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpufilter/grep/word.hpp"
+
 namespace gpufilter::daemon {
 namespace {
-
-inline bool is_word(unsigned char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
 
 std::string hex_fingerprint(const std::string& rule, const std::string& group) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -63,11 +61,7 @@ void RuleSet::matching_rules(std::string_view line, std::span<const Occurrence> 
       if (at + p.size() > line.size()) continue;
       // The scan folded case for every rule when one ignores it: confirm the others.
       if (!rule.ignore_case && any_ignore_case_ && std::memcmp(line.data() + at, p.data(), p.size()) != 0) continue;
-      if (rule.word) {
-        if (at > 0 && is_word(static_cast<unsigned char>(line[at - 1]))) continue;
-        const std::size_t end = at + p.size();
-        if (end < line.size() && is_word(static_cast<unsigned char>(line[end]))) continue;
-      }
+      if (rule.word && !is_whole_word(line, at, at + p.size())) continue;
       out.push_back(ref.rule);
     }
   }

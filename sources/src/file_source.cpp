@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <vector>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/workers.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/workers.hpp"
 
 namespace gpufilter {
 

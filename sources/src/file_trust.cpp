@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter {
 

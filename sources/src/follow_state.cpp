@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 
 namespace gpufilter {

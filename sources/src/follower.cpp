@@ -42,7 +42,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/line_framer.hpp"
 

@@ -42,7 +42,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/syslog_framer.hpp"
 
 namespace gpufilter {

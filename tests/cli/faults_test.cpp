@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "differential.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/packet.hpp"

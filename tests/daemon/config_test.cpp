@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gpufilter/daemon/config.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {

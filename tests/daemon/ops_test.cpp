@@ -35,7 +35,7 @@
 #include "gpufilter/daemon/log.hpp"
 #include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/ops_server.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter::daemon {
 namespace {

@@ -24,7 +24,7 @@
 
 #include "gpufilter/daemon/alert.hpp"
 #include "gpufilter/daemon/outputs.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "http_receiver.hpp"
 
 namespace gpufilter::daemon {

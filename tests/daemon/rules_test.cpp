@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gpufilter/daemon/rules.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "reference_matcher.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {

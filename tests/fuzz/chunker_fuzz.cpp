@@ -27,14 +27,14 @@
 #include <string_view>
 #include <vector>
 
-#include "gpufilter/pipeline/chunk.hpp"
-#include "gpufilter/pipeline/host_scanner.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pattern_table.hpp"
-#include "gpufilter/pipeline/pipeline.hpp"
-#include "gpufilter/pipeline/searcher.hpp"
-#include "gpufilter/pipeline/sink.hpp"
-#include "gpufilter/pipeline/source.hpp"
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/hyperscan/host_scanner.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/scan/file_scan.hpp"
+#include "gpufilter/grep/searcher.hpp"
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/core/source.hpp"
 
 #include "fuzz_support.hpp"
 
@@ -352,8 +352,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.binary_files = detect_binary ? gpufilter::BinaryFiles::kBinary : gpufilter::BinaryFiles::kText;
   RecordingSink sink;
   gpufilter::Searcher searcher(table, options, sink);
-  gpufilter::Pipeline pipeline(scanner, searcher, sink,
-                               gpufilter::PipelineConfig{.detect_binary = detect_binary,
+  gpufilter::FileScan pipeline(scanner, searcher,
+                               gpufilter::FileScanConfig{.detect_binary = detect_binary,
                                                          .scan_to_end = count_patterns,
                                                          .count_lines = true});
   FuzzSource source(text, data[3], !stream);

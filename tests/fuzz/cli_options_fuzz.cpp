@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "gpufilter/cli/options.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 #include "fuzz_support.hpp"
 

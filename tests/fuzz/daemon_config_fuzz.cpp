@@ -16,7 +16,7 @@
 #include <string>
 
 #include "gpufilter/daemon/config.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "gpufilter/cli/options.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pattern_table.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "reference_matcher.hpp"
 
 #include "fuzz_support.hpp"
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/packet.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"

@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpufilter/pipeline/chunk.hpp"
-#include "gpufilter/pipeline/chunker.hpp"
-#include "gpufilter/pipeline/source.hpp"
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/scan/chunker.hpp"
+#include "gpufilter/core/source.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {

@@ -18,14 +18,14 @@
 #include <string_view>
 #include <vector>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/host_scanner.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pipeline.hpp"
-#include "gpufilter/pipeline/searcher.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/hyperscan/host_scanner.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/scan/file_scan.hpp"
+#include "gpufilter/grep/searcher.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
@@ -36,12 +36,12 @@ using gpufilter::DeviceError;
 using gpufilter::DeviceFaults;
 using gpufilter::DeviceScanner;
 using gpufilter::HostScanner;
-using gpufilter::Matcher;
+using gpufilter::ScanProgram;
 using gpufilter::MatchOptions;
 using gpufilter::PatternSet;
 using gpufilter::PatternTable;
-using gpufilter::Pipeline;
-using gpufilter::PipelineConfig;
+using gpufilter::FileScan;
+using gpufilter::FileScanConfig;
 using gpufilter::ScanConfig;
 using gpufilter::Scanner;
 using gpufilter::ScanSlot;
@@ -152,7 +152,7 @@ struct ScanRun {
 // Submits every chunk in order as the pipeline does (a free slot, or the oldest completed
 // first when every slot is in flight), so that up to `slots` chunks are in flight when a
 // fault comes, and collects what each chunk completes with.
-ScanRun scan_all(DeviceContext& dev, const Matcher& matcher, const ScanConfig& config, const Chunked& c) {
+ScanRun scan_all(DeviceContext& dev, const ScanProgram& matcher, const ScanConfig& config, const Chunked& c) {
   DeviceScanner scanner(dev, matcher, config);
   ScanRun r;
   std::size_t next_done = 0;
@@ -218,7 +218,7 @@ const Kind kLost{"lost", &DeviceFaults::lost, CL_OUT_OF_RESOURCES, "clFlush"};
 
 // One faulty run: complete and exact output, one fault of the planned kind, reported once
 // with its chunk, and the per-pattern counts exact or flagged as the header documents.
-void check_fault(DeviceContext& dev, const Matcher& matcher, ScanConfig config, const Chunked& c, const Kind& kind,
+void check_fault(DeviceContext& dev, const ScanProgram& matcher, ScanConfig config, const Chunked& c, const Kind& kind,
                  std::uint64_t n, std::optional<std::uint64_t> fault_seq, const std::string& note) {
   config.device_faults.*kind.field = n;
   const std::string what = std::string(kind.name) + ":" + std::to_string(n) + " " + note +
@@ -288,7 +288,7 @@ TEST(DeviceFaults, ParsesThePlanAndRejectsMalformedOnes) {
 // the faulty runs below must equal.
 TEST_F(DeviceFaultTest, NoPlanNoFault) {
   const PatternSet patterns = sparse_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   const Chunked c = cut(corpus_text(), 16 << 10, patterns, matcher.table());
   const ScanConfig config{.chunk_bytes = 16 << 10, .slots = 3, .count_patterns = true};
   const ScanRun r = scan_all(*dev_, matcher, config, c);
@@ -308,7 +308,7 @@ TEST_F(DeviceFaultTest, NoPlanNoFault) {
 TEST_F(DeviceFaultTest, SubmitFinishAndLostAtFirstMiddleAndLastChunk) {
   const std::string text = corpus_text();
   for (const PatternSet& patterns : {sparse_patterns(), dense_patterns()}) {
-    const Matcher matcher(*dev_, patterns, MatchOptions{});
+    const ScanProgram matcher(*dev_, patterns, MatchOptions{});
     for (std::size_t chunk : {std::size_t{4} << 10, std::size_t{64} << 10}) {
       const Chunked c = cut(text, chunk, patterns, matcher.table());
       ASSERT_GE(c.chunks.size(), 6u);
@@ -335,7 +335,7 @@ TEST_F(DeviceFaultTest, SubmitFinishAndLostAtFirstMiddleAndLastChunk) {
 // buffer: the Nth growth is the Nth such chunk, in whatever slot.
 TEST_F(DeviceFaultTest, FailedBufferGrowthAtFirstMiddleAndLastGrowth) {
   const PatternSet patterns = digit_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   constexpr std::size_t kChunk = 64 << 10;
   std::string text = by_digit_density(corpus_text());
   text.resize(text.size() / kChunk * kChunk);  // full chunks only: a short last one holds fewer
@@ -359,7 +359,7 @@ TEST_F(DeviceFaultTest, FailedBufferGrowthAtFirstMiddleAndLastGrowth) {
 // the other slots are redone on the host, and the new slot has host staging only.
 TEST_F(DeviceFaultTest, FailedSlotAllocation) {
   const PatternSet patterns = sparse_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   const Chunked c = cut(corpus_text(), 16 << 10, patterns, matcher.table());
   for (std::size_t slots : {2u, 3u, 4u}) {
     for (std::uint64_t n = 1; n < slots; ++n) {
@@ -373,7 +373,7 @@ TEST_F(DeviceFaultTest, FailedSlotAllocation) {
 // on with later chunks on the host, and tears down cleanly.
 TEST_F(DeviceFaultTest, DiscardAfterFaultThenScanOn) {
   const PatternSet patterns = sparse_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   const Chunked c = cut(corpus_text(), 16 << 10, patterns, matcher.table());
   for (const Kind* kind : {&kFinish, &kLost}) {
     ScanConfig config{.chunk_bytes = 16 << 10, .slots = 3, .count_patterns = true};
@@ -416,7 +416,7 @@ struct LineRun {
   std::uint64_t selected = 0;
 };
 
-LineRun run_lines(DeviceContext& dev, const Matcher& matcher, const std::string& text, bool regular,
+LineRun run_lines(DeviceContext& dev, const ScanProgram& matcher, const std::string& text, bool regular,
                   const DeviceFaults& faults, bool host_engine = false) {
   const ScanConfig config{.chunk_bytes = 16 << 10, .slots = 3, .device_faults = faults};
   std::unique_ptr<Scanner> scanner;
@@ -424,7 +424,7 @@ LineRun run_lines(DeviceContext& dev, const Matcher& matcher, const std::string&
   else scanner = std::make_unique<DeviceScanner>(dev, matcher, config);
   RecordingSink sink;
   Searcher searcher(matcher.table(), SearchOptions{.line_numbers = true, .spans = true}, sink);
-  Pipeline pipeline(*scanner, searcher, sink, PipelineConfig{});
+  FileScan pipeline(*scanner, searcher, FileScanConfig{});
   // A stream is read in pieces of a few KB, as from a pipe, so chunks are cut where the
   // reads end as well as where the chunk fills.
   StringSource source(text, regular ? 0 : 5000, "(test)", regular);
@@ -474,7 +474,7 @@ std::uint64_t naive_selected(const std::string& text, const PatternSet& patterns
 TEST_F(DeviceFaultTest, PipelineLinesUnchangedByFaults) {
   const std::string text = corpus_text();
   const PatternSet patterns = dense_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   const std::uint64_t expected_selected = naive_selected(text, patterns);
   ASSERT_GT(expected_selected, 1000u);
   for (bool regular : {true, false}) {
@@ -505,7 +505,7 @@ TEST_F(DeviceFaultTest, PipelineLinesUnchangedByFaults) {
 TEST_F(DeviceFaultTest, PipelineLinesUnchangedByFailedGrowth) {
   const std::string text = corpus_text();
   const PatternSet patterns = dense_patterns();
-  const Matcher matcher(*dev_, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev_, patterns, MatchOptions{});
   for (bool regular : {true, false}) {
     const ScanConfig base{.chunk_bytes = 64 << 10, .slots = 3};
     const auto run = [&](const DeviceFaults& faults, std::uint64_t* fault_count) {
@@ -514,7 +514,7 @@ TEST_F(DeviceFaultTest, PipelineLinesUnchangedByFailedGrowth) {
       DeviceScanner scanner(*dev_, matcher, config);
       RecordingSink sink;
       Searcher searcher(matcher.table(), SearchOptions{.line_numbers = true, .spans = true}, sink);
-      Pipeline pipeline(scanner, searcher, sink, PipelineConfig{});
+      FileScan pipeline(scanner, searcher, FileScanConfig{});
       StringSource source(text, regular ? 0 : 7000, "(test)", regular);
       pipeline.run(source);
       *fault_count = scanner.device_faults();

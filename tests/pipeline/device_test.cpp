@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace {
 

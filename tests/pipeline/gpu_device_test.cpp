@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <string>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
 
 namespace {
 
@@ -27,7 +27,7 @@ TEST(GpuDevice, DefaultDeviceIsTheGpuAndScans) {
   ASSERT_TRUE(device.info().is_gpu);
   gpufilter::PatternSet patterns;
   patterns.add("needle");
-  gpufilter::Matcher matcher(device, patterns, {});
+  gpufilter::ScanProgram matcher(device, patterns, {});
   gpufilter::ScanConfig config;
   config.chunk_bytes = 1 << 20;
   gpufilter::DeviceScanner scanner(device, matcher, config);

@@ -1,4 +1,4 @@
-// HostMatcher (Hyperscan) checked occurrence for occurrence, order included, against the
+// HsDatabase (Hyperscan) checked occurrence for occurrence, order included, against the
 // plain CPU reference matcher: the same answer the device scan must give.
 #include <gtest/gtest.h>
 
@@ -12,15 +12,15 @@
 #include <utility>
 #include <vector>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/host_matcher.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/hyperscan/hs_database.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "reference_matcher.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
 
-using gpufilter::HostMatcher;
+using gpufilter::HsDatabase;
 using gpufilter::MatchOptions;
 using gpufilter::Occurrence;
 using gpufilter::PatternSet;
@@ -34,7 +34,7 @@ using gpufilter::test::reference;
 using namespace std::string_literals;
 
 // Located occurrences; the returned count must agree with them.
-std::vector<Pair> host(const HostMatcher& m, HostMatcher::Scratch& scratch, const std::string& text,
+std::vector<Pair> host(const HsDatabase& m, HsDatabase::Scratch& scratch, const std::string& text,
                        std::size_t overlap) {
   std::vector<Occurrence> out;
   const std::uint64_t total = m.scan(text.data(), text.size(), overlap, scratch, &out, nullptr);
@@ -49,8 +49,8 @@ std::vector<std::uint64_t> counts_of(const std::vector<Pair>& v, std::size_t uni
 }
 
 // Every way of asking: located (with and without counts), counted, totalled only.
-void check_all_modes(const PatternSet& patterns, const PatternTable& table, const HostMatcher& m,
-                     HostMatcher::Scratch& scratch, const std::string& text, std::size_t overlap,
+void check_all_modes(const PatternSet& patterns, const PatternTable& table, const HsDatabase& m,
+                     HsDatabase::Scratch& scratch, const std::string& text, std::size_t overlap,
                      const std::string& what) {
   const auto expected = reference(patterns, table, text, overlap);
   const auto expected_counts = counts_of(expected, table.unique_count());
@@ -84,7 +84,7 @@ std::vector<Alphabet> alphabets() {
           {"all-bytes", all}};
 }
 
-TEST(HostMatcher, RandomPatternSetsMatchReference) {
+TEST(HsDatabase, RandomPatternSetsMatchReference) {
   std::mt19937 rng(2024);
   struct SetSpec {
     std::size_t count;
@@ -98,7 +98,7 @@ TEST(HostMatcher, RandomPatternSetsMatchReference) {
         const std::string seed_text = random_string(rng, a.chars, 4096);
         const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text, true);
         const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-        const HostMatcher matcher(table);
+        const HsDatabase matcher(table);
         auto scratch = matcher.new_scratch();
         for (int round = 0; round < 4; ++round) {
           const std::size_t menu[] = {4096, 1, 17, 1000, 2049};
@@ -123,13 +123,13 @@ TEST(HostMatcher, RandomPatternSetsMatchReference) {
   EXPECT_GT(same_position, 10 * checked);
 }
 
-TEST(HostMatcher, AllModesAgreeOnDenseInput) {
+TEST(HsDatabase, AllModesAgreeOnDenseInput) {
   std::mt19937 rng(11);
   for (bool ic : {false, true}) {
     const std::string seed_text = random_string(rng, "abAB\0\n"s, 3000);
     const PatternSet patterns = random_patterns(rng, "abAB\0\n"s, 200, 30, seed_text, true);
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     for (std::size_t overlap : {std::size_t{0}, std::size_t{29}, std::size_t{1500}}) {
       check_all_modes(patterns, table, matcher, scratch, seed_text, overlap, "seed ic=" + std::to_string(ic));
@@ -140,13 +140,13 @@ TEST(HostMatcher, AllModesAgreeOnDenseInput) {
 }
 
 // Every occurrence nests in a longer one: the whole scan is one reordering segment.
-TEST(HostMatcher, NestedRunsOfOneByte) {
+TEST(HsDatabase, NestedRunsOfOneByte) {
   PatternSet patterns;
   for (std::size_t len = 1; len <= 64; ++len) patterns.add(std::string(len, 'a'));
   patterns.add("ab");
   patterns.add("aab");
   const PatternTable table(patterns, MatchOptions{});
-  const HostMatcher matcher(table);
+  const HsDatabase matcher(table);
   auto scratch = matcher.new_scratch();
   for (const std::string& text : {std::string(3000, 'a'), std::string(100, 'a') + "b" + std::string(70, 'a') + "b"}) {
     for (std::size_t overlap : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{200}})
@@ -158,7 +158,7 @@ TEST(HostMatcher, NestedRunsOfOneByte) {
 // on text containing a long literal of mostly one repeated byte, when the database has
 // another literal too. chunker_fuzz found it twice (tests/fuzz/regressions/chunker_fuzz/
 // hs-scan-unknown-error*); the matcher then scans the chunk with the trie walk.
-TEST(HostMatcher, HyperscanLiteralBugFallsBackToTheWalk) {
+TEST(HsDatabase, HyperscanLiteralBugFallsBackToTheWalk) {
   std::vector<std::vector<std::string>> sets;
   // The front pattern of each set is the long one, which the texts below contain.
   for (std::size_t a : {0u, 2u, 5u})
@@ -176,7 +176,7 @@ TEST(HostMatcher, HyperscanLiteralBugFallsBackToTheWalk) {
     for (const std::string& p : set) patterns.add(p);
     for (bool ic : {false, true}) {
       const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-      const HostMatcher matcher(table);
+      const HsDatabase matcher(table);
       auto scratch = matcher.new_scratch();
       const std::string& longest = set.front();
       for (const std::string& text :
@@ -193,7 +193,7 @@ TEST(HostMatcher, HyperscanLiteralBugFallsBackToTheWalk) {
   }
 }
 
-TEST(HostMatcher, NulAndNewlineInPatterns) {
+TEST(HsDatabase, NulAndNewlineInPatterns) {
   PatternSet patterns;
   for (const std::string& p : {"\0"s, "\0\0"s, "a\0b"s, "\0A"s, "\n"s, "x\ny"s, "\0\n\0"s, "\n\n"s, "x"s})
     patterns.add(p);
@@ -201,7 +201,7 @@ TEST(HostMatcher, NulAndNewlineInPatterns) {
   std::mt19937 rng(3);
   for (bool ic : {false, true}) {
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     for (int i = 0; i < 20; ++i) {
       const std::string text = random_string(rng, "\0\0aAbxy\n"s, 512);
@@ -214,7 +214,7 @@ TEST(HostMatcher, NulAndNewlineInPatterns) {
 }
 
 // Case folding is ASCII only: '@' '[' '`' '{' and bytes >= 0x80 never fold.
-TEST(HostMatcher, IgnoreCaseFoldsAsciiLettersOnly) {
+TEST(HsDatabase, IgnoreCaseFoldsAsciiLettersOnly) {
   PatternSet patterns;
   patterns.add_list("HeLLo\nhello\nWORLD\nwOr\n@\n`\n[a\n{Z\n\xc1\xe1\nO w");
   const std::string alphabet = "hHeElLoOwWrRdD @`[{\xc1\xe1";
@@ -222,7 +222,7 @@ TEST(HostMatcher, IgnoreCaseFoldsAsciiLettersOnly) {
   for (bool ic : {false, true}) {
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
     EXPECT_EQ(table.unique_count(), ic ? patterns.size() - 1 : patterns.size());
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     std::size_t found = 0;
     for (int i = 0; i < 30; ++i) {
@@ -235,13 +235,13 @@ TEST(HostMatcher, IgnoreCaseFoldsAsciiLettersOnly) {
   }
 }
 
-TEST(HostMatcher, DuplicatePatternsShareOneId) {
+TEST(HsDatabase, DuplicatePatternsShareOneId) {
   PatternSet patterns;
   patterns.add_list("abc\nab\nabc\nABC\nb\nab\nAbC\nb");
   for (bool ic : {false, true}) {
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
     EXPECT_EQ(table.unique_count(), ic ? 3u : 5u);
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     EXPECT_EQ(matcher.unique_count(), table.unique_count());
     auto scratch = matcher.new_scratch();
     const std::string text = "abcABCabCxxAbcab b";
@@ -250,7 +250,7 @@ TEST(HostMatcher, DuplicatePatternsShareOneId) {
   }
 }
 
-TEST(HostMatcher, OverlapOwnershipForEveryOverlap) {
+TEST(HsDatabase, OverlapOwnershipForEveryOverlap) {
   std::mt19937 rng(17);
   PatternSet fixed;
   fixed.add_list("abc\nbcd\nc\ncdab\nd");
@@ -259,7 +259,7 @@ TEST(HostMatcher, OverlapOwnershipForEveryOverlap) {
       {&fixed, "abcdabcdabcd"}, {&random_set, random_string(rng, "ab", 150)}, {&random_set, std::string(40, 'a')}};
   for (const auto& [patterns, text] : cases) {
     const PatternTable table(*patterns, MatchOptions{});
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     const auto all = reference(*patterns, table, text, 0);
     std::size_t dropped = 0;
@@ -276,11 +276,11 @@ TEST(HostMatcher, OverlapOwnershipForEveryOverlap) {
   }
 }
 
-TEST(HostMatcher, EmptyTextAndAppending) {
+TEST(HsDatabase, EmptyTextAndAppending) {
   PatternSet patterns;
   patterns.add_list("a\nab");
   const PatternTable table(patterns, MatchOptions{});
-  const HostMatcher matcher(table);
+  const HsDatabase matcher(table);
   auto scratch = matcher.new_scratch();
   std::vector<Occurrence> out{{7, 1}, {3, 0}};
   std::vector<std::uint64_t> counts(2, 5);
@@ -297,14 +297,14 @@ TEST(HostMatcher, EmptyTextAndAppending) {
   EXPECT_EQ(counts, (std::vector<std::uint64_t>{5 + 3, 5 + 2}));
 }
 
-TEST(HostMatcher, NoUniquePatterns) {
+TEST(HsDatabase, NoUniquePatterns) {
   PatternSet only_empty;
   only_empty.add("");
   PatternSet none;
   for (const PatternSet* patterns : {&only_empty, &none}) {
     const PatternTable table(*patterns, MatchOptions{});
     EXPECT_EQ(table.unique_count(), 0u);
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     std::vector<Occurrence> out;
     const std::string text = "abc\n\0x"s;
@@ -314,11 +314,11 @@ TEST(HostMatcher, NoUniquePatterns) {
   }
 }
 
-TEST(HostMatcher, PatternLongerThanText) {
+TEST(HsDatabase, PatternLongerThanText) {
   PatternSet patterns;
   patterns.add_list("abcdefgh\nbcd\nabcd");
   const PatternTable table(patterns, MatchOptions{});
-  const HostMatcher matcher(table);
+  const HsDatabase matcher(table);
   auto scratch = matcher.new_scratch();
   for (const std::string& text : {"abc"s, "abcd"s, "abcdefg"s, "abcdefgh"s}) {
     const auto expected = reference(patterns, table, text, 0);
@@ -328,30 +328,30 @@ TEST(HostMatcher, PatternLongerThanText) {
   PatternSet just_long;
   just_long.add(std::string(100, 'x'));
   const PatternTable long_table(just_long, MatchOptions{});
-  const HostMatcher long_matcher(long_table);
+  const HsDatabase long_matcher(long_table);
   auto long_scratch = long_matcher.new_scratch();
   EXPECT_TRUE(host(long_matcher, long_scratch, std::string(99, 'x'), 0).empty());
   EXPECT_EQ(host(long_matcher, long_scratch, std::string(101, 'x'), 0), (std::vector<Pair>{{0, 0}, {1, 0}}));
 }
 
-TEST(HostMatcher, ScratchOfAnotherMatcherIsRefused) {
+TEST(HsDatabase, ScratchOfAnotherMatcherIsRefused) {
   PatternSet a, b;
   a.add("a");
   b.add("b");
   const PatternTable ta(a, MatchOptions{}), tb(b, MatchOptions{});
-  const HostMatcher ma(ta);
-  HostMatcher mb(tb);
+  const HsDatabase ma(ta);
+  HsDatabase mb(tb);
   auto scratch_b = mb.new_scratch();
   EXPECT_THROW(ma.scan("aaa", 3, 0, scratch_b, nullptr, nullptr), gpufilter::Error);
   // A moved Scratch keeps working; a moved matcher keeps its database.
-  HostMatcher::Scratch moved = std::move(scratch_b);
+  HsDatabase::Scratch moved = std::move(scratch_b);
   EXPECT_EQ(mb.scan("bab", 3, 0, moved, nullptr, nullptr), 2u);
-  const HostMatcher mc(std::move(mb));
+  const HsDatabase mc(std::move(mb));
   EXPECT_EQ(mc.scan("bbb", 3, 0, moved, nullptr, nullptr), 3u);
 }
 
 // Real text: OpenSSH log lines, with patterns taken from its words.
-TEST(HostMatcher, OpenSshCorpus) {
+TEST(HsDatabase, OpenSshCorpus) {
   const std::string text = gpufilter::test::read_file(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
   ASSERT_GT(text.size(), 100000u);
   std::vector<std::string> words;
@@ -374,7 +374,7 @@ TEST(HostMatcher, OpenSshCorpus) {
   patterns.add_list("sshd\nFailed password\nPAM\nroot\nInvalid user\nLabSZ\nNOT-IN-THE-LOG\nauthentication failure");
   for (bool ic : {false, true}) {
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     for (std::size_t overlap : {std::size_t{0}, std::size_t{12345}}) {
       const auto expected = reference(patterns, table, text, overlap);
@@ -384,12 +384,12 @@ TEST(HostMatcher, OpenSshCorpus) {
   }
 }
 
-TEST(HostMatcher, ConcurrentScansWithSeparateScratch) {
+TEST(HsDatabase, ConcurrentScansWithSeparateScratch) {
   std::mt19937 rng(99);
   const std::string seed_text = random_string(rng, "abc\n", 20000);
   const PatternSet patterns = random_patterns(rng, "abc", 500, 20, seed_text);
   const PatternTable table(patterns, MatchOptions{});
-  const HostMatcher matcher(table);
+  const HsDatabase matcher(table);
   constexpr std::size_t kThreads = 4;
   std::vector<std::string> texts;
   std::vector<std::vector<Pair>> expected;
@@ -426,13 +426,13 @@ TEST(HostMatcher, ConcurrentScansWithSeparateScratch) {
 }
 
 // A larger chunk with dense, nested occurrences: the reordering at scale.
-TEST(HostMatcher, OneMebibyteDenseChunk) {
+TEST(HsDatabase, OneMebibyteDenseChunk) {
   std::mt19937 rng(5);
   const std::string text = random_string(rng, "abcd\n", 1 << 20);
   const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
   for (bool ic : {false, true}) {
     const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
-    const HostMatcher matcher(table);
+    const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
     for (std::size_t overlap : {std::size_t{0}, table.max_length() - 1, std::size_t{500000}}) {
       const auto expected = reference(patterns, table, text, overlap);

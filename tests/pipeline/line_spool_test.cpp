@@ -6,8 +6,8 @@
 #include <random>
 #include <string>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/line_spool.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/grep/line_spool.hpp"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pattern_table.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "reference_matcher.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// The whole Pipeline (Chunker -> Scanner on the OpenCL device or the host engine ->
+// The whole FileScan (Chunker -> Scanner on the OpenCL device or the host engine ->
 // Searcher -> Sink), two ways:
 //  * one expected output for every configuration (ripgrep SearcherTester style): tiny
 //    chunks, 1..3 slots and reads of 1..7 bytes must give exactly what one big chunk gives;
@@ -20,29 +20,29 @@
 #include <utility>
 #include <vector>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pipeline.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/host_scanner.hpp"
-#include "gpufilter/pipeline/searcher.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/scan/file_scan.hpp"
+#include "reference_matcher.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/hyperscan/host_scanner.hpp"
+#include "gpufilter/grep/searcher.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
 
 using gpufilter::BinaryFiles;
 using gpufilter::DeviceContext;
-using gpufilter::Matcher;
+using gpufilter::ScanProgram;
 using gpufilter::MatchOptions;
 using gpufilter::MatchSpan;
 using gpufilter::Occurrence;
 using gpufilter::PatternSet;
 using gpufilter::PatternTable;
-using gpufilter::Pipeline;
-using gpufilter::PipelineConfig;
+using gpufilter::FileScan;
+using gpufilter::FileScanConfig;
 using gpufilter::ScanConfig;
 using gpufilter::DeviceScanner;
 using gpufilter::HostScanner;
@@ -79,18 +79,18 @@ struct RunResult {
   std::uint64_t lines_seen = 0;
 };
 
-std::unique_ptr<Scanner> make_scanner(DeviceContext& dev, const Matcher& matcher, ScanConfig config, bool host) {
+std::unique_ptr<Scanner> make_scanner(DeviceContext& dev, const ScanProgram& matcher, ScanConfig config, bool host) {
   if (host) return std::make_unique<HostScanner>(matcher.table(), config);
   return std::make_unique<DeviceScanner>(dev, matcher, config);
 }
 
-RunResult run_pipeline(DeviceContext& dev, const Matcher& matcher, const SearchOptions& options,
+RunResult run_pipeline(DeviceContext& dev, const ScanProgram& matcher, const SearchOptions& options,
                        const std::string& input, const RunConfig& rc, bool detect_binary = true) {
   const auto engine = make_scanner(dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots}, rc.host);
   Scanner& scanner = *engine;
   RecordingSink sink;
   Searcher searcher(matcher.table(), options, sink);
-  Pipeline pipeline(scanner, searcher, sink, PipelineConfig{.detect_binary = detect_binary, .count_lines = true});
+  FileScan pipeline(scanner, searcher, FileScanConfig{.detect_binary = detect_binary, .count_lines = true});
   StringSource source(input, 0, "(test)", rc.regular);
   if (!rc.reads.empty()) source.set_read_sizes(rc.reads);
   RunResult r;
@@ -285,7 +285,7 @@ std::vector<RunConfig> tiny_configs(std::size_t longest, std::size_t count) {
 void check_input(DeviceContext& dev, const std::string& what, const PatternSet& patterns, MatchOptions match,
                  const std::string& input, std::size_t configs_per_option, bool model = true,
                  bool detect_binary = true) {
-  const Matcher matcher(dev, patterns, match);
+  const ScanProgram matcher(dev, patterns, match);
   const auto configs = tiny_configs(matcher.table().max_length(), configs_per_option);
   for (const auto& [name, options] : option_sets()) {
     SCOPED_TRACE(what + " options=" + name);
@@ -333,7 +333,7 @@ PatternSet list(const std::string& text) {
 
 // --- Tests ----------------------------------------------------------------------------
 
-TEST(Pipeline, SmallHandWrittenInputs) {
+TEST(FileScan, SmallHandWrittenInputs) {
   GPUFILTER_OPEN_DEVICE(dev);
   const std::string text =
       "foo bar\nfoobar\n\nbar\r\nfoo_bar baz\nBAR foo\nxfoo foox\n-foo-\nfoo\nbarfoo\nlast line without newline foo";
@@ -344,7 +344,7 @@ TEST(Pipeline, SmallHandWrittenInputs) {
   check_input(*dev, "empty-and-foo", list("\nfoo"), MatchOptions{}, text, 3);
 }
 
-TEST(Pipeline, EdgeInputs) {
+TEST(FileScan, EdgeInputs) {
   GPUFILTER_OPEN_DEVICE(dev);
   for (const std::string& input : {""s, "\n"s, "a"s, "a\n"s, "\n\n\n"s, "ab\r\n"s, "xa"s}) {
     check_input(*dev, "input '" + input + "'", list("a"), MatchOptions{}, input, 4);
@@ -352,7 +352,7 @@ TEST(Pipeline, EdgeInputs) {
   }
 }
 
-TEST(Pipeline, RandomInputsSmallAlphabet) {
+TEST(FileScan, RandomInputsSmallAlphabet) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(17);
   for (int round = 0; round < 3; ++round) {
@@ -369,7 +369,7 @@ TEST(Pipeline, RandomInputsSmallAlphabet) {
   }
 }
 
-TEST(Pipeline, LongLinesAcrossChunks) {
+TEST(FileScan, LongLinesAcrossChunks) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(23);
   // Lines of up to 400 bytes over "ab": every tiny chunk splits them, with overlap.
@@ -397,7 +397,7 @@ PatternSet tokens_of(const std::string& log, std::uint32_t seed, std::size_t cou
   return p;
 }
 
-TEST(Pipeline, CorpusLogs) {
+TEST(FileScan, CorpusLogs) {
   GPUFILTER_OPEN_DEVICE(dev);
   for (const char* name : {"loghub/OpenSSH_2k.log", "loghub/Proxifier_2k.log"}) {
     const std::string log = gpufilter::test::read_file(corpus_path(name));
@@ -409,12 +409,12 @@ TEST(Pipeline, CorpusLogs) {
   }
 }
 
-TEST(Pipeline, WholeCorpusLogs) {
+TEST(FileScan, WholeCorpusLogs) {
   GPUFILTER_OPEN_DEVICE(dev);
   for (const char* name : {"loghub/OpenSSH_2k.log", "loghub/HDFS_2k.log", "loghub/Apache_2k.log"}) {
     const std::string log = gpufilter::test::read_file(corpus_path(name));
     const PatternSet patterns = tokens_of(log, 3, 8);
-    const Matcher matcher(*dev, patterns, MatchOptions{});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{});
     const std::size_t base = std::max<std::size_t>(64, matcher.table().max_length());
     // Chunk sizes stay small: PoCL compiles the kernel once per distinct chunk length.
     const RunConfig configs[] = {{base, 3, {}, true}, {base + 7, 2, {4093}, true}};
@@ -431,13 +431,13 @@ TEST(Pipeline, WholeCorpusLogs) {
 }
 
 // Inputs with NUL bytes: binary mode must start at the same line whatever the chunking.
-TEST(Pipeline, BinaryInputsAgreeAcrossConfigurations) {
+TEST(FileScan, BinaryInputsAgreeAcrossConfigurations) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(41);
   std::string text = random_lines(rng, 4000, 90, "abcdefgh ", true);  // about 180 KB
   text[150000] = '\0';
   const PatternSet patterns = list("abc\nhg\nd d");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   const RunConfig configs[] = {{64, 3, {}, true}, {61, 2, {7, 4093}, true}, {40, 1, {}, true}};
   for (const BinaryFiles mode : {BinaryFiles::kBinary, BinaryFiles::kWithoutMatch, BinaryFiles::kText}) {
     for (const auto& [opt_name, base_options] : option_sets()) {
@@ -462,12 +462,12 @@ TEST(Pipeline, BinaryInputsAgreeAcrossConfigurations) {
   }
 }
 
-TEST(Pipeline, SherlockWithNul) {
+TEST(FileScan, SherlockWithNul) {
   GPUFILTER_OPEN_DEVICE(dev);
   const std::string text = gpufilter::test::read_file(corpus_path("text/sherlock-nul.txt"));
   ASSERT_NE(text.find('\0'), std::string::npos);
   const PatternSet patterns = list("Sherlock\nHolmes\nthe");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   for (const auto& [opt_name, options] : option_sets()) {
     if (opt_name != "default" && opt_name != "count" && opt_name != "invert") continue;
     SCOPED_TRACE("options=" + opt_name);
@@ -482,13 +482,13 @@ TEST(Pipeline, SherlockWithNul) {
   }
 }
 
-// Pipeline::lines_seen (PipelineConfig::count_lines, the empty pattern's --pattern-counts
+// FileScan::lines_seen (FileScanConfig::count_lines, the empty pattern's --pattern-counts
 // figure) counts every line, the unterminated last one included, however it was chunked.
-TEST(Pipeline, LinesSeenCountsEveryLine) {
+TEST(FileScan, LinesSeenCountsEveryLine) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(61);
   const PatternSet patterns = list("\nab");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   std::vector<std::string> inputs = {"", "\n", "abcdefgh", "abcdefgh\n", "x\nabcdefgh", "abcdefghijklmnopq"};
   inputs.push_back(random_lines(rng, 12, 400, "ab", false));
   inputs.push_back(random_lines(rng, 12, 400, "ab", true));
@@ -513,7 +513,7 @@ TEST(Pipeline, LinesSeenCountsEveryLine) {
 // --pattern-counts: with scan_to_end the device counts every occurrence of the whole
 // input exactly once, however the chunker split it (overlaps included), even after the
 // searcher stopped (-m 1).
-TEST(Pipeline, PatternCountsThroughChunking) {
+TEST(FileScan, PatternCountsThroughChunking) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(71);
   const std::string log = gpufilter::test::read_file(corpus_path("loghub/OpenSSH_2k.log"));
@@ -522,7 +522,7 @@ TEST(Pipeline, PatternCountsThroughChunking) {
   for (int k = 0; k < 2; ++k) {
     const std::string& input = inputs[k];
     for (bool ic : {false, true}) {
-      const Matcher matcher(*dev, sets[k], MatchOptions{.ignore_case = ic});
+      const ScanProgram matcher(*dev, sets[k], MatchOptions{.ignore_case = ic});
       std::vector<std::uint64_t> expected(matcher.table().unique_count(), 0);
       for (const Occurrence& o : gpufilter::reference_occurrences(sets[k], matcher.table(), input)) ++expected[o.pattern];
       auto configs = tiny_configs(matcher.table().max_length(), 6);
@@ -533,7 +533,7 @@ TEST(Pipeline, PatternCountsThroughChunking) {
         Scanner& scanner = *engine;
         RecordingSink sink;
         Searcher searcher(matcher.table(), SearchOptions{.max_count = 1}, sink);
-        Pipeline pipeline(scanner, searcher, sink, PipelineConfig{.scan_to_end = true});
+        FileScan pipeline(scanner, searcher, FileScanConfig{.scan_to_end = true});
         StringSource source(input, 0, "(test)", rc.regular);
         if (!rc.reads.empty()) source.set_read_sizes(rc.reads);
         pipeline.run(source);
@@ -544,14 +544,14 @@ TEST(Pipeline, PatternCountsThroughChunking) {
   }
 }
 
-// One Pipeline and Searcher over several inputs: an input stopped early (-m) leaves
+// One FileScan and Searcher over several inputs: an input stopped early (-m) leaves
 // nothing behind for the next, and context groups of a later input are separated from
 // an earlier input's output.
-TEST(Pipeline, SeveralInputsThroughOnePipeline) {
+TEST(FileScan, SeveralInputsThroughOnePipeline) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(83);
   const PatternSet patterns = list("ab\nba a");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   const std::string inputs[] = {random_lines(rng, 80, 30, "ab ", true), random_lines(rng, 50, 30, "ab ", false),
                                 "", random_lines(rng, 40, 300, "ab ", false)};
   const SearchOptions stops{.max_count = 2, .line_numbers = true};
@@ -562,7 +562,7 @@ TEST(Pipeline, SeveralInputsThroughOnePipeline) {
       DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = rc.chunk, .slots = rc.slots});
       RecordingSink sink;
       Searcher searcher(matcher.table(), options, sink);
-      Pipeline pipeline(scanner, searcher, sink, PipelineConfig{});
+      FileScan pipeline(scanner, searcher, FileScanConfig{});
       Events expected;
       bool output = false;
       for (std::size_t i = 0; i < std::size(inputs); ++i) {
@@ -633,10 +633,10 @@ class StallingSource final : public gpufilter::Source {
 
 // When a slow input goes quiet, every complete line read so far has been searched and
 // its output flushed; nothing is lost or reordered.
-TEST(Pipeline, StallingInputFlushesCompleteLines) {
+TEST(FileScan, StallingInputFlushesCompleteLines) {
   GPUFILTER_OPEN_DEVICE(dev);
   const PatternSet patterns = list("foo");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   const std::vector<std::string> pieces = {"foo 1\n", "bar\nfoo 2\npart", "ial foo 3", "\nfoo", " 4\n", "tail foo"};
   std::string input;
   for (const auto& p : pieces) input += p;
@@ -647,7 +647,7 @@ TEST(Pipeline, StallingInputFlushesCompleteLines) {
       DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = chunk, .slots = slots});
       FlushRecordingSink sink;
       Searcher searcher(matcher.table(), options, sink);
-      Pipeline pipeline(scanner, searcher, sink, PipelineConfig{});
+      FileScan pipeline(scanner, searcher, FileScanConfig{});
       StallingSource source(pieces);
       pipeline.run(source);
       ASSERT_EQ(diff(expected, sink.events()), "") << "chunk=" << chunk << " slots=" << slots;
@@ -668,11 +668,11 @@ TEST(Pipeline, StallingInputFlushesCompleteLines) {
 
 // A chunk size below the longest pattern: the chunker raises its capacity to
 // overlap + 1 = longest pattern, so the result must still be the big-chunk result.
-TEST(Pipeline, ChunkSmallerThanLongestPattern) {
+TEST(FileScan, ChunkSmallerThanLongestPattern) {
   GPUFILTER_OPEN_DEVICE(dev);
   const std::string text = "a long line with a pattern longer than the chunk\nshort\npatterns here\n";
   const PatternSet patterns = list("pattern longer\nshort");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   const SearchOptions options{.line_numbers = true, .spans = true};
   const Events expected = Model(patterns, matcher.table(), options).run(text);
   for (std::size_t chunk : {4u, 8u, 13u}) {

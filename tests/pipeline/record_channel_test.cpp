@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gpufilter/pipeline/record_channel.hpp"
+#include "gpufilter/core/record_channel.hpp"
 
 namespace {
 

@@ -13,18 +13,18 @@
 #include <utility>
 #include <vector>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/reference_matcher.hpp"
-#include "gpufilter/pipeline/device_scanner.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "reference_matcher.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
 
 using gpufilter::DeviceContext;
-using gpufilter::Matcher;
+using gpufilter::ScanProgram;
 using gpufilter::MatchOptions;
 using gpufilter::Occurrence;
 using gpufilter::PatternSet;
@@ -91,7 +91,7 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
         const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
         // 1, 2 or 4 start positions per work-item (the GPU default is 4, a CPU device's 1).
         const unsigned positions = 1u << (matchers++ % 3);
-        const Matcher matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}), positions);
+        const ScanProgram matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}), positions);
         const PatternTable& table = matcher.table();
         for (std::size_t chunk : chunk_sizes) {
           const std::size_t slots = 1 + checked % 3;
@@ -127,7 +127,7 @@ TEST(Scanner, TenThousandPatterns) {
     for (bool ic : {false, true}) {
       const std::string seed_text = random_string(rng, alphabet, 20000);
       const PatternSet patterns = random_patterns(rng, alphabet, 10000, 300, seed_text);
-      const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+      const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
       DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 4096, .slots = 2});
       for (std::size_t overlap : {0u, 299u}) {
         const std::string text = seed_text.substr(overlap == 0 ? 0 : 8000, 2500);
@@ -146,7 +146,7 @@ TEST(Scanner, OneMebibyteChunks) {
   const std::string text = random_string(rng, "abcd\n", 1 << 20);
   const PatternSet patterns = random_patterns(rng, "abcd", 60, 20, text);
   for (bool ic : {false, true}) {
-    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
     DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 1 << 20, .slots = 2});
     for (std::size_t overlap : {std::size_t{0}, matcher.table().max_length() - 1, std::size_t{500000}}) {
       const auto expected = reference(patterns, matcher.table(), text, overlap);
@@ -161,7 +161,7 @@ TEST(Scanner, MoreOccurrencesThanOutputCapacity) {
   for (const std::string& list : {"a"s, "a\naa\naaa"s}) {
     PatternSet patterns;
     patterns.add_list(list);
-    const Matcher matcher(*dev, patterns, MatchOptions{});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{});
     for (bool count : {false, true}) {
       // 128 KiB chunks start with room for chunk/16 = 8,192 located occurrences.
       DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 128 << 10, .slots = 1, .count_patterns = count});
@@ -197,7 +197,7 @@ TEST(Scanner, GrowWhileOtherSlotsInFlight) {
   GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("a\nab\nb");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64 << 10, .slots = 3, .count_patterns = true});
   std::mt19937 rng(4);
   std::vector<std::uint64_t> expected_counts(matcher.table().unique_count(), 0);
@@ -238,7 +238,7 @@ TEST(Scanner, NulBytesInTextAndPatterns) {
   patterns.add_file_contents("\0\n\0\0\na\0b\n\0A\nx\n"s);
   std::mt19937 rng(3);
   for (bool ic : {false, true}) {
-    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
     DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 512, .slots = 2});
     for (int i = 0; i < 20; ++i) {
       const std::string text = random_string(rng, "\0\0aAbx\n"s, 512);
@@ -254,7 +254,7 @@ TEST(Scanner, OverlapOwnership) {
   GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("abc\nbcd\nc\ncdab\nd");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2});
   const std::string text = "abcdabcdabcd";
   std::size_t seen_dropped = 0;
@@ -274,7 +274,7 @@ TEST(Scanner, EmptyChunk) {
   GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add("a");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 64, .slots = 2, .count_patterns = true});
   std::uint64_t total = 99;
   EXPECT_TRUE(scan_one(scanner, "", 0, 0, &total).empty());
@@ -289,7 +289,7 @@ TEST(Scanner, PatternCountsSumOverChunks) {
   for (bool ic : {false, true}) {
     const std::string seed_text = random_string(rng, "abAB\0"s, 3000);
     const PatternSet patterns = random_patterns(rng, "abAB\0"s, 200, 30, seed_text);
-    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
     for (bool locate : {true, false}) {
       DeviceScanner scanner(*dev, matcher,
                       ScanConfig{.chunk_bytes = 1000, .slots = 3, .locate = locate, .count_patterns = true});
@@ -313,7 +313,7 @@ TEST(Scanner, PatternCountsSumOverChunks) {
   // Without count_patterns: zeros.
   PatternSet p;
   p.add("a");
-  const Matcher m(*dev, p, MatchOptions{});
+  const ScanProgram m(*dev, p, MatchOptions{});
   DeviceScanner s(*dev, m, ScanConfig{.chunk_bytes = 64, .slots = 2});
   scan_one(s, "aaaa", 0);
   EXPECT_EQ(s.pattern_counts(), (std::vector<std::uint64_t>{0}));
@@ -324,7 +324,7 @@ TEST(Scanner, SeveralChunksInFlight) {
   std::mt19937 rng(31);
   const std::string seed_text = random_string(rng, "abc\n", 5000);
   const PatternSet patterns = random_patterns(rng, "abc", 100, 25, seed_text);
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   for (std::size_t slots : {1u, 2u, 3u}) {
     DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 2048, .slots = slots});
     // Fill every slot, complete in order, and keep a random number in flight.
@@ -383,7 +383,7 @@ TEST(Scanner, ThreeSubmittedThenCompletedInOrder) {
   GPUFILTER_OPEN_DEVICE(dev);
   PatternSet patterns;
   patterns.add_list("ab\nb\nbba");
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 256, .slots = 3});
   const std::string texts[3] = {"abba abba", "bbbbbbbbab", "nothing here"};
   ScanSlot* slots[3];
@@ -439,7 +439,7 @@ TEST(Scanner, HostPathForSmallChunksEqualsDevicePath) {
     for (bool ic : {false, true}) {
       const std::string seed_text = random_string(rng, a.chars, 6000);
       const PatternSet patterns = random_patterns(rng, a.chars, 300, 24, seed_text, true);
-      const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
+      const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = ic});
       const ScanConfig base{.chunk_bytes = 4096, .slots = 3, .locate = true, .count_patterns = true};
       ScanConfig on_host = base;
       on_host.host_scan_below = 4097;  // every chunk
@@ -475,7 +475,7 @@ TEST(Scanner, HostAndDeviceChunksInterleaveInOrder) {
   std::mt19937 rng(45);
   const std::string seed_text = random_string(rng, "abc\n", 20000);
   const PatternSet patterns = random_patterns(rng, "abc", 100, 12, seed_text);
-  const Matcher matcher(*dev, patterns, MatchOptions{});
+  const ScanProgram matcher(*dev, patterns, MatchOptions{});
   DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = 8192, .slots = 3, .host_scan_below = 1024});
   std::vector<std::string> texts;
   for (int i = 0; i < 30; ++i) {

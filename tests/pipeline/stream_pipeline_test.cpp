@@ -1,8 +1,8 @@
-// StreamPipeline: many inputs through one RecordChannel and one scanner. A producer
+// StreamGrep: many inputs through one RecordChannel and one scanner. A producer
 // thread appends the lines of several inputs in random interleavings (some inputs carried
 // on by a second stream, as a followed file is after rotation) into a small channel, so
 // backpressure and batch boundaries fall everywhere. Each input's output, picked out of
-// the interleaved sink calls by LineMatch::source, must equal what the one-input Pipeline
+// the interleaved sink calls by LineMatch::source, must equal what the one-input FileScan
 // gives for that input alone, on both engines and on the device's host path.
 #include <gtest/gtest.h>
 
@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "gpufilter/pipeline/device_scanner.hpp"
-#include "gpufilter/pipeline/host_scanner.hpp"
-#include "gpufilter/pipeline/matcher.hpp"
-#include "gpufilter/pipeline/pipeline.hpp"
-#include "gpufilter/pipeline/record_channel.hpp"
-#include "gpufilter/pipeline/stream_pipeline.hpp"
-#include "gpufilter/pipeline/stream_scan.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/hyperscan/host_scanner.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+#include "gpufilter/scan/file_scan.hpp"
+#include "gpufilter/core/record_channel.hpp"
+#include "gpufilter/grep/stream_grep.hpp"
+#include "gpufilter/scan/stream_scan.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
@@ -67,11 +67,11 @@ struct Input {
   std::string text;  // whole lines, each ending in '\n'
 };
 
-// What the one-input Pipeline gives for `input` alone.
+// What the one-input FileScan gives for `input` alone.
 std::vector<std::string> expected_events(Scanner& scanner, const SearchOptions& options, const Input& input) {
   PerSourceSink sink;
   Searcher searcher(scanner.table(), options, sink);
-  Pipeline pipeline(scanner, searcher, sink, PipelineConfig{.detect_binary = false});
+  FileScan pipeline(scanner, searcher, FileScanConfig{.detect_binary = false});
   StringSource source(input.text, 0, input.name);
   pipeline.run(source);
   return sink.events[input.name];
@@ -164,7 +164,7 @@ void check(Scanner& stream_scanner, Scanner& reference_scanner, std::mt19937& rn
   for (const SearchOptions& options : option_sets()) {
     PerSourceSink sink;
     RecordChannel channel(RecordChannel::Config{batch_bytes, 2 + rng() % 2});
-    StreamPipeline pipeline(stream_scanner, options, sink, channel, StreamPipelineConfig{});
+    StreamGrep pipeline(stream_scanner, options, sink, channel, StreamGrepConfig{});
     std::thread producer(produce, std::ref(channel), std::cref(inputs), std::mt19937(rng()));
     pipeline.run();
     producer.join();
@@ -179,13 +179,13 @@ void check(Scanner& stream_scanner, Scanner& reference_scanner, std::mt19937& rn
   }
 }
 
-TEST(StreamPipeline, InterleavedInputsEqualEachInputAlone) {
+TEST(StreamGrep, InterleavedInputsEqualEachInputAlone) {
   GPUFILTER_OPEN_DEVICE(dev);
   std::mt19937 rng(71);
   for (int round = 0; round < 3; ++round) {
     const std::string sample = random_string(rng, "abcab \r\0"s, 2000);
     const PatternSet patterns = random_patterns(rng, "abc \0"s, 1 + rng() % 40, 6, sample);
-    const Matcher matcher(*dev, patterns, MatchOptions{.ignore_case = round == 1});
+    const ScanProgram matcher(*dev, patterns, MatchOptions{.ignore_case = round == 1});
     HostScanner reference(matcher.table(), ScanConfig{.chunk_bytes = 1 << 16, .slots = 2});
     for (std::size_t batch : {std::size_t{128}, std::size_t{4096}}) {
       HostScanner host(matcher.table(), ScanConfig{.chunk_bytes = batch, .slots = 3});
@@ -200,7 +200,7 @@ TEST(StreamPipeline, InterleavedInputsEqualEachInputAlone) {
 }
 
 // Over-long lines a reader dropped still count in line numbers.
-TEST(StreamPipeline, SkippedLinesCountInLineNumbers) {
+TEST(StreamGrep, SkippedLinesCountInLineNumbers) {
   PatternSet patterns;
   patterns.add("x");
   const PatternTable table(patterns, MatchOptions{});
@@ -213,14 +213,14 @@ TEST(StreamPipeline, SkippedLinesCountInLineNumbers) {
   channel.append(s, 100, "cx\n", 2);  // two lines were dropped between
   channel.close(s);
   channel.finish();
-  StreamPipeline pipeline(host, SearchOptions{.line_numbers = true}, sink, channel, StreamPipelineConfig{});
+  StreamGrep pipeline(host, SearchOptions{.line_numbers = true}, sink, channel, StreamGrepConfig{});
   pipeline.run();
   EXPECT_EQ(sink.events["tcp://peer"],
             (std::vector<std::string>{"match 0 1 [ax]", "match 100 5 [cx]", "finish 2"}));
 }
 
 // -q: the first selected line anywhere decides everything, once.
-TEST(StreamPipeline, QuietDecidesAtTheFirstSelectedLine) {
+TEST(StreamGrep, QuietDecidesAtTheFirstSelectedLine) {
   PatternSet patterns;
   patterns.add("needle");
   const PatternTable table(patterns, MatchOptions{});
@@ -234,8 +234,8 @@ TEST(StreamPipeline, QuietDecidesAtTheFirstSelectedLine) {
   channel.append(b, 0, "a needle\n");
   channel.append(a, 4, "needle too\n");
   channel.finish();
-  StreamPipeline pipeline(host, SearchOptions{.quiet = true, .stop_on_first = true}, sink, channel,
-                          StreamPipelineConfig{.stop_on_first_selected = true});
+  StreamGrep pipeline(host, SearchOptions{.quiet = true, .stop_on_first = true}, sink, channel,
+                          StreamGrepConfig{.stop_on_first_selected = true});
   int decided = 0;
   pipeline.on_decided([&] { ++decided; });
   pipeline.run();
@@ -245,7 +245,7 @@ TEST(StreamPipeline, QuietDecidesAtTheFirstSelectedLine) {
 }
 
 // Acknowledgements come only after the output is flushed, and name each stream's end.
-TEST(StreamPipeline, AcknowledgesWhatWasFlushed) {
+TEST(StreamGrep, AcknowledgesWhatWasFlushed) {
   PatternSet patterns;
   patterns.add("x");
   const PatternTable table(patterns, MatchOptions{});
@@ -258,7 +258,7 @@ TEST(StreamPipeline, AcknowledgesWhatWasFlushed) {
   channel.close(s);
   channel.finish();
   EXPECT_FALSE(channel.acknowledged(s).has_value());
-  StreamPipeline pipeline(host, SearchOptions{}, sink, channel, StreamPipelineConfig{});
+  StreamGrep pipeline(host, SearchOptions{}, sink, channel, StreamGrepConfig{});
   pipeline.run();
   ASSERT_TRUE(channel.acknowledged(s).has_value());
   EXPECT_EQ(*channel.acknowledged(s), 1006u);
@@ -292,7 +292,7 @@ class LineRecorder final : public StreamConsumer {
 
 // A task between batches swaps the scanner while a producer keeps appending: every line
 // arrives once, in order, and lines after the swap are scanned with the new patterns.
-TEST(StreamScanLoop, ReplacingTheScannerBetweenBatchesLosesAndRepeatsNothing) {
+TEST(StreamScan, ReplacingTheScannerBetweenBatchesLosesAndRepeatsNothing) {
   PatternSet before_set, after_set;
   before_set.add("old");
   after_set.add("new");
@@ -301,7 +301,7 @@ TEST(StreamScanLoop, ReplacingTheScannerBetweenBatchesLosesAndRepeatsNothing) {
   HostScanner second(after, ScanConfig{.chunk_bytes = 256, .slots = 2});
   RecordChannel channel(RecordChannel::Config{256, 2});
   LineRecorder recorder;
-  StreamScanLoop loop(first, recorder, channel, std::chrono::milliseconds(5));
+  StreamScan loop(first, recorder, channel, std::chrono::milliseconds(5));
   std::atomic<std::size_t> swapped_at{0};
   std::thread producer([&] {
     const StreamId s = channel.new_stream_id();

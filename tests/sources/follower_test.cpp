@@ -33,11 +33,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/record_channel.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/record_channel.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/follower.hpp"
-#include "gpufilter/sources/notices.hpp"
+#include "gpufilter/core/notices.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter {

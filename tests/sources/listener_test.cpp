@@ -40,8 +40,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/record_channel.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/record_channel.hpp"
 #include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 

@@ -21,7 +21,7 @@
 #include <sanitizer/allocator_interface.h>
 #endif
 
-#include "gpufilter/pipeline/reference_matcher.hpp"
+#include "reference_matcher.hpp"
 
 extern char** environ;
 

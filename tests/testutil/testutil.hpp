@@ -13,12 +13,12 @@
 #include <string_view>
 #include <vector>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pattern_table.hpp"
-#include "gpufilter/pipeline/sink.hpp"
-#include "gpufilter/pipeline/source.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/core/source.hpp"
 
 // Opens the default OpenCL device into `dev` (a std::optional<DeviceContext>); skips the
 // test only when there is no OpenCL platform at all.

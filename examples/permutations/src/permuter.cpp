@@ -9,6 +9,12 @@
 
 #include "gpufilter/kernels/kernel_sources.hpp"
 
+// permute.cl, embedded by this folder's CMakeLists.txt (cmake/EmbedKernels.cmake).
+namespace gpufilter::permute::detail {
+extern const ::gpufilter::kernels::EmbeddedKernel k_embedded[];
+extern const std::size_t k_embedded_count;
+}  // namespace gpufilter::permute::detail
+
 namespace gpufilter::permute {
 namespace {
 
@@ -242,7 +248,7 @@ GpuPermuter::GpuPermuter(const DeviceContext& device, Multiset set, GpuOptions o
                         std::to_string(kMaxSteps));
   context_ = device.context();
   device_ = device.device();
-  program_ = device.build_program("permute.cl", kernels::kernel_source("permute.cl"),
+  program_ = device.build_program("permute.cl", kernels::kernel_source("permute.cl", std::span<const kernels::EmbeddedKernel>(detail::k_embedded, detail::k_embedded_count)),
                                   "-cl-std=CL1.2 -DMAX_ELEMENTS=" + std::to_string(kMaxElements));
   const unsigned n = set_.size();
   const std::uint64_t per_item = std::uint64_t{options_.steps} + 1;

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "gpufilter/pipeline/errors.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/searcher.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/grep/searcher.hpp"
 
 namespace gpufilter::cli {
 

@@ -25,9 +25,9 @@
 #include "gpufilter/daemon/alert.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/metrics.hpp"
-#include "gpufilter/pipeline/pattern_set.hpp"
-#include "gpufilter/pipeline/pattern_table.hpp"
-#include "gpufilter/pipeline/stream_scan.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/scan/stream_scan.hpp"
 
 namespace gpufilter::daemon {
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,9 @@ struct EmbeddedKernel {
 // The source of kernel file `name`. Throws std::out_of_range if no such kernel is
 // embedded, std::runtime_error if GPUFILTER_KERNEL_DIR is set and the file cannot be read.
 std::string kernel_source(std::string_view name);
+// The same lookup in another table of embedded kernels (a program's own, such as the
+// permutations example's), with the same GPUFILTER_KERNEL_DIR override.
+std::string kernel_source(std::string_view name, std::span<const EmbeddedKernel> embedded);
 
 namespace detail {
 extern const EmbeddedKernel k_embedded[];

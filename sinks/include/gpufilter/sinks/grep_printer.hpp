@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/core/sink.hpp"
 #include "gpufilter/sinks/colors.hpp"
 #include "gpufilter/sinks/output.hpp"
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpufilter/pipeline/sink.hpp"
+#include "gpufilter/core/sink.hpp"
 #include "gpufilter/sinks/output.hpp"
 
 namespace gpufilter {

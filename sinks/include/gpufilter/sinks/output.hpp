@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter {
 

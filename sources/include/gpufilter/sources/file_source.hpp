@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "gpufilter/pipeline/source.hpp"
-#include "gpufilter/sources/stop_signal.hpp"
+#include "gpufilter/core/source.hpp"
+#include "gpufilter/core/stop_signal.hpp"
 
 namespace gpufilter {
 

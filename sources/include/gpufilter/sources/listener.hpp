@@ -25,8 +25,8 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "gpufilter/pipeline/record_channel.hpp"
-#include "gpufilter/sources/notices.hpp"
+#include "gpufilter/core/record_channel.hpp"
+#include "gpufilter/core/notices.hpp"
 
 namespace gpufilter {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/packet.hpp"
 
 namespace gpufilter {

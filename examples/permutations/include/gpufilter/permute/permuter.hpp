@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gpufilter/pipeline/device.hpp"
-#include "gpufilter/pipeline/errors.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter::permute {
 

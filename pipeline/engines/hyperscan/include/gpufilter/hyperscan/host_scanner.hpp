@@ -1,0 +1,44 @@
+// HostScanner: the host engine. Each submitted chunk is scanned by HsDatabase
+// (Hyperscan) on one of a fixed set of worker threads, so several chunks are scanned at
+// once while the pipeline thread reads the next. Small pattern sets and machines without
+// a GPU are faster here than on an OpenCL device (docs/PERFORMANCE.md); results are the
+// same as DeviceScanner's, byte for byte.
+#pragma once
+
+#include <concurrentqueue/blockingconcurrentqueue.h>
+
+#include <cstddef>
+#include <thread>
+#include <vector>
+
+#include "gpufilter/hyperscan/hs_database.hpp"
+#include "gpufilter/engines/scanner.hpp"
+
+namespace gpufilter {
+
+class HostScanner final : public Scanner {
+ public:
+  // `threads` workers (0: one per core). Throws PatternError/Error from HsDatabase.
+  HostScanner(const PatternTable& table, ScanConfig config, std::size_t threads = 0);
+  ~HostScanner() override;
+
+  std::string_view engine() const noexcept override { return "cpu"; }
+  std::vector<std::uint64_t> pattern_counts() override;
+
+  // The slots and threads the host engine wants by default for this machine.
+  static std::size_t default_threads();
+
+ private:
+  class Slot;
+  std::unique_ptr<ScanSlot> make_slot() override;
+  void start(ScanSlot& slot) override;
+  void finish(ScanSlot& slot, bool collect) override;
+  void work();
+
+  HsDatabase matcher_;
+  moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
+  std::vector<std::thread> workers_;
+  std::vector<std::uint64_t> pattern_counts_;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,78 @@
+// HsDatabase: the host twin of the device scan (kernels/scan.cl). It compiles a
+// PatternTable's unique patterns into a Hyperscan literal database and reports the same
+// occurrences as the kernel, byte for byte and in the same order (PatternTable::before).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+
+// Hyperscan's handles (hs_database_t, hs_scratch_t), kept out of this header.
+struct hs_database;
+struct hs_scratch;
+
+namespace gpufilter {
+
+class HsDatabase {
+ public:
+  // Per-thread scan state: Hyperscan scratch space and the buffer of the reordering
+  // step. One per scanning thread; made by new_scratch() of the matcher it is used with.
+  class Scratch {
+   public:
+    Scratch() = default;  // empty: good for nothing but assignment
+    ~Scratch();
+    Scratch(Scratch&& other) noexcept;
+    Scratch& operator=(Scratch&& other) noexcept;
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class HsDatabase;
+    hs_scratch* scratch_ = nullptr;
+    const hs_database* database_ = nullptr;  // the database it was made for
+    std::vector<Occurrence> sort_buffer_;
+  };
+
+  // Compiles table's unique patterns (folded; caseless with ignore_case). A table without
+  // unique patterns (only the empty pattern, or none) is valid: scans then find nothing.
+  // Throws PatternError (naming the first original pattern of the offending unique one) or
+  // Error with Hyperscan's message when compilation fails.
+  // `table` must outlive the matcher.
+  explicit HsDatabase(const PatternTable& table);
+  ~HsDatabase();
+  HsDatabase(HsDatabase&& other) noexcept;
+  HsDatabase& operator=(HsDatabase&& other) noexcept;
+  HsDatabase(const HsDatabase&) = delete;
+  HsDatabase& operator=(const HsDatabase&) = delete;
+
+  std::size_t unique_count() const noexcept { return table_->unique_count(); }
+
+  Scratch new_scratch() const;
+
+  // Scans data[0, size) (size below 4 GiB) for every occurrence, overlapping ones
+  // included, of every unique pattern that ends past `overlap` (position + length >
+  // overlap, the kernel's ownership rule) and returns how many there are. With `out`,
+  // appends them in PatternTable::before order (position ascending, longest first at a
+  // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
+  // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
+  // distinct `out` and `pattern_counts`).
+  // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
+  // API, see host_matcher.cpp), the chunk is scanned by the pattern table's trie walk
+  // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
+  // leaves `out` and `pattern_counts` as they were.
+  std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+
+ private:
+  // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
+  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+
+  hs_database* database_ = nullptr;  // null when there is nothing to match
+  const PatternTable* table_;
+};
+
+}  // namespace gpufilter

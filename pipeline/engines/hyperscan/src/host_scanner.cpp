@@ -1,0 +1,100 @@
+#include "gpufilter/hyperscan/host_scanner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "gpufilter/core/errors.hpp"
+
+namespace gpufilter {
+
+class HostScanner::Slot final : public ScanSlot {
+ public:
+  explicit Slot(std::size_t bytes) : memory_(new char[bytes]) { staging_ = memory_.get(); }
+
+  std::unique_ptr<char[]> memory_;
+  std::vector<std::uint64_t> counts_;  // this chunk's per-pattern counts
+  std::string error_;                  // what went wrong on the worker, if anything
+  std::atomic<bool> done_{true};
+
+  friend class HostScanner;
+};
+
+std::size_t HostScanner::default_threads() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 64);
+}
+
+HostScanner::HostScanner(const PatternTable& table, ScanConfig config, std::size_t threads)
+    : Scanner(table, config), matcher_(table) {
+  if (config_.count_patterns) pattern_counts_.assign(table.unique_count(), 0);
+  add_slot(make_slot());
+  const std::size_t n = std::min(threads == 0 ? default_threads() : threads, config_.slots);
+  for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
+}
+
+HostScanner::~HostScanner() {
+  for (std::size_t i = 0; i < workers_.size(); ++i) jobs_.enqueue(nullptr);
+  for (std::thread& t : workers_) t.join();
+}
+
+// A worker: scans one slot's chunk at a time with its own scratch. Nothing is thrown
+// across the thread: a failure is kept in the slot and raised by finish().
+void HostScanner::work() {
+  HsDatabase::Scratch scratch;
+  std::string setup_error;
+  try {
+    scratch = matcher_.new_scratch();
+  } catch (const std::exception& e) {
+    setup_error = e.what();
+  }
+  for (;;) {
+    Slot* slot = nullptr;
+    jobs_.wait_dequeue(slot);
+    if (slot == nullptr) return;
+    if (!setup_error.empty()) {
+      slot->error_ = setup_error;
+    } else {
+      try {
+        slot->total_ = matcher_.scan(slot->chunk_.data, slot->chunk_.size, slot->chunk_.overlap, scratch,
+                                     config_.locate ? &slot->occurrences_ : nullptr,
+                                     config_.count_patterns ? slot->counts_.data() : nullptr);
+      } catch (const std::bad_alloc&) {
+        slot->error_ = "memory exhausted";
+      } catch (const std::exception& e) {
+        slot->error_ = e.what();
+      }
+    }
+    slot->done_.store(true, std::memory_order_release);
+    slot->done_.notify_one();
+  }
+}
+
+std::unique_ptr<ScanSlot> HostScanner::make_slot() {
+  auto slot = std::make_unique<Slot>(config_.chunk_bytes);
+  if (config_.count_patterns) slot->counts_.assign(table_.unique_count(), 0);
+  return slot;
+}
+
+void HostScanner::start(ScanSlot& base) {
+  auto& slot = static_cast<Slot&>(base);
+  slot.error_.clear();
+  slot.done_.store(false, std::memory_order_relaxed);
+  jobs_.enqueue(&slot);
+}
+
+void HostScanner::finish(ScanSlot& base, bool collect) {
+  auto& slot = static_cast<Slot&>(base);
+  slot.done_.wait(false, std::memory_order_acquire);
+  if (!slot.error_.empty()) throw Error("scanning chunk " + std::to_string(slot.chunk_.seq) + ": " + slot.error_);
+  if (config_.count_patterns) {
+    // Counted when the chunk is handed on, collected or not, as the device counts at scan.
+    for (std::size_t i = 0; i < slot.counts_.size(); ++i) pattern_counts_[i] += std::exchange(slot.counts_[i], 0);
+  }
+  if (!collect) slot.occurrences_.clear();
+}
+
+std::vector<std::uint64_t> HostScanner::pattern_counts() { return pattern_counts_; }
+
+}  // namespace gpufilter

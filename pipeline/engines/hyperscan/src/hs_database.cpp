@@ -1,0 +1,268 @@
+// HsDatabase: a PatternTable's unique patterns as one Hyperscan literal database.
+//
+// Hyperscan reports a literal's occurrence at its end offset `to`; the start is
+// to - length. Occurrences ending inside the overlap belong to the previous chunk and are
+// dropped, as in kernels/scan.cl. The reports come in end-offset order, which is already
+// PatternTable::before order unless occurrences nest or overlap with different lengths;
+// only then is the appended range put in order, by sort_occurrences like the device's.
+//
+// Hyperscan 5.4's literal API has a scan-time bug (intel/hyperscan#303, #353): with a long
+// literal made mostly of one repeated byte beside any other literal, hs_scan returns
+// HS_UNKNOWN_ERROR on text that contains the long one (our chunker_fuzz found
+// "xxy" + 34 x's beside "a"). Such a chunk is scanned again by the pattern table's own trie
+// walk, the host form of the device kernel, with the same results; nothing of the failed
+// scan is kept (what a count-only scan counted before failing is taken back by the same
+// scan, replayed).
+#include "gpufilter/hyperscan/hs_database.hpp"
+
+#include <hs/hs.h>
+
+#include <climits>
+#include <exception>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "gpufilter/core/errors.hpp"
+
+namespace gpufilter {
+namespace {
+
+const char* hs_error_name(hs_error_t code) noexcept {
+  switch (code) {
+    case HS_SUCCESS: return "HS_SUCCESS";
+    case HS_INVALID: return "HS_INVALID";
+    case HS_NOMEM: return "HS_NOMEM";
+    case HS_SCAN_TERMINATED: return "HS_SCAN_TERMINATED";
+    case HS_COMPILER_ERROR: return "HS_COMPILER_ERROR";
+    case HS_DB_VERSION_ERROR: return "HS_DB_VERSION_ERROR";
+    case HS_DB_PLATFORM_ERROR: return "HS_DB_PLATFORM_ERROR";
+    case HS_DB_MODE_ERROR: return "HS_DB_MODE_ERROR";
+    case HS_BAD_ALIGN: return "HS_BAD_ALIGN";
+    case HS_BAD_ALLOC: return "HS_BAD_ALLOC";
+    case HS_SCRATCH_IN_USE: return "HS_SCRATCH_IN_USE";
+    case HS_ARCH_ERROR: return "HS_ARCH_ERROR";
+    case HS_INSUFFICIENT_SPACE: return "HS_INSUFFICIENT_SPACE";
+    case HS_UNKNOWN_ERROR: return "HS_UNKNOWN_ERROR";
+    default: return "unknown Hyperscan error";
+  }
+}
+
+[[noreturn]] void throw_hs(const char* call, hs_error_t code) {
+  throw Error(std::string("Hyperscan ") + call + " failed: " + hs_error_name(code) + " (" + std::to_string(code) +
+              ")");
+}
+
+// PatternTable::before as one integer: position ascending, then length descending.
+constexpr std::uint64_t order_key(std::uint32_t position, std::uint32_t length) noexcept {
+  return (std::uint64_t{position} << 32) | (0xffffffffu - length);
+}
+
+struct ScanContext {
+  const std::uint32_t* length;
+  unsigned long long overlap;
+  std::uint64_t total = 0;
+  std::uint64_t* pattern_counts = nullptr;
+  std::uint64_t digest = 0;  // count_each/uncount: of the ids counted, in order
+  std::uint64_t limit = 0;   // uncount: how many counts to take back
+  std::vector<Occurrence>* out = nullptr;
+  std::uint64_t last_key = 0;
+  bool ordered = true;
+  std::exception_ptr error = nullptr;
+};
+
+// Hyperscan calls these from C: nothing may be thrown through them.
+int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  c.total += to > c.overlap ? 1 : 0;
+  return 0;
+}
+
+// The running digest of the ids counted, so that uncount can check it takes back exactly
+// what count_each added.
+constexpr std::uint64_t next_digest(std::uint64_t digest, unsigned int id) noexcept {
+  return (digest ^ id) * 0x100000001B3ull + 0x9E3779B97F4A7C15ull;
+}
+
+int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  ++c.total;
+  ++c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
+  return 0;
+}
+
+// The same scan again after a failed one, taking back the counts it added: Hyperscan's
+// block scan is deterministic, so it reports the same occurrences in the same order.
+int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  if (c.total == c.limit) return 1;  // all taken back: stop
+  ++c.total;
+  --c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
+  return 0;
+}
+
+int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  const std::uint32_t length = c.length[id];
+  const auto position = static_cast<std::uint32_t>(to - length);
+  const std::uint64_t key = order_key(position, length);
+  if (key < c.last_key) c.ordered = false;
+  c.last_key = key;
+  try {
+    c.out->push_back({position, id});
+  } catch (...) {
+    c.error = std::current_exception();
+    return 1;  // stop: hs_scan returns HS_SCAN_TERMINATED
+  }
+  ++c.total;
+  return 0;
+}
+
+}  // namespace
+
+HsDatabase::Scratch::~Scratch() { hs_free_scratch(scratch_); }
+
+HsDatabase::Scratch::Scratch(Scratch&& other) noexcept
+    : scratch_(std::exchange(other.scratch_, nullptr)),
+      database_(std::exchange(other.database_, nullptr)),
+      sort_buffer_(std::move(other.sort_buffer_)) {}
+
+HsDatabase::Scratch& HsDatabase::Scratch::operator=(Scratch&& other) noexcept {
+  if (this != &other) {
+    hs_free_scratch(scratch_);
+    scratch_ = std::exchange(other.scratch_, nullptr);
+    database_ = std::exchange(other.database_, nullptr);
+    sort_buffer_ = std::move(other.sort_buffer_);
+  }
+  return *this;
+}
+
+HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
+  const std::size_t n = table.unique_count();
+  if (n > UINT_MAX) throw Error("Hyperscan: too many patterns");
+  if (n == 0) return;  // only the empty pattern, or none: nothing to compile
+  std::vector<const char*> expressions(n);
+  std::vector<std::size_t> lengths(n);
+  std::vector<unsigned> ids(n);
+  const unsigned flag = table.options().ignore_case ? HS_FLAG_CASELESS : 0u;
+  std::vector<unsigned> flags(n, flag);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = static_cast<std::uint32_t>(i);
+    expressions[i] = table.unique_pattern(id).data();
+    lengths[i] = table.unique_length(id);
+    ids[i] = id;
+  }
+  hs_compile_error_t* error = nullptr;
+  const hs_error_t rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(),
+                                             static_cast<unsigned>(n), HS_MODE_BLOCK, nullptr, &database_, &error);
+  if (rc == HS_SUCCESS) return;
+  const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
+  const int expression = error != nullptr ? error->expression : -1;
+  hs_free_compile_error(error);
+  database_ = nullptr;
+  if (expression >= 0 && static_cast<std::size_t>(expression) < n) {
+    for (std::size_t index = 0; index < table.pattern_count(); ++index)
+      if (table.unique_of(index) == static_cast<std::uint32_t>(expression))
+        throw PatternError(index, "Hyperscan: " + message);
+  }
+  throw Error("Hyperscan: compiling the patterns failed: " + message);
+}
+
+HsDatabase::~HsDatabase() { hs_free_database(database_); }
+
+HsDatabase::HsDatabase(HsDatabase&& other) noexcept
+    : database_(std::exchange(other.database_, nullptr)), table_(other.table_) {}
+
+HsDatabase& HsDatabase::operator=(HsDatabase&& other) noexcept {
+  if (this != &other) {
+    hs_free_database(database_);
+    database_ = std::exchange(other.database_, nullptr);
+    table_ = other.table_;
+  }
+  return *this;
+}
+
+HsDatabase::Scratch HsDatabase::new_scratch() const {
+  Scratch scratch;
+  if (database_ == nullptr) return scratch;
+  const hs_error_t rc = hs_alloc_scratch(database_, &scratch.scratch_);
+  if (rc != HS_SUCCESS) throw_hs("hs_alloc_scratch", rc);
+  scratch.database_ = database_;
+  return scratch;
+}
+
+std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+  if (size > UINT_MAX) throw Error("host scan: a chunk must be smaller than 4 GiB");
+  if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HsDatabase");
+  if (database_ == nullptr || size == 0 || overlap >= size) return 0;
+
+  ScanContext context{.length = table_->unique_lengths().data(), .overlap = overlap};
+  match_event_handler handler = count_only;
+  if (out != nullptr) {
+    handler = locate;
+    context.out = out;
+  } else if (pattern_counts != nullptr) {
+    handler = count_each;
+    context.pattern_counts = pattern_counts;
+  }
+  const std::size_t first = out != nullptr ? out->size() : 0;
+  const hs_error_t rc = hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
+  if (rc != HS_SUCCESS) {
+    if (out != nullptr) out->resize(first);  // no partial result
+    if (context.error) std::rethrow_exception(context.error);
+    if (rc != HS_UNKNOWN_ERROR) throw_hs("hs_scan", rc);
+    // Hyperscan's literal bug (see the top): take back what the failed scan counted, then
+    // scan the chunk with the trie walk.
+    if (handler == count_each && context.total > 0) {
+      ScanContext undo{.length = context.length, .overlap = overlap, .pattern_counts = pattern_counts,
+                       .limit = context.total};
+      hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, uncount, &undo);
+      if (undo.total != context.total || undo.digest != context.digest)
+        throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
+    }
+    return walk(data, size, overlap, scratch, out, pattern_counts);
+  }
+  if (out != nullptr) {
+    // Counted here rather than in the callback, so that a failed scan adds nothing.
+    if (pattern_counts != nullptr)
+      for (std::size_t i = first; i < out->size(); ++i) ++pattern_counts[(*out)[i].pattern];
+    if (!context.ordered)
+      sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
+  }
+  return context.total;
+}
+
+std::uint64_t HsDatabase::walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+  std::uint64_t total = 0;
+  if (out == nullptr) {
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t, std::uint32_t id) {
+      ++total;
+      if (pattern_counts != nullptr) ++pattern_counts[id];  // nothing here can throw
+    });
+    return total;
+  }
+  const std::size_t first = out->size();
+  try {
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t p, std::uint32_t id) {
+      out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+    });
+  } catch (...) {
+    out->resize(first);  // no partial result
+    throw;
+  }
+  const auto found = std::span(*out).subspan(first);
+  if (pattern_counts != nullptr)
+    for (const Occurrence& o : found) ++pattern_counts[o.pattern];
+  sort_occurrences(found, scratch.sort_buffer_, *table_);  // the walk gives the shortest first at a position
+  return found.size();
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,183 @@
+// The engine layer: the one place that decides which engine scans an input and builds it.
+//
+//   EngineRequest (engine auto|host|device, device spec, pattern statistics, input kind
+//   and size) -> Engines::plan() -> EnginePlan (engine, sizes, and the reason) ->
+//   Engines::compile() -> Engine (pattern table, scan program) -> Engine::make_scanner()
+//
+// gpufilter and gpufilterd both call it and include no engine's header. The decision is
+// choose_engine(), a pure function that tests check as a table (engine_test.cpp); its
+// figures are in docs/PERFORMANCE.md. The defaults of chunk size, slots and the host-scan
+// threshold live here, once.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/engines/device_info.hpp"
+#include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+
+namespace gpufilter {
+
+// Up to this many literals the host engine (Hyperscan on every core) outscans a CPU
+// OpenCL device such as PoCL; past it Hyperscan's compile and scan slow down sharply.
+inline constexpr std::size_t kHostEngineMaxPatterns = 10'000;
+// Hyperscan refuses longer literals ("Pattern length exceeds limit": 16,000 bytes compile,
+// 16,001 do not), so sets with one go to the OpenCL engine, which has no such limit.
+inline constexpr std::size_t kHostEngineMaxPatternBytes = 16'000;
+// On a GPU the OpenCL path has a fixed cost of about 0.4 s (NVIDIA's driver start-up and
+// exit) that its higher steady state repays only over large inputs: regular files of at
+// least this many bytes in all, and never for a single literal.
+inline constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
+inline constexpr std::size_t kHostOnGpuMaxPatterns = 1;
+// With a device engine, chunks smaller than this are scanned on the host (the same trie,
+// walked by the CPU): the latency of a small batch on a stream is then not a device round
+// trip. bench/latency measures both sides of it.
+inline constexpr std::size_t kDefaultHostScanBelow = 16u << 10;
+
+// What the user asked for: --engine / the daemon's `engine:`.
+enum class EngineChoice { kAuto, kHost, kDevice };
+// The engines there are: Hyperscan on the host's cores, or an OpenCL device.
+enum class EngineKind { kHost, kDevice };
+// What the OpenCL device that would be used is, as far as the choice is concerned.
+enum class DeviceKind { kNone, kCpu, kGpu };
+// What is scanned: regular files or pipes (FileScan), many streams (StreamScan), packets
+// and flows (RecordScan).
+enum class InputKind { kFiles, kStreams, kPackets };
+
+struct PatternStats {
+  std::size_t count = 0;    // literals, duplicates included
+  std::size_t longest = 0;  // bytes of the longest
+  static PatternStats of(const PatternSet& patterns) { return {patterns.size(), patterns.max_length()}; }
+};
+
+struct EngineDecision {
+  EngineKind engine;
+  std::string reason;  // one sentence for --stats, the daemon's log and /metrics
+};
+
+// The policy. `device` is asked only when the answer depends on it (asking OpenCL costs
+// its start-up); it returns kNone when there is no OpenCL device, and throws NoDeviceError
+// when a device named by the user does not exist. `input_bytes`: the total size when
+// every input is a regular file; none for pipes, streams and live captures.
+EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKind input,
+                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device);
+
+struct EngineRequest {
+  EngineChoice choice = EngineChoice::kAuto;
+  PatternStats patterns;
+  InputKind input = InputKind::kFiles;
+  std::optional<std::uint64_t> input_bytes;
+  // Overrides of the defaults (0 / none: the default for the engine and the input).
+  std::size_t chunk_bytes = 0;
+  std::size_t slots = 0;
+  std::optional<std::size_t> host_scan_below;
+  // Streams: a batch must hold the longest record (max_line_bytes + 1).
+  std::size_t min_chunk_bytes = 0;
+  DeviceFaults device_faults{};  // tests: faults for a device engine to inject
+};
+
+struct EnginePlan {
+  EngineKind engine = EngineKind::kHost;
+  std::string reason;
+  ScanConfig scanning;  // chunk size, slots, host_scan_below, device faults (locate: later)
+};
+
+// A device failure mid-run; the scanner goes on on the host (DeviceScanner). Called once
+// per engine, on the thread that scans; it must not throw.
+using DeviceFaultHandler = std::function<void(const DeviceError& error, const Chunk& chunk)>;
+
+// A compiled engine: the pattern table (and on a device, its scan program), and once
+// make_scanner() has been called, the scanner.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  EngineKind kind() const noexcept { return kind_; }
+  // "gpu" for an OpenCL device, "cpu" for the host engine, as Scanner::engine().
+  std::string_view name() const noexcept { return kind_ == EngineKind::kDevice ? "gpu" : "cpu"; }
+  // The device's name, or "host (Hyperscan)".
+  const std::string& device_name() const noexcept { return device_name_; }
+  const std::string& reason() const noexcept { return reason_; }
+  virtual const PatternTable& table() const noexcept = 0;
+
+  // Builds the scanner: `locate` hands on positions and pattern ids (what the consumer
+  // needs: Searcher::needs_locations(), a rule set, packets), `count_patterns` per-pattern
+  // counts. Once per engine.
+  virtual Scanner& make_scanner(bool locate, bool count_patterns) = 0;
+  Scanner& scanner() noexcept { return *scanner_; }
+  // Device engines: `handler` hears of a device failure. The host engine never fails so.
+  virtual void on_device_fault(DeviceFaultHandler handler) { (void)handler; }
+  // False when a device failure lost or may have doubled per-pattern counts.
+  virtual bool counts_exact() const noexcept { return true; }
+
+  struct Timings {
+    double device_ms = 0;   // opening the OpenCL device (0 when it was open already)
+    double table_ms = 0;    // the pattern table
+    double program_ms = 0;  // the device's scan program
+    double scanner_ms = 0;  // the scanner (the host engine compiles its database here)
+  };
+  const Timings& timings() const noexcept { return timings_; }
+
+ protected:
+  Engine(EngineKind kind, std::string device_name, std::string reason, ScanConfig scanning)
+      : kind_(kind), device_name_(std::move(device_name)), reason_(std::move(reason)), scanning_(scanning) {}
+
+  EngineKind kind_;
+  std::string device_name_;
+  std::string reason_;
+  ScanConfig scanning_;
+  Timings timings_;
+  std::unique_ptr<Scanner> scanner_;
+};
+
+// Plans and builds engines for one device spec, and owns the OpenCL device once one is
+// opened (a daemon's reload builds its next engine on the same device).
+class Engines {
+ public:
+  // `device_spec`: gpu, cpu, PLATFORM:DEVICE, or empty for the first GPU, else the first
+  // CPU device.
+  explicit Engines(std::string device_spec);
+  ~Engines();
+  Engines(const Engines&) = delete;
+  Engines& operator=(const Engines&) = delete;
+
+  // Decides (choose_engine) and sizes. Throws NoDeviceError when a named device is missing.
+  EnginePlan plan(const EngineRequest& request);
+  // Builds the pattern table and, for a device, opens it and builds the scan program.
+  // Throws NoDeviceError, DeviceError, KernelBuildError, PatternError.
+  std::unique_ptr<Engine> compile(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match);
+
+  // Whether an OpenCL device was opened (its driver's teardown can then be skipped at exit).
+  bool device_opened() const noexcept;
+
+ private:
+  DeviceKind device_kind();
+
+  struct Device;
+  std::string spec_;
+  std::optional<DeviceKind> kind_;  // found once
+  std::unique_ptr<Device> device_;  // opened once
+};
+
+// Every OpenCL device of every platform (--list-devices). Throws NoDeviceError when there
+// is no platform at all.
+std::vector<DeviceInfo> opencl_devices();
+
+// GPUFILTER_INJECT_DEVICE_FAULT's value (tests make the device fail mid-run; the syntax is
+// DeviceFaults::parse's). The front ends read the variable; errors name it.
+DeviceFaults device_faults_from(const char* value);
+
+}  // namespace gpufilter

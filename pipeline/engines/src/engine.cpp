@@ -1,0 +1,207 @@
+#include "gpufilter/engines/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "gpufilter/hyperscan/host_scanner.hpp"
+#include "gpufilter/opencl/device.hpp"
+#include "gpufilter/opencl/device_scanner.hpp"
+#include "gpufilter/opencl/scan_program.hpp"
+
+namespace gpufilter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string literals(std::size_t n) { return std::to_string(n) + (n == 1 ? " literal" : " literals"); }
+
+}  // namespace
+
+EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKind input,
+                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device) {
+  if (choice == EngineChoice::kHost) return {EngineKind::kHost, "asked for: the host engine"};
+  if (choice == EngineChoice::kDevice) return {EngineKind::kDevice, "asked for: the OpenCL device"};
+  if (patterns.longest > kHostEngineMaxPatternBytes) {
+    const DeviceKind kind = device();
+    if (kind != DeviceKind::kNone)
+      return {EngineKind::kDevice, "a literal of " + std::to_string(patterns.longest) +
+                                       " bytes is longer than the host engine takes (" +
+                                       std::to_string(kHostEngineMaxPatternBytes) + ")"};
+    return {EngineKind::kHost, "no OpenCL device: the host engine"};
+  }
+  if (patterns.count > kHostEngineMaxPatterns) {
+    const DeviceKind kind = device();
+    if (kind != DeviceKind::kNone)
+      return {EngineKind::kDevice, literals(patterns.count) + ": more than the host engine is fastest for (" +
+                                       std::to_string(kHostEngineMaxPatterns) + ")"};
+    return {EngineKind::kHost, "no OpenCL device: the host engine"};
+  }
+  // Up to kHostEngineMaxPatterns the host engine outscans a CPU OpenCL device, and a GPU
+  // repays its start-up only over large regular files and more than one literal.
+  if (patterns.count <= kHostOnGpuMaxPatterns)
+    return {EngineKind::kHost, literals(patterns.count) + ": the host engine is fastest on any device"};
+  if (input != InputKind::kFiles && !input_bytes)
+    return {EngineKind::kHost, std::string(input == InputKind::kStreams ? "streams" : "a live capture") +
+                                   ": the host engine starts in milliseconds and keeps the latency low"};
+  if (!input_bytes)
+    return {EngineKind::kHost, "an input of unknown size: the host engine starts in milliseconds"};
+  if (*input_bytes < kGpuMinBytes)
+    return {EngineKind::kHost, "inputs under 4 GiB with " + literals(patterns.count) +
+                                   ": a GPU's start-up costs more than it saves"};
+  switch (device()) {
+    case DeviceKind::kGpu:
+      return {EngineKind::kDevice, "a GPU, " + literals(patterns.count) + " and 4 GiB or more of regular files"};
+    case DeviceKind::kCpu:
+      return {EngineKind::kHost, "a CPU OpenCL device: the host engine is faster for up to " +
+                                     std::to_string(kHostEngineMaxPatterns) + " literals"};
+    case DeviceKind::kNone: break;
+  }
+  return {EngineKind::kHost, "no OpenCL device: the host engine"};
+}
+
+std::vector<DeviceInfo> opencl_devices() { return list_devices(); }
+
+DeviceFaults device_faults_from(const char* value) {
+  if (value == nullptr || *value == '\0') return {};
+  try {
+    return DeviceFaults::parse(value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("GPUFILTER_INJECT_DEVICE_FAULT: ") + e.what());
+  }
+}
+
+// ---- Engines ----
+
+struct Engines::Device {
+  explicit Device(std::string_view spec) : context(spec) {}
+  DeviceContext context;
+};
+
+Engines::Engines(std::string device_spec) : spec_(std::move(device_spec)) {}
+Engines::~Engines() = default;
+
+bool Engines::device_opened() const noexcept { return device_ != nullptr; }
+
+DeviceKind Engines::device_kind() {
+  if (!kind_) {
+    try {
+      kind_ = find_device(spec_).is_gpu ? DeviceKind::kGpu : DeviceKind::kCpu;
+    } catch (const NoDeviceError&) {
+      if (!spec_.empty()) throw;  // a device was asked for by name
+      kind_ = DeviceKind::kNone;
+    }
+  }
+  return *kind_;
+}
+
+EnginePlan Engines::plan(const EngineRequest& request) {
+  // A device named by the user must exist whatever engine auto then takes.
+  if (request.choice == EngineChoice::kAuto && !spec_.empty()) device_kind();
+  EngineDecision decision = choose_engine(request.choice, request.patterns, request.input, request.input_bytes,
+                                          [this] { return device_kind(); });
+  EnginePlan plan;
+  plan.engine = decision.engine;
+  plan.reason = std::move(decision.reason);
+  ScanConfig& s = plan.scanning;
+  const bool streams = request.input == InputKind::kStreams;
+  if (plan.engine == EngineKind::kHost) {
+    // Chunks large enough that reading one is split across cores (FileSource), one per
+    // worker plus two: one being read, one being delivered.
+    const std::size_t threads = HostScanner::default_threads();
+    s.chunk_bytes = request.chunk_bytes != 0 ? request.chunk_bytes : (threads >= 8 && !streams ? 16u << 20 : 4u << 20);
+    s.slots = request.slots != 0 ? request.slots : threads + 2;
+  } else {
+    // On a GPU, 64 MiB chunks and 4 slots keep the link busy (docs/PERFORMANCE.md).
+    const bool gpu = device_kind() == DeviceKind::kGpu;
+    s.chunk_bytes = request.chunk_bytes != 0 ? request.chunk_bytes : (gpu && !streams ? 64u << 20 : 4u << 20);
+    s.slots = request.slots != 0 ? request.slots : (gpu ? 4 : 3);
+    s.host_scan_below = request.host_scan_below.value_or(kDefaultHostScanBelow);
+    s.device_faults = request.device_faults;
+  }
+  s.chunk_bytes = std::max(s.chunk_bytes, request.min_chunk_bytes);
+  return plan;
+}
+
+namespace {
+
+class HostEngine final : public Engine {
+ public:
+  HostEngine(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match)
+      : Engine(EngineKind::kHost, "host (Hyperscan)", plan.reason, plan.scanning) {
+    const Clock::time_point start = Clock::now();
+    table_ = std::make_unique<PatternTable>(patterns, match);
+    timings_.table_ms = ms_since(start);
+  }
+  const PatternTable& table() const noexcept override { return *table_; }
+  Scanner& make_scanner(bool locate, bool count_patterns) override {
+    ScanConfig scanning = scanning_;
+    scanning.locate = locate;
+    scanning.count_patterns = count_patterns;
+    const Clock::time_point start = Clock::now();
+    scanner_ = std::make_unique<HostScanner>(*table_, scanning);
+    timings_.scanner_ms = ms_since(start);
+    return *scanner_;
+  }
+
+ private:
+  std::unique_ptr<PatternTable> table_;
+};
+
+class DeviceEngine final : public Engine {
+ public:
+  DeviceEngine(const EnginePlan& plan, DeviceContext& device, double device_ms, const PatternSet& patterns,
+               MatchOptions match)
+      : Engine(EngineKind::kDevice, device.info().name, plan.reason, plan.scanning), device_(device) {
+    timings_.device_ms = device_ms;
+    Clock::time_point start = Clock::now();
+    PatternTable table(patterns, match);
+    timings_.table_ms = ms_since(start);
+    start = Clock::now();
+    program_ = std::make_unique<ScanProgram>(device, std::move(table));
+    timings_.program_ms = ms_since(start);
+  }
+  const PatternTable& table() const noexcept override { return program_->table(); }
+  Scanner& make_scanner(bool locate, bool count_patterns) override {
+    ScanConfig scanning = scanning_;
+    scanning.locate = locate;
+    scanning.count_patterns = count_patterns;
+    const Clock::time_point start = Clock::now();
+    auto scanner = std::make_unique<DeviceScanner>(device_, *program_, scanning);
+    timings_.scanner_ms = ms_since(start);
+    device_scanner_ = scanner.get();
+    if (on_fault_) device_scanner_->on_fault(on_fault_);
+    scanner_ = std::move(scanner);
+    return *scanner_;
+  }
+  void on_device_fault(DeviceFaultHandler handler) override {
+    on_fault_ = std::move(handler);
+    if (device_scanner_ != nullptr) device_scanner_->on_fault(on_fault_);
+  }
+  bool counts_exact() const noexcept override { return device_scanner_ == nullptr || device_scanner_->counts_exact(); }
+
+ private:
+  DeviceContext& device_;
+  std::unique_ptr<ScanProgram> program_;
+  DeviceScanner* device_scanner_ = nullptr;
+  DeviceFaultHandler on_fault_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engines::compile(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match) {
+  if (plan.engine == EngineKind::kHost) return std::make_unique<HostEngine>(plan, patterns, match);
+  double device_ms = 0;
+  if (!device_) {
+    const Clock::time_point start = Clock::now();
+    device_ = std::make_unique<Device>(spec_);
+    device_ms = ms_since(start);
+  }
+  return std::make_unique<DeviceEngine>(plan, device_->context, device_ms, patterns, match);
+}
+
+}  // namespace gpufilter

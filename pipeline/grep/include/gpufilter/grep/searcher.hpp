@@ -1,0 +1,137 @@
+// Searcher: grep's line semantics on top of device occurrences. It receives chunks in
+// input order with their occurrences, rebuilds lines (joining the pieces of a split line),
+// applies -w/-x, -v, -m, context and GNU's binary-file rules, and pushes lines to a Sink.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/grep/line_spool.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/scan/file_scan.hpp"
+
+namespace gpufilter {
+
+enum class BinaryFiles { kBinary, kText, kWithoutMatch };
+
+struct SearchOptions {
+  bool invert = false;      // -v
+  bool word = false;        // -w
+  bool whole_line = false;  // -x (wins over -w)
+  std::uint64_t max_count = std::numeric_limits<std::uint64_t>::max();  // -m
+  std::size_t before = 0;   // -B
+  std::size_t after = 0;    // -A
+  bool group_separators = false;  // a context option was given, even -C 0: print "--"
+  bool line_numbers = false;      // count lines for LineMatch::number
+  bool spans = false;             // the sink needs match spans (-o, --color)
+  bool pattern_ids = false;       // the sink needs the ids of the patterns a line matches (--json)
+  bool quiet = false;             // no line output at all (-c, -l, -L, -q)
+  bool counting = false;          // -c: keeps counting inside the binary part
+  bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
+  BinaryFiles binary_files = BinaryFiles::kBinary;
+};
+
+// An occurrence within one line: position relative to the line's first byte.
+struct LineOccurrence {
+  std::uint64_t position;
+  std::uint32_t pattern;
+};
+
+class Searcher final : public ChunkConsumer {
+ public:
+  Searcher(const PatternTable& table, SearchOptions options, Sink& sink);
+
+  const SearchOptions& options() const noexcept { return options_; }
+
+  void begin_input(const std::string& name) override;
+  // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
+  // decided (-m reached, -l/-q matched, binary match); read no more of it.
+  Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
+
+  // Whether the device must locate occurrences. It need not when any occurrence at all
+  // decides the input (-q, -l, -L without -v, -w, -x, the empty pattern or NUL bytes in
+  // patterns): then consume_count() takes the chunk's count alone.
+  bool needs_locations() const noexcept;
+  Flow consume_count(const Chunk& chunk, std::uint64_t occurrences) override;
+  // `lines` lines of the input were dropped before the next chunk (over-long lines of a
+  // stream): line numbers go on counting them.
+  void skip_lines(std::uint64_t lines) noexcept { next_number_ += lines; }
+  // Whether the input is decided (-m reached, -l/-q matched): nothing more is needed.
+  bool done() const noexcept { return done_; }
+  // Ends the input: completes an unterminated last line and calls Sink::finish.
+  InputSummary finish_input() override;
+  void flush() override { sink_.flush(); }
+
+  // Does this line (or binary-mode record) match, under -w/-x and the empty pattern?
+  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const;
+  // grep's -o/--color spans: leftmost-longest, non-overlapping, non-empty matches.
+  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                   std::vector<MatchSpan>& out) const;
+
+ private:
+  struct StoredLine {
+    std::string text;
+    std::uint64_t offset;
+    std::uint64_t number;
+    std::vector<MatchSpan> spans;
+    std::vector<std::uint32_t> ids;
+  };
+
+  bool valid(std::string_view line, std::uint64_t position, std::uint32_t length) const;
+  void word_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                  std::vector<MatchSpan>& out) const;
+  // `terminated`: the line ended with '\n' (not the unterminated end of the input).
+  void line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+            bool terminated);
+  void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated);
+  void complete_open_line(bool terminated);
+  void settle_binary_records(const char* piece, std::size_t size);
+  void enter_binary();
+  void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+            std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids);
+  void start_group(std::uint64_t first_number);
+  std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
+  bool fast_path() const noexcept;
+  void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
+
+  const PatternTable& table_;
+  SearchOptions options_;
+  Sink& sink_;
+  bool used_ = false;  // some line was output, in any input (grep's separator rule)
+  std::string name_;
+
+  // Per input.
+  std::uint64_t next_number_ = 1;
+  std::uint64_t last_output_number_ = 0;  // 0: nothing output yet in this input
+  std::uint64_t selected_ = 0;
+  std::size_t pending_after_ = 0;
+  bool draining_ = false;  // -m reached: only trailing context remains
+  bool done_ = false;
+  std::uint64_t binary_start_ = kNoBinary;
+  bool in_binary_ = false;
+  bool binary_matched_ = false;
+  bool quiet_ = false;
+  bool stop_on_first_ = false;
+  std::deque<StoredLine> before_;
+  bool open_ = false;  // a split line is being collected
+  std::uint64_t open_offset_ = 0;
+  LineSpool spool_;
+  std::vector<LineOccurrence> open_occurrences_;
+  bool open_settled_ = false;  // the open line's records up to a NUL were searched and cut off
+
+  // Scratch, reused per line (and per NUL-separated record in the binary part).
+  std::vector<LineOccurrence> line_occurrences_;
+  std::vector<LineOccurrence> record_occurrences_;
+  std::vector<MatchSpan> spans_;
+  std::vector<std::uint32_t> ids_;
+};
+
+}  // namespace gpufilter

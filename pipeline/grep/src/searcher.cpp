@@ -1,0 +1,480 @@
+#include "gpufilter/grep/searcher.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gpufilter/grep/word.hpp"
+
+namespace gpufilter {
+namespace {
+
+constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
+
+std::uint64_t count_newlines(const char* begin, const char* end) {
+  return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
+}
+
+}  // namespace
+
+Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
+    : table_(table), options_(options), sink_(sink) {}
+
+void Searcher::begin_input(const std::string& name) {
+  name_ = name;
+  next_number_ = 1;
+  last_output_number_ = 0;
+  selected_ = 0;
+  pending_after_ = 0;
+  draining_ = false;
+  done_ = false;
+  binary_start_ = kNoBinary;
+  in_binary_ = false;
+  binary_matched_ = false;
+  quiet_ = options_.quiet;
+  stop_on_first_ = options_.stop_on_first;
+  before_.clear();
+  open_ = false;
+  open_settled_ = false;
+  spool_.clear();
+  open_occurrences_.clear();
+  done_ = options_.max_count == 0;
+  sink_.begin(InputInfo{name_});
+}
+
+// -x: the occurrence is the whole line. -w: no word character touches either end.
+bool Searcher::valid(std::string_view line, std::uint64_t position, std::uint32_t length) const {
+  return occurrence_counts(line, position, position + length, options_.word, options_.whole_line);
+}
+
+bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const {
+  if (table_.has_empty_pattern()) {
+    if (options_.whole_line) {
+      if (line.empty()) return true;
+    } else if (!options_.word) {
+      return true;
+    } else {
+      // The empty match at p counts when neither side of p is a word character.
+      for (std::size_t p = 0; p <= line.size(); ++p) {
+        const bool left = p > 0 && is_word(static_cast<unsigned char>(line[p - 1]));
+        const bool right = p < line.size() && is_word(static_cast<unsigned char>(line[p]));
+        if (!left && !right) return true;
+      }
+    }
+  }
+  for (const auto& o : occurrences)
+    if (valid(line, o.position, table_.unique_length(o.pattern))) return true;
+  return false;
+}
+
+void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                           std::vector<MatchSpan>& out) const {
+  out.clear();
+  if (options_.word && !options_.whole_line) {
+    word_spans(line, occurrences, out);
+    return;
+  }
+  std::uint64_t cursor = 0;
+  // Occurrences are sorted by position, longest first at each position.
+  for (std::size_t i = 0; i < occurrences.size();) {
+    const std::uint64_t at = occurrences[i].position;
+    std::size_t j = i;
+    std::uint32_t best = 0;
+    for (; j < occurrences.size() && occurrences[j].position == at; ++j) {
+      const std::uint32_t length = table_.unique_length(occurrences[j].pattern);
+      if (best == 0 && at >= cursor && valid(line, at, length)) best = length;
+    }
+    if (best != 0) {
+      out.push_back({static_cast<std::size_t>(at), static_cast<std::size_t>(at + best)});
+      cursor = at + best;
+    }
+    i = j;
+  }
+}
+
+// grep -w -o/--color walks a line with repeated searches that each start where the last
+// match ended (or one past an empty match), and a search does not look at the byte before
+// its own start when it checks a word boundary (GNU kwsearch.c, Fexecute with start_ptr).
+// After a failed candidate it skips the run of word characters there. This reproduces that
+// walk exactly, so the printed parts are grep's.
+void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                          std::vector<MatchSpan>& out) const {
+  const std::size_t n = line.size();
+  const bool empty = table_.has_empty_pattern();
+  auto word_at = [&](std::size_t i) { return i < n && is_word(static_cast<unsigned char>(line[i])); };
+  std::size_t index = 0;
+  std::size_t cursor = 0;
+  while (cursor <= n) {
+    std::size_t search_start = cursor;  // grep's mb_start
+    std::size_t from = cursor;
+    bool found = false;
+    std::size_t found_at = 0, found_length = 0;
+    while (from <= n) {
+      while (index < occurrences.size() && occurrences[index].position < from) ++index;
+      std::size_t at;
+      if (empty) at = from;
+      else if (index < occurrences.size()) at = static_cast<std::size_t>(occurrences[index].position);
+      else break;
+      if (!(at > search_start && word_at(at - 1))) {
+        // Longest first, then shorter ones at the same place, the empty pattern last.
+        for (std::size_t k = index; k < occurrences.size() && occurrences[k].position == at; ++k) {
+          const std::size_t length = table_.unique_length(occurrences[k].pattern);
+          if (!word_at(at + length)) {
+            found = true;
+            found_at = at;
+            found_length = length;
+            break;
+          }
+        }
+        if (!found && empty && !word_at(at)) {
+          found = true;
+          found_at = at;
+          found_length = 0;
+        }
+        if (found) break;
+      }
+      std::size_t skip = at;
+      while (word_at(skip)) ++skip;
+      search_start = skip;
+      from = skip + 1;
+    }
+    if (!found) return;
+    if (found_length == 0) {
+      cursor = found_at + 1;
+      continue;
+    }
+    out.push_back({found_at, found_at + found_length});
+    cursor = found_at + found_length;
+  }
+}
+
+void Searcher::start_group(std::uint64_t first_number) {
+  if (options_.group_separators && used_ && (last_output_number_ == 0 || first_number != last_output_number_ + 1))
+    sink_.context_break();
+}
+
+std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
+                                                         std::span<const LineOccurrence> occurrences) {
+  ids_.clear();
+  for (const auto& o : occurrences)
+    if (valid(line, o.position, table_.unique_length(o.pattern))) ids_.push_back(o.pattern);
+  std::sort(ids_.begin(), ids_.end());
+  ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+  return ids_;
+}
+
+void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+                    std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
+  LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}};
+  m.source = name_;
+  m.patterns = ids;
+  if (selected) {
+    if (sink_.matched(m) == Flow::kStop) done_ = true;
+  } else {
+    sink_.context(m);
+  }
+  last_output_number_ = number;
+  used_ = true;
+}
+
+void Searcher::enter_binary() {
+  in_binary_ = true;
+  before_.clear();
+  pending_after_ = 0;
+  draining_ = false;
+  if (options_.binary_files == BinaryFiles::kWithoutMatch) {
+    // grep gives up on the input: it is taken as not matching.
+    selected_ = 0;
+    done_ = true;
+    return;
+  }
+  if (!options_.counting) {
+    quiet_ = true;
+    stop_on_first_ = true;
+  }
+}
+
+// In the binary part NUL bytes end records, as GNU grep turns them into newlines; an
+// occurrence that spans a NUL is no match there. Occurrences are sorted by position, so
+// each record looks only at its own; and unless -v or the empty pattern can select a
+// record without any, the records between occurrences are skipped unsearched (a file of
+// NUL bytes is a billion records per GB).
+void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated) {
+  const bool only_with_occurrences = !options_.invert && !table_.has_empty_pattern();
+  std::size_t index = 0;  // the first occurrence not before the record
+  std::size_t begin = 0;
+  for (;;) {
+    while (index < occurrences.size() && occurrences[index].position < begin) ++index;
+    if (only_with_occurrences) {
+      if (index == occurrences.size() || occurrences[index].position >= text.size()) return;
+      const std::size_t at = static_cast<std::size_t>(occurrences[index].position);
+      const void* nul_before = memrchr(text.data() + begin, '\0', at - begin);
+      if (nul_before != nullptr) begin = static_cast<std::size_t>(static_cast<const char*>(nul_before) - text.data()) + 1;
+    }
+    const std::size_t nul = text.find('\0', begin);
+    // A NUL that ends an unterminated last line ends the input, not a record before nothing.
+    if (begin == text.size() && begin > 0 && !terminated) return;
+    const std::size_t end = nul == std::string_view::npos ? text.size() : nul;
+    const std::string_view record = text.substr(begin, end - begin);
+    record_occurrences_.clear();
+    for (std::size_t k = index; k < occurrences.size() && occurrences[k].position < end; ++k) {
+      const LineOccurrence& o = occurrences[k];
+      if (o.position + table_.unique_length(o.pattern) <= end) record_occurrences_.push_back({o.position - begin, o.pattern});
+    }
+    if (line_matches(record, record_occurrences_) != options_.invert) {
+      ++selected_;
+      used_ = true;  // grep's separator rule counts lines it selected but did not print
+      binary_matched_ = true;
+      if (stop_on_first_ || selected_ >= options_.max_count) {
+        done_ = true;
+        return;
+      }
+    }
+    if (nul == std::string_view::npos) return;
+    begin = nul + 1;
+  }
+}
+
+void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+                    bool terminated) {
+  const std::uint64_t number = next_number_++;
+  if (done_) return;
+  if (!in_binary_ && binary_start_ != kNoBinary && offset + text.size() >= binary_start_) {
+    enter_binary();
+    if (done_) return;
+  }
+  if (in_binary_) {
+    binary_record(text, occurrences, terminated);
+    return;
+  }
+  const bool matched = line_matches(text, occurrences);
+  const bool selected = matched != options_.invert;
+  auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {
+    // grep colours (and -o prints) matches only in lines that match: selected lines
+    // without -v, context lines with -v.
+    if (!options_.spans || !matched || as_selected == options_.invert) return {};
+    match_spans(text, occurrences, spans_);
+    return spans_;
+  };
+  auto ids = [&]() -> std::span<const std::uint32_t> {
+    if (!options_.pattern_ids || !matched) return {};
+    return matched_patterns(text, occurrences);
+  };
+
+  if (draining_) {
+    emit(text, offset, number, false, spans_for(false), ids());
+    if (--pending_after_ == 0) done_ = true;
+    return;
+  }
+  if (selected) {
+    ++selected_;
+    if (!quiet_) {
+      start_group(before_.empty() ? number : before_.front().number);
+      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids);
+      before_.clear();
+      emit(text, offset, number, true, spans_for(true), ids());
+      pending_after_ = options_.after;
+    }
+    used_ = true;  // grep's separator rule counts lines it selected but did not print
+    if (stop_on_first_) {
+      done_ = true;
+    } else if (selected_ >= options_.max_count) {
+      if (!quiet_ && pending_after_ > 0) draining_ = true;
+      else done_ = true;
+    }
+    return;
+  }
+  if (quiet_) return;
+  if (pending_after_ > 0) {
+    --pending_after_;
+    emit(text, offset, number, false, spans_for(false), ids());
+  } else if (options_.before > 0) {
+    if (before_.size() == options_.before) before_.pop_front();
+    auto spans = spans_for(false);
+    const auto line_ids = ids();
+    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()},
+                                 {line_ids.begin(), line_ids.end()}});
+  }
+}
+
+bool Searcher::fast_path() const noexcept {
+  // Only lines with an occurrence can be selected and nothing else is printed.
+  return !options_.invert && !options_.group_separators && !table_.has_empty_pattern();
+}
+
+void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin,
+                      std::size_t end) {
+  line_occurrences_.clear();
+  for (; index < occurrences.size() && occurrences[index].position < end; ++index)
+    line_occurrences_.push_back({occurrences[index].position - begin, occurrences[index].pattern});
+}
+
+Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrences) {
+  if (done_) return Flow::kStop;
+  if (options_.binary_files != BinaryFiles::kText) binary_start_ = chunk.binary_offset;
+  const char* data = chunk.data;
+  std::size_t pos = chunk.overlap;
+  std::size_t index = 0;
+
+  // 1. The split line that earlier chunks left open.
+  if (chunk.continues_line && open_) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', chunk.size - pos));
+    const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : chunk.size;
+    spool_.append(data + pos, end - pos);
+    for (; index < occurrences.size() && occurrences[index].position < end; ++index) {
+      // One that starts before the line's first byte held spans the NUL at which
+      // settle_binary_records() cut it: no match in the binary part.
+      if (chunk.offset + occurrences[index].position < open_offset_) continue;
+      open_occurrences_.push_back(
+          {chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
+    }
+    if (nl == nullptr && !chunk.last) {
+      settle_binary_records(data + pos, end - pos);
+      return done_ ? Flow::kStop : Flow::kContinue;
+    }
+    open_ = false;
+    complete_open_line(nl != nullptr);
+    pos = end + 1;
+    if (done_) return Flow::kStop;
+  }
+  if (pos >= chunk.size && !chunk.line_open) {
+    if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) enter_binary();
+    return done_ ? Flow::kStop : Flow::kContinue;
+  }
+
+  // 2. Complete lines: up to the last '\n', or all of it when the input ends here.
+  std::size_t complete_end = chunk.size;
+  if (chunk.line_open) {
+    const char* last_nl = static_cast<const char*>(memrchr(data + pos, '\n', chunk.size - pos));
+    complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
+  }
+  if (fast_path()) {
+    while (index < occurrences.size() && occurrences[index].position < complete_end) {
+      const std::size_t at = occurrences[index].position;
+      const char* nl_before = static_cast<const char*>(memrchr(data + pos, '\n', at - pos));
+      const std::size_t begin = nl_before != nullptr ? static_cast<std::size_t>(nl_before - data) + 1 : pos;
+      const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', complete_end - at));
+      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+      if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+      gather(occurrences, index, begin, end);
+      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, nl != nullptr);
+      pos = end + 1;
+      if (done_) return Flow::kStop;
+    }
+    if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
+    pos = std::max(pos, complete_end);
+  } else {
+    while (pos < complete_end) {
+      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', complete_end - pos));
+      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+      gather(occurrences, index, pos, end);
+      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_, nl != nullptr);
+      pos = end + 1;
+      if (done_) return Flow::kStop;
+    }
+  }
+
+  // 3. A line that goes on in the next chunk.
+  if (chunk.line_open) {
+    open_ = true;
+    open_offset_ = chunk.offset + complete_end;
+    spool_.clear();
+    spool_.append(data + complete_end, chunk.size - complete_end);
+    open_occurrences_.clear();
+    open_settled_ = false;
+    for (; index < occurrences.size(); ++index)
+      open_occurrences_.push_back({occurrences[index].position - complete_end, occurrences[index].pattern});
+    settle_binary_records(data + complete_end, chunk.size - complete_end);
+  } else if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) {
+    enter_binary();
+  }
+  return done_ ? Flow::kStop : Flow::kContinue;
+}
+
+// The pieces of a split line each reported their occurrences in position order, but a
+// piece's overlap repeats the end of the previous one: sort them as one line's.
+void Searcher::complete_open_line(bool terminated) {
+  if (open_settled_ && spool_.size() == 0 && !terminated) {
+    // The input ended with the NUL at which the line was last cut: that NUL ended the
+    // input, not a record before nothing (binary_record's rule). The line still counts.
+    ++next_number_;
+  } else {
+    std::sort(open_occurrences_.begin(), open_occurrences_.end(),
+              [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
+    line(spool_.view(), open_offset_, open_occurrences_, terminated);
+  }
+  spool_.clear();
+  open_occurrences_.clear();
+  open_settled_ = false;
+}
+
+// In the binary part NUL bytes end records, so a split line there need not be held whole:
+// the records that end in what has arrived are searched now (as line() would search them
+// once the line ends), and only the bytes after the last NUL stay in the spool, at most
+// the piece just appended. A file of NUL bytes, one line of 10 GB, is then searched in
+// bounded memory and time instead of being spooled to a temporary file of its size and
+// mapped back. Line numbers are unaffected: the line still counts once, when it ends.
+//
+// `piece` is what was just appended to the spool. Only it can hold a NUL: the chunker
+// sees every byte until the first NUL, so no NUL came before binary_start_ was known, and
+// every piece since was settled as it came. So a long run without NULs costs one look at
+// each piece, and the spool is read back only when there is something to cut.
+void Searcher::settle_binary_records(const char* piece, std::size_t size) {
+  if (done_ || binary_start_ == kNoBinary || open_offset_ + spool_.size() < binary_start_) return;
+  if (!in_binary_) {
+    // The line reaches the binary part, so line() would enter it when the line ends;
+    // every line before this one has been searched already.
+    enter_binary();
+    if (done_) return;
+  }
+  const void* nul_in_piece = size > 0 ? memrchr(piece, '\0', size) : nullptr;
+  if (nul_in_piece == nullptr) return;
+  const std::size_t last_nul =
+      spool_.size() - size + static_cast<std::size_t>(static_cast<const char*>(nul_in_piece) - piece);
+  const std::string_view held = spool_.view();
+  std::sort(open_occurrences_.begin(), open_occurrences_.end(),
+            [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
+  binary_record(held.substr(0, last_nul), open_occurrences_, true);
+  if (done_) return;
+  const std::size_t cut = last_nul + 1;
+  const std::string tail(held.substr(cut));
+  spool_.clear();
+  spool_.append(tail.data(), tail.size());
+  open_offset_ += cut;
+  std::size_t kept = 0;
+  for (const LineOccurrence& o : open_occurrences_) {
+    if (o.position >= cut) open_occurrences_[kept++] = {o.position - cut, o.pattern};
+  }
+  open_occurrences_.resize(kept);
+  open_settled_ = true;
+}
+
+bool Searcher::needs_locations() const noexcept {
+  return !(options_.stop_on_first && !options_.invert && !options_.word && !options_.whole_line &&
+           !table_.has_empty_pattern() && !table_.has_nul_byte());
+}
+
+Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {
+  (void)chunk;
+  if (done_) return Flow::kStop;
+  if (occurrences > 0) {
+    // Every occurrence lies in some line, and that line is selected.
+    ++selected_;
+    done_ = true;
+  }
+  return done_ ? Flow::kStop : Flow::kContinue;
+}
+
+InputSummary Searcher::finish_input() {
+  if (open_ && !done_) complete_open_line(false);
+  open_ = false;
+  spool_.clear();
+  open_occurrences_.clear();
+  InputSummary summary;
+  summary.selected_lines = selected_;
+  summary.binary_matched = binary_matched_;
+  summary.name = name_;
+  sink_.finish(summary);
+  return summary;
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,142 @@
+// PatternTable: the compiled, immutable host form of a PatternSet. Patterns are folded
+// (with ignore_case), de-duplicated into "unique patterns", and laid out as a trie whose
+// arrays are uploaded to the device unchanged (see kernels/scan.cl).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+
+namespace gpufilter {
+
+struct MatchOptions {
+  bool ignore_case = false;  // ASCII case folding, as grep -i in the C locale
+};
+
+// ASCII folding used by the kernels and every host check.
+constexpr unsigned char fold_byte(unsigned char c, bool ignore_case) noexcept {
+  return (ignore_case && c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
+}
+
+class PatternTable {
+ public:
+  static constexpr std::uint32_t kNoNode = 0;  // the root is never a child
+  static constexpr std::uint32_t kNoPattern = 0xffffffffu;
+  static constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
+
+  PatternTable(const PatternSet& patterns, MatchOptions options);
+
+  const MatchOptions& options() const noexcept { return options_; }
+
+  // Unique (non-empty, folded) patterns: the ids the kernels report.
+  std::size_t unique_count() const noexcept { return unique_length_.size(); }
+  std::uint32_t unique_length(std::uint32_t id) const { return unique_length_[id]; }
+  std::span<const std::uint32_t> unique_lengths() const noexcept { return unique_length_; }
+  // The folded bytes of unique pattern `id` (what a host engine compiles).
+  std::string_view unique_pattern(std::uint32_t id) const {
+    return std::string_view(unique_bytes_).substr(unique_start_[id], unique_length_[id]);
+  }
+  // Which unique id each original pattern became (kNoPattern for the empty pattern).
+  std::uint32_t unique_of(std::size_t pattern_index) const { return unique_of_pattern_[pattern_index]; }
+  std::size_t pattern_count() const noexcept { return unique_of_pattern_.size(); }
+
+  bool has_empty_pattern() const noexcept { return has_empty_; }
+  bool has_nul_byte() const noexcept { return has_nul_; }  // some pattern holds a NUL byte
+  bool matches_nothing() const noexcept { return unique_count() == 0 && !has_empty_; }
+  // Longest pattern in bytes; a split line overlaps by max_length() - 1.
+  std::size_t max_length() const noexcept { return max_length_; }
+
+  // Device tables.
+  std::span<const std::uint32_t> root_next() const noexcept { return root_next_; }
+  // root_pairs()[b0 << 8 | b1]: the node two bytes below the root (kNoNode if none), so
+  // the kernel takes its first two steps without the hash table.
+  std::span<const std::uint32_t> root_pairs() const noexcept { return root_pairs_; }
+  std::span<const std::uint64_t> edge_keys() const noexcept { return edge_keys_; }
+  std::span<const std::uint32_t> edge_values() const noexcept { return edge_values_; }
+  std::uint32_t edge_mask() const noexcept { return edge_mask_; }
+  std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
+  std::size_t node_count() const noexcept { return node_pattern_.size(); }
+
+  // The order occurrences are handed on in: by position, the longest pattern first at a
+  // position (grep's leftmost-longest walk relies on it). T has .position and .pattern.
+  template <typename T>
+  bool before(const T& a, const T& b) const noexcept {
+    if (a.position != b.position) return a.position < b.position;
+    return unique_length_[a.pattern] > unique_length_[b.pattern];
+  }
+
+  // Host walk of the same trie: calls f(id) for every unique pattern occurring at text[0].
+  template <typename F>
+  void for_each_at(std::string_view text, F&& f) const;
+  // The kernel's whole scan on the host: f(position, id) for every occurrence in `text`
+  // that ends past `overlap` (position + length > overlap: the earlier chunk owns the
+  // rest), by position, shortest first at a position.
+  template <typename F>
+  void for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const;
+
+ private:
+  std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
+
+  MatchOptions options_;
+  std::vector<std::uint32_t> unique_length_;
+  std::vector<std::size_t> unique_start_;  // offset of each unique pattern in unique_bytes_
+  std::string unique_bytes_;
+  std::vector<std::uint32_t> unique_of_pattern_;
+  bool has_empty_ = false;
+  bool has_nul_ = false;
+  std::size_t max_length_ = 0;
+  std::vector<std::uint32_t> root_next_;
+  std::vector<std::uint32_t> root_pairs_;
+  std::vector<std::uint64_t> edge_keys_;
+  std::vector<std::uint32_t> edge_values_;
+  std::uint32_t edge_mask_ = 0;
+  std::vector<std::uint32_t> node_pattern_;
+};
+
+// Puts occurrences reported in any order into PatternTable::before order, as every engine
+// hands them on: a stable LSD radix sort on the position, then each run of equal
+// positions longest first. Linear, where a comparison sort with a table lookup per
+// compare cost more than the scan on match-dense chunks. `buffer` is reusable scratch.
+void sort_occurrences(std::span<Occurrence> occurrences, std::vector<Occurrence>& buffer, const PatternTable& table);
+
+inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) const noexcept {
+  const std::uint64_t key = (std::uint64_t{node} << 8) | c;
+  std::uint32_t h = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & edge_mask_;
+  for (;;) {
+    const std::uint64_t k = edge_keys_[h];
+    if (k == key) return edge_values_[h];
+    if (k == kEmptyKey) return kNoNode;
+    h = (h + 1) & edge_mask_;
+  }
+}
+
+template <typename F>
+void PatternTable::for_each_at(std::string_view text, F&& f) const {
+  if (text.empty()) return;
+  const bool fold = options_.ignore_case;
+  std::uint32_t node = root_next_[fold_byte(static_cast<unsigned char>(text[0]), fold)];
+  std::size_t depth = 1;
+  while (node != kNoNode) {
+    if (node_pattern_[node] != kNoPattern) f(node_pattern_[node]);
+    if (depth >= text.size()) break;
+    node = child(node, fold_byte(static_cast<unsigned char>(text[depth]), fold));
+    ++depth;
+  }
+}
+
+template <typename F>
+void PatternTable::for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const {
+  for (std::size_t p = 0; p < text.size(); ++p) {
+    for_each_at(text.substr(p), [&](std::uint32_t id) {
+      if (p + unique_length_[id] > overlap) f(p, id);
+    });
+  }
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,34 @@
+#include "gpufilter/patterns/pattern_set.hpp"
+
+#include <algorithm>
+
+namespace gpufilter {
+
+void PatternSet::add(std::string_view pattern) {
+  has_empty_ = has_empty_ || pattern.empty();
+  max_length_ = std::max(max_length_, pattern.size());
+  patterns_.emplace_back(pattern);
+}
+
+// grep appends '\n' to each -e argument and to a -f file that lacks a final one, then
+// splits on '\n'; the final terminator does not start another pattern.
+void PatternSet::add_list(std::string_view text) {
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) {
+      add(text.substr(start));
+      return;
+    }
+    add(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+}
+
+void PatternSet::add_file_contents(std::string_view contents) {
+  if (contents.empty()) return;
+  if (contents.back() == '\n') contents.remove_suffix(1);
+  add_list(contents);
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,69 @@
+// Chunker: cuts a Source into line-aligned chunks, like ripgrep's line buffer.
+//
+// A chunk ends at its last '\n'; the unfinished tail line rolls into the next chunk.
+// Only a line longer than a whole chunk is split: the next piece starts with the last
+// `overlap` bytes of the previous one (see Chunk::overlap for the ownership rule).
+// It also watches for NUL bytes the way GNU grep's buffers do (binary-file mode) and
+// cuts a partial chunk when a slow input leaves complete lines waiting (the deadline).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "gpufilter/core/chunk.hpp"
+#include "gpufilter/core/source.hpp"
+
+namespace gpufilter {
+
+struct ChunkerConfig {
+  std::size_t capacity = 1 << 20;  // bytes per chunk; raised to overlap + 1 if smaller
+  std::size_t overlap = 0;         // longest pattern - 1
+  bool detect_binary = true;       // track NUL bytes (off for -a)
+  // A complete line waits at most this long for its chunk to fill on a slow input.
+  std::chrono::milliseconds batch_timeout{2};
+};
+
+class Chunker {
+ public:
+  // GNU grep 3.8 reads regular files in 96 KiB buffers; binary mode starts at the buffer
+  // that holds the first NUL (docs/grep-compatibility.md).
+  static constexpr std::uint64_t kBinaryBlock = 96 * 1024;
+
+  enum class Status {
+    kChunk,  // *out describes a chunk in dst
+    kIdle,   // `idle_timeout` passed with no complete line: flush, then call again
+    kEnd,    // the input is exhausted and every byte has been handed out
+  };
+
+  Chunker(Source& source, ChunkerConfig config);
+
+  std::size_t capacity() const noexcept { return capacity_; }
+
+  // Fills dst (capacity() bytes) with the next chunk. On a source that can stall it waits
+  // at most idle_timeout (negative: forever) while no complete line is at hand. Once one
+  // is, it waits for more at most the batch timeout; `eager`: not at all (the engine is
+  // idle, so a smaller chunk now costs no throughput and saves the line the wait).
+  Status fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager = false);
+
+  std::uint64_t bytes_read() const noexcept { return read_offset_; }
+
+ private:
+  void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
+  void read_ahead_to_block_end();
+
+  Source& source_;
+  ChunkerConfig config_;
+  std::size_t capacity_;
+  std::string pending_;              // bytes read but not yet handed out (tail + read-ahead)
+  std::uint64_t pending_offset_ = 0; // absolute offset of pending_[0]
+  std::uint64_t read_offset_ = 0;    // bytes read from the source so far
+  std::size_t pending_overlap_ = 0;  // leading bytes of pending_ that repeat the last chunk
+  bool continues_line_ = false;
+  bool eof_ = false;
+  std::uint64_t seq_ = 0;
+  std::uint64_t binary_offset_ = kNoBinary;
+};
+
+}  // namespace gpufilter

@@ -1,0 +1,89 @@
+// FileScan: one straight flow per input.
+//
+//   Source -> Chunker -> ScanSlot (pinned upload, >= 2 in flight) -> scan kernel
+//          -> occurrences, in submission order -> ChunkConsumer (grep's Searcher) -> Sink
+//
+// One pipeline thread submits chunks and delivers results while the engine scans the
+// chunks in flight (on the device, or on host workers). A regular file is read ahead by a
+// ReadAhead thread (whose large reads are split over a WorkerPool); a stream, which can
+// stall, is read by the pipeline thread itself between deliveries, so that a quiet input
+// never holds back a complete line. Chunks complete in the order they were submitted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/core/source.hpp"
+#include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/scan/chunker.hpp"
+
+namespace gpufilter {
+
+// What FileScan hands each scanned chunk to, in input order: grep's Searcher
+// (grep/searcher.hpp). The drive loop knows nothing of lines or grep's rules.
+class ChunkConsumer {
+ public:
+  virtual ~ChunkConsumer() = default;
+  virtual void begin_input(const std::string& name) = 0;
+  // A chunk with its occurrences (the scanner locates) or with their count alone. kStop:
+  // the input is decided; read no more of it.
+  virtual Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) = 0;
+  virtual Flow consume_count(const Chunk& chunk, std::uint64_t occurrences) = 0;
+  virtual InputSummary finish_input() = 0;
+  // The input went quiet: write out what the consumer's sink holds.
+  virtual void flush() = 0;
+};
+
+struct FileScanConfig {
+  // A complete line on a slow input waits at most this long before its partial chunk is
+  // scanned and the output flushed.
+  std::chrono::milliseconds batch_timeout{2};
+  bool detect_binary = true;  // false for -a / --binary-files=text
+  bool scan_to_end = false;   // keep scanning after the searcher stops (--pattern-counts)
+  bool count_lines = false;   // count every line read (lines_seen)
+};
+
+class FileScan {
+ public:
+  FileScan(Scanner& scanner, ChunkConsumer& consumer, FileScanConfig config)
+      : scanner_(scanner), searcher_(consumer), config_(config) {}
+
+  // Searches one input to its end, or until the searcher has decided it. A read error
+  // ends the input like its end would, after what was read is searched, and is reported
+  // in InputSummary::read_error. Throws DeviceError; Sink::finish is then not called.
+  InputSummary run(Source& source);
+
+  std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }
+  std::uint64_t lines_seen() const noexcept { return lines_seen_; }
+  // Where the pipeline thread's time went, over every input so far (--stats).
+  struct Times {
+    double fill_s = 0;     // reading and cutting chunks into slots (a file: waiting for them)
+    double wait_s = 0;     // waiting for the engine to finish the oldest chunk
+    double deliver_s = 0;  // grep's line rules and the sink
+  };
+  const Times& times() const noexcept { return times_; }
+  // When the first chunk of any input was submitted (the end of start-up); zero before.
+  std::chrono::steady_clock::time_point first_submit() const noexcept { return first_submit_; }
+
+ private:
+  void submit(ScanSlot& slot);
+  void deliver_oldest();
+  void drain();
+  void read_file(Chunker& chunker, const std::string& name, std::string& read_error);
+  void read_stream(Chunker& chunker, std::string& read_error);
+
+  Scanner& scanner_;
+  ChunkConsumer& searcher_;
+  FileScanConfig config_;
+  bool stopped_ = false;
+  bool open_line_ = false;  // the last byte delivered was not '\n'
+  std::uint64_t bytes_scanned_ = 0;
+  std::uint64_t lines_seen_ = 0;
+  std::chrono::steady_clock::time_point first_submit_{};
+  Times times_;
+};
+
+}  // namespace gpufilter

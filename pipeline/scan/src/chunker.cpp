@@ -1,0 +1,155 @@
+#include "gpufilter/scan/chunker.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gpufilter/core/workers.hpp"
+
+namespace gpufilter {
+
+using Clock = std::chrono::steady_clock;
+
+Chunker::Chunker(Source& source, ChunkerConfig config)
+    : source_(source), config_(config), capacity_(std::max(config.capacity, config.overlap + 1)) {}
+
+// Binary detection happens here, in one place, on bytes as they are read.
+void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offset) {
+  if (!config_.detect_binary || binary_offset_ != kNoBinary) return;
+  const char* nul = find_byte(WorkerPool::shared(), data, size, '\0');
+  if (nul == nullptr) return;
+  // A regular file's buffers start at multiples of the block; a stream's where its read did.
+  const std::uint64_t at = offset + static_cast<std::uint64_t>(nul - data);
+  binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
+}
+
+// Before a chunk of a regular file is handed out, the rest of the 96 KiB block its last
+// byte lies in is read too: a NUL there puts binary mode's start inside this chunk.
+void Chunker::read_ahead_to_block_end() {
+  if (!config_.detect_binary || binary_offset_ != kNoBinary || eof_ || !source_.is_regular_file()) return;
+  while (read_offset_ % kBinaryBlock != 0) {
+    const std::size_t want = static_cast<std::size_t>(kBinaryBlock - read_offset_ % kBinaryBlock);
+    const std::size_t old = pending_.size();
+    pending_.resize(old + want);
+    const std::size_t got = source_.read(std::span<char>(pending_.data() + old, want));
+    pending_.resize(old + got);
+    if (got == 0) {
+      eof_ = true;
+      return;
+    }
+    note_bytes(pending_.data() + old, got, read_offset_);
+    read_offset_ += got;
+  }
+}
+
+Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
+  // 1. What is pending first: the rolled tail and any read-ahead.
+  const std::uint64_t offset = pending_offset_;
+  const std::size_t overlap = pending_overlap_;
+  std::size_t filled = std::min(pending_.size(), capacity_);
+  std::memcpy(dst, pending_.data(), filled);
+  pending_.erase(0, filled);
+
+  // 2. Fresh reads straight into dst while there is room.
+  const char* newline = static_cast<const char*>(std::memchr(dst + overlap, '\n', filled - std::min(filled, overlap)));
+  Clock::time_point deadline{};
+  if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
+  bool stalled = false;
+  bool overdue = false;  // a complete line has waited the batch timeout on a busy stream
+  while (filled < capacity_ && pending_.empty() && !eof_) {
+    if (!source_.is_regular_file()) {
+      if (newline != nullptr && Clock::now() >= deadline) {
+        overdue = true;
+        break;
+      }
+      std::chrono::milliseconds wait = idle_timeout;
+      if (newline != nullptr) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        wait = eager ? std::chrono::milliseconds(0) : std::max(left, std::chrono::milliseconds(0));
+      }
+      if (!source_.wait_readable(wait)) {
+        if (newline != nullptr) {
+          stalled = true;
+          break;
+        }
+        // Nothing complete to hand out: keep what we have and let the caller flush.
+        pending_.insert(0, dst, filled);
+        return Status::kIdle;
+      }
+    }
+    std::size_t got;
+    if (source_.is_regular_file()) {
+      got = source_.read(std::span<char>(dst + filled, capacity_ - filled));
+      if (got == 0) {
+        eof_ = true;
+        break;
+      }
+      note_bytes(dst + filled, got, read_offset_);
+    } else {
+      // Streams are read a whole block at a time, as grep reads them, so that binary
+      // mode sees what grep's read would; what does not fit the chunk stays pending.
+      pending_.resize(kBinaryBlock);
+      const std::size_t n = source_.read(std::span<char>(pending_.data(), pending_.size()));
+      pending_.resize(n);
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      note_bytes(pending_.data(), n, read_offset_);
+      got = std::min(n, capacity_ - filled);
+      std::memcpy(dst + filled, pending_.data(), got);
+      pending_.erase(0, got);
+      read_offset_ += n - got;  // counted below for the part in dst
+    }
+    read_offset_ += got;
+    if (newline == nullptr) {
+      newline = static_cast<const char*>(std::memchr(dst + filled, '\n', got));
+      if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
+    }
+    filled += got;
+  }
+
+  if (filled <= overlap && eof_ && pending_.empty()) return Status::kEnd;
+
+  // 3. Cut: after the last '\n'; everything at the end; or split an over-long line.
+  const bool at_end = eof_ && pending_.empty();
+  std::size_t cut;
+  std::size_t keep_from;  // first byte that rolls into the next chunk
+  bool line_open = false;
+  const char* last_nl = static_cast<const char*>(memrchr(dst + overlap, '\n', filled - overlap));
+  if (at_end) {
+    cut = keep_from = filled;
+  } else if (last_nl != nullptr) {
+    cut = keep_from = static_cast<std::size_t>(last_nl - dst) + 1;
+  } else {
+    // filled == capacity_ here: no '\n' in a full chunk.
+    cut = filled;
+    keep_from = filled - config_.overlap;
+    line_open = true;
+  }
+
+  read_ahead_to_block_end();  // the block of the tail's bytes, before binary mode is judged
+
+  pending_.insert(0, dst + keep_from, filled - keep_from);
+  pending_offset_ = offset + keep_from;
+  pending_overlap_ = line_open ? config_.overlap : 0;
+
+  out = Chunk{};
+  out.seq = seq_++;
+  out.offset = offset;
+  out.data = dst;
+  out.size = cut;
+  out.overlap = overlap;
+  out.continues_line = continues_line_;
+  out.line_open = line_open;
+  out.last = at_end && cut == filled;
+  // A quiet input, or a steady trickle whose lines have waited the batch timeout, is
+  // delivered and flushed at once. A fast stream (a chunk of a megabyte or more in one
+  // timeout) is not held up to flush: its lines wait for the chunks in flight, not for time.
+  constexpr std::size_t kFlushBelow = 1u << 20;
+  out.flush_after = stalled || (overdue && cut < kFlushBelow);
+  out.binary_offset = binary_offset_;
+  continues_line_ = line_open;
+  return Status::kChunk;
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,163 @@
+#include "gpufilter/scan/file_scan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "gpufilter/core/errors.hpp"
+#include "read_ahead.hpp"
+
+namespace gpufilter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point& mark) {
+  const Clock::time_point now = Clock::now();
+  const double s = std::chrono::duration<double>(now - mark).count();
+  mark = now;
+  return s;
+}
+
+}  // namespace
+
+void FileScan::deliver_oldest() {
+  Clock::time_point mark = Clock::now();
+  ScanSlot& slot = scanner_.complete_oldest();
+  times_.wait_s += seconds_since(mark);
+  const Chunk& chunk = slot.chunk();
+  bytes_scanned_ += chunk.size - chunk.overlap;
+  if (config_.count_lines && chunk.size > chunk.overlap) {
+    lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));
+    open_line_ = chunk.data[chunk.size - 1] != '\n';
+  }
+  if (!stopped_) {
+    const Flow flow = scanner_.locates() ? searcher_.consume(chunk, slot.occurrences())
+                                         : searcher_.consume_count(chunk, slot.total());
+    stopped_ = flow == Flow::kStop;
+  }
+  const bool flush = chunk.flush_after;
+  scanner_.release(slot);
+  if (flush) searcher_.flush();
+  times_.deliver_s += seconds_since(mark);
+}
+
+void FileScan::submit(ScanSlot& slot) {
+  if (first_submit_ == Clock::time_point{}) first_submit_ = Clock::now();
+  scanner_.submit(slot);
+}
+
+void FileScan::drain() {
+  while (scanner_.in_flight() > 0) deliver_oldest();
+}
+
+// A regular file: the ReadAhead thread fills up to kReadAhead slots ahead; this thread
+// submits them in order and delivers results whenever every slot is taken.
+void FileScan::read_file(Chunker& chunker, const std::string& name, std::string& read_error) {
+  constexpr std::size_t kReadAhead = 2;
+  ReadAhead ahead(chunker);
+  // Every slot the reader holds comes back to the scanner, whatever ends the loop.
+  auto reclaim = [&] {
+    while (ahead.held() > 0) scanner_.release(*ahead.take().slot);
+  };
+  try {
+    while (!stopped_ || config_.scan_to_end) {
+      while (ahead.held() < kReadAhead) {
+        ScanSlot* slot = scanner_.acquire();
+        if (slot == nullptr) break;
+        ahead.give(*slot);
+      }
+      if (ahead.held() == 0) {
+        deliver_oldest();
+        continue;
+      }
+      Clock::time_point mark = Clock::now();
+      ReadAhead::Filled filled = ahead.take();
+      times_.fill_s += seconds_since(mark);
+      if (filled.status != Chunker::Status::kChunk) {
+        scanner_.release(*filled.slot);
+        if (!filled.failure.empty()) throw Error("reading " + name + ": " + filled.failure);
+        read_error = std::move(filled.read_error);
+        break;
+      }
+      submit(*filled.slot);
+    }
+  } catch (...) {
+    reclaim();
+    throw;
+  }
+  reclaim();
+}
+
+// A stream: read between deliveries, never blocking on a quiet input while results or
+// output are waiting; a partial chunk is cut after the batch timeout (Chunker).
+void FileScan::read_stream(Chunker& chunker, std::string& read_error) {
+  bool unflushed = false;  // lines may sit in the sink's buffer
+  while (!stopped_ || config_.scan_to_end) {
+    ScanSlot* slot = scanner_.acquire();
+    if (slot == nullptr) {
+      deliver_oldest();
+      unflushed = true;
+      continue;
+    }
+    const bool waiting = scanner_.in_flight() > 0 || unflushed;
+    const auto idle = waiting ? config_.batch_timeout : std::chrono::milliseconds(-1);
+    Chunker::Status status;
+    Clock::time_point mark = Clock::now();
+    try {
+      // With nothing in flight, a complete line goes at once rather than after the batch
+      // timeout: latency at low rates; at high rates the engine is busy and chunks grow.
+      status = chunker.fill(slot->staging(), slot->chunk(), idle, scanner_.in_flight() == 0);
+    } catch (const SourceError& e) {
+      read_error = e.what();
+      status = Chunker::Status::kEnd;
+    }
+    times_.fill_s += seconds_since(mark);
+    if (status != Chunker::Status::kChunk) {
+      scanner_.release(*slot);
+      if (status == Chunker::Status::kEnd) return;
+      drain();  // kIdle: the input is quiet
+      searcher_.flush();
+      unflushed = false;
+      continue;
+    }
+    const bool flush_now = slot->chunk().flush_after;
+    submit(*slot);
+    if (flush_now) {
+      drain();
+      unflushed = false;
+    }
+  }
+}
+
+InputSummary FileScan::run(Source& source) {
+  stopped_ = false;
+  open_line_ = false;
+  searcher_.begin_input(source.name());
+  ChunkerConfig chunking;
+  chunking.capacity = scanner_.chunk_bytes();
+  chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
+  chunking.detect_binary = config_.detect_binary;
+  chunking.batch_timeout = config_.batch_timeout;
+  Chunker chunker(source, chunking);
+
+  std::string read_error;
+  try {
+    if (source.is_regular_file()) read_file(chunker, source.name(), read_error);
+    else read_stream(chunker, read_error);
+    if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
+    else drain();
+    if (open_line_) ++lines_seen_;  // the input ended without a final newline
+  } catch (...) {
+    try {
+      scanner_.discard_in_flight();
+    } catch (...) {
+      // The first error is the one to report.
+    }
+    throw;
+  }
+  InputSummary summary = searcher_.finish_input();
+  summary.read_error = std::move(read_error);
+  return summary;
+}
+
+}  // namespace gpufilter

@@ -1,0 +1,145 @@
+// The engine policy as a table: device kind x pattern count x input kind (and size) ->
+// engine. choose_engine() is the one decision gpufilter and gpufilterd both take; the
+// figures behind each row are in docs/PERFORMANCE.md.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/engines/engine.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+
+namespace gpufilter {
+namespace {
+
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+constexpr EngineKind H = EngineKind::kHost;
+constexpr EngineKind D = EngineKind::kDevice;
+
+struct Row {
+  EngineChoice choice;
+  DeviceKind device;
+  std::size_t patterns;
+  std::size_t longest;
+  InputKind input;
+  std::optional<std::uint64_t> bytes;
+  EngineKind expected;
+  bool asks_device;  // whether the answer needed the device's kind
+};
+
+std::string describe(const Row& r) {
+  return "choice " + std::to_string(static_cast<int>(r.choice)) + ", device " +
+         std::to_string(static_cast<int>(r.device)) + ", " + std::to_string(r.patterns) + " patterns (longest " +
+         std::to_string(r.longest) + "), input " + std::to_string(static_cast<int>(r.input)) + ", bytes " +
+         (r.bytes ? std::to_string(*r.bytes) : std::string("none"));
+}
+
+TEST(EnginePolicy, ChoosesByDeviceKindPatternCountAndInput) {
+  using C = EngineChoice;
+  using K = DeviceKind;
+  using I = InputKind;
+  const Row rows[] = {
+      // Asked for: no question of the device.
+      {C::kHost, K::kGpu, 100'000, 10, I::kFiles, 64 * kGiB, H, false},
+      {C::kDevice, K::kNone, 1, 1, I::kStreams, std::nullopt, D, false},
+      {C::kDevice, K::kCpu, 10, 5, I::kFiles, kGiB, D, false},
+      // One literal: the host engine on any device, for any input.
+      {C::kAuto, K::kGpu, 1, 5, I::kFiles, 64 * kGiB, H, false},
+      {C::kAuto, K::kNone, 1, 5, I::kStreams, std::nullopt, H, false},
+      // Up to 10,000 literals: a GPU only for 4 GiB or more of regular files.
+      {C::kAuto, K::kGpu, 100, 10, I::kFiles, 4 * kGiB, D, true},
+      {C::kAuto, K::kGpu, 10'000, 10, I::kFiles, 16 * kGiB, D, true},
+      {C::kAuto, K::kGpu, 100, 10, I::kFiles, 4 * kGiB - 1, H, false},
+      {C::kAuto, K::kGpu, 100, 10, I::kFiles, std::nullopt, H, false},  // a pipe
+      {C::kAuto, K::kGpu, 10'000, 10, I::kStreams, std::nullopt, H, false},
+      {C::kAuto, K::kGpu, 100, 10, I::kPackets, std::nullopt, H, false},  // a live capture
+      {C::kAuto, K::kGpu, 100, 10, I::kPackets, 8 * kGiB, D, true},       // capture files
+      // A CPU OpenCL device (PoCL) never beats the host engine up to 10,000 literals.
+      {C::kAuto, K::kCpu, 100, 10, I::kFiles, 64 * kGiB, H, true},
+      {C::kAuto, K::kNone, 100, 10, I::kFiles, 64 * kGiB, H, true},
+      // More than 10,000 literals, or one longer than Hyperscan takes: any device.
+      {C::kAuto, K::kGpu, 10'001, 10, I::kStreams, std::nullopt, D, true},
+      {C::kAuto, K::kCpu, 10'001, 10, I::kFiles, 1, D, true},
+      {C::kAuto, K::kCpu, 2, 16'001, I::kStreams, std::nullopt, D, true},
+      {C::kAuto, K::kGpu, 2, 16'000, I::kFiles, 1, H, false},
+      // ... and without any OpenCL device, the host engine still searches.
+      {C::kAuto, K::kNone, 1'000'000, 10, I::kFiles, 64 * kGiB, H, true},
+      {C::kAuto, K::kNone, 2, 20'000, I::kFiles, 1, H, true},
+  };
+  for (const Row& r : rows) {
+    bool asked = false;
+    const EngineDecision d = choose_engine(r.choice, PatternStats{r.patterns, r.longest}, r.input, r.bytes, [&] {
+      asked = true;
+      return r.device;
+    });
+    EXPECT_EQ(d.engine, r.expected) << describe(r) << ": " << d.reason;
+    EXPECT_EQ(asked, r.asks_device) << describe(r);
+    EXPECT_FALSE(d.reason.empty()) << describe(r);
+  }
+}
+
+TEST(EnginePolicy, ANamedDeviceThatDoesNotExistIsAnError) {
+  Engines engines("7:7");
+  EngineRequest request;
+  request.patterns = PatternStats{1, 1};
+  EXPECT_THROW(engines.plan(request), NoDeviceError);
+  // Asked for the host engine, the device is not looked at.
+  request.choice = EngineChoice::kHost;
+  EXPECT_EQ(engines.plan(request).engine, EngineKind::kHost);
+}
+
+TEST(EnginePolicy, SizesLiveWithThePlan) {
+  Engines engines("");
+  EngineRequest request;
+  request.choice = EngineChoice::kHost;
+  request.patterns = PatternStats{3, 4};
+  request.input = InputKind::kStreams;
+  request.min_chunk_bytes = (8u << 20) + 1;  // max_line_bytes + 1
+  EnginePlan plan = engines.plan(request);
+  EXPECT_EQ(plan.scanning.chunk_bytes, (8u << 20) + 1);
+  EXPECT_GE(plan.scanning.slots, 3u);
+  EXPECT_EQ(plan.scanning.host_scan_below, 0u);
+  request.chunk_bytes = 4096;
+  request.slots = 2;
+  request.min_chunk_bytes = 0;
+  plan = engines.plan(request);
+  EXPECT_EQ(plan.scanning.chunk_bytes, 4096u);
+  EXPECT_EQ(plan.scanning.slots, 2u);
+  EXPECT_FALSE(engines.device_opened());
+}
+
+TEST(EnginePolicy, BuildsTheChosenEngine) {
+  PatternSet patterns;
+  patterns.add("needle");
+  patterns.add("hay");
+  Engines engines("");
+  EngineRequest request;
+  request.patterns = PatternStats::of(patterns);
+  const EnginePlan plan = engines.plan(request);  // a pipe: the host engine
+  ASSERT_EQ(plan.engine, EngineKind::kHost);
+  std::unique_ptr<Engine> engine = engines.compile(plan, patterns, MatchOptions{});
+  EXPECT_EQ(engine->kind(), EngineKind::kHost);
+  EXPECT_EQ(engine->name(), "cpu");
+  EXPECT_EQ(engine->table().unique_count(), 2u);
+  Scanner& scanner = engine->make_scanner(true, false);
+  EXPECT_EQ(scanner.engine(), "cpu");
+  EXPECT_EQ(&engine->scanner(), &scanner);
+  EXPECT_TRUE(engine->counts_exact());
+  EXPECT_FALSE(engines.device_opened());
+}
+
+TEST(EnginePolicy, DeviceFaultPlansNameTheVariable) {
+  EXPECT_FALSE(device_faults_from(nullptr).any());
+  EXPECT_FALSE(device_faults_from("").any());
+  EXPECT_EQ(device_faults_from("finish:2").finish, 2u);
+  try {
+    device_faults_from("nonsense");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("GPUFILTER_INJECT_DEVICE_FAULT"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter
