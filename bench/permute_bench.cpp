@@ -110,146 +110,164 @@ struct Row {
   bool verified = false, equal = true;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Args {
   std::string device_spec;
   std::vector<unsigned> sizes{11, 12};
   unsigned steps = 15, repeat = 3, threads = std::max(1u, std::thread::hardware_concurrency());
   std::size_t batch_bytes = 0;
   bool sweep = false, verify = true;
+};
+
+// False on a bad argument.
+bool parse_args(int argc, char** argv, Args& args) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    if (a == "--device") device_spec = next();
+    if (a == "--device") args.device_spec = next();
     else if (a == "--sizes") {
-      sizes.clear();
+      args.sizes.clear();
       const std::string list = next();
       for (std::size_t p = 0; p < list.size();) {
-        sizes.push_back(static_cast<unsigned>(std::strtoul(list.c_str() + p, nullptr, 10)));
+        args.sizes.push_back(static_cast<unsigned>(std::strtoul(list.c_str() + p, nullptr, 10)));
         const auto comma = list.find(',', p);
         p = comma == std::string::npos ? list.size() : comma + 1;
       }
-    } else if (a == "--steps") steps = static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10));
-    else if (a == "--repeat") repeat = std::max(1u, static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10)));
-    else if (a == "--threads") threads = std::max(1u, static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10)));
-    else if (a == "--batch-bytes") batch_bytes = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--sweep") sweep = true;
-    else if (a == "--no-verify") verify = false;
-    else return usage();
+    } else if (a == "--steps") args.steps = static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10));
+    else if (a == "--repeat") args.repeat = std::max(1u, static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10)));
+    else if (a == "--threads") args.threads = std::max(1u, static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10)));
+    else if (a == "--batch-bytes") args.batch_bytes = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--sweep") args.sweep = true;
+    else if (a == "--no-verify") args.verify = false;
+    else return false;
   }
-  for (const unsigned n : sizes)
-    if (n < 1 || n > perm::kMaxRange) return usage();
+  for (const unsigned n : args.sizes)
+    if (n < 1 || n > perm::kMaxRange) return false;
+  return true;
+}
 
+struct Measured {
+  std::size_t link_bytes = 0;
+  std::size_t work_group = 0;
+  std::uint64_t batch_perms = 0;
+};
+
+// One N: the kernel with its output kept on the device, the CPU generator, and the GPU
+// copied back batch by batch to /dev/null (checked against the CPU's output).
+Row measure(gpufilter::DeviceContext& device, const Args& args, unsigned n, int null_fd, Measured& m) {
+  const auto set = perm::Multiset::range(n);
+  Row row{n, set.permutations(), set.permutations() * n};
+  std::fprintf(stderr, "N=%u: %s permutations, %.2f GB\n", n, grouped(row.perms).c_str(),
+               static_cast<double>(row.bytes) * 1e-9);
+  {
+    perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = args.steps, .profiling = true});
+    m.work_group = permuter.work_group();
+    const std::uint64_t buffer_bytes = std::min<std::uint64_t>(row.bytes, device.info().max_allocation / n * n);
+    cl::Buffer out(device.context(), CL_MEM_READ_WRITE, buffer_bytes);
+    device_kernel_seconds(permuter, out, buffer_bytes / n);  // warm-up
+    row.kernel_s = 1e30;
+    for (unsigned r = 0; r < args.repeat; ++r)
+      row.kernel_s = std::min(row.kernel_s, device_kernel_seconds(permuter, out, buffer_bytes / n));
+  }
+  std::vector<std::uint8_t> cpu(row.bytes);  // touched beforehand
+  std::memset(cpu.data(), 0, cpu.size());
+  row.cpu_s = 1e30;
+  for (unsigned r = 0; r < args.repeat; ++r) {
+    const auto t0 = Clock::now();
+    perm::generate_host(set, 0, row.perms, cpu, args.threads);
+    row.cpu_s = std::min(row.cpu_s, seconds_since(t0));
+  }
+  perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = args.steps, .batch_bytes = args.batch_bytes});
+  m.batch_perms = permuter.batch_permutations();
+  m.link_bytes = std::max<std::size_t>(m.link_bytes, std::min(row.bytes, m.batch_perms * n));
+  auto to_null = [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t w = ::write(null_fd, bytes.data() + done, bytes.size() - done);
+      if (w < 0) throw gpufilter::Error("cannot write /dev/null");
+      done += static_cast<std::size_t>(w);
+    }
+  };
+  permuter.generate(0, row.perms, to_null);  // warm-up
+  row.copy_s = 1e30;
+  for (unsigned r = 0; r < args.repeat; ++r) {
+    const auto t0 = Clock::now();
+    permuter.generate(0, row.perms, to_null);
+    row.copy_s = std::min(row.copy_s, seconds_since(t0));
+  }
+  if (args.verify) {
+    row.verified = true;
+    permuter.generate(0, row.perms, [&](std::uint64_t first, std::span<const std::uint8_t> bytes) {
+      if (std::memcmp(bytes.data(), cpu.data() + first * n, bytes.size()) != 0) row.equal = false;
+    });
+  }
+  return row;
+}
+
+// The table; true when every checked output equalled the CPU's.
+bool print_rows(const gpufilter::DeviceContext& device, const Args& args, const Measured& m, double link,
+                const std::vector<Row>& rows) {
+  const auto& info = device.info();
+  std::printf("device: %s (%s, %s), steps %u, work-group %zu, batch %s permutations; link device->host (pinned, "
+              "measured): %.1f GB/s\nCPU: %s, %u threads\n\n",
+              info.name.c_str(), info.platform_name.c_str(), info.driver.c_str(), args.steps, m.work_group,
+              grouped(m.batch_perms).c_str(), link, cpu_model().c_str(), args.threads);
+  std::printf("| N | permutations | output | GPU kernel, output on device | GPU -> pinned host -> /dev/null | "
+              "link bound | CPU, %u threads | kernel vs CPU | copy-back / link bound | GPU = CPU |\n",
+              args.threads);
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+  bool all_equal = true;
+  for (const auto& r : rows) {
+    const double gb = static_cast<double>(r.bytes) * 1e-9;
+    const double bound = gb / link;
+    all_equal = all_equal && r.equal;
+    std::printf("| %u | %s | %.2f GB | %s (%.1f GB/s, %.2f G perm/s) | %s (%.1f GB/s) | %s | %s (%.1f GB/s) | %.1fx | "
+                "%.2fx | %s |\n",
+                r.n, grouped(r.perms).c_str(), gb, time_text(r.kernel_s).c_str(), gb / r.kernel_s,
+                static_cast<double>(r.perms) / r.kernel_s * 1e-9, time_text(r.copy_s).c_str(), gb / r.copy_s,
+                time_text(bound).c_str(), time_text(r.cpu_s).c_str(), gb / r.cpu_s, r.cpu_s / r.kernel_s,
+                r.copy_s / bound, !r.verified ? "not checked" : r.equal ? "yes" : "NO");
+  }
+  return all_equal;
+}
+
+// --sweep: kernel time by next_permutation steps per work-item, the largest N.
+void sweep_steps(gpufilter::DeviceContext& device, const Args& args) {
+  const unsigned n = *std::max_element(args.sizes.begin(), args.sizes.end());
+  const auto set = perm::Multiset::range(n);
+  const std::uint64_t bytes = set.permutations() * n;
+  const std::uint64_t buffer_bytes = std::min<std::uint64_t>(bytes, device.info().max_allocation / n * n);
+  cl::Buffer out(device.context(), CL_MEM_READ_WRITE, buffer_bytes);
+  std::printf("\nKernel time by steps (next_permutation steps per work-item after the decomposed one), N = %u, "
+              "output on device:\n\n| steps | work-group | kernel | G perm/s | vs steps 0 |\n| ---: | ---: | ---: "
+              "| ---: | ---: |\n",
+              n);
+  double base = 0;
+  for (const unsigned s : {0u, 1u, 3u, 7u, 15u, 31u, 63u}) {
+    perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = s, .profiling = true});
+    device_kernel_seconds(permuter, out, buffer_bytes / n);
+    double best = 1e30;
+    for (unsigned r = 0; r < args.repeat; ++r)
+      best = std::min(best, device_kernel_seconds(permuter, out, buffer_bytes / n));
+    if (s == 0) base = best;
+    std::printf("| %u | %zu | %s | %.2f | %.2fx |\n", s, permuter.work_group(), time_text(best).c_str(),
+                static_cast<double>(set.permutations()) / best * 1e-9, base / best);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!parse_args(argc, argv, args)) return usage();
   try {
-    gpufilter::DeviceContext device(device_spec);
-    const auto& info = device.info();
-    const std::uint64_t max_alloc = info.max_allocation;
+    gpufilter::DeviceContext device(args.device_spec);
     const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null_fd < 0) throw gpufilter::Error("cannot open /dev/null");
-
-    std::size_t link_bytes = 0;
+    Measured m;
     std::vector<Row> rows;
-    std::size_t work_group = 0;
-    std::uint64_t batch_perms = 0;
-    for (const unsigned n : sizes) {
-      const auto set = perm::Multiset::range(n);
-      Row row{n, set.permutations(), set.permutations() * n};
-      std::fprintf(stderr, "N=%u: %s permutations, %.2f GB\n", n, grouped(row.perms).c_str(),
-                   static_cast<double>(row.bytes) * 1e-9);
-
-      // GPU, output kept on the device.
-      {
-        perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = steps, .profiling = true});
-        work_group = permuter.work_group();
-        const std::uint64_t buffer_bytes = std::min<std::uint64_t>(row.bytes, max_alloc / n * n);
-        cl::Buffer out(device.context(), CL_MEM_READ_WRITE, buffer_bytes);
-        device_kernel_seconds(permuter, out, buffer_bytes / n);  // warm-up
-        row.kernel_s = 1e30;
-        for (unsigned r = 0; r < repeat; ++r)
-          row.kernel_s = std::min(row.kernel_s, device_kernel_seconds(permuter, out, buffer_bytes / n));
-      }
-      // CPU generator into host memory (touched beforehand).
-      std::vector<std::uint8_t> cpu(row.bytes);
-      std::memset(cpu.data(), 0, cpu.size());
-      row.cpu_s = 1e30;
-      for (unsigned r = 0; r < repeat; ++r) {
-        const auto t0 = Clock::now();
-        perm::generate_host(set, 0, row.perms, cpu, threads);
-        row.cpu_s = std::min(row.cpu_s, seconds_since(t0));
-      }
-      // GPU, copied back batch by batch and written to /dev/null.
-      {
-        perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = steps, .batch_bytes = batch_bytes});
-        batch_perms = permuter.batch_permutations();
-        link_bytes = std::max<std::size_t>(link_bytes, std::min(row.bytes, batch_perms * n));
-        auto to_null = [&](std::uint64_t, std::span<const std::uint8_t> bytes) {
-          for (std::size_t done = 0; done < bytes.size();) {
-            const ssize_t w = ::write(null_fd, bytes.data() + done, bytes.size() - done);
-            if (w < 0) throw gpufilter::Error("cannot write /dev/null");
-            done += static_cast<std::size_t>(w);
-          }
-        };
-        permuter.generate(0, row.perms, to_null);  // warm-up
-        row.copy_s = 1e30;
-        for (unsigned r = 0; r < repeat; ++r) {
-          const auto t0 = Clock::now();
-          permuter.generate(0, row.perms, to_null);
-          row.copy_s = std::min(row.copy_s, seconds_since(t0));
-        }
-        if (verify) {
-          row.verified = true;
-          permuter.generate(0, row.perms, [&](std::uint64_t first, std::span<const std::uint8_t> bytes) {
-            if (std::memcmp(bytes.data(), cpu.data() + first * n, bytes.size()) != 0) row.equal = false;
-          });
-        }
-      }
-      rows.push_back(row);
-    }
-    const double link = link_gbps(device, std::max<std::size_t>(link_bytes, std::size_t{64} << 20));
-
-    std::printf("device: %s (%s, %s), steps %u, work-group %zu, batch %s permutations; link device->host (pinned, "
-                "measured): %.1f GB/s\nCPU: %s, %u threads\n\n",
-                info.name.c_str(), info.platform_name.c_str(), info.driver.c_str(), steps, work_group,
-                grouped(batch_perms).c_str(), link, cpu_model().c_str(), threads);
-    std::printf("| N | permutations | output | GPU kernel, output on device | GPU -> pinned host -> /dev/null | "
-                "link bound | CPU, %u threads | kernel vs CPU | copy-back / link bound | GPU = CPU |\n",
-                threads);
-    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-    bool all_equal = true;
-    for (const auto& r : rows) {
-      const double gb = static_cast<double>(r.bytes) * 1e-9;
-      const double bound = gb / link;
-      all_equal = all_equal && r.equal;
-      std::printf("| %u | %s | %.2f GB | %s (%.1f GB/s, %.2f G perm/s) | %s (%.1f GB/s) | %s | %s (%.1f GB/s) | %.1fx | "
-                  "%.2fx | %s |\n",
-                  r.n, grouped(r.perms).c_str(), gb, time_text(r.kernel_s).c_str(), gb / r.kernel_s,
-                  static_cast<double>(r.perms) / r.kernel_s * 1e-9, time_text(r.copy_s).c_str(), gb / r.copy_s,
-                  time_text(bound).c_str(), time_text(r.cpu_s).c_str(), gb / r.cpu_s, r.cpu_s / r.kernel_s,
-                  r.copy_s / bound, !r.verified ? "not checked" : r.equal ? "yes" : "NO");
-    }
-
-    if (sweep && !sizes.empty()) {
-      const unsigned n = *std::max_element(sizes.begin(), sizes.end());
-      const auto set = perm::Multiset::range(n);
-      const std::uint64_t bytes = set.permutations() * n;
-      const std::uint64_t buffer_bytes = std::min<std::uint64_t>(bytes, max_alloc / n * n);
-      cl::Buffer out(device.context(), CL_MEM_READ_WRITE, buffer_bytes);
-      std::printf("\nKernel time by steps (next_permutation steps per work-item after the decomposed one), N = %u, "
-                  "output on device:\n\n| steps | work-group | kernel | G perm/s | vs steps 0 |\n| ---: | ---: | ---: "
-                  "| ---: | ---: |\n",
-                  n);
-      double base = 0;
-      for (const unsigned s : {0u, 1u, 3u, 7u, 15u, 31u, 63u}) {
-        perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = s, .profiling = true});
-        device_kernel_seconds(permuter, out, buffer_bytes / n);
-        double best = 1e30;
-        for (unsigned r = 0; r < repeat; ++r) best = std::min(best, device_kernel_seconds(permuter, out, buffer_bytes / n));
-        if (s == 0) base = best;
-        std::printf("| %u | %zu | %s | %.2f | %.2fx |\n", s, permuter.work_group(), time_text(best).c_str(),
-                    static_cast<double>(set.permutations()) / best * 1e-9, base / best);
-      }
-    }
+    for (const unsigned n : args.sizes) rows.push_back(measure(device, args, n, null_fd, m));
+    const double link = link_gbps(device, std::max<std::size_t>(m.link_bytes, std::size_t{64} << 20));
+    const bool all_equal = print_rows(device, args, m, link, rows);
+    if (args.sweep && !args.sizes.empty()) sweep_steps(device, args);
     ::close(null_fd);
     return all_equal ? 0 : 1;
   } catch (const gpufilter::KernelBuildError& e) {

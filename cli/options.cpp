@@ -327,6 +327,165 @@ PatternSet decode_patterns(const PatternSet& patterns, bool hex, bool escapes) {
   return decoded;
 }
 
+namespace {
+
+// grep's own options (those gpufilter takes or refuses as grep's); false: not one of them.
+bool grep_option(int c, Options& o, bool& patterns_given) {
+  switch (c) {
+    case 'A': o.after = context_length(::optarg); break;
+    case 'B': o.before = context_length(::optarg); break;
+    case 'C': o.context = context_length(::optarg); break;
+    case 'E': unsupported("-E", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+    case 'G': unsupported("-G", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+    case 'P': unsupported("-P", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
+    case 'F': break;  // implied
+    case 'H': o.with_filename = true; break;
+    case 'h': o.with_filename = false; break;
+    case 'I': o.binary_files = BinaryFiles::kWithoutMatch; break;
+    case 'a': o.binary_files = BinaryFiles::kText; break;
+    case 'U': break;  // no CR stripping happens on this platform anyway
+    case 'V': o.version = true; break;
+    case 'b': o.byte_offset = true; break;
+    case 'c': o.count = true; break;
+    case 'e':
+      o.patterns.add_list(::optarg);
+      patterns_given = true;
+      break;
+    case 'f':
+      o.patterns.add_file_contents(read_pattern_file(::optarg));
+      patterns_given = true;
+      break;
+    case 'i': case 'y': o.ignore_case = true; break;
+    case kNoIgnoreCaseOption: o.ignore_case = false; break;
+    case 'L': o.list = ListMode::kFilesWithoutMatch; break;
+    case 'l': o.list = ListMode::kFilesWithMatches; break;
+    case 'm': {
+      std::string_view arg(::optarg);
+      std::uint64_t value = 0;
+      if (!arg.empty() && arg.front() == '-') {
+        // A negative count means no limit (grep 3.8).
+        if (!parse_number(arg.substr(1), value)) throw UsageError("invalid max count", false);
+        o.max_count.reset();
+        o.negative_max_count = true;
+      } else {
+        o.negative_max_count = false;
+        if (!parse_number(arg, value)) throw UsageError("invalid max count", false);
+        o.max_count = value;
+      }
+      break;
+    }
+    case 'n': o.line_numbers = true; break;
+    case 'o': o.only_matching = true; break;
+    case 'q': o.quiet = true; break;
+    case 's': o.no_messages = true; break;
+    case 'v': o.invert = true; break;
+    case 'w': o.word = true; break;
+    case 'x': o.whole_line = true; break;
+    case kBinaryFilesOption:
+      if (std::strcmp(::optarg, "binary") == 0) o.binary_files = BinaryFiles::kBinary;
+      else if (std::strcmp(::optarg, "text") == 0) o.binary_files = BinaryFiles::kText;
+      else if (std::strcmp(::optarg, "without-match") == 0) o.binary_files = BinaryFiles::kWithoutMatch;
+      else throw UsageError("unknown binary-files type", false);
+      break;
+    case kColorOption: {
+      const std::string_view when = ::optarg != nullptr ? ::optarg : "auto";
+      if (when == "always" || when == "yes" || when == "force") o.color = ColorWhen::kAlways;
+      else if (when == "never" || when == "no" || when == "none") o.color = ColorWhen::kNever;
+      else if (when == "auto" || when == "tty" || when == "if-tty") o.color = ColorWhen::kAuto;
+      else throw UsageError("invalid argument '" + std::string(when) + "' for '--color'; valid arguments are 'always', 'never' and 'auto'", true);
+      break;
+    }
+    case kLabelOption: o.label = ::optarg; break;
+    case kLineBufferedOption: o.line_buffered = true; break;
+    case kGroupSeparatorOption: o.group_separator = ::optarg; break;
+    case kNoGroupSeparatorOption: o.group_separator.reset(); break;
+    default: return false;
+  }
+  return true;
+}
+
+// gpufilter's own options; false: not one of them.
+bool gpufilter_option(int c, Options& o) {
+  switch (c) {
+    case kHelpOption: o.help = true; break;
+    case kPatternCountsOption: o.pattern_counts = true; break;
+    case kListDevicesOption: o.list_devices = true; break;
+    case kDeviceOption: o.device = ::optarg; break;
+    case kChunkSizeOption: o.chunk_bytes = size_argument(::optarg, "--chunk-size"); break;
+    case kSlotsOption: o.slots = size_argument(::optarg, "--slots"); break;
+    case kBatchTimeoutOption: {
+      if (!parse_number(::optarg, o.batch_timeout_ms))
+        throw UsageError(std::string("invalid --batch-timeout argument '") + ::optarg + "'", true);
+      break;
+    }
+    case kEngineOption: {
+      const std::string_view e = ::optarg;
+      if (e == "auto") o.engine = Engine::kAuto;
+      else if (e == "gpu" || e == "opencl") o.engine = Engine::kOpenCL;
+      else if (e == "cpu" || e == "host") o.engine = Engine::kHost;
+      else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, gpu or cpu)", true);
+      break;
+    }
+    case kStatsOption: o.stats = true; break;
+    case kHostScanBelowOption: {
+      // 0 is allowed here: never scan on the host.
+      if (std::strcmp(::optarg, "0") == 0) o.host_scan_below = 0;
+      else o.host_scan_below = size_argument(::optarg, "--host-scan-below");
+      break;
+    }
+    case kFollowOption: o.follow = true; break;
+    case kFromStartOption: o.from_start = true; break;
+    case kStateOption: o.state_path = ::optarg; break;
+    case kPollIntervalOption: {
+      std::uint64_t ms = 0;
+      if (!parse_number(::optarg, ms) || ms == 0 || ms > 3'600'000)
+        throw UsageError(std::string("invalid --poll-interval argument '") + ::optarg + "' (milliseconds, 1 to 3600000)", true);
+      o.poll_interval_ms = ms;
+      break;
+    }
+    case kListenOption: o.listen.emplace_back(::optarg); break;
+    case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
+    case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
+    case kJsonOption: o.json = true; break;
+    case kPcapOption: o.pcaps.emplace_back(::optarg); break;
+    case kInterfaceOption: o.interface = ::optarg; break;
+    case kBpfOption: o.bpf = ::optarg; break;
+    case kMatchFrameOption: o.match_frame = true; break;
+    case 'X': o.hex_patterns = true; break;
+    case kEscapesOption: o.escapes = true; break;
+    case kStreamOption: o.stream = true; break;
+    case kPcapOutOption: o.pcap_out = ::optarg; break;
+    case kHexdumpOption: o.hexdump = true; break;
+    case 'd': case 'D': case 'r': case 'R':
+      unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
+    case 'T': case 'Z': case 'z': case 'u':
+      unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
+    default: return false;
+  }
+  return true;
+}
+
+// An option getopt_long refused, with glibc's messages.
+[[noreturn]] void option_error(char** argv) {
+  // getopt_long sets optopt to the character of an unknown short option (and may
+  // still be inside its bundle: optind has not moved), to the option's value when a
+  // known option lacks its argument or has one it does not take, and to 0 for a long
+  // option that is unknown or an ambiguous abbreviation; in those cases optind has
+  // moved past the failing argument. The messages are glibc's.
+  // (optopt is negative for a byte above 0x7f: getopt stores a plain char.)
+  const bool known_char = ::optopt != 0 && ::optopt < 256 && ::optopt != ':' &&
+                          std::strchr(kShortOptions, ::optopt) != nullptr;
+  if (::optopt != 0 && ::optopt < 256 && !known_char)
+    throw UsageError(std::string("invalid option -- '") + static_cast<char>(::optopt) + "'", true);
+  const char* arg = argv[::optind - 1];
+  if (std::strncmp(arg, "--", 2) == 0) throw long_option_error(arg, ::optopt != 0);
+  if (known_char)
+    throw UsageError(std::string("option requires an argument -- '") + static_cast<char>(::optopt) + "'", true);
+  throw UsageError(std::string("unrecognized option '") + arg + "'", true);
+}
+
+}  // namespace
+
 Options parse(int argc, char** argv) {
   Options o;
   bool patterns_given = false;
@@ -349,146 +508,8 @@ Options parse(int argc, char** argv) {
       continue;
     }
     digit_argument = -1;
-    switch (c) {
-      case 'A': o.after = context_length(::optarg); break;
-      case 'B': o.before = context_length(::optarg); break;
-      case 'C': o.context = context_length(::optarg); break;
-      case 'E': unsupported("-E", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-      case 'G': unsupported("-G", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-      case 'P': unsupported("-P", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-      case 'F': break;  // implied
-      case 'H': o.with_filename = true; break;
-      case 'h': o.with_filename = false; break;
-      case 'I': o.binary_files = BinaryFiles::kWithoutMatch; break;
-      case 'a': o.binary_files = BinaryFiles::kText; break;
-      case 'U': break;  // no CR stripping happens on this platform anyway
-      case 'V': o.version = true; break;
-      case 'b': o.byte_offset = true; break;
-      case 'c': o.count = true; break;
-      case 'e':
-        o.patterns.add_list(::optarg);
-        patterns_given = true;
-        break;
-      case 'f':
-        o.patterns.add_file_contents(read_pattern_file(::optarg));
-        patterns_given = true;
-        break;
-      case 'i': case 'y': o.ignore_case = true; break;
-      case kNoIgnoreCaseOption: o.ignore_case = false; break;
-      case 'L': o.list = ListMode::kFilesWithoutMatch; break;
-      case 'l': o.list = ListMode::kFilesWithMatches; break;
-      case 'm': {
-        std::string_view arg(::optarg);
-        std::uint64_t value = 0;
-        if (!arg.empty() && arg.front() == '-') {
-          // A negative count means no limit (grep 3.8).
-          if (!parse_number(arg.substr(1), value)) throw UsageError("invalid max count", false);
-          o.max_count.reset();
-          o.negative_max_count = true;
-        } else {
-          o.negative_max_count = false;
-          if (!parse_number(arg, value)) throw UsageError("invalid max count", false);
-          o.max_count = value;
-        }
-        break;
-      }
-      case 'n': o.line_numbers = true; break;
-      case 'o': o.only_matching = true; break;
-      case 'q': o.quiet = true; break;
-      case 's': o.no_messages = true; break;
-      case 'v': o.invert = true; break;
-      case 'w': o.word = true; break;
-      case 'x': o.whole_line = true; break;
-      case kBinaryFilesOption:
-        if (std::strcmp(::optarg, "binary") == 0) o.binary_files = BinaryFiles::kBinary;
-        else if (std::strcmp(::optarg, "text") == 0) o.binary_files = BinaryFiles::kText;
-        else if (std::strcmp(::optarg, "without-match") == 0) o.binary_files = BinaryFiles::kWithoutMatch;
-        else throw UsageError("unknown binary-files type", false);
-        break;
-      case kColorOption: {
-        const std::string_view when = ::optarg != nullptr ? ::optarg : "auto";
-        if (when == "always" || when == "yes" || when == "force") o.color = ColorWhen::kAlways;
-        else if (when == "never" || when == "no" || when == "none") o.color = ColorWhen::kNever;
-        else if (when == "auto" || when == "tty" || when == "if-tty") o.color = ColorWhen::kAuto;
-        else throw UsageError("invalid argument '" + std::string(when) + "' for '--color'; valid arguments are 'always', 'never' and 'auto'", true);
-        break;
-      }
-      case kLabelOption: o.label = ::optarg; break;
-      case kLineBufferedOption: o.line_buffered = true; break;
-      case kGroupSeparatorOption: o.group_separator = ::optarg; break;
-      case kNoGroupSeparatorOption: o.group_separator.reset(); break;
-      case kHelpOption: o.help = true; break;
-      case kPatternCountsOption: o.pattern_counts = true; break;
-      case kListDevicesOption: o.list_devices = true; break;
-      case kDeviceOption: o.device = ::optarg; break;
-      case kChunkSizeOption: o.chunk_bytes = size_argument(::optarg, "--chunk-size"); break;
-      case kSlotsOption: o.slots = size_argument(::optarg, "--slots"); break;
-      case kBatchTimeoutOption: {
-        if (!parse_number(::optarg, o.batch_timeout_ms))
-          throw UsageError(std::string("invalid --batch-timeout argument '") + ::optarg + "'", true);
-        break;
-      }
-      case kEngineOption: {
-        const std::string_view e = ::optarg;
-        if (e == "auto") o.engine = Engine::kAuto;
-        else if (e == "gpu" || e == "opencl") o.engine = Engine::kOpenCL;
-        else if (e == "cpu" || e == "host") o.engine = Engine::kHost;
-        else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, gpu or cpu)", true);
-        break;
-      }
-      case kStatsOption: o.stats = true; break;
-      case kHostScanBelowOption: {
-        // 0 is allowed here: never scan on the host.
-        if (std::strcmp(::optarg, "0") == 0) o.host_scan_below = 0;
-        else o.host_scan_below = size_argument(::optarg, "--host-scan-below");
-        break;
-      }
-      case kFollowOption: o.follow = true; break;
-      case kFromStartOption: o.from_start = true; break;
-      case kStateOption: o.state_path = ::optarg; break;
-      case kPollIntervalOption: {
-        std::uint64_t ms = 0;
-        if (!parse_number(::optarg, ms) || ms == 0 || ms > 3'600'000)
-          throw UsageError(std::string("invalid --poll-interval argument '") + ::optarg + "' (milliseconds, 1 to 3600000)", true);
-        o.poll_interval_ms = ms;
-        break;
-      }
-      case kListenOption: o.listen.emplace_back(::optarg); break;
-      case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
-      case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
-      case kJsonOption: o.json = true; break;
-      case kPcapOption: o.pcaps.emplace_back(::optarg); break;
-      case kInterfaceOption: o.interface = ::optarg; break;
-      case kBpfOption: o.bpf = ::optarg; break;
-      case kMatchFrameOption: o.match_frame = true; break;
-      case 'X': o.hex_patterns = true; break;
-      case kEscapesOption: o.escapes = true; break;
-      case kStreamOption: o.stream = true; break;
-      case kPcapOutOption: o.pcap_out = ::optarg; break;
-      case kHexdumpOption: o.hexdump = true; break;
-      case 'd': case 'D': case 'r': case 'R':
-        unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
-      case 'T': case 'Z': case 'z': case 'u':
-        unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
-      case '?':
-      default: {
-        // getopt_long sets optopt to the character of an unknown short option (and may
-        // still be inside its bundle: optind has not moved), to the option's value when a
-        // known option lacks its argument or has one it does not take, and to 0 for a long
-        // option that is unknown or an ambiguous abbreviation; in those cases optind has
-        // moved past the failing argument. The messages are glibc's.
-        // (optopt is negative for a byte above 0x7f: getopt stores a plain char.)
-        const bool known_char = ::optopt != 0 && ::optopt < 256 && ::optopt != ':' &&
-                                std::strchr(kShortOptions, ::optopt) != nullptr;
-        if (::optopt != 0 && ::optopt < 256 && !known_char)
-          throw UsageError(std::string("invalid option -- '") + static_cast<char>(::optopt) + "'", true);
-        const char* arg = argv[::optind - 1];
-        if (std::strncmp(arg, "--", 2) == 0) throw long_option_error(arg, ::optopt != 0);
-        if (known_char)
-          throw UsageError(std::string("option requires an argument -- '") + static_cast<char>(::optopt) + "'", true);
-        throw UsageError(std::string("unrecognized option '") + arg + "'", true);
-      }
-    }
+    if (c != '?' && (grep_option(c, o, patterns_given) || gpufilter_option(c, o))) continue;
+    option_error(argv);
   }
   if (o.help || o.version || o.list_devices) return o;
   int next = ::optind;
