@@ -63,9 +63,10 @@ GPU and streaming:
       --chunk-size=SIZE     bytes per chunk (K, M, G suffixes)
       --slots=N             chunks in flight at once (default 4 on a GPU,
                             3 on a CPU device, cores + 2 on the host engine)
-      --engine=ENGINE       auto, gpu (the OpenCL device) or cpu (Hyperscan
-                            on the host threads); auto picks by device and
-                            pattern count (docs/PERFORMANCE.md)
+      --engine=ENGINE       auto, opencl (the OpenCL device, a GPU or PoCL;
+                            also 'gpu') or host (Hyperscan on every core;
+                            also 'cpu'); auto picks by device, pattern count
+                            and input, --stats says why (docs/PERFORMANCE.md)
       --stats               at exit, print timings as one JSON line on stderr
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
       --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,

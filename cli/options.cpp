@@ -423,7 +423,7 @@ bool gpufilter_option(int c, Options& o) {
       if (e == "auto") o.engine = Engine::kAuto;
       else if (e == "gpu" || e == "opencl") o.engine = Engine::kOpenCL;
       else if (e == "cpu" || e == "host") o.engine = Engine::kHost;
-      else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, gpu or cpu)", true);
+      else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, opencl or host)", true);
       break;
     }
     case kStatsOption: o.stats = true; break;

@@ -453,6 +453,9 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     }
     if (top.has("engine")) {
       c.engine = top.child("engine").text();
+      // opencl and host are the names gpufilter's --engine documents; gpu and cpu stay.
+      if (c.engine == "opencl") c.engine = "gpu";
+      if (c.engine == "host") c.engine = "cpu";
       if (c.engine != "auto" && c.engine != "gpu" && c.engine != "cpu")
         top.child("engine").fail("\"" + c.engine + "\" is not auto, gpu or cpu");
     }
