@@ -229,7 +229,7 @@ struct Outcome {
 };
 
 // Every FILE operand (or standard input) in turn through one FileScan.
-Outcome search_files(const cli::Options& o, FileScan& files, Output& out, StopSignal& stop,
+Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers, Output& out, StopSignal& stop,
                      std::string& scanning_now) {
   Outcome outcome;
   for (const std::string& file : o.files) {
@@ -238,6 +238,7 @@ Outcome search_files(const cli::Options& o, FileScan& files, Output& out, StopSi
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
       source->set_stop(&stop);
+      source->set_workers(&workers);
       scanning_now = source->name();
       const InputSummary summary = files.run(*source);
       outcome.bytes = files.bytes_scanned();
@@ -357,6 +358,9 @@ int search(cli::Options& o) {
   piping.detect_binary = o.binary_files != BinaryFiles::kText;
   piping.scan_to_end = o.pattern_counts;
   piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
+  // Large reads of regular files and the NUL search are split over these threads.
+  WorkerPool workers(WorkerPool::default_threads());
+  piping.workers = &workers;
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;
   StderrNotices notices(o.no_messages);
@@ -370,7 +374,7 @@ int search(cli::Options& o) {
     const CaptureResult result = run_captures(o, scanner, o.patterns, out, stop, notices);
     outcome = Outcome{result.selected > 0, result.trouble, result.bytes, ",\"packets\":" + std::to_string(result.packets)};
   } else {
-    outcome = search_files(o, files, out, stop, scanning_now);
+    outcome = search_files(o, files, workers, out, stop, scanning_now);
   }
   if (o.pattern_counts && !o.quiet && !print_pattern_counts(o, given_patterns, *engine, files.lines_seen(), out))
     outcome.trouble = true;

@@ -59,9 +59,9 @@ std::size_t FileSource::read(std::span<char> dst) {
   if (stop_ != nullptr && stop_->requested()) return 0;
   // A large read of a regular file is copied out of the page cache by several threads:
   // one thread's copy runs well below what the device link takes.
-  if (regular_) {
+  if (regular_ && workers_ != nullptr) {
     constexpr std::size_t kPiece = 1u << 20;
-    WorkerPool& pool = WorkerPool::shared();
+    WorkerPool& pool = *workers_;
     struct Piece {
       std::size_t wanted = 0, got = 0;
       int error = 0;

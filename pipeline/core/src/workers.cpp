@@ -58,9 +58,8 @@ void WorkerPool::run(std::size_t n, const std::function<void(std::size_t)>& task
   task_ = nullptr;
 }
 
-WorkerPool& WorkerPool::shared() {
-  static WorkerPool pool(std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16) - 1);
-  return pool;
+std::size_t WorkerPool::default_threads() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16) - 1;
 }
 
 std::size_t WorkerPool::split(std::size_t size, std::size_t min_piece,
@@ -74,8 +73,10 @@ std::size_t WorkerPool::split(std::size_t size, std::size_t min_piece,
   return pieces;
 }
 
-const char* find_byte(WorkerPool& pool, const char* data, std::size_t size, char byte) {
+const char* find_byte(WorkerPool* workers, const char* data, std::size_t size, char byte) {
   constexpr std::size_t kPiece = 1u << 20;  // below this, one memchr is quicker than a hand-off
+  if (workers == nullptr || size < 2 * kPiece) return static_cast<const char*>(std::memchr(data, byte, size));
+  WorkerPool& pool = *workers;
   std::vector<const char*> found(pool.width(), nullptr);
   const std::size_t pieces = pool.split(size, kPiece, [&](std::size_t i, std::size_t begin, std::size_t end) {
     found[i] = static_cast<const char*>(std::memchr(data + begin, byte, end - begin));

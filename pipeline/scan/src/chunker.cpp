@@ -15,7 +15,7 @@ Chunker::Chunker(Source& source, ChunkerConfig config)
 // Binary detection happens here, in one place, on bytes as they are read.
 void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offset) {
   if (!config_.detect_binary || binary_offset_ != kNoBinary) return;
-  const char* nul = find_byte(WorkerPool::shared(), data, size, '\0');
+  const char* nul = find_byte(config_.workers, data, size, '\0');
   if (nul == nullptr) return;
   // A regular file's buffers start at multiples of the block; a stream's where its read did.
   const std::uint64_t at = offset + static_cast<std::uint64_t>(nul - data);

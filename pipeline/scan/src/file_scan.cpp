@@ -138,6 +138,7 @@ InputSummary FileScan::run(Source& source) {
   chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
   chunking.detect_binary = config_.detect_binary;
   chunking.batch_timeout = config_.batch_timeout;
+  chunking.workers = config_.workers;
   Chunker chunker(source, chunking);
 
   std::string read_error;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/core/source.hpp"
 #include "gpufilter/core/stop_signal.hpp"
 
@@ -24,6 +25,8 @@ class FileSource final : public Source {
 
   // After stop->request(), reads end the input (return 0) and waits return at once.
   void set_stop(const StopSignal* stop) noexcept { stop_ = stop; }
+  // A large read of a regular file is split over these threads (null: this thread alone).
+  void set_workers(WorkerPool* workers) noexcept { workers_ = workers; }
 
   std::size_t read(std::span<char> dst) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
@@ -39,6 +42,7 @@ class FileSource final : public Source {
   std::uint64_t offset_ = 0;  // of the next read of a regular file
   std::string name_;
   const StopSignal* stop_ = nullptr;
+  WorkerPool* workers_ = nullptr;
 };
 
 }  // namespace gpufilter

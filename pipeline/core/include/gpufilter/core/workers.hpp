@@ -33,8 +33,10 @@ class WorkerPool {
   std::size_t split(std::size_t size, std::size_t min_piece,
                     const std::function<void(std::size_t, std::size_t, std::size_t)>& task);
 
-  // The process's pool: one thread per core beyond the first, at most 15.
-  static WorkerPool& shared();
+  // Helpers for a pool that uses the machine: one thread per core beyond the first, at
+  // most 15. There is no process-wide pool: a front end makes one and passes it to the
+  // readers and chunkers that split work (FileSource::set_workers, ChunkerConfig).
+  static std::size_t default_threads();
 
  private:
   void work();
@@ -52,7 +54,8 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-// The first `byte` in data[0, size), looked for in parallel pieces when size is large.
-const char* find_byte(WorkerPool& pool, const char* data, std::size_t size, char byte);
+// The first `byte` in data[0, size), looked for in parallel pieces when size is large and
+// there is a pool (null: on this thread).
+const char* find_byte(WorkerPool* pool, const char* data, std::size_t size, char byte);
 
 }  // namespace gpufilter

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/core/chunk.hpp"
 #include "gpufilter/core/source.hpp"
 
@@ -23,6 +24,8 @@ struct ChunkerConfig {
   bool detect_binary = true;       // track NUL bytes (off for -a)
   // A complete line waits at most this long for its chunk to fill on a slow input.
   std::chrono::milliseconds batch_timeout{2};
+  // Splits the NUL search of large reads over its threads; null: this thread alone.
+  WorkerPool* workers = nullptr;
 };
 
 class Chunker {

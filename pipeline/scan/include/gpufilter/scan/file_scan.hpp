@@ -17,6 +17,7 @@
 
 #include "gpufilter/core/sink.hpp"
 #include "gpufilter/core/source.hpp"
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/engines/scanner.hpp"
 #include "gpufilter/scan/chunker.hpp"
 
@@ -44,6 +45,7 @@ struct FileScanConfig {
   bool detect_binary = true;  // false for -a / --binary-files=text
   bool scan_to_end = false;   // keep scanning after the searcher stops (--pattern-counts)
   bool count_lines = false;   // count every line read (lines_seen)
+  WorkerPool* workers = nullptr;  // splits the chunker's NUL search (null: one thread)
 };
 
 class FileScan {
