@@ -1,8 +1,9 @@
-// Stream mode: --follow and --listen. Wires the readers (sources/follower, listener) on
-// one I/O thread to the StreamGrep on this thread through a RecordChannel, and
-// handles the stop: a signal (StopSignal) or a decided search stops the readers, which
-// hand on what they hold and close; the pipeline then scans what is left, flushes, and
-// the --state file is saved last.
+// Stream mode: --follow and --listen. Builds a StreamSession (sources/stream_session.hpp)
+// from the options: a Follower for the files and a Listener for the URLs, on the session's
+// I/O thread, feeding the StreamGrep on this thread through the session's RecordChannel.
+// The session stops the readers on a signal (StopSignal) or when the search is decided;
+// they hand on what they hold and close, the pipeline scans what is left and flushes, and
+// the --state file is saved last. A reader's failure ends the run (IoFailure::kEnd).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,253 @@
+// Daemon (daemon.hpp): gpufilterd's run as build steps, each from its configuration block,
+// then start, scan, and the stop: drain the outputs, end the readers, save the state.
+#include "daemon.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/notices.hpp"
+
+namespace gpufilter::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reader notices become warn log lines.
+class LogNotices final : public Notices {
+ public:
+  explicit LogNotices(Log& log) : log_(log) {}
+  void notice(std::string_view message) override { log_.warn(message); }
+
+ private:
+  Log& log_;
+};
+
+FollowConfig follow_config(const SourceConfig& s, std::size_t max_line_bytes) {
+  FollowConfig f;
+  f.paths = s.paths;
+  f.from_start = s.from_start;
+  f.state_path = s.state;
+  if (s.poll_interval) {
+    f.use_inotify = false;
+    f.poll_interval = *s.poll_interval;
+  }
+  f.max_line_bytes = max_line_bytes;
+  return f;
+}
+
+}  // namespace
+
+Daemon::Daemon(std::string config_path, SignalPipe signals)
+    : config_path_(std::move(config_path)), signals_(signals) {}
+
+Daemon::~Daemon() {
+  // Only when a step threw after the control thread started: end it rather than abort.
+  if (control_.joinable()) {
+    const unsigned char end = 0;
+    [[maybe_unused]] const ssize_t w = ::write(signals_.write, &end, 1);
+    control_.join();
+  }
+}
+
+bool Daemon::skip_teardown() const { return stopped_ && engines_ && engines_->device_opened(); }
+
+int Daemon::run() {
+  if (!load()) return 2;
+  // The OpenCL device is opened only when an engine needs it (engines/engine.hpp).
+  engines_ = std::make_unique<Engines>(config_.device);
+  describe_metrics(metrics_);
+  build_ops();
+  if (!build_scan()) return 2;
+  build_alerting();
+  build_sources();
+  start();
+  return stop(scan());
+}
+
+bool Daemon::load() {
+  try {
+    config_ = load_config(config_path_);
+  } catch (const Error& e) {
+    log_.error("config rejected", {{"error", e.what()}});
+    return false;
+  }
+  log_.set_format(config_.log_format);
+  return true;
+}
+
+// The operations endpoint binds first: its address is the alerts' generatorURL. Its
+// handlers touch only what exists before it serves (start()).
+// POST /-/reload is the endpoint's one state-changing route: it exists only when the
+// configuration enables it (read-only unless explicitly enabled); SIGHUP always works.
+void Daemon::build_ops() {
+  std::function<std::pair<bool, std::string>()> http_reload;
+  if (config_.reload_endpoint) {
+    http_reload = [this]() -> std::pair<bool, std::string> {
+      if (!reload_ready_) return {false, "still starting"};
+      return reload();
+    };
+  }
+  OpsHandlers handlers{[this] { return ready_.load(); }, http_reload};
+  ops_ = std::make_unique<OpsServer>(config_.server, metrics_, std::move(handlers));
+  if (config_.generator_url.empty()) config_.generator_url = "http://" + ops_->bound() + "/";
+}
+
+bool Daemon::build_scan() {
+  // Said once per engine: the scan goes on, on the host, and loses nothing. It must not throw.
+  on_device_fault_ = [this](const DeviceError& e, const Chunk&) noexcept {
+    try {
+      metrics_.add("gpufilterd_device_faults_total", {}, 1);
+      log_.warn("OpenCL device failed; scanning on the host from now on",
+                {{"call", e.call()}, {"code", std::to_string(e.code())}, {"error", cl_error_name(e.code())}});
+    } catch (...) {
+      // Out of memory for a log line: the scan itself goes on regardless.
+    }
+  };
+  try {
+    engine_ = build_engine(config_, *engines_, on_device_fault_);
+  } catch (const NoDeviceError& e) {
+    log_.error("no OpenCL device", {{"error", e.what()}});
+    return false;
+  }
+  return true;
+}
+
+// The outputs, and the rule engine that publishes each alert to every one of them.
+void Daemon::build_alerting() {
+  outputs_ = build_outputs(config_);
+  metrics_.set("gpufilterd_device_info",
+               {{"engine", std::string(engine_->engine->name())},
+                {"device", engine_->engine->device_name()},
+                {"reason", engine_->engine->reason()}},
+               1);
+  metrics_.set("gpufilterd_rules", {}, static_cast<double>(config_.rules.size()));
+  metrics_.set("gpufilterd_patterns", {}, static_cast<double>(engine_->rules->patterns().size()));
+  metrics_.set("gpufilterd_config_last_reload_successful", {}, 1);
+  metrics_.add("gpufilterd_device_faults_total", {}, 0);
+  rules_ = std::make_unique<RuleEngine>(
+      engine_->rules,
+      [this](const Alert& alert) {
+        const char* state = alert.state == Alert::State::kFiring ? "firing" : "resolved";
+        metrics_.add("gpufilterd_alerts_total", {{"rule", alert.rule}, {"state", state}}, 1);
+        for (auto& out : outputs_.outputs) out->publish(alert);
+      },
+      &metrics_);
+  consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_);
+}
+
+// The sources as one StreamSession: a Follower per `follow` block, one Listener for every
+// `listen` URL, standard input; then the scan loop that takes their lines.
+void Daemon::build_sources() {
+  StreamSessionConfig session;
+  session.channel = RecordChannel::Config{engine_->engine->scanner().chunk_bytes(), 3};
+  // A daemon outlives one bad handler: log it and run the readers on.
+  session.on_io_failure = StreamSessionConfig::IoFailure::kRestart;
+  session.report_io_failure = [this](const std::exception& e) { log_.error("reader failure", {{"error", e.what()}}); };
+  session_ = std::make_unique<StreamSession>(std::move(session));
+  notices_ = std::make_unique<LogNotices>(log_);
+  ListenConfig listening;
+  listening.max_line_bytes = config_.max_line_bytes;
+  listening.max_connections = config_.max_connections;
+  bool use_stdin = false;
+  for (const SourceConfig& s : config_.sources) {
+    switch (s.kind) {
+      case SourceConfig::Kind::kFollow:
+        session_->add_follower(follow_config(s, config_.max_line_bytes), *notices_);
+        break;
+      case SourceConfig::Kind::kListen: listening.urls.push_back(parse_listen_url(s.url)); break;
+      case SourceConfig::Kind::kStdin: use_stdin = true; break;
+    }
+  }
+  if (!listening.urls.empty()) session_->add_listener(std::move(listening), *notices_);
+  if (use_stdin) session_->add_stdin(config_.max_line_bytes);
+  session_->start([this](const std::string& url) { log_.info("listening", {{"url", url}}); });
+  loop_ = std::make_unique<StreamScan>(engine_->engine->scanner(), *consumer_, session_->channel());
+}
+
+void Daemon::start() {
+  counters_ = std::make_unique<CounterCopier>(*session_, outputs_.outputs, *loop_, metrics_, log_);
+  counters_->start();
+  reload_ready_ = true;
+  ops_->start();
+  const Engine& engine = *engine_->engine;
+  log_.info("gpufilterd started",
+            {{"config", config_path_},
+             {"rules", std::to_string(config_.rules.size())},
+             {"patterns", std::to_string(engine_->rules->patterns().size())},
+             {"engine", std::string(engine.name())},
+             {"device", engine.kind() == EngineKind::kDevice ? engine.device_name() : std::string("host")},
+             {"engine_reason", engine.reason()},
+             {"server", ops_->bound()},
+             {"reload_endpoint", config_.reload_endpoint ? "enabled" : "disabled"}});
+  control_ = std::thread([this] { control(); });
+  session_->run_io();
+  ready_ = true;
+}
+
+// The control thread: SIGHUP reloads; SIGTERM or SIGINT stops the readers.
+void Daemon::control() {
+  for (;;) {
+    unsigned char number = 0;
+    const ssize_t n = ::read(signals_.read, &number, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || number == 0) return;  // 0: stop() asks the thread to end
+    if (number == SIGHUP) {
+      log_.info("SIGHUP: reloading", {{"config", config_path_}});
+      reload();
+    } else {
+      log_.info("stopping", {{"signal", number == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      session_->request_stop();
+    }
+  }
+}
+
+// Until the readers stopped and the channel finished.
+int Daemon::scan() {
+  try {
+    loop_->run();
+  } catch (const std::exception& e) {
+    log_.error("scan failure", {{"error", e.what()}});
+    return 2;
+  }
+  return 0;
+}
+
+int Daemon::stop(int status) {
+  ready_ = false;
+  // Resolve nothing on the way out: Alertmanager resolves what is not re-sent. Deliver
+  // what is pending, within the drain timeout.
+  rules_->tick(RuleEngine::Clock::now());
+  const auto drain_deadline = Clock::now() + config_.drain_timeout;
+  for (auto& out : outputs_.outputs) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Clock::now());
+    if (!out->drain(std::max(left, std::chrono::milliseconds(0))))
+      log_.warn("output not drained in time",
+                {{"output", out->name()}, {"queued", std::to_string(out->stats().queued)}});
+  }
+  session_->join();
+  session_->save_state([&](const Error& e) {
+    log_.error("state not saved", {{"error", e.what()}});
+    status = 2;
+  });
+  ops_->stop();
+  const unsigned char end = 0;
+  [[maybe_unused]] const ssize_t w = ::write(signals_.write, &end, 1);
+  control_.join();
+  char busy[32];
+  std::snprintf(busy, sizeof busy, "%.6f", loop_->busy_seconds());
+  log_.info("gpufilterd stopped", {{"bytes_scanned", std::to_string(loop_->bytes_scanned())},
+                                   {"batches", std::to_string(loop_->batches())},
+                                   {"scan_busy_seconds", busy}});
+  stopped_ = true;
+  return status;
+}
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,156 @@
+// StreamSession: readers on one I/O thread feeding a RecordChannel, and their stop
+// (stream_session.hpp). Everything that touches a reader runs on the I/O thread.
+#include "gpufilter/sources/stream_session.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+namespace gpufilter {
+
+namespace asio = boost::asio;
+
+StreamSession::StreamSession(StreamSessionConfig config)
+    : config_(std::move(config)), channel_(config_.channel), stop_check_(io_), stop_watch_(io_) {}
+
+StreamSession::~StreamSession() { end_io(); }
+
+void StreamSession::add_follower(FollowConfig config, Notices& notices) {
+  followers_.push_back(std::make_unique<Follower>(io_, channel_, std::move(config), notices));
+}
+
+void StreamSession::add_listener(ListenConfig config, Notices& notices) {
+  listener_ = std::make_unique<Listener>(io_, channel_, std::move(config), notices);
+}
+
+void StreamSession::add_stdin(std::size_t max_line_bytes, int fd) {
+  stdin_ = std::make_unique<StdinReader>(io_, channel_, max_line_bytes, fd);
+}
+
+void StreamSession::start(const std::function<void(const std::string&)>& on_listening) {
+  if (listener_) {
+    listener_->start();
+    for (const std::string& url : listener_->bound())
+      if (on_listening) on_listening(url);
+  }
+  for (auto& f : followers_) f->start();
+  if (stdin_) {
+    stdin_->start();
+    // Standard input as the only source: its end is the end of the run.
+    if (followers_.empty() && !listener_) stdin_->on_end([this] { stop_readers(); });
+  }
+  channel_.set_space_callback([this] { asio::post(io_, [this] { on_space(); }); });
+  if (config_.stop != nullptr) {
+    stop_watch_.assign(::dup(config_.stop->fd()));
+    stop_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
+      if (!ec) stop_readers();
+    });
+  }
+}
+
+void StreamSession::on_space() {
+  for (auto& f : followers_) f->on_space();
+  if (listener_) listener_->on_space();
+  if (stdin_) stdin_->on_space();
+}
+
+bool StreamSession::readers_stopped() const {
+  for (const auto& f : followers_)
+    if (!f->stopped()) return false;
+  return (!listener_ || listener_->stopped()) && (!stdin_ || stdin_->stopped());
+}
+
+// A reader whose last lines wait for room closes later, in on_space() or its handlers:
+// look again every 20 ms until every one has.
+void StreamSession::finish_when_stopped() {
+  if (readers_stopped()) {
+    channel_.finish();
+    return;
+  }
+  stop_check_.expires_after(std::chrono::milliseconds(20));
+  stop_check_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) finish_when_stopped();
+  });
+}
+
+void StreamSession::stop_readers() {
+  if (stopping_) return;
+  stopping_ = true;
+  for (auto& f : followers_) f->stop();
+  if (listener_) listener_->stop();
+  if (stdin_) stdin_->stop();
+  finish_when_stopped();
+}
+
+void StreamSession::request_stop() {
+  asio::post(io_, [this] { stop_readers(); });
+}
+
+void StreamSession::run_io() {
+  work_ = std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(io_.get_executor());
+  io_thread_ = std::thread([this] { io_main(); });
+}
+
+// No exception leaves the thread: kEnd keeps it for join(), kRestart reports it.
+void StreamSession::io_main() {
+  if (config_.on_io_failure == StreamSessionConfig::IoFailure::kEnd) {
+    try {
+      io_.run();
+    } catch (...) {
+      io_failure_ = std::current_exception();
+      channel_.finish();  // the scan side drains what came and returns
+    }
+    return;
+  }
+  for (;;) {
+    try {
+      io_.run();
+      return;
+    } catch (const std::exception& e) {
+      if (config_.report_io_failure) config_.report_io_failure(e);
+    }
+  }
+}
+
+void StreamSession::end_io() noexcept {
+  if (work_) work_->reset();
+  io_.stop();
+  if (io_thread_.joinable()) io_thread_.join();
+}
+
+void StreamSession::join() {
+  end_io();
+  if (io_failure_) std::rethrow_exception(std::exchange(io_failure_, nullptr));
+}
+
+void StreamSession::save_state(const std::function<void(const Error&)>& on_error) {
+  for (auto& f : followers_) {
+    if (!on_error) {
+      f->save_state();
+      continue;
+    }
+    try {
+      f->save_state();
+    } catch (const Error& e) {
+      on_error(e);
+    }
+  }
+}
+
+StreamSession::Counters StreamSession::counters() const {
+  Counters c;
+  for (const auto& f : followers_) {
+    const Follower::Counters one = f->counters();
+    c.follow.lines_too_long += one.lines_too_long;
+    c.follow.rotations += one.rotations;
+    c.follow.truncations += one.truncations;
+  }
+  if (listener_) c.listen = listener_->counters();
+  if (stdin_) c.stdin_lines_too_long = stdin_->lines_too_long();
+  return c;
+}
+
+}  // namespace gpufilter
