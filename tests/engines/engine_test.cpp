@@ -3,6 +3,7 @@
 // figures behind each row are in docs/PERFORMANCE.md.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -127,6 +128,34 @@ TEST(EnginePolicy, BuildsTheChosenEngine) {
   EXPECT_EQ(&engine->scanner(), &scanner);
   EXPECT_TRUE(engine->counts_exact());
   EXPECT_FALSE(engines.device_opened());
+}
+
+// An error that unwinds a run with chunks in flight destroys the engine while its workers
+// scan: the scanner must go before the pattern table it scans with (this crashed one run
+// in four of Faults.FullStandardOutputIsAWriteErrorAsInGrep on a loaded machine; under
+// AddressSanitizer it is a use after free every time).
+TEST(EnginePolicy, AnEngineDestroyedWithChunksInFlightWaitsForThem) {
+  PatternSet patterns;
+  for (int i = 0; i < 50; ++i) patterns.add("needle" + std::to_string(i));
+  for (int round = 0; round < 20; ++round) {
+    Engines engines("");
+    EngineRequest request;
+    request.choice = EngineChoice::kHost;
+    request.patterns = PatternStats::of(patterns);
+    request.chunk_bytes = 1u << 20;
+    request.slots = 4;
+    std::unique_ptr<Engine> engine = engines.compile(engines.plan(request), patterns, MatchOptions{});
+    Scanner& scanner = engine->make_scanner(true, false);
+    while (ScanSlot* slot = scanner.acquire()) {
+      std::string text;
+      while (text.size() + 64 < scanner.chunk_bytes()) text += "haystack needle7 haystack needle42 and more\n";
+      std::memcpy(slot->staging(), text.data(), text.size());
+      slot->chunk().data = slot->staging();
+      slot->chunk().size = text.size();
+      scanner.submit(*slot);
+    }
+    engine.reset();  // four chunks in flight
+  }
 }
 
 TEST(EnginePolicy, DeviceFaultPlansNameTheVariable) {

@@ -137,6 +137,9 @@ class HostEngine final : public Engine {
     table_ = std::make_unique<PatternTable>(patterns, match);
     timings_.table_ms = ms_since(start);
   }
+  // The scanner (the base's) goes first: its workers may still be scanning with the table
+  // when an error unwinds a run with chunks in flight.
+  ~HostEngine() override { scanner_.reset(); }
   const PatternTable& table() const noexcept override { return *table_; }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
     ScanConfig scanning = scanning_;
@@ -165,6 +168,8 @@ class DeviceEngine final : public Engine {
     program_ = std::make_unique<ScanProgram>(device, std::move(table));
     timings_.program_ms = ms_since(start);
   }
+  // The scanner (the base's) goes first: chunks in flight still use the program.
+  ~DeviceEngine() override { scanner_.reset(); }
   const PatternTable& table() const noexcept override { return program_->table(); }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
     ScanConfig scanning = scanning_;

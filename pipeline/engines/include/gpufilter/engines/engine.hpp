@@ -140,6 +140,7 @@ class Engine {
   std::string reason_;
   ScanConfig scanning_;
   Timings timings_;
+  // Derived engines reset it in their destructors, before what it scans with goes.
   std::unique_ptr<Scanner> scanner_;
 };
 
