@@ -26,6 +26,7 @@
 #include "gpufilter/scan/record_scan.hpp"
 #include "gpufilter/sinks/json.hpp"
 #include "gpufilter/sources/packet.hpp"
+#include "gpufilter/sinks/pcap_writer.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"
 
