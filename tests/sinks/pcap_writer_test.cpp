@@ -83,7 +83,7 @@ TEST(PcapWriter, MicrosecondFilesKeepMicroseconds) {
   pcap_close(p);
 }
 
-TEST(PcapWriter, UnwritablePathIsASourceError) {
+TEST(PcapWriter, UnwritablePathIsASourceErrorNamingIt) {
   try {
     PcapWriter writer("/nonexistent-dir/x.pcap", DLT_EN10MB, 65535, false);
     ADD_FAILURE() << "opened";
