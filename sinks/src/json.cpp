@@ -1,5 +1,6 @@
 #include "gpufilter/sinks/json.hpp"
 
+#include <charconv>
 #include <cstdint>
 
 namespace gpufilter::json {
@@ -99,6 +100,22 @@ void append_quoted(std::string& out, std::string_view bytes) {
   out += '"';
   append_escaped(out, bytes);
   out += '"';
+}
+
+void append_pattern(std::string& out, std::uint64_t id, std::string_view text) {
+  char digits[24];
+  const auto r = std::to_chars(digits, digits + sizeof digits, id);
+  out += "{\"id\":";
+  out.append(digits, static_cast<std::size_t>(r.ptr - digits));
+  out += ",\"text\":\"";
+  const bool valid = append_escaped(out, text);
+  out += '"';
+  if (!valid) {
+    out += ",\"text_base64\":\"";
+    append_base64(out, text);
+    out += '"';
+  }
+  out += '}';
 }
 
 }  // namespace gpufilter::json

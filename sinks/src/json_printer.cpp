@@ -18,17 +18,8 @@ void append_number(std::string& out, std::uint64_t value) {
 JsonPrinter::JsonPrinter(Output& out, std::vector<Pattern> given) : out_(out) {
   pattern_json_.reserve(given.size());
   for (const Pattern& p : given) {
-    std::string object = "{\"id\":";
-    append_number(object, p.id);
-    object += ",\"text\":\"";
-    const bool valid = json::append_escaped(object, p.text);
-    object += '"';
-    if (!valid) {
-      object += ",\"text_base64\":\"";
-      json::append_base64(object, p.text);
-      object += '"';
-    }
-    object += '}';
+    std::string object;
+    json::append_pattern(object, p.id, p.text);
     pattern_json_.push_back(std::move(object));
   }
 }

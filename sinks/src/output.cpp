@@ -1,3 +1,4 @@
+// Output's buffer, and the Writers it writes through.
 #include "gpufilter/sinks/output.hpp"
 
 #include <unistd.h>
@@ -13,8 +14,25 @@ OutputError::OutputError(int error_number)
 
 bool OutputError::closed() const noexcept { return errno_ == EPIPE; }
 
+void FdWriter::write(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw OutputError(errno);
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 Output::Output(int fd, bool line_buffered, std::size_t capacity)
-    : fd_(fd), line_buffered_(line_buffered), buffer_(capacity, '\0') {}
+    : owned_(std::make_unique<FdWriter>(fd)),
+      writer_(owned_.get()),
+      line_buffered_(line_buffered),
+      buffer_(capacity, '\0') {}
+
+Output::Output(Writer& writer, bool line_buffered, std::size_t capacity)
+    : writer_(&writer), line_buffered_(line_buffered), buffer_(capacity, '\0') {}
 
 Output::~Output() {
   try {
@@ -25,31 +43,16 @@ Output::~Output() {
 }
 
 void Output::drain() {
-  const char* p = buffer_.data();
-  std::size_t left = size_;
+  // Emptied first: after a failed write the buffered bytes are dropped, not written again.
+  const std::size_t size = size_;
   size_ = 0;
-  while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw OutputError(errno);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  if (size > 0) writer_->write(std::string_view(buffer_.data(), size));
 }
 
 void Output::write(std::string_view bytes) {
   if (bytes.size() >= buffer_.size()) {
     drain();
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw OutputError(errno);
-      }
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
+    writer_->write(bytes);
     return;
   }
   if (buffer_.size() - size_ < bytes.size()) drain();

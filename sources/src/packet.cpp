@@ -309,12 +309,4 @@ PacketInfo decode_packet(int link_type, std::span<const std::uint8_t> frame) noe
   return info;
 }
 
-std::string address_text(const PacketInfo& info, bool source) {
-  const std::array<std::uint8_t, 16>& address = source ? info.src : info.dst;
-  char text[INET6_ADDRSTRLEN] = {};
-  if (info.ip_version == 4) return ::inet_ntop(AF_INET, address.data(), text, sizeof text) ? text : "";
-  if (info.ip_version == 6) return ::inet_ntop(AF_INET6, address.data(), text, sizeof text) ? text : "";
-  return {};
-}
-
 }  // namespace gpufilter

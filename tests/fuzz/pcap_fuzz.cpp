@@ -24,6 +24,7 @@
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/packet.hpp"
+#include "gpufilter/sinks/pcap_writer.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"
 

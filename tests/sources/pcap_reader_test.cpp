@@ -7,6 +7,7 @@
 // round trip (tshark and the reader read back what was written); a live capture on the
 // loopback interface (a UDP datagram sent by the test), its privilege error and a
 // missing interface.
+#include "gpufilter/sinks/pcap_writer.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 
 #include <arpa/inet.h>

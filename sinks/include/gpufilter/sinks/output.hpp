@@ -1,30 +1,24 @@
-// Output: buffered writes to a file descriptor, flushed when full, at every line when
-// line-buffered, and whenever the pipeline says the input went quiet. Memory is bounded
-// by the buffer, whatever the size of the output.
+// Output: buffered writes to a Writer (a file descriptor, or memory in tests), flushed
+// when full, at every line when line-buffered, and whenever the pipeline says the input
+// went quiet. Memory is bounded by the buffer, whatever the size of the output.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
-#include "gpufilter/core/errors.hpp"
+#include "gpufilter/sinks/writer.hpp"
 
 namespace gpufilter {
 
-// Writing failed. closed() is true for EPIPE: the reader went away.
-class OutputError : public Error {
- public:
-  explicit OutputError(int error_number);
-  int error_number() const noexcept { return errno_; }
-  bool closed() const noexcept;
-
- private:
-  int errno_;
-};
-
 class Output {
  public:
+  // Writes to `fd` through a FdWriter of its own.
   explicit Output(int fd, bool line_buffered = false, std::size_t capacity = 64 * 1024);
+  // Writes to `writer`, which must outlive the Output (the destructor flushes).
+  explicit Output(Writer& writer, bool line_buffered = false, std::size_t capacity = 64 * 1024);
   ~Output();
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;
@@ -44,7 +38,8 @@ class Output {
  private:
   void drain();
 
-  int fd_;
+  std::unique_ptr<Writer> owned_;  // the FdWriter of Output(int fd, ...)
+  Writer* writer_;
   bool line_buffered_;
   std::string buffer_;
   std::size_t size_ = 0;

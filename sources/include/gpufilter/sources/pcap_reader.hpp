@@ -1,4 +1,4 @@
-// PcapReader and PcapWriter: captures through libpcap. Classic pcap and pcapng files
+// PcapReader: captures through libpcap. Classic pcap and pcapng files
 // (a path, or "-" for standard input) and live interfaces, with an optional BPF filter
 // compiled by libpcap. A truncated or corrupt file is reported with its name and the
 // byte offset where reading failed; every packet before it has been handed out.
@@ -57,7 +57,7 @@ class PcapReader {
   // Any thread (also a signal handler's pipe reader): makes a live next() return false.
   void break_loop() noexcept;
 
-  // libpcap's handle, for PcapWriter.
+  // libpcap's handle.
   void* handle() noexcept { return pcap_; }
 
  private:
@@ -68,23 +68,6 @@ class PcapReader {
   std::string name_;
   bool live_ = false;
   std::uint64_t index_ = 0;
-};
-
-// Writes packets as a classic pcap file (pcap_dump) with the reader's link type, snaplen
-// and timestamp precision: what tshark and Wireshark read. Throws SourceError.
-class PcapWriter {
- public:
-  PcapWriter(const std::string& path, int link_type, int snaplen, bool nanosecond);
-  ~PcapWriter();
-  PcapWriter(const PcapWriter&) = delete;
-  PcapWriter& operator=(const PcapWriter&) = delete;
-  void write(const RawPacket& packet);
-  void flush();  // throws SourceError on a write error
-
- private:
-  void* pcap_ = nullptr;    // pcap_t* (dead)
-  void* dumper_ = nullptr;  // pcap_dumper_t*
-  std::string path_;
 };
 
 }  // namespace gpufilter

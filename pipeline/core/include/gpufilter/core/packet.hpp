@@ -1,0 +1,44 @@
+// A captured packet and what its decoder found: the seam between the capture readers
+// (sources/pcap_reader.hpp, sources/packet.hpp decodes) and what writes selected packets
+// out (sinks/packet_printer.hpp, sinks/pcap_writer.hpp), as sink.hpp is for lines.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace gpufilter {
+
+struct RawPacket {
+  std::uint64_t index = 0;   // 1-based position in the capture (as tshark's frame.number)
+  std::int64_t seconds = 0;  // timestamp
+  std::uint32_t nanoseconds = 0;
+  std::uint32_t caplen = 0;  // bytes captured (data.size())
+  std::uint32_t len = 0;     // bytes on the wire
+  std::span<const std::uint8_t> data;  // valid until the reader's next call
+};
+
+struct PacketInfo {
+  enum class Transport : std::uint8_t { kNone, kTcp, kUdp, kOther };
+  int ip_version = 0;  // 4, 6, or 0 (not IP)
+  std::array<std::uint8_t, 16> src{};  // IPv4 in the first 4 bytes
+  std::array<std::uint8_t, 16> dst{};
+  Transport transport = Transport::kNone;
+  std::uint8_t ip_protocol = 0;  // next header after IPv6 extension headers
+  std::uint16_t sport = 0, dport = 0;
+  std::uint32_t tcp_seq = 0;
+  std::uint8_t tcp_flags = 0;  // FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10, URG 0x20
+  // The transport payload (TCP/UDP after their headers) within the frame; for anything
+  // else the whole frame. Clipped to the captured bytes (a snaplen-cut packet's payload
+  // is what was captured).
+  std::size_t payload_offset = 0;
+  std::size_t payload_length = 0;
+  bool truncated = false;  // headers cut short by the snaplen: payload is the whole frame
+};
+
+// "192.0.2.1" or "2001:db8::1" (RFC 5952), the packet's src or dst; "" when not IP.
+std::string address_text(const PacketInfo& info, bool source);
+
+}  // namespace gpufilter
