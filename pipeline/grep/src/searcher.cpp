@@ -363,14 +363,13 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
     pos = std::max(pos, complete_end);
   } else {
-    while (pos < complete_end) {
-      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', complete_end - pos));
-      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
-      gather(occurrences, index, pos, end);
-      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_, nl != nullptr);
-      pos = end + 1;
+    LineCutter<> cutter(std::string_view(data, complete_end), chunk.offset, occurrences, line_occurrences_, pos, index);
+    CutLine<LineOccurrence> cut;
+    while (cutter.next(cut)) {
+      line(cut.text, cut.offset, cut.occurrences, cut.terminated);
       if (done_) return Flow::kStop;
     }
+    index = cutter.index();
   }
 
   // 3. A line that goes on in the next chunk.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
+#include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/line_spool.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/core/sink.hpp"
@@ -37,12 +38,6 @@ struct SearchOptions {
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
   BinaryFiles binary_files = BinaryFiles::kBinary;
-};
-
-// An occurrence within one line: position relative to the line's first byte.
-struct LineOccurrence {
-  std::uint64_t position;
-  std::uint32_t pattern;
 };
 
 class Searcher final : public ChunkConsumer {
