@@ -14,10 +14,21 @@ std::uint64_t count_newlines(const char* begin, const char* end) {
   return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
 }
 
+// What the sink needs, added to what the options ask for: the Searcher gives the union,
+// so a front end states grep's rules and each sink states its own wants.
+SearchOptions with_needs(SearchOptions options, const SinkNeeds& needs) noexcept {
+  options.quiet = options.quiet || !needs.lines;
+  options.spans = options.spans || needs.spans;
+  options.pattern_ids = options.pattern_ids || needs.pattern_ids;
+  options.line_numbers = options.line_numbers || needs.line_numbers;
+  if (needs.any_bytes) options.binary_files = BinaryFiles::kText;
+  return options;
+}
+
 }  // namespace
 
 Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
-    : table_(table), options_(options), sink_(sink) {}
+    : table_(table), options_(with_needs(options, sink.needs())), sink_(sink) {}
 
 void Searcher::begin_input(const std::string& name) {
   name_ = name;

@@ -31,9 +31,11 @@ struct SearchOptions {
   std::size_t before = 0;   // -B
   std::size_t after = 0;    // -A
   bool group_separators = false;  // a context option was given, even -C 0: print "--"
+  // The next four are also what a sink can ask for (Sink::needs()): the Searcher adds the
+  // sink's needs to these, so a front end leaves them to the sink.
   bool line_numbers = false;      // count lines for LineMatch::number
-  bool spans = false;             // the sink needs match spans (-o, --color)
-  bool pattern_ids = false;       // the sink needs the ids of the patterns a line matches (--json)
+  bool spans = false;             // match spans for LineMatch::spans (-o, --color)
+  bool pattern_ids = false;       // the ids of the patterns a line matches (--json)
   bool quiet = false;             // no line output at all (-c, -l, -L, -q)
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
@@ -42,8 +44,10 @@ struct SearchOptions {
 
 class Searcher final : public ChunkConsumer {
  public:
+  // Asks `sink` what it needs (Sink::needs()) and adds that to `options`.
   Searcher(const PatternTable& table, SearchOptions options, Sink& sink);
 
+  // The options in effect: those given, with the sink's needs added.
   const SearchOptions& options() const noexcept { return options_; }
 
   void begin_input(const std::string& name) override;
