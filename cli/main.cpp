@@ -157,8 +157,9 @@ PrinterOptions printer_options(const cli::Options& o) {
   return printing;
 }
 
+// grep's rules for this run. What the printer needs (lines, spans, pattern ids, line
+// numbers, binary lines) it says itself: the Searcher asks it (Sink::needs()).
 SearchOptions search_options(const cli::Options& o, const PrinterOptions& printing, bool streams) {
-  const bool lines_out = printing.mode == PrinterOptions::Mode::kLines;
   SearchOptions searching;
   searching.invert = o.invert;
   searching.word = o.word;
@@ -168,22 +169,12 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.before = o.before.value_or(o.context.value_or(0));
   searching.after = o.after.value_or(o.context.value_or(0));
   searching.group_separators = o.before || o.after || o.context;
-  searching.line_numbers = o.line_numbers;
-  searching.spans = lines_out && (o.only_matching || printing.colors.has_value());
-  searching.quiet = !lines_out;
+  searching.quiet = o.quiet;  // the exit status alone, whichever printer (--json -q prints nothing either)
   searching.counting = printing.mode == PrinterOptions::Mode::kCount;
   searching.stop_on_first = printing.mode == PrinterOptions::Mode::kQuiet ||
                             printing.mode == PrinterOptions::Mode::kFilesWithMatches ||
                             printing.mode == PrinterOptions::Mode::kFilesWithoutMatch;
   searching.binary_files = o.binary_files;
-  if (o.json) {
-    // JSON escapes every byte, so there is no binary file to hide; records carry their
-    // line number and the patterns that matched.
-    searching.binary_files = BinaryFiles::kText;
-    searching.line_numbers = true;
-    searching.pattern_ids = true;
-    searching.spans = false;
-  }
   if (streams) searching.binary_files = BinaryFiles::kText;  // a stream has no end to report it at
   return searching;
 }

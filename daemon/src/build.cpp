@@ -28,7 +28,7 @@ std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, Engines& en
   request.min_chunk_bytes = config.max_line_bytes + 1;
   request.device_faults = device_faults_from(std::getenv("GPUFILTER_INJECT_DEVICE_FAULT"));
   e->engine = engines.compile(engines.plan(request), e->rules->patterns(), e->rules->match_options());
-  e->engine->make_scanner(true, false);
+  e->engine->make_scanner(RuleConsumer::needs_locations(), false);
   e->engine->on_device_fault(on_device_fault);
   e->rules->bind(e->engine->table());
   return e;

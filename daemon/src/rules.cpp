@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
 
 namespace gpufilter::daemon {
@@ -253,17 +254,12 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   static const Input unknown{"(unknown)", "(unknown)"};
   const Input& input = it == inputs_.end() ? unknown : it->second;
   const RuleEngine::Clock::time_point now = RuleEngine::Clock::now();
-  const std::string_view text(piece.data, piece.size);
-  std::size_t begin = 0, index = 0, lines = 0;
-  while (begin < text.size()) {
-    const std::size_t end = text.find('\n', begin);
-    scratch_.clear();
-    for (; index < occurrences.size() && occurrences[index].position < end; ++index)
-      scratch_.push_back(Occurrence{static_cast<std::uint32_t>(occurrences[index].position - begin),
-                                    occurrences[index].pattern});
-    engine_.line(input.name, text.substr(begin, end - begin), scratch_, now);
+  LineCutter<Occurrence> cutter(std::string_view(piece.data, piece.size), piece.offset, occurrences, scratch_);
+  CutLine<Occurrence> line;
+  std::uint64_t lines = 0;
+  while (cutter.next(line)) {
+    engine_.line(input.name, line.text, line.occurrences, now);
     ++lines;
-    begin = end + 1;
   }
   auto& c = counts_[input.label];
   c.first += lines;

@@ -5,6 +5,14 @@ namespace gpufilter {
 GrepPrinter::GrepPrinter(Output& out, Output& err, PrinterOptions options)
     : out_(out), err_(err), options_(std::move(options)) {}
 
+SinkNeeds GrepPrinter::needs() const {
+  SinkNeeds needs;
+  needs.lines = options_.mode == PrinterOptions::Mode::kLines;
+  needs.spans = needs.lines && (options_.only_matching || options_.colors.has_value());
+  needs.line_numbers = options_.line_numbers;
+  return needs;
+}
+
 void GrepPrinter::begin(const InputInfo& input) { name_ = input.name; }
 
 void GrepPrinter::colored(std::string_view text, const std::string& sgr) {

@@ -53,6 +53,14 @@ void JsonPrinter::record(const LineMatch& line, std::string_view type) {
   out_.end_line();
 }
 
+SinkNeeds JsonPrinter::needs() const {
+  SinkNeeds needs;
+  needs.pattern_ids = true;
+  needs.line_numbers = true;
+  needs.any_bytes = true;
+  return needs;
+}
+
 Flow JsonPrinter::matched(const LineMatch& line) {
   record(line, "match");
   return Flow::kContinue;

@@ -14,10 +14,21 @@ std::uint64_t count_newlines(const char* begin, const char* end) {
   return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
 }
 
+// What the sink needs, added to what the options ask for: the Searcher gives the union,
+// so a front end states grep's rules and each sink states its own wants.
+SearchOptions with_needs(SearchOptions options, const SinkNeeds& needs) noexcept {
+  options.quiet = options.quiet || !needs.lines;
+  options.spans = options.spans || needs.spans;
+  options.pattern_ids = options.pattern_ids || needs.pattern_ids;
+  options.line_numbers = options.line_numbers || needs.line_numbers;
+  if (needs.any_bytes) options.binary_files = BinaryFiles::kText;
+  return options;
+}
+
 }  // namespace
 
 Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
-    : table_(table), options_(options), sink_(sink) {}
+    : table_(table), options_(with_needs(options, sink.needs())), sink_(sink) {}
 
 void Searcher::begin_input(const std::string& name) {
   name_ = name;
@@ -363,14 +374,13 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
     pos = std::max(pos, complete_end);
   } else {
-    while (pos < complete_end) {
-      const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', complete_end - pos));
-      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
-      gather(occurrences, index, pos, end);
-      line(std::string_view(data + pos, end - pos), chunk.offset + pos, line_occurrences_, nl != nullptr);
-      pos = end + 1;
+    LineCutter<> cutter(std::string_view(data, complete_end), chunk.offset, occurrences, line_occurrences_, pos, index);
+    CutLine<LineOccurrence> cut;
+    while (cutter.next(cut)) {
+      line(cut.text, cut.offset, cut.occurrences, cut.terminated);
       if (done_) return Flow::kStop;
     }
+    index = cutter.index();
   }
 
   // 3. A line that goes on in the next chunk.

@@ -6,7 +6,24 @@
 //               rules), then thresholds (count in a sliding window, per group), cooldown
 //               (one alert per group per interval, the rest counted as suppressed) and
 //               resolution after a quiet period; emits Alerts
-//   RuleConsumer  the StreamConsumer that cuts a scanned batch into lines for the engine
+//   RuleConsumer  the StreamConsumer that hands a scanned batch to the engine line by line
+//
+// How one line goes through (after the sources framed it and StreamScan scanned its batch):
+//   1. RuleConsumer::lines() gets one stream's piece of whole lines and the occurrences in
+//      it: unique pattern ids of the bound table, positions relative to the piece, in
+//      PatternTable::before order. It counts the piece's lines and bytes per source label.
+//   2. LineCutter (grep/line_occurrences.hpp) cuts the piece: each line without its '\n',
+//      with the occurrences that start in it, relative to the line.
+//   3. RuleEngine::line(): a line without occurrences ends here unless a rule is inverted.
+//      RuleSet::matching_rules() maps each occurrence to the (rule, pattern) pairs of its
+//      unique id, confirms the exact bytes for case-sensitive rules when the scan folded
+//      case for another rule, and -w with grep's one rule (grep/word.hpp); an invert rule
+//      matches when none of its patterns did.
+//   4. Per matching rule: its group (none, the source, or a field of the line), then the
+//      cooldown (a match in it is counted as suppressed), then the threshold over the
+//      sliding window; reaching it fires an Alert through Emit.
+//   5. About every 50 ms the scan thread's tick() resolves groups quiet for resolve_after
+//      and pushes the counters to the metrics.
 #pragma once
 
 #include <chrono>
@@ -121,6 +138,11 @@ class RuleEngine {
 class RuleConsumer final : public StreamConsumer {
  public:
   RuleConsumer(RuleEngine& engine, Metrics* metrics);
+
+  // The scanner it is fed by must locate occurrences, whatever the rules: a line is
+  // found by where its occurrences are, and rules confirm case and -w at them. (The
+  // Searcher can do with counts alone for grep -q and -l; no rule can.)
+  static constexpr bool needs_locations() noexcept { return true; }
   void open(const BatchEntry& entry) override;
   void close(const BatchEntry& entry) override;
   void lines(const BatchEntry& entry, const Chunk& piece, std::span<const Occurrence> occurrences) override;

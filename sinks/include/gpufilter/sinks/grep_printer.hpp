@@ -30,6 +30,9 @@ class GrepPrinter final : public Sink {
   // Lines go to `out`; the "binary file matches" notice goes to `err`.
   GrepPrinter(Output& out, Output& err, PrinterOptions options);
 
+  // Lines only in lines mode (counts and names need none), spans for -o and --color there,
+  // line numbers for -n.
+  SinkNeeds needs() const override;
   void begin(const InputInfo& input) override;
   Flow matched(const LineMatch& line) override;
   void context(const LineMatch& line) override;

@@ -49,9 +49,27 @@ struct InputSummary {
   std::string read_error;
 };
 
+// What a sink needs the Searcher to give it, beyond what grep's own options ask for. Each
+// sink answers from its own options (as ripgrep's printers answer
+// needs_match_granularity), so no front end has to know which printer wants what.
+struct SinkNeeds {
+  // Selected and context lines at all. false: the sink writes counts or names only (grep
+  // -c, -l, -L, -q), so the Searcher counts lines without pushing them.
+  bool lines = true;
+  bool spans = false;         // LineMatch::spans (grep -o, --color)
+  bool pattern_ids = false;   // LineMatch::patterns
+  bool line_numbers = false;  // LineMatch::number
+  // The sink writes any byte faithfully (JSON escapes them): GNU grep's binary-file mode,
+  // which hides the lines of binary input, is off.
+  bool any_bytes = false;
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
+  // Asked once, when a Searcher is built on this sink; the default asks for nothing more
+  // than the SearchOptions do.
+  virtual SinkNeeds needs() const { return {}; }
   virtual void begin(const InputInfo& input) { (void)input; }
   // A selected line (a match, or a non-match with -v).
   virtual Flow matched(const LineMatch& line) = 0;

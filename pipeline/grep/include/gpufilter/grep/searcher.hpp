@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
+#include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/line_spool.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/core/sink.hpp"
@@ -30,25 +31,23 @@ struct SearchOptions {
   std::size_t before = 0;   // -B
   std::size_t after = 0;    // -A
   bool group_separators = false;  // a context option was given, even -C 0: print "--"
+  // The next four are also what a sink can ask for (Sink::needs()): the Searcher adds the
+  // sink's needs to these, so a front end leaves them to the sink.
   bool line_numbers = false;      // count lines for LineMatch::number
-  bool spans = false;             // the sink needs match spans (-o, --color)
-  bool pattern_ids = false;       // the sink needs the ids of the patterns a line matches (--json)
+  bool spans = false;             // match spans for LineMatch::spans (-o, --color)
+  bool pattern_ids = false;       // the ids of the patterns a line matches (--json)
   bool quiet = false;             // no line output at all (-c, -l, -L, -q)
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
   BinaryFiles binary_files = BinaryFiles::kBinary;
 };
 
-// An occurrence within one line: position relative to the line's first byte.
-struct LineOccurrence {
-  std::uint64_t position;
-  std::uint32_t pattern;
-};
-
 class Searcher final : public ChunkConsumer {
  public:
+  // Asks `sink` what it needs (Sink::needs()) and adds that to `options`.
   Searcher(const PatternTable& table, SearchOptions options, Sink& sink);
 
+  // The options in effect: those given, with the sink's needs added.
   const SearchOptions& options() const noexcept { return options_; }
 
   void begin_input(const std::string& name) override;
