@@ -5,7 +5,8 @@
 
 namespace gpufilter {
 
-RecordScan::RecordScan(Scanner& scanner, Deliver deliver) : scanner_(scanner), deliver_(std::move(deliver)) {}
+RecordScan::RecordScan(Scanner& scanner, Deliver deliver)
+    : scanner_(scanner), deliver_(std::move(deliver)), in_flight_(scanner) {}
 
 // Room for `size` more bytes in the chunk being filled: a full chunk is submitted first,
 // and a slot is waited for when every one is in flight.
@@ -63,7 +64,7 @@ void RecordScan::submit() {
   if (current_ == nullptr) return;
   if (fill_ == 0) {
     // Only empty records: nothing to scan, but they are delivered in order.
-    while (scanner_.in_flight() > 0) deliver_oldest();
+    while (!in_flight_.empty()) deliver_oldest();
     for (const Entry& e : entries_) deliver_(e.tag, {}, e.overlap, {});
     entries_.clear();
     scanner_.release(*current_);
@@ -75,9 +76,8 @@ void RecordScan::submit() {
   chunk.seq = seq_++;
   chunk.data = current_->staging();
   chunk.size = fill_;
-  in_flight_.push_back(std::move(entries_));
+  in_flight_.submit(*current_, std::move(entries_));
   entries_.clear();
-  scanner_.submit(*current_);
   bytes_ += fill_;
   ++chunks_;
   current_ = nullptr;
@@ -85,9 +85,7 @@ void RecordScan::submit() {
 }
 
 void RecordScan::deliver_oldest() {
-  ScanSlot& slot = scanner_.complete_oldest();
-  const std::vector<Entry> entries = std::move(in_flight_.front());
-  in_flight_.pop_front();
+  auto [slot, entries] = in_flight_.complete_oldest();
   const std::span<const Occurrence> occurrences = slot.occurrences();
   const PatternTable& table = scanner_.table();
   const char* data = slot.chunk().data;
@@ -106,15 +104,15 @@ void RecordScan::deliver_oldest() {
       deliver_(e.tag, std::string_view(data + e.begin, e.end - e.begin), e.overlap, scratch_);
     }
   } catch (...) {
-    scanner_.release(slot);
+    in_flight_.release(slot);
     throw;
   }
-  scanner_.release(slot);
+  in_flight_.release(slot);
 }
 
 void RecordScan::flush() {
   submit();
-  while (scanner_.in_flight() > 0) deliver_oldest();
+  while (!in_flight_.empty()) deliver_oldest();
 }
 
 void RecordScan::finish() { flush(); }

@@ -6,7 +6,7 @@ namespace gpufilter {
 
 StreamScan::StreamScan(Scanner& scanner, StreamConsumer& consumer, RecordChannel& channel,
                                std::chrono::milliseconds idle_wait)
-    : scanner_(&scanner), consumer_(consumer), channel_(channel), idle_wait_(idle_wait) {}
+    : consumer_(consumer), channel_(channel), idle_wait_(idle_wait), in_flight_(scanner) {}
 
 void StreamScan::run_between_batches(std::function<void()> task) {
   {
@@ -18,7 +18,7 @@ void StreamScan::run_between_batches(std::function<void()> task) {
 }
 
 void StreamScan::run_tasks() {
-  while (scanner_->in_flight() > 0) deliver_oldest();
+  while (!in_flight_.empty()) deliver_oldest();
   flush();
   std::vector<std::function<void()>> tasks;
   {
@@ -37,19 +37,18 @@ void StreamScan::run() {
         run_tasks();
         unflushed = false;
       }
-      Scanner& scanner = *scanner_;
-      if (scanner.in_flight() > 0 && scanner.in_flight() >= scanner.slot_count()) {
+      if (in_flight_.full()) {
         deliver_oldest();
         unflushed = true;
         continue;
       }
       // Never wait for input while results or output are waiting.
-      const bool busy = scanner.in_flight() > 0 || unflushed;
+      const bool busy = !in_flight_.empty() || unflushed;
       RecordBatch* batch = channel_.take(busy ? std::chrono::milliseconds(0) : idle_wait_);
       if (batch != nullptr) {
         if (batch->size == 0) {
           // Only opens and closes: they follow every line submitted before them.
-          while (scanner.in_flight() > 0) deliver_oldest();
+          while (!in_flight_.empty()) deliver_oldest();
           const std::vector<BatchEntry> entries = std::move(batch->entries);
           channel_.recycle(batch);
           deliver(Chunk{}, {}, entries);
@@ -59,7 +58,7 @@ void StreamScan::run() {
         unflushed = true;
         continue;
       }
-      if (scanner.in_flight() > 0) {
+      if (!in_flight_.empty()) {
         deliver_oldest();
         continue;
       }
@@ -73,7 +72,7 @@ void StreamScan::run() {
     }
   } catch (...) {
     try {
-      scanner_->discard_in_flight();
+      in_flight_.discard();
     } catch (...) {
       // The first error is the one to report.
     }
@@ -83,8 +82,7 @@ void StreamScan::run() {
 }
 
 void StreamScan::submit(RecordBatch* batch) {
-  Scanner& scanner = *scanner_;
-  ScanSlot* slot = scanner.acquire();  // one is free: run() delivers when all are in flight
+  ScanSlot* slot = in_flight_.scanner().acquire();  // one is free: run() delivers when all are in flight
   Chunk& chunk = slot->chunk();
   chunk = Chunk{};
   chunk.seq = seq_++;
@@ -93,17 +91,15 @@ void StreamScan::submit(RecordBatch* batch) {
   std::memcpy(chunk.data, batch->bytes.data(), batch->size);
   const Clock::time_point now = Clock::now();
   if (in_flight_.empty()) busy_since_ = now;
-  in_flight_.push_back(InFlight{std::move(batch->entries), now});
+  std::vector<BatchEntry> entries = std::move(batch->entries);
   channel_.recycle(batch);  // the reader may refill it while this one scans
-  scanner.submit(*slot);
+  in_flight_.submit(*slot, Batch{std::move(entries), now});
   bytes_ += chunk.size;
   ++batches_;
 }
 
 void StreamScan::deliver_oldest() {
-  ScanSlot& slot = scanner_->complete_oldest();
-  const InFlight done = std::move(in_flight_.front());
-  in_flight_.pop_front();
+  auto [slot, done] = in_flight_.complete_oldest();
   const Clock::time_point now = Clock::now();
   if (in_flight_.empty())
     busy_s_.store(busy_s_.load(std::memory_order_relaxed) + std::chrono::duration<double>(now - busy_since_).count(),
@@ -112,10 +108,10 @@ void StreamScan::deliver_oldest() {
     deliver(slot.chunk(), slot.occurrences(), done.entries);
     consumer_.batch_done(slot.chunk().size, std::chrono::duration<double>(now - done.submitted).count());
   } catch (...) {
-    scanner_->release(slot);
+    in_flight_.release(slot);
     throw;
   }
-  scanner_->release(slot);
+  in_flight_.release(slot);
   consumer_.tick();
 }
 

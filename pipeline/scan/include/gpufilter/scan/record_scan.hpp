@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/scan/in_flight.hpp"
 
 namespace gpufilter {
 
@@ -59,8 +60,8 @@ class RecordScan {
   Deliver deliver_;
   ScanSlot* current_ = nullptr;
   std::size_t fill_ = 0;
-  std::vector<Entry> entries_;               // of the chunk being filled
-  std::deque<std::vector<Entry>> in_flight_;  // of the submitted chunks, in order
+  std::vector<Entry> entries_;                // of the chunk being filled
+  InFlight<std::vector<Entry>> in_flight_;   // the submitted chunks and their records, in order
   std::vector<Occurrence> scratch_;
   std::vector<std::uint8_t> joined_;  // a carried piece longer than a chunk, joined to split it
   std::uint64_t seq_ = 0, bytes_ = 0, chunks_ = 0;

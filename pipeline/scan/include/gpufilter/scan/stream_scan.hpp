@@ -23,6 +23,7 @@
 
 #include "gpufilter/core/record_channel.hpp"
 #include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/scan/in_flight.hpp"
 
 namespace gpufilter {
 
@@ -60,8 +61,8 @@ class StreamScan {
   // wait for it with a timeout.
   void run_between_batches(std::function<void()> task);
   // Only from such a task: scan with `scanner` from the next batch on.
-  void replace_scanner(Scanner& scanner) noexcept { scanner_ = &scanner; }
-  Scanner& scanner() noexcept { return *scanner_; }
+  void replace_scanner(Scanner& scanner) noexcept { in_flight_.replace_scanner(scanner); }
+  Scanner& scanner() noexcept { return in_flight_.scanner(); }
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_; }
   std::uint64_t batches() const noexcept { return batches_; }
@@ -77,16 +78,15 @@ class StreamScan {
   void run_tasks();
 
   using Clock = std::chrono::steady_clock;
-  struct InFlight {
+  struct Batch {  // what a submitted batch needs to be delivered
     std::vector<BatchEntry> entries;
     Clock::time_point submitted;
   };
 
-  Scanner* scanner_;
   StreamConsumer& consumer_;
   RecordChannel& channel_;
   std::chrono::milliseconds idle_wait_;
-  std::deque<InFlight> in_flight_;
+  InFlight<Batch> in_flight_;
   std::unordered_map<StreamId, std::uint64_t> acks_;  // delivered, not yet flushed
   std::vector<Occurrence> scratch_;  // one entry's occurrences, relative to its piece
   std::mutex tasks_mutex_;
