@@ -190,7 +190,7 @@ def classify(header):
     top, depth = top_level(h)
     if depth > 0:
         return "inline"
-    if re.match(r"(inline\s+)?namespace\b", h) or re.match(r'extern\s*"', h):
+    if re.match(r"(inline\s+)?namespace\b", h) or re.fullmatch(r'extern\s*"[^"]*"\s*', h):
         return "namespace"
     if re.match(r"(typedef\s+)?(class|struct|union|enum)\b", h):
         return "class"
