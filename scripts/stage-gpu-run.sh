@@ -19,8 +19,7 @@ scripts/bootstrap.sh build
 rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/corpus/pcap .device/bin .device/lib
 grep -qx '.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.device/' >> .git/info/exclude; }
 cp "$build/gpufilter" "$build/gpufilterd" .device/
-cp "$build"/tests/pipeline/*_test "$build"/tests/sources/*_test "$build"/tests/daemon/*_test "$build"/tests/cli/*_test \
-  "$build"/tests/permutations/*_test .device/tests/
+cp "$build"/tests/*/*_test .device/tests/  # every test binary, whatever its folder
 cp ../shared/corpus/loghub/*.log ../shared/corpus/loghub/*.csv ../shared/corpus/loghub/LICENSE .device/corpus/loghub/
 cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/

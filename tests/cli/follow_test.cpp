@@ -439,6 +439,94 @@ Place place_of(const Writer& writer, std::uint64_t seq, std::size_t state_file, 
   return writer.offset_of(seq) < state_offset ? Place::kBefore : Place::kAfter;
 }
 
+// Stops and joins the writer and the state reader of RandomKillNineRoundsLoseNothing however
+// the test ends.
+struct StopThreads {
+  std::atomic<bool>& writing;
+  std::atomic<bool>& reading;
+  std::thread& writer;
+  std::thread& reader;
+  ~StopThreads() {
+    writing = false;
+    reading = false;
+    if (writer.joinable()) writer.join();
+    if (reader.joinable()) reader.join();
+  }
+};
+
+// The checks of RandomKillNineRoundsLoseNothing once every run ended: outputs[r] is run r's
+// output, at_kill[r] the state's first entry right after kill r, total the lines written,
+// parsed the state reads that parsed.
+void check_kill_rounds(const Writer& writer, const std::vector<std::string>& outputs,
+                       const std::vector<std::optional<FollowStateEntry>>& at_kill, std::uint64_t total, int rounds,
+                       std::uint64_t parsed) {
+  // The file index of a state entry.
+  auto file_index = [&](const FollowStateEntry& e) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < writer.files().size(); ++i) {
+      if (writer.files()[i] == std::make_pair(e.dev, e.ino)) return i;
+    }
+    return std::nullopt;
+  };
+  std::set<std::uint64_t> printed;  // by the runs so far
+  std::uint64_t duplicates = 0;
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    SCOPED_TRACE("run " + std::to_string(r));
+    const std::vector<std::uint64_t> seqs = seqs_in(slurp(outputs[r]));
+    // Every line matches: a run prints a gapless range, once each, in order.
+    for (std::size_t i = 1; i < seqs.size(); ++i) {
+      if (seqs[i] != seqs[0] + i) {
+        ADD_FAILURE() << "the run printed seq " << seqs[i] << " after " << seqs[i - 1];
+        break;
+      }
+    }
+    // Where this run was to begin: the state at the kill before it.
+    const std::optional<FollowStateEntry> from = r == 0 ? std::nullopt : at_kill[r - 1];
+    std::optional<std::size_t> from_file;
+    if (from) {
+      from_file = file_index(*from);
+      ASSERT_TRUE(from_file.has_value()) << "the state names a file never written: inode " << from->ino;
+    }
+    if (!seqs.empty()) {
+      const std::uint64_t first = seqs.front();
+      if (!from) {
+        EXPECT_EQ(first, 0u) << "without a state, --from-start begins at the first line";
+      } else if (writer.file_of(first) == *from_file) {
+        EXPECT_EQ(writer.offset_of(first), from->offset) << "the restart did not begin at the saved offset";
+      } else {
+        // The saved offset was the saved file's end: the next file from its first byte.
+        EXPECT_EQ(writer.file_of(first), *from_file + 1);
+        EXPECT_EQ(writer.offset_of(first), 0u);
+        EXPECT_EQ(writer.offset_of(first - 1) + writer.length_of(first - 1), from->offset)
+            << "the restart skipped the end of the saved file";
+      }
+    }
+    for (const std::uint64_t s : seqs) {
+      if (printed.count(s) == 0) continue;
+      ++duplicates;
+      if (!from) continue;  // no state saved yet: the restart begins at the first line again
+      EXPECT_EQ(place_of(writer, s, *from_file, from->offset), Place::kAfter)
+          << "seq " << s << " was printed again although it lies before the saved offset " << from->offset;
+    }
+    printed.insert(seqs.begin(), seqs.end());
+    // Every line before the position saved at this run's kill had been printed by now.
+    if (r < at_kill.size() && at_kill[r]) {
+      const std::optional<std::size_t> f = file_index(*at_kill[r]);
+      ASSERT_TRUE(f.has_value());
+      for (std::uint64_t s = 0; s < total && place_of(writer, s, *f, at_kill[r]->offset) == Place::kBefore; ++s) {
+        if (printed.count(s) == 0) {
+          ADD_FAILURE() << "seq " << s << " lies before the offset saved at kill " << r << " but no run printed it";
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(printed.size(), total) << "some lines were never printed";
+  std::printf("%d kills, 2 rotations: %llu lines written, %llu printed again (all after the saved offset), %llu "
+              "state reads parsed\n",
+              rounds, static_cast<unsigned long long>(total), static_cast<unsigned long long>(duplicates),
+              static_cast<unsigned long long>(parsed));
+}
+
 // kill -9 at seeded random moments, round after round, while a writer appends and rotates
 // (rename and create) the file: each run follows with --state from where the last kill
 // left the state file, and a last run reads to the end and stops cleanly. At the end:
@@ -501,18 +589,7 @@ TEST(CliFollow, RandomKillNineRoundsLoseNothing) {
       std::this_thread::sleep_for(200us);
     }
   });
-  struct Stop {
-    std::atomic<bool>& writing;
-    std::atomic<bool>& reading;
-    std::thread& writer;
-    std::thread& reader;
-    ~Stop() {
-      writing = false;
-      reading = false;
-      if (writer.joinable()) writer.join();
-      if (reader.joinable()) reader.join();
-    }
-  } stop{writing, reading, writer_thread, state_reader};
+  StopThreads stop{writing, reading, writer_thread, state_reader};
 
   // The state's first entry right after each kill; nothing when no state was saved yet.
   std::vector<std::optional<FollowStateEntry>> at_kill;
@@ -578,71 +655,7 @@ TEST(CliFollow, RandomKillNineRoundsLoseNothing) {
   EXPECT_GT(parsed.load(), 0u);
   ASSERT_EQ(writer.files().size(), 3u);
 
-  // The file index of a state entry.
-  auto file_index = [&](const FollowStateEntry& e) -> std::optional<std::size_t> {
-    for (std::size_t i = 0; i < writer.files().size(); ++i) {
-      if (writer.files()[i] == std::make_pair(e.dev, e.ino)) return i;
-    }
-    return std::nullopt;
-  };
-  std::set<std::uint64_t> printed;  // by the runs so far
-  std::uint64_t duplicates = 0;
-  for (std::size_t r = 0; r < outputs.size(); ++r) {
-    SCOPED_TRACE("run " + std::to_string(r));
-    const std::vector<std::uint64_t> seqs = seqs_in(slurp(outputs[r]));
-    // Every line matches: a run prints a gapless range, once each, in order.
-    for (std::size_t i = 1; i < seqs.size(); ++i) {
-      if (seqs[i] != seqs[0] + i) {
-        ADD_FAILURE() << "the run printed seq " << seqs[i] << " after " << seqs[i - 1];
-        break;
-      }
-    }
-    // Where this run was to begin: the state at the kill before it.
-    const std::optional<FollowStateEntry> from = r == 0 ? std::nullopt : at_kill[r - 1];
-    std::optional<std::size_t> from_file;
-    if (from) {
-      from_file = file_index(*from);
-      ASSERT_TRUE(from_file.has_value()) << "the state names a file never written: inode " << from->ino;
-    }
-    if (!seqs.empty()) {
-      const std::uint64_t first = seqs.front();
-      if (!from) {
-        EXPECT_EQ(first, 0u) << "without a state, --from-start begins at the first line";
-      } else if (writer.file_of(first) == *from_file) {
-        EXPECT_EQ(writer.offset_of(first), from->offset) << "the restart did not begin at the saved offset";
-      } else {
-        // The saved offset was the saved file's end: the next file from its first byte.
-        EXPECT_EQ(writer.file_of(first), *from_file + 1);
-        EXPECT_EQ(writer.offset_of(first), 0u);
-        EXPECT_EQ(writer.offset_of(first - 1) + writer.length_of(first - 1), from->offset)
-            << "the restart skipped the end of the saved file";
-      }
-    }
-    for (const std::uint64_t s : seqs) {
-      if (printed.count(s) == 0) continue;
-      ++duplicates;
-      if (!from) continue;  // no state saved yet: the restart begins at the first line again
-      EXPECT_EQ(place_of(writer, s, *from_file, from->offset), Place::kAfter)
-          << "seq " << s << " was printed again although it lies before the saved offset " << from->offset;
-    }
-    printed.insert(seqs.begin(), seqs.end());
-    // Every line before the position saved at this run's kill had been printed by now.
-    if (r < at_kill.size() && at_kill[r]) {
-      const std::optional<std::size_t> f = file_index(*at_kill[r]);
-      ASSERT_TRUE(f.has_value());
-      for (std::uint64_t s = 0; s < total && place_of(writer, s, *f, at_kill[r]->offset) == Place::kBefore; ++s) {
-        if (printed.count(s) == 0) {
-          ADD_FAILURE() << "seq " << s << " lies before the offset saved at kill " << r << " but no run printed it";
-          break;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(printed.size(), total) << "some lines were never printed";
-  std::printf("%d kills, 2 rotations: %llu lines written, %llu printed again (all after the saved offset), %llu "
-              "state reads parsed\n",
-              kRounds, static_cast<unsigned long long>(total), static_cast<unsigned long long>(duplicates),
-              static_cast<unsigned long long>(parsed.load()));
+  check_kill_rounds(writer, outputs, at_kill, total, kRounds, parsed.load());
 }
 
 // -H and -n across a rotation: the file name is the path's, and line numbers go on in the

@@ -164,14 +164,10 @@ class Generator {
   Limits limits_;
 };
 
-// Builds one random case and checks it; returns false on a difference.
-bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempDir& dir) {
-  Generator g(seed, shape, limits);
-  const std::string input = g.input(limits.max_input);
-  const std::vector<std::string> patterns = g.patterns(input);
-
-  std::vector<Args> groups;  // an option with its argument stays together when shuffled
-  std::vector<std::string> env;
+// The random options of a case (an option with its argument stays together when shuffled),
+// and GREP_COLORS settings into env.
+Args random_flags(Generator& g, Shape shape, std::vector<std::string>& env) {
+  std::vector<Args> groups;
   auto maybe = [&](double p, std::initializer_list<const char*> f) {
     if (g.chance(p)) groups.emplace_back(f.begin(), f.end());
   };
@@ -220,6 +216,17 @@ bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempD
   std::shuffle(groups.begin(), groups.end(), g.rng());
   Args flags;
   for (const Args& group : groups) flags.insert(flags.end(), group.begin(), group.end());
+  return flags;
+}
+
+// Builds one random case and checks it; returns false on a difference.
+bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempDir& dir) {
+  Generator g(seed, shape, limits);
+  const std::string input = g.input(limits.max_input);
+  const std::vector<std::string> patterns = g.patterns(input);
+
+  std::vector<std::string> env;
+  Args flags = random_flags(g, shape, env);
 
   // Patterns: a -f file, several -e, one -e or the operand joined by newlines.
   Args pattern_args;

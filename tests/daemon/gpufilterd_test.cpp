@@ -858,29 +858,11 @@ TEST_F(Gpufilterd, FilesOthersMayWriteAreRefused) {
   }
 }
 
-// Tokens come from a file (mode 0600) or the environment and go into the Authorization
-// header only. While deliveries fail (503, 401, nobody listening), across a reload that
-// rotates the token file and one that finds it exposed, no token appears in the log, the
-// metrics, the alerts file, the reload's answer or --check's output.
-TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
-  const std::string tag = std::to_string(::getpid()) + "x" + std::to_string(Clock::now().time_since_epoch().count());
-  const std::string file_token = "FileTok" + tag;
-  const std::string rotated_token = "RotTok" + tag;
-  const std::string env_token = "EnvTok" + tag;
-  const std::vector<std::string> secrets = {file_token, rotated_token, env_token};
-  HttpReceiver good;
-  good.fail_next(3, 503);
-  HttpReceiver refusing;
-  refusing.set_status(401);
-  std::uint16_t dead_port = 0;
-  {
-    HttpReceiver probe;
-    dead_port = probe.port();
-  }
-  const std::string token_file = dir_ + "/hook.token";
-  write_text(token_file, file_token + "\n", 0600);
-  const std::string config = dir_ + "/gpufilterd.yaml";
-  write_text(config, R"(
+// The configuration of TokensNeverReachLogsMetricsAlertsOrCheck: a webhook that fails 3 times then
+// takes its token from a file, one that refuses (401) with its token from the environment, one
+// nobody listens on, and an alerts file.
+std::string token_leak_config(const HttpReceiver& good, const HttpReceiver& refusing, std::uint16_t dead_port) {
+  return R"(
 sources:
   - listen: tcp://127.0.0.1:0
 rules:
@@ -909,7 +891,32 @@ outputs:
 server: 127.0.0.1:0
 engine: cpu
 drain_timeout: 1s
-)");
+)";
+}
+
+// Tokens come from a file (mode 0600) or the environment and go into the Authorization
+// header only. While deliveries fail (503, 401, nobody listening), across a reload that
+// rotates the token file and one that finds it exposed, no token appears in the log, the
+// metrics, the alerts file, the reload's answer or --check's output.
+TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
+  const std::string tag = std::to_string(::getpid()) + "x" + std::to_string(Clock::now().time_since_epoch().count());
+  const std::string file_token = "FileTok" + tag;
+  const std::string rotated_token = "RotTok" + tag;
+  const std::string env_token = "EnvTok" + tag;
+  const std::vector<std::string> secrets = {file_token, rotated_token, env_token};
+  HttpReceiver good;
+  good.fail_next(3, 503);
+  HttpReceiver refusing;
+  refusing.set_status(401);
+  std::uint16_t dead_port = 0;
+  {
+    HttpReceiver probe;
+    dead_port = probe.port();
+  }
+  const std::string token_file = dir_ + "/hook.token";
+  write_text(token_file, file_token + "\n", 0600);
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  write_text(config, token_leak_config(good, refusing, dead_port));
   const std::vector<std::string> env = {"GPUFILTERD_TEST_SECRET=" + env_token};
   const auto expect_no_secret = [&](const std::string& text, const std::string& where) {
     for (const std::string& secret : secrets) EXPECT_EQ(text.find(secret), std::string::npos) << where << ": " << text;

@@ -83,6 +83,56 @@ struct Delivery {
   std::vector<std::uint8_t> bytes;
 };
 
+// Checks what the last call handed on and closed, once `flows` knows every flow.
+void settle(std::vector<Delivery>& deliveries, std::vector<std::uint64_t>& closings,
+            std::map<std::uint64_t, FlowState>& flows, std::uint64_t& gap_total) {
+  for (const Delivery& d : deliveries) {
+    auto it = flows.find(d.flow);
+    if (it == flows.end()) fail("bytes of an unknown flow " + std::to_string(d.flow));
+    FlowState& f = it->second;
+    if (f.closed) fail("bytes of flow " + std::to_string(d.flow) + " after it was closed");
+    FlowState::Dir& dir = f.dirs[d.direction];
+    if (!dir.started) fail("bytes of a direction that sent nothing");
+    if (d.offset < dir.end)
+      fail("flow " + std::to_string(d.flow) + " direction " + std::to_string(d.direction) + ": bytes at " +
+           std::to_string(d.offset) + " handed on again (already up to " + std::to_string(dir.end) + ")");
+    gap_total += d.offset - dir.end;
+    dir.end = d.offset + d.bytes.size();
+    dir.delivered += d.bytes.size();
+    if (!dir.garbage) {
+      for (std::size_t k = 0; k < d.bytes.size(); ++k) {
+        const auto seq = static_cast<std::uint32_t>(dir.base + d.offset + k);
+        if (d.bytes[k] != stream_byte(dir.sport, dir.dport, f.version, seq))
+          fail("flow " + std::to_string(d.flow) + " direction " + std::to_string(d.direction) + ": the byte at " +
+               std::to_string(d.offset + k) + " is not the stream's byte there");
+      }
+    }
+  }
+  deliveries.clear();
+  for (const std::uint64_t id : closings) {
+    auto it = flows.find(id);
+    if (it == flows.end()) fail("an unknown flow closed");
+    if (it->second.closed) fail("flow " + std::to_string(id) + " closed twice");
+    it->second.closed = true;
+  }
+  closings.clear();
+}
+
+// The counters and the flows once finish() returned: every flow closed, no more bytes out
+// than in, the gaps as the deliveries skipped them.
+void check_end(const gpufilter::TcpReassembler::Counters& counters, const std::map<std::uint64_t, FlowState>& flows,
+               std::uint64_t gap_total) {
+  if (counters.flows != flows.size())
+    fail(std::to_string(counters.flows) + " flows counted, " + std::to_string(flows.size()) + " seen");
+  if (counters.gap_bytes != gap_total)
+    fail("gap_bytes " + std::to_string(counters.gap_bytes) + ", but the deliveries skip " + std::to_string(gap_total));
+  for (const auto& [id, f] : flows) {
+    if (!f.closed) fail("flow " + std::to_string(id) + " was never closed");
+    for (const FlowState::Dir& dir : f.dirs)
+      if (dir.delivered > dir.offered) fail("flow " + std::to_string(id) + " handed on more bytes than it got");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -108,39 +158,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::map<std::uint64_t, FlowState> flows;
   std::uint64_t gap_total = 0;
-  // Checks what the last call handed on and closed, once `flows` knows every flow.
-  const auto settle = [&] {
-    for (const Delivery& d : deliveries) {
-      auto it = flows.find(d.flow);
-      if (it == flows.end()) fail("bytes of an unknown flow " + std::to_string(d.flow));
-      FlowState& f = it->second;
-      if (f.closed) fail("bytes of flow " + std::to_string(d.flow) + " after it was closed");
-      FlowState::Dir& dir = f.dirs[d.direction];
-      if (!dir.started) fail("bytes of a direction that sent nothing");
-      if (d.offset < dir.end)
-        fail("flow " + std::to_string(d.flow) + " direction " + std::to_string(d.direction) + ": bytes at " +
-             std::to_string(d.offset) + " handed on again (already up to " + std::to_string(dir.end) + ")");
-      gap_total += d.offset - dir.end;
-      dir.end = d.offset + d.bytes.size();
-      dir.delivered += d.bytes.size();
-      if (!dir.garbage) {
-        for (std::size_t k = 0; k < d.bytes.size(); ++k) {
-          const auto seq = static_cast<std::uint32_t>(dir.base + d.offset + k);
-          if (d.bytes[k] != stream_byte(dir.sport, dir.dport, f.version, seq))
-            fail("flow " + std::to_string(d.flow) + " direction " + std::to_string(d.direction) + ": the byte at " +
-                 std::to_string(d.offset + k) + " is not the stream's byte there");
-        }
-      }
-    }
-    deliveries.clear();
-    for (const std::uint64_t id : closings) {
-      auto it = flows.find(id);
-      if (it == flows.end()) fail("an unknown flow closed");
-      if (it->second.closed) fail("flow " + std::to_string(id) + " closed twice");
-      it->second.closed = true;
-    }
-    closings.clear();
-  };
 
   std::int64_t now = 1'000'000;
   std::size_t at = 9;
@@ -218,24 +235,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       dir.garbage = dir.garbage || garbage;
       if (info.payload_offset == 0) dir.offered += frame.size();
     }
-    settle();
+    settle(deliveries, closings, flows, gap_total);
     if (s[5] & 1) {
       reassembler.expire(now);
-      settle();
+      settle(deliveries, closings, flows, gap_total);
     }
   }
   reassembler.finish();
-  settle();
+  settle(deliveries, closings, flows, gap_total);
 
-  const gpufilter::TcpReassembler::Counters counters = reassembler.counters();
-  if (counters.flows != flows.size())
-    fail(std::to_string(counters.flows) + " flows counted, " + std::to_string(flows.size()) + " seen");
-  if (counters.gap_bytes != gap_total)
-    fail("gap_bytes " + std::to_string(counters.gap_bytes) + ", but the deliveries skip " + std::to_string(gap_total));
-  for (const auto& [id, f] : flows) {
-    if (!f.closed) fail("flow " + std::to_string(id) + " was never closed");
-    for (const FlowState::Dir& dir : f.dirs)
-      if (dir.delivered > dir.offered) fail("flow " + std::to_string(id) + " handed on more bytes than it got");
-  }
+  check_end(reassembler.counters(), flows, gap_total);
   return 0;
 }
