@@ -14,18 +14,6 @@ namespace gpufilter {
 
 namespace {
 
-// A SourceError with libpcap's words: name() and error_number() as usual, what() the full
-// message (SourceError's own message is only "NAME: strerror").
-class PcapSourceError final : public SourceError {
- public:
-  PcapSourceError(std::string name, int error_number, std::string message)
-      : SourceError(std::move(name), error_number), message_(std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  std::string message_;
-};
-
 std::string geterr(pcap_t* p) {
   const char* text = pcap_geterr(p);
   return text != nullptr ? text : "";
@@ -63,7 +51,7 @@ PcapWriter::PcapWriter(const std::string& path, int link_type, int snaplen, bool
     const std::string why = geterr(p);
     if (why.find("link-layer type") != std::string::npos) std::fclose(file);
     pcap_close(p);
-    throw PcapSourceError(path_, EINVAL, path_ + ": " + why);
+    throw SourceError(path_, EINVAL, path_ + ": " + why);
   }
   pcap_ = p;
   dumper_ = dumper;

@@ -21,18 +21,6 @@ namespace gpufilter {
 
 namespace {
 
-// A SourceError with libpcap's words: name() and error_number() as usual, what() the full
-// message (SourceError's own message is only "NAME: strerror").
-class PcapSourceError final : public SourceError {
- public:
-  PcapSourceError(std::string name, int error_number, std::string message)
-      : SourceError(std::move(name), error_number), message_(std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  std::string message_;
-};
-
 // What a reader keeps beside its pcap_t (PcapReader::State is this).
 struct ReaderState {
   bpf_program filter{};
@@ -237,7 +225,7 @@ std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const
     if (state->pcapng && problem.past_end) {
       throw PcapError(name, problem.offset, "truncated pcapng section header (libpcap: " + why + ")");
     }
-    throw PcapSourceError(name, read_error && error != 0 ? error : EINVAL, name + ": " + why);
+    throw SourceError(name, read_error && error != 0 ? error : EINVAL, name + ": " + why);
   }
   std::unique_ptr<PcapReader> reader(new PcapReader());
   reader->pcap_ = p;
@@ -253,7 +241,7 @@ std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const
 std::unique_ptr<PcapReader> PcapReader::open_live(const std::string& interface, const std::string& bpf, int snaplen) {
   char errbuf[PCAP_ERRBUF_SIZE] = {};
   pcap_t* p = pcap_create(interface.c_str(), errbuf);
-  if (p == nullptr) throw PcapSourceError(interface, ENODEV, interface + ": " + errbuf);
+  if (p == nullptr) throw SourceError(interface, ENODEV, interface + ": " + errbuf);
   std::unique_ptr<PcapReader> reader(new PcapReader());
   reader->pcap_ = p;
   reader->name_ = interface;
@@ -272,14 +260,14 @@ std::unique_ptr<PcapReader> PcapReader::open_live(const std::string& interface, 
     switch (status) {
       case PCAP_ERROR_PERM_DENIED:
       case PCAP_ERROR_PROMISC_PERM_DENIED:
-        throw PcapSourceError(interface, EPERM,
+        throw SourceError(interface, EPERM,
                               interface + ": cannot capture (" + why + "): you need CAP_NET_RAW, or root");
       case PCAP_ERROR_NO_SUCH_DEVICE:
-        throw PcapSourceError(interface, ENODEV, interface + ": no such interface (" + why + ")");
+        throw SourceError(interface, ENODEV, interface + ": no such interface (" + why + ")");
       case PCAP_ERROR_IFACE_NOT_UP:
-        throw PcapSourceError(interface, ENETDOWN, interface + ": " + why);
+        throw SourceError(interface, ENETDOWN, interface + ": " + why);
       default:
-        throw PcapSourceError(interface, EIO, interface + ": " + why);
+        throw SourceError(interface, EIO, interface + ": " + why);
     }
   }
   auto state = std::make_unique<PcapReader::State>();
@@ -349,7 +337,7 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
       if (live_) pcap_breakloop(p);
       return Read::kEnd;
     }
-    if (live_) throw PcapSourceError(name_, EIO, name_ + ": " + geterr(p));
+    if (live_) throw SourceError(name_, EIO, name_ + ": " + geterr(p));
     // ftell works on files and (through the cookie) on standard input; -1 would mean a
     // stream that cannot say where it is, reported at 0 rather than at a made-up place.
     const auto at = static_cast<std::uint64_t>(std::max<off_t>(start, 0));

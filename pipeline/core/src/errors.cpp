@@ -27,6 +27,9 @@ PatternError::PatternError(std::size_t index, const std::string& message)
 SourceError::SourceError(std::string name, int error_number)
     : Error(name + ": " + std::strerror(error_number)), name_(std::move(name)), errno_(error_number) {}
 
+SourceError::SourceError(std::string name, int error_number, const std::string& message)
+    : Error(message), name_(std::move(name)), errno_(error_number) {}
+
 const char* cl_error_name(int code) noexcept {
   switch (code) {
 #define GPUFILTER_CL_ERROR(value, name) \

@@ -58,6 +58,8 @@ class PatternError : public Error {
 class SourceError : public Error {
  public:
   SourceError(std::string name, int error_number);
+  // With a library's own words (libpcap's) as the whole message instead of strerror's.
+  SourceError(std::string name, int error_number, const std::string& message);
   const std::string& name() const noexcept { return name_; }
   int error_number() const noexcept { return errno_; }
 
