@@ -1,7 +1,7 @@
 // Capture mode: --pcap FILE... or --interface IFACE. Packets from libpcap are decoded
 // (sources/packet.hpp); each packet's transport payload (or its whole frame, with
 // --match-frame) is one record, packed with many others into a chunk and scanned at once
-// (pipeline/record_scanner.hpp), so a match never spans two packets. With --stream, TCP
+// (pipeline/scan/record_scan.hpp), so a match never spans two packets. With --stream, TCP
 // payloads are reassembled per flow and direction instead and scanned as byte streams,
 // each piece overlapping the last by the longest pattern - 1 bytes, so a pattern split
 // across segments is found exactly once. Selected packets (or flows) are written in the

@@ -1,4 +1,4 @@
-// gpupermute: lexicographic permutations on the GPU (kernels/permute.cl through
+// gpupermute: lexicographic permutations on the GPU (permute.cl through
 // GpuPermuter). Exit status: 0 done; 1 --check found a difference; 2 bad arguments or
 // any other error (no device, a kernel that does not build, an output that cannot be
 // written).

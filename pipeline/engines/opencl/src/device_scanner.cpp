@@ -119,15 +119,10 @@ DeviceScanner::~DeviceScanner() {
 void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns, cl::Event* done) {
   auto& queue = device_.compute_queue();
   cl::Kernel& k = slot.kernel_;
-  k.setArg(0, slot.input_);
-  k.setArg(1, static_cast<cl_uint>(slot.chunk_.size));
-  k.setArg(2, static_cast<cl_uint>(slot.chunk_.overlap));
-  k.setArg(9, slot.output_);
-  k.setArg(10, static_cast<cl_uint>(slot.output_capacity_));
-  k.setArg(11, slot.total_buffer_);
-  k.setArg(12, static_cast<cl_uint>(config_.locate ? 1 : 0));
-  k.setArg(13, pattern_counts_);
-  k.setArg(14, static_cast<cl_uint>(count_patterns ? 1 : 0));
+  ScanProgram::bind_chunk(k, ScanProgram::ChunkArgs{slot.input_, static_cast<cl_uint>(slot.chunk_.size),
+                                                  static_cast<cl_uint>(slot.chunk_.overlap), slot.output_,
+                                                  static_cast<cl_uint>(slot.output_capacity_), slot.total_buffer_,
+                                                  config_.locate, pattern_counts_, count_patterns});
   queue.enqueueFillBuffer(slot.total_buffer_, cl_uint{0}, 0, sizeof(cl_uint));
   // A global size rounded up to a fixed multiple (the kernel ignores positions past the
   // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.

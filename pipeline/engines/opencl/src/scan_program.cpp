@@ -33,16 +33,40 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, unsign
   }
 }
 
+namespace {
+
+// The arguments of kernels/scan.cl's scan(), in its order.
+enum ScanArg : cl_uint {
+  kText, kSize, kOverlap,                                                  // the chunk
+  kRootNext, kEdgeKeys, kEdgeValues, kEdgeMask, kNodePattern, kIgnoreCase,  // the patterns
+  kOut, kCapacity, kTotal, kLocate, kPatternCounts, kCountPatterns,         // the results
+  kRootPairs,                                                              // the patterns
+};
+
+}  // namespace
+
 cl::Kernel ScanProgram::new_scan_kernel() const {
   cl::Kernel kernel(program_, "scan");
-  kernel.setArg(3, root_next_);
-  kernel.setArg(4, edge_keys_);
-  kernel.setArg(5, edge_values_);
-  kernel.setArg(6, static_cast<cl_uint>(table_.edge_mask()));
-  kernel.setArg(7, node_pattern_);
-  kernel.setArg(8, static_cast<cl_uint>(table_.options().ignore_case ? 1 : 0));
-  kernel.setArg(15, root_pairs_);
+  kernel.setArg(kRootNext, root_next_);
+  kernel.setArg(kEdgeKeys, edge_keys_);
+  kernel.setArg(kEdgeValues, edge_values_);
+  kernel.setArg(kEdgeMask, static_cast<cl_uint>(table_.edge_mask()));
+  kernel.setArg(kNodePattern, node_pattern_);
+  kernel.setArg(kIgnoreCase, static_cast<cl_uint>(table_.options().ignore_case ? 1 : 0));
+  kernel.setArg(kRootPairs, root_pairs_);
   return kernel;
+}
+
+void ScanProgram::bind_chunk(cl::Kernel& kernel, const ChunkArgs& args) {
+  kernel.setArg(kText, args.text);
+  kernel.setArg(kSize, args.size);
+  kernel.setArg(kOverlap, args.overlap);
+  kernel.setArg(kOut, args.out);
+  kernel.setArg(kCapacity, args.capacity);
+  kernel.setArg(kTotal, args.total);
+  kernel.setArg(kLocate, static_cast<cl_uint>(args.locate ? 1 : 0));
+  kernel.setArg(kPatternCounts, args.pattern_counts);
+  kernel.setArg(kCountPatterns, static_cast<cl_uint>(args.count_patterns ? 1 : 0));
 }
 
 }  // namespace gpufilter

@@ -1,4 +1,4 @@
-// Lexicographic permutations on the host and on an OpenCL device (kernels/permute.cl).
+// Lexicographic permutations on the host and on an OpenCL device (permute.cl, embedded by this folder).
 //
 // A Multiset is what gets permuted: the values 0..n-1 (Multiset::range, n <= 20) or any
 // bytes with repeats (Multiset::of("aabbc"), distinct permutations only). Permutations

@@ -4,7 +4,7 @@
 //     -> StreamConsumer: open / lines (with that piece's occurrences) / close, in order
 //     -> flush, then acknowledge to the channel what was delivered (for --state files)
 //
-// Two consumers: StreamGrep's (grep's rules per input, stream_pipeline.hpp) and
+// Two consumers: StreamGrep's (grep's rules per input, grep/stream_grep.hpp) and
 // gpufilterd's rules (daemon/). Between batches, with nothing in flight, the loop can run
 // a task on its own thread, such as a reload that replaces the scanner: no line is lost
 // or scanned twice across it.

@@ -60,7 +60,7 @@ class HsDatabase {
   // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
   // distinct `out` and `pattern_counts`).
   // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
-  // API, see host_matcher.cpp), the chunk is scanned by the pattern table's trie walk
+  // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
   // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
   // leaves `out` and `pattern_counts` as they were.
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,

@@ -24,9 +24,25 @@ class ScanProgram {
 
   const PatternTable& table() const noexcept { return table_; }
 
-  // A scan kernel with the pattern tables bound (arguments 3-8 and 15); each slot owns one,
-  // since kernel arguments are per-object state.
+  // A scan kernel with the pattern tables bound; each slot owns one, since kernel
+  // arguments are per-object state.
   cl::Kernel new_scan_kernel() const;
+
+  // What one launch scans and where its results go: the rest of the kernel's arguments.
+  struct ChunkArgs {
+    const cl::Buffer& text;
+    cl_uint size;
+    cl_uint overlap;
+    const cl::Buffer& out;  // (position, pattern) pairs
+    cl_uint capacity;       // of `out`, in pairs
+    const cl::Buffer& total;
+    bool locate;
+    const cl::Buffer& pattern_counts;
+    bool count_patterns;
+  };
+  // Binds `args` to a kernel from new_scan_kernel(). The argument indices of
+  // kernels/scan.cl live in this class alone.
+  static void bind_chunk(cl::Kernel& kernel, const ChunkArgs& args);
 
  private:
   PatternTable table_;
