@@ -3,7 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
+
+#include "gpufilter/core/errors.hpp"
 
 namespace gpufilter::kernels {
 
@@ -15,7 +16,7 @@ std::string kernel_source(std::string_view name, std::span<const EmbeddedKernel>
   if (const char* dir = std::getenv("GPUFILTER_KERNEL_DIR"); dir != nullptr && *dir != '\0') {
     std::string path = std::string(dir) + "/" + std::string(name);
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("GPUFILTER_KERNEL_DIR: cannot read " + path);
+    if (!in) throw ConfigError("GPUFILTER_KERNEL_DIR: cannot read " + path);
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
@@ -23,7 +24,7 @@ std::string kernel_source(std::string_view name, std::span<const EmbeddedKernel>
   for (const EmbeddedKernel& kernel : embedded) {
     if (kernel.name == name) return std::string(kernel.source);
   }
-  throw std::out_of_range("no embedded kernel named " + std::string(name));
+  throw Error("no embedded kernel named " + std::string(name));
 }
 
 }  // namespace gpufilter::kernels

@@ -15,8 +15,8 @@ struct EmbeddedKernel {
   std::string_view source;  // OpenCL C text
 };
 
-// The source of kernel file `name`. Throws std::out_of_range if no such kernel is
-// embedded, std::runtime_error if GPUFILTER_KERNEL_DIR is set and the file cannot be read.
+// The source of kernel file `name`. Throws Error if no such kernel is embedded,
+// ConfigError if GPUFILTER_KERNEL_DIR is set and the file cannot be read (core/errors.hpp).
 std::string kernel_source(std::string_view name);
 // The same lookup in another table of embedded kernels (a program's own, such as the
 // permutations example's), with the same GPUFILTER_KERNEL_DIR override.
