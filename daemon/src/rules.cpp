@@ -253,12 +253,17 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   const auto it = inputs_.find(entry.stream);
   static const Input unknown{"(unknown)", "(unknown)"};
   const Input& input = it == inputs_.end() ? unknown : it->second;
-  const RuleEngine::Clock::time_point now = RuleEngine::Clock::now();
   LineCutter<Occurrence> cutter(std::string_view(piece.data, piece.size), piece.offset, occurrences, scratch_);
   CutLine<Occurrence> line;
+  LineMatch match{};
+  match.source = input.name;
+  Sink& rules = engine_;
   std::uint64_t lines = 0;
   while (cutter.next(line)) {
-    engine_.line(input.name, line.text, line.occurrences, now);
+    match.line = line.text;
+    match.offset = line.offset;
+    match.occurrences = line.occurrences;
+    rules.matched(match);
     ++lines;
   }
   auto& c = counts_[input.label];

@@ -227,6 +227,31 @@ TEST(RuleEngine, ReloadKeepsTheStateOfUnchangedRules) {
   EXPECT_EQ(rec.alerts[3].rule, "new");
 }
 
+// The rules are a Sink: a line reaches them as a LineMatch with every occurrence in it,
+// and they say that they need the occurrences (SinkNeeds), not spans or pattern ids.
+TEST(RuleEngine, IsASinkThatNeedsOccurrences) {
+  const Bound bound({rule("fail", {"Failed"}), rule("root", {"root"})});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  Sink& sink = engine;
+  const SinkNeeds needs = sink.needs();
+  EXPECT_TRUE(needs.occurrences);
+  EXPECT_FALSE(needs.spans);
+  EXPECT_FALSE(needs.pattern_ids);
+  const std::string text = "Failed password for root";
+  const std::vector<Occurrence> found = bound.scan(text);
+  LineMatch line{};
+  line.line = text;
+  line.source = "auth.log";
+  line.occurrences = found;
+  EXPECT_EQ(sink.matched(line), Flow::kContinue);
+  EXPECT_EQ(engine.matches("fail"), 1u);
+  EXPECT_EQ(engine.matches("root"), 1u);
+  line.occurrences = {};  // no occurrence: no rule
+  sink.matched(line);
+  EXPECT_EQ(engine.matches("fail"), 1u);
+}
+
 TEST(RuleConsumer, SocketSourcesShareOneLabel) {
   EXPECT_EQ(RuleConsumer::source_label("tcp://127.0.0.1:4000"), "tcp");
   EXPECT_EQ(RuleConsumer::source_label("udp://[::1]:9"), "udp");

@@ -26,7 +26,7 @@ struct Printed {
 
 LineMatch line(std::string_view text, std::uint64_t offset, std::uint64_t number,
                std::span<const MatchSpan> spans = {}) {
-  return LineMatch{text, offset, number, spans, {}, {}};
+  return LineMatch{text, offset, number, spans, {}, {}, {}};
 }
 
 TEST(GrepPrinter, LinesWithFileNameNumberAndOffset) {

@@ -16,8 +16,8 @@ TEST(JsonPrinter, OneRecordPerLine) {
   Output out(w);
   JsonPrinter printer(out, {{0, "ERROR"}, {3, "\xff"}});
   const std::vector<std::uint32_t> ids = {0, 1};
-  printer.matched(LineMatch{"ERROR \"x\"\t\xff", 345, 12, {}, "app.log", ids});
-  printer.context(LineMatch{"next", 357, 13, {}, "app.log", {}});
+  printer.matched(LineMatch{"ERROR \"x\"\t\xff", 345, 12, {}, "app.log", ids, {}});
+  printer.context(LineMatch{"next", 357, 13, {}, "app.log", {}, {}});
   printer.flush();
   const std::string expected =
       "{\"type\":\"match\",\"source\":\"app.log\",\"line_number\":12,\"offset\":345,\"patterns\":["

@@ -175,7 +175,7 @@ std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
 
 void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
                     std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
-  LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}};
+  LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
   m.source = name_;
   m.patterns = ids;
   if (selected) {

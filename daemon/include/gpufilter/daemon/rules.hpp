@@ -6,7 +6,8 @@
 //               rules), then thresholds (count in a sliding window, per group), cooldown
 //               (one alert per group per interval, the rest counted as suppressed) and
 //               resolution after a quiet period; emits Alerts
-//   RuleConsumer  the StreamConsumer that hands a scanned batch to the engine line by line
+//   RuleConsumer  the StreamConsumer that cuts a scanned batch into lines and hands each,
+//               with its occurrences, to the RuleEngine through the Sink seam
 //
 // How one line goes through (after the sources framed it and StreamScan scanned its batch):
 //   1. RuleConsumer::lines() gets one stream's piece of whole lines and the occurrences in
@@ -14,7 +15,9 @@
 //      PatternTable::before order. It counts the piece's lines and bytes per source label.
 //   2. LineCutter (grep/line_occurrences.hpp) cuts the piece: each line without its '\n',
 //      with the occurrences that start in it, relative to the line.
-//   3. RuleEngine::line(): a line without occurrences ends here unless a rule is inverted.
+//   3. RuleEngine, a Sink that needs occurrences (SinkNeeds::occurrences), takes each line as
+//      a LineMatch (matched() -> line()): a line without occurrences ends here unless a
+//      rule is inverted.
 //      RuleSet::matching_rules() maps each occurrence to the (rule, pattern) pairs of its
 //      unique id, confirms the exact bytes for case-sensitive rules when the scan folded
 //      case for another rule, and -w with grep's one rule (grep/word.hpp); an invert rule
@@ -39,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpufilter/core/sink.hpp"
 #include "gpufilter/daemon/alert.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/metrics.hpp"
@@ -80,13 +84,19 @@ class RuleSet {
   const PatternTable* table_ = nullptr;
 };
 
-class RuleEngine {
+class RuleEngine final : public Sink {
  public:
   using Clock = std::chrono::steady_clock;
   using Emit = std::function<void(const Alert&)>;
 
   RuleEngine(std::shared_ptr<const RuleSet> rules, Emit emit, Metrics* metrics = nullptr);
 
+  // The Sink seam: a line of any stream with every occurrence in it, now.
+  SinkNeeds needs() const override { return SinkNeeds{.occurrences = true}; }
+  Flow matched(const LineMatch& line) override {
+    this->line(line.source, line.line, line.occurrences, Clock::now());
+    return Flow::kContinue;
+  }
   // One line of `source` (without its '\n') with its occurrences, at `now`.
   void line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
             Clock::time_point now);

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpufilter/core/chunk.hpp"
+
 namespace gpufilter {
 
 enum class Flow { kContinue, kStop };
@@ -34,6 +36,11 @@ struct LineMatch {
   // The unique pattern ids (PatternTable) that match in this line under -w/-x, ascending;
   // filled only when the Searcher was asked for them (SearchOptions::pattern_ids).
   std::span<const std::uint32_t> patterns;
+  // Every occurrence that starts in the line, before any -w/-x: its position relative to
+  // the line and its unique pattern id, in PatternTable::before order. Filled for a sink
+  // that needs them (SinkNeeds::occurrences: gpufilterd's rules, which confirm case and
+  // -w per rule); the Searcher does not fill it.
+  std::span<const Occurrence> occurrences;
 };
 
 struct InputInfo {
@@ -59,6 +66,7 @@ struct SinkNeeds {
   bool spans = false;         // LineMatch::spans (grep -o, --color)
   bool pattern_ids = false;   // LineMatch::patterns
   bool line_numbers = false;  // LineMatch::number
+  bool occurrences = false;   // LineMatch::occurrences (fed by a line cutter, not the Searcher)
   // The sink writes any byte faithfully (JSON escapes them): GNU grep's binary-file mode,
   // which hides the lines of binary input, is off.
   bool any_bytes = false;
