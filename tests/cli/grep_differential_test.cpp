@@ -206,6 +206,24 @@ TEST_F(GrepDifferential, Color) {
   expect_same({"--color=always", "-C1", "ERR", ctx});
 }
 
+// grep skips unknown and empty GREP_COLORS entries, honours rv and ne with a value too,
+// stops at a malformed entry keeping what came before, and with an empty match colour
+// colours the whole line once in sl/cx instead of reopening it after each match.
+TEST_F(GrepDifferential, GrepColorsEntriesSkippedHonouredOrEndingTheParse) {
+  const std::string input = dir.write("colors.txt", "foo bar foo baz\nxx\nfoo\r\nlast foo\n");
+  const std::vector<std::string> specs = {
+      "ne=1",          "xx=1:fn=32",  "::fn=32",      "ms=:sl=1",   "sl=1:cx=2:rv=1", "rv=0:sl=1:cx=2",
+      "mt=:sl=1",      "mt:ms=4",     "ms=4:mt",      "fn",         "=1:fn=32",       "fn=32=1:ln=1",
+      "fn=3x:ln=1",    "ne:ms=",      "mc=:cx=2:sl=1", "sl=1:ms=",  "mc=4:cx=2:sl=1:rv=x",
+  };
+  const std::vector<Args> forms = {{"-H"},           {"-v"},         {"-n", "-b"},   {"-o"}, {"-C1"},
+                                   {"-v", "-n", "-C1"}, {"-v", "-o"}, {"-c", "-H"}, {"-l"}};
+  for (const std::string& spec : specs) {
+    for (const Args& f : forms)
+      expect_same(Args{"--color=always"} + f + Args{"foo", input}, {}, rotating_knobs(2), {}, {"GREP_COLORS=" + spec});
+  }
+}
+
 TEST_F(GrepDifferential, SeveralFiles) {
   const std::string other = dir.write("other.txt", "nothing here\nfoo again\n");
   const std::string none = dir.write("none.txt", "no match\n");
