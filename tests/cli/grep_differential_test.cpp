@@ -224,6 +224,30 @@ TEST_F(GrepDifferential, GrepColorsEntriesSkippedHonouredOrEndingTheParse) {
   }
 }
 
+// -m 0 and a negative -m against -q, -l, -L, -c, -v and missing files. grep lets -q override
+// -L before it gives up on -m 0 (exit 1, no file opened); a negative -m with -v selects
+// nothing, but -q still exits 0 at the first line that would be selected.
+TEST_F(GrepDifferential, ZeroAndNegativeMaxCountWithListsQuietAndMissingFiles) {
+  const std::string lines = dir.write("lines.txt", "x\ny\nxy\n");
+  const std::string none = dir.write("none.txt", "zzz\n");
+  const std::string missing = dir.path() + "/missing.txt";
+  const std::vector<Args> inputs = {{lines}, {missing, lines}, {lines, missing}, {missing}, {none, lines}, {none}};
+  const std::vector<Args> modes = {{},         {"-q"},       {"-l"},       {"-L"},       {"-c"},      {"-q", "-s"},
+                                   {"-L", "-q"}, {"-l", "-q"}, {"-c", "-q"}, {"-L", "-c"}, {"-o", "-q"}};
+  for (const char* max : {"-m0", "-m-1", "-m-5"}) {
+    for (const Args& mode : modes) {
+      for (const Args& invert : std::vector<Args>{{}, {"-v"}}) {
+        for (const Args& in : inputs) {
+          for (const char* pattern : {"y", "z"})
+            expect_same(Args{max} + mode + invert + Args{pattern} + in, {}, rotating_knobs(1));
+        }
+      }
+    }
+  }
+  expect_same({"-v", "-q", "-m-1", "y"}, "x\n");
+  expect_same({"-L", "-q", "-m0", "a", missing});
+}
+
 TEST_F(GrepDifferential, SeveralFiles) {
   const std::string other = dir.write("other.txt", "nothing here\nfoo again\n");
   const std::string none = dir.write("none.txt", "no match\n");
