@@ -400,6 +400,29 @@ TEST_F(GrepDifferential, BinaryFilesNulNearReadBoundaries) {
   expect_same({"-c", "foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
 }
 
+// -I (--binary-files=without-match): grep drops a binary input before it searches the
+// buffer that holds the first NUL, so -q, -l and -L, which stop at the first match, must
+// not stop at a match in that buffer; a match in an earlier buffer still counts for them.
+TEST_F(GrepDifferential, WithoutMatchBinaryFilesBeforeQuietAndLists) {
+  const std::string bin = dir.write("bin1", "a\n\0\n"s);
+  const std::string late = dir.write("late_nul", "b\n" + std::string(8, 'c') + "\na\0\n"s);
+  std::string filler;
+  while (filler.size() < 110000) filler += "filler line\n";
+  const std::string after_block = dir.write("nul_after_block", "a first\n" + filler + "\0\na late\n"s);
+  const std::string in_block = dir.write("nul_in_block", filler + "a mid\n" + "filler\n\0\n"s);
+  const std::string missing = dir.path() + "/missing";
+  const std::vector<Args> inputs = {{bin},  {bin, missing}, {missing, bin}, {bin, text},   {late},
+                                    {after_block}, {in_block}, {after_block, bin, in_block}};
+  const std::vector<Args> modes = {{"-q"}, {"-l"}, {"-L"}, {"-c"}, {"-o"}, {"-m1"}, {"-m2", "-c"},
+                                   {"-q", "-s"}, {"-l", "-m1"}, {"-L", "-c"}, {"-v", "-l"}, {"-w", "-q"}};
+  for (const Args& mode : modes) {
+    for (const Args& in : inputs) expect_same(Args{"-I"} + mode + Args{"a"} + in, {}, rotating_knobs(2));
+  }
+  for (const Args& mode : std::vector<Args>{{"-q"}, {"-l"}, {"-L"}})
+    expect_same(Args{"--binary-files=without-match"} + mode + Args{"a", bin, text});
+  expect_same({"-q", "-I", "a"}, "a\n\0\n"s);  // standard input
+}
+
 // Lines longer than the chunk, with matches at every offset around chunk edges.
 TEST_F(GrepDifferential, LongLinesAndChunkEdges) {
   std::string in;
