@@ -6,25 +6,30 @@
 namespace gpufilter {
 
 Colors Colors::from_environment(const char* grep_color, const char* grep_colors) {
-  Colors c = parse_grep_colors(grep_color, grep_colors);
-  if (grep_color != nullptr && *grep_color != '\0')
-    c.legacy_color_in_effect = c.selected_match == grep_color || c.context_match == grep_color;
-  return c;
+  return parse_grep_colors(grep_color, grep_colors);
 }
 
 Colors Colors::parse_grep_colors(const char* grep_color, const char* grep_colors) {
   Colors c;
   // GREP_COLOR counts only when it is an SGR parameter list (digits and ';').
   if (grep_color != nullptr && *grep_color != '\0' &&
-      std::string_view(grep_color).find_first_not_of("0123456789;") == std::string_view::npos)
+      std::string_view(grep_color).find_first_not_of("0123456789;") == std::string_view::npos) {
     c.selected_match = c.context_match = grep_color;
-  if (grep_colors == nullptr || *grep_colors == '\0') return c;
-  // grep 3.8's parse_grep_colors: entries are NAME or NAME=VALUE. Unknown names and empty
-  // entries are skipped (forward compatibility); rv and ne act with or without a value, a
-  // colour name without a value sets nothing ("mt" still copies ms to mc). Only a malformed
-  // entry (empty name before '=', a second '=', a value byte other than digits and ';')
-  // stops the parse, keeping what came before it.
-  std::string_view spec(grep_colors);
+    c.legacy_match = c.legacy_context_match = true;
+  }
+  if (grep_colors != nullptr && *grep_colors != '\0') c.parse_entries(grep_colors);
+  // grep warns when GREP_COLOR's own string is still ms or mc (it compares pointers), so
+  // a GREP_COLORS entry that sets the same value silences it.
+  c.legacy_color_in_effect = c.legacy_match || c.legacy_context_match;
+  return c;
+}
+
+// grep 3.8's parse_grep_colors: entries are NAME or NAME=VALUE. Unknown names and empty
+// entries are skipped (forward compatibility); rv and ne act with or without a value, a
+// colour name without a value sets nothing ("mt" still copies ms to mc). Only a malformed
+// entry (empty name before '=', a second '=', a value byte other than digits and ';')
+// stops the parse, keeping what came before it.
+void Colors::parse_entries(std::string_view spec) {
   while (true) {
     const std::size_t colon = spec.find(':');
     const std::string_view item = spec.substr(0, colon);
@@ -33,10 +38,10 @@ Colors Colors::parse_grep_colors(const char* grep_color, const char* grep_colors
     std::optional<std::string> value;
     if (eq != std::string_view::npos) {
       value = std::string(item.substr(eq + 1));
-      if (key.empty() || value->find_first_not_of("0123456789;") != std::string::npos) return c;
+      if (key.empty() || value->find_first_not_of("0123456789;") != std::string::npos) return;
     }
-    c.apply(key, value);
-    if (colon == std::string_view::npos) return c;
+    apply(key, value);
+    if (colon == std::string_view::npos) return;
     spec = spec.substr(colon + 1);
   }
 }
@@ -53,7 +58,12 @@ void Colors::apply(std::string_view key, const std::optional<std::string>& value
                      : key == "se" ? &separator
                                    : nullptr;
   if (var != nullptr && value) *var = *value;
-  if (key == "mt") context_match = selected_match;
+  if (value && (key == "mt" || key == "ms")) legacy_match = false;
+  if (value && key == "mc") legacy_context_match = false;
+  if (key == "mt") {
+    context_match = selected_match;
+    legacy_context_match = legacy_match;
+  }
   else if (key == "rv") reverse = true;
   else if (key == "ne") no_erase = true;
 }

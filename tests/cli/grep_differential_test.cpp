@@ -222,6 +222,11 @@ TEST_F(GrepDifferential, GrepColorsEntriesSkippedHonouredOrEndingTheParse) {
     for (const Args& f : forms)
       expect_same(Args{"--color=always"} + f + Args{"foo", input}, {}, rotating_knobs(2), {}, {"GREP_COLORS=" + spec});
   }
+  // grep warns of GREP_COLOR only while its own string is still ms or mc: an entry that
+  // sets the same value silences the warning, a bare "mt" copies ms to mc with it.
+  for (const std::string& spec : {"mt=1;32", "ms=1;32:mc=7", "mc=1;32", "mt=1;32:mt", "ms=4:mt", "mc=:mt", "ms=x:mc=1"})
+    expect_same({"--color=always", "-v", "-C1", "foo", input}, {}, rotating_knobs(1), {},
+                {"GREP_COLOR=1;32", "GREP_COLORS=" + spec});
 }
 
 // -m 0 and a negative -m against -q, -l, -L, -c, -v and missing files. grep lets -q override

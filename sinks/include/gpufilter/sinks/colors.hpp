@@ -31,8 +31,13 @@ struct Colors {
 
  private:
   static Colors parse_grep_colors(const char* grep_color, const char* grep_colors);
+  void parse_entries(std::string_view spec);
   // One well-formed GREP_COLORS entry; `value` is absent for a bare NAME.
   void apply(std::string_view key, const std::optional<std::string>& value);
+
+  // Whether ms / mc still hold GREP_COLOR's value, not one GREP_COLORS gave.
+  bool legacy_match = false;
+  bool legacy_context_match = false;
 };
 
 }  // namespace gpufilter
