@@ -128,12 +128,13 @@ std::size_t prepare_patterns(cli::Options& o) {
 }
 
 // grep reads nothing when no line can be selected: -m 0, or -v with only the empty
-// pattern (which matches every line); -L still lists every file then.
+// pattern (which matches every line); -L still lists every file then, unless -q, which
+// grep lets override -L before it makes this check (so no file is opened, none missing).
 bool nothing_can_be_selected(const cli::Options& o) {
   const bool only_empty = std::all_of(o.patterns.patterns().begin(), o.patterns.patterns().end(),
                                       [](const std::string& p) { return p.empty(); });
   return ((o.max_count && *o.max_count == 0) || (only_empty && o.invert && !o.whole_line && !o.word)) &&
-         o.list != cli::ListMode::kFilesWithoutMatch;
+         (o.list != cli::ListMode::kFilesWithoutMatch || o.quiet);
 }
 
 PrinterOptions printer_options(const cli::Options& o) {
@@ -165,7 +166,10 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.word = o.word;
   searching.whole_line = o.whole_line;
   if (o.max_count) searching.max_count = *o.max_count;
-  if (o.negative_max_count && o.invert) searching.max_count = 0;
+  // A negative -m with -v selects no line in grep (its count of lines left is below 0
+  // from the start), except that -q exits 0 at the first line that would be selected:
+  // grep checks done_on_match before the count.
+  if (o.negative_max_count && o.invert && !o.quiet) searching.max_count = 0;
   searching.before = o.before.value_or(o.context.value_or(0));
   searching.after = o.after.value_or(o.context.value_or(0));
   searching.group_separators = o.before || o.after || o.context;

@@ -1,50 +1,71 @@
 #include "gpufilter/sinks/colors.hpp"
 
 #include <cstring>
+#include <optional>
 
 namespace gpufilter {
 
 Colors Colors::from_environment(const char* grep_color, const char* grep_colors) {
-  Colors c = parse_grep_colors(grep_color, grep_colors);
-  if (grep_color != nullptr && *grep_color != '\0')
-    c.legacy_color_in_effect = c.selected_match == grep_color || c.context_match == grep_color;
-  return c;
+  return parse_grep_colors(grep_color, grep_colors);
 }
 
 Colors Colors::parse_grep_colors(const char* grep_color, const char* grep_colors) {
   Colors c;
   // GREP_COLOR counts only when it is an SGR parameter list (digits and ';').
   if (grep_color != nullptr && *grep_color != '\0' &&
-      std::string_view(grep_color).find_first_not_of("0123456789;") == std::string_view::npos)
+      std::string_view(grep_color).find_first_not_of("0123456789;") == std::string_view::npos) {
     c.selected_match = c.context_match = grep_color;
-  if (grep_colors == nullptr || *grep_colors == '\0') return c;
-  std::string_view spec(grep_colors);
-  while (!spec.empty()) {
+    c.legacy_match = c.legacy_context_match = true;
+  }
+  if (grep_colors != nullptr && *grep_colors != '\0') c.parse_entries(grep_colors);
+  // grep warns when GREP_COLOR's own string is still ms or mc (it compares pointers), so
+  // a GREP_COLORS entry that sets the same value silences it.
+  c.legacy_color_in_effect = c.legacy_match || c.legacy_context_match;
+  return c;
+}
+
+// grep 3.8's parse_grep_colors: entries are NAME or NAME=VALUE. Unknown names and empty
+// entries are skipped (forward compatibility); rv and ne act with or without a value, a
+// colour name without a value sets nothing ("mt" still copies ms to mc). Only a malformed
+// entry (empty name before '=', a second '=', a value byte other than digits and ';')
+// stops the parse, keeping what came before it.
+void Colors::parse_entries(std::string_view spec) {
+  while (true) {
     const std::size_t colon = spec.find(':');
     const std::string_view item = spec.substr(0, colon);
-    spec = colon == std::string_view::npos ? std::string_view() : spec.substr(colon + 1);
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq);
-    if (eq == std::string_view::npos) {
-      if (key == "rv") c.reverse = true;
-      else if (key == "ne") c.no_erase = true;
-      else return c;
-      continue;
+    std::optional<std::string> value;
+    if (eq != std::string_view::npos) {
+      value = std::string(item.substr(eq + 1));
+      if (key.empty() || value->find_first_not_of("0123456789;") != std::string::npos) return;
     }
-    const std::string value(item.substr(eq + 1));
-    if (value.find_first_not_of("0123456789;") != std::string::npos) return c;
-    if (key == "mt") c.selected_match = c.context_match = value;
-    else if (key == "ms") c.selected_match = value;
-    else if (key == "mc") c.context_match = value;
-    else if (key == "sl") c.selected_line = value;
-    else if (key == "cx") c.context_line = value;
-    else if (key == "fn") c.file_name = value;
-    else if (key == "ln") c.line_number = value;
-    else if (key == "bn") c.byte_offset = value;
-    else if (key == "se") c.separator = value;
-    else return c;
+    apply(key, value);
+    if (colon == std::string_view::npos) return;
+    spec = spec.substr(colon + 1);
   }
-  return c;
+}
+
+void Colors::apply(std::string_view key, const std::optional<std::string>& value) {
+  std::string* var = key == "mt"   ? &selected_match
+                     : key == "ms" ? &selected_match
+                     : key == "mc" ? &context_match
+                     : key == "sl" ? &selected_line
+                     : key == "cx" ? &context_line
+                     : key == "fn" ? &file_name
+                     : key == "ln" ? &line_number
+                     : key == "bn" ? &byte_offset
+                     : key == "se" ? &separator
+                                   : nullptr;
+  if (var != nullptr && value) *var = *value;
+  if (value && (key == "mt" || key == "ms")) legacy_match = false;
+  if (value && key == "mc") legacy_context_match = false;
+  if (key == "mt") {
+    context_match = selected_match;
+    legacy_context_match = legacy_match;
+  }
+  else if (key == "rv") reverse = true;
+  else if (key == "ne") no_erase = true;
 }
 
 std::string Colors::start(std::string_view sgr) const {

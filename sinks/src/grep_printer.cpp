@@ -62,7 +62,9 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
     const std::string& line_color = (selected != (options_.invert && c->reverse)) ? c->selected_line : c->context_line;
     const std::string& match_color = selected ? c->selected_match : c->context_match;
     std::size_t cursor = 0;
-    for (const MatchSpan& s : line.spans) {
+    // grep colours the matches only when their colour is set (print_line_middle); with an
+    // empty ms or mc the whole line is one tail in the line colour, not reopened per match.
+    if (!match_color.empty()) for (const MatchSpan& s : line.spans) {
       out_.write(c->start(line_color));
       out_.write(line.line.substr(cursor, s.begin - cursor));
       colored(line.line.substr(s.begin, s.end - s.begin), match_color);

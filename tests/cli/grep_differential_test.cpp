@@ -206,6 +206,53 @@ TEST_F(GrepDifferential, Color) {
   expect_same({"--color=always", "-C1", "ERR", ctx});
 }
 
+// grep skips unknown and empty GREP_COLORS entries, honours rv and ne with a value too,
+// stops at a malformed entry keeping what came before, and with an empty match colour
+// colours the whole line once in sl/cx instead of reopening it after each match.
+TEST_F(GrepDifferential, GrepColorsEntriesSkippedHonouredOrEndingTheParse) {
+  const std::string input = dir.write("colors.txt", "foo bar foo baz\nxx\nfoo\r\nlast foo\n");
+  const std::vector<std::string> specs = {
+      "ne=1",          "xx=1:fn=32",  "::fn=32",      "ms=:sl=1",   "sl=1:cx=2:rv=1", "rv=0:sl=1:cx=2",
+      "mt=:sl=1",      "mt:ms=4",     "ms=4:mt",      "fn",         "=1:fn=32",       "fn=32=1:ln=1",
+      "fn=3x:ln=1",    "ne:ms=",      "mc=:cx=2:sl=1", "sl=1:ms=",  "mc=4:cx=2:sl=1:rv=x",
+  };
+  const std::vector<Args> forms = {{"-H"},           {"-v"},         {"-n", "-b"},   {"-o"}, {"-C1"},
+                                   {"-v", "-n", "-C1"}, {"-v", "-o"}, {"-c", "-H"}, {"-l"}};
+  for (const std::string& spec : specs) {
+    for (const Args& f : forms)
+      expect_same(Args{"--color=always"} + f + Args{"foo", input}, {}, rotating_knobs(2), {}, {"GREP_COLORS=" + spec});
+  }
+  // grep warns of GREP_COLOR only while its own string is still ms or mc: an entry that
+  // sets the same value silences the warning, a bare "mt" copies ms to mc with it.
+  for (const std::string& spec : {"mt=1;32", "ms=1;32:mc=7", "mc=1;32", "mt=1;32:mt", "ms=4:mt", "mc=:mt", "ms=x:mc=1"})
+    expect_same({"--color=always", "-v", "-C1", "foo", input}, {}, rotating_knobs(1), {},
+                {"GREP_COLOR=1;32", "GREP_COLORS=" + spec});
+}
+
+// -m 0 and a negative -m against -q, -l, -L, -c, -v and missing files. grep lets -q override
+// -L before it gives up on -m 0 (exit 1, no file opened); a negative -m with -v selects
+// nothing, but -q still exits 0 at the first line that would be selected.
+TEST_F(GrepDifferential, ZeroAndNegativeMaxCountWithListsQuietAndMissingFiles) {
+  const std::string lines = dir.write("lines.txt", "x\ny\nxy\n");
+  const std::string none = dir.write("none.txt", "zzz\n");
+  const std::string missing = dir.path() + "/missing.txt";
+  const std::vector<Args> inputs = {{lines}, {missing, lines}, {lines, missing}, {missing}, {none, lines}, {none}};
+  const std::vector<Args> modes = {{},         {"-q"},       {"-l"},       {"-L"},       {"-c"},      {"-q", "-s"},
+                                   {"-L", "-q"}, {"-l", "-q"}, {"-c", "-q"}, {"-L", "-c"}, {"-o", "-q"}};
+  for (const char* max : {"-m0", "-m-1", "-m-5"}) {
+    for (const Args& mode : modes) {
+      for (const Args& invert : std::vector<Args>{{}, {"-v"}}) {
+        for (const Args& in : inputs) {
+          for (const char* pattern : {"y", "z"})
+            expect_same(Args{max} + mode + invert + Args{pattern} + in, {}, rotating_knobs(1));
+        }
+      }
+    }
+  }
+  expect_same({"-v", "-q", "-m-1", "y"}, "x\n");
+  expect_same({"-L", "-q", "-m0", "a", missing});
+}
+
 TEST_F(GrepDifferential, SeveralFiles) {
   const std::string other = dir.write("other.txt", "nothing here\nfoo again\n");
   const std::string none = dir.write("none.txt", "no match\n");
@@ -356,6 +403,29 @@ TEST_F(GrepDifferential, BinaryFilesNulNearReadBoundaries) {
   const std::string path = dir.write("long_then_nul", "foo\n" + long_line);
   expect_same({"-n", "foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
   expect_same({"-c", "foo", path}, {}, {{"4096", "2", "gpu"}, {"", "", ""}});
+}
+
+// -I (--binary-files=without-match): grep drops a binary input before it searches the
+// buffer that holds the first NUL, so -q, -l and -L, which stop at the first match, must
+// not stop at a match in that buffer; a match in an earlier buffer still counts for them.
+TEST_F(GrepDifferential, WithoutMatchBinaryFilesBeforeQuietAndLists) {
+  const std::string bin = dir.write("bin1", "a\n\0\n"s);
+  const std::string late = dir.write("late_nul", "b\n" + std::string(8, 'c') + "\na\0\n"s);
+  std::string filler;
+  while (filler.size() < 110000) filler += "filler line\n";
+  const std::string after_block = dir.write("nul_after_block", "a first\n" + filler + "\0\na late\n"s);
+  const std::string in_block = dir.write("nul_in_block", filler + "a mid\n" + "filler\n\0\n"s);
+  const std::string missing = dir.path() + "/missing";
+  const std::vector<Args> inputs = {{bin},  {bin, missing}, {missing, bin}, {bin, text},   {late},
+                                    {after_block}, {in_block}, {after_block, bin, in_block}};
+  const std::vector<Args> modes = {{"-q"}, {"-l"}, {"-L"}, {"-c"}, {"-o"}, {"-m1"}, {"-m2", "-c"},
+                                   {"-q", "-s"}, {"-l", "-m1"}, {"-L", "-c"}, {"-v", "-l"}, {"-w", "-q"}};
+  for (const Args& mode : modes) {
+    for (const Args& in : inputs) expect_same(Args{"-I"} + mode + Args{"a"} + in, {}, rotating_knobs(2));
+  }
+  for (const Args& mode : std::vector<Args>{{"-q"}, {"-l"}, {"-L"}})
+    expect_same(Args{"--binary-files=without-match"} + mode + Args{"a", bin, text});
+  expect_same({"-q", "-I", "a"}, "a\n\0\n"s);  // standard input
 }
 
 // Lines longer than the chunk, with matches at every offset around chunk edges.

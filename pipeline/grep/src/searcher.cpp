@@ -459,8 +459,11 @@ void Searcher::settle_binary_records(const char* piece, std::size_t size) {
 }
 
 bool Searcher::needs_locations() const noexcept {
+  // -I: grep drops a binary input before it searches the buffer with the first NUL, so an
+  // occurrence decides only when it lies in a line before binary mode starts.
   return !(options_.stop_on_first && !options_.invert && !options_.word && !options_.whole_line &&
-           !table_.has_empty_pattern() && !table_.has_nul_byte());
+           !table_.has_empty_pattern() && !table_.has_nul_byte() &&
+           options_.binary_files != BinaryFiles::kWithoutMatch);
 }
 
 Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {

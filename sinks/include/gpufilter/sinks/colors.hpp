@@ -2,6 +2,7 @@
 // GREP_COLORS parsed the way grep 3.8 parses it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,8 +22,8 @@ struct Colors {
   // GREP_COLOR still decides a match colour (grep 3.8 then warns that it is deprecated).
   bool legacy_color_in_effect = false;
 
-  // GREP_COLOR (deprecated: sets ms and mc), then GREP_COLORS; malformed entries are
-  // ignored from there on, as grep does.
+  // GREP_COLOR (deprecated: sets ms and mc), then GREP_COLORS; unknown and empty entries
+  // are skipped, and a malformed entry ends the parse, as grep does.
   static Colors from_environment(const char* grep_color, const char* grep_colors);
 
   std::string start(std::string_view sgr) const;  // "" for an empty capability
@@ -30,6 +31,13 @@ struct Colors {
 
  private:
   static Colors parse_grep_colors(const char* grep_color, const char* grep_colors);
+  void parse_entries(std::string_view spec);
+  // One well-formed GREP_COLORS entry; `value` is absent for a bare NAME.
+  void apply(std::string_view key, const std::optional<std::string>& value);
+
+  // Whether ms / mc still hold GREP_COLOR's value, not one GREP_COLORS gave.
+  bool legacy_match = false;
+  bool legacy_context_match = false;
 };
 
 }  // namespace gpufilter

@@ -56,8 +56,8 @@ class Searcher final : public ChunkConsumer {
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
 
   // Whether the device must locate occurrences. It need not when any occurrence at all
-  // decides the input (-q, -l, -L without -v, -w, -x, the empty pattern or NUL bytes in
-  // patterns): then consume_count() takes the chunk's count alone.
+  // decides the input (-q, -l, -L without -v, -w, -x, -I, the empty pattern or NUL bytes
+  // in patterns): then consume_count() takes the chunk's count alone.
   bool needs_locations() const noexcept;
   Flow consume_count(const Chunk& chunk, std::uint64_t occurrences) override;
   // `lines` lines of the input were dropped before the next chunk (over-long lines of a
