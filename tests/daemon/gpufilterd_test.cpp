@@ -598,6 +598,32 @@ TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
   EXPECT_EQ(missing.status, 2);
 }
 
+// --config without its file (last, "--config=", or an empty one) says so, rather than that
+// --config is an unknown argument; a second --config is refused rather than replacing the
+// first. Exit status 2 each time, and nothing starts.
+TEST_F(Gpufilterd, ConfigOptionWithoutAFileSaysItNeedsOne) {
+  write_text(dir_ + "/good.yaml", "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\n");
+  const std::string good = dir_ + "/good.yaml";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--config"}, "option '--config' requires an argument"},
+      {{"--check", "--config"}, "option '--config' requires an argument"},
+      {{"--config="}, "option '--config' requires an argument"},
+      {{"--config", ""}, "option '--config' requires an argument"},
+      {{"--config=", "--check"}, "option '--config' requires an argument"},
+      {{"--config", good, "--config", good, "--check"}, "option '--config' given twice"},
+      {{"--check"}, "option '--config' is required"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::vector<std::string> argv{gpufilterd_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << args.size() << " arguments: " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("unknown argument"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run_process({gpufilterd_binary(), "--config=" + good, "--check"}).status, 0);
+}
+
 // The bundled example runs as written: the OpenSSH sample on standard input gives one
 // brute-force alert per attacking address, then gpufilterd exits 0 at the input's end.
 TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
