@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 
@@ -146,6 +147,9 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     at.require_map({"listen"});
     s.kind = SourceConfig::Kind::kListen;
     s.url = at.child("listen").text();
+    // Refused before the parser, whose messages quote the URL: no password may reach them.
+    if ((s.url.starts_with("tcp://") || s.url.starts_with("udp://")) && redact_url(s.url) != s.url)
+      at.child("listen").fail(redact_url(s.url) + ": user information is not supported");
     // The same parser as gpufilter --listen (and as the daemon's start), so that --check
     // and a reload see a bad address too, with the file and line.
     try {
@@ -444,7 +448,12 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     }
     if (top.has("server")) c.server = top.child("server").text();
     if (top.has("reload_endpoint")) c.reload_endpoint = top.child("reload_endpoint").boolean();
-    if (top.has("generator_url")) c.generator_url = top.child("generator_url").text();
+    if (top.has("generator_url")) {
+      c.generator_url = top.child("generator_url").text();
+      // The link goes into every alert, to every receiver: no password may ride along.
+      if (redact_url(c.generator_url) != c.generator_url)
+        top.child("generator_url").fail("\"" + redact_url(c.generator_url) + "\": user information is not supported");
+    }
     if (top.has("log_format")) {
       const std::string f = top.child("log_format").text();
       if (f == "logfmt") c.log_format = Log::Format::kLogfmt;

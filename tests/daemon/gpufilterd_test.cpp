@@ -1030,6 +1030,63 @@ TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
   }
 }
 
+// A password in a URL (an output's, a listen address's, generator_url) is refused, and the
+// refusal shows the URL with the password hidden: in --check's output, in a start that
+// fails, and in the log of a running daemon whose reload is refused.
+TEST_F(Gpufilterd, UrlPasswordsNeverReachMessagesOrLogs) {
+  const std::string secret = "S3cret";
+  const std::string head = "sources: [{listen: tcp://127.0.0.1:0}]\nrules: [{name: a, patterns: [x]}]\n"
+                           "server: 127.0.0.1:0\nengine: cpu\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"outputs: [{type: alertmanager, url: \"http://ops:S3cret@127.0.0.1:9093\"}]\n", "http://ops:***@127.0.0.1:9093"},
+      {"outputs: [{type: webhook, url: \"http://ops:S3cret@127.0.0.1:9/hook\"}]\n", "http://ops:***@127.0.0.1:9/hook"},
+      {"outputs: [{type: webhook, url: \"http://ops:S3#cret@127.0.0.1:9/\"}]\n", "http://ops:***@127.0.0.1:9/"},
+      {"outputs: [{type: webhook, url: \"http://ops:a/S3cret@127.0.0.1:9/\"}]\n", "http://ops:***@127.0.0.1:9/"},
+      {"outputs: [{type: webhook, url: \"https://S3cret@127.0.0.1:9/\"}]\n", "https://***@127.0.0.1:9/"},
+      {"generator_url: \"http://ops:S3cret@example.com/\"\n", "http://ops:***@example.com/"},
+  };
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  const std::vector<std::string> listen_bad = {"sources: [{listen: \"tcp://ops:S3cret@127.0.0.1:5140\"}]\n"
+                                               "rules: [{name: a, patterns: [x]}]\n"};
+  for (const auto& [tail, shown] : bad) {
+    write_text(config, head + tail);
+    for (const bool check : {true, false}) {
+      std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+      if (check) argv.push_back("--check");
+      const ProcessResult r = run_process(argv);
+      if (!check) {
+        EXPECT_EQ(r.status, 2) << tail;
+        EXPECT_NE(r.err.find(shown), std::string::npos) << r.err;
+      }
+      EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << (check ? "--check: " : "start: ") << r.out << r.err;
+    }
+  }
+  write_text(config, listen_bad[0]);
+  for (const bool check : {true, false}) {
+    std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+    if (check) argv.push_back("--check");
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("tcp://ops:***@127.0.0.1:5140"), std::string::npos) << r.err;
+    EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << r.err;
+  }
+  // A daemon that started: a reload to a URL with a password is refused, and its log and
+  // metrics do not hold the password.
+  write_text(config, head);
+  Daemon daemon(config);
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  write_text(config, head + bad[5].first);
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_log("reload rejected", 30s)) << daemon.log();
+  EXPECT_NE(daemon.log().find("ops:***@"), std::string::npos) << daemon.log();
+  const std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  EXPECT_EQ(page.find(secret), std::string::npos) << page;
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  EXPECT_EQ(daemon.log().find(secret), std::string::npos) << daemon.log();
+}
+
 // ---------------------------------------------------------------------------------------
 // Faults
 
