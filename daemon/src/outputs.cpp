@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -334,7 +335,18 @@ struct HttpUrl {
 
 // http://HOST[:PORT][/path][?query]; a fragment is ignored (it never goes on the wire).
 HttpUrl parse_http_url(const std::string& url) {
-  const auto fail = [&](const std::string& why) { throw ConfigError("URL \"" + redact_url(url) + "\": " + why); };
+  // Quoted without its password, and with control characters as \xNN: a CR or LF in the
+  // URL must not start a line of its own in the message.
+  const auto fail = [&](const std::string& why) {
+    std::string shown;
+    for (const char c : redact_url(url)) {
+      const auto u = static_cast<unsigned char>(c);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      shown += u < 0x20 || u == 0x7f ? std::string(hex) : std::string(1, c);
+    }
+    throw ConfigError("URL \"" + shown + "\": " + why);
+  };
   const auto starts_with_ci = [&](std::string_view prefix) {
     if (url.size() < prefix.size()) return false;
     for (std::size_t i = 0; i < prefix.size(); ++i) {

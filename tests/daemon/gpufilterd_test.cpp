@@ -598,6 +598,60 @@ TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
   EXPECT_EQ(missing.status, 2);
 }
 
+// --check refuses everything the start refuses, with the same reason: both run the one
+// validation (load_config). Before, the start refused output URLs, alert paths and the
+// server address when it built them, and --check passed them; duplicate keys passed both.
+TEST_F(Gpufilterd, CheckRefusesWhatTheStartRefusesWithTheSameReason) {
+  write_text(dir_ + "/blocker", "a file\n");
+  // stdin alone: a start that (wrongly) went on would end at the input's end, not hang.
+  const std::string head = "sources: [{stdin: true}]\nserver: 127.0.0.1:0\nengine: cpu\n";
+  const std::string rule = "rules: [{name: a, patterns: [x]}]\n";
+  const auto output = [&](const std::string& url) {
+    return head + rule + "outputs: [{type: webhook, url: \"" + url + "\"}]\n";
+  };
+  const std::vector<std::string> bad = {
+      head + rule + "rules: [{name: b, patterns: [y]}]\n",
+      head + "rules:\n  - name: a\n    patterns: [x]\n    patterns: [y]\n",
+      head + "rules:\n  - name: a\n    name: b\n    patterns: [x]\n",
+      head + "rules:\n  - name: a\n    patterns: [x]\n    invert: true\n    invert: false\n",
+      head + rule + "server: 127.0.0.1:0\n",
+      output("ftp://127.0.0.1/"), output("http://127.0.0.1:99999/"), output("http://127.0.0.1:-1/"),
+      output("http://127.0.0.1:80abc/"), output("http://:80/"), output("http://[::1:9/x"),
+      output("http://127.0.0.1/a b"), output("http://127.0.0.1/\\r\\nX: y"), output("https://127.0.0.1:9093/"),
+      head + rule + "outputs: [{type: alertmanager, url: \"ftp://127.0.0.1:9093\"}]\n",
+      head + rule + "outputs: [{type: jsonl, path: blocker/alerts.jsonl}]\n",
+      "sources: [{follow: a.log, state: blocker/x.state}]\nengine: cpu\n" + rule,
+      "sources: [{stdin: true}]\nengine: cpu\nserver: \"127.0.0.1:99999\"\n" + rule,
+  };
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  // The log's logfmt value of a message: quoted, with \ and " escaped.
+  const auto logfmt = [](const std::string& text) {
+    std::string out = "error=\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  };
+  for (const std::string& yaml : bad) {
+    write_text(config, yaml);
+    const ProcessResult check = run_process({gpufilterd_binary(), "--config", config, "--check"});
+    EXPECT_EQ(check.status, 2) << yaml << check.out;
+    const std::string prefix = "gpufilterd: ";
+    ASSERT_TRUE(check.err.starts_with(prefix) && check.err.ends_with("\n")) << yaml << check.err;
+    const std::string reason = check.err.substr(prefix.size(), check.err.size() - prefix.size() - 1);
+    EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;  // one line, whatever the URL held
+    const ProcessResult start = run_process({gpufilterd_binary(), "--config", config}, "");
+    EXPECT_EQ(start.status, 2) << yaml << start.err;
+    EXPECT_NE(start.err.find(logfmt(reason)), std::string::npos) << yaml << "--check: " << reason << "\nstart: "
+                                                                   << start.err;
+  }
+  write_text(config, head + rule + "outputs: [{type: webhook, url: \"http://127.0.0.1:9/x?y\"}, "
+                                   "{type: jsonl, path: new/dir/alerts.jsonl}]\n");
+  const ProcessResult good = run_process({gpufilterd_binary(), "--config", config, "--check"});
+  EXPECT_EQ(good.status, 0) << good.err;
+}
+
 // --config without its file (last, "--config=", or an empty one) says so, rather than that
 // --config is an unknown argument; a second --config is refused rather than replacing the
 // first. Exit status 2 each time, and nothing starts.
