@@ -1102,12 +1102,14 @@ TEST_F(Gpufilterd, UrlPasswordsNeverReachMessagesOrLogs) {
   const std::string config = dir_ + "/gpufilterd.yaml";
   const std::vector<std::string> listen_bad = {"sources: [{listen: \"tcp://ops:S3cret@127.0.0.1:5140\"}]\n"
                                                "rules: [{name: a, patterns: [x]}]\n"};
+  // stdin alone: a start that (wrongly) went on would end at the input's end, not hang.
+  const std::string stdin_head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\nengine: cpu\n";
   for (const auto& [tail, shown] : bad) {
-    write_text(config, head + tail);
+    write_text(config, stdin_head + tail);
     for (const bool check : {true, false}) {
       std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
       if (check) argv.push_back("--check");
-      const ProcessResult r = run_process(argv);
+      const ProcessResult r = run_process(argv, "");
       if (!check) {
         EXPECT_EQ(r.status, 2) << tail;
         EXPECT_NE(r.err.find(shown), std::string::npos) << r.err;
