@@ -12,10 +12,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 
@@ -120,6 +123,60 @@ struct At {
   }
 };
 
+// yaml-cpp keeps both of two equal keys and node[key] answers the first, so a second
+// `rules:` (or `patterns:`, `name:`, `server:` ...) would be silently ignored. Every
+// mapping, at any depth, is refused when a key repeats. `budget` bounds the walk: aliases
+// can make a small file a huge tree (without them every node costs at least a byte).
+void refuse_duplicate_keys(const At& at, std::size_t& budget) {
+  if (budget == 0) at.fail("the document expands to too many nodes (aliases?)");
+  --budget;
+  if (at.node.IsSequence()) {
+    for (std::size_t i = 0; i < at.node.size(); ++i) refuse_duplicate_keys(at.item(i), budget);
+    return;
+  }
+  if (!at.node.IsMap()) return;
+  std::map<std::string, int> first_line;  // key -> its first line
+  for (const auto& kv : at.node) {
+    if (!kv.first.IsScalar()) continue;  // a complex key: refused as unknown by require_map
+    const std::string name = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    const std::string key = at.key.empty() ? name : at.key + "." + name;
+    const auto [it, inserted] = first_line.emplace(name, line);
+    if (!inserted) At{at.file, kv.first, key}.fail("duplicate key (first on line " + std::to_string(it->second) + ")");
+    refuse_duplicate_keys(At{at.file, kv.second, key}, budget);
+  }
+}
+
+// Refuses a file that cannot be opened for appending once its missing directories are
+// made (as the build steps do): an existing part of the path that is no directory, a
+// directory in the file's place, or no permission. The start would refuse it later, with
+// another message; here --check and a reload refuse it too.
+void check_writable_path(const At& at, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path file(path);
+  const fs::file_status st = fs::status(file, ec);
+  if (fs::is_directory(st)) at.fail(path + ": is a directory");
+  if (fs::exists(st)) {
+    if (::access(path.c_str(), W_OK) != 0) at.fail(path + ": cannot be written: " + std::strerror(errno));
+    return;
+  }
+  // The nearest existing directory above it must be one, and writable, to make the rest.
+  for (fs::path dir = file.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    const fs::file_status d = fs::status(dir, ec);
+    if (!fs::exists(d)) {
+      const bool missing = ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+      if (ec && !missing) at.fail(dir.string() + ": " + ec.message());
+      if (dir == dir.parent_path()) break;
+      continue;
+    }
+    if (!fs::is_directory(d)) at.fail(path + ": cannot be created: " + dir.string() + " is not a directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      at.fail(path + ": cannot be created in " + dir.string() + ": " + std::strerror(errno));
+    return;
+  }
+}
+
 // "" for a file in the working directory: its relative paths stay as written.
 std::string directory_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
@@ -139,13 +196,19 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     s.kind = SourceConfig::Kind::kFollow;
     for (const std::string& p : at.child("follow").strings()) s.paths.push_back(resolve(dir, p));
     if (s.paths.empty()) at.child("follow").fail("names no file");
-    if (at.has("state")) s.state = resolve(dir, at.child("state").text());
+    if (at.has("state")) {
+      s.state = resolve(dir, at.child("state").text());
+      check_writable_path(at.child("state"), s.state);
+    }
     if (at.has("from_start")) s.from_start = at.child("from_start").boolean();
     if (at.has("poll_interval")) s.poll_interval = at.child("poll_interval").duration();
   } else if (at.has("listen")) {
     at.require_map({"listen"});
     s.kind = SourceConfig::Kind::kListen;
     s.url = at.child("listen").text();
+    // Refused before the parser, whose messages quote the URL: no password may reach them.
+    if ((s.url.starts_with("tcp://") || s.url.starts_with("udp://")) && redact_url(s.url) != s.url)
+      at.child("listen").fail(redact_url(s.url) + ": user information is not supported");
     // The same parser as gpufilter --listen (and as the daemon's start), so that --check
     // and a reload see a bad address too, with the file and line.
     try {
@@ -254,11 +317,20 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
   if (at.has("path")) {
     if (o.kind != OutputConfig::Kind::kJsonl) at.child("path").fail("only a jsonl output has a path");
     o.path = at.child("path").text();
-    if (o.path != "-") o.path = resolve(dir, o.path);
+    if (o.path != "-") {
+      o.path = resolve(dir, o.path);
+      check_writable_path(at.child("path"), o.path);
+    }
   }
   if (o.kind != OutputConfig::Kind::kJsonl) {
     if (!at.has("url")) at.fail("a " + type + " output needs a url");
     o.url = at.child("url").text();
+    // The outputs' own parser: the start refuses nothing here that --check let pass.
+    try {
+      check_http_url(o.url);
+    } catch (const ConfigError& e) {
+      at.child("url").fail(e.what());
+    }
   } else if (at.has("url")) {
     at.child("url").fail("a jsonl output has a path, not a url");
   }
@@ -420,6 +492,8 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
   const std::string dir = directory_of(path);
   try {
     const At top{path, root, ""};
+    std::size_t budget = kConfigLimit;
+    refuse_duplicate_keys(top, budget);
     top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
                      "engine", "device", "max_line_bytes", "max_connections", "drain_timeout"});
     if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets or stdin)");
@@ -442,9 +516,21 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     } else {
       c.outputs.push_back(OutputConfig{});  // JSON lines on standard output
     }
-    if (top.has("server")) c.server = top.child("server").text();
+    if (top.has("server")) {
+      c.server = top.child("server").text();
+      try {
+        (void)parse_host_port(c.server, "server address " + c.server);  // as the OpsServer parses it
+      } catch (const ConfigError& e) {
+        top.child("server").fail(e.what());
+      }
+    }
     if (top.has("reload_endpoint")) c.reload_endpoint = top.child("reload_endpoint").boolean();
-    if (top.has("generator_url")) c.generator_url = top.child("generator_url").text();
+    if (top.has("generator_url")) {
+      c.generator_url = top.child("generator_url").text();
+      // The link goes into every alert, to every receiver: no password may ride along.
+      if (redact_url(c.generator_url) != c.generator_url)
+        top.child("generator_url").fail("\"" + redact_url(c.generator_url) + "\": user information is not supported");
+    }
     if (top.has("log_format")) {
       const std::string f = top.child("log_format").text();
       if (f == "logfmt") c.log_format = Log::Format::kLogfmt;

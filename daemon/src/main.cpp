@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -71,30 +72,42 @@ int run(const std::string& config_path) {
   return status;
 }
 
+// An option's complaint, then the usage: exit status 2.
+int refuse(const std::string& why) {
+  std::fprintf(stderr, "gpufilterd: %s\n", why.c_str());
+  return usage(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config_path;
+  std::optional<std::string> config_path;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) config_path = argv[++i];
-    else if (a.rfind("--config=", 0) == 0) config_path = a.substr(9);
-    else if (a == "--check") check = true;
-    else if (a == "--help") return usage(0);
-    else if (a == "--version") {
+    if (a == "--config" || a.rfind("--config=", 0) == 0) {
+      // A second --config would silently replace the first, as a duplicate YAML key would;
+      // "--config" last, "--config=" and "--config ''" name no file at all.
+      if (config_path) return refuse("option '--config' given twice");
+      if (a == "--config" && i + 1 >= argc) return refuse("option '--config' requires an argument (FILE)");
+      config_path = a == "--config" ? argv[++i] : a.substr(9);
+      if (config_path->empty()) return refuse("option '--config' requires an argument (FILE), not an empty one");
+    } else if (a == "--check") {
+      check = true;
+    } else if (a == "--help") {
+      return usage(0);
+    } else if (a == "--version") {
       std::puts("gpufilterd " GPUFILTER_VERSION);
       return 0;
     } else {
-      std::fprintf(stderr, "gpufilterd: unknown argument '%s'\n", a.c_str());
-      return usage(2);
+      return refuse("unknown argument '" + a + "'");
     }
   }
-  if (config_path.empty()) return usage(2);
+  if (!config_path) return refuse("option '--config' is required");
   if (check) {
     try {
-      const DaemonConfig c = load_config(config_path);
-      std::printf("%s: %zu sources, %zu rules, %zu outputs\n", config_path.c_str(), c.sources.size(), c.rules.size(),
+      const DaemonConfig c = load_config(*config_path);
+      std::printf("%s: %zu sources, %zu rules, %zu outputs\n", config_path->c_str(), c.sources.size(), c.rules.size(),
                   c.outputs.size());
       return 0;
     } catch (const std::exception& e) {
@@ -110,7 +123,7 @@ int main(int argc, char** argv) {
   }
   take_signals_in_one_thread();
   try {
-    return run(config_path);
+    return run(*config_path);
   } catch (const std::exception& e) {
     Log log;
     log.error("cannot start", {{"error", e.what()}});

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -334,7 +335,18 @@ struct HttpUrl {
 
 // http://HOST[:PORT][/path][?query]; a fragment is ignored (it never goes on the wire).
 HttpUrl parse_http_url(const std::string& url) {
-  const auto fail = [&](const std::string& why) { throw ConfigError("URL \"" + url + "\": " + why); };
+  // Quoted without its password, and with control characters as \xNN: a CR or LF in the
+  // URL must not start a line of its own in the message.
+  const auto fail = [&](const std::string& why) {
+    std::string shown;
+    for (const char c : redact_url(url)) {
+      const auto u = static_cast<unsigned char>(c);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      shown += u < 0x20 || u == 0x7f ? std::string(hex) : std::string(1, c);
+    }
+    throw ConfigError("URL \"" + shown + "\": " + why);
+  };
   const auto starts_with_ci = [&](std::string_view prefix) {
     if (url.size() < prefix.size()) return false;
     for (std::size_t i = 0; i < prefix.size(); ++i) {
@@ -346,6 +358,9 @@ HttpUrl parse_http_url(const std::string& url) {
   for (const char c : url) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F) fail("contains a space or a control character");
   }
+  // Before anything quotes a part of the authority (a "bad port"), which could be a part
+  // of a password.
+  if (redact_url(url) != url) fail("user information is not supported");
   if (starts_with_ci("https://")) fail("https is not supported (plain http:// only; put a TLS proxy in front)");
   if (!starts_with_ci("http://")) fail("not an http:// URL");
   std::string rest = url.substr(7);
@@ -358,7 +373,6 @@ HttpUrl parse_http_url(const std::string& url) {
   const std::size_t q = target.find('?');
   out.path = target.substr(0, q);
   if (q != std::string::npos) out.query = target.substr(q);
-  if (authority.find('@') != std::string::npos) fail("user information is not supported");
   std::string port;
   if (!authority.empty() && authority[0] == '[') {
     const std::size_t bracket = authority.find(']');
@@ -675,6 +689,27 @@ class WebhookOutput final : public QueuedOutput {
   const HttpUrl url_;
   HttpClient client_;
 };
+
+}  // namespace
+
+std::string redact_url(std::string_view url) {
+  const std::size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) return std::string(url);  // no authority ("unix:PATH")
+  const std::size_t begin = scheme + 3;
+  // The last '@' before the query, even past a '/' or '#': a password may hold those, and
+  // hiding a path's '@' too costs only a less precise message.
+  const std::size_t end = std::min(url.find('?', begin), url.size());
+  const std::size_t at = url.substr(0, end).rfind('@');
+  if (at == std::string_view::npos || at < begin) return std::string(url);
+  const std::string_view userinfo = url.substr(begin, at - begin);
+  const std::size_t colon = userinfo.find(':');
+  const std::string hidden = colon == std::string_view::npos ? "***" : std::string(userinfo.substr(0, colon)) + ":***";
+  return std::string(url.substr(0, begin)) + hidden + std::string(url.substr(at));
+}
+
+void check_http_url(const std::string& url) { (void)parse_http_url(url); }
+
+namespace {
 
 std::string or_kind(std::string name, const char* kind) { return name.empty() ? kind : name; }
 

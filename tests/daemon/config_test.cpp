@@ -405,4 +405,67 @@ TEST(Duration, NotFiniteOrHugeIsNoDuration) {
   EXPECT_EQ(parse_duration("0"), Millis(0));
 }
 
+// yaml-cpp keeps both of two equal keys and answers the first: a second `rules:` was
+// silently ignored. A repeated key is refused at any depth, naming it and both lines.
+TEST_F(Config, DuplicateKeysAreRefusedAnywhere) {
+  const std::string head = "sources: [{stdin: true}]\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {head + "rules: [{name: a, patterns: [x]}]\nrules: [{name: b, patterns: [y]}]\n",
+       "c.yaml:3: rules: duplicate key (first on line 2)"},
+      {head + "rules:\n  - name: a\n    patterns: [x]\n    patterns: [y]\n",
+       "c.yaml:5: rules[0].patterns: duplicate key (first on line 4)"},
+      {head + "rules:\n  - name: a\n    name: b\n    patterns: [x]\n",
+       "c.yaml:4: rules[0].name: duplicate key (first on line 3)"},
+      {head + "rules:\n  - name: a\n    patterns: [x]\n    invert: true\n    invert: false\n",
+       "c.yaml:6: rules[0].invert: duplicate key (first on line 5)"},
+      {head + "rules: [{name: a, patterns: [x]}]\nserver: 127.0.0.1:1\nserver: 127.0.0.1:2\n",
+       "c.yaml:4: server: duplicate key (first on line 3)"},
+      {head + "rules:\n  - name: a\n    patterns: [x]\n    threshold:\n      count: 2\n      window: 1m\n"
+              "      count: 3\n",
+       "c.yaml:8: rules[0].threshold.count: duplicate key (first on line 6)"},
+      {head + "rules:\n  - name: a\n    patterns: [x]\n    labels: {team: a, team: b}\n",
+       "c.yaml:5: rules[0].labels.team: duplicate key (first on line 5)"},
+      {head + "rules: [{name: a, patterns: [x]}]\noutputs:\n  - {type: jsonl, path: a.jsonl, path: b.jsonl}\n",
+       "c.yaml:4: outputs[0].path: duplicate key (first on line 4)"},
+  };
+  for (const auto& [yaml, expected] : cases) EXPECT_NE(error_of(yaml).find(expected), std::string::npos) << error_of(yaml);
+}
+
+// What the outputs refuse when they are made is refused by the validation itself, so that
+// --check and a reload refuse it too, with the file and line.
+TEST_F(Config, OutputUrlsArePlainHttpWithAHostAndAPort) {
+  const std::string head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n";
+  for (const std::string url : {"ftp://127.0.0.1/", "http://h:99999/", "http://h:-1/", "http://h:80abc/",
+                                "http://:80/", "http://[::1:9/x", "http://h/a b", "https://127.0.0.1:9093"}) {
+    for (const std::string type : {"webhook", "alertmanager"}) {
+      const std::string e = error_of(head + "  - type: " + type + "\n    url: \"" + url + "\"\n");
+      EXPECT_NE(e.find("c.yaml:5: outputs[0].url: URL \"" + url + "\": "), std::string::npos) << e;
+    }
+  }
+  const std::string crlf = error_of(head + "  - type: webhook\n    url: \"http://h/\\r\\nX: y\"\n");
+  EXPECT_NE(crlf.find("URL \"http://h/\\x0d\\x0aX: y\": contains a space or a control character"),
+            std::string::npos) << crlf;
+  EXPECT_NE(error_of(head + "  - type: webhook\n    url: https://h/\n").find("https is not supported"),
+            std::string::npos);
+  EXPECT_EQ(error_of(head + "  - type: webhook\n    url: http://[::1]:9/x?y\n"), "");
+}
+
+// An alerts file or a state file whose directory cannot exist (a file in its way) or that
+// is a directory is refused by the validation, not at the first write.
+TEST_F(Config, FilesThatCannotBeCreatedAreRefused) {
+  write("blocker", "a file\n");
+  const std::string head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\n";
+  std::string e = error_of(head + "outputs: [{type: jsonl, path: blocker/sub/alerts.jsonl}]\n");
+  EXPECT_NE(e.find("outputs[0].path: " + dir_ + "/blocker/sub/alerts.jsonl: cannot be created: " + dir_ +
+                   "/blocker is not a directory"),
+            std::string::npos) << e;
+  e = error_of(head + "outputs: [{type: jsonl, path: " + dir_ + "}]\n");
+  EXPECT_NE(e.find("outputs[0].path: " + dir_ + ": is a directory"), std::string::npos) << e;
+  e = error_of("sources: [{follow: a.log, state: blocker/x.state}]\nrules: [{name: a, patterns: [x]}]\n");
+  EXPECT_NE(e.find("sources[0].state: " + dir_ + "/blocker/x.state: cannot be created"), std::string::npos) << e;
+  EXPECT_EQ(error_of(head + "outputs: [{type: jsonl, path: new/dir/alerts.jsonl}]\n"), "");
+  e = error_of(head + "server: \"127.0.0.1:99999\"\n");
+  EXPECT_NE(e.find("c.yaml:3: server: server address 127.0.0.1:99999: "), std::string::npos) << e;
+}
+
 }  // namespace

@@ -598,6 +598,86 @@ TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
   EXPECT_EQ(missing.status, 2);
 }
 
+// --check refuses everything the start refuses, with the same reason: both run the one
+// validation (load_config). Before, the start refused output URLs, alert paths and the
+// server address when it built them, and --check passed them; duplicate keys passed both.
+TEST_F(Gpufilterd, CheckRefusesWhatTheStartRefusesWithTheSameReason) {
+  write_text(dir_ + "/blocker", "a file\n");
+  // stdin alone: a start that (wrongly) went on would end at the input's end, not hang.
+  const std::string head = "sources: [{stdin: true}]\nserver: 127.0.0.1:0\nengine: cpu\n";
+  const std::string rule = "rules: [{name: a, patterns: [x]}]\n";
+  const auto output = [&](const std::string& url) {
+    return head + rule + "outputs: [{type: webhook, url: \"" + url + "\"}]\n";
+  };
+  const std::vector<std::string> bad = {
+      head + rule + "rules: [{name: b, patterns: [y]}]\n",
+      head + "rules:\n  - name: a\n    patterns: [x]\n    patterns: [y]\n",
+      head + "rules:\n  - name: a\n    name: b\n    patterns: [x]\n",
+      head + "rules:\n  - name: a\n    patterns: [x]\n    invert: true\n    invert: false\n",
+      head + rule + "server: 127.0.0.1:0\n",
+      output("ftp://127.0.0.1/"), output("http://127.0.0.1:99999/"), output("http://127.0.0.1:-1/"),
+      output("http://127.0.0.1:80abc/"), output("http://:80/"), output("http://[::1:9/x"),
+      output("http://127.0.0.1/a b"), output("http://127.0.0.1/\\r\\nX: y"), output("https://127.0.0.1:9093/"),
+      head + rule + "outputs: [{type: alertmanager, url: \"ftp://127.0.0.1:9093\"}]\n",
+      head + rule + "outputs: [{type: jsonl, path: blocker/alerts.jsonl}]\n",
+      "sources: [{follow: a.log, state: blocker/x.state}]\nengine: cpu\n" + rule,
+      "sources: [{stdin: true}]\nengine: cpu\nserver: \"127.0.0.1:99999\"\n" + rule,
+  };
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  // The log's logfmt value of a message: quoted, with \ and " escaped.
+  const auto logfmt = [](const std::string& text) {
+    std::string out = "error=\"";
+    for (const char c : text) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  };
+  for (const std::string& yaml : bad) {
+    write_text(config, yaml);
+    const ProcessResult check = run_process({gpufilterd_binary(), "--config", config, "--check"});
+    EXPECT_EQ(check.status, 2) << yaml << check.out;
+    const std::string prefix = "gpufilterd: ";
+    ASSERT_TRUE(check.err.starts_with(prefix) && check.err.ends_with("\n")) << yaml << check.err;
+    const std::string reason = check.err.substr(prefix.size(), check.err.size() - prefix.size() - 1);
+    EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;  // one line, whatever the URL held
+    const ProcessResult start = run_process({gpufilterd_binary(), "--config", config}, "");
+    EXPECT_EQ(start.status, 2) << yaml << start.err;
+    EXPECT_NE(start.err.find(logfmt(reason)), std::string::npos) << yaml << "--check: " << reason << "\nstart: "
+                                                                   << start.err;
+  }
+  write_text(config, head + rule + "outputs: [{type: webhook, url: \"http://127.0.0.1:9/x?y\"}, "
+                                   "{type: jsonl, path: new/dir/alerts.jsonl}]\n");
+  const ProcessResult good = run_process({gpufilterd_binary(), "--config", config, "--check"});
+  EXPECT_EQ(good.status, 0) << good.err;
+}
+
+// --config without its file (last, "--config=", or an empty one) says so, rather than that
+// --config is an unknown argument; a second --config is refused rather than replacing the
+// first. Exit status 2 each time, and nothing starts.
+TEST_F(Gpufilterd, ConfigOptionWithoutAFileSaysItNeedsOne) {
+  write_text(dir_ + "/good.yaml", "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\n");
+  const std::string good = dir_ + "/good.yaml";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--config"}, "option '--config' requires an argument"},
+      {{"--check", "--config"}, "option '--config' requires an argument"},
+      {{"--config="}, "option '--config' requires an argument"},
+      {{"--config", ""}, "option '--config' requires an argument"},
+      {{"--config=", "--check"}, "option '--config' requires an argument"},
+      {{"--config", good, "--config", good, "--check"}, "option '--config' given twice"},
+      {{"--check"}, "option '--config' is required"},
+  };
+  for (const auto& [args, expected] : cases) {
+    std::vector<std::string> argv{gpufilterd_binary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << args.size() << " arguments: " << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("unknown argument"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run_process({gpufilterd_binary(), "--config=" + good, "--check"}).status, 0);
+}
+
 // The bundled example runs as written: the OpenSSH sample on standard input gives one
 // brute-force alert per attacking address, then gpufilterd exits 0 at the input's end.
 TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
@@ -1002,6 +1082,65 @@ TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
         << inline_token.err;
     expect_no_secret(inline_token.out + inline_token.err, "an inline token");
   }
+}
+
+// A password in a URL (an output's, a listen address's, generator_url) is refused, and the
+// refusal shows the URL with the password hidden: in --check's output, in a start that
+// fails, and in the log of a running daemon whose reload is refused.
+TEST_F(Gpufilterd, UrlPasswordsNeverReachMessagesOrLogs) {
+  const std::string secret = "S3cret";
+  const std::string head = "sources: [{listen: tcp://127.0.0.1:0}]\nrules: [{name: a, patterns: [x]}]\n"
+                           "server: 127.0.0.1:0\nengine: cpu\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"outputs: [{type: alertmanager, url: \"http://ops:S3cret@127.0.0.1:9093\"}]\n", "http://ops:***@127.0.0.1:9093"},
+      {"outputs: [{type: webhook, url: \"http://ops:S3cret@127.0.0.1:9/hook\"}]\n", "http://ops:***@127.0.0.1:9/hook"},
+      {"outputs: [{type: webhook, url: \"http://ops:S3#cret@127.0.0.1:9/\"}]\n", "http://ops:***@127.0.0.1:9/"},
+      {"outputs: [{type: webhook, url: \"http://ops:a/S3cret@127.0.0.1:9/\"}]\n", "http://ops:***@127.0.0.1:9/"},
+      {"outputs: [{type: webhook, url: \"https://S3cret@127.0.0.1:9/\"}]\n", "https://***@127.0.0.1:9/"},
+      {"generator_url: \"http://ops:S3cret@example.com/\"\n", "http://ops:***@example.com/"},
+  };
+  const std::string config = dir_ + "/gpufilterd.yaml";
+  const std::vector<std::string> listen_bad = {"sources: [{listen: \"tcp://ops:S3cret@127.0.0.1:5140\"}]\n"
+                                               "rules: [{name: a, patterns: [x]}]\n"};
+  // stdin alone: a start that (wrongly) went on would end at the input's end, not hang.
+  const std::string stdin_head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\nengine: cpu\n";
+  for (const auto& [tail, shown] : bad) {
+    write_text(config, stdin_head + tail);
+    for (const bool check : {true, false}) {
+      std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+      if (check) argv.push_back("--check");
+      const ProcessResult r = run_process(argv, "");
+      if (!check) {
+        EXPECT_EQ(r.status, 2) << tail;
+        EXPECT_NE(r.err.find(shown), std::string::npos) << r.err;
+      }
+      EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << (check ? "--check: " : "start: ") << r.out << r.err;
+    }
+  }
+  write_text(config, listen_bad[0]);
+  for (const bool check : {true, false}) {
+    std::vector<std::string> argv = {gpufilterd_binary(), "--config", config};
+    if (check) argv.push_back("--check");
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("tcp://ops:***@127.0.0.1:5140"), std::string::npos) << r.err;
+    EXPECT_EQ((r.out + r.err).find(secret), std::string::npos) << r.err;
+  }
+  // A daemon that started: a reload to a URL with a password is refused, and its log and
+  // metrics do not hold the password.
+  write_text(config, head);
+  Daemon daemon(config);
+  const std::string server = daemon.server();
+  ASSERT_FALSE(server.empty()) << daemon.log();
+  write_text(config, head + bad[5].first);
+  daemon.signal(SIGHUP);
+  ASSERT_TRUE(daemon.wait_log("reload rejected", 30s)) << daemon.log();
+  EXPECT_NE(daemon.log().find("ops:***@"), std::string::npos) << daemon.log();
+  const std::string page = http_request("GET", "http://" + server + "/metrics").body;
+  EXPECT_EQ(page.find(secret), std::string::npos) << page;
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  EXPECT_EQ(daemon.log().find(secret), std::string::npos) << daemon.log();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -285,6 +285,17 @@ TEST(JsonlOutput, UnopenableFileIsAConfigErrorNamingIt) {
 // ---------------------------------------------------------------------------------------
 // URLs
 
+// User information is hidden wherever it could end (a password may hold '/', '#', '@'); a
+// URL without it, or without an authority, is printed as written.
+TEST(OutputUrl, RedactHidesUserInformation) {
+  EXPECT_EQ(redact_url("http://ops:S3cret@host:9093"), "http://ops:***@host:9093");
+  EXPECT_EQ(redact_url("http://TOKEN@host/x"), "http://***@host/x");
+  EXPECT_EQ(redact_url("http://ops:a/b#c@d@host/p?q=e@f"), "http://ops:***@host/p?q=e@f");
+  EXPECT_EQ(redact_url("tcp://u:p@127.0.0.1:5140"), "tcp://u:***@127.0.0.1:5140");
+  EXPECT_EQ(redact_url("http://host:9093/p?mail=a@b"), "http://host:9093/p?mail=a@b");
+  EXPECT_EQ(redact_url("unix:/run/a@b.sock"), "unix:/run/a@b.sock");
+}
+
 TEST(OutputUrl, OnlyPlainHttpWithAHostIsAccepted) {
   for (const std::string bad : {"https://127.0.0.1:9093", "ftp://127.0.0.1/", "127.0.0.1:9093", "http://",
                                 "http://:9093/", "http://host:0/", "http://host:65536/", "http://host:12ab/",
@@ -294,7 +305,9 @@ TEST(OutputUrl, OnlyPlainHttpWithAHostIsAccepted) {
       webhook(bad);
       ADD_FAILURE() << "webhook accepted it";
     } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("URL \"" + bad + "\": "), std::string::npos) << e.what();
+      // Quoted with any password hidden (redact_url).
+      EXPECT_NE(std::string(e.what()).find("URL \"" + redact_url(bad) + "\": "), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find(":pw@"), std::string::npos) << e.what();
     }
     EXPECT_THROW(alertmanager(bad), ConfigError);
   }

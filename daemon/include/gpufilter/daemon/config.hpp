@@ -93,7 +93,10 @@ struct DaemonConfig {
 };
 
 // Reads `path` (read_checked_file, kConfig) and validates it. Throws ConfigError
-// ("FILE:LINE: key: why", or "FILE: why" for the file itself).
+// ("FILE:LINE: key: why", or "FILE: why" for the file itself). The one validation:
+// --check, the start and a reload all call it, so it refuses everything the build steps
+// would refuse from the file (duplicate keys, output URLs, files that cannot be created,
+// the server address), with the same message.
 DaemonConfig load_config(const std::string& path);
 // Validates `yaml` as if it were the content of the file `path` (messages name `path`,
 // relative paths are relative to its directory); patterns and token files are still read

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "gpufilter/daemon/alert_output.hpp"
@@ -67,5 +68,15 @@ struct WebhookConfig {
   std::shared_ptr<const BearerToken> token;
 };
 std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config);
+
+// `url` as it may be printed: the user information before an '@' in the authority is
+// replaced ("http://ops:***@host:9093", "http://***@host/" for a user alone, which may be
+// a token), so that no password reaches a message, a log line, a metric or an alert.
+std::string redact_url(std::string_view url);
+// Refuses what the alertmanager and webhook outputs refuse: anything but
+// http://HOST[:PORT][/path][?query], https (no TLS yet), a bad port, user information,
+// spaces and control characters. Throws ConfigError naming redact_url(url). The outputs
+// run it when they are made; the configuration's validation runs it for --check and reload.
+void check_http_url(const std::string& url);
 
 }  // namespace gpufilter::daemon
