@@ -260,6 +260,8 @@ class CaptureRun {
       f.first = info;
       f.seconds = raw.seconds;
       f.nanoseconds = raw.nanoseconds;
+      // The empty pattern selects the flow before any of its bytes (without -w/-x).
+      if (single_pass_out_ && !o_.invert && table_.has_empty_pattern() && !o_.word && !o_.whole_line) f.written = true;
     }
     if (single_pass_out_ && f.written) write_capture(raw);
     if (raw.seconds - last_expire >= 1) {
@@ -375,6 +377,13 @@ class CaptureRun {
     ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
   }
 
+  // The empty pattern matches every record, as it matches every line; under -w or -x only
+  // an empty one (a packet without payload, a flow without data either way), as grep -w ''
+  // and -x '' match only empty lines. The scanner reports no occurrences for it.
+  bool empty_pattern_matches(std::size_t record_size) const {
+    return table_.has_empty_pattern() && (record_size == 0 || (!o_.word && !o_.whole_line));
+  }
+
   void take_selection() {
     ++selected_total_;
     ++selected_input_;
@@ -405,7 +414,7 @@ class CaptureRun {
     pending_.pop_front();
     if (done_ && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
     valid_ids(bytes, occurrences);
-    const bool matched = !ids_.empty() || table_.has_empty_pattern();
+    const bool matched = !ids_.empty() || empty_pattern_matches(bytes.size());
     if (matched == o_.invert) return;
     if (done_) return;
     take_selection();
@@ -419,12 +428,14 @@ class CaptureRun {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
     const Flow& f = it->second;
-    if (f.matched != o_.invert && !done_) {
+    // Only the empty pattern matched: its first match is at the client's offset 0.
+    const bool matched = f.matched || empty_pattern_matches(f.bytes[0] + f.bytes[1]);
+    if (matched != o_.invert && !done_) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
       const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
       sink_->flow(FlowRecord{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
-                             f.matched, f.match_direction != 0, f.match_offset});
+                             matched, f.match_direction != 0, f.match_offset});
     }
     flows_.erase(it);
   }

@@ -371,6 +371,41 @@ TEST_F(Capture, StandardInputBpfMaxCountAndText) {
   EXPECT_NE(text.out.find("matched: MAIL FROM"), std::string::npos) << text.out;
 }
 
+// The empty pattern matches every record, as it matches every line: every flow with
+// --stream (those without payload too), as -v with a pattern found nowhere selects them;
+// under -x or -w only empty records (packets without payload, flows without data), as
+// grep -x '' selects only empty lines.
+TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
+  for (const std::string& name : {"http_redirects.pcapng", "http.cap", "telnet-raw.pcap", "smtp.pcap"}) {
+    const std::string path = corpus_path("pcap/" + name);
+    const GrepRun every = run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", "zq_never_in_any_capture"});
+    EXPECT_NE(every.out, "0\n") << name;
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-e", ""}).out, every.out) << name;
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", ""}).status, 1) << name;
+    // The empty records, from the JSON of everything: flows without data either way,
+    // packets (UDP and others with --stream) without payload.
+    std::size_t empty_flows = 0;
+    std::size_t empty_packets = 0;
+    std::istringstream all(run_gpufilter({"--pcap", path, "--stream", "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    for (std::string line; std::getline(all, line);) {
+      const json r = json::parse(line);
+      if (r.at("type") == "flow" && r.at("bytes_client") == 0 && r.at("bytes_server") == 0) ++empty_flows;
+      if (r.at("type") == "packet" && r.at("record_length") == 0) ++empty_packets;
+    }
+    for (const char* option : {"-x", "-w"}) {
+      EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", option, "-e", ""}).out,
+                std::to_string(empty_flows + empty_packets) + "\n")
+          << name << " " << option;
+    }
+    // Per packet: -x '' selects the packets whose payload is empty.
+    std::size_t empty_payloads = 0;
+    std::istringstream packets(run_gpufilter({"--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    for (std::string line; std::getline(packets, line);) empty_payloads += json::parse(line).at("record_length") == 0;
+    if (name == std::string("http.cap")) EXPECT_NE(empty_payloads, 0u);  // its ACKs
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-x", "-e", ""}).out, std::to_string(empty_payloads) + "\n") << name;
+  }
+}
+
 // A live capture on loopback, where the machine lets the test capture.
 TEST_F(Capture, LiveCaptureOnLoopback) {
   const SpawnedProcess child = spawn_process({gpufilter_binary(), "--interface", "lo", "--bpf", "udp port 47999",
