@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,11 +113,24 @@ std::vector<PacketPattern> pattern_names(const PatternTable& table, const Patter
   return names;
 }
 
+// Whether --pcap-out writes to standard output: "-", or a name for the file standard
+// output already is (/dev/stdout, or `--pcap-out x.pcap > x.pcap`).
+bool capture_on_stdout(const std::string& pcap_out) {
+  if (pcap_out.empty()) return false;
+  if (pcap_out == "-") return true;
+  struct stat file {};
+  struct stat standard_output {};
+  return ::stat(pcap_out.c_str(), &file) == 0 && ::fstat(STDOUT_FILENO, &standard_output) == 0 &&
+         file.st_dev == standard_output.st_dev && file.st_ino == standard_output.st_ino;
+}
+
 // -q prints nothing (PacketSink's defaults), -c a count per capture, --json JSON lines,
-// and otherwise ngrep's text.
+// and otherwise ngrep's text. With the capture on standard output no report is printed:
+// the capture must be all a reader there (tshark -r -) finds, and a report moved to
+// standard error would mix with the notices that belong there (tcpdump -w - prints none).
 std::unique_ptr<PacketSink> make_sink(const cli::Options& o, Output& out, std::vector<PacketPattern> names) {
   const bool with_name = o.with_filename.value_or(o.pcaps.size() > 1);
-  if (o.quiet) return std::make_unique<PacketSink>();
+  if (o.quiet || capture_on_stdout(o.pcap_out)) return std::make_unique<PacketSink>();
   if (o.count) return std::make_unique<PacketCountPrinter>(out, with_name);
   if (o.json) return std::make_unique<PacketJsonPrinter>(out, names);
   return std::make_unique<PacketTextPrinter>(out, std::move(names), PacketTextOptions{with_name, o.hexdump});

@@ -180,6 +180,43 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
   }
 }
 
+// --pcap-out -: the capture is all there is on standard output, whatever report was
+// asked for, so tshark -r - reads it: the same bytes --pcap-out FILE writes, and for
+// single packets exactly the frames tshark's own filter selects.
+TEST_F(Capture, PcapOutToStandardOutputIsTheOnlyOutput) {
+  TempDir dir;
+  const std::string path = corpus_path("pcap/http.cap");
+  const std::string want =
+      command_output("tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
+  ASSERT_FALSE(want.empty());
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {}, {"-c"}, {"--json"}, {"--hexdump"}, {"--stream"}, {"--stream", "-c"}, {"--stream", "--json"},
+           {"--stream", "--hexdump"}}) {
+    const std::string file = dir.path() + "/file.pcap";
+    const bool stream = !extra.empty() && extra[0] == "--stream";
+    std::vector<std::string> args = {"--pcap", path, "-e", "HTTP/1."};
+    if (!stream) args.push_back("--match-frame");  // tshark's frame contains
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<std::string> to_file = args;
+    to_file.insert(to_file.end(), {"--pcap-out", file});
+    std::vector<std::string> to_stdout = args;
+    to_stdout.insert(to_stdout.end(), {"--pcap-out", "-"});
+    const GrepRun piped = run_gpufilter(to_stdout);
+    const std::string label = describe_args(to_stdout);
+    ASSERT_EQ(piped.status, 0) << label << ": " << piped.err;
+    ASSERT_EQ(run_gpufilter(to_file).status, 0) << label;
+    EXPECT_EQ(piped.out, read_file(file)) << label;
+    const std::string out = dir.path() + "/stdout.pcap";
+    std::ofstream(out, std::ios::binary) << piped.out;
+    const std::string read = command_output("tshark -n -r - -T fields -e frame.len -e frame.time_epoch < '" + out + "'");
+    if (!stream) EXPECT_EQ(read, want) << label;
+    EXPECT_FALSE(read.empty()) << label;
+  }
+  // /dev/stdout is standard output too.
+  const GrepRun dev = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-e", "HTTP/1.", "--pcap-out", "/dev/stdout"});
+  EXPECT_EQ(dev.out.substr(0, 4), std::string("\xd4\xc3\xb2\xa1", 4)) << escape(dev.out, 40);
+}
+
 // --stream: the SMTP message spans segments; per packet its strings split, as one stream not.
 TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
   const std::string smtp = corpus_path("pcap/smtp.pcap");
