@@ -300,7 +300,10 @@ class CaptureRun {
   }
 
   void finish_input(const std::string& input, bool two_pass_out) {
-    if (reassembler_) reassembler_->finish();
+    if (reassembler_) {
+      reassembler_->finish();
+      report_budget_gaps(reassembler_->counters());
+    }
     records_.finish();
     reassembler_.reset();
     flows_.clear();
@@ -311,6 +314,17 @@ class CaptureRun {
     sink_->finish(CaptureSummary{name_, selected_input_});
     out_.flush();
     flush_capture();
+  }
+
+  // Gaps skipped because all flows together held more out-of-order data than the budget
+  // change what --stream saw (a peer can cause them): said once per capture, not an error.
+  void report_budget_gaps(const TcpReassembler::Counters& c) {
+    if (c.budget_gaps == 0 || o_.no_messages) return;
+    out_.flush();
+    notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
+                    std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +
+                    std::to_string(ReassemblyConfig{}.max_total_pending_bytes >> 20) +
+                    " MiB of out-of-order data together");
   }
 
   // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)
