@@ -103,7 +103,8 @@ Captures (docs/CAPTURES.md):
                             byte stream; a match selects the whole flow
   -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef)
       --escapes             \xHH, \0, \n, \r, \t and \\ in PATTERNS
-      --pcap-out=FILE       write the selected packets (flows) as a capture
+      --pcap-out=FILE       write the selected packets (flows) as a capture;
+                            to standard output ('-'), nothing else is printed
       --hexdump             print payloads as hex and ASCII
 
 When FILE is '-', read standard input.  With no FILE, read '-'.

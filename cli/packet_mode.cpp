@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,11 +113,24 @@ std::vector<PacketPattern> pattern_names(const PatternTable& table, const Patter
   return names;
 }
 
+// Whether --pcap-out writes to standard output: "-", or a name for the file standard
+// output already is (/dev/stdout, or `--pcap-out x.pcap > x.pcap`).
+bool capture_on_stdout(const std::string& pcap_out) {
+  if (pcap_out.empty()) return false;
+  if (pcap_out == "-") return true;
+  struct stat file {};
+  struct stat standard_output {};
+  return ::stat(pcap_out.c_str(), &file) == 0 && ::fstat(STDOUT_FILENO, &standard_output) == 0 &&
+         file.st_dev == standard_output.st_dev && file.st_ino == standard_output.st_ino;
+}
+
 // -q prints nothing (PacketSink's defaults), -c a count per capture, --json JSON lines,
-// and otherwise ngrep's text.
+// and otherwise ngrep's text. With the capture on standard output no report is printed:
+// the capture must be all a reader there (tshark -r -) finds, and a report moved to
+// standard error would mix with the notices that belong there (tcpdump -w - prints none).
 std::unique_ptr<PacketSink> make_sink(const cli::Options& o, Output& out, std::vector<PacketPattern> names) {
   const bool with_name = o.with_filename.value_or(o.pcaps.size() > 1);
-  if (o.quiet) return std::make_unique<PacketSink>();
+  if (o.quiet || capture_on_stdout(o.pcap_out)) return std::make_unique<PacketSink>();
   if (o.count) return std::make_unique<PacketCountPrinter>(out, with_name);
   if (o.json) return std::make_unique<PacketJsonPrinter>(out, names);
   return std::make_unique<PacketTextPrinter>(out, std::move(names), PacketTextOptions{with_name, o.hexdump});
@@ -260,6 +274,8 @@ class CaptureRun {
       f.first = info;
       f.seconds = raw.seconds;
       f.nanoseconds = raw.nanoseconds;
+      // The empty pattern selects the flow before any of its bytes (without -w/-x).
+      if (single_pass_out_ && !o_.invert && table_.has_empty_pattern() && !o_.word && !o_.whole_line) f.written = true;
     }
     if (single_pass_out_ && f.written) write_capture(raw);
     if (raw.seconds - last_expire >= 1) {
@@ -284,7 +300,10 @@ class CaptureRun {
   }
 
   void finish_input(const std::string& input, bool two_pass_out) {
-    if (reassembler_) reassembler_->finish();
+    if (reassembler_) {
+      reassembler_->finish();
+      report_budget_gaps(reassembler_->counters());
+    }
     records_.finish();
     reassembler_.reset();
     flows_.clear();
@@ -295,6 +314,17 @@ class CaptureRun {
     sink_->finish(CaptureSummary{name_, selected_input_});
     out_.flush();
     flush_capture();
+  }
+
+  // Gaps skipped because all flows together held more out-of-order data than the budget
+  // change what --stream saw (a peer can cause them): said once per capture, not an error.
+  void report_budget_gaps(const TcpReassembler::Counters& c) {
+    if (c.budget_gaps == 0 || o_.no_messages) return;
+    out_.flush();
+    notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
+                    std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +
+                    std::to_string(ReassemblyConfig{}.max_total_pending_bytes >> 20) +
+                    " MiB of out-of-order data together");
   }
 
   // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)
@@ -375,6 +405,13 @@ class CaptureRun {
     ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
   }
 
+  // The empty pattern matches every record, as it matches every line; under -w or -x only
+  // an empty one (a packet without payload, a flow without data either way), as grep -w ''
+  // and -x '' match only empty lines. The scanner reports no occurrences for it.
+  bool empty_pattern_matches(std::size_t record_size) const {
+    return table_.has_empty_pattern() && (record_size == 0 || (!o_.word && !o_.whole_line));
+  }
+
   void take_selection() {
     ++selected_total_;
     ++selected_input_;
@@ -405,7 +442,7 @@ class CaptureRun {
     pending_.pop_front();
     if (done_ && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
     valid_ids(bytes, occurrences);
-    const bool matched = !ids_.empty() || table_.has_empty_pattern();
+    const bool matched = !ids_.empty() || empty_pattern_matches(bytes.size());
     if (matched == o_.invert) return;
     if (done_) return;
     take_selection();
@@ -419,12 +456,14 @@ class CaptureRun {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
     const Flow& f = it->second;
-    if (f.matched != o_.invert && !done_) {
+    // Only the empty pattern matched: its first match is at the client's offset 0.
+    const bool matched = f.matched || empty_pattern_matches(f.bytes[0] + f.bytes[1]);
+    if (matched != o_.invert && !done_) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
       const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
       sink_->flow(FlowRecord{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
-                             f.matched, f.match_direction != 0, f.match_offset});
+                             matched, f.match_direction != 0, f.match_offset});
     }
     flows_.erase(it);
   }

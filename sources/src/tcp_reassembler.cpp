@@ -4,6 +4,9 @@
 // and either handed on at once (straight from the frame) or held, without overlaps, in a
 // map keyed by stream offset until the hole before them fills. Held bytes are bounded per
 // direction; past the bound the stream skips to the first held piece and counts the gap.
+// The held memory of all flows is accounted too (bytes plus kPieceCost per piece) and
+// bounded by a global budget: past it, the direction holding data the longest skips its
+// first gap, then the next, until the total fits.
 // A flow ended by FIN or RST stays as a small tombstone for its idle time, so that the
 // last ACK or a retransmitted FIN does not open a new flow.
 #include "gpufilter/sources/tcp_reassembler.hpp"
@@ -63,6 +66,8 @@ struct Direction {
   std::uint64_t fin_offset = 0;                                // the stream offset the FIN stands at
   std::map<std::uint64_t, std::vector<std::uint8_t>> pending;  // stream offset -> bytes, disjoint
   std::size_t pending_bytes = 0;
+  std::size_t accounted = 0;      // its share of the global held total
+  std::uint64_t holding_since = 0;  // the tick it began holding (its key in `holders`); 0: none
 
   bool complete() const { return fin && offset >= fin_offset; }
 };
@@ -93,9 +98,42 @@ struct TcpReassembler::Impl {
   Order open;
   Order tombstones;
   std::uint64_t ticks = 0;
+  // The directions holding data, the longest-holding first: the ones the budget skips.
+  std::map<std::uint64_t, std::pair<Flow*, int>> holders;
+  std::uint64_t held = 0;  // the accounted total of every direction's held pieces
 
   std::size_t max_flows() const { return std::max<std::size_t>(1, config.max_flows); }
   std::size_t max_pieces() const { return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost); }
+
+  // Brings a direction's share of the held total, and its place among the holders, up to
+  // date after its pieces changed.
+  void account(Flow& flow, int d) {
+    Direction& dir = flow.directions[d];
+    const std::size_t now = dir.pending_bytes + dir.pending.size() * kPieceCost;
+    held = held - dir.accounted + now;
+    dir.accounted = now;
+    if (dir.pending.empty() && dir.holding_since != 0) {
+      holders.erase(dir.holding_since);
+      dir.holding_since = 0;
+    } else if (!dir.pending.empty() && dir.holding_since == 0) {
+      dir.holding_since = ++ticks;
+      holders.emplace(dir.holding_since, std::pair<Flow*, int>(&flow, d));
+    }
+  }
+
+  // Over the global budget: the longest-holding directions skip their first gaps (their
+  // data is handed on after them) until the total fits.
+  void enforce_budget() {
+    while (held > config.max_total_pending_bytes && !holders.empty()) {
+      const auto [flow, d] = holders.begin()->second;
+      const Direction& dir = flow->directions[d];
+      ++counters.budget_gaps;
+      counters.budget_gap_bytes += dir.pending.begin()->first - dir.offset;
+      skip_gap(*flow, d);
+    }
+    counters.held = held;
+    counters.held_peak = std::max(counters.held_peak, held);
+  }
 
   // Hands on `bytes` at the direction's current offset and moves past them. The state
   // moves first, so a Deliver that throws leaves a consistent flow.
@@ -115,6 +153,7 @@ struct TcpReassembler::Impl {
       auto node = dir.pending.extract(dir.pending.begin());
       const std::vector<std::uint8_t>& bytes = node.mapped();
       dir.pending_bytes -= bytes.size();
+      account(flow, d);  // before hand_on: a Deliver that throws leaves the total right
       const std::uint64_t end = node.key() + bytes.size();
       if (end <= dir.offset) {
         counters.retransmitted_bytes += bytes.size();
@@ -212,7 +251,9 @@ struct TcpReassembler::Impl {
       return;
     }
     hold(dir, static_cast<std::uint64_t>(at), bytes);
+    account(flow, d);
     while (over_limit(dir)) skip_gap(flow, d);
+    enforce_budget();
   }
 
   // Ends an open flow: what is held is handed on after its gaps, then Closed. A flow that
@@ -222,6 +263,7 @@ struct TcpReassembler::Impl {
     for (int d = 0; d < 2; ++d) {
       while (!flow->directions[d].pending.empty()) skip_gap(*flow, d);
     }
+    counters.held = held;
     open.erase(flow->order_key);
     flow->closed = true;
     flow->directions = {};

@@ -180,6 +180,43 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
   }
 }
 
+// --pcap-out -: the capture is all there is on standard output, whatever report was
+// asked for, so tshark -r - reads it: the same bytes --pcap-out FILE writes, and for
+// single packets exactly the frames tshark's own filter selects.
+TEST_F(Capture, PcapOutToStandardOutputIsTheOnlyOutput) {
+  TempDir dir;
+  const std::string path = corpus_path("pcap/http.cap");
+  const std::string want =
+      command_output("tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
+  ASSERT_FALSE(want.empty());
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {}, {"-c"}, {"--json"}, {"--hexdump"}, {"--stream"}, {"--stream", "-c"}, {"--stream", "--json"},
+           {"--stream", "--hexdump"}}) {
+    const std::string file = dir.path() + "/file.pcap";
+    const bool stream = !extra.empty() && extra[0] == "--stream";
+    std::vector<std::string> args = {"--pcap", path, "-e", "HTTP/1."};
+    if (!stream) args.push_back("--match-frame");  // tshark's frame contains
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<std::string> to_file = args;
+    to_file.insert(to_file.end(), {"--pcap-out", file});
+    std::vector<std::string> to_stdout = args;
+    to_stdout.insert(to_stdout.end(), {"--pcap-out", "-"});
+    const GrepRun piped = run_gpufilter(to_stdout);
+    const std::string label = describe_args(to_stdout);
+    ASSERT_EQ(piped.status, 0) << label << ": " << piped.err;
+    ASSERT_EQ(run_gpufilter(to_file).status, 0) << label;
+    EXPECT_EQ(piped.out, read_file(file)) << label;
+    const std::string out = dir.path() + "/stdout.pcap";
+    std::ofstream(out, std::ios::binary) << piped.out;
+    const std::string read = command_output("tshark -n -r - -T fields -e frame.len -e frame.time_epoch < '" + out + "'");
+    if (!stream) EXPECT_EQ(read, want) << label;
+    EXPECT_FALSE(read.empty()) << label;
+  }
+  // /dev/stdout is standard output too.
+  const GrepRun dev = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-e", "HTTP/1.", "--pcap-out", "/dev/stdout"});
+  EXPECT_EQ(dev.out.substr(0, 4), std::string("\xd4\xc3\xb2\xa1", 4)) << escape(dev.out, 40);
+}
+
 // --stream: the SMTP message spans segments; per packet its strings split, as one stream not.
 TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
   const std::string smtp = corpus_path("pcap/smtp.pcap");
@@ -369,6 +406,41 @@ TEST_F(Capture, StandardInputBpfMaxCountAndText) {
   const GrepRun text = run_gpufilter({"--pcap", path, "-e", "MAIL FROM"});
   EXPECT_NE(text.out.find("-> 74.53.140.153:25 [AP]"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("matched: MAIL FROM"), std::string::npos) << text.out;
+}
+
+// The empty pattern matches every record, as it matches every line: every flow with
+// --stream (those without payload too), as -v with a pattern found nowhere selects them;
+// under -x or -w only empty records (packets without payload, flows without data), as
+// grep -x '' selects only empty lines.
+TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
+  for (const std::string& name : {"http_redirects.pcapng", "http.cap", "telnet-raw.pcap", "smtp.pcap"}) {
+    const std::string path = corpus_path("pcap/" + name);
+    const GrepRun every = run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", "zq_never_in_any_capture"});
+    EXPECT_NE(every.out, "0\n") << name;
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-e", ""}).out, every.out) << name;
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", ""}).status, 1) << name;
+    // The empty records, from the JSON of everything: flows without data either way,
+    // packets (UDP and others with --stream) without payload.
+    std::size_t empty_flows = 0;
+    std::size_t empty_packets = 0;
+    std::istringstream all(run_gpufilter({"--pcap", path, "--stream", "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    for (std::string line; std::getline(all, line);) {
+      const json r = json::parse(line);
+      if (r.at("type") == "flow" && r.at("bytes_client") == 0 && r.at("bytes_server") == 0) ++empty_flows;
+      if (r.at("type") == "packet" && r.at("record_length") == 0) ++empty_packets;
+    }
+    for (const char* option : {"-x", "-w"}) {
+      EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", option, "-e", ""}).out,
+                std::to_string(empty_flows + empty_packets) + "\n")
+          << name << " " << option;
+    }
+    // Per packet: -x '' selects the packets whose payload is empty.
+    std::size_t empty_payloads = 0;
+    std::istringstream packets(run_gpufilter({"--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    for (std::string line; std::getline(packets, line);) empty_payloads += json::parse(line).at("record_length") == 0;
+    if (name == std::string("http.cap")) EXPECT_NE(empty_payloads, 0u);  // its ACKs
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-x", "-e", ""}).out, std::to_string(empty_payloads) + "\n") << name;
+  }
 }
 
 // A live capture on loopback, where the machine lets the test capture.

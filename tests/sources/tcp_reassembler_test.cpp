@@ -4,8 +4,8 @@
 // IPv6 flows, assembled as frames and decoded, cover one-byte segments, random
 // out-of-order delivery, retransmissions and overlaps cut at other boundaries, sequence
 // wraparound near 2^32, a missing segment beyond max_pending_bytes (the gap counted, the
-// rest delivered, the held bytes never above the limit), FIN and RST, idle expiry and
-// max_flows eviction.
+// rest delivered, the held bytes never above the limit), the global budget on what all
+// flows hold together, FIN and RST, idle expiry and max_flows eviction.
 #include "gpufilter/sources/tcp_reassembler.hpp"
 
 #include <gtest/gtest.h>
@@ -540,6 +540,72 @@ TEST(TcpReassemblerSynthetic, HeldBytesNeverExceedTheLimit) {
     total_gaps += reassembler.counters().gaps;
   }
   EXPECT_GT(total_gaps, 20u);
+}
+
+// 300 flows each hold 100,000 bytes behind a missing segment: 30 MB under the
+// per-direction limit alone. The global budget keeps the accounted total under it after
+// every segment (the longest-holding flows skip their gaps first), and what every stream
+// delivers is what it would be without the budget: only the missing bytes are skipped,
+// and the flows without gaps, interleaved with them, never hold anything.
+TEST(TcpReassemblerSynthetic, GlobalBudgetBoundsHeldBytesAcrossFlows) {
+  std::mt19937 rng(11);
+  std::vector<Connection> gapped, whole;
+  for (int i = 0; i < 300; ++i) {
+    gapped.emplace_back(false, Side{v4(static_cast<std::uint8_t>(1 + i % 200), static_cast<std::uint16_t>(10000 + i)),
+                                    static_cast<std::uint32_t>(rng()), random_text(rng, 101100)},
+                        Side{v4(250, 80), 1, ""});
+  }
+  for (int i = 0; i < 20; ++i) {
+    whole.emplace_back(true, Side{v6(static_cast<std::uint8_t>(i), static_cast<std::uint16_t>(20000 + i)),
+                                  static_cast<std::uint32_t>(rng()), random_text(rng, 11 * 2727)},
+                       Side{v6(250, 80), 1, ""});
+  }
+  const auto run = [&](std::size_t budget, Recorder& r, std::vector<std::uint64_t>& ids) {
+    ReassemblyConfig config;
+    config.max_total_pending_bytes = budget;
+    TcpReassembler reassembler(config, r.deliver(), r.on_closed());
+    for (const Connection& c : gapped) ids.push_back(c.send(reassembler, c.syn(0)));
+    for (const Connection& c : whole) ids.push_back(c.send(reassembler, c.syn(0)));
+    for (std::size_t step = 0; step < 11; ++step) {
+      for (std::size_t i = 0; i < gapped.size(); ++i) {
+        // [0, 1000), then [1100, 101100) in 10 segments: [1000, 1100) never comes.
+        const std::size_t begin = step == 0 ? 0 : 1100 + (step - 1) * 10000;
+        gapped[i].send(reassembler, gapped[i].data(0, begin, step == 0 ? 1000 : begin + 10000));
+        EXPECT_LE(reassembler.counters().held, budget);
+        if (i % 15 == 0) {
+          const Connection& w = whole[i / 15];
+          w.send(reassembler, w.data(0, step * 2727, (step + 1) * 2727));
+        }
+      }
+    }
+    reassembler.finish();
+    EXPECT_EQ(reassembler.counters().held, 0u);
+    return reassembler.counters();
+  };
+  Recorder bounded, unbounded;
+  std::vector<std::uint64_t> bounded_ids, unbounded_ids;
+  const std::size_t budget = 4u << 20;
+  const TcpReassembler::Counters b = run(budget, bounded, bounded_ids);
+  const TcpReassembler::Counters u = run(SIZE_MAX, unbounded, unbounded_ids);
+  EXPECT_LE(b.held_peak, budget);
+  EXPECT_GT(b.held_peak, budget / 2);
+  EXPECT_GT(u.held_peak, 30'000'000u);  // what the per-direction limit alone allowed
+  EXPECT_GT(b.budget_gaps, 200u);
+  EXPECT_EQ(b.budget_gap_bytes, b.budget_gaps * 100);
+  EXPECT_EQ(u.budget_gaps, 0u);
+  EXPECT_EQ(b.gaps, 300u);  // one per flow, with the budget or at the end
+  EXPECT_EQ(b.gap_bytes, u.gap_bytes);
+  ASSERT_EQ(bounded_ids, unbounded_ids);
+  for (std::size_t i = 0; i < gapped.size(); ++i) {
+    const std::string& sent = gapped[i].sent(0);
+    EXPECT_TRUE(bounded.stream(bounded_ids[i], 0) == sent.substr(0, 1000) + sent.substr(1100)) << i;
+  }
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    const std::uint64_t id = bounded_ids[gapped.size() + i];
+    EXPECT_TRUE(bounded.stream(id, 0) == whole[i].sent(0)) << i;
+    EXPECT_EQ(bounded.streams[id][0].skipped, 0u);
+    EXPECT_TRUE(bounded.stream(id, 0) == unbounded.stream(unbounded_ids[gapped.size() + i], 0)) << i;
+  }
 }
 
 TEST(TcpReassemblerSynthetic, ManyTinyPiecesAreBoundedToo) {

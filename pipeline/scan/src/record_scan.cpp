@@ -8,10 +8,10 @@ namespace gpufilter {
 RecordScan::RecordScan(Scanner& scanner, Deliver deliver)
     : scanner_(scanner), deliver_(std::move(deliver)), in_flight_(scanner) {}
 
-// Room for `size` more bytes in the chunk being filled: a full chunk is submitted first,
-// and a slot is waited for when every one is in flight.
+// Room for `size` more bytes (and one more record) in the chunk being filled: a full chunk
+// is submitted first, and a slot is waited for when every one is in flight.
 char* RecordScan::reserve(std::size_t size) {
-  if (current_ != nullptr && fill_ + size > scanner_.chunk_bytes()) submit();
+  if (current_ != nullptr && (fill_ + size > scanner_.chunk_bytes() || entries_.size() >= kMaxRecords)) submit();
   if (current_ == nullptr) {
     current_ = scanner_.acquire();
     while (current_ == nullptr) {

@@ -3,7 +3,11 @@
 // client's, the side that sent the first segment seen). Bytes are handed on in sequence
 // order as soon as they are contiguous; retransmitted bytes are handed on once.
 // Out-of-order segments wait, at most max_pending_bytes per direction: past that the gap
-// is skipped (counted; the stream goes on after it). A flow ends at FIN (both sides) or
+// is skipped (counted; the stream goes on after it). All flows together hold at most
+// max_total_pending_bytes (bytes plus a cost per held piece): past that the direction
+// that has held data longest skips its first gap, and so on, so that the memory a peer
+// can pin with gaps is bounded by that, not by max_flows times the per-direction limit.
+// A flow ends at FIN (both sides) or
 // RST, after idle_timeout of capture time without a segment, or when more than max_flows
 // are open (the least recently seen ends first).
 #pragma once
@@ -20,6 +24,7 @@ namespace gpufilter {
 
 struct ReassemblyConfig {
   std::size_t max_pending_bytes = 1u << 20;  // out-of-order bytes held per direction
+  std::size_t max_total_pending_bytes = 64u << 20;  // held by all flows together, accounted
   std::size_t max_flows = 65536;
   std::int64_t idle_timeout_seconds = 120;   // capture time
 };
@@ -51,6 +56,10 @@ class TcpReassembler {
     std::uint64_t gaps = 0;           // gaps skipped (bytes never captured)
     std::uint64_t gap_bytes = 0;
     std::uint64_t retransmitted_bytes = 0;  // bytes seen again and not handed on twice
+    std::uint64_t budget_gaps = 0;   // of `gaps`, skipped for max_total_pending_bytes
+    std::uint64_t budget_gap_bytes = 0;
+    std::uint64_t held = 0;       // out-of-order memory accounted now: bytes + pieces * cost
+    std::uint64_t held_peak = 0;  // its most after any segment
   };
   Counters counters() const noexcept;
 

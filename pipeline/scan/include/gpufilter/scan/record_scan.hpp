@@ -33,7 +33,9 @@ class RecordScan {
   RecordScan(Scanner& scanner, Deliver deliver);
 
   // Copies a record into the chunk being filled; a full chunk is submitted, and results
-  // are delivered when every slot is in flight. A record longer than a chunk is split
+  // are delivered when every slot is in flight. A chunk is full at chunk_bytes or at
+  // kMaxRecords records: empty records (packets without payload, the ends of flows) fill
+  // no bytes, and the callers keep a packet or a flow for each record until its result. A record longer than a chunk is split
   // into pieces that overlap by the longest pattern - 1 bytes (delivered under one tag).
   void add(std::uint64_t tag, std::span<const std::uint8_t> bytes, std::size_t overlap = 0);
   // A stream's next piece: `carried` (its overlap, the previous piece's tail) then `bytes`,
@@ -43,6 +45,8 @@ class RecordScan {
   void finish();
   // Submits the partial chunk and delivers every result (a live capture went quiet).
   void flush();
+
+  static constexpr std::size_t kMaxRecords = std::size_t{1} << 16;
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_; }
   std::uint64_t chunks() const noexcept { return chunks_; }
