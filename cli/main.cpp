@@ -13,6 +13,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string_view>
 
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/core/errors.hpp"
@@ -165,6 +167,10 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.invert = o.invert;
   searching.word = o.word;
   searching.whole_line = o.whole_line;
+  // grep.c: in a single-byte locale, -F -w with one distinct pattern (its duplicates are
+  // dropped) goes to the regex matcher. Distinct as given, before -i folds them.
+  std::set<std::string_view> distinct(o.patterns.patterns().begin(), o.patterns.patterns().end());
+  searching.regex_word = o.word && distinct.size() == 1;
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start), except that -q exits 0 at the first line that would be selected:

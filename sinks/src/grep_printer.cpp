@@ -21,6 +21,14 @@ void GrepPrinter::colored(std::string_view text, const std::string& sgr) {
   if (options_.colors) out_.write(options_.colors->end(sgr));
 }
 
+// One match, in its colour; with the line's newline when it took it (MatchSpan::newline).
+void GrepPrinter::match(const LineMatch& line, const MatchSpan& span, const std::string& sgr) {
+  if (options_.colors) out_.write(options_.colors->start(sgr));
+  out_.write(line.line.substr(span.begin, span.end - span.begin));
+  if (span.newline) out_.write("\n");
+  if (options_.colors) out_.write(options_.colors->end(sgr));
+}
+
 // grep's print_line_head: [file SEP] [line SEP] [offset SEP].
 void GrepPrinter::head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator) {
   const Colors* c = options_.colors ? &*options_.colors : nullptr;
@@ -50,8 +58,7 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
     // One output line per match, prefixed as a line of its own.
     for (const MatchSpan& s : line.spans) {
       head(source_of(line), line.number, line.offset + s.begin, separator);
-      colored(line.line.substr(s.begin, s.end - s.begin),
-              c ? (selected ? c->selected_match : c->context_match) : std::string());
+      match(line, s, c ? (selected ? c->selected_match : c->context_match) : std::string());
       out_.end_line();
     }
     return;
@@ -67,8 +74,13 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
     if (!match_color.empty()) for (const MatchSpan& s : line.spans) {
       out_.write(c->start(line_color));
       out_.write(line.line.substr(cursor, s.begin - cursor));
-      colored(line.line.substr(s.begin, s.end - s.begin), match_color);
+      match(line, s, match_color);
       cursor = s.end;
+    }
+    // A match that took the newline ended the line (grep prints nothing after it).
+    if (!line.spans.empty() && line.spans.back().newline) {
+      if (out_.line_buffered()) out_.flush();
+      return;
     }
     rest = line.line.substr(cursor);
     if (!line_color.empty()) {

@@ -511,6 +511,90 @@ TEST_F(GrepDifferential, WordMatching) {
   }
 }
 
+// GNU grep 3.8 in the C locale runs -F -w with exactly one distinct pattern (duplicates
+// count once, before -i) through its regex matcher (grep.c, fgrep_to_grep_pattern), and
+// with more through the fixed-string one. Their -o/--color walks differ: the regex one
+// judges each match's word boundary against the whole line (dfasearch.c, EGexecute), the
+// fixed-string one restarts at the last match's end without seeing the byte before it
+// (kwsearch.c, Fexecute); and with -x as well the regex match is the line with its
+// newline. Established by running /bin/grep (each row: input, flags, patterns, grep's
+// stdout):
+//   " b b\n"   -o -w " b"              " b\n"          (-e " b" -e zzz: " b\n b\n")
+//   " b b b\n" -o -b -w " b"           "0: b\n"
+//   " A a\n"   -o -i -w " a"           " A\n"          (-e " a" -e " A": " A\n a\n")
+//   "a\n", "a" -o -x -w a              "a\n\n"         (-e a -e zz: "a\n")
+//   "a\n"      -x -w --color=always a  SGR "a\n" SGR-end, no newline after it
+//   "\n"       -o -b -x -w ""          "0:\n\n"        (the empty match takes the newline)
+//   "a\nb\n"   -o -x -w -v -A1 b       "b\n\n"         (a matching context line too)
+// and the rows below where both matchers agree, which must keep agreeing.
+TEST_F(GrepDifferential, OnePatternWordMatchesAsGrepsRegexMatcher) {
+  struct Case {
+    std::string input;
+    Args args;
+  };
+  const std::vector<Case> cases = {
+      {" b b\n", {"-o", "-w", " b"}},
+      {" b b\n", {"--color=always", "-w", " b"}},
+      {" b b\n", {"-o", "-w", "-e", " b", "-e", " b"}},
+      {" b b\n", {"-o", "-w", "-e", " b", "-e", "zzz"}},
+      {" b b b\n", {"-o", "-b", "-w", " b"}},
+      {" b b b\n", {"-w", "-n", "--color=always", " b"}},
+      {" b b", {"-o", "-w", " b"}},
+      {" b b\r\n", {"-o", "-w", " b"}},
+      {" b  b\n", {"-o", "-w", " b"}},
+      {"b  b \n", {"-o", "-w", "b "}},
+      {"- - -\n", {"-o", "-w", "-e", "- "}},
+      {" A a\n", {"-o", "-i", "-w", " a"}},
+      {" A a\n", {"-o", "-i", "-w", "-e", " a", "-e", " A"}},
+      {" A a\n", {"-o", "-i", "-w", "-e", " a", "-e", " a"}},
+      {" b b\n", {"-c", "-w", " b"}},
+      {" b b\n", {"-v", "-w", " b"}},
+      {" b b\n x\n", {"--color=always", "-w", "-B1", " x"}},
+      {" b b\n x\n", {"--color=always", "-w", "-A1", "-v", " x"}},
+      {"aaa b aa\n", {"-o", "-w", "aa"}},
+      {"b b b b\n", {"-o", "-w", "b b"}},
+      {"x b b b\n", {"-o", "-w", "b b"}},
+      {"...\n", {"-o", "-w", ".."}},
+      {"a*b *\n", {"-o", "-w", "*"}},
+      {" a\n", {"-o", "-w", ""}},
+      {" a\n", {"--color=always", "-w", ""}},
+      {"a\n", {"-o", "-x", "-w", "a"}},
+      {"a", {"-o", "-x", "-w", "a"}},
+      {"a\n", {"-o", "-x", "-w", "-e", "a", "-e", "a"}},
+      {"a\n", {"-o", "-x", "-w", "-e", "a", "-e", "zz"}},
+      {"A\n", {"-o", "-x", "-w", "-i", "a"}},
+      {"a\n", {"--color=always", "-x", "-w", "a"}},
+      {"a", {"--color=always", "-x", "-w", "a"}},
+      {"a\n", {"--color=always", "--line-buffered", "-x", "-w", "a"}},
+      {"a\n", {"--color=always", "-x", "-w", "-n", "-b", "-H", "a"}},
+      {"a\r\n", {"--color=always", "-x", "-w", "a\r"}},
+      {"a\r\n", {"-o", "-x", "-w", "a\r"}},
+      {"\n", {"-o", "-b", "-x", "-w", ""}},
+      {"\n", {"--color=always", "-x", "-w", ""}},
+      {"\nx\n", {"-c", "-x", "-w", ""}},
+      {"x a\na\n", {"-o", "-n", "-x", "-w", "a"}},
+      {"x a\na\n", {"-o", "-b", "-x", "-w", "a"}},
+      {"a\nb\n", {"-o", "-x", "-w", "-v", "-A1", "b"}},
+      {"a\nb\n", {"--color=always", "-x", "-w", "-v", "-A1", "b"}},
+      {"a\nb\n", {"--color=always", "-x", "-w", "-B1", "b"}},
+      {"a ab\n", {"-o", "-x", "-w", "a"}},
+      {"a\0b\na\n"s, {"-o", "-x", "-w", "a"}},
+  };
+  for (const Case& c : cases) {
+    expect_same(c.args, c.input, {{"3", "1", "gpu"}, {"", "", "cpu"}}, "input " + escape(c.input));
+  }
+  // How the patterns are given changes nothing but their count: a -f file, a newline in
+  // -e (a trailing one adds the empty pattern, a second distinct one) or in the operand.
+  expect_same({"-o", "-w", "-f", dir.write("one", " b\n"), "-"}, " b b\n");
+  expect_same({"-o", "-w", "-f", dir.write("twice", " b\n b\n"), "-"}, " b b\n");
+  expect_same({"-o", "-w", "-f", dir.write("and_empty", " b\n\n"), "-"}, " b b\n");
+  expect_same({"-o", "-w", "-e", " b\n"}, " b b\n");
+  expect_same({"-o", "-w", " b\n b"}, " b b\n");
+  // A line colour and a context colour around a match that takes the newline.
+  expect_same({"--color=always", "-x", "-w", "-A1", "a"}, "a\nb\n", {}, {}, {"GREP_COLORS=sl=1:cx=2"});
+  expect_same({"--color=always", "-x", "-w", "-v", "-A1", "b"}, "a\nb\n", {}, {}, {"GREP_COLORS=sl=1:cx=2:rv"});
+}
+
 TEST_F(GrepDifferential, CaseFolding) {
   const std::string in =
       "FoO\nfoo\nFOO BAR\nfOo_bar\n"

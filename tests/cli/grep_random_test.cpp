@@ -43,6 +43,9 @@ struct Limits {
   int max_pattern_length = 300;
   int knob_runs = 2;  // random knob sets per case, besides the default
   bool long_patterns = false;  // half of the patterns 1 to max_pattern_length bytes long
+  // Always -w, mostly with -o or --color, often -x: with max_patterns = 1 (given once or
+  // twice) the cases GNU grep runs through its regex matcher, whose -o/--color differs.
+  bool word_spans = false;
 };
 
 class Generator {
@@ -166,16 +169,17 @@ class Generator {
 
 // The random options of a case (an option with its argument stays together when shuffled),
 // and GREP_COLORS settings into env.
-Args random_flags(Generator& g, Shape shape, std::vector<std::string>& env) {
+Args random_flags(Generator& g, Shape shape, const Limits& limits, std::vector<std::string>& env) {
   std::vector<Args> groups;
   auto maybe = [&](double p, std::initializer_list<const char*> f) {
     if (g.chance(p)) groups.emplace_back(f.begin(), f.end());
   };
   maybe(0.25, {"-i"});
   maybe(0.15, {"-v"});
-  maybe(shape == Shape::kWords ? 0.4 : 0.15, {"-w"});
-  maybe(0.08, {"-x"});
-  maybe(0.2, {"-o"});
+  const bool spans = limits.word_spans;
+  maybe(spans ? 1.0 : shape == Shape::kWords ? 0.4 : 0.15, {"-w"});
+  maybe(spans ? 0.25 : 0.08, {"-x"});
+  maybe(spans ? 0.5 : 0.2, {"-o"});
   maybe(0.25, {"-n"});
   maybe(0.15, {"-b"});
   maybe(0.1, {"-c"});
@@ -207,7 +211,7 @@ Args random_flags(Generator& g, Shape shape, std::vector<std::string>& env) {
     if (g.chance(0.2)) groups.push_back({"--group-separator=<>"});
     else if (g.chance(0.1)) groups.push_back({"--no-group-separator"});
   }
-  if (g.chance(0.12)) {
+  if (g.chance(spans ? 0.5 : 0.12)) {
     groups.push_back({"--color=always"});
     static const char* kColors[] = {"GREP_COLORS=mt=01;32:fn=34", "GREP_COLORS=sl=1:cx=2", "GREP_COLORS=rv",
                                     "GREP_COLORS=sl=1:cx=2:rv:ne"};
@@ -223,10 +227,12 @@ Args random_flags(Generator& g, Shape shape, std::vector<std::string>& env) {
 bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempDir& dir) {
   Generator g(seed, shape, limits);
   const std::string input = g.input(limits.max_input);
-  const std::vector<std::string> patterns = g.patterns(input);
+  std::vector<std::string> patterns = g.patterns(input);
+  // grep counts distinct patterns: one given twice is still one.
+  if (limits.word_spans && patterns.size() == 1 && g.chance(0.2)) patterns.push_back(patterns[0]);
 
   std::vector<std::string> env;
-  Args flags = random_flags(g, shape, env);
+  Args flags = random_flags(g, shape, limits, env);
 
   // Patterns: a -f file, several -e, one -e or the operand joined by newlines.
   Args pattern_args;
@@ -326,6 +332,18 @@ TEST(GrepRandom, WordsCaseAndCrlf) {
   l.cases = 90;
   l.max_input = 1500;
   run_cases(37, Shape::kWords, l);
+}
+
+// -w with one distinct pattern (GNU grep's regex matcher) against -w with two.
+TEST(GrepRandom, OnePatternWords) {
+  Limits l;
+  l.cases = 60;
+  l.max_input = 600;
+  l.max_patterns = 1;
+  l.word_spans = true;
+  run_cases(43, Shape::kSmallAlphabet, l);
+  l.max_patterns = 2;
+  run_cases(47, Shape::kWords, l);
 }
 
 TEST(GrepRandom, LinesLongerThanChunks) {

@@ -80,7 +80,15 @@ bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrenc
 void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
                            std::vector<MatchSpan>& out) const {
   out.clear();
-  if (options_.word && !options_.whole_line) {
+  if (options_.word && options_.regex_word) {
+    if (options_.whole_line) {
+      // grep's regex matcher takes a -x -w match as the line with its newline.
+      if (line_matches(line, occurrences)) out.push_back({0, line.size(), true});
+      return;
+    }
+    // Otherwise the leftmost occurrence that is a word in the whole line, from where the
+    // last match ended: the loop below, as valid() looks at the whole line.
+  } else if (options_.word && !options_.whole_line) {
     word_spans(line, occurrences, out);
     return;
   }
@@ -102,7 +110,8 @@ void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence
   }
 }
 
-// grep -w -o/--color walks a line with repeated searches that each start where the last
+// With two or more distinct patterns (SearchOptions::regex_word is for one), grep -w
+// -o/--color walks a line with repeated searches that each start where the last
 // match ended (or one past an empty match), and a search does not look at the byte before
 // its own start when it checks a word boundary (GNU kwsearch.c, Fexecute with start_ptr).
 // After a failed candidate it skips the run of word characters there. This reproduces that

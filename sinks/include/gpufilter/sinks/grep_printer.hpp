@@ -48,6 +48,7 @@ class GrepPrinter final : public Sink {
     return line.source.empty() ? std::string_view(name_) : line.source;
   }
   void colored(std::string_view text, const std::string& sgr);
+  void match(const LineMatch& line, const MatchSpan& span, const std::string& sgr);
 
   Output& out_;
   Output& err_;

@@ -21,6 +21,11 @@ enum class Flow { kContinue, kStop };
 struct MatchSpan {
   std::size_t begin;
   std::size_t end;
+  // The match goes on over the line's '\n' (present or not: grep adds the one a last line
+  // lacks). Only grep -F -x -w with one distinct pattern: GNU grep 3.8 runs that through
+  // its regex matcher, whose whole-line match takes the newline too (dfasearch.c,
+  // EGexecute), so -o prints "a\n\n" and --color colours the newline.
+  bool newline = false;
 };
 
 struct LineMatch {

@@ -27,6 +27,14 @@ struct SearchOptions {
   bool invert = false;      // -v
   bool word = false;        // -w
   bool whole_line = false;  // -x (wins over -w)
+  // -w as grep's regex matcher applies it. GNU grep 3.8 in the C locale turns -F -w with
+  // exactly one distinct pattern into a regex (grep.c, fgrep_to_grep_pattern), and that
+  // matcher's -o/--color walk judges each match's word boundary against the whole line
+  // (dfasearch.c, EGexecute), while with more patterns the fixed-string walk does not see
+  // the byte before where it restarts (kwsearch.c, Fexecute). With -x as well its match
+  // is the line and its newline (MatchSpan::newline). A front end sets it; it changes
+  // only the spans, never which lines match.
+  bool regex_word = false;
   std::uint64_t max_count = std::numeric_limits<std::uint64_t>::max();  // -m
   std::size_t before = 0;   // -B
   std::size_t after = 0;    // -A
