@@ -32,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1228,6 +1229,28 @@ TEST(Listener, UnixSocketReplacesAStaleFileAndRemovesItsOwn) {
   ASSERT_TRUE(h.stop());
   struct stat st {};
   EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the socket file is still there after stop()";
+}
+
+// The unix counterpart of ConnectionResetBeforeItIsAcceptedIsRead: clients that wrote and
+// closed while waiting in the backlog are accepted and read, each under its own number.
+TEST(Listener, UnixConnectionClosedBeforeItIsAcceptedIsRead) {
+  TempDir dir;
+  const std::string path = dir.path() + "/log.sock";
+  Harness h({"unix:" + path});
+  h.bind_only();
+  constexpr int kClients = 10;
+  for (int i = 0; i < kClients; ++i) {
+    Client client = Client::unix_stream(path);
+    ASSERT_TRUE(client.write("client " + std::to_string(i) + "\n"));
+  }  // closed
+  h.run();
+  ASSERT_TRUE(Harness::wait_until([&] { return h.closed_count() == kClients; }, milliseconds(10000)))
+      << h.notices().joined();
+  std::set<std::string> lines;
+  for (const auto& [id, input] : h.inputs()) lines.insert(input.data);
+  EXPECT_EQ(lines.size(), static_cast<std::size_t>(kClients));
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(lines.count("client " + std::to_string(i) + "\n"), 1u);
+  EXPECT_EQ(h.counters().connections_lost, 0u);
 }
 
 TEST(Listener, UnixSocketInUseOrNotASocket) {
