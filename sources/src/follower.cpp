@@ -614,6 +614,7 @@ void Follower::Impl::look_at_path(Input& in) {
   else if (!S_ISREG(st.st_mode))
     error = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
   if (error != 0) {
+    in.waits_for_fd = false;  // no file to wait for a descriptor for
     if (in.fd)
       in.vanished = true;
     else if (error != ENOENT)

@@ -793,5 +793,36 @@ TEST(CliFollow, AFileThatWaitedForADescriptorKeepsItsPlaceInTheState) {
   EXPECT_EQ(all, expected) << gf.err();
 }
 
+// A file that appears while no descriptor is left waits for one; deleted again, it no
+// longer counts among the files that wait.
+TEST(CliFollow, AFileDeletedWhileItWaitsForADescriptorNoLongerWaits) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  constexpr int kFiles = 100;
+  std::vector<std::string> args = {"--follow", "--poll-interval=20", "line"};
+  for (int i = 0; i < kFiles; ++i) args.push_back(dir.write("f" + std::to_string(i) + ".log", ""));
+  const std::string late = dir.path() + "/late.log";
+  args.push_back(late);
+  RunningGpufilter gf(args, "ulimit -n 64");
+  const std::string of = " of " + std::to_string(kFiles + 1) + " followed files wait";
+  ASSERT_TRUE(gf.err_has(of, std::chrono::milliseconds(10000))) << gf.err();
+  const std::string first = gf.err();
+  const std::size_t at = first.find(of);
+  const std::size_t begin = first.rfind(' ', at - 1) + 1;
+  const int waiting = std::stoi(first.substr(begin, at - begin));
+  { std::ofstream(late) << "line\n"; }
+  ASSERT_TRUE(gf.err_has(" " + std::to_string(waiting + 1) + of, std::chrono::milliseconds(10000))) << gf.err();
+  ASSERT_EQ(::unlink(late.c_str()), 0);
+  ASSERT_TRUE(gf.wait_for([&](const std::string&, const std::string& err) {
+    std::size_t n = 0;
+    for (std::size_t p = err.find(" " + std::to_string(waiting) + of); p != std::string::npos;
+         p = err.find(" " + std::to_string(waiting) + of, p + 1))
+      ++n;
+    return n == 2;
+  }, std::chrono::milliseconds(10000))) << gf.err();
+  gf.signal(SIGTERM);
+  ASSERT_EQ(gf.wait_exit(std::chrono::milliseconds(30000)), std::optional<int>(0)) << gf.err();
+}
+
 }  // namespace
 }  // namespace gpufilter::test
