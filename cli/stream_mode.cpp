@@ -56,6 +56,7 @@ void reader_stats(const cli::Options& o, const StreamSession& session, std::stri
     const Listener::Counters& c = counters.listen;
     field("connections", c.connections);
     field("connections_refused", c.connections_refused);
+    field("connections_lost", c.connections_lost);
     field("datagrams", c.datagrams);
     field("datagrams_dropped", c.datagrams_dropped);
     field("datagrams_dropped_kernel", c.datagrams_dropped_kernel);
@@ -67,6 +68,8 @@ void reader_stats(const cli::Options& o, const StreamSession& session, std::stri
                      " overflowed the socket buffer)");
     if (c.connections_refused > 0)
       notices.notice(std::to_string(c.connections_refused) + " connections refused over --max-connections");
+    if (c.connections_lost > 0)
+      notices.notice(std::to_string(c.connections_lost) + " connections accepted but closed unread");
   }
   field("lines_too_long", too_long);
   if (too_long > 0)

@@ -114,6 +114,8 @@ void describe_metrics(Metrics& m) {
              "UDP datagrams dropped (no room, or the socket buffer overflowed).");
   m.describe("gpufilterd_source_connections_total", T::kCounter, "Connections accepted.");
   m.describe("gpufilterd_source_connections_refused_total", T::kCounter, "Connections refused over max_connections.");
+  m.describe("gpufilterd_source_connections_lost_total", T::kCounter,
+             "Connections accepted but closed before anything was read.");
   m.describe("gpufilterd_source_rotations_total", T::kCounter, "Followed files replaced by rotation.");
   m.describe("gpufilterd_batch_latency_seconds", T::kHistogram, "From a batch's submit to its delivery.",
              {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});

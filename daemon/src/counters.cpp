@@ -28,6 +28,7 @@ void CounterCopier::copy() {
                  static_cast<double>(c.listen.datagrams_dropped_kernel));
     metrics_.set("gpufilterd_source_connections_total", {}, static_cast<double>(c.listen.connections));
     metrics_.set("gpufilterd_source_connections_refused_total", {}, static_cast<double>(c.listen.connections_refused));
+    metrics_.set("gpufilterd_source_connections_lost_total", {}, static_cast<double>(c.listen.connections_lost));
   }
   const std::uint64_t too_long = c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long;
   metrics_.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long));

@@ -23,12 +23,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -128,6 +130,29 @@ Opened open_regular(const std::string& path) {
 
 std::string describe_error(int error) { return error == EINVAL ? "not a regular file" : std::strerror(error); }
 
+bool short_of_descriptors(int error) { return error == EMFILE || error == ENFILE; }
+
+// Descriptors a followed file never takes: the rest of the process needs some after the
+// files are open (the stop pipe's, a --state file's temporary, the output's, the OpenCL
+// driver's). With every descriptor taken by files, gpufilter once failed outright.
+constexpr rlim_t kDescriptorReserve = 16;
+
+// Each open file is a descriptor: the soft open-file limit is raised, up to the hard
+// limit, to the files plus a reserve for everything else, as Listener does for its
+// connections. Returns the soft limit now (RLIM_INFINITY: none).
+rlim_t fit_descriptor_limit(std::size_t files) {
+  constexpr rlim_t kRest = 128;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return RLIM_INFINITY;
+  if (limit.rlim_cur == RLIM_INFINITY) return limit.rlim_cur;
+  const rlim_t wanted = static_cast<rlim_t>(std::min<std::size_t>(files, 1u << 30)) + kRest;
+  if (limit.rlim_cur >= wanted) return limit.rlim_cur;
+  rlimit raised = limit;
+  raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  if (raised.rlim_cur > limit.rlim_cur && ::setrlimit(RLIMIT_NOFILE, &raised) == 0) return raised.rlim_cur;
+  return limit.rlim_cur;
+}
+
 std::string dir_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -185,6 +210,16 @@ struct Input {
   int file_wd = -1;
   int dir_wd = -1;
   std::string last_notice;  // about the path itself, said once until it changes
+
+  // No descriptor was left to open the file with (EMFILE, ENFILE, or the reserve): it is
+  // tried again at each poll, and report_waiting() names it meanwhile.
+  bool waits_for_fd = false;
+  // begin() waits for a descriptor: the path's file and size when it first tried, so that
+  // without --from-start it is still read from where it ended then, not from a later end.
+  bool unbegun = false;
+  bool wait_saw_file = false;
+  Identity wait_file;
+  std::uint64_t wait_size = 0;
 };
 
 }  // namespace
@@ -216,6 +251,9 @@ struct Follower::Impl {
   void service_all(bool include_parked) noexcept;
   void say(Input& in, const std::string& message);
   void update_stopped();
+  Opened open_file(const std::string& path) const;
+  void defer_begin(Input& in);
+  void report_waiting();
 
   // ---- Wake-ups.
   void read_events();
@@ -232,6 +270,7 @@ struct Follower::Impl {
   std::vector<FollowStateEntry> state_entries();
   std::uint64_t acknowledged(const Segment& s) const;
   const FollowStateEntry* take_saved(const std::string& path);
+  FollowStateEntry waiting_entry(const Input& in) const;
 
   asio::io_context& io;
   RecordChannel& channel;
@@ -249,6 +288,9 @@ struct Follower::Impl {
   std::string last_state_text;
   std::string too_long_text;  // the notice for a file's first over-long line
   bool state_error_noticed = false;
+  rlim_t open_files_limit = RLIM_INFINITY;  // the soft limit once start() raised it
+  int fd_ceiling = INT_MAX;                 // a file opened at this descriptor or above waits
+  std::string waiting_said;                 // report_waiting()'s last notice
 
   // Handlers check this before touching the Impl: one may still be queued when a Follower
   // is destroyed without stop() (a simulated crash), and run on a later io.run().
@@ -301,6 +343,11 @@ Follower::Impl::Impl(asio::io_context& io_context, RecordChannel& record_channel
 void Follower::Impl::start() {
   if (started) return;
   started = true;
+  open_files_limit = fit_descriptor_limit(inputs.size());
+  if (open_files_limit != RLIM_INFINITY)
+    fd_ceiling = static_cast<int>(std::min<rlim_t>(INT_MAX, open_files_limit > kDescriptorReserve
+                                                                 ? open_files_limit - kDescriptorReserve
+                                                                 : 0));
   if (config.use_inotify) {
     const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd >= 0) {
@@ -315,6 +362,7 @@ void Follower::Impl::start() {
     watch_dir(*in);
     guarded(*in, &Impl::begin);
   }
+  report_waiting();
   if (inotify) read_events();
   arm_poll();
   arm_state_save();
@@ -336,7 +384,13 @@ const FollowStateEntry* Follower::Impl::take_saved(const std::string& path) {
 }
 
 void Follower::Impl::begin(Input& in) {
-  Opened current = open_regular(in.path);
+  Opened current = open_file(in.path);
+  if (short_of_descriptors(current.error)) {
+    defer_begin(in);  // its saved entry, if any, waits with it
+    return;
+  }
+  const bool waited = std::exchange(in.unbegun, false);
+  in.waits_for_fd = false;
   if (const FollowStateEntry* entry = take_saved(in.path)) {
     resume(in, *entry, std::move(current));
     return;
@@ -346,8 +400,85 @@ void Follower::Impl::begin(Input& in) {
     say(in, in.path + ": " + describe_error(current.error) + "; waiting for it to appear");
     return;
   }
-  const std::uint64_t start = config.from_start ? 0 : current.size;
+  std::uint64_t start = config.from_start ? 0 : current.size;
+  // Waited for a descriptor: what was written since it first tried is new. A file that was
+  // not there then, or another one now, is new altogether.
+  if (waited && !config.from_start)
+    start = in.wait_saw_file && current.id == in.wait_file && current.size >= in.wait_size ? in.wait_size : 0;
   follow(in, std::move(current), start);
+}
+
+// The state of a path whose begin() waits for a descriptor: its saved entry, not yet
+// taken, or where it will be read from. Without this the state file would say "read it
+// from the start", and a restart would repeat the whole file.
+FollowStateEntry Follower::Impl::waiting_entry(const Input& in) const {
+  std::size_t earlier = 0;  // inputs before this one naming the same path take the first entries
+  for (const auto& other : inputs) {
+    if (other.get() == &in) break;
+    if (other->path == in.path && other->unbegun) ++earlier;
+  }
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    if (saved_used[i] || saved[i].path != in.path) continue;
+    if (earlier-- == 0) return saved[i];
+  }
+  FollowStateEntry e;
+  e.path = in.path;
+  if (!config.from_start && in.wait_saw_file) {
+    e.dev = in.wait_file.dev;
+    e.ino = in.wait_file.ino;
+    e.offset = in.wait_size;
+    e.head_hash = fnv1a64({});  // head_len 0: resume() then checks the identity and size only
+  }
+  return e;
+}
+
+void Follower::Impl::defer_begin(Input& in) {
+  in.waits_for_fd = true;
+  if (in.unbegun) return;
+  in.unbegun = true;
+  struct stat st {};
+  in.wait_saw_file = ::stat(in.path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (in.wait_saw_file) {
+    in.wait_file = identity_of(st);
+    in.wait_size = static_cast<std::uint64_t>(st.st_size);
+  }
+}
+
+// A file opened at a descriptor of fd_ceiling or above would leave fewer than the reserve
+// free: descriptors are allocated lowest first, so every one below it is taken. It is
+// closed again and waits, as if open() had failed with EMFILE.
+Opened Follower::Impl::open_file(const std::string& path) const {
+  Opened o = open_regular(path);
+  if (o.error == 0 && o.fd.get() >= fd_ceiling) {
+    o.fd.reset();
+    o.error = EMFILE;
+  }
+  return o;
+}
+
+// One notice for every file that waits for a descriptor (not one per file: thousands of
+// them would bury everything else), said again only when the number changes.
+void Follower::Impl::report_waiting() {
+  constexpr std::size_t kNamed = 10;
+  std::size_t waiting = 0;
+  std::string names;
+  for (const auto& in : inputs) {
+    if (!in->waits_for_fd || in->failed) continue;
+    if (++waiting <= kNamed) names += (waiting > 1 ? ", " : "") + in->path;
+  }
+  std::string text;
+  if (waiting > 0) {
+    const std::string limit = open_files_limit == RLIM_INFINITY ? "" : std::to_string(open_files_limit) + ", ";
+    text = std::to_string(waiting) + " of " + std::to_string(inputs.size()) +
+           " followed files wait for a file descriptor (open files are limited to " + limit +
+           "ulimit -n), tried again at each poll: " + names +
+           (waiting > kNamed ? " and " + std::to_string(waiting - kNamed) + " more" : "");
+  } else if (!waiting_said.empty()) {
+    text = "no followed file waits for a file descriptor now";
+  }
+  if (text.empty() || text == waiting_said) return;
+  waiting_said = text;
+  notices.notice(text);
 }
 
 void Follower::Impl::resume(Input& in, const FollowStateEntry& entry, Opened current) {
@@ -428,6 +559,10 @@ void Follower::Impl::follow(Input& in, Opened file, std::uint64_t start) {
 void Follower::Impl::service(Input& in) {
   if (in.failed || stopping) return;
   in.parked = false;
+  if (in.unbegun) {
+    begin(in);
+    if (in.unbegun) return;
+  }
   // 1. Read the open file to its current end (renamed or unlinked, the fd still reads it).
   if (in.fd && !in.ending) {
     if (!pump(in)) return;  // parked, or more to read on the next turn
@@ -479,6 +614,7 @@ void Follower::Impl::look_at_path(Input& in) {
   else if (!S_ISREG(st.st_mode))
     error = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
   if (error != 0) {
+    in.waits_for_fd = false;  // no file to wait for a descriptor for
     if (in.fd)
       in.vanished = true;
     else if (error != ENOENT)
@@ -487,10 +623,12 @@ void Follower::Impl::look_at_path(Input& in) {
   }
   in.vanished = false;
   if (in.fd && identity_of(st) == in.file) return;
-  Opened o = open_regular(in.path);
+  Opened o = open_file(in.path);
+  in.waits_for_fd = short_of_descriptors(o.error);
   if (o.error != 0) {
+    // The old file is ended and closed (a descriptor freed), the new one tried again.
     if (in.fd) in.vanished = true;
-    say(in, in.path + ": " + describe_error(o.error) + "; waiting for it to appear");
+    if (!in.waits_for_fd) say(in, in.path + ": " + describe_error(o.error) + "; waiting for it to appear");
     return;
   }
   if (in.fd && o.id == in.file) return;  // renamed back between the stat and the open
@@ -787,6 +925,7 @@ void Follower::Impl::arm_poll() {
     }
     // Parked inputs too: if a space callback were ever lost, this retries.
     service_all(true);
+    report_waiting();
     arm_poll();
   });
 }
@@ -868,6 +1007,10 @@ std::vector<FollowStateEntry> Follower::Impl::state_entries() {
       if (!s.closed || channel.acknowledged(s.id).value_or(s.start) < s.handed_end) break;
       channel.forget(s.id);
       in->segments.pop_front();
+    }
+    if (in->unbegun) {
+      entries.push_back(waiting_entry(*in));
+      continue;
     }
     FollowStateEntry e;
     e.path = in->path;

@@ -162,21 +162,28 @@ using ConnectionPtr = std::shared_ptr<Connection>;
 
 struct TcpPort {
   using Acceptor = tcp::acceptor;
-  explicit TcpPort(asio::io_context& io) : acceptor(io), retry(io) {}
+  explicit TcpPort(asio::io_context& io) : acceptor(io), retry(io), accepted(io) {}
   tcp::acceptor acceptor;
   asio::steady_timer retry;  // after a failed accept
   std::chrono::steady_clock::time_point failure_noticed_at{};
   std::string url;  // as bound
+  // The accepted socket and the address accept() returned (see on_accept()). The
+  // move-accept overload with an endpoint yields a socket of the wrong type in this Boost,
+  // so the one outstanding accept fills these.
+  tcp::socket accepted;
+  tcp::endpoint peer;
 };
 
 struct UnixPort {
   using Acceptor = unix_stream::acceptor;
-  explicit UnixPort(asio::io_context& io) : acceptor(io), retry(io) {}
+  explicit UnixPort(asio::io_context& io) : acceptor(io), retry(io), accepted(io) {}
   unix_stream::acceptor acceptor;
   asio::steady_timer retry;
   std::chrono::steady_clock::time_point failure_noticed_at{};
   std::string url;
   std::string path;
+  unix_stream::socket accepted;
+  unix_stream::endpoint peer;  // unused: unix clients are numbered
   std::uint64_t serial = 0;  // connections admitted so far: names "unix:PATH#N"
   dev_t dev = 0;             // the socket file we made, so that stop() removes only it
   ino_t ino = 0;
@@ -242,6 +249,7 @@ struct Listener::Impl {
   struct {
     std::atomic<std::uint64_t> connections{0};
     std::atomic<std::uint64_t> connections_refused{0};
+    std::atomic<std::uint64_t> connections_lost{0};
     std::atomic<std::uint64_t> lines_too_long{0};
     std::atomic<std::uint64_t> datagrams{0};
     std::atomic<std::uint64_t> datagrams_dropped{0};
@@ -472,31 +480,41 @@ Listener::Impl::~Impl() {
 
 template <class Port>
 void Listener::Impl::accept(Port& port) {
-  port.acceptor.async_accept([this, token = std::weak_ptr<int>(alive), &port](const error_code& ec, auto socket) {
-    if (token.expired() || stopping) return;
+  auto on_accepted = [this, token = std::weak_ptr<int>(alive), &port](const error_code& ec) {
+    if (token.expired()) return;
+    if (stopping) {
+      error_code ignored;
+      port.accepted.close(ignored);
+      return;
+    }
     if (ec) {
       if (out_of_descriptors(ec) && shed(port)) await_connection(port);
       else retry_accept(port, ec);
       return;
     }
     try {
-      on_accept(port, std::move(socket));
+      on_accept(port, std::move(port.accepted));
     } catch (const std::exception& e) {
-      notice(port.url + ": " + e.what());  // that connection is lost; the others go on
+      counts.connections_lost.fetch_add(1);
+      notice(port.url + ": " + e.what() + "; a connection was closed unread");  // the others go on
     }
     accept(port);
-  });
+  };
+  port.acceptor.async_accept(port.accepted, port.peer, std::move(on_accepted));
 }
 
 // A connection is named, then admitted as an input or refused over max_connections.
+// A TCP client is named by the address accept() returned, not by remote_endpoint(): a
+// connection reset while it waited in the backlog fails getpeername() (ENOTCONN), yet the
+// bytes it sent are still in its socket, to be read before the reset is seen. Without an
+// address at all it is still read, as "tcp://?".
 template <class Port, class Socket>
 void Listener::Impl::on_accept(Port& port, Socket socket) {
   std::string name;
   if constexpr (std::is_same_v<Port, TcpPort>) {
-    error_code ec;
-    const tcp::endpoint peer = socket.remote_endpoint(ec);
-    if (ec) return;  // reset before it was accepted: nothing to read
-    name = endpoint_url("tcp", peer.address(), peer.port());
+    const bool named = port.peer.port() != 0 && !port.peer.address().is_unspecified();
+    name = named ? endpoint_url("tcp", port.peer.address(), port.peer.port()) : "tcp://?";
+    port.peer = tcp::endpoint();
   } else {
     name = port.url + "#" + std::to_string(port.serial + 1);
   }
@@ -629,7 +647,8 @@ void Listener::Impl::admit(StreamSocket socket, std::string name, const std::str
   try {
     channel.open(c->id, c->name);
   } catch (const std::exception& e) {
-    notice(url + ": " + c->name + ": " + e.what() + "; connection closed");
+    counts.connections_lost.fetch_add(1);
+    notice(url + ": " + c->name + ": " + e.what() + "; connection closed unread");
     return;
   }
   counts.connections.fetch_add(1);
@@ -1001,6 +1020,7 @@ Listener::Counters Listener::counters() const {
   Counters c;
   c.connections = impl_->counts.connections.load();
   c.connections_refused = impl_->counts.connections_refused.load();
+  c.connections_lost = impl_->counts.connections_lost.load();
   c.lines_too_long = impl_->counts.lines_too_long.load();
   c.datagrams = impl_->counts.datagrams.load();
   c.datagrams_dropped = impl_->counts.datagrams_dropped.load();

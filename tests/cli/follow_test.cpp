@@ -32,6 +32,7 @@
 
 #include "differential.hpp"
 #include "gpufilter/sources/follow_state.hpp"
+#include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
 extern char** environ;
@@ -680,6 +681,147 @@ TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
   const std::vector<std::string> lines = whole_lines(slurp(out));
   const std::vector<std::string> expected = {a + ":1:seq=0 first", b + ":1:seq=1 in b", a + ":3:seq=2 new a"};
   EXPECT_EQ(lines, expected) << slurp(err);
+}
+
+// More files than descriptors (ulimit -n 64 for both limits): it once failed outright
+// ("assign: Bad file descriptor", nothing printed). The files that fit are followed, one
+// notice names how many wait and which, and a stop still ends it with 0.
+TEST(CliFollow, MoreFilesThanTheHardDescriptorLimitFollowsWhatFits) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  constexpr int kFiles = 100;
+  std::vector<std::string> args = {"--follow", "--from-start", "--poll-interval=20", "line from"};
+  for (int i = 0; i < kFiles; ++i) {
+    args.push_back(dir.write("f" + std::to_string(i) + ".log", "line from " + std::to_string(i) + "\n"));
+  }
+  RunningGpufilter gf(args, "ulimit -n 64");
+  ASSERT_TRUE(gf.err_has("wait for a file descriptor", std::chrono::milliseconds(10000))) << gf.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the files that fit are read
+  // Deleting followed files frees their descriptors: files that waited are followed then.
+  const std::size_t before = whole_lines(gf.out()).size();
+  constexpr std::size_t kDeleted = 10;
+  ASSERT_GT(before, kDeleted) << gf.err();
+  for (std::size_t i = 0; i < kDeleted; ++i) ::unlink(args[4 + i].c_str());  // the first files, opened first
+  ASSERT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) {
+    return whole_lines(out).size() >= before + kDeleted;
+  }, std::chrono::milliseconds(10000)))
+      << whole_lines(gf.out()).size() << " lines, " << before << " before\n" << gf.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(std::chrono::milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  const std::vector<std::string> lines = whole_lines(gf.out());
+  EXPECT_EQ(lines.size(), before + kDeleted) << gf.err();
+  EXPECT_LT(lines.size(), static_cast<std::size_t>(kFiles)) << gf.err();
+  const std::string waiting = std::to_string(kFiles - static_cast<int>(before)) + " of " +
+                              std::to_string(kFiles) + " followed files wait for a file descriptor";
+  EXPECT_NE(gf.err().find(waiting), std::string::npos) << gf.err();
+  // The notice names a file whose line was not printed.
+  const std::string out = gf.out();  // "PATH:line from N" lines
+  for (int i = 0; i < kFiles; ++i) {
+    if (out.find(":line from " + std::to_string(i) + "\n") == std::string::npos) {
+      EXPECT_NE(gf.err().find("/f" + std::to_string(i) + ".log"), std::string::npos) << gf.err();
+      break;
+    }
+  }
+  EXPECT_EQ(gf.err().find("Bad file descriptor"), std::string::npos) << gf.err();
+}
+
+// Only the soft limit low (ulimit -S -n 64): it is raised toward the hard limit, and every
+// file is followed.
+TEST(CliFollow, MoreFilesThanTheSoftDescriptorLimitAreAllFollowed) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  constexpr int kFiles = 300;
+  ASSERT_GE(raise_descriptor_limit(), static_cast<rlim_t>(kFiles + 200)) << "this test needs a hard limit of 500";
+  TempDir dir;
+  std::vector<std::string> args = {"--follow", "--from-start", "--poll-interval=20", "line from"};
+  for (int i = 0; i < kFiles; ++i) {
+    args.push_back(dir.write("f" + std::to_string(i) + ".log", "line from " + std::to_string(i) + "\n"));
+  }
+  RunningGpufilter gf(args, "ulimit -S -n 64");
+  ASSERT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) {
+    return static_cast<int>(whole_lines(out).size()) == kFiles;
+  }, std::chrono::milliseconds(10000))) << whole_lines(gf.out()).size() << " lines\n" << gf.err();
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(std::chrono::milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+  EXPECT_EQ(gf.err().find("Too many open files"), std::string::npos) << gf.err();
+  EXPECT_EQ(gf.err().find("wait for a file descriptor"), std::string::npos) << gf.err();
+}
+
+// With --state, a file that waited for a descriptor the whole run is saved as where it
+// ended when the run began (not "from the start"): the next run reads only what came
+// after, once, and repeats nothing.
+TEST(CliFollow, AFileThatWaitedForADescriptorKeepsItsPlaceInTheState) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  constexpr int kFiles = 100;
+  const std::string state = dir.path() + "/state";
+  std::vector<std::string> files;
+  for (int i = 0; i < kFiles; ++i) {
+    files.push_back(dir.write("f" + std::to_string(i) + ".log", "old line " + std::to_string(i) + "\n"));
+  }
+  std::vector<std::string> args = {"--follow", "--state", state, "--poll-interval=20", "-h", "line"};
+  args.insert(args.end(), files.begin(), files.end());
+  std::string first_out;
+  {
+    RunningGpufilter gf(args, "ulimit -n 64");
+    ASSERT_TRUE(gf.err_has("wait for a file descriptor", std::chrono::milliseconds(10000))) << gf.err();
+    for (int i = 0; i < kFiles; ++i) std::ofstream(files[i], std::ios::app) << "line " << i << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    gf.signal(SIGTERM);
+    ASSERT_EQ(gf.wait_exit(std::chrono::milliseconds(30000)), std::optional<int>(0)) << gf.err();
+    first_out = gf.out();
+  }
+  RunningGpufilter gf(args);
+  ASSERT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) {
+    return whole_lines(first_out).size() + whole_lines(out).size() >= static_cast<std::size_t>(kFiles);
+  }, std::chrono::milliseconds(10000))) << first_out << "--\n" << gf.out() << gf.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  gf.signal(SIGTERM);
+  ASSERT_EQ(gf.wait_exit(std::chrono::milliseconds(30000)), std::optional<int>(0)) << gf.err();
+  std::vector<std::string> all = whole_lines(first_out);
+  const std::vector<std::string> second = whole_lines(gf.out());
+  EXPECT_FALSE(second.empty());
+  all.insert(all.end(), second.begin(), second.end());
+  std::sort(all.begin(), all.end());
+  std::vector<std::string> expected;
+  for (int i = 0; i < kFiles; ++i) expected.push_back("line " + std::to_string(i));
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(all, expected) << gf.err();
+}
+
+// A file that appears while no descriptor is left waits for one; deleted again, it no
+// longer counts among the files that wait.
+TEST(CliFollow, AFileDeletedWhileItWaitsForADescriptorNoLongerWaits) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  constexpr int kFiles = 100;
+  std::vector<std::string> args = {"--follow", "--poll-interval=20", "line"};
+  for (int i = 0; i < kFiles; ++i) args.push_back(dir.write("f" + std::to_string(i) + ".log", ""));
+  const std::string late = dir.path() + "/late.log";
+  args.push_back(late);
+  RunningGpufilter gf(args, "ulimit -n 64");
+  const std::string of = " of " + std::to_string(kFiles + 1) + " followed files wait";
+  ASSERT_TRUE(gf.err_has(of, std::chrono::milliseconds(10000))) << gf.err();
+  const std::string first = gf.err();
+  const std::size_t at = first.find(of);
+  const std::size_t begin = first.rfind(' ', at - 1) + 1;
+  const int waiting = std::stoi(first.substr(begin, at - begin));
+  { std::ofstream(late) << "line\n"; }
+  ASSERT_TRUE(gf.err_has(" " + std::to_string(waiting + 1) + of, std::chrono::milliseconds(10000))) << gf.err();
+  ASSERT_EQ(::unlink(late.c_str()), 0);
+  ASSERT_TRUE(gf.wait_for([&](const std::string&, const std::string& err) {
+    std::size_t n = 0;
+    for (std::size_t p = err.find(" " + std::to_string(waiting) + of); p != std::string::npos;
+         p = err.find(" " + std::to_string(waiting) + of, p + 1))
+      ++n;
+    return n == 2;
+  }, std::chrono::milliseconds(10000))) << gf.err();
+  gf.signal(SIGTERM);
+  ASSERT_EQ(gf.wait_exit(std::chrono::milliseconds(30000)), std::optional<int>(0)) << gf.err();
 }
 
 }  // namespace

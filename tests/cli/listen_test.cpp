@@ -238,6 +238,7 @@ TEST_F(Listen, UdpDropsAreCountedInStats) {
   EXPECT_EQ(printed + dropped, datagrams) << "printed " << printed << ", found no room " << dropped;
   EXPECT_EQ(stats.at("connections").get<std::uint64_t>(), 0u);
   EXPECT_EQ(stats.at("connections_refused").get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats.at("connections_lost").get<std::uint64_t>(), 0u);
   EXPECT_EQ(stats.at("lines_too_long").get<std::uint64_t>(), 0u);
   // What arrived came in the order it was sent.
   long last = -1;

@@ -32,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -138,6 +139,11 @@ class Harness {
   // Binds (throws what start() throws), then runs the I/O and consumer threads.
   void start() {
     listener_.start();
+    run();
+  }
+  // Binds and listens, but accepts nothing until run(): clients wait in the backlog.
+  void bind_only() { listener_.start(); }
+  void run() {
     io_thread_ = std::thread([this] { io_.run(); });
     consumer_ = std::thread([this] { consume(); });
   }
@@ -551,6 +557,34 @@ TEST(Listener, ResetConnectionHandsOnWholeLines) {
   EXPECT_EQ(h.named(name).front().data, "whole line\n");
   EXPECT_TRUE(h.notices().contains(name + ": ")) << h.notices().joined();
   EXPECT_TRUE(h.notices().contains("connection closed")) << h.notices().joined();
+}
+
+// A connection reset while it waited in the backlog is still accepted with its bytes in
+// the socket, but getpeername() fails on it (ENOTCONN). It once was closed unread for want
+// of a name: its lines were lost and counted nowhere. The address accept() returns names it.
+TEST(Listener, ConnectionResetBeforeItIsAcceptedIsRead) {
+  Harness h({"tcp://127.0.0.1:0"});
+  h.bind_only();
+  constexpr int kClients = 20;
+  std::vector<std::string> names;
+  for (int i = 0; i < kClients; ++i) {
+    Client client = Client::tcp(h.url());
+    names.push_back(client.name());
+    ASSERT_TRUE(client.write("client " + std::to_string(i) + " line 1\nclient " + std::to_string(i) + " line 2\n"));
+    std::this_thread::sleep_for(milliseconds(2));  // the bytes reach the listener's socket first
+    client.reset();
+  }
+  h.run();
+  ASSERT_TRUE(Harness::wait_until([&] { return h.closed_count() == kClients; }, milliseconds(10000)))
+      << h.closed_count() << " closed\n" << h.notices().joined();
+  for (int i = 0; i < kClients; ++i) {
+    const std::vector<Input> in = h.named(names[i]);
+    ASSERT_EQ(in.size(), 1u) << names[i] << "\n" << h.notices().joined();
+    EXPECT_EQ(in.front().data, "client " + std::to_string(i) + " line 1\nclient " + std::to_string(i) + " line 2\n");
+  }
+  EXPECT_EQ(h.counters().connections, static_cast<std::uint64_t>(kClients));
+  EXPECT_EQ(h.counters().connections_lost, 0u);
+  EXPECT_TRUE(h.decode_errors().empty());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1195,6 +1229,28 @@ TEST(Listener, UnixSocketReplacesAStaleFileAndRemovesItsOwn) {
   ASSERT_TRUE(h.stop());
   struct stat st {};
   EXPECT_NE(::lstat(path.c_str(), &st), 0) << "the socket file is still there after stop()";
+}
+
+// The unix counterpart of ConnectionResetBeforeItIsAcceptedIsRead: clients that wrote and
+// closed while waiting in the backlog are accepted and read, each under its own number.
+TEST(Listener, UnixConnectionClosedBeforeItIsAcceptedIsRead) {
+  TempDir dir;
+  const std::string path = dir.path() + "/log.sock";
+  Harness h({"unix:" + path});
+  h.bind_only();
+  constexpr int kClients = 10;
+  for (int i = 0; i < kClients; ++i) {
+    Client client = Client::unix_stream(path);
+    ASSERT_TRUE(client.write("client " + std::to_string(i) + "\n"));
+  }  // closed
+  h.run();
+  ASSERT_TRUE(Harness::wait_until([&] { return h.closed_count() == kClients; }, milliseconds(10000)))
+      << h.notices().joined();
+  std::set<std::string> lines;
+  for (const auto& [id, input] : h.inputs()) lines.insert(input.data);
+  EXPECT_EQ(lines.size(), static_cast<std::size_t>(kClients));
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(lines.count("client " + std::to_string(i) + "\n"), 1u);
+  EXPECT_EQ(h.counters().connections_lost, 0u);
 }
 
 TEST(Listener, UnixSocketInUseOrNotASocket) {

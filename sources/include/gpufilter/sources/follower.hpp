@@ -48,7 +48,9 @@ class Follower {
   Follower& operator=(const Follower&) = delete;
 
   // Opens the files (those missing are waited for, with a notice) and starts watching.
-  // Call before io.run() or on the I/O thread.
+  // First raises the soft open-file limit (RLIMIT_NOFILE) toward the hard limit to fit
+  // every file; files for which no descriptor is left wait, are named in one notice, and
+  // are tried again at each poll. Call before io.run() or on the I/O thread.
   void start();
   // On the I/O thread: stops reading and closes every stream (ends_input). A file's
   // unterminated last line is not handed on: a restart with --state reads it again.

@@ -85,6 +85,9 @@ class Listener {
   struct Counters {
     std::uint64_t connections = 0;          // accepted and read (refused ones not counted)
     std::uint64_t connections_refused = 0;  // over max_connections
+    // Accepted but closed before anything was read: no input could be opened for it, or
+    // it failed while being named. Its bytes are lost, so they are counted here.
+    std::uint64_t connections_lost = 0;
     std::uint64_t lines_too_long = 0;       // lines and frames over max_line_bytes, dropped
     std::uint64_t datagrams = 0;
     std::uint64_t datagrams_dropped = 0;    // no room in the channel
