@@ -91,7 +91,10 @@ std::optional<std::string> RuleEngine::group_of(const RuleConfig& rule, std::str
     case ThresholdConfig::GroupBy::kNone: return std::string();
     case ThresholdConfig::GroupBy::kSource: return std::string(source);
     case ThresholdConfig::GroupBy::kField: {
-      const std::size_t at = text.find(rule.threshold.field_after);
+      // The LAST occurrence: whoever writes the log line chooses what comes before the
+      // field (sshd's "Invalid user X from ..." logs the user name first), so the first
+      // one is theirs to forge. fail2ban's sshd filter anchors at the end for this reason.
+      const std::size_t at = text.rfind(rule.threshold.field_after);
       if (at == std::string_view::npos) return std::nullopt;
       std::size_t begin = at + rule.threshold.field_after.size();
       std::size_t end = begin;

@@ -280,4 +280,23 @@ TEST(RuleEngine, LinesWithoutTheGroupFieldCountInNoGroup) {
   EXPECT_EQ(rec.alerts[0].group, "1.2.3.4");
 }
 
+// The group is the token after the LAST occurrence of field_after: the part of an sshd line
+// an attacker writes (the user name) comes before the real "from ADDRESS", so a forged
+// "from 10.9.9.9" there must not choose the group (nor spread one address over many).
+TEST(RuleEngine, AForgedGroupFieldEarlierInTheLineDoesNotChooseTheGroup) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  const std::string forged[] = {
+      "sshd[1]: Invalid user x from 10.9.9.9 from 203.0.113.99 port 5",
+      "sshd[1]: Invalid user from 10.8.8.8 from 203.0.113.99 port 6",
+  };
+  for (const std::string& line : forged) engine.line("s", line, bound.scan(line), t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, "203.0.113.99");
+}
+
 }  // namespace
