@@ -1164,5 +1164,47 @@ drain_timeout: 5s
               metric(page, dropped).value_or(0), sequence.size());
 }
 
+// gpufilterd creates no directory: an alert file or a state file under a missing directory
+// is refused at start (exit 2) with the path named, and nothing is created (a mistyped
+// path once made a directory at the filesystem root). Existing directories still work.
+TEST_F(Gpufilterd, AFileUnderAMissingDirectoryIsRefusedAndNothingIsCreated) {
+  write_text(dir_ + "/auth.log", "");
+  const auto config = [&](const std::string& state, const std::string& alerts) {
+    write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: auth.log
+    state: )" + state + R"(
+rules:
+  - name: r
+    patterns: ["x"]
+outputs:
+  - type: jsonl
+    path: )" + alerts + R"(
+engine: cpu
+server: "127.0.0.1:0"
+)");
+  };
+  const struct {
+    std::string state, alerts, named, missing;
+  } cases[] = {
+      {"follow.state", "missing/deeper/alerts.jsonl", dir_ + "/missing/deeper/alerts.jsonl", dir_ + "/missing"},
+      {"nostate/follow.state", "alerts.jsonl", dir_ + "/nostate/follow.state", dir_ + "/nostate"},
+  };
+  for (const auto& c : cases) {
+    config(c.state, c.alerts);
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    EXPECT_EQ(daemon.wait_exit(30s), 2) << daemon.log();
+    EXPECT_NE(daemon.log().find(c.named + ": refused: the directory"), std::string::npos) << daemon.log();
+    EXPECT_FALSE(std::filesystem::exists(c.missing)) << c.missing;
+  }
+  // The same files in directories that exist: it starts, and stops with status 0.
+  config("follow.state", "alerts.jsonl");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  EXPECT_FALSE(daemon.server().empty());
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/alerts.jsonl"));
+}
+
 }  // namespace
 }  // namespace gpufilter::test
