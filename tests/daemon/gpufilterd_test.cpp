@@ -981,9 +981,10 @@ TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
   expect_no_secret(checked.out + checked.err, "--check");
 
   daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  // The dead output's alerts are lost at the drain's end: exit 3, and a log line without the token.
+  EXPECT_EQ(daemon.wait_exit(30s), 3) << daemon.log();
   expect_no_secret(daemon.log(), "the log");
-  EXPECT_NE(daemon.log().find("output not drained in time"), std::string::npos);  // the dead one
+  EXPECT_NE(daemon.log().find("alerts lost: drain_timeout passed with alerts queued"), std::string::npos);
   const std::string alerts = read_file(dir_ + "/alerts.jsonl");
   EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 3u);
   expect_no_secret(alerts, "alerts.jsonl");
@@ -1103,7 +1104,7 @@ drain_timeout: 5s
   ASSERT_FALSE(server.empty()) << daemon.log();
   const std::string depth = "gpufilterd_output_queue_depth{output=\"webhook\"}";
   const std::string published = "gpufilterd_output_published_total{output=\"webhook\"}";
-  const std::string dropped = "gpufilterd_output_dropped_total{output=\"webhook\"}";
+  const std::string dropped = "gpufilterd_output_dropped_total{output=\"webhook\",reason=\"queue_full\"}";
   const std::string failures = "gpufilterd_output_failures_total{output=\"webhook\"}";
   const std::string delivered = "gpufilterd_output_delivered_total{output=\"webhook\"}";
   double most_queued = 0;
@@ -1204,6 +1205,40 @@ server: "127.0.0.1:0"
   daemon.signal(SIGTERM);
   EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/alerts.jsonl"));
+}
+
+// SIGTERM while the webhook never answers and drain_timeout is short: the alerts still
+// queued are lost with the process, so the exit status says so (3, not 0) and the log
+// names their number (gpufilterd_output_dropped_total{reason="shutdown"} counts them too).
+TEST_F(Gpufilterd, ADrainThatTimesOutExitsNonZeroAndCountsTheLostAlerts) {
+  HttpReceiver webhook;
+  webhook.set_delay(3600s);  // hung: reads the request, never answers
+  write_text(dir_ + "/auth.log", "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: auth.log
+rules:
+  - name: oom
+    patterns: [Out of memory]
+    cooldown: 0s
+outputs:
+  - type: webhook
+    url: )" + webhook.url() + R"(/hook
+    bearer_token_env: TEST_HOOK_TOKEN
+    timeout: 60s
+server: 127.0.0.1:0
+engine: cpu
+drain_timeout: 300ms
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml", {"TEST_HOOK_TOKEN=t0ken"});
+  ASSERT_FALSE(daemon.server().empty()) << daemon.log();
+  append_text(dir_ + "/auth.log", "Out of memory 1\nOut of memory 2\nOut of memory 3\n");
+  ASSERT_TRUE(webhook.wait_for_count(1, 20s)) << daemon.log();  // the first one is on the wire
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 3) << daemon.log();
+  EXPECT_NE(daemon.log().find("alerts lost: drain_timeout passed with alerts queued"), std::string::npos)
+      << daemon.log();
+  EXPECT_NE(daemon.log().find("output=webhook dropped=3"), std::string::npos) << daemon.log();
 }
 
 }  // namespace
