@@ -98,7 +98,8 @@ std::optional<std::string> RuleEngine::group_of(const RuleConfig& rule, std::str
       if (at == std::string_view::npos) return std::nullopt;
       std::size_t begin = at + rule.threshold.field_after.size();
       std::size_t end = begin;
-      while (end < text.size() && text[end] != ' ' && text[end] != '\t' && text[end] != '\r') ++end;
+      const std::size_t limit = std::min(text.size(), begin + kMaxGroupBytes);
+      while (end < limit && text[end] != ' ' && text[end] != '\t' && text[end] != '\r') ++end;
       return std::string(text.substr(begin, end - begin));
     }
   }

@@ -299,4 +299,19 @@ TEST(RuleEngine, AForgedGroupFieldEarlierInTheLineDoesNotChooseTheGroup) {
   EXPECT_EQ(rec.alerts[0].group, "203.0.113.99");
 }
 
+// The group token's length is the log writer's choice (up to max_line_bytes): it is cut to
+// kMaxGroupBytes, so 10,000 groups of forged megabyte tokens cannot take gigabytes of keys
+// and labels.
+TEST(RuleEngine, AnOverlongGroupFieldIsCut) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const std::string line = "Invalid user x from " + std::string(100000, 'a') + " port 5";
+  engine.line("s", line, bound.scan(line), Clock::now());
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, std::string(256, 'a'));
+}
+
 }  // namespace

@@ -129,6 +129,9 @@ class RuleEngine final : public Sink {
     std::uint64_t reported_matches = 0, reported_alerts = 0, reported_suppressed = 0;
   };
   static constexpr std::size_t kMaxGroups = 10000;  // per rule; more share "(other)"
+  // A field_after token is cut to this many bytes: the log's writer chooses its length (up
+  // to max_line_bytes), and kMaxGroups of them are kept as keys and sent as labels.
+  static constexpr std::size_t kMaxGroupBytes = 256;
 
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text) const;
