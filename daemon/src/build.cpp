@@ -115,7 +115,8 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_output_delivered_total", T::kCounter, "Deliveries an output completed.");
   m.describe("gpufilterd_output_failures_total", T::kCounter, "Delivery attempts that failed (retries count).");
   m.describe("gpufilterd_output_dropped_total", T::kCounter,
-             "Alerts dropped, by output and reason: queue_full, or shutdown (still queued when drain_timeout passed).");
+             "Alerts dropped, by output and reason: queue_full, rejected (a 4xx answer), or shutdown "
+             "(still queued when drain_timeout passed).");
   m.describe("gpufilterd_output_queue_depth", T::kGauge, "Alerts waiting in an output's queue.");
   m.describe("gpufilterd_source_lines_too_long_total", T::kCounter, "Lines over max_line_bytes, dropped.");
   m.describe("gpufilterd_source_datagrams_dropped_total", T::kCounter,
