@@ -141,7 +141,10 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   std::optional<std::string> field = group_of(rule, source, text);
   if (!field) return;  // grouped by a field this line does not hold: in no group's count
   std::string group = std::move(*field);
-  if (state.groups.size() >= kMaxGroups && state.groups.count(group) == 0) group = "(other)";
+  if (state.groups.size() >= kMaxGroups && state.groups.count(group) == 0) {
+    group = "(other)";
+    ++state.overflowed;
+  }
   Group& g = state.groups[group];
   g.last_match = now;
   g.last_line.assign(text.data(), std::min<std::size_t>(text.size(), 4096));
@@ -193,8 +196,11 @@ void RuleEngine::tick(Clock::time_point now) {
       metrics_->add("gpufilterd_rule_matches_total", labels, static_cast<double>(state.matches - state.reported_matches));
       metrics_->add("gpufilterd_alerts_suppressed_total", labels,
                     static_cast<double>(state.suppressed - state.reported_suppressed));
+      metrics_->add("gpufilterd_rule_groups_overflowed_total", labels,
+                    static_cast<double>(state.overflowed - state.reported_overflowed));
       state.reported_matches = state.matches;
       state.reported_suppressed = state.suppressed;
+      state.reported_overflowed = state.overflowed;
     }
   }
 }

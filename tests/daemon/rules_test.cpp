@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/rules.hpp"
 #include "reference_matcher.hpp"
 #include "testutil/testutil.hpp"
@@ -312,6 +313,27 @@ TEST(RuleEngine, AnOverlongGroupFieldIsCut) {
   engine.line("s", line, bound.scan(line), Clock::now());
   ASSERT_EQ(rec.alerts.size(), 1u);
   EXPECT_EQ(rec.alerts[0].group, std::string(256, 'a'));
+}
+
+// Past 10,000 groups a rule's new groups share "(other)": forged fields can fill the
+// table, so the matches put there are counted (gpufilterd_rule_groups_overflowed_total).
+TEST(RuleEngine, GroupsPastTheLimitShareOtherAndAreCounted) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{2, 1h, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  Metrics metrics;
+  RuleEngine engine(bound.rules, rec.emit(), &metrics);
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 10003; ++i) {
+    const std::string line = "Invalid user x from 10.0." + std::to_string(i) + " port 5";
+    engine.line("s", line, bound.scan(line), t0);
+  }
+  engine.tick(t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);  // the three past the limit, in one group
+  EXPECT_EQ(rec.alerts[0].group, "(other)");
+  EXPECT_NE(metrics.render().find("gpufilterd_rule_groups_overflowed_total{rule=\"ssh\"} 3\n"), std::string::npos)
+      << metrics.render();
 }
 
 }  // namespace
