@@ -36,24 +36,31 @@ std::shared_ptr<ScanEngine> build_engine(const DaemonConfig& config, Engines& en
 
 namespace {
 
-// The directories of state files and alert files are made when missing (as systemd's
-// StateDirectory= would); a failure shows when the file itself is opened.
-void make_parent_directories(const DaemonConfig& config) {
-  auto make = [](const std::string& file) {
-    std::error_code ignored;
+// gpufilterd creates no directory: only the files the configuration names. A state or
+// alert file whose directory is missing is refused at start, with the path named, rather
+// than created (a mistyped path once made a directory at the filesystem root, owned by
+// the daemon's user). systemd's StateDirectory= or a volume provides the directories.
+void require_parent_directories(const DaemonConfig& config) {
+  auto require = [&](const std::string& key, const std::string& file) {
     const std::filesystem::path parent = std::filesystem::path(file).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+    if (parent.empty()) return;  // the working directory, which exists
+    std::error_code ec;
+    if (std::filesystem::is_directory(parent, ec)) return;
+    throw ConfigError(config.path + ": " + key + ": " + file + ": refused: the directory " + parent.string() +
+                      " does not exist (gpufilterd creates no directories); fix: create it");
   };
-  for (const SourceConfig& s : config.sources)
-    if (!s.state.empty()) make(s.state);
-  for (const OutputConfig& o : config.outputs)
-    if (o.kind == OutputConfig::Kind::kJsonl && o.path != "-") make(o.path);
+  for (std::size_t i = 0; i < config.sources.size(); ++i)
+    if (!config.sources[i].state.empty()) require("sources[" + std::to_string(i) + "].state", config.sources[i].state);
+  for (std::size_t i = 0; i < config.outputs.size(); ++i) {
+    const OutputConfig& o = config.outputs[i];
+    if (o.kind == OutputConfig::Kind::kJsonl && o.path != "-") require("outputs[" + std::to_string(i) + "].path", o.path);
+  }
 }
 
 }  // namespace
 
 Outputs build_outputs(const DaemonConfig& config) {
-  make_parent_directories(config);
+  require_parent_directories(config);
   Outputs built;
   std::vector<std::unique_ptr<AlertOutput>>& outputs = built.outputs;
   built.tokens.resize(config.outputs.size());
@@ -104,10 +111,14 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_rule_matches_total", T::kCounter, "Lines that matched a rule, by rule.");
   m.describe("gpufilterd_alerts_total", T::kCounter, "Alerts emitted, by rule and state (firing, resolved).");
   m.describe("gpufilterd_alerts_suppressed_total", T::kCounter, "Matches not alerted during a cooldown, by rule.");
+  m.describe("gpufilterd_rule_groups_overflowed_total", T::kCounter,
+             "Matches counted in the group (other) because the rule tracked 10,000 groups already.");
   m.describe("gpufilterd_output_published_total", T::kCounter, "Alerts given to an output.");
   m.describe("gpufilterd_output_delivered_total", T::kCounter, "Deliveries an output completed.");
   m.describe("gpufilterd_output_failures_total", T::kCounter, "Delivery attempts that failed (retries count).");
-  m.describe("gpufilterd_output_dropped_total", T::kCounter, "Alerts dropped because an output's queue was full.");
+  m.describe("gpufilterd_output_dropped_total", T::kCounter,
+             "Alerts dropped, by output and reason: queue_full, rejected (a 4xx answer), or shutdown "
+             "(still queued when drain_timeout passed).");
   m.describe("gpufilterd_output_queue_depth", T::kGauge, "Alerts waiting in an output's queue.");
   m.describe("gpufilterd_source_lines_too_long_total", T::kCounter, "Lines over max_line_bytes, dropped.");
   m.describe("gpufilterd_source_datagrams_dropped_total", T::kCounter,

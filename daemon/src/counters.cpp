@@ -53,6 +53,8 @@ void CounterCopier::copy_outputs() {
     const auto& out = outputs_[i];
     const OutputStats s = out->stats();
     const Labels l{{"output", out->name()}};
+    const Labels full{{"output", out->name()}, {"reason", "queue_full"}};
+    const Labels rejected{{"output", out->name()}, {"reason", "rejected"}};
     // A failing or dropping output is worth a log line, at most one per output per 10 s.
     if ((s.failures > reported_[i].failures || s.dropped > reported_[i].dropped) &&
         Clock::now() - reported_at_[i] >= std::chrono::seconds(10)) {
@@ -66,7 +68,8 @@ void CounterCopier::copy_outputs() {
     metrics_.set("gpufilterd_output_published_total", l, static_cast<double>(s.published));
     metrics_.set("gpufilterd_output_delivered_total", l, static_cast<double>(s.delivered));
     metrics_.set("gpufilterd_output_failures_total", l, static_cast<double>(s.failures));
-    metrics_.set("gpufilterd_output_dropped_total", l, static_cast<double>(s.dropped));
+    metrics_.set("gpufilterd_output_dropped_total", full, static_cast<double>(s.dropped));
+    metrics_.set("gpufilterd_output_dropped_total", rejected, static_cast<double>(s.rejected));
     metrics_.set("gpufilterd_output_queue_depth", l, static_cast<double>(s.queued));
   }
 }

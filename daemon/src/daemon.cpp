@@ -220,18 +220,34 @@ int Daemon::scan() {
   return 0;
 }
 
-int Daemon::stop(int status) {
-  ready_ = false;
-  // Resolve nothing on the way out: Alertmanager resolves what is not re-sent. Deliver
-  // what is pending, within the drain timeout.
-  rules_->tick(RuleEngine::Clock::now());
+// Delivers what is pending, within the drain timeout for all outputs together. Returns
+// how many alerts are lost: those still queued when it passed end with the process, so
+// they are counted (gpufilterd_output_dropped_total{reason="shutdown"}) and logged with
+// their number, never dropped silently.
+std::uint64_t Daemon::drain_outputs() {
   const auto drain_deadline = Clock::now() + config_.drain_timeout;
+  std::uint64_t lost = 0;
   for (auto& out : outputs_.outputs) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Clock::now());
-    if (!out->drain(std::max(left, std::chrono::milliseconds(0))))
-      log_.warn("output not drained in time",
-                {{"output", out->name()}, {"queued", std::to_string(out->stats().queued)}});
+    if (out->drain(std::max(left, std::chrono::milliseconds(0)))) continue;
+    const std::uint64_t queued = out->stats().queued;  // the thread has ended: final
+    lost += queued;
+    metrics_.set("gpufilterd_output_dropped_total", {{"output", out->name()}, {"reason", "shutdown"}},
+                 static_cast<double>(queued));
+    log_.error("alerts lost: drain_timeout passed with alerts queued",
+               {{"output", out->name()},
+                {"dropped", std::to_string(queued)},
+                {"drain_timeout_ms", std::to_string(config_.drain_timeout.count())}});
   }
+  return lost;
+}
+
+int Daemon::stop(int status) {
+  ready_ = false;
+  // Resolve nothing on the way out: Alertmanager resolves what is not re-sent.
+  rules_->tick(RuleEngine::Clock::now());
+  // A drain that lost alerts is a failed shutdown for whoever supervises the process.
+  if (drain_outputs() > 0 && status == 0) status = 3;
   session_->join();
   session_->save_state([&](const Error& e) {
     log_.error("state not saved", {{"error", e.what()}});

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -97,8 +98,10 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // The exit status: 0 after a drain on SIGTERM or SIGINT; 2 when the configuration or the
-  // device is rejected, or the scan or a state file failed. Throws what a build step
+  // The exit status: 0 after a drain on SIGTERM or SIGINT (or the end of standard input);
+  // 3 when that drain's timeout passed with alerts still queued (they are lost: counted
+  // and logged); 2 when the configuration or the device is rejected, or the scan or a
+  // state file failed. Throws what a build step
   // throws (a port in use, an unreadable state file or token): gpufilterd cannot start.
   int run();
   // True when run() went to its end with an OpenCL device open: the driver's teardown
@@ -117,6 +120,7 @@ class Daemon {
   void build_sources();
   void start();
   int scan();
+  std::uint64_t drain_outputs();
   int stop(int status);
   void control();
 

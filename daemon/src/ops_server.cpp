@@ -8,7 +8,10 @@
 //          -> write (under a deadline) -> keep-alive: read again | close
 // The deadlines are what keep a client that connects and sends nothing, or sends one
 // byte a second, or never reads its answer, from holding a connection for long; and a
-// connection cap keeps many of them from taking every descriptor. Nothing a client
+// connection cap keeps many of them from taking every descriptor. The cap must not make
+// /healthz unanswerable: a request header must arrive whole within 2 s (not 10), and a
+// connection accepted at the cap closes the oldest one still waiting for its header, so
+// idle connections opened again and again cannot hold every slot. Nothing a client
 // sends and nothing a handler throws leaves the server thread.
 #include "gpufilter/daemon/ops_server.hpp"
 
@@ -44,7 +47,10 @@ namespace {
 
 constexpr std::size_t kBodyLimit = 64 * 1024;      // nothing here takes a body; 64 KiB is generous
 constexpr std::size_t kHeaderLimit = 16 * 1024;
-constexpr auto kIoTimeout = std::chrono::seconds(10);  // per request read and per response write
+constexpr auto kIoTimeout = std::chrono::seconds(10);  // per request body read and per response write
+// From awaiting a request (a new or kept-alive connection) to its complete header: what
+// an idle or byte-a-second client may hold a slot for. A scraper sends its header at once.
+constexpr auto kHeaderTimeout = std::chrono::seconds(2);
 constexpr std::size_t kMaxConnections = 64;            // a scraper and a few humans need far fewer
 constexpr auto kAcceptRetry = std::chrono::milliseconds(100);  // after EMFILE and the like
 
@@ -90,6 +96,7 @@ struct OpsServer::Impl {
       : metrics(metrics_in), handlers(std::move(handlers_in)), acceptor(io), retry(io) {}
 
   void accept();
+  void evict_one_waiting();
   void close_all();
   // What a request gets, before it becomes a response for the request's version.
   struct Answer {
@@ -126,10 +133,15 @@ class OpsServer::Impl::Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(kBodyLimit);
     parser_->header_limit(kHeaderLimit);
-    stream_.expires_after(kIoTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+    waiting_header_ = true;
+    stream_.expires_after(kHeaderTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](error_code ec, std::size_t) { self->on_header(ec); });
   }
+
+  // True until the request's header is complete: such a connection may be closed to make
+  // room (accept()), as it has asked for nothing yet.
+  bool waiting_header() const { return waiting_header_; }
 
   void close() {
     error_code ignored;
@@ -138,6 +150,14 @@ class OpsServer::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  void on_header(error_code ec) {
+    waiting_header_ = false;
+    if (ec || parser_->is_done()) return on_read(ec);
+    stream_.expires_after(kIoTimeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code e, std::size_t) { self->on_read(e); });
+  }
+
   void on_read(error_code ec) {
     if (ec == http::error::body_limit) {
       return write(make_response(http::status::payload_too_large, 11, false, "request body too large\n"));
@@ -169,6 +189,7 @@ class OpsServer::Impl::Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Response response_;
+  bool waiting_header_ = false;
 };
 
 void OpsServer::Impl::accept() {
@@ -183,6 +204,7 @@ void OpsServer::Impl::accept() {
       return;
     }
     std::erase_if(sessions, [](const std::weak_ptr<Session>& s) { return s.expired(); });
+    if (sessions.size() >= kMaxConnections) evict_one_waiting();
     if (sessions.size() >= kMaxConnections) {
       error_code ignored;
       socket.close(ignored);
@@ -193,6 +215,20 @@ void OpsServer::Impl::accept() {
     }
     accept();
   });
+}
+
+// At the cap: the oldest connection that has not sent a whole request header yet makes
+// room, so that a health check gets in even while idle connections fill every slot.
+// Connections being answered are never closed for it.
+void OpsServer::Impl::evict_one_waiting() {
+  for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+    const auto session = it->lock();
+    if (session && session->waiting_header()) {
+      session->close();
+      sessions.erase(it);
+      return;
+    }
+  }
 }
 
 void OpsServer::Impl::close_all() {

@@ -229,6 +229,8 @@ class QueuedOutput : public AlertOutput {
         } else {
           ++stats_.failures;
           stats_.dropped += displaced_;
+          // Gone for good: counted by number, not only as one failed attempt.
+          if (outcome == Outcome::kRejected) stats_.rejected += still_queued;
         }
         in_flight_ = 0;
         displaced_ = 0;

@@ -91,11 +91,15 @@ std::optional<std::string> RuleEngine::group_of(const RuleConfig& rule, std::str
     case ThresholdConfig::GroupBy::kNone: return std::string();
     case ThresholdConfig::GroupBy::kSource: return std::string(source);
     case ThresholdConfig::GroupBy::kField: {
-      const std::size_t at = text.find(rule.threshold.field_after);
+      // The LAST occurrence: whoever writes the log line chooses what comes before the
+      // field (sshd's "Invalid user X from ..." logs the user name first), so the first
+      // one is theirs to forge. fail2ban's sshd filter anchors at the end for this reason.
+      const std::size_t at = text.rfind(rule.threshold.field_after);
       if (at == std::string_view::npos) return std::nullopt;
       std::size_t begin = at + rule.threshold.field_after.size();
       std::size_t end = begin;
-      while (end < text.size() && text[end] != ' ' && text[end] != '\t' && text[end] != '\r') ++end;
+      const std::size_t limit = std::min(text.size(), begin + kMaxGroupBytes);
+      while (end < limit && text[end] != ' ' && text[end] != '\t' && text[end] != '\r') ++end;
       return std::string(text.substr(begin, end - begin));
     }
   }
@@ -137,7 +141,10 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   std::optional<std::string> field = group_of(rule, source, text);
   if (!field) return;  // grouped by a field this line does not hold: in no group's count
   std::string group = std::move(*field);
-  if (state.groups.size() >= kMaxGroups && state.groups.count(group) == 0) group = "(other)";
+  if (state.groups.size() >= kMaxGroups && state.groups.count(group) == 0) {
+    group = "(other)";
+    ++state.overflowed;
+  }
   Group& g = state.groups[group];
   g.last_match = now;
   g.last_line.assign(text.data(), std::min<std::size_t>(text.size(), 4096));
@@ -189,8 +196,11 @@ void RuleEngine::tick(Clock::time_point now) {
       metrics_->add("gpufilterd_rule_matches_total", labels, static_cast<double>(state.matches - state.reported_matches));
       metrics_->add("gpufilterd_alerts_suppressed_total", labels,
                     static_cast<double>(state.suppressed - state.reported_suppressed));
+      metrics_->add("gpufilterd_rule_groups_overflowed_total", labels,
+                    static_cast<double>(state.overflowed - state.reported_overflowed));
       state.reported_matches = state.matches;
       state.reported_suppressed = state.suppressed;
+      state.reported_overflowed = state.overflowed;
     }
   }
 }

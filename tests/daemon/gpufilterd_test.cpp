@@ -1061,9 +1061,10 @@ TEST_F(Gpufilterd, TokensNeverReachLogsMetricsAlertsOrCheck) {
   expect_no_secret(checked.out + checked.err, "--check");
 
   daemon.signal(SIGTERM);
-  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  // The dead output's alerts are lost at the drain's end: exit 3, and a log line without the token.
+  EXPECT_EQ(daemon.wait_exit(30s), 3) << daemon.log();
   expect_no_secret(daemon.log(), "the log");
-  EXPECT_NE(daemon.log().find("output not drained in time"), std::string::npos);  // the dead one
+  EXPECT_NE(daemon.log().find("alerts lost: drain_timeout passed with alerts queued"), std::string::npos);
   const std::string alerts = read_file(dir_ + "/alerts.jsonl");
   EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 3u);
   expect_no_secret(alerts, "alerts.jsonl");
@@ -1242,7 +1243,7 @@ drain_timeout: 5s
   ASSERT_FALSE(server.empty()) << daemon.log();
   const std::string depth = "gpufilterd_output_queue_depth{output=\"webhook\"}";
   const std::string published = "gpufilterd_output_published_total{output=\"webhook\"}";
-  const std::string dropped = "gpufilterd_output_dropped_total{output=\"webhook\"}";
+  const std::string dropped = "gpufilterd_output_dropped_total{output=\"webhook\",reason=\"queue_full\"}";
   const std::string failures = "gpufilterd_output_failures_total{output=\"webhook\"}";
   const std::string delivered = "gpufilterd_output_delivered_total{output=\"webhook\"}";
   double most_queued = 0;
@@ -1301,6 +1302,82 @@ drain_timeout: 5s
   for (int i = 0; i < kQueue; ++i) EXPECT_EQ(sequence[static_cast<std::size_t>(i)], kLines - kQueue + i);
   std::printf("webhook down: %.0f failed attempts, %d alerts, %.0f dropped, %zu delivered in order\n", refused, kLines,
               metric(page, dropped).value_or(0), sequence.size());
+}
+
+// gpufilterd creates no directory: an alert file or a state file under a missing directory
+// is refused at start (exit 2) with the path named, and nothing is created (a mistyped
+// path once made a directory at the filesystem root). Existing directories still work.
+TEST_F(Gpufilterd, AFileUnderAMissingDirectoryIsRefusedAndNothingIsCreated) {
+  write_text(dir_ + "/auth.log", "");
+  const auto config = [&](const std::string& state, const std::string& alerts) {
+    write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: auth.log
+    state: )" + state + R"(
+rules:
+  - name: r
+    patterns: ["x"]
+outputs:
+  - type: jsonl
+    path: )" + alerts + R"(
+engine: cpu
+server: "127.0.0.1:0"
+)");
+  };
+  const struct {
+    std::string state, alerts, named, missing;
+  } cases[] = {
+      {"follow.state", "missing/deeper/alerts.jsonl", dir_ + "/missing/deeper/alerts.jsonl", dir_ + "/missing"},
+      {"nostate/follow.state", "alerts.jsonl", dir_ + "/nostate/follow.state", dir_ + "/nostate"},
+  };
+  for (const auto& c : cases) {
+    config(c.state, c.alerts);
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    EXPECT_EQ(daemon.wait_exit(30s), 2) << daemon.log();
+    EXPECT_NE(daemon.log().find(c.named + ": refused: the directory"), std::string::npos) << daemon.log();
+    EXPECT_FALSE(std::filesystem::exists(c.missing)) << c.missing;
+  }
+  // The same files in directories that exist: it starts, and stops with status 0.
+  config("follow.state", "alerts.jsonl");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  EXPECT_FALSE(daemon.server().empty());
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 0) << daemon.log();
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/alerts.jsonl"));
+}
+
+// SIGTERM while the webhook never answers and drain_timeout is short: the alerts still
+// queued are lost with the process, so the exit status says so (3, not 0) and the log
+// names their number (gpufilterd_output_dropped_total{reason="shutdown"} counts them too).
+TEST_F(Gpufilterd, ADrainThatTimesOutExitsNonZeroAndCountsTheLostAlerts) {
+  HttpReceiver webhook;
+  webhook.set_delay(3600s);  // hung: reads the request, never answers
+  write_text(dir_ + "/auth.log", "");
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - follow: auth.log
+rules:
+  - name: oom
+    patterns: [Out of memory]
+    cooldown: 0s
+outputs:
+  - type: webhook
+    url: )" + webhook.url() + R"(/hook
+    bearer_token_env: TEST_HOOK_TOKEN
+    timeout: 60s
+server: 127.0.0.1:0
+engine: cpu
+drain_timeout: 300ms
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml", {"TEST_HOOK_TOKEN=t0ken"});
+  ASSERT_FALSE(daemon.server().empty()) << daemon.log();
+  append_text(dir_ + "/auth.log", "Out of memory 1\nOut of memory 2\nOut of memory 3\n");
+  ASSERT_TRUE(webhook.wait_for_count(1, 20s)) << daemon.log();  // the first one is on the wire
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(30s), 3) << daemon.log();
+  EXPECT_NE(daemon.log().find("alerts lost: drain_timeout passed with alerts queued"), std::string::npos)
+      << daemon.log();
+  EXPECT_NE(daemon.log().find("output=webhook dropped=3"), std::string::npos) << daemon.log();
 }
 
 }  // namespace

@@ -482,6 +482,7 @@ TEST(AlertmanagerOutput, A4xxDropsTheBatchWithoutRetrying) {
   EXPECT_EQ(receiver.count(), 1u);
   EXPECT_EQ(out->stats().failures, 1u);
   EXPECT_EQ(out->stats().delivered, 0u);
+  EXPECT_EQ(out->stats().rejected, 1u);  // the lost alert is counted, not only the attempt
 }
 
 TEST(AlertmanagerOutput, TooManyRequestsIsRetried) {
@@ -616,6 +617,8 @@ TEST(Retry, A4xxIsNotRetried) {
   EXPECT_EQ(Json::parse(rs[1].body)["rule"], "accepted");
   EXPECT_EQ(out->stats().failures, 1u);
   EXPECT_EQ(out->stats().delivered, 1u);
+  EXPECT_EQ(out->stats().rejected, 1u);
+  EXPECT_EQ(out->stats().dropped, 0u);
 }
 
 // ---------------------------------------------------------------------------------------

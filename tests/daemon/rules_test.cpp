@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/rules.hpp"
 #include "reference_matcher.hpp"
 #include "testutil/testutil.hpp"
@@ -278,6 +279,61 @@ TEST(RuleEngine, LinesWithoutTheGroupFieldCountInNoGroup) {
   engine.line("s", "Failed password from 1.2.3.4", bound.scan("Failed password from 1.2.3.4"), t0);
   ASSERT_EQ(rec.alerts.size(), 1u);
   EXPECT_EQ(rec.alerts[0].group, "1.2.3.4");
+}
+
+// The group is the token after the LAST occurrence of field_after: the part of an sshd line
+// an attacker writes (the user name) comes before the real "from ADDRESS", so a forged
+// "from 10.9.9.9" there must not choose the group (nor spread one address over many).
+TEST(RuleEngine, AForgedGroupFieldEarlierInTheLineDoesNotChooseTheGroup) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  const std::string forged[] = {
+      "sshd[1]: Invalid user x from 10.9.9.9 from 203.0.113.99 port 5",
+      "sshd[1]: Invalid user from 10.8.8.8 from 203.0.113.99 port 6",
+  };
+  for (const std::string& line : forged) engine.line("s", line, bound.scan(line), t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, "203.0.113.99");
+}
+
+// The group token's length is the log writer's choice (up to max_line_bytes): it is cut to
+// kMaxGroupBytes, so 10,000 groups of forged megabyte tokens cannot take gigabytes of keys
+// and labels.
+TEST(RuleEngine, AnOverlongGroupFieldIsCut) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const std::string line = "Invalid user x from " + std::string(100000, 'a') + " port 5";
+  engine.line("s", line, bound.scan(line), Clock::now());
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, std::string(256, 'a'));
+}
+
+// Past 10,000 groups a rule's new groups share "(other)": forged fields can fill the
+// table, so the matches put there are counted (gpufilterd_rule_groups_overflowed_total).
+TEST(RuleEngine, GroupsPastTheLimitShareOtherAndAreCounted) {
+  RuleConfig r = rule("ssh", {"Invalid user"});
+  r.threshold = ThresholdConfig{2, 1h, ThresholdConfig::GroupBy::kField, "from "};
+  const Bound bound({r});
+  Recorder rec;
+  Metrics metrics;
+  RuleEngine engine(bound.rules, rec.emit(), &metrics);
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 10003; ++i) {
+    const std::string line = "Invalid user x from 10.0." + std::to_string(i) + " port 5";
+    engine.line("s", line, bound.scan(line), t0);
+  }
+  engine.tick(t0);
+  ASSERT_EQ(rec.alerts.size(), 1u);  // the three past the limit, in one group
+  EXPECT_EQ(rec.alerts[0].group, "(other)");
+  EXPECT_NE(metrics.render().find("gpufilterd_rule_groups_overflowed_total{rule=\"ssh\"} 3\n"), std::string::npos)
+      << metrics.render();
 }
 
 }  // namespace

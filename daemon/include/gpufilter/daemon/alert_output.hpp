@@ -19,6 +19,7 @@ struct OutputStats {
   std::uint64_t delivered = 0;  // deliveries that succeeded (HTTP 2xx, a written line)
   std::uint64_t failures = 0;   // delivery attempts that failed (each retry counts)
   std::uint64_t dropped = 0;    // alerts dropped because the queue was full
+  std::uint64_t rejected = 0;   // alerts dropped because the receiver refused them for good (4xx)
   std::uint64_t queued = 0;     // alerts waiting now
 };
 

@@ -127,8 +127,14 @@ class RuleEngine final : public Sink {
     std::unordered_map<std::string, Group> groups;
     std::uint64_t matches = 0, alerts = 0, suppressed = 0;  // totals
     std::uint64_t reported_matches = 0, reported_alerts = 0, reported_suppressed = 0;
+    // Matches put in "(other)" because kMaxGroups groups were tracked: forged fields can
+    // fill the table, and then real groups merge; counted so that it shows.
+    std::uint64_t overflowed = 0, reported_overflowed = 0;
   };
   static constexpr std::size_t kMaxGroups = 10000;  // per rule; more share "(other)"
+  // A field_after token is cut to this many bytes: the log's writer chooses its length (up
+  // to max_line_bytes), and kMaxGroups of them are kept as keys and sent as labels.
+  static constexpr std::size_t kMaxGroupBytes = 256;
 
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text) const;
