@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include "gpufilter/sinks/json_printer.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/core/notices.hpp"
+#include "gpufilter/core/std_descriptors.hpp"
 #include "gpufilter/core/stop_signal.hpp"
 #include "packet_mode.hpp"
 #include "stream_mode.hpp"
@@ -40,6 +42,7 @@ Clock::time_point g_started;  // main() entry, for --stats
 
 // SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0.
 StopSignal* g_stop = nullptr;
+StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
 extern "C" void on_stop_signal(int) {
   if (g_stop != nullptr) g_stop->request();
 }
@@ -226,6 +229,9 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
   for (const std::string& file : o.files) {
     if (stop.requested()) break;
     try {
+      // grep cannot even fstat a closed standard input: it reports it and prints no count.
+      if (file == "-" && g_standard.stdin_closed)
+        throw SourceError(o.label.value_or("(standard input)"), EBADF);
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
       source->set_stop(&stop);
@@ -385,6 +391,10 @@ int search(cli::Options& o) {
 
 int main(int argc, char** argv) {
   g_started = Clock::now();
+  // Before any descriptor is created: a closed standard input must not become the stop
+  // signal's pipe (read forever), nor a closed standard output another pipe. Reading or
+  // writing a closed one then fails with EBADF, reported as grep reports it.
+  g_standard = reopen_closed_standard_descriptors();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
   // A file size limit (ulimit -f) is a write error like a full disk, with a message and
   // exit 2, not a death by SIGXFSZ that leaves --state or --pcap-out unexplained.

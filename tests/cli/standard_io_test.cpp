@@ -1,0 +1,72 @@
+// The standard descriptors as the shell hands them over, against GNU grep 3.8 -F:
+//   - a closed standard input, output or error (`<&-`, `>&-`): the descriptors that
+//     gpufilter creates itself (the stop signal's pipe) must not take their place;
+//   - a seekable standard input left just after the last selected line by -m, so that
+//     `(gpufilter -m1 x; cat) < file` goes on where grep would;
+//   - an input file that is also the output (`gpufilter x io >> io`).
+// Each case is one shell script run twice, with $P as `grep -F` and as gpufilter, in a
+// fresh directory; stdout, stderr (program names aside) and the exit status must agree.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+struct ScriptRun {
+  std::string out;
+  std::string err;
+  int status;
+};
+
+// "grep: " and "gpufilter: " at the start of a message, and both names in the output of
+// `cat` (a file that was written by $P), read as "PROG".
+std::string without_program_name(std::string text) {
+  for (const std::string name : {grep_binary() + ":", std::string("grep:"), gpufilter_binary() + ":",
+                                 std::string("gpufilter:")}) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at))
+      text.replace(at, name.size(), "PROG:");
+  }
+  return text;
+}
+
+// Runs `script` under /bin/sh in a fresh directory with $P set to `program`; a hang
+// fails after 20 s (timeout's status 124) instead of holding up the suite.
+ScriptRun run_script(const std::string& program, const std::string& script) {
+  TempDir dir;
+  const ProcessResult r = run_process(
+      {"/bin/sh", "-c", "cd " + shell_quote(dir.path()) + " && " + script}, {},
+      {"P=timeout 20 " + program});
+  return ScriptRun{without_program_name(r.out), without_program_name(r.err), r.status};
+}
+
+// The script with $P as grep -F and as gpufilter: the same bytes and status.
+void expect_same_script(const std::string& script) {
+  SCOPED_TRACE(script);
+  const ScriptRun grep = run_script(grep_binary() + " -F", script);
+  const ScriptRun ours = run_script(gpufilter_binary(), script);
+  EXPECT_EQ(ours.out, grep.out);
+  EXPECT_EQ(ours.err, grep.err);
+  EXPECT_EQ(ours.status, grep.status);
+}
+
+const std::string kLines = "printf 'a1\\nb2\\na3\\nb4\\na5\\nb6\\n' > m1 && ";
+
+// `gpufilter a <&-` used to read its own stop-signal pipe, which took descriptor 0, and
+// hang; grep says "(standard input): Bad file descriptor" and exits 2.
+TEST(StandardIo, ClosedStandardDescriptorsAreReportedAsGrepReportsThem) {
+  expect_same_script("$P a <&-; echo status $?");
+  expect_same_script("$P --label=foo a <&-; echo status $?");
+  expect_same_script(kLines + "$P -c a m1 - <&-; echo status $?");
+  expect_same_script(kLines + "$P -L a m1 - <&-; echo status $?");
+  expect_same_script(kLines + "$P a m1 >&-; echo status $?");
+  expect_same_script(kLines + "$P -q a m1 >&-; echo status $?");
+  expect_same_script(kLines + "$P a m1 nothere 2>&-; echo status $?");
+}
+
+}  // namespace
+}  // namespace gpufilter::test
