@@ -239,6 +239,12 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
       scanning_now = source->name();
       const InputSummary summary = files.run(*source);
       outcome.bytes = files.bytes_scanned();
+      // What follows in the shell reads standard input on from where grep would leave it
+      // ((grep -m1 x; cat) < file), not from where the read-ahead stopped.
+      if (file == "-") {
+        if (const int error = source->leave_at(summary.after_last_selected); error != 0)
+          throw SourceError(source->name(), error);
+      }
       if (!summary.read_error.empty()) {
         outcome.trouble = true;
         if (!o.no_messages) {

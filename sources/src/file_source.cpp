@@ -19,6 +19,7 @@ FileSource::FileSource(int fd, bool owned, std::string name) : fd_(fd), owned_(o
   if (regular_) {
     const off_t at = ::lseek(fd_, 0, SEEK_CUR);
     offset_ = at < 0 ? 0 : static_cast<std::uint64_t>(at);
+    start_ = offset_;
   }
 }
 
@@ -91,6 +92,12 @@ std::size_t FileSource::read(std::span<char> dst) {
     if (errno != EINTR) throw SourceError(name_, errno);
     if (stop_ != nullptr && stop_->requested()) return 0;
   }
+}
+
+int FileSource::leave_at(std::optional<std::uint64_t> consumed) {
+  if (!regular_) return 0;  // a pipe or terminal: what was read is gone anyway
+  const off_t at = consumed ? ::lseek(fd_, static_cast<off_t>(start_ + *consumed), SEEK_SET) : ::lseek(fd_, 0, SEEK_END);
+  return at < 0 ? errno : 0;
 }
 
 bool FileSource::wait_readable(std::chrono::milliseconds timeout) {

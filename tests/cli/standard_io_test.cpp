@@ -68,5 +68,40 @@ TEST(StandardIo, ClosedStandardDescriptorsAreReportedAsGrepReportsThem) {
   expect_same_script(kLines + "$P a m1 nothere 2>&-; echo status $?");
 }
 
+// grep's manual: after -m NUM, a seekable standard input is left just after the last
+// selected line, trailing context or not; -q, -l, -L and a search to the end leave it at
+// the end. The read-ahead used to leave it wherever its last read stopped.
+TEST(StandardIo, MaxCountLeavesStandardInputAfterTheLastSelectedLine) {
+  for (const std::string script : {
+           "(P -m1 a; echo status $?; cat) < m1",
+           "(P -m2 -A1 a; cat) < m1",
+           "(P -m1 -A3 a; cat) < m1",
+           "(P -m1 -c a; cat) < m1",
+           "(P -m1 -v a; cat) < m1",
+           "(P -m1 -n -b a; cat) < m1",
+           "(P -m1 a; P -m1 a; cat) < m1",
+           "(P -m1 a; P -m1 -c b; P -m3 x; cat) < m1",
+           "(P -m3 a; echo status $?; cat) < m1",
+           "(P -m1 a m1 -; cat) < m1",
+           "(P -q a; echo status $?; cat) < m1",
+           "(P -m1 -q a; cat) < m1",
+           "(P -l a; cat) < m1",
+           "(P -m1 -L a; cat) < m1",
+           "(P -c a; cat) < m1",
+           "(P -m1 x; cat) < un",
+           "(P -m2 a; cat) < un",
+           "cat m1 | (P -m1 a; cat)",
+           // Several MB: the read-ahead and the threaded reads go far past the line.
+           "(P -m1 'line 7'; P -m2 -A1 'line 99999'; P -m1 -c 'line 1999'; cat) < big | cksum",
+       }) {
+    std::string with_p = script;
+    for (std::size_t at = with_p.find("P "); at != std::string::npos; at = with_p.find("P ", at + 2)) {
+      if (at == 0 || with_p[at - 1] == '(' || with_p[at - 1] == ' ') with_p.replace(at, 1, "$P");
+    }
+    expect_same_script(kLines + "printf 'x1\\na2\\nx3\\na4' > un && "
+                       "awk 'BEGIN { for (i = 1; i <= 400000; i++) print \"line \" i }' > big && " + with_p);
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test
