@@ -226,6 +226,9 @@ struct Outcome {
 Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers, Output& out, StopSignal& stop,
                      std::string& scanning_now) {
   Outcome outcome;
+  // grep's rule: only a search that may write lines (not -q, -l, -L, -c, nor -m 1, which
+  // stops at the first) refuses an input that is its regular-file standard output.
+  const bool writes_lines = !o.quiet && o.list == cli::ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
   for (const std::string& file : o.files) {
     if (stop.requested()) break;
     try {
@@ -234,6 +237,10 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
         throw SourceError(o.label.value_or("(standard input)"), EBADF);
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
+      if (writes_lines && source->is_same_file_as(STDOUT_FILENO)) {
+        // `gpufilter x log >> log` would read its own output and grow the file forever.
+        throw SourceError(source->name(), 0, source->name() + ": input file is also the output");
+      }
       source->set_stop(&stop);
       source->set_workers(&workers);
       scanning_now = source->name();

@@ -103,5 +103,22 @@ TEST(StandardIo, MaxCountLeavesStandardInputAfterTheLastSelectedLine) {
   }
 }
 
+// `gpufilter a io >> io` read its own output and grew io without end. grep skips such an
+// input ("io: input file is also the output"), goes on with the others and exits 2,
+// unless nothing but a count or names can be written (-q, -l, -L, -c, -m 1). The file
+// size limit bounds what a regression would write before the test sees it.
+TEST(StandardIo, AnInputThatIsTheOutputIsSkippedAsGrepSkipsIt) {
+  const std::string files = "ulimit -f 2048 && printf 'a1\\nb2\\n' > io && printf 'a9\\n' > other && ";
+  for (const std::string script : {
+           "$P a io >> io", "$P a other io >> io", "$P a io other >> io", "$P a io > io",
+           "$P a - < io >> io", "$P --label=L a - < io >> io", "$P a ./io >> io", "$P a io 1<>io",
+           "$P zz io >> io", "$P -v zz other io >> io", "$P -o a io >> io", "$P -s a io >> io",
+           "$P -m2 a io >> io", "$P -q a io >> io", "$P -l a io >> io", "$P -L a io >> io",
+           "$P -c a io >> io", "$P -m1 a io >> io", "$P -A1 -m1 a io >> io",
+       }) {
+    expect_same_script(files + script + "; echo status $?; cat io");
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -2,6 +2,8 @@
 // and terminals can stall; wait_readable() lets the chunker cut a batch meanwhile.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +38,9 @@ class FileSource final : public Source {
   // file (reads ahead, -q and -l stop before it). 0, or the errno of a failed lseek.
   int leave_at(std::optional<std::uint64_t> consumed);
   bool is_regular_file() const override { return regular_; }
+  // Whether this is a regular file and `other` (an open descriptor) is that same file:
+  // grep's "input file is also the output", with `other` standard output.
+  bool is_same_file_as(int other) const;
   const std::string& name() const override { return name_; }
 
  private:
@@ -44,6 +49,8 @@ class FileSource final : public Source {
   int fd_;
   bool owned_;
   bool regular_ = false;
+  dev_t device_ = 0;  // identity of a regular file, for is_same_file_as
+  ino_t inode_ = 0;
   std::uint64_t start_ = 0;   // where a regular file was when this source took it
   std::uint64_t offset_ = 0;  // of the next read of a regular file
   std::string name_;
