@@ -120,5 +120,28 @@ TEST(StandardIo, AnInputThatIsTheOutputIsSkippedAsGrepSkipsIt) {
   }
 }
 
+// --follow has no grep to compare with. A --state file that is also a followed file was
+// read back after each save and saved again, forever; standard output appended to a
+// followed file was the same loop. Both are refused at the start with exit 2.
+TEST(StandardIo, FollowRefusesItsOwnStateFileAndOutput) {
+  const std::string files = "ulimit -f 2048 && printf 'a1\\n' > log && ";
+  struct Case {
+    std::string script;
+    std::string err;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"$P --follow --state log a log", "PROG: log: the --state file is also a followed file\n"},
+           {"$P --follow --state ./st a other st", "PROG: ./st: the --state file is also a followed file\n"},
+           {"$P --follow --state st a log ./st", "PROG: st: the --state file is also a followed file\n"},
+           {"$P --follow --from-start a log >> log", "PROG: log: input file is also the output\n"},
+           {"$P --follow a other log > log", "PROG: log: input file is also the output\n"},
+       }) {
+    SCOPED_TRACE(c.script);
+    const ScriptRun r = run_script("timeout 10 " + gpufilter_binary(), files + c.script + "; echo status $?");
+    EXPECT_EQ(r.out, "status 2\n");
+    EXPECT_EQ(r.err, c.err);
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test
