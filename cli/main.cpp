@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "gpufilter/sinks/json_printer.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/core/notices.hpp"
+#include "gpufilter/core/std_descriptors.hpp"
 #include "gpufilter/core/stop_signal.hpp"
 #include "packet_mode.hpp"
 #include "stream_mode.hpp"
@@ -42,6 +44,7 @@ Clock::time_point g_started;  // main() entry, for --stats
 
 // SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0.
 StopSignal* g_stop = nullptr;
+StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
 extern "C" void on_stop_signal(int) {
   if (g_stop != nullptr) g_stop->request();
 }
@@ -233,16 +236,32 @@ struct Outcome {
 Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers, Output& out, StopSignal& stop,
                      std::string& scanning_now) {
   Outcome outcome;
+  // grep's rule: only a search that may write lines (not -q, -l, -L, -c, nor -m 1, which
+  // stops at the first) refuses an input that is its regular-file standard output.
+  const bool writes_lines = !o.quiet && o.list == cli::ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
   for (const std::string& file : o.files) {
     if (stop.requested()) break;
     try {
+      // grep cannot even fstat a closed standard input: it reports it and prints no count.
+      if (file == "-" && g_standard.stdin_closed)
+        throw SourceError(o.label.value_or("(standard input)"), EBADF);
       std::unique_ptr<FileSource> source =
           file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
+      if (writes_lines && source->is_same_file_as(STDOUT_FILENO)) {
+        // `gpufilter x log >> log` would read its own output and grow the file forever.
+        throw SourceError(source->name(), 0, source->name() + ": input file is also the output");
+      }
       source->set_stop(&stop);
       source->set_workers(&workers);
       scanning_now = source->name();
       const InputSummary summary = files.run(*source);
       outcome.bytes = files.bytes_scanned();
+      // What follows in the shell reads standard input on from where grep would leave it
+      // ((grep -m1 x; cat) < file), not from where the read-ahead stopped.
+      if (file == "-") {
+        if (const int error = source->leave_at(summary.after_last_selected); error != 0)
+          throw SourceError(source->name(), error);
+      }
       if (!summary.read_error.empty()) {
         outcome.trouble = true;
         if (!o.no_messages) {
@@ -395,6 +414,10 @@ int search(cli::Options& o) {
 
 int main(int argc, char** argv) {
   g_started = Clock::now();
+  // Before any descriptor is created: a closed standard input must not become the stop
+  // signal's pipe (read forever), nor a closed standard output another pipe. Reading or
+  // writing a closed one then fails with EBADF, reported as grep reports it.
+  g_standard = reopen_closed_standard_descriptors();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
   // A file size limit (ulimit -f) is a write error like a full disk, with a message and
   // exit 2, not a death by SIGXFSZ that leaves --state or --pcap-out unexplained.

@@ -2,9 +2,13 @@
 // the --stats fields and notices of what the readers dropped.
 #include "stream_mode.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/record_channel.hpp"
 #include "gpufilter/grep/stream_grep.hpp"
 #include "gpufilter/sources/stream_session.hpp"
@@ -12,6 +16,20 @@
 namespace gpufilter {
 
 namespace {
+
+// `gpufilter --follow x log >> log` would follow its own output: each line it writes is a
+// new line of the followed file, selected again, forever. grep's rule for its inputs
+// (main.cpp), applied to the followed files as they are at the start; throws ConfigError.
+void refuse_output_as_followed_file(const cli::Options& o) {
+  const bool writes_lines = !o.quiet && o.list == cli::ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
+  struct stat out {};
+  if (!writes_lines || ::fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode)) return;
+  for (const std::string& path : o.files) {
+    struct stat in {};
+    if (::stat(path.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw ConfigError(path + ": input file is also the output");
+  }
+}
 
 FollowConfig follow_config(const cli::Options& o) {
   FollowConfig follow;
@@ -86,7 +104,10 @@ StreamResult run_streams(const cli::Options& o, Scanner& scanner, const SearchOp
   config.on_io_failure = StreamSessionConfig::IoFailure::kEnd;  // a reader's failure fails the run
   config.stop = &stop;
   StreamSession session(config);
-  if (o.follow) session.add_follower(follow_config(o), notices);
+  if (o.follow) {
+    refuse_output_as_followed_file(o);
+    session.add_follower(follow_config(o), notices);
+  }
   if (!o.listen.empty()) session.add_listener(listen_config(o), notices);
   session.start([&](const std::string& url) { notices.notice("listening on " + url); });
 

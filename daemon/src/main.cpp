@@ -26,6 +26,7 @@
 #include "daemon.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/log.hpp"
+#include "gpufilter/core/std_descriptors.hpp"
 
 namespace {
 
@@ -81,6 +82,10 @@ int refuse(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any descriptor is created: with descriptor 0 closed the signal pipe would
+  // become standard input, and a "stdin: true" source would read the SIGTERM meant for
+  // the control thread. A closed one now fails its reads with EBADF instead.
+  gpufilter::reopen_closed_standard_descriptors();
   std::optional<std::string> config_path;
   bool check = false;
   for (int i = 1; i < argc; ++i) {

@@ -17,8 +17,11 @@ FileSource::FileSource(int fd, bool owned, std::string name) : fd_(fd), owned_(o
   struct stat st {};
   regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   if (regular_) {
+    device_ = st.st_dev;
+    inode_ = st.st_ino;
     const off_t at = ::lseek(fd_, 0, SEEK_CUR);
     offset_ = at < 0 ? 0 : static_cast<std::uint64_t>(at);
+    start_ = offset_;
   }
 }
 
@@ -91,6 +94,17 @@ std::size_t FileSource::read(std::span<char> dst) {
     if (errno != EINTR) throw SourceError(name_, errno);
     if (stop_ != nullptr && stop_->requested()) return 0;
   }
+}
+
+bool FileSource::is_same_file_as(int other) const {
+  struct stat st {};
+  return regular_ && ::fstat(other, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == device_ && st.st_ino == inode_;
+}
+
+int FileSource::leave_at(std::optional<std::uint64_t> consumed) {
+  if (!regular_) return 0;  // a pipe or terminal: what was read is gone anyway
+  const off_t at = consumed ? ::lseek(fd_, static_cast<off_t>(start_ + *consumed), SEEK_SET) : ::lseek(fd_, 0, SEEK_END);
+  return at < 0 ? errno : 0;
 }
 
 bool FileSource::wait_readable(std::chrono::milliseconds timeout) {

@@ -35,8 +35,10 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
@@ -158,6 +160,15 @@ std::string dir_of(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
+}
+
+// Whether two paths name one file: the same file now, or (one of them not there yet) the
+// same place once made absolute and normalized.
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  std::error_code ignored;
+  return std::filesystem::absolute(a, ignored).lexically_normal() == std::filesystem::absolute(b, ignored).lexically_normal();
 }
 
 // The file's first `size` bytes (fewer if it holds fewer).
@@ -326,6 +337,10 @@ Follower::Impl::Impl(asio::io_context& io_context, RecordChannel& record_channel
   for (const std::string& path : config.paths) {
     if (!config.state_path.empty() && path.find('\n') != std::string::npos)
       throw ConfigError("--state cannot record a path holding a newline: " + path);
+    // Each save of the state would be a new line of the followed file, read and recorded
+    // in the next save, forever.
+    if (!config.state_path.empty() && same_file(path, config.state_path))
+      throw ConfigError(config.state_path + ": the --state file is also a followed file");
     auto in = std::make_unique<Input>();
     in->path = path;
     in->dir = dir_of(path);

@@ -88,8 +88,11 @@ std::vector<json> read_jsonl(const std::string& path) {
 // gpufilterd with its stderr (the log) collected as it comes; killed if a test leaves it.
 class Daemon {
  public:
-  explicit Daemon(const std::string& config, const std::vector<std::string>& env = {}) {
-    const SpawnedProcess child = spawn_process({gpufilterd_binary(), "--config", config}, env);
+  // `closed_stdin`: started with descriptor 0 closed (`<&-`), through a shell that execs it.
+  explicit Daemon(const std::string& config, const std::vector<std::string>& env = {}, bool closed_stdin = false) {
+    const SpawnedProcess child =
+        closed_stdin ? spawn_process({"/bin/sh", "-c", "exec \"$0\" --config \"$1\" <&-", gpufilterd_binary(), config}, env)
+                     : spawn_process({gpufilterd_binary(), "--config", config}, env);
     pid_ = child.pid;
     ::close(child.in);
     reader_ = std::thread([this, out = child.out, err = child.err] { collect(out, err); });
@@ -676,6 +679,29 @@ TEST_F(Gpufilterd, ConfigOptionWithoutAFileSaysItNeedsOne) {
     EXPECT_EQ(r.err.find("unknown argument"), std::string::npos) << r.err;
   }
   EXPECT_EQ(run_process({gpufilterd_binary(), "--config=" + good, "--check"}).status, 0);
+}
+
+// With descriptor 0 closed, the signal pipe used to become standard input: a "stdin:
+// true" source read the bytes meant for the control thread, and SIGTERM was lost.
+TEST_F(Gpufilterd, ClosedStandardInputLeavesSigtermWorking) {
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - stdin: true
+rules:
+  - name: every
+    patterns: ["seq="]
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml", {}, true);
+  daemon.server();
+  std::this_thread::sleep_for(200ms);  // the stdin source has met its closed input
+  daemon.signal(SIGTERM);
+  const std::optional<int> status = daemon.wait_exit(20s);
+  ASSERT_TRUE(status.has_value()) << "SIGTERM did not end it: " << daemon.log();
+  EXPECT_NE(*status, 128 + SIGKILL) << daemon.log();
 }
 
 // The bundled example runs as written: the OpenSSH sample on standard input gives one

@@ -35,6 +35,7 @@ void Searcher::begin_input(const std::string& name) {
   next_number_ = 1;
   last_output_number_ = 0;
   selected_ = 0;
+  after_last_selected_ = 0;
   pending_after_ = 0;
   draining_ = false;
   done_ = false;
@@ -218,7 +219,8 @@ void Searcher::enter_binary() {
 // each record looks only at its own; and unless -v or the empty pattern can select a
 // record without any, the records between occurrences are skipped unsearched (a file of
 // NUL bytes is a billion records per GB).
-void Searcher::binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated) {
+void Searcher::binary_record(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+                             bool terminated) {
   const bool only_with_occurrences = !options_.invert && !table_.has_empty_pattern();
   std::size_t index = 0;  // the first occurrence not before the record
   std::size_t begin = 0;
@@ -242,6 +244,7 @@ void Searcher::binary_record(std::string_view text, std::span<const LineOccurren
     }
     if (line_matches(record, record_occurrences_) != options_.invert) {
       ++selected_;
+      after_last_selected_ = offset + std::min(end + 1, text.size() + (terminated ? 1 : 0));
       used_ = true;  // grep's separator rule counts lines it selected but did not print
       binary_matched_ = true;
       if (stop_on_first_ || selected_ >= options_.max_count) {
@@ -263,7 +266,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     if (done_) return;
   }
   if (in_binary_) {
-    binary_record(text, occurrences, terminated);
+    binary_record(text, offset, occurrences, terminated);
     return;
   }
   const bool matched = line_matches(text, occurrences);
@@ -287,6 +290,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   }
   if (selected) {
     ++selected_;
+    after_last_selected_ = offset + text.size() + (terminated ? 1 : 0);
     if (!quiet_) {
       start_group(before_.empty() ? number : before_.front().number);
       for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids);
@@ -452,7 +456,7 @@ void Searcher::settle_binary_records(const char* piece, std::size_t size) {
   const std::string_view held = spool_.view();
   std::sort(open_occurrences_.begin(), open_occurrences_.end(),
             [&](const LineOccurrence& a, const LineOccurrence& b) { return table_.before(a, b); });
-  binary_record(held.substr(0, last_nul), open_occurrences_, true);
+  binary_record(held.substr(0, last_nul), open_offset_, open_occurrences_, true);
   if (done_) return;
   const std::size_t cut = last_nul + 1;
   const std::string tail(held.substr(cut));
@@ -493,6 +497,7 @@ InputSummary Searcher::finish_input() {
   open_occurrences_.clear();
   InputSummary summary;
   summary.selected_lines = selected_;
+  if (selected_ >= options_.max_count && !stop_on_first_) summary.after_last_selected = after_last_selected_;
   summary.binary_matched = binary_matched_;
   summary.name = name_;
   sink_.finish(summary);

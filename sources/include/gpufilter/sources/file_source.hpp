@@ -2,8 +2,11 @@
 // and terminals can stall; wait_readable() lets the chunker cut a batch meanwhile.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gpufilter/core/workers.hpp"
@@ -30,7 +33,14 @@ class FileSource final : public Source {
 
   std::size_t read(std::span<char> dst) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
+  // Leaves a seekable descriptor where grep leaves it once the input is searched: just
+  // past the first `consumed` bytes of what this source read (-m), or at the end of the
+  // file (reads ahead, -q and -l stop before it). 0, or the errno of a failed lseek.
+  int leave_at(std::optional<std::uint64_t> consumed);
   bool is_regular_file() const override { return regular_; }
+  // Whether this is a regular file and `other` (an open descriptor) is that same file:
+  // grep's "input file is also the output", with `other` standard output.
+  bool is_same_file_as(int other) const;
   const std::string& name() const override { return name_; }
 
  private:
@@ -39,6 +49,9 @@ class FileSource final : public Source {
   int fd_;
   bool owned_;
   bool regular_ = false;
+  dev_t device_ = 0;  // identity of a regular file, for is_same_file_as
+  ino_t inode_ = 0;
+  std::uint64_t start_ = 0;   // where a regular file was when this source took it
   std::uint64_t offset_ = 0;  // of the next read of a regular file
   std::string name_;
   const StopSignal* stop_ = nullptr;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,6 +60,10 @@ struct InputSummary {
   // Set when reading failed part-way ("NAME: reason"): like grep, the input is finished
   // with what was read before the failure.
   std::string read_error;
+  // Set when -m ended the input: the offset just past the last selected line (its '\n'
+  // included), from where the input was first read. grep leaves a seekable standard
+  // input there, whatever trailing context it printed, so a next reader goes on from it.
+  std::optional<std::uint64_t> after_last_selected;
 };
 
 // What a sink needs the Searcher to give it, beyond what grep's own options ask for. Each

@@ -98,7 +98,9 @@ class Searcher final : public ChunkConsumer {
   // `terminated`: the line ended with '\n' (not the unterminated end of the input).
   void line(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
             bool terminated);
-  void binary_record(std::string_view text, std::span<const LineOccurrence> occurrences, bool terminated);
+  // `offset`: where `text` lies in the input.
+  void binary_record(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
+                     bool terminated);
   void complete_open_line(bool terminated);
   void settle_binary_records(const char* piece, std::size_t size);
   void enter_binary();
@@ -119,6 +121,7 @@ class Searcher final : public ChunkConsumer {
   std::uint64_t next_number_ = 1;
   std::uint64_t last_output_number_ = 0;  // 0: nothing output yet in this input
   std::uint64_t selected_ = 0;
+  std::uint64_t after_last_selected_ = 0;  // the input offset just past the last selected line
   std::size_t pending_after_ = 0;
   bool draining_ = false;  // -m reached: only trailing context remains
   bool done_ = false;
