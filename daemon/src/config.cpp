@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <vector>
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/daemon/outputs.hpp"
@@ -126,7 +129,9 @@ struct At {
 // yaml-cpp keeps both of two equal keys and node[key] answers the first, so a second
 // `rules:` (or `patterns:`, `name:`, `server:` ...) would be silently ignored. Every
 // mapping, at any depth, is refused when a key repeats. `budget` bounds the walk: aliases
-// can make a small file a huge tree (without them every node costs at least a byte).
+// can make a small file a huge tree (without them every node costs at least a byte). It is
+// only a backstop: refuse_alias_bombs has already bounded the expanded nodes (and refused
+// cycles) before this walk runs.
 void refuse_duplicate_keys(const At& at, std::size_t& budget) {
   if (budget == 0) at.fail("the document expands to too many nodes (aliases?)");
   --budget;
@@ -145,6 +150,126 @@ void refuse_duplicate_keys(const At& at, std::size_t& budget) {
     if (!inserted) At{at.file, kv.first, key}.fail("duplicate key (first on line " + std::to_string(it->second) + ")");
     refuse_duplicate_keys(At{at.file, kv.second, key}, budget);
   }
+}
+
+// Aliases make a small file a huge document ("billion laughs": ten anchors, each a list of
+// ten aliases of the one before, read as 10^10 scalars). yaml-cpp shares an aliased node
+// rather than copying it, but every reader of the tree (the duplicate-key walk, as<>(),
+// the rules' patterns) expands it again. So before YAML::Load, yaml-cpp's event parser
+// reads the document once and keeps, for each anchor, the size of its subtree as it reads
+// when every alias in it is expanded; an alias adds that size. It stops at the first bound
+// passed, and refuses an alias of a node from inside that node (yaml-cpp would build a
+// cycle, and the walk would recurse until the stack runs out).
+//
+// The bounds, generous for real files: a configuration with 10,000 rules of 20 patterns is
+// about 9 MB of text and under 10^6 nodes, and without aliases a file reads as at most its
+// own size in scalar bytes and about one node per byte (`{a,b}`: 5 bytes, 5 nodes), so
+// no alias-free file is ever refused, and aliases may multiply a file 16 times over:
+//   - scalar bytes after expansion: 64 MiB or 16x the file size, whichever is larger
+//     (the file itself is at most kConfigLimit, 16 MiB);
+//   - nodes after expansion: 1 Mi or 2x the file size + 16, whichever is larger (this
+//     also bounds the duplicate-key walk, which visits each expanded node once);
+//   - alias uses: 100,000 (each is cheap for yaml-cpp; this bounds the bookkeeping and
+//     is far above the few shared anchors a configuration names per rule).
+constexpr std::size_t kExpandedBytesFloor = 64u << 20;
+constexpr std::size_t kExpandedBytesFactor = 16;
+constexpr std::size_t kExpandedNodesFloor = 1u << 20;
+constexpr std::size_t kMaxAliasUses = 100'000;
+
+class AliasBudget : public YAML::EventHandler {
+ public:
+  AliasBudget(const std::string& path, std::size_t file_size)
+      : path_(path),
+        max_bytes_(std::max(kExpandedBytesFloor, kExpandedBytesFactor * file_size)),
+        max_nodes_(std::max(kExpandedNodesFloor, 2 * file_size + 16)) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor, 0); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
+    leaf(anchor, value.size());
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = sizes_.find(anchor);
+    if (it == sizes_.end()) {
+      throw ConfigError(path_ + ":" + std::to_string(mark.line + 1) +
+                        ": an alias of a node from inside that node (a cycle) is not supported");
+    }
+    if (++aliases_ > kMaxAliasUses) {
+      throw ConfigError(path_ + ": more than " + std::to_string(kMaxAliasUses) +
+                        " alias uses (limit; a configuration needs far fewer)");
+    }
+    add(it->second);
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Size {
+    std::size_t bytes = 0;
+    std::size_t nodes = 0;
+  };
+  struct Open {
+    YAML::anchor_t anchor;
+    Size at_start;
+  };
+
+  void add(const Size& s) {
+    // Both stay below their bounds before the addition, and s is at most the total read so
+    // far (an anchored subtree is part of it), so the sums cannot overflow.
+    total_.bytes += s.bytes;
+    total_.nodes += s.nodes;
+    if (total_.bytes > max_bytes_) {
+      throw ConfigError(path_ + ": aliases expand to more than " + std::to_string(max_bytes_ >> 20) +
+                        " MiB of text (limit; a configuration needs far less)");
+    }
+    if (total_.nodes > max_nodes_) {
+      throw ConfigError(path_ + ": aliases expand to more than " + std::to_string(max_nodes_) +
+                        " nodes (limit; a configuration needs far fewer)");
+    }
+  }
+  void leaf(YAML::anchor_t anchor, std::size_t bytes) {
+    const Size s{bytes, 1};
+    add(s);
+    if (anchor != YAML::NullAnchor) sizes_[anchor] = s;
+  }
+  void open(YAML::anchor_t anchor) {
+    add(Size{0, 1});
+    // The collection node itself is counted in its own size: at_start is taken before it.
+    stack_.push_back(Open{anchor, Size{total_.bytes, total_.nodes - 1}});
+  }
+  void close() {
+    if (stack_.empty()) return;
+    const Open o = stack_.back();
+    stack_.pop_back();
+    if (o.anchor != YAML::NullAnchor) {
+      sizes_[o.anchor] = Size{total_.bytes - o.at_start.bytes, total_.nodes - o.at_start.nodes};
+    }
+  }
+
+  const std::string& path_;
+  const std::size_t max_bytes_;
+  const std::size_t max_nodes_;
+  std::size_t aliases_ = 0;
+  Size total_;
+  std::vector<Open> stack_;
+  std::unordered_map<YAML::anchor_t, Size> sizes_;  // anchor id -> its expanded size, once closed
+};
+
+// Throws ConfigError when the first document (the one YAML::Load reads) expands past the
+// bounds above; a syntax error is left to YAML::Load, which reports it the same way.
+void refuse_alias_bombs(const std::string& yaml, const std::string& path) {
+  std::istringstream in(yaml);
+  YAML::Parser parser(in);
+  AliasBudget budget(path, yaml.size());
+  parser.HandleNextDocument(budget);
 }
 
 // Refuses a file that cannot be opened for appending once its missing directories are
@@ -483,6 +608,7 @@ DaemonConfig load_config(const std::string& path) {
 DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
   YAML::Node root;
   try {
+    refuse_alias_bombs(yaml, path);  // before anything expands an alias
     root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
     throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);

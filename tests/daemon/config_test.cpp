@@ -1,9 +1,12 @@
 // gpufilterd's YAML configuration: a complete file parses into what it says, and every
 // kind of mistake is refused with the file, the line and the key in the message.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -429,6 +432,96 @@ TEST_F(Config, DuplicateKeysAreRefusedAnywhere) {
        "c.yaml:4: outputs[0].path: duplicate key (first on line 4)"},
   };
   for (const auto& [yaml, expected] : cases) EXPECT_NE(error_of(yaml).find(expected), std::string::npos) << error_of(yaml);
+}
+
+// Aliases expanded without a bound: 2,000 aliases of a 100 KB string (a 108 KB file) took
+// 201 MB to check, and nested aliases of lists grow exponentially. Both are refused before
+// anything is converted, quickly and in little memory, naming the file and why.
+std::string laughs_of_strings() {  // 2,000 aliases of a 100 KB string
+  std::string yaml = "sources: [{stdin: true}]\nbig: &big " + std::string(100'000, 'x') + "\nrules:\n";
+  yaml += "  - name: a\n    patterns:\n";
+  for (int i = 0; i < 2000; ++i) yaml += "      - *big\n";
+  return yaml;
+}
+std::string laughs_of_lists() {  // 10 levels of lists of 10 aliases: 10^10 scalars
+  std::string yaml = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\nl0: &l0 [lol]\n";
+  for (int level = 1; level <= 10; ++level) {
+    const std::string name = std::to_string(level), prev = std::to_string(level - 1);
+    yaml.append("l").append(name).append(": &l").append(name).append(" [");
+    for (int i = 0; i < 10; ++i) yaml.append(i > 0 ? ", *l" : "*l").append(prev);
+    yaml += "]\n";
+  }
+  return yaml;
+}
+
+TEST_F(Config, AliasBombsAreRefusedQuicklyNamingTheFile) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string strings = error_of(laughs_of_strings());
+  EXPECT_NE(strings.find(dir_ + "/c.yaml: aliases expand to more than 64 MiB of text (limit"), std::string::npos)
+      << strings;
+  const std::string lists = error_of(laughs_of_lists());
+  EXPECT_NE(lists.find(dir_ + "/c.yaml: aliases expand to more than"), std::string::npos) << lists;
+  // parse_config (the text already read) names the path it is given.
+  try {
+    parse_config(laughs_of_lists(), "/etc/gpufilterd.yaml");
+    ADD_FAILURE() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("/etc/gpufilterd.yaml: aliases expand to more than", 0), 0u) << e.what();
+  }
+  // Many aliases of a small node: refused by their number before the text adds up.
+  std::string many = kMinimal + "x: &x y\nz: [";
+  for (int i = 0; i < 100'001; ++i) many += i == 0 ? "*x" : ",*x";
+  EXPECT_NE(error_of(many + "]\n").find("c.yaml: more than 100000 alias uses (limit"), std::string::npos);
+  // An alias of a node from inside it: yaml-cpp builds a cycle, which every walk would follow.
+  EXPECT_NE(error_of(kMinimal + "x: &x [a, *x]\n").find("c.yaml:3: an alias of a node from inside that node"),
+            std::string::npos)
+      << error_of(kMinimal + "x: &x [a, *x]\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+}
+
+// Before the bound, `gpufilterd --check` of laughs_of_strings() peaked at 201 MB.
+TEST_F(Config, AliasBombsAreRefusedInLittleMemory) {
+  const std::string path = write("c.yaml", laughs_of_strings());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    try {
+      load_config(path);
+    } catch (const ConfigError&) {
+      ::_exit(2);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  rusage usage{};
+  ASSERT_EQ(::wait4(pid, &status, 0, &usage), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_LT(usage.ru_maxrss, 64 * 1024) << "KiB";  // far below the 201 MB it took
+}
+
+// Aliases a real configuration uses (shared labels, patterns, a threshold) still load, and
+// read as what they name.
+TEST_F(Config, ConfigurationsWithAFewAliasesLoad) {
+  const DaemonConfig c = load_config(write("c.yaml", R"(
+sources: [{stdin: true}]
+rules:
+  - name: a
+    patterns: &common [timeout, refused]
+    labels: &team {team: infra}
+    threshold: &burst {count: 3, window: 1m}
+  - name: b
+    patterns: *common
+    labels: *team
+    threshold: *burst
+  - name: c
+    labels: {owner: &name y}
+    patterns: [x, *name]
+)"));
+  ASSERT_EQ(c.rules.size(), 3u);
+  EXPECT_EQ(c.rules[1].patterns, c.rules[0].patterns);
+  EXPECT_EQ(c.rules[1].labels, c.rules[0].labels);
+  EXPECT_EQ(c.rules[2].patterns, (std::vector<std::string>{"x", "y"}));
 }
 
 // What the outputs refuse when they are made is refused by the validation itself, so that

@@ -603,7 +603,8 @@ TEST_F(Gpufilterd, BadConfigExitsTwoNamingTheKey) {
 
 // --check refuses everything the start refuses, with the same reason: both run the one
 // validation (load_config). Before, the start refused output URLs, alert paths and the
-// server address when it built them, and --check passed them; duplicate keys passed both.
+// server address when it built them, and --check passed them; duplicate keys passed both,
+// and aliases expanded without a bound.
 TEST_F(Gpufilterd, CheckRefusesWhatTheStartRefusesWithTheSameReason) {
   write_text(dir_ + "/blocker", "a file\n");
   // stdin alone: a start that (wrongly) went on would end at the input's end, not hang.
@@ -625,6 +626,24 @@ TEST_F(Gpufilterd, CheckRefusesWhatTheStartRefusesWithTheSameReason) {
       head + rule + "outputs: [{type: jsonl, path: blocker/alerts.jsonl}]\n",
       "sources: [{follow: a.log, state: blocker/x.state}]\nengine: cpu\n" + rule,
       "sources: [{stdin: true}]\nengine: cpu\nserver: \"127.0.0.1:99999\"\n" + rule,
+      head + rule + "x: &x [a, *x]\n",  // an alias inside its own anchor: a cycle
+      // Aliases that expand without a bound: 2,000 of a 100 KB string (201 MB to check,
+      // before), and 10 levels of lists of 10 aliases (10^10 scalars).
+      [&] {
+        std::string yaml = head + rule + "big: &big " + std::string(100'000, 'x') + "\nmany:\n";
+        for (int i = 0; i < 2000; ++i) yaml += "  - *big\n";
+        return yaml;
+      }(),
+      [&] {
+        std::string yaml = head + rule + "l0: &l0 [lol]\n";
+        for (int level = 1; level <= 10; ++level) {
+          const std::string name = std::to_string(level), prev = std::to_string(level - 1);
+          yaml.append("l").append(name).append(": &l").append(name).append(" [*l").append(prev);
+          for (int i = 1; i < 10; ++i) yaml.append(", *l").append(prev);
+          yaml += "]\n";
+        }
+        return yaml;
+      }(),
   };
   const std::string config = dir_ + "/gpufilterd.yaml";
   // The log's logfmt value of a message: quoted, with \ and " escaped.
