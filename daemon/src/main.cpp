@@ -61,7 +61,8 @@ int usage(int status) {
       "Watch log streams and emit alerts, per the rules in FILE (docs/DAEMON.md).\n"
       "  --config FILE   the YAML configuration\n"
       "  --check         validate FILE and exit (0: valid, 2: not)\n"
-      "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0.\n",
+      "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0\n"
+      "(3 when alerts were still queued at the end of drain_timeout; 2 on trouble).\n",
       status == 0 ? stdout : stderr);
   return status;
 }
