@@ -1,4 +1,4 @@
-// gpufilter: grep -F whose matching runs on the GPU. main() is the one place that maps
+// gpufilter: grep whose literal matching runs on the GPU. main() is the one place that maps
 // errors to messages and grep's exit statuses (0 selected, 1 none, 2 trouble).
 #include <signal.h>
 #include <sys/stat.h>
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 #include <chrono>
+#include <clocale>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "gpufilter/core/std_descriptors.hpp"
 #include "gpufilter/core/stop_signal.hpp"
 #include "packet_mode.hpp"
+#include "patterns_mode.hpp"
 #include "stream_mode.hpp"
 
 namespace {
@@ -122,9 +124,16 @@ bool color_enabled(cli::ColorWhen when) {
 // nothing, so -v selects every line, -w and -x included: grep swaps it for the empty
 // pattern with -v flipped. Returns the number of patterns given.
 std::size_t prepare_patterns(cli::Options& o) {
+  if (o.hex_patterns || o.escapes) {
+    if (o.syntax_given && o.syntax != regex::Syntax::kFixed)
+      throw cli::UsageError("-X/--hex and --escapes give fixed strings: they cannot be combined with -E, -G or -P",
+                            false);
+    o.syntax = regex::Syntax::kFixed;
+  }
   o.patterns = cli::decode_patterns(o.patterns, o.hex_patterns, o.escapes);
   const std::size_t given = o.patterns.size();
   if (o.patterns.empty()) {
+    o.syntax = regex::Syntax::kFixed;
     o.patterns.add("");
     o.invert = !o.invert;
     o.word = o.whole_line = false;
@@ -193,12 +202,12 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
 }
 
 // What the engine layer needs to know of this run.
-EngineRequest engine_request(const cli::Options& o, InputKind input) {
+EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, InputKind input) {
   EngineRequest request;
   request.choice = o.engine == cli::Engine::kHost     ? EngineChoice::kHost
                    : o.engine == cli::Engine::kOpenCL ? EngineChoice::kDevice
                                                       : EngineChoice::kAuto;
-  request.patterns = PatternStats::of(o.patterns);
+  request.patterns = PatternStats::of(scanned);
   request.input = input;
   // Streams and live captures have no size to weigh: only the pattern count decides.
   if (input == InputKind::kPackets && o.interface.empty()) request.input_bytes = regular_input_bytes(o.pcaps);
@@ -213,7 +222,12 @@ EngineRequest engine_request(const cli::Options& o, InputKind input) {
 
 // --json names each unique pattern by the first given pattern that has its id.
 std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t given_patterns,
-                                          const PatternTable& patterns, Output& out) {
+                                          const PatternTable& patterns, bool regexes, Output& out) {
+  if (regexes) {  // the ids are the regexes' own indices
+    std::vector<JsonPrinter::Pattern> each;
+    for (std::size_t i = 0; i < given_patterns; ++i) each.push_back({static_cast<std::uint32_t>(i), o.patterns[i]});
+    return std::make_unique<JsonPrinter>(out, std::move(each));
+  }
   std::vector<JsonPrinter::Pattern> given(patterns.unique_count());
   std::vector<bool> seen(patterns.unique_count(), false);
   for (std::size_t i = 0; i < given_patterns; ++i) {
@@ -340,6 +354,26 @@ void warn_of_device_faults(Engine& engine, const std::string& scanning_now, bool
   });
 }
 
+// Fixed strings (nullptr) or regexes for this run (patterns_mode.hpp decides).
+std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patterns, bool captures) {
+  if (given_patterns == 0) return nullptr;
+  auto regexes = cli::regex_lines_for(o, cli::utf8_locale(), [](const std::string& w) { message(w); });
+  if (!regexes) return nullptr;
+  if (captures)
+    throw cli::UsageError("regular expressions do not apply to --pcap or --interface yet: give fixed strings (-F)",
+                          false);
+  if (o.pattern_counts)
+    throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);
+  return regexes;
+}
+
+std::string regex_stats(const RegexLines& r) {
+  return ",\"regex_candidates\":" + std::to_string(r.counts().candidates) +
+         ",\"regex_confirmed\":" + std::to_string(r.counts().confirmed) +
+         ",\"regex_full_scan_lines\":" + std::to_string(r.counts().full_scan) +
+         ",\"regex_without_factor\":" + std::to_string(r.unfiltered_count());
+}
+
 int search(cli::Options& o) {
   // The stop handlers are installed in main(), before anything slow: a signal during
   // start-up is a stop too.
@@ -354,17 +388,21 @@ int search(cli::Options& o) {
   if (const char* env = std::getenv("GPUFILTER_DEVICE"); spec.empty() && env != nullptr) spec = env;
   Engines engines(spec);
   const Clock::time_point build_start = Clock::now();
-  const EnginePlan plan = engines.plan(engine_request(o, input));
-  std::unique_ptr<Engine> engine = engines.compile(plan, o.patterns, MatchOptions{o.ignore_case});
+  std::unique_ptr<RegexLines> regexes = regex_lines(o, given_patterns, captures);
+  const PatternSet& scanned = regexes ? regexes->factors() : o.patterns;
+  const EnginePlan plan = engines.plan(engine_request(o, scanned, input));
+  std::unique_ptr<Engine> engine = engines.compile(plan, scanned, MatchOptions{o.ignore_case});
   const PatternTable& patterns = engine->table();
+  if (regexes) regexes->bind(patterns);
 
   const PrinterOptions printing = printer_options(o);
-  const SearchOptions searching = search_options(o, printing, streams);
+  SearchOptions searching = search_options(o, printing, streams);
+  searching.regex = regexes.get();
   Output out(STDOUT_FILENO, o.line_buffered);
   Output err(STDERR_FILENO, true);
   GrepPrinter grep_printer(out, err, printing);
   std::unique_ptr<JsonPrinter> json;
-  if (o.json) json = json_printer(o, given_patterns, patterns, out);
+  if (o.json) json = json_printer(o, given_patterns, patterns, regexes != nullptr, out);
   Sink& printer = json ? static_cast<Sink&>(*json) : grep_printer;
   Searcher searcher(patterns, searching, printer);
   Scanner& scanner =
@@ -396,6 +434,7 @@ int search(cli::Options& o) {
   } else {
     outcome = search_files(o, files, workers, out, stop, scanning_now);
   }
+  if (regexes) outcome.stats += regex_stats(*regexes);
   if (o.pattern_counts && !o.quiet && !print_pattern_counts(o, given_patterns, *engine, files.lines_seen(), out))
     outcome.trouble = true;
   out.flush();
@@ -414,6 +453,10 @@ int search(cli::Options& o) {
 
 int main(int argc, char** argv) {
   g_started = Clock::now();
+  // grep's locale: a UTF-8 character set makes -i, -w, '.' and brackets work on
+  // characters. Numbers (--stats) stay in the C form.
+  std::setlocale(LC_ALL, "");
+  std::setlocale(LC_NUMERIC, "C");
   // Before any descriptor is created: a closed standard input must not become the stop
   // signal's pipe (read forever), nor a closed standard output another pipe. Reading or
   // writing a closed one then fails with EBADF, reported as grep reports it.
@@ -455,6 +498,9 @@ int main(int argc, char** argv) {
     return search(options);
   } catch (const OutputError& e) {
     if (!e.closed()) message(e.what());
+    return kTrouble;
+  } catch (const regex::RegexError& e) {
+    for (const std::string& m : e.messages()) message(m);
     return kTrouble;
   } catch (const KernelBuildError& e) {
     message(e.what());

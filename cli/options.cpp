@@ -329,16 +329,23 @@ PatternSet decode_patterns(const PatternSet& patterns, bool hex, bool escapes) {
 
 namespace {
 
+// -E, -F, -G, -P: grep refuses two different ones.
+void set_syntax(Options& o, regex::Syntax syntax) {
+  if (o.syntax_given && o.syntax != syntax) throw UsageError("conflicting matchers specified", false);
+  o.syntax = syntax;
+  o.syntax_given = true;
+}
+
 // grep's own options (those gpufilter takes or refuses as grep's); false: not one of them.
 bool grep_option(int c, Options& o, bool& patterns_given) {
   switch (c) {
     case 'A': o.after = context_length(::optarg); break;
     case 'B': o.before = context_length(::optarg); break;
     case 'C': o.context = context_length(::optarg); break;
-    case 'E': unsupported("-E", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-    case 'G': unsupported("-G", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-    case 'P': unsupported("-P", "regular expressions are not supported; gpufilter matches fixed strings (-F) only");
-    case 'F': break;  // implied
+    case 'E': set_syntax(o, regex::Syntax::kExtended); break;
+    case 'G': set_syntax(o, regex::Syntax::kBasic); break;
+    case 'P': set_syntax(o, regex::Syntax::kPerl); break;
+    case 'F': set_syntax(o, regex::Syntax::kFixed); break;
     case 'H': o.with_filename = true; break;
     case 'h': o.with_filename = false; break;
     case 'I': o.binary_files = BinaryFiles::kWithoutMatch; break;
@@ -349,12 +356,17 @@ bool grep_option(int c, Options& o, bool& patterns_given) {
     case 'c': o.count = true; break;
     case 'e':
       o.patterns.add_list(::optarg);
+      o.origins.resize(o.patterns.size());
       patterns_given = true;
       break;
-    case 'f':
+    case 'f': {
+      const std::size_t first = o.patterns.size();
       o.patterns.add_file_contents(read_pattern_file(::optarg));
+      for (std::size_t i = first; i < o.patterns.size(); ++i)
+        o.origins.push_back(regex::PatternOrigin{::optarg, i - first + 1});
       patterns_given = true;
       break;
+    }
     case 'i': case 'y': o.ignore_case = true; break;
     case kNoIgnoreCaseOption: o.ignore_case = false; break;
     case 'L': o.list = ListMode::kFilesWithoutMatch; break;
@@ -516,6 +528,7 @@ Options parse(int argc, char** argv) {
   if (!patterns_given) {
     if (next >= argc) throw UsageError("", true);
     o.patterns.add_list(argv[next++]);
+    o.origins.resize(o.patterns.size());
   }
   for (; next < argc; ++next) o.files.emplace_back(argv[next]);
   check_combinations(o);

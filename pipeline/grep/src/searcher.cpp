@@ -58,7 +58,12 @@ bool Searcher::valid(std::string_view line, std::uint64_t position, std::uint32_
   return occurrence_counts(line, position, position + length, options_.word, options_.whole_line);
 }
 
+bool Searcher::any_line_may_match() const noexcept {
+  return options_.regex != nullptr ? options_.regex->every_line_is_candidate() : table_.has_empty_pattern();
+}
+
 bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const {
+  if (options_.regex != nullptr) return options_.regex->line_matches(line, occurrences);
   if (table_.has_empty_pattern()) {
     if (options_.whole_line) {
       if (line.empty()) return true;
@@ -80,6 +85,7 @@ bool Searcher::line_matches(std::string_view line, std::span<const LineOccurrenc
 
 void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
                            std::vector<MatchSpan>& out) const {
+  if (options_.regex != nullptr) return options_.regex->match_spans(line, occurrences, out);
   out.clear();
   if (options_.word && options_.regex_word) {
     if (options_.whole_line) {
@@ -176,6 +182,10 @@ void Searcher::start_group(std::uint64_t first_number) {
 std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
                                                          std::span<const LineOccurrence> occurrences) {
   ids_.clear();
+  if (options_.regex != nullptr) {
+    options_.regex->matched_patterns(line, occurrences, ids_);
+    return ids_;
+  }
   for (const auto& o : occurrences)
     if (valid(line, o.position, table_.unique_length(o.pattern))) ids_.push_back(o.pattern);
   std::sort(ids_.begin(), ids_.end());
@@ -221,7 +231,7 @@ void Searcher::enter_binary() {
 // NUL bytes is a billion records per GB).
 void Searcher::binary_record(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
                              bool terminated) {
-  const bool only_with_occurrences = !options_.invert && !table_.has_empty_pattern();
+  const bool only_with_occurrences = !options_.invert && !any_line_may_match();
   std::size_t index = 0;  // the first occurrence not before the record
   std::size_t begin = 0;
   for (;;) {
@@ -322,7 +332,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
 
 bool Searcher::fast_path() const noexcept {
   // Only lines with an occurrence can be selected and nothing else is printed.
-  return !options_.invert && !options_.group_separators && !table_.has_empty_pattern();
+  return !options_.invert && !options_.group_separators && !any_line_may_match();
 }
 
 void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin,
@@ -474,7 +484,8 @@ void Searcher::settle_binary_records(const char* piece, std::size_t size) {
 bool Searcher::needs_locations() const noexcept {
   // -I: grep drops a binary input before it searches the buffer with the first NUL, so an
   // occurrence decides only when it lies in a line before binary mode starts.
-  return !(options_.stop_on_first && !options_.invert && !options_.word && !options_.whole_line &&
+  // A regex's factor is only a candidate: its line must still be confirmed.
+  return options_.regex != nullptr || !(options_.stop_on_first && !options_.invert && !options_.word && !options_.whole_line &&
            !table_.has_empty_pattern() && !table_.has_nul_byte() &&
            options_.binary_files != BinaryFiles::kWithoutMatch);
 }

@@ -1,4 +1,4 @@
-// The gpufilter command line: GNU grep's options for fixed strings, parsed with
+// The gpufilter command line: GNU grep's options, parsed with
 // getopt_long exactly as grep parses them (bundling, permutation, -NUM, --opt=ARG).
 #pragma once
 
@@ -10,6 +10,8 @@
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/grep/searcher.hpp"
+#include "gpufilter/regex/line_regex.hpp"
+#include "gpufilter/regex/syntax.hpp"
 
 namespace gpufilter::cli {
 
@@ -29,6 +31,11 @@ enum class Engine { kAuto, kOpenCL, kHost };
 
 struct Options {
   PatternSet patterns;
+  // Where each pattern came from (same order): the -f file and line, for grep's
+  // "FILE:LINE: " before a compile error; an empty file for -e and the operand.
+  std::vector<regex::PatternOrigin> origins;
+  regex::Syntax syntax = regex::Syntax::kBasic;  // -G (default), -E, -F, -P
+  bool syntax_given = false;
   std::vector<std::string> files;  // empty: standard input
 
   bool ignore_case = false;

@@ -15,6 +15,7 @@
 #include "gpufilter/core/chunk.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/line_spool.hpp"
+#include "gpufilter/grep/regex_lines.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/core/sink.hpp"
 #include "gpufilter/scan/file_scan.hpp"
@@ -48,6 +49,9 @@ struct SearchOptions {
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
   BinaryFiles binary_files = BinaryFiles::kBinary;
+  // -G/-E/-P: the occurrences are the regexes' factors, and this decides each line (not
+  // owned; used from the thread that delivers lines). nullptr: fixed strings.
+  RegexLines* regex = nullptr;
 };
 
 class Searcher final : public ChunkConsumer {
@@ -109,6 +113,9 @@ class Searcher final : public ChunkConsumer {
   void start_group(std::uint64_t first_number);
   std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
+  // A line can be selected without any occurrence: the empty pattern, or a regex that has
+  // no factor.
+  bool any_line_may_match() const noexcept;
   void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
 
   const PatternTable& table_;

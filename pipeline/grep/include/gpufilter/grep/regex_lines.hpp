@@ -1,0 +1,72 @@
+// RegexLines: grep's line decisions for regular expressions, behind the literal prefilter.
+// The engines scan for the required factors of every regex (regex/factors.hpp); a line is
+// a candidate for the regexes whose factors occur in it, and for those without any factor;
+// only candidates reach the regex engine (regex/line_regex.hpp), which decides as grep does.
+// Occurrences are candidates, selected lines are matches: two different things.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/core/sink.hpp"
+#include "gpufilter/grep/line_occurrences.hpp"
+#include "gpufilter/patterns/pattern_set.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/regex/line_regex.hpp"
+
+namespace gpufilter {
+
+// How the prefilter fared, for --stats.
+struct RegexCounts {
+  std::uint64_t candidates = 0;  // lines holding a factor of some regex
+  std::uint64_t confirmed = 0;   // lines a regex selected
+  std::uint64_t full_scan = 0;   // lines searched only because some regex has no factor
+};
+
+class RegexLines {
+ public:
+  // Finds each pattern's factors and makes the literal set the engines scan for.
+  RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vector<std::string>& patterns,
+             regex::Syntax syntax, bool ignore_case, bool utf8);
+
+  // The literals for the engines: every factor once (the empty pattern when there is
+  // none, so that an engine always has a set to scan).
+  const PatternSet& factors() const noexcept { return factors_; }
+  // Maps the ids of the table the engines built from factors() to the regexes.
+  void bind(const PatternTable& table);
+  // Some regex has no factor: every line must be asked.
+  bool every_line_is_candidate() const noexcept { return !unfiltered_.empty(); }
+  std::size_t unfiltered_count() const noexcept { return unfiltered_.size(); }
+
+  // `occurrences` are the factors' (ids of the PatternTable built from factors()).
+  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences);
+  // grep's -o/--color walk over the line.
+  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out);
+  // The patterns (by index given) that select the line, ascending.
+  void matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
+                        std::vector<std::uint32_t>& out);
+
+  const RegexCounts& counts() const noexcept { return counts_; }
+
+ private:
+  // The patterns worth asking about this line, ascending; false when none. `count`: for
+  // the counts (once per line).
+  bool gather(std::span<const LineOccurrence> occurrences, bool count);
+
+  std::unique_ptr<regex::LineRegex> regex_;
+  PatternSet factors_;
+  std::vector<std::vector<std::uint32_t>> patterns_of_factor_;  // by index in factors_
+  std::vector<std::vector<std::uint32_t>> patterns_of_id_;      // by the table's unique id
+  std::vector<std::uint32_t> unfiltered_;  // regexes without a factor
+  std::vector<std::uint32_t> candidates_;  // scratch
+  std::vector<std::uint64_t> seen_;        // scratch: generation per regex
+  std::uint64_t generation_ = 0;
+  RegexCounts counts_;
+};
+
+}  // namespace gpufilter

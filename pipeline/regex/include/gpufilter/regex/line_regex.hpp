@@ -1,0 +1,98 @@
+// LineRegex: one run's regular expressions, matched one line at a time exactly as GNU
+// grep 3.8 matches them. -G and -E go through glibc's GNU regex API with grep's syntax
+// bits (the same regex code grep itself uses), -P through PCRE2 with grep's options; the
+// -w, -x and -o/--color rules follow grep's dfasearch.c (EGexecute) and pcresearch.c
+// (Pexecute), quirks included, so every answer is grep's.
+//
+// It knows nothing of chunks, factors or engines: the caller decides which lines and which
+// patterns are worth asking about (regex/factors.hpp finds the literals that make a line a
+// candidate). Not thread-safe: one per thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/regex/syntax.hpp"
+
+namespace gpufilter::regex {
+
+struct RegexOptions {
+  Syntax syntax = Syntax::kBasic;  // kBasic, kExtended or kPerl
+  bool ignore_case = false;        // -i
+  bool word = false;               // -w
+  bool whole_line = false;         // -x (wins over -w)
+  bool utf8 = false;               // the locale's character set is UTF-8 (else bytes)
+};
+
+// Where a pattern came from, for grep's "FILE:LINE: " before a compile error of a pattern
+// read with -f (empty file: -e or the PATTERNS operand, no prefix).
+struct PatternOrigin {
+  std::string file;
+  std::size_t line = 0;
+};
+
+// Patterns that do not compile: one message per bad pattern, as grep prints them (after
+// "gpufilter: "), in the order given. grep reports them all, then exits 2.
+class RegexError : public Error {
+ public:
+  explicit RegexError(std::vector<std::string> messages);
+  const std::vector<std::string>& messages() const noexcept { return messages_; }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
+// A match in a line: line[begin, begin + length). `newline`: grep's match takes the line's
+// '\n' as well (only -x -w with -G/-E), so -o prints it and --color colours it.
+struct Found {
+  std::size_t begin = 0;
+  std::size_t length = 0;
+  bool newline = false;
+};
+
+class LineRegex {
+ public:
+  virtual ~LineRegex() = default;
+  // The patterns, in the order given (duplicates are kept: ids stay the caller's).
+  virtual std::size_t size() const noexcept = 0;
+  // Does pattern `i` select `line` (no '\n' in it), under -w and -x as grep decides it?
+  virtual bool selects(std::size_t i, std::string_view line) = 0;
+  // grep's next match for -o and --color: the leftmost, then longest, match over all
+  // patterns that starts at or after `from`, judged as grep's matcher judges it when it
+  // is asked for a match from `from` on (-w included). `only`: the patterns worth trying
+  // (the others cannot match this line); empty span: all.
+  virtual bool find(std::string_view line, std::size_t from, std::span<const std::uint32_t> only, Found& out) = 0;
+  // A copy for another thread.
+  virtual std::unique_ptr<LineRegex> clone() const = 0;
+};
+
+// Compiles `patterns` (one per element, none holding '\n') as grep would. Throws
+// RegexError with grep's messages when some do not compile; `origins` (same size as
+// `patterns`, or empty) names the -f file and line of each.
+std::unique_ptr<LineRegex> compile(const std::vector<std::string>& patterns, const RegexOptions& options,
+                                   const std::vector<PatternOrigin>& origins = {});
+
+// grep's rule for turning -G/-E patterns into fixed strings (grep.c, try_fgrep_pattern):
+// with two or more patterns, when none uses any operator, grep matches them as -F would.
+// Returns the patterns as fixed strings, or nothing when some pattern is a real regex.
+// `ignore_case` with `utf8`: a pattern with a non-ASCII letter stays a regex (its case
+// variants are other bytes).
+bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,
+                      std::vector<std::string>& fixed);
+
+// GNU grep's test for a pattern that may hold a back-reference (dfasearch.c).
+bool possible_backrefs(std::string_view pattern);
+
+}  // namespace gpufilter::regex
+
+namespace gpufilter::regex {
+// grep 3.8's warnings for -G/-E patterns that compiled ("warning: * at start of
+// expression"), in order, for the front end to print before it searches.
+std::vector<std::string> warnings(const std::vector<std::string>& patterns, Syntax syntax);
+}  // namespace gpufilter::regex

@@ -1,0 +1,278 @@
+// -G and -E: glibc's GNU regex API with grep 3.8's syntax bits, and grep's -w/-x/-o rules
+// from dfasearch.c (GEAcompile, EGexecute). grep decides whether a line matches with its
+// DFA over the pattern wrapped for -w/-x ("\(^\|[^[:alnum:]_]\)\(P\)\([^[:alnum:]_]\|$\)",
+// "^\(P\)$"), and finds -o/--color matches with regex's re_search and re_match. Both are
+// done here with glibc's regex, which reads patterns exactly as grep's regex does.
+#include <regex.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "gpufilter/regex/line_regex.hpp"
+#include "regex_internal.hpp"
+
+namespace gpufilter::regex {
+namespace {
+
+reg_syntax_t syntax_bits(const RegexOptions& o) {
+  reg_syntax_t bits = o.syntax == Syntax::kExtended ? RE_SYNTAX_EGREP : RE_SYNTAX_GREP;
+  if (o.ignore_case) bits |= RE_ICASE;
+  return bits;
+}
+
+// One compiled GNU pattern with its registers.
+class GnuPattern {
+ public:
+  GnuPattern() = default;
+  GnuPattern(const GnuPattern&) = delete;
+  GnuPattern& operator=(const GnuPattern&) = delete;
+  ~GnuPattern() {
+    if (compiled_) ::regfree(&buffer_);
+    std::free(registers_.start);
+    std::free(registers_.end);
+  }
+
+  // nullptr, or glibc's message. `positions`: registers are wanted (else RE_NO_SUB).
+  const char* compile(std::string_view text, reg_syntax_t bits, bool positions, bool ignore_case) {
+    std::memset(&buffer_, 0, sizeof buffer_);
+    // grep: no fastmap with -i, to work around glibc bug 20381.
+    buffer_.fastmap = ignore_case ? nullptr : static_cast<char*>(std::malloc(256));
+    if (!ignore_case && buffer_.fastmap == nullptr) throw std::bad_alloc();
+    buffer_.translate = nullptr;
+    ::re_set_syntax(positions ? bits : bits | RE_NO_SUB);
+    const char* error = ::re_compile_pattern(text.data(), text.size(), &buffer_);
+    if (error != nullptr) {
+      std::free(buffer_.fastmap);
+      buffer_.fastmap = nullptr;
+      return error;
+    }
+    compiled_ = true;
+    return nullptr;
+  }
+
+  // re_search over line[0, n) from `start` for `range` bytes: the start of the match, -1.
+  regoff_t search(std::string_view line, std::size_t start, std::size_t range, bool not_eol = false) {
+    buffer_.not_eol = not_eol ? 1 : 0;
+    buffer_.newline_anchor = 1;
+    const regoff_t r = ::re_search(&buffer_, line.data(), static_cast<regoff_t>(line.size()),
+                                   static_cast<regoff_t>(start), static_cast<regoff_t>(range), &registers_);
+    if (r < -1) throw std::bad_alloc();
+    return r;
+  }
+  // re_match of string[0, length) at `start`: the length of the match, -1.
+  regoff_t match(const char* string, regoff_t length, regoff_t start) {
+    const regoff_t r = ::re_match(&buffer_, string, length, start, &registers_);
+    if (r < -1) throw std::bad_alloc();
+    return r;
+  }
+  regoff_t match_end() const noexcept { return registers_.end[0]; }
+  void set_not_eol(bool on) noexcept { buffer_.not_eol = on ? 1 : 0; }
+
+ private:
+  re_pattern_buffer buffer_{};
+  re_registers registers_{};
+  bool compiled_ = false;
+};
+
+constexpr char kWordBeginBk[] = "\\(^\\|[^[:alnum:]_]\\)\\(";
+constexpr char kWordEndBk[] = "\\)\\([^[:alnum:]_]\\|$\\)";
+constexpr char kWordBegin[] = "(^|[^[:alnum:]_])(";
+constexpr char kWordEnd[] = ")([^[:alnum:]_]|$)";
+constexpr char kLineBeginBk[] = "^\\(";
+constexpr char kLineEndBk[] = "\\)$";
+constexpr char kLineBegin[] = "^(";
+constexpr char kLineEnd[] = ")$";
+
+// The pattern as grep's DFA reads it for line selection under -w or -x.
+std::string wrapped(std::string_view pattern, const RegexOptions& o) {
+  const bool bk = o.syntax != Syntax::kExtended;
+  std::string text = o.whole_line ? (bk ? kLineBeginBk : kLineBegin) : (bk ? kWordBeginBk : kWordBegin);
+  text.append(pattern);
+  text += o.whole_line ? (bk ? kLineEndBk : kLineEnd) : (bk ? kWordEndBk : kWordEnd);
+  return text;
+}
+
+class GnuRegex final : public LineRegex {
+ public:
+  GnuRegex(const std::vector<std::string>& patterns, const RegexOptions& options,
+           const std::vector<PatternOrigin>& origins)
+      : patterns_(patterns), options_(options), origins_(origins) {
+    compile_all();
+  }
+
+  std::size_t size() const noexcept override { return patterns_.size(); }
+
+  bool selects(std::size_t i, std::string_view line) override {
+    Compiled& c = *compiled_[i];
+    if (!c.backref) return c.select.search(line, 0, line.size()) >= 0;
+    return selects_by_regex(c.exact, line);
+  }
+
+  bool find(std::string_view line, std::size_t from, std::span<const std::uint32_t> only, Found& out) override;
+
+  std::unique_ptr<LineRegex> clone() const override {
+    return std::make_unique<GnuRegex>(patterns_, options_, origins_);
+  }
+
+ private:
+  struct Compiled {
+    bool backref = false;
+    GnuPattern select;  // the -w/-x wrapped form, without positions (grep's DFA)
+    GnuPattern exact;   // the pattern itself, with positions (grep's regex)
+  };
+
+  void compile_all();
+  void compile_combined();
+  bool selects_by_regex(GnuPattern& p, std::string_view line);
+  bool exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out);
+  bool word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best, std::size_t& match,
+                 std::size_t& length);
+
+  std::vector<std::string> patterns_;
+  RegexOptions options_;
+  std::vector<PatternOrigin> origins_;
+  std::vector<std::unique_ptr<Compiled>> compiled_;
+  // -w with -o/--color: grep runs one regex of every backref-free pattern joined by
+  // newlines (RE_NEWLINE_ALT), whose -w walk differs from each pattern's own.
+  std::unique_ptr<GnuPattern> combined_;
+  bool combined_tried_ = false;
+  std::vector<std::uint32_t> backref_ids_;
+};
+
+void GnuRegex::compile_all() {
+  const reg_syntax_t bits = syntax_bits(options_);
+  std::vector<std::string> errors;
+  compiled_.reserve(patterns_.size());
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    auto c = std::make_unique<Compiled>();
+    const std::string& p = patterns_[i];
+    c->backref = possible_backrefs(p);
+    if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case)) {
+      errors.push_back(with_origin(origins_, i, error));
+      compiled_.push_back(std::move(c));
+      continue;
+    }
+    if (!c->backref) {
+      const bool wrap = options_.word || options_.whole_line;
+      if (const char* error = c->select.compile(wrap ? wrapped(p, options_) : p, bits, false, options_.ignore_case))
+        errors.push_back(with_origin(origins_, i, error));
+    } else {
+      backref_ids_.push_back(static_cast<std::uint32_t>(i));
+    }
+    compiled_.push_back(std::move(c));
+  }
+  if (!errors.empty()) throw RegexError(std::move(errors));
+  for (const std::string& p : patterns_)
+    if (auto dfa_error = dfa_only_error(p, options_.syntax)) throw RegexError({*dfa_error});
+}
+
+void GnuRegex::compile_combined() {
+  combined_tried_ = true;
+  std::string text;
+  bool any = false;
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    if (compiled_[i]->backref) continue;
+    if (any) text += '\n';
+    text += patterns_[i];
+    any = true;
+  }
+  if (!any) return;
+  auto combined = std::make_unique<GnuPattern>();
+  if (combined->compile(text, syntax_bits(options_), true, options_.ignore_case) == nullptr)
+    combined_ = std::move(combined);
+}
+
+// EGexecute's regex part for a pattern with a back-reference, which grep's DFA cannot
+// decide: is the line selected under -w/-x?
+bool GnuRegex::selects_by_regex(GnuPattern& p, std::string_view line) {
+  const std::size_t n = line.size();
+  const regoff_t start = p.search(line, 0, n);
+  if (start < 0) return false;
+  std::size_t match = static_cast<std::size_t>(start);
+  std::size_t length = static_cast<std::size_t>(p.match_end() - start);
+  if (!options_.whole_line && !options_.word) return true;
+  if (options_.whole_line) return length == n;
+  return word_walk(p, line, 0, n + 1, match, length);
+}
+
+// EGexecute's -w loop: from a match at `match`, try shorter matches at the same place,
+// then later ones, until one has no word character on either side.
+bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best,
+                         std::size_t& match, std::size_t& length) {
+  const std::size_t n = line.size();
+  while (match <= best) {
+    regoff_t shorter = 0;
+    if (!word_after(line, match + length, options_.utf8) && !word_before(line, match, options_.utf8)) return true;
+    if (length > 0) {
+      --length;
+      p.set_not_eol(true);
+      // grep passes the length from `from` (its ptr), not from the line's start.
+      shorter = p.match(line.data(), static_cast<regoff_t>(match + length) - static_cast<regoff_t>(from),
+                        static_cast<regoff_t>(match));
+    }
+    if (shorter > 0) {
+      length = static_cast<std::size_t>(shorter);
+      continue;
+    }
+    if (match == n) return false;
+    ++match;
+    const regoff_t start = p.search(line, match, n - match);
+    if (start < 0) return false;
+    length = static_cast<std::size_t>(p.match_end() - start);
+    match = static_cast<std::size_t>(start);
+  }
+  return false;
+}
+
+// One pattern's part of EGexecute with a start pointer: its match from `from` on, if it
+// can beat `best` (leftmost, then longest).
+bool GnuRegex::exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out) {
+  const std::size_t n = line.size();
+  const regoff_t start = p.search(line, from, n - from);
+  if (start < 0) return false;
+  std::size_t match = static_cast<std::size_t>(start);
+  std::size_t length = static_cast<std::size_t>(p.match_end() - start);
+  if (match > best.begin) return false;
+  if (!options_.word) {
+    out = {match, length, false};
+  } else if (options_.whole_line) {
+    if (length != n - from) return false;
+    out = {from, n - from + 1, true};  // the line and its newline
+  } else {
+    if (!word_walk(p, line, from, best.begin, match, length)) return false;
+    out = {match, length, false};
+  }
+  return true;
+}
+
+bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std::uint32_t> only, Found& out) {
+  Found best{line.size() + 1, 0, false};
+  auto try_pattern = [&](GnuPattern& p) {
+    Found f;
+    if (!exact_match(p, line, from, best, f)) return;
+    if (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)) best = f;
+  };
+  if (options_.word && !options_.whole_line) {
+    // grep's exact pass: the joined backref-free patterns first, then each backref one.
+    if (!combined_tried_) compile_combined();
+    if (combined_) try_pattern(*combined_);
+    for (std::uint32_t i : backref_ids_) try_pattern(compiled_[i]->exact);
+  } else if (only.empty()) {
+    for (auto& c : compiled_) try_pattern(c->exact);
+  } else {
+    for (std::uint32_t i : only) try_pattern(compiled_[i]->exact);
+  }
+  if (best.begin > line.size()) return false;
+  out = best;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<LineRegex> compile_gnu(const std::vector<std::string>& patterns, const RegexOptions& options,
+                                       const std::vector<PatternOrigin>& origins) {
+  return std::make_unique<GnuRegex>(patterns, options, origins);
+}
+
+}  // namespace gpufilter::regex

@@ -1,0 +1,126 @@
+// compile(), the fixed-string rule, grep's diagnostics and word characters.
+#include "gpufilter/regex/line_regex.hpp"
+
+#include <cwchar>
+#include <cwctype>
+
+#include "regex_internal.hpp"
+
+namespace gpufilter::regex {
+namespace {
+
+std::string first_message(const std::vector<std::string>& messages) {
+  return messages.empty() ? std::string("invalid regular expression") : messages.front();
+}
+
+bool ascii_word(unsigned char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// The wide character at line[at, ...), or WEOF for an encoding error.
+wint_t decode(std::string_view line, std::size_t at, std::size_t& length) {
+  std::mbstate_t state{};
+  wchar_t wc = 0;
+  const std::size_t n = std::mbrtowc(&wc, line.data() + at, line.size() - at, &state);
+  if (n == static_cast<std::size_t>(-1) || n == static_cast<std::size_t>(-2)) {
+    length = 1;
+    return WEOF;
+  }
+  length = n == 0 ? 1 : n;
+  return static_cast<wint_t>(wc);
+}
+
+bool wide_word(wint_t wc) { return wc != WEOF && (wc == L'_' || std::iswalnum(wc)); }
+
+}  // namespace
+
+RegexError::RegexError(std::vector<std::string> messages)
+    : Error(first_message(messages)), messages_(std::move(messages)) {}
+
+std::unique_ptr<LineRegex> compile(const std::vector<std::string>& patterns, const RegexOptions& options,
+                                   const std::vector<PatternOrigin>& origins) {
+  if (options.syntax == Syntax::kPerl) return compile_perl(patterns, options);
+  return compile_gnu(patterns, options, origins);
+}
+
+std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message) {
+  if (index < origins.size() && !origins[index].file.empty())
+    return origins[index].file + ":" + std::to_string(origins[index].line) + ": " + message;
+  return message;
+}
+
+bool possible_backrefs(std::string_view p) {
+  if (p.empty()) return false;
+  const std::size_t last = p.size() - 1;  // a backslash in the last byte starts nothing
+  for (std::size_t i = 0; i < last; ++i) {
+    if (p[i] != '\\') continue;
+    if (p[i + 1] >= '1' && p[i + 1] <= '9') return true;
+    if (p[i + 1] == '\\') ++i;
+  }
+  return false;
+}
+
+// grep.c, try_fgrep_pattern: which bytes make a pattern a regex, and which escapes are
+// only the character escaped.
+bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,
+                      std::vector<std::string>& fixed) {
+  if (syntax == Syntax::kPerl) return false;
+  if (syntax == Syntax::kFixed) {
+    fixed = patterns;
+    return true;
+  }
+  const bool basic = syntax == Syntax::kBasic;
+  std::vector<std::string> out;
+  out.reserve(patterns.size());
+  for (const std::string& p : patterns) {
+    std::string s;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(p[i]);
+      switch (c) {
+        case '$': case '*': case '.': case '[': case '^': return false;
+        case '(': case '+': case '?': case '{': case '|':
+          if (!basic) return false;
+          break;
+        case '\\': {
+          if (i + 1 >= p.size()) return false;  // the pattern's '\n' follows: grep fails over
+          const char n = p[i + 1];
+          if (std::string_view("BSW'<bsw`>123456789").find(n) != std::string_view::npos) return false;
+          if (basic && std::string_view("(+?{|").find(n) != std::string_view::npos) return false;
+          c = static_cast<unsigned char>(p[++i]);
+          break;
+        }
+        default: break;
+      }
+      // In a UTF-8 locale -i folds letters whose variants are other bytes (and 'k', 's'
+      // fold to U+212A and U+017F): those stay with the regex matcher.
+      if (ignore_case && utf8 && (c >= 0x80 || c == 'k' || c == 'K' || c == 's' || c == 'S')) return false;
+      s += static_cast<char>(c);
+    }
+    out.push_back(std::move(s));
+  }
+  fixed = std::move(out);
+  return true;
+}
+
+bool word_after(std::string_view line, std::size_t at, bool utf8) {
+  if (at >= line.size()) return false;
+  const unsigned char c = static_cast<unsigned char>(line[at]);
+  if (!utf8 || c < 0x80) return ascii_word(c);
+  std::size_t length = 0;
+  return wide_word(decode(line, at, length));
+}
+
+bool word_before(std::string_view line, std::size_t at, bool utf8) {
+  if (at == 0 || at > line.size()) return false;
+  const unsigned char c = static_cast<unsigned char>(line[at - 1]);
+  if (!utf8 || c < 0x80) return ascii_word(c);
+  // The character that ends at `at` (grep's mb_goback): back over continuation bytes.
+  std::size_t start = at - 1;
+  for (int steps = 0; start > 0 && steps < 3 && (static_cast<unsigned char>(line[start]) & 0xC0) == 0x80; ++steps)
+    --start;
+  std::size_t length = 0;
+  const wint_t wc = decode(line, start, length);
+  return start + length == at && wide_word(wc);
+}
+
+}  // namespace gpufilter::regex

@@ -1,0 +1,127 @@
+// -P: PCRE2 with grep 3.8's options (pcresearch.c, Pcompile and Pexecute): one pattern,
+// PCRE2_DOLLAR_ENDONLY, -i as PCRE2_CASELESS, -x as PCRE2_EXTRA_MATCH_LINE, -w as
+// "(?<!\w)(?:P)(?!\w)", and in a UTF-8 locale PCRE2_UTF with invalid UTF-8 as a barrier.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <new>
+
+#include "gpufilter/regex/line_regex.hpp"
+#include "regex_internal.hpp"
+
+namespace gpufilter::regex {
+namespace {
+
+struct CodeDeleter {
+  void operator()(pcre2_code* c) const noexcept { pcre2_code_free(c); }
+};
+struct DataDeleter {
+  void operator()(pcre2_match_data* d) const noexcept { pcre2_match_data_free(d); }
+};
+struct ContextDeleter {
+  void operator()(pcre2_compile_context* c) const noexcept { pcre2_compile_context_free(c); }
+};
+
+class PerlRegex final : public LineRegex {
+ public:
+  PerlRegex(std::string pattern, const RegexOptions& options) : pattern_(std::move(pattern)), options_(options) {
+    compile_pattern();
+  }
+
+  std::size_t size() const noexcept override { return 1; }
+  bool selects(std::size_t, std::string_view line) override {
+    std::size_t begin = 0, end = 0;
+    return execute(line, 0, begin, end);
+  }
+  bool find(std::string_view line, std::size_t from, std::span<const std::uint32_t>, Found& out) override {
+    std::size_t begin = 0, end = 0;
+    if (!execute(line, from, begin, end)) return false;
+    out = {begin, end - begin, false};
+    return true;
+  }
+  std::unique_ptr<LineRegex> clone() const override { return std::make_unique<PerlRegex>(pattern_, options_); }
+
+ private:
+  void compile_pattern();
+  int run(std::string_view subject, std::size_t offset, std::uint32_t flags);
+  bool execute(std::string_view line, std::size_t from, std::size_t& begin, std::size_t& end);
+
+  std::string pattern_;
+  RegexOptions options_;
+  std::unique_ptr<pcre2_code, CodeDeleter> code_;
+  std::unique_ptr<pcre2_match_data, DataDeleter> data_;
+  bool empty_match_[2] = {false, false};  // [bol]: does the pattern match "" (grep's shortcut)
+};
+
+void PerlRegex::compile_pattern() {
+  std::uint32_t flags = PCRE2_DOLLAR_ENDONLY | (options_.ignore_case ? PCRE2_CASELESS : 0);
+  if (options_.utf8) flags |= PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+  std::unique_ptr<pcre2_compile_context, ContextDeleter> context(pcre2_compile_context_create(nullptr));
+  if (!context) throw std::bad_alloc();
+  if (options_.whole_line) pcre2_set_compile_extra_options(context.get(), PCRE2_EXTRA_MATCH_LINE);
+  std::string text = pattern_;
+  if (options_.word) text = "(?<!\\w)(?:" + text + ")(?!\\w)";
+  int code = 0;
+  PCRE2_SIZE offset = 0;
+  code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), flags, &code, &offset,
+                            context.get()));
+  if (!code_) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(code, message, sizeof message);
+    throw RegexError({reinterpret_cast<const char*>(message)});
+  }
+  pcre2_jit_compile(code_.get(), PCRE2_JIT_COMPLETE);  // a failure only leaves the interpreter
+  data_.reset(pcre2_match_data_create_from_pattern(code_.get(), nullptr));
+  if (!data_) throw std::bad_alloc();
+  empty_match_[0] = run({}, 0, PCRE2_NOTBOL) >= 0;
+  empty_match_[1] = run({}, 0, 0) >= 0;
+}
+
+int PerlRegex::run(std::string_view subject, std::size_t offset, std::uint32_t flags) {
+  const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset,
+                             flags, data_.get(), nullptr);
+  if (rc == PCRE2_ERROR_NOMEMORY) throw std::bad_alloc();
+  if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
+    throw Error("exceeded PCRE's backtracking limit");  // grep: "exceeded PCRE's backtracking limit"
+  return rc;
+}
+
+// Pexecute for one line, from `from`: grep skips bytes that can never start a UTF-8
+// character (they cannot match), and answers an empty rest of line from its precomputed
+// empty match.
+bool PerlRegex::execute(std::string_view line, std::size_t from, std::size_t& begin, std::size_t& end) {
+  std::size_t subject = 0;
+  std::size_t p = from;
+  bool bol = from == 0;
+  {
+    if (options_.utf8) {
+      while (p < line.size()) {
+        const unsigned char c = static_cast<unsigned char>(line[p]);
+        const bool never_starts = (c >= 0x80 && c <= 0xC1) || c >= 0xF5;
+        if (!never_starts) break;
+        subject = ++p;
+        bol = false;
+      }
+    }
+    if (p == line.size()) {
+      if (!empty_match_[bol ? 1 : 0]) return false;
+      begin = end = p;
+      return true;
+    }
+    const std::string_view rest = line.substr(subject);
+    if (run(rest, p - subject, bol ? 0 : PCRE2_NOTBOL) < 0) return false;
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data_.get());
+    begin = subject + ovector[0];
+    end = subject + ovector[1];
+    return true;
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<LineRegex> compile_perl(const std::vector<std::string>& patterns, const RegexOptions& options) {
+  if (patterns.size() > 1) throw RegexError({"the -P option only supports a single pattern"});
+  return std::make_unique<PerlRegex>(patterns.empty() ? std::string() : patterns.front(), options);
+}
+
+}  // namespace gpufilter::regex
