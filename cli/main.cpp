@@ -197,6 +197,8 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
                             printing.mode == PrinterOptions::Mode::kFilesWithMatches ||
                             printing.mode == PrinterOptions::Mode::kFilesWithoutMatch;
   searching.binary_files = o.binary_files;
+  searching.utf8 = cli::utf8_locale();
+  searching.only_matching = o.only_matching;
   if (streams) searching.binary_files = BinaryFiles::kText;  // a stream has no end to report it at
   return searching;
 }
@@ -402,7 +404,7 @@ int search(cli::Options& o) {
   Output err(STDERR_FILENO, true);
   GrepPrinter grep_printer(out, err, printing);
   std::unique_ptr<JsonPrinter> json;
-  if (o.json) json = json_printer(o, given_patterns, patterns, regexes != nullptr, out);
+  if (o.json) json = json_printer(o, regexes ? o.patterns.size() : given_patterns, patterns, regexes != nullptr, out);
   Sink& printer = json ? static_cast<Sink&>(*json) : grep_printer;
   Searcher searcher(patterns, searching, printer);
   Scanner& scanner =

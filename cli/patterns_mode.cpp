@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
+#include <string_view>
 
 namespace gpufilter::cli {
 namespace {
@@ -33,6 +35,19 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
   return false;
 }
 
+// grep drops repeated patterns before it compiles them (so a bad one is reported once, and
+// "-P -e x -e x" is one pattern); the first keeps its place and its origin.
+std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOrigin>& origins) {
+  std::set<std::string_view> seen;
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < o.patterns.size(); ++i) {
+    if (!seen.insert(o.patterns[i]).second) continue;
+    kept.push_back(o.patterns[i]);
+    origins.push_back(i < o.origins.size() ? o.origins[i] : regex::PatternOrigin{});
+  }
+  return kept;
+}
+
 }  // namespace
 
 bool utf8_locale() {
@@ -42,30 +57,39 @@ bool utf8_locale() {
 
 std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
                                             const std::function<void(const std::string&)>& warn) {
-  std::vector<std::string> patterns = o.patterns.patterns();
-  regex::Syntax syntax = o.syntax;
-  if (syntax != regex::Syntax::kPerl) {
+  regex::RegexOptions options;
+  options.syntax = o.syntax;
+  options.ignore_case = o.ignore_case;
+  options.word = o.word;
+  options.whole_line = o.whole_line;
+  options.utf8 = utf8;
+  std::vector<regex::PatternOrigin> origins;
+  std::vector<std::string> patterns = distinct(o, origins);
+  if (o.syntax != regex::Syntax::kPerl) {
+    // One pattern stays with grep's regex matcher: its errors are regex's.
+    if (patterns.size() == 1 && o.syntax != regex::Syntax::kFixed) regex::compile(patterns, options, origins);
     std::vector<std::string> fixed;
-    if (regex::as_fixed_strings(patterns, syntax, o.ignore_case, utf8, fixed)) {
+    if (regex::as_fixed_strings(patterns, o.syntax, o.ignore_case, utf8, fixed)) {
+      // The literal path keeps every pattern as given (--pattern-counts lists each).
+      std::vector<std::string> all;
+      regex::as_fixed_strings(o.patterns.patterns(), o.syntax, o.ignore_case, utf8, all);
       PatternSet literals;
-      for (const std::string& f : fixed) literals.add(f);
+      for (const std::string& f : all) literals.add(f);
       o.patterns = std::move(literals);
       o.syntax = regex::Syntax::kFixed;
       if (!fixed_needs_characters(o, utf8)) return nullptr;
       patterns.clear();
       for (const std::string& f : fixed) patterns.push_back(escaped(f));
-      syntax = regex::Syntax::kBasic;
+      options.syntax = regex::Syntax::kBasic;
     }
   }
-  regex::RegexOptions options;
-  options.syntax = syntax;
-  options.ignore_case = o.ignore_case;
-  options.word = o.word;
-  options.whole_line = o.whole_line;
-  options.utf8 = utf8;
-  auto compiled = regex::compile(patterns, options, o.origins);
-  for (const std::string& w : regex::warnings(patterns, syntax)) warn(w);
-  return std::make_unique<RegexLines>(std::move(compiled), patterns, syntax, o.ignore_case, utf8);
+  auto compiled = regex::compile(patterns, options, origins);
+  for (const std::string& w : regex::warnings(patterns, options.syntax)) warn(w);
+  PatternSet kept;
+  for (const std::string& p : patterns) kept.add(p);
+  o.patterns = std::move(kept);  // the ids of --json are the regexes' indices
+  o.origins = std::move(origins);
+  return std::make_unique<RegexLines>(std::move(compiled), patterns, options.syntax, o.ignore_case, utf8);
 }
 
 }  // namespace gpufilter::cli

@@ -629,12 +629,18 @@ TEST_F(GrepDifferential, StandardInputAmongFilesAndLabels) {
 }
 
 // Bad usage: gpufilter refuses regular expressions and unknown options with status 2.
-TEST(GrepDifferentialUsage, RegexModesAreRefused) {
-  for (const char* flag : {"-E", "-G", "-P", "--extended-regexp", "--basic-regexp", "--perl-regexp"}) {
-    const GrepRun r = run_gpufilter({flag, "foo"}, "foo\n");
-    EXPECT_EQ(r.status, 2) << flag;
-    EXPECT_EQ(r.out, "") << flag;
-    EXPECT_NE(r.err.find("fixed strings"), std::string::npos) << flag << ": " << r.err;
+// -E, -F, -G and -P are grep's matchers; two different ones are refused as grep refuses them.
+TEST(GrepDifferentialUsage, ConflictingMatchersAreRefusedAsInGrep) {
+  for (const Args& a : std::vector<Args>{{"-E", "-G", "foo"}, {"-P", "--extended-regexp", "foo"}, {"-G", "-F", "foo"}}) {
+    const GrepRun r = run_gpufilter(a, "foo\n");
+    EXPECT_EQ(r.status, 2) << describe_args(a);
+    EXPECT_EQ(r.out, "") << describe_args(a);
+    EXPECT_EQ(r.err, "gpufilter: conflicting matchers specified\n") << describe_args(a);
+  }
+  for (const Args& a : std::vector<Args>{{"-E", "-E", "fo+"}, {"-G", "--basic-regexp", "fo*"}}) {
+    const GrepRun r = run_gpufilter(a, "foo\n");
+    EXPECT_EQ(r.status, 0) << describe_args(a);
+    EXPECT_EQ(r.out, "foo\n") << describe_args(a);
   }
 }
 

@@ -24,7 +24,7 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
   options.min_length = 2;
   std::map<std::string, std::uint32_t> index_of;  // folded factor -> index in factors_
   for (std::size_t i = 0; i < patterns.size(); ++i) {
-    const auto found = regex::required_factors(patterns[i], syntax, options);
+    const auto found = regex_->whole_list() ? std::nullopt : regex::required_factors(patterns[i], syntax, options);
     if (!found) {
       unfiltered_.push_back(static_cast<std::uint32_t>(i));
       continue;

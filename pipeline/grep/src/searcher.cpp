@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cwchar>
 
 #include "gpufilter/grep/word.hpp"
 
@@ -9,6 +10,23 @@ namespace gpufilter {
 namespace {
 
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
+
+// Whether `text` is valid UTF-8 as the C library's mbrtowc reads it (grep's
+// buf_has_encoding_errors); ASCII runs are skipped a byte at a time without a call.
+bool valid_utf8(std::string_view text) {
+  std::mbstate_t state{};
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    wchar_t wc;
+    const std::size_t n = std::mbrtowc(&wc, text.data() + i, text.size() - i, &state);
+    if (n == static_cast<std::size_t>(-1) || n == static_cast<std::size_t>(-2)) return false;
+    i += n == 0 ? 1 : n;
+  }
+  return true;
+}
 
 std::uint64_t count_newlines(const char* begin, const char* end) {
   return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
@@ -193,8 +211,33 @@ std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
   return ids_;
 }
 
+// grep 3.8's print_line_head: a line (or, with -o, a matched part) that is not valid
+// UTF-8 is not printed; the input then says "binary file matches" at its end (not with
+// -I, which drops such lines silently). Lines before and after print as usual.
+bool Searcher::encoding_error(std::string_view text, std::span<const MatchSpan>& spans, bool selected) {
+  if (!options_.utf8 || options_.binary_files == BinaryFiles::kText) return false;
+  if (options_.only_matching) {
+    if (!selected) return false;  // -o prints nothing of context lines
+    good_spans_.clear();
+    for (const MatchSpan& s : spans)
+      if (valid_utf8(text.substr(s.begin, s.end - s.begin))) good_spans_.push_back(s);
+    if (good_spans_.size() == spans.size()) return false;
+    if (options_.binary_files == BinaryFiles::kBinary) binary_matched_ = true;
+    spans = good_spans_;
+    return good_spans_.empty();
+  }
+  if (valid_utf8(text)) return false;
+  if (options_.binary_files == BinaryFiles::kBinary) binary_matched_ = true;
+  return true;
+}
+
 void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
                     std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
+  if (encoding_error(text, spans, selected)) {
+    last_output_number_ = number;  // hidden, but adjacent lines form one group (no "--")
+    used_ = true;
+    return;
+  }
   LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
   m.source = name_;
   m.patterns = ids;

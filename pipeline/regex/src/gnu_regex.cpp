@@ -102,10 +102,12 @@ class GnuRegex final : public LineRegex {
   }
 
   std::size_t size() const noexcept override { return patterns_.size(); }
+  bool whole_list() const noexcept override { return whole_list_; }
 
   bool selects(std::size_t i, std::string_view line) override {
+    if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
     Compiled& c = *compiled_[i];
-    if (!c.backref) return c.select.search(line, 0, line.size()) >= 0;
+    if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size()) >= 0;
     return selects_by_regex(c.exact, line);
   }
 
@@ -137,34 +139,60 @@ class GnuRegex final : public LineRegex {
   // newlines (RE_NEWLINE_ALT), whose -w walk differs from each pattern's own.
   std::unique_ptr<GnuPattern> combined_;
   bool combined_tried_ = false;
+  // grep's DFA decides lines (else its regex does, for every pattern: dfa_view.cpp).
+  bool dfa_supported_ = true;
+  // grep wraps its whole list for -w/-x, and an ERE ')' that closes nothing closes that
+  // wrapper: then the list is read as one text, as grep's DFA reads it.
+  bool whole_list_ = false;
+  GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
+  std::vector<std::uint32_t> backref_free_;
 };
 
 void GnuRegex::compile_all() {
   const reg_syntax_t bits = syntax_bits(options_);
   std::vector<std::string> errors;
+  std::vector<DfaView> views;
   compiled_.reserve(patterns_.size());
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
     auto c = std::make_unique<Compiled>();
     const std::string& p = patterns_[i];
     c->backref = possible_backrefs(p);
-    if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case)) {
+    if (!c->backref) backref_free_.push_back(static_cast<std::uint32_t>(i));
+    else backref_ids_.push_back(static_cast<std::uint32_t>(i));
+    if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case))
       errors.push_back(with_origin(origins_, i, error));
-      compiled_.push_back(std::move(c));
-      continue;
-    }
-    if (!c->backref) {
-      const bool wrap = options_.word || options_.whole_line;
-      if (const char* error = c->select.compile(wrap ? wrapped(p, options_) : p, bits, false, options_.ignore_case))
-        errors.push_back(with_origin(origins_, i, error));
-    } else {
-      backref_ids_.push_back(static_cast<std::uint32_t>(i));
-    }
     compiled_.push_back(std::move(c));
+    views.push_back(dfa_view(p, options_.syntax, options_.utf8));
+    dfa_supported_ = dfa_supported_ && views.back().supported;
   }
   if (!errors.empty()) throw RegexError(std::move(errors));
-  for (const std::string& p : patterns_)
-    if (auto dfa_error = dfa_only_error(p, options_.syntax)) throw RegexError({*dfa_error});
+  // In a UTF-8 locale the -w wrapper's "[^[:alnum:]_]" is a bracket grep's DFA leaves to
+  // regex, so grep decides every line with its regex matcher.
+  if (options_.utf8 && options_.word && !options_.whole_line) dfa_supported_ = false;
+  for (const DfaView& v : views)
+    if (v.error) throw RegexError({*v.error});
+  if (!dfa_supported_) return;
+  const bool wrap = options_.word || options_.whole_line;
+  bool stray = false;
+  for (const DfaView& v : views) stray = stray || v.stray_close;
+  if (wrap && stray) {
+    std::string joined;
+    for (std::size_t i = 0; i < patterns_.size(); ++i) joined += (i ? "\n" : "") + patterns_[i];
+    const DfaView whole = dfa_view(wrapped(joined, options_), options_.syntax, options_.utf8);
+    if (whole_select_.compile(whole.select, bits, false, options_.ignore_case) == nullptr) {
+      whole_list_ = true;
+      return;
+    }
+  }
+  for (std::uint32_t i : backref_free_) {
+    const std::string& text = views[i].select;
+    // The DFA's reading; should glibc refuse the rewritten text, the pattern as given.
+    if (compiled_[i]->select.compile(wrap ? wrapped(text, options_) : text, bits, false, options_.ignore_case) != nullptr &&
+        compiled_[i]->select.compile(wrap ? wrapped(patterns_[i], options_) : patterns_[i], bits, false,
+                                     options_.ignore_case) != nullptr)
+      throw RegexError({with_origin(origins_, i, "invalid regular expression")});
+  }
 }
 
 void GnuRegex::compile_combined() {

@@ -82,7 +82,13 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
           if (!basic) return false;
           break;
         case '\\': {
-          if (i + 1 >= p.size()) return false;  // the pattern's '\n' follows: grep fails over
+          if (i + 1 >= p.size()) {
+            // grep's pattern list ends without a '\n': a backslash that ends the last of
+            // several patterns is a literal one; elsewhere a '\n' follows and it fails over.
+            if (&p != &patterns.back() || patterns.size() < 2) return false;
+            s += '\\';
+            continue;
+          }
           const char n = p[i + 1];
           if (std::string_view("BSW'<bsw`>123456789").find(n) != std::string_view::npos) return false;
           if (basic && std::string_view("(+?{|").find(n) != std::string_view::npos) return false;

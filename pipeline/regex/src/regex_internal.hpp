@@ -19,9 +19,18 @@ std::unique_ptr<LineRegex> compile_perl(const std::vector<std::string>& patterns
 // "FILE:LINE: message" for a pattern read with -f, else the message.
 std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message);
 
-// What grep's DFA parser says of a -G/-E pattern that glibc's regex accepted: the one
-// error it adds ("character class syntax is [[:space:]], not [:space:]"), or nothing.
-std::optional<std::string> dfa_only_error(std::string_view pattern, Syntax syntax);
+// A -G/-E pattern as grep's DFA reads it (dfa_view.cpp): `select` is the text that
+// glibc's regex reads as the DFA does; `supported`: false when grep's DFA would hand the
+// run to regex (a back-reference; in a UTF-8 locale word assertions and brackets);
+// `warnings` are grep 3.8's; `error`, one that only the DFA reports.
+struct DfaView {
+  std::string select;
+  bool supported = true;
+  std::vector<std::string> warnings;
+  std::optional<std::string> error;
+  bool stray_close = false;  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
+};
+DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8);
 
 // grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
 // UTF-8 locale a multibyte letter or digit counts; in the C locale ASCII alnum and '_'.

@@ -49,6 +49,11 @@ struct SearchOptions {
   bool counting = false;          // -c: keeps counting inside the binary part
   bool stop_on_first = false;     // -l, -L, -q: the first selected line decides the input
   BinaryFiles binary_files = BinaryFiles::kBinary;
+  // The locale's character set is UTF-8: a line to be printed that is not valid UTF-8
+  // makes the input binary there, as in grep (print_line_head), unless -a. With -o only the
+  // matched parts count.
+  bool utf8 = false;
+  bool only_matching = false;
   // -G/-E/-P: the occurrences are the regexes' factors, and this decides each line (not
   // owned; used from the thread that delivers lines). nullptr: fixed strings.
   RegexLines* regex = nullptr;
@@ -108,6 +113,9 @@ class Searcher final : public ChunkConsumer {
   void complete_open_line(bool terminated);
   void settle_binary_records(const char* piece, std::size_t size);
   void enter_binary();
+  // grep's rule for output with encoding errors in a UTF-8 locale: true when this line is
+  // not printed; with -o, `spans` loses the parts that are not valid UTF-8.
+  bool encoding_error(std::string_view text, std::span<const MatchSpan>& spans, bool selected);
   void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
             std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids);
   void start_group(std::uint64_t first_number);
@@ -148,6 +156,7 @@ class Searcher final : public ChunkConsumer {
   std::vector<LineOccurrence> line_occurrences_;
   std::vector<LineOccurrence> record_occurrences_;
   std::vector<MatchSpan> spans_;
+  std::vector<MatchSpan> good_spans_;
   std::vector<std::uint32_t> ids_;
 };
 

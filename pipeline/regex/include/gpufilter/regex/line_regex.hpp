@@ -68,6 +68,9 @@ class LineRegex {
   // is asked for a match from `from` on (-w included). `only`: the patterns worth trying
   // (the others cannot match this line); empty span: all.
   virtual bool find(std::string_view line, std::size_t from, std::span<const std::uint32_t> only, Found& out) = 0;
+  // selects() reads the whole list at once, not one pattern (an ERE ')' that closes nothing
+  // closes grep's -w/-x wrapper around the list): ask it of every line, any `i`.
+  virtual bool whole_list() const noexcept { return false; }
   // A copy for another thread.
   virtual std::unique_ptr<LineRegex> clone() const = 0;
 };
@@ -79,8 +82,10 @@ std::unique_ptr<LineRegex> compile(const std::vector<std::string>& patterns, con
                                    const std::vector<PatternOrigin>& origins = {});
 
 // grep's rule for turning -G/-E patterns into fixed strings (grep.c, try_fgrep_pattern):
-// with two or more patterns, when none uses any operator, grep matches them as -F would.
-// Returns the patterns as fixed strings, or nothing when some pattern is a real regex.
+// with two or more distinct patterns, when none uses any operator, grep matches them as
+// -F would. With one, grep keeps its regex matcher, which for a pattern without operators
+// matches as -F does once the pattern compiles (the caller compiles it first). Fills
+// `fixed` and returns true, or false when some pattern is a real regex.
 // `ignore_case` with `utf8`: a pattern with a non-ASCII letter stays a regex (its case
 // variants are other bytes).
 bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,

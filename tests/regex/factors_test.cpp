@@ -1,0 +1,448 @@
+// Required factors (factors.hpp): hand cases for each rule in each syntax, and a randomized
+// property check against the real engines (glibc's GNU regex as grep compiles it, and PCRE2):
+// every match any engine finds must contain one of the factors, ASCII-folded under -i.
+#include <gtest/gtest.h>
+
+#include <regex.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/regex/factors.hpp"
+
+namespace gpufilter::regex {
+namespace {
+
+using Factors = std::optional<std::vector<std::string>>;
+using Strings = std::vector<std::string>;
+
+struct Opt {
+  bool icase = false;
+  bool utf8 = false;
+  std::size_t min = 2;
+};
+
+Factors factors(std::string_view pattern, Syntax syntax, Opt o = {}) {
+  Factors f = required_factors(pattern, syntax, FactorOptions{o.icase, o.utf8, o.min});
+  if (f) std::sort(f->begin(), f->end());
+  return f;
+}
+
+Factors basic(std::string_view p, Opt o = {}) { return factors(p, Syntax::kBasic, o); }
+Factors ere(std::string_view p, Opt o = {}) { return factors(p, Syntax::kExtended, o); }
+Factors perl(std::string_view p, Opt o = {}) { return factors(p, Syntax::kPerl, o); }
+Factors fixed(std::string_view p, Opt o = {}) { return factors(p, Syntax::kFixed, o); }
+
+Factors set(Strings s) {
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+const Factors kNone = std::nullopt;
+
+// ---------------------------------------------------------------------------------------
+// Hand cases.
+
+TEST(Factors, Fixed) {
+  EXPECT_EQ(fixed("abc"), set({"abc"}));
+  EXPECT_EQ(fixed("a.*["), set({"a.*["}));
+  EXPECT_EQ(fixed("a"), kNone);
+  EXPECT_EQ(fixed("a", {.min = 1}), set({"a"}));
+  EXPECT_EQ(fixed(""), kNone);
+  // UTF-8 -i: k, s and bytes >= 0x80 fold beyond ASCII; the longest piece between them.
+  EXPECT_EQ(fixed("risk", {.icase = true, .utf8 = true}), set({"ri"}));
+  EXPECT_EQ(fixed("abc\xC3\xA9xyzw", {.icase = true, .utf8 = true}), set({"xyzw"}));
+  EXPECT_EQ(fixed("risk", {.icase = true}), set({"risk"}));
+  EXPECT_EQ(fixed("caf\xC3\xA9", {.utf8 = true}), set({"caf\xC3\xA9"}));
+}
+
+TEST(Factors, BasicLiteralsAndBreaks) {
+  EXPECT_EQ(basic("Failed password for .* from [0-9.]\\+"), set({"Failed password for "}));
+  EXPECT_EQ(basic("abc"), set({"abc"}));
+  EXPECT_EQ(basic("abc*"), set({"ab"}));
+  EXPECT_EQ(basic("ab*c"), kNone);
+  EXPECT_EQ(basic("ab*c", {.min = 1}).value().size(), 1u);
+  EXPECT_EQ(basic("xyzab*c"), set({"xyza"}));
+  EXPECT_EQ(basic(".*"), kNone);
+  EXPECT_EQ(basic("[0-9]\\+$"), kNone);
+  EXPECT_EQ(basic("^abc$"), set({"abc"}));
+  EXPECT_EQ(basic("ab.cde"), set({"cde"}));
+  // Operators of ERE are literals in a BRE.
+  EXPECT_EQ(basic("a|b+c?(d){1}"), set({"a|b+c?(d){1}"}));
+  // Escaped specials are their literal character.
+  EXPECT_EQ(basic("ab\\.c\\*d\\[e\\$\\^"), set({"ab.c*d[e$^"}));
+  EXPECT_EQ(basic("\\a\\n\\t"), set({"ant"}));
+}
+
+TEST(Factors, BasicQuantifiers) {
+  EXPECT_EQ(basic("ab\\+cd"), set({"bcd"}));
+  EXPECT_EQ(basic("xab\\?cd"), set({"xa"}));  // "xa" and "cd" tie: the first found
+  EXPECT_EQ(basic("xyab\\?cd"), set({"xya"}));
+  EXPECT_EQ(basic("a\\{2\\}bc"), set({"abc"}));
+  EXPECT_EQ(basic("ab\\{0,1\\}c"), kNone);
+  EXPECT_EQ(basic("ab\\{,3\\}cd"), set({"cd"}));
+  EXPECT_EQ(basic("ab\\{2,\\}cd"), set({"bcd"}));
+  EXPECT_EQ(basic("\\(ab\\)*cd"), set({"cd"}));
+  EXPECT_EQ(basic("\\(ab\\)\\{1,3\\}cd"), set({"abcd"}));
+  // '*' first, after \( or \| or ^ is a literal: taken as a break, never as a character.
+  EXPECT_EQ(basic("*abc"), set({"abc"}));
+  EXPECT_EQ(basic("\\(*ab\\)"), set({"ab"}));
+  EXPECT_EQ(basic("^*ab"), set({"ab"}));
+  EXPECT_EQ(basic("xy\\|*ab"), set({"ab", "xy"}));
+  EXPECT_EQ(basic("abc**d"), set({"ab"}));
+}
+
+TEST(Factors, BasicBrackets) {
+  EXPECT_EQ(basic("[]a]xyz"), set({"xyz"}));
+  EXPECT_EQ(basic("[^]a]xyz"), set({"xyz"}));
+  EXPECT_EQ(basic("[[:alpha:]]xyz"), set({"xyz"}));
+  EXPECT_EQ(basic("[[=a=]]xyz"), set({"xyz"}));
+  EXPECT_EQ(basic("[[.-.]]xyz"), set({"xyz"}));
+  EXPECT_EQ(basic("[a[.].]b]xyz"), set({"xyz"}));
+  // A backslash is literal in a bracket: "[\]" is a whole bracket, then "ab]cd".
+  EXPECT_EQ(basic("[\\]ab]cd"), set({"ab]cd"}));
+}
+
+TEST(Factors, BasicGroupsAndGnuEscapes) {
+  EXPECT_EQ(basic("abc\\|de"), set({"abc", "de"}));
+  EXPECT_EQ(basic("abc\\|d"), kNone);
+  EXPECT_EQ(basic("x\\(ERROR\\|WARN\\).*disk"), set({"xERROR", "xWARN"}));
+  EXPECT_EQ(basic("\\(ab\\)\\1cd").value().size(), 1u);
+  EXPECT_EQ(basic("\\<word\\>"), set({"word"}));
+  EXPECT_EQ(basic("ab\\wcde"), set({"cde"}));
+  EXPECT_EQ(basic("ab\\Scde\\bfghi"), set({"fghi"}));
+  EXPECT_EQ(basic("\\`abc\\'"), set({"abc"}));
+  EXPECT_EQ(basic("a^bc"), set({"bc"}));
+  EXPECT_EQ(basic("ab$c"), set({"ab"}));
+}
+
+TEST(Factors, Extended) {
+  EXPECT_EQ(ere("Failed password for .* from [0-9.]+"), set({"Failed password for "}));
+  const Factors ew = ere("(ERROR|WARN).*disk");
+  EXPECT_TRUE(ew == set({"disk"}) || ew == set({"ERROR", "WARN"}));
+  EXPECT_EQ(ere("(ERROR|WARN).*d"), set({"ERROR", "WARN"}));
+  EXPECT_EQ(ere("abc|de"), set({"abc", "de"}));
+  EXPECT_EQ(ere("abc|d"), kNone);
+  EXPECT_EQ(ere("abc|"), kNone);
+  EXPECT_EQ(ere("a(b|c)d"), set({"abd", "acd"}));
+  EXPECT_EQ(ere("(abc|de)fg"), set({"abcfg", "defg"}));
+  EXPECT_EQ(ere("(a|)bc"), set({"abc", "bc"}));
+  EXPECT_EQ(ere("(ab)+cd"), set({"abcd"}));
+  EXPECT_EQ(ere("(ab)*cd"), set({"cd"}));
+  EXPECT_EQ(ere("(ab)?cd"), set({"cd"}));
+  EXPECT_EQ(ere("ab{,2}cd"), set({"cd"}));
+  EXPECT_EQ(ere("ab{2,3}cd"), set({"bcd"}));
+  EXPECT_EQ(ere("ab{0}cd"), set({"cd"}));
+  EXPECT_EQ(ere("*abc"), set({"abc"}));
+  EXPECT_EQ(ere("ab)cd").value().size(), 1u);  // an unmatched ')' is a literal; a break here
+  // Escaped operators are literals; "\{" is a literal '{'.
+  EXPECT_EQ(ere("\\{abc\\|d\\(e\\)\\+"), set({"{abc|d(e)+"}));
+  // An invalid interval makes '{' a literal (RE_INVALID_INTERVAL_ORD): a break here.
+  EXPECT_EQ(ere("xya{1z"), set({"xy"}));
+  EXPECT_EQ(ere("xya{zw"), set({"xy"}));
+  EXPECT_EQ(ere("wxyz{"), set({"wxy"}));
+  EXPECT_EQ(ere("ab{1\\,2}cd"), kNone);  // glibc reads "\," as a comma there: not sure, give up
+  EXPECT_EQ(ere("ab}cd"), set({"ab"}));
+  EXPECT_EQ(ere("a+bc"), set({"abc"}));
+  EXPECT_EQ(ere("[]a]xyz|[[:digit:]]uvw"), set({"uvw", "xyz"}));
+  EXPECT_EQ(ere("^(abc)$"), set({"abc"}));
+  EXPECT_EQ(ere("\\<(foo|bar)\\>"), set({"bar", "foo"}));
+  EXPECT_EQ(ere("(a(b(c(d))))"), set({"abcd"}));
+}
+
+TEST(Factors, IgnoreCase) {
+  const Opt i{.icase = true};
+  const Opt iu{.icase = true, .utf8 = true};
+  EXPECT_EQ(ere("Error|ERROR|error", i).value().size(), 1u);  // one literal after folding
+  EXPECT_EQ(ere("(ab|AB)cd", i).value().size(), 1u);
+  EXPECT_EQ(ere("risky", i), set({"risky"}));
+  EXPECT_EQ(ere("kiss", iu), kNone);
+  EXPECT_EQ(ere("abskcde", iu), set({"cde"}));
+  EXPECT_EQ(ere("ab\xC3\xA9xyz", iu), set({"xyz"}));
+  // Bytes >= 0x80 fold beyond ASCII under -i in any locale: a break.
+  EXPECT_EQ(basic("ab\xE9xyz", i), set({"xyz"}));
+  EXPECT_EQ(perl("abs\\.kcd", iu), set({"ab"}));
+  EXPECT_EQ(perl("risk\\.ok", iu), set({"ri"}));
+}
+
+TEST(Factors, MultibyteCharacters) {
+  const Opt u{.utf8 = true};
+  // Without -i multibyte bytes are literal bytes, but a quantifier takes the whole character.
+  EXPECT_EQ(ere("caf\xC3\xA9", u), set({"caf\xC3\xA9"}));
+  EXPECT_EQ(ere("abc\xC3\xA9*de", u), set({"abc"}));
+  EXPECT_EQ(basic("abc\xC3\xA9\\?de", u), set({"abc"}));
+  EXPECT_EQ(basic("abc\xC3\xA9\\?de"), set({"abc"}));  // any locale: never half a character
+  EXPECT_EQ(perl("x\xE2\x82\xAC+yz", u), set({"\xE2\x82\xACyz"}));
+}
+
+TEST(Factors, MinLength) {
+  EXPECT_EQ(ere("ab|c", {.min = 1}), set({"ab", "c"}));
+  EXPECT_EQ(ere("ab|c", {.min = 2}), kNone);
+  EXPECT_EQ(ere("abcd.ef", {.min = 5}), kNone);
+  EXPECT_EQ(ere("abcd.efghi", {.min = 5}), set({"efghi"}));
+}
+
+TEST(Factors, Perl) {
+  EXPECT_EQ(perl("Failed password for .* from [0-9.]+"), set({"Failed password for "}));
+  EXPECT_EQ(perl("foo\\.bar\\/baz"), set({"foo.bar/baz"}));
+  EXPECT_EQ(perl("(?:abc|def)gh"), set({"abcgh", "defgh"}));
+  EXPECT_EQ(perl("^(?<host>\\S+) sshd\\[\\d+\\]"), set({" sshd["}));
+  EXPECT_EQ(perl("(?P<h>ab|cd)ef"), set({"abef", "cdef"}));
+  EXPECT_EQ(perl("(?'h'ab)cd"), set({"abcd"}));
+  EXPECT_EQ(perl("(?>abc)d"), set({"abcd"}));
+  EXPECT_EQ(perl("ab+?cd"), set({"bcd"}));
+  EXPECT_EQ(perl("ab++cd"), set({"bcd"}));
+  EXPECT_EQ(perl("ab*+cd"), set({"cd"}));
+  EXPECT_EQ(perl("a{2}bc"), set({"abc"}));
+  EXPECT_EQ(perl("a{2,}?bc"), set({"abc"}));
+  EXPECT_EQ(perl("ab{0,3}cd"), set({"cd"}));
+  EXPECT_EQ(perl("a{x}bc"), set({"a{x}bc"}));
+  EXPECT_EQ(perl("\\Qa.b*\\E*cd"), set({"a.b"}));
+  EXPECT_EQ(perl("\\Q(x)\\Eyz"), set({"(x)yz"}));
+  EXPECT_EQ(perl("[\\]a]bc"), set({"bc"}));
+  EXPECT_EQ(perl("[]a]bc"), set({"bc"}));
+  EXPECT_EQ(perl("[[:alpha:]]bc"), set({"bc"}));
+  EXPECT_EQ(perl("\\d+abc\\w\\s\\bxyz"), set({"abc"}));
+  EXPECT_EQ(perl("\\d+abcd\\w\\s\\bxyz"), set({"abcd"}));
+  // Not understood: give up on the whole pattern.
+  for (const char* p : {"(?i)abc", "abc(?=x)", "abc(?!x)", "(?<=x)abc", "(?<!x)abc", "\\x41bc", "abc\\p{L}",
+                        "abc\\N{U+41}", "ab\\Kcd", "(*UTF)abc", "abc\\Edef", "ab{,3}cd", "ab{ 2 }cd", "abc\\1",
+                        "(?#c)abc", "(?i:abc)", "abc(?1)", "\\cJabc"})
+    EXPECT_EQ(perl(p), kNone) << p;
+}
+
+// ---------------------------------------------------------------------------------------
+// Property: random patterns against the real engines.
+
+struct Stats {
+  std::size_t patterns = 0;  // patterns that compiled
+  std::size_t answered = 0;  // (pattern, options) pairs with factors
+  std::size_t matches = 0;   // matches checked against factors
+};
+
+bool contains_factor(std::string_view text, const std::vector<std::string>& f, bool icase) {
+  auto fold = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return s;
+  };
+  const std::string t = icase ? fold(std::string(text)) : std::string(text);
+  return std::any_of(f.begin(), f.end(), [&](const std::string& s) { return t.find(icase ? fold(s) : s) != std::string::npos; });
+}
+
+std::string show(const std::vector<std::string>& f) {
+  std::string out;
+  for (const auto& s : f) out += "\"" + s + "\" ";
+  return out;
+}
+
+class Generator {
+ public:
+  Generator(std::uint64_t seed, std::vector<std::string> atoms, std::vector<std::string> quants, std::string open,
+            std::string close, std::string alt)
+      : rng_(seed), atoms_(std::move(atoms)), quants_(std::move(quants)), open_(std::move(open)),
+        close_(std::move(close)), alt_(std::move(alt)) {}
+
+  std::string pattern() {
+    std::string p = alternation(0);
+    if (pick(8) == 0) {  // some noise: an unbalanced or misplaced token anywhere
+      const std::string noise[] = {open_, close_, alt_, quantifier()};
+      p.insert(pick(p.size() + 1), noise[pick(4)]);
+    }
+    return p;
+  }
+
+  // Subjects over the pattern's alphabet, and some glued from pieces of the pattern.
+  std::string subject(const std::string& pattern) {
+    static const std::string kChars = "abcabcabcABC.*+?{}()|^$[]\\,1 -";
+    std::string s;
+    const std::size_t n = pick(14);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!pattern.empty() && pick(3) == 0) {
+        const std::size_t at = pick(pattern.size());
+        s += pattern.substr(at, 1 + pick(4));
+      } else {
+        s += kChars[pick(pick(2) ? 6 : kChars.size())];
+      }
+    }
+    return s;
+  }
+
+  std::size_t pick(std::size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
+
+ private:
+  std::string alternation(int depth) {
+    std::string p = concatenation(depth);
+    while (pick(5) == 0) p += alt_ + concatenation(depth);
+    return p;
+  }
+
+  std::string concatenation(int depth) {
+    std::string p;
+    const std::size_t n = pick(7);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (depth < 3 && pick(6) == 0) p += open_ + alternation(depth + 1) + close_;
+      else p += atoms_[pick(atoms_.size())];
+      if (pick(4) == 0) p += quantifier();
+    }
+    return p;
+  }
+
+  // glibc copies a repeated subexpression per count: nested intervals grow its automaton
+  // exponentially, so a pattern gets at most two.
+  std::string quantifier() {
+    std::string q = quants_[pick(quants_.size())];
+    if (q.find('{') != std::string::npos && ++intervals_ > 2) q = quants_[0];
+    return q;
+  }
+
+  std::mt19937_64 rng_;
+  int intervals_ = 0;
+  std::vector<std::string> atoms_, quants_;
+  std::string open_, close_, alt_;
+};
+
+// Checks one compiled pattern's matches (at every start of every subject) against `f`.
+template <typename Match>
+void check_matches(Generator& gen, const std::string& pattern, const std::vector<std::string>& f, bool icase,
+                   std::uint64_t seed, Stats& stats, Match match) {
+  for (int k = 0; k < 6; ++k) {
+    const std::string subject = gen.subject(pattern);
+    for (std::size_t start = 0; start <= subject.size(); ++start) {
+      const std::optional<std::size_t> end = match(subject, start);
+      if (!end) continue;
+      ++stats.matches;
+      const std::string_view text = std::string_view(subject).substr(start, *end - start);
+      ASSERT_TRUE(contains_factor(text, f, icase))
+          << "seed " << seed << " pattern \"" << pattern << "\" icase " << icase << " subject \"" << subject
+          << "\" match \"" << text << "\" factors " << show(f);
+    }
+  }
+}
+
+// Options for one round: -i or not, UTF-8 flag (more conservative only; the locale is C),
+// min_length 1 or 2.
+std::vector<FactorOptions> option_sets(bool icase) {
+  return {FactorOptions{icase, false, 1}, FactorOptions{icase, false, 2}, FactorOptions{icase, true, 1}};
+}
+
+void posix_property(Syntax syntax, std::uint64_t base, int cases, Stats& stats) {
+  const bool extended = syntax == Syntax::kExtended;
+  std::vector<std::string> atoms = {"a", "b", "c", "a", "b", "c", "ab", "A", ".", "[ab]", "[^a]", "[]a]", "[[:alpha:]]",
+                                    "[[.a.]]", "[\\]", "^", "$", "\\<", "\\>", "\\b", "\\B", "\\w", "\\W", "\\s",
+                                    "\\`", "\\'", "\\1", "\\.", "\\*", "\\[", "\\a", "\\^", "\\$", "*", ",", "1"};
+  std::vector<std::string> quants;
+  if (extended) {
+    atoms.insert(atoms.end(), {"\\(", "\\)", "\\|", "\\{", "\\+", "\\?", "}", "{", "{1", "{a}", "{1,x}"});
+    quants = {"*", "+", "?", "{1}", "{0,2}", "{2,}", "{,1}", "{0}", "{1,1}", "**", "+?"};
+  } else {
+    atoms.insert(atoms.end(), {"(", ")", "|", "{", "}", "+", "?", "\\}"});
+    quants = {"*", "\\+", "\\?", "\\{1\\}", "\\{0,2\\}", "\\{2,\\}", "\\{,1\\}", "\\{0\\}", "**", "\\+\\?"};
+  }
+  for (int n = 0; n < cases; ++n) {
+    const std::uint64_t seed = base + static_cast<std::uint64_t>(n);
+    Generator gen(seed, atoms, quants, extended ? "(" : "\\(", extended ? ")" : "\\)", extended ? "|" : "\\|");
+    const std::string pattern = gen.pattern();
+    for (const bool icase : {false, true}) {
+      re_pattern_buffer buf{};
+      re_set_syntax((extended ? RE_SYNTAX_EGREP : RE_SYNTAX_GREP) | (icase ? RE_ICASE : 0));
+      if (re_compile_pattern(pattern.data(), pattern.size(), &buf) != nullptr) {
+        regfree(&buf);
+        break;
+      }
+      stats.patterns += !icase;
+      re_registers regs{};
+      auto match = [&](const std::string& subject, std::size_t start) -> std::optional<std::size_t> {
+        const regoff_t at = re_search(&buf, subject.data(), static_cast<regoff_t>(subject.size()),
+                                      static_cast<regoff_t>(start), 0, &regs);
+        if (at < 0) return std::nullopt;
+        return static_cast<std::size_t>(regs.end[0]);
+      };
+      for (const FactorOptions& o : option_sets(icase)) {
+        const Factors f = required_factors(pattern, syntax, o);
+        if (!f) continue;
+        ++stats.answered;
+        check_matches(gen, pattern, *f, icase, seed, stats, match);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+      std::free(regs.start);
+      std::free(regs.end);
+      regfree(&buf);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(FactorsProperty, Basic) {
+  Stats stats;
+  posix_property(Syntax::kBasic, 1'000'000, 20'000, stats);
+  std::printf("kBasic: %zu patterns compiled, %zu answers, %zu matches checked\n", stats.patterns, stats.answered,
+              stats.matches);
+  EXPECT_GT(stats.matches, 10'000u);
+}
+
+TEST(FactorsProperty, Extended) {
+  Stats stats;
+  posix_property(Syntax::kExtended, 2'000'000, 20'000, stats);
+  std::printf("kExtended: %zu patterns compiled, %zu answers, %zu matches checked\n", stats.patterns,
+              stats.answered, stats.matches);
+  EXPECT_GT(stats.matches, 10'000u);
+}
+
+void perl_property(std::uint64_t base, int cases, Stats& stats) {
+  const std::vector<std::string> atoms = {
+      "a", "b", "c", "a", "b", "c", "ab", "A", ".", "[ab]", "[^a]", "[]a]", "[\\]a]", "[[:alpha:]]", "\\d", "\\w",
+      "\\s", "\\W", "\\.", "\\*", "\\(", "\\{", "\\Qa.\\E", "\\Q\\E", "\\Qb", "^", "$", "\\b", "\\B", "\\A", "\\z",
+      "\\Z", "{", "}", "{x}", "]", ",", "1", "(?:a|b)", "(?<n>c)", "(?|a|bc)", "(?>ab|a)"};
+  const std::vector<std::string> quants = {"*", "+", "?", "*?", "+?", "??", "*+", "++", "?+", "{2}", "{1,2}", "{0,1}",
+                                           "{2,}", "{0}", "{1}?"};
+  for (int n = 0; n < cases; ++n) {
+    const std::uint64_t seed = base + static_cast<std::uint64_t>(n);
+    Generator gen(seed, atoms, quants, "(", ")", "|");
+    const std::string pattern = gen.pattern();
+    for (const bool icase : {false, true}) {
+      int error = 0;
+      PCRE2_SIZE offset = 0;
+      pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                       PCRE2_DOLLAR_ENDONLY | (icase ? PCRE2_CASELESS : 0), &error, &offset, nullptr);
+      if (code == nullptr) break;
+      stats.patterns += !icase;
+      pcre2_match_data* data = pcre2_match_data_create_from_pattern(code, nullptr);
+      auto match = [&](const std::string& subject, std::size_t start) -> std::optional<std::size_t> {
+        const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start,
+                                   PCRE2_ANCHORED, data, nullptr);
+        if (rc < 0) return std::nullopt;
+        return pcre2_get_ovector_pointer(data)[1];
+      };
+      for (const FactorOptions& o : option_sets(icase)) {
+        const Factors f = required_factors(pattern, Syntax::kPerl, o);
+        if (!f) continue;
+        ++stats.answered;
+        check_matches(gen, pattern, *f, icase, seed, stats, match);
+        if (::testing::Test::HasFatalFailure()) break;
+      }
+      pcre2_match_data_free(data);
+      pcre2_code_free(code);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(FactorsProperty, Perl) {
+  Stats stats;
+  perl_property(3'000'000, 20'000, stats);
+  std::printf("kPerl: %zu patterns compiled, %zu answers, %zu matches checked\n", stats.patterns, stats.answered,
+              stats.matches);
+  EXPECT_GT(stats.matches, 10'000u);
+}
+
+}  // namespace
+}  // namespace gpufilter::regex

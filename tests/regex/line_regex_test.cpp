@@ -1,0 +1,151 @@
+// Unit tests of gpufilter::regex's LineRegex: grep's error messages, warnings, the
+// fixed-string rule, and the -w/-x/-o walk on cases whose answers were taken from GNU
+// grep 3.8 (LC_ALL=C). The differential suites (tests/cli/regex_differential_test.cpp)
+// compare whole runs with grep.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpufilter/regex/line_regex.hpp"
+
+namespace gpufilter::regex {
+namespace {
+
+RegexOptions basic(bool word = false, bool whole_line = false) {
+  RegexOptions o;
+  o.syntax = Syntax::kBasic;
+  o.word = word;
+  o.whole_line = whole_line;
+  return o;
+}
+
+std::vector<std::string> errors_of(const std::vector<std::string>& patterns, Syntax syntax,
+                                   const std::vector<PatternOrigin>& origins = {}) {
+  RegexOptions o;
+  o.syntax = syntax;
+  try {
+    compile(patterns, o, origins);
+  } catch (const RegexError& e) {
+    return e.messages();
+  }
+  return {};
+}
+
+// Every non-empty -o part of `line`, as grep prints them.
+std::vector<std::string> parts(LineRegex& r, std::string_view line) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  Found f;
+  while (from <= line.size() && r.find(line, from, {}, f)) {
+    if (f.length == 0) {
+      from = f.begin + 1;
+      continue;
+    }
+    out.emplace_back(line.substr(f.begin, std::min(f.length, line.size() - f.begin)));
+    from = f.begin + f.length;
+  }
+  return out;
+}
+
+TEST(LineRegex, CompileErrorsAreGrepsMessages) {
+  EXPECT_EQ(errors_of({"a\\("}, Syntax::kBasic), std::vector<std::string>{"Unmatched ( or \\("});
+  EXPECT_EQ(errors_of({"a("}, Syntax::kExtended), std::vector<std::string>{"Unmatched ( or \\("});
+  EXPECT_EQ(errors_of({"[b-a]"}, Syntax::kBasic), std::vector<std::string>{"Invalid range end"});
+  EXPECT_EQ(errors_of({"a\\{1"}, Syntax::kBasic), std::vector<std::string>{"Unmatched \\{"});
+  EXPECT_EQ(errors_of({"\\"}, Syntax::kBasic), std::vector<std::string>{"Trailing backslash"});
+  EXPECT_EQ(errors_of({"[[:foo:]]"}, Syntax::kBasic), std::vector<std::string>{"Invalid character class name"});
+  EXPECT_EQ(errors_of({"[:space:]"}, Syntax::kBasic),
+            std::vector<std::string>{"character class syntax is [[:space:]], not [:space:]"});
+  EXPECT_EQ(errors_of({"\\(a\\)\\2"}, Syntax::kBasic), std::vector<std::string>{"Invalid back reference"});
+  EXPECT_EQ(errors_of({"a{2,1}"}, Syntax::kExtended), std::vector<std::string>{"Invalid content of \\{\\}"});
+  EXPECT_EQ(errors_of({"("}, Syntax::kPerl), std::vector<std::string>{"missing closing parenthesis"});
+  EXPECT_EQ(errors_of({"a", "b"}, Syntax::kPerl),
+            std::vector<std::string>{"the -P option only supports a single pattern"});
+  EXPECT_TRUE(errors_of({"a{1", "x{"}, Syntax::kExtended).empty());  // '{' is literal there
+}
+
+TEST(LineRegex, EveryBadPatternIsNamedWithItsFileAndLine) {
+  const std::vector<PatternOrigin> origins{{"", 0}, {"pats", 1}, {"pats", 2}};
+  EXPECT_EQ(errors_of({"a\\(", "ok", "[x"}, Syntax::kBasic, origins),
+            (std::vector<std::string>{"Unmatched ( or \\(", "pats:2: Unmatched [, [^, [:, [., or [="}));
+}
+
+TEST(LineRegex, WarnsOfRepetitionAtTheStartOfAnExtendedExpression) {
+  EXPECT_EQ(warnings({"*a(+b|{1}c)"}, Syntax::kExtended),
+            (std::vector<std::string>{"warning: * at start of expression", "warning: + at start of expression",
+                                      "warning: {...} at start of expression"}));
+  EXPECT_TRUE(warnings({"*a", "a\\|*b", "\\(*a\\)"}, Syntax::kBasic).empty());
+  EXPECT_TRUE(warnings({"a**", "a+*", "a{1}{2}", "x{"}, Syntax::kExtended).empty());
+}
+
+TEST(LineRegex, PatternsWithoutOperatorsAreFixedStringsAsGrepMakesThem) {
+  std::vector<std::string> fixed;
+  EXPECT_TRUE(as_fixed_strings({"a+b", "c\\.d", "x|y", "{}"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_EQ(fixed, (std::vector<std::string>{"a+b", "c.d", "x|y", "{}"}));
+  EXPECT_FALSE(as_fixed_strings({"a+b"}, Syntax::kExtended, false, false, fixed));
+  EXPECT_FALSE(as_fixed_strings({"a\\+b"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_FALSE(as_fixed_strings({"a.b"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_FALSE(as_fixed_strings({"\\<a"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_FALSE(as_fixed_strings({"a\\"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_TRUE(as_fixed_strings({"a\\+b"}, Syntax::kExtended, false, false, fixed));
+  EXPECT_EQ(fixed, std::vector<std::string>{"a+b"});
+  // -i in UTF-8: 'k' also matches U+212A KELVIN SIGN, so it stays a regex.
+  EXPECT_FALSE(as_fixed_strings({"kilo"}, Syntax::kBasic, true, true, fixed));
+  EXPECT_TRUE(as_fixed_strings({"kilo"}, Syntax::kBasic, true, false, fixed));
+  EXPECT_FALSE(as_fixed_strings({"a"}, Syntax::kPerl, false, false, fixed));
+}
+
+TEST(LineRegex, BackReferencesAreSeenAsGrepSeesThem) {
+  EXPECT_TRUE(possible_backrefs("\\(a\\)\\1"));
+  EXPECT_FALSE(possible_backrefs("a\\\\1"));
+  EXPECT_FALSE(possible_backrefs("a\\"));
+  EXPECT_TRUE(possible_backrefs("[\\1]"));  // a false alarm, as in grep: harmless
+}
+
+TEST(LineRegex, SelectsUnderWordAndLineRules) {
+  auto r = compile({"ab*"}, basic(true));
+  EXPECT_TRUE(r->selects(0, "x abb y"));
+  EXPECT_FALSE(r->selects(0, "xabb"));
+  EXPECT_TRUE(r->selects(0, "abbx a"));  // a later match is a word
+  auto x = compile({"a\\|ab"}, basic(false, true));
+  EXPECT_TRUE(x->selects(0, "ab"));
+  EXPECT_FALSE(x->selects(0, "abc"));
+  auto backref = compile({"\\(a*\\)b\\1"}, basic(true));
+  EXPECT_TRUE(backref->selects(0, "x aabaa y"));
+  EXPECT_FALSE(backref->selects(0, "xaabaa"));
+}
+
+TEST(LineRegex, OnlyMatchingPartsAreGreps) {
+  // grep -o 'ab*\|b' <<< 'abbb bab' prints abbb, b, ab.
+  auto r = compile({"ab*\\|b"}, basic());
+  EXPECT_EQ(parts(*r, "abbb bab"), (std::vector<std::string>{"abbb", "b", "ab"}));
+  // grep -ow 'ab\|aby\|xaby' <<< 'xaby' prints xaby.
+  auto w = compile({"ab\\|aby\\|xaby"}, basic(true));
+  EXPECT_EQ(parts(*w, "xaby"), std::vector<std::string>{"xaby"});
+  // Empty matches print nothing: grep -o 'x*' <<< 'axxb' prints xx.
+  auto e = compile({"x*"}, basic());
+  EXPECT_EQ(parts(*e, "axxb"), std::vector<std::string>{"xx"});
+  RegexOptions perl;
+  perl.syntax = Syntax::kPerl;
+  auto p = compile({"ab|a"}, perl);  // Perl takes the first alternative, not the longest
+  EXPECT_EQ(parts(*p, "abab"), (std::vector<std::string>{"ab", "ab"}));
+}
+
+TEST(LineRegex, WholeLineWithWordTakesTheNewline) {
+  auto r = compile({"a.c"}, basic(true, true));
+  Found f;
+  ASSERT_TRUE(r->find("abc", 0, {}, f));
+  EXPECT_EQ(f.begin, 0u);
+  EXPECT_EQ(f.length, 4u);
+  EXPECT_TRUE(f.newline);
+}
+
+TEST(LineRegex, ACloneMatchesAlike) {
+  auto r = compile({"[0-9]\\{3\\}"}, basic());
+  auto c = r->clone();
+  EXPECT_EQ(parts(*r, "a1234 56 789"), parts(*c, "a1234 56 789"));
+}
+
+}  // namespace
+}  // namespace gpufilter::regex
