@@ -218,10 +218,20 @@ GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& i
   return {std::move(r.out), std::move(r.err), r.status};
 }
 
-bool expect_same(const std::vector<std::string>& args, const std::string& input, const std::vector<Knobs>& knob_list,
-                 const std::string& note, const std::vector<std::string>& env) {
-  const GrepRun expected = run_grep(args, input, env);
+namespace {
+
+// Runs `grep grep_matcher args...` once and `gpufilter [matcher] args...` per knob set and
+// reports each difference; `matcher` empty: gpufilter gets none.
+bool compare_runs(const std::string& grep_matcher, const std::string& matcher, const std::vector<std::string>& args,
+                  const std::string& input, const std::vector<Knobs>& knob_list, const std::string& note,
+                  const std::vector<std::string>& env) {
+  std::vector<std::string> grep_argv = {grep_binary(), grep_matcher};
+  grep_argv.insert(grep_argv.end(), args.begin(), args.end());
+  const ProcessResult expected = run_process(grep_argv, input, env);
   const std::string expected_err = normalise_grep_stderr(expected.err);
+  std::vector<std::string> gpufilter_args;
+  if (!matcher.empty()) gpufilter_args.push_back(matcher);
+  gpufilter_args.insert(gpufilter_args.end(), args.begin(), args.end());
   std::vector<Knobs> knobs = knob_list.empty() ? rotating_knobs() : knob_list;
   // GPUFILTER_TEST_KNOBS=N runs only the first N knob sets of each case: on a machine where
   // every gpufilter start opens a GPU context, the full sweep (done on PoCL in CI) is slow.
@@ -229,14 +239,15 @@ bool expect_same(const std::vector<std::string>& args, const std::string& input,
     knobs.resize(std::min<std::size_t>(knobs.size(), static_cast<std::size_t>(std::atoi(limit))));
   bool all_same = true;
   for (const Knobs& k : knobs) {
-    const GrepRun actual = run_gpufilter(args, input, k, env);
+    const GrepRun actual = run_gpufilter(gpufilter_args, input, k, env);
     const bool out_same = actual.out == expected.out;
     const bool status_same = actual.status == expected.status;
     const bool err_same = actual.err == expected_err;
     if (out_same && status_same && err_same) continue;
     all_same = false;
     std::ostringstream m;
-    m << "gpufilter differs from grep -F\n  args : " << describe_args(args) << "\n  knobs: " << k.describe() << "\n";
+    m << "gpufilter differs from grep " << grep_matcher << "\n  args : " << describe_args(args)
+      << "\n  knobs: " << k.describe() << "\n";
     if (!env.empty()) m << "  env  : " << describe_args(env) << "\n";
     if (!note.empty()) m << "  note : " << note << "\n";
     if (!input.empty() || args.empty()) m << "  stdin: \"" << escape(input, 600) << "\"\n";
@@ -250,6 +261,18 @@ bool expect_same(const std::vector<std::string>& args, const std::string& input,
     ADD_FAILURE() << m.str();
   }
   return all_same;
+}
+
+}  // namespace
+
+bool expect_same(const std::vector<std::string>& args, const std::string& input, const std::vector<Knobs>& knob_list,
+                 const std::string& note, const std::vector<std::string>& env) {
+  return compare_runs("-F", "-F", args, input, knob_list, note, env);
+}
+
+bool expect_same_with(const std::string& matcher, const std::vector<std::string>& args, const std::string& input,
+                      const std::vector<Knobs>& knob_list, const std::string& note, const std::vector<std::string>& env) {
+  return compare_runs(matcher, matcher, args, input, knob_list, note, env);
 }
 
 }  // namespace gpufilter::test

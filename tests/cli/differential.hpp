@@ -59,6 +59,14 @@ bool expect_same(const std::vector<std::string>& args, const std::string& input 
                  const std::vector<Knobs>& knobs = {}, const std::string& note = {},
                  const std::vector<std::string>& env = {});
 
+// As expect_same(), with MATCHER ("-G", "-E", "-P" or "-F") in front of the arguments of
+// both tools: `grep MATCHER args...` against `gpufilter MATCHER args... knobs`. The
+// environment's entries replace inherited ones of the same name ("LC_ALL=C.UTF-8" runs both
+// in that locale). Failures say "differs from grep MATCHER".
+bool expect_same_with(const std::string& matcher, const std::vector<std::string>& args,
+                      const std::string& input = {}, const std::vector<Knobs>& knobs = {},
+                      const std::string& note = {}, const std::vector<std::string>& env = {});
+
 // The outputs of `grep -F args...` (LC_ALL=C).
 struct GrepRun {
   std::string out;

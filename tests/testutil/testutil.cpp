@@ -219,7 +219,15 @@ SpawnedProcess spawn_process(const std::vector<std::string>& argv, const std::ve
     env_strings.emplace_back(*e);
   }
   env_strings.emplace_back("LC_ALL=C");
-  for (const auto& e : extra_env) env_strings.push_back(e);
+  // An extra entry replaces an earlier one of the same name (getenv takes the first).
+  for (const auto& e : extra_env) {
+    const std::string name = e.substr(0, e.find('=') + 1);
+    if (name.size() > 1)
+      env_strings.erase(std::remove_if(env_strings.begin(), env_strings.end(),
+                                       [&name](const std::string& s) { return s.compare(0, name.size(), name) == 0; }),
+                        env_strings.end());
+    env_strings.push_back(e);
+  }
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -1,0 +1,717 @@
+// Differential tests of gpufilter's regular expressions against GNU grep 3.8: random BRE,
+// ERE and Perl patterns (valid ones, and some grep rejects), random inputs (CRLF, long lines,
+// NUL bytes, multibyte characters, invalid UTF-8) and random options, in the C and C.UTF-8
+// locales; then regexes made from the Loghub templates. `grep MATCHER ARGS...` and
+// `gpufilter MATCHER ARGS... KNOBS` must agree byte for byte on stdout, on the exit status
+// and on stderr (after the program name). Every failure prints its seed and the case;
+// GPUFILTER_TEST_SEED=N shifts the seeds of every test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "corpus_util.hpp"
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Args = std::vector<std::string>;
+
+constexpr int kMaxFailingCases = 8;  // stop a test after this many failing cases
+
+std::uint32_t base_seed(std::uint32_t fallback) {
+  if (const char* env = std::getenv("GPUFILTER_TEST_SEED")) return static_cast<std::uint32_t>(std::strtoul(env, nullptr, 10)) + fallback;
+  return fallback;
+}
+
+enum class Syntax { kBasic, kExtended, kPerl };
+enum class Locale { kC, kUtf8 };
+
+const char* matcher_flag(Syntax s) { return s == Syntax::kBasic ? "-G" : s == Syntax::kExtended ? "-E" : "-P"; }
+const char* syntax_name(Syntax s) { return s == Syntax::kBasic ? "BRE" : s == Syntax::kExtended ? "ERE" : "PCRE"; }
+const char* locale_name(Locale l) { return l == Locale::kC ? "C" : "C.UTF-8"; }
+// The environment of both tools: run_process sets LC_ALL=C; this entry replaces it.
+std::vector<std::string> locale_env(Locale l) {
+  return l == Locale::kC ? std::vector<std::string>{} : std::vector<std::string>{"LC_ALL=C.UTF-8"};
+}
+
+// Cases run and cases that differed, printed at the end of each test.
+struct Tally {
+  int cases = 0;
+  int differing = 0;
+};
+
+void report_tally(const std::string& what, const Tally& t) {
+  std::cout << "[  TALLY   ] " << what << ": " << t.cases << " cases, " << t.differing << " differed" << std::endl;
+  ::testing::Test::RecordProperty("cases", t.cases);
+  ::testing::Test::RecordProperty("differing", t.differing);
+}
+
+class Random {
+ public:
+  explicit Random(std::uint32_t seed) : rng_(seed) {}
+  int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(uniform(0, static_cast<int>(v.size()) - 1))];
+  }
+  std::mt19937& rng() { return rng_; }
+
+ private:
+  std::mt19937 rng_;
+};
+
+const std::string kEAcute = "\xc3\xa9";      // é
+const std::string kEAcuteUpper = "\xc3\x89";  // É
+const std::string kSharpS = "\xc3\x9f";       // ß
+const std::string kNichi = "\xe6\x97\xa5";    // 日
+const std::string kKelvin = "\xe2\x84\xaa";   // KELVIN SIGN, which -i folds with 'k'
+
+// ---------------------------------------------------------------------------------------
+// BRE and ERE: a syntax tree rendered in either syntax.
+
+struct Node {
+  enum Kind { kLiteral, kAny, kBracket, kAnchor, kEscape, kGroup, kAlternation, kConcat, kRepeat, kBackref, kRaw };
+  Kind kind = kLiteral;
+  std::string text;       // the literal character, bracket, anchor, escape or raw text
+  std::string quantifier;  // kRepeat: "*", "+", "?" or "{M,N}" (ERE spelling)
+  std::vector<Node> children;
+};
+
+std::string render(const Node& n, bool ere);
+
+// A literal character: escaped where it is special in the syntax.
+std::string render_literal(const std::string& c, bool ere) {
+  const std::string special = ere ? ".[\\()*+?{|^$" : ".[\\*^$";
+  if (c.size() == 1 && special.find(c[0]) != std::string::npos) return "\\" + c;
+  return c;
+}
+
+std::string render_quantifier(const std::string& q, bool ere) {
+  if (ere || q == "*") return q;
+  if (q == "+" || q == "?") return "\\" + q;
+  return "\\{" + q.substr(1, q.size() - 2) + "\\}";  // "{M,N}" -> "\{M,N\}"
+}
+
+std::string render(const Node& n, bool ere) {
+  switch (n.kind) {
+    case Node::kLiteral: return render_literal(n.text, ere);
+    case Node::kAny: return ".";
+    case Node::kBracket:
+    case Node::kAnchor:
+    case Node::kEscape:
+    case Node::kRaw:
+    case Node::kBackref: return n.text;
+    case Node::kGroup: return (ere ? "(" : "\\(") + render(n.children[0], ere) + (ere ? ")" : "\\)");
+    case Node::kAlternation: {
+      std::string s;
+      for (std::size_t i = 0; i < n.children.size(); ++i) s += (i ? (ere ? "|" : "\\|") : "") + render(n.children[i], ere);
+      return s;
+    }
+    case Node::kConcat: {
+      std::string s;
+      for (const Node& c : n.children) s += render(c, ere);
+      return s;
+    }
+    case Node::kRepeat: return render(n.children[0], ere) + render_quantifier(n.quantifier, ere);
+  }
+  return {};
+}
+
+class GnuRegexGenerator {
+ public:
+  GnuRegexGenerator(Random& r, bool ere, bool utf8) : r_(r), ere_(ere), utf8_(utf8) {}
+
+  std::string pattern() { return render(alternation(0), ere_); }
+  bool has_backref() const { return backrefs_; }
+
+ private:
+  Node leaf(Node::Kind kind, std::string text) {
+    Node n;
+    n.kind = kind;
+    n.text = std::move(text);
+    return n;
+  }
+
+  std::string literal_char() {
+    static const std::vector<std::string> plain = {"a", "b", "c", "a", "b", "c", "k", "s", "1", "2", " ", "_", "A", "B"};
+    static const std::vector<std::string> special = {".", "*", "{", "}", "+", "?", "|", "(", ")", "^", "$", "-", "["};
+    const int x = r_.uniform(0, 99);
+    if (utf8_ && x < 10) return r_.pick(std::vector<std::string>{kEAcute, kEAcuteUpper, kSharpS, kNichi, kKelvin});
+    if (x < 22) return r_.pick(special);
+    return r_.pick(plain);
+  }
+
+  std::string bracket() {
+    static const std::vector<std::string> classes = {"[:alpha:]", "[:digit:]", "[:space:]", "[:alnum:]",
+                                                     "[:upper:]", "[:lower:]", "[:punct:]", "[:blank:]"};
+    static const std::vector<std::string> ranges = {"a-c", "b-c", "0-9", "a-a", "A-Z", " -_"};
+    static const std::vector<std::string> singles = {"a", "b", "c", "k", ".", "*", "-", "^", "_", " ", "\\", "1", "$", "[", "{"};
+    std::string s = "[";
+    if (r_.chance(0.3)) s += '^';
+    if (r_.chance(0.12)) s += ']';  // []a] and [^]a]
+    const int n = r_.uniform(1, 3);
+    for (int i = 0; i < n; ++i) {
+      const int x = r_.uniform(0, 99);
+      if (x < 25) s += r_.pick(classes);
+      else if (x < 45) s += r_.pick(ranges);
+      else if (x < 50) s += r_.pick(std::vector<std::string>{"[=a=]", "[.-.]", "[.a.]"});
+      else if (x < 58 && utf8_) s += r_.pick(std::vector<std::string>{kEAcute, kSharpS, kKelvin, "a-" + kEAcute});
+      else {
+        std::string c = r_.pick(singles);
+        if (c == "^" && s.size() <= 2) c = "_";  // not the negation
+        s += c;
+      }
+    }
+    if (s.back() == '[') s += 'a';  // "[[" + "]" would open a class
+    return s + "]";
+  }
+
+  Node atom(int depth) {
+    const int x = r_.uniform(0, 99);
+    if (x < 40) return leaf(Node::kLiteral, literal_char());
+    if (x < 50) return leaf(Node::kAny, ".");
+    if (x < 62) return leaf(Node::kBracket, bracket());
+    if (x < 71)
+      return leaf(Node::kEscape, r_.pick(std::vector<std::string>{"\\<", "\\>", "\\b", "\\B", "\\w", "\\W", "\\s",
+                                                                 "\\S", "\\w", "\\s", "\\`", "\\'"}));
+    if (x < 77) return leaf(Node::kAnchor, r_.chance(0.5) ? "^" : "$");
+    if (x < 83 && !closed_.empty()) {
+      backrefs_ = true;
+      return leaf(Node::kBackref, "\\" + std::to_string(r_.pick(closed_)));
+    }
+    if (depth < 3) {
+      const int number = ++groups_;
+      Node g;
+      g.kind = Node::kGroup;
+      g.children.push_back(alternation(depth + 1));
+      if (number <= 9) closed_.push_back(number);
+      return g;
+    }
+    return leaf(Node::kLiteral, literal_char());
+  }
+
+  std::string quantifier() {
+    const int x = r_.uniform(0, 99);
+    if (x < 30) return "*";
+    if (x < 48) return "+";
+    if (x < 64) return "?";
+    const int m = r_.uniform(0, 3);
+    const int n = m + r_.uniform(0, 2);
+    switch (r_.uniform(0, 3)) {
+      case 0: return "{" + std::to_string(m) + "}";
+      case 1: return "{" + std::to_string(m) + "," + std::to_string(n) + "}";
+      case 2: return "{," + std::to_string(n) + "}";
+      default: return "{" + std::to_string(m) + ",}";
+    }
+  }
+
+  Node concat(int depth) {
+    Node c;
+    c.kind = Node::kConcat;
+    // A repetition where grep's DFA takes it for one at the start of an expression (ERE:
+    // a warning; BRE: a literal '*').
+    if (r_.chance(0.03)) c.children.push_back(leaf(Node::kRaw, ere_ ? r_.pick(std::vector<std::string>{"*", "+", "?", "{1}", "{1,2}"}) : "*"));
+    const int n = r_.uniform(1, 4);
+    for (int i = 0; i < n; ++i) {
+      Node a = atom(depth);
+      if (r_.chance(0.3)) {
+        Node rep;
+        rep.kind = Node::kRepeat;
+        rep.quantifier = quantifier();
+        rep.children.push_back(std::move(a));
+        a = std::move(rep);
+        if (r_.chance(0.08)) {  // a repeated repetition: a** or a*\{2\}
+          Node again;
+          again.kind = Node::kRepeat;
+          again.quantifier = r_.chance(0.5) ? "*" : quantifier();
+          again.children.push_back(std::move(a));
+          a = std::move(again);
+        }
+      }
+      c.children.push_back(std::move(a));
+    }
+    return c;
+  }
+
+  Node alternation(int depth) {
+    Node alt;
+    alt.kind = Node::kAlternation;
+    alt.children.push_back(concat(depth));
+    while (r_.chance(0.25) && alt.children.size() < 4) alt.children.push_back(r_.chance(0.05) ? Node{Node::kConcat, {}, {}, {}} : concat(depth));
+    return alt;
+  }
+
+  Random& r_;
+  bool ere_;
+  bool utf8_;
+  int groups_ = 0;
+  std::vector<int> closed_;
+  bool backrefs_ = false;
+};
+
+// Patterns grep rejects (exit 2 and its message), or where its DFA parser warns or reads
+// them its own way.
+const std::vector<std::string>& odd_basic_patterns() {
+  static const std::vector<std::string> p = {
+      "a\\)", "\\(a", "\\(a\\|b", "a[b", "[b-a]", "a\\", "a\\{2,1\\}", "a\\{1", "a\\{1,2", "\\(a\\)\\2",
+      "[[:foo:]]", "[[.ab.]]", "[[=a", "x\\{99999\\}", "[:space:]", "[:alpha:]x", "a\\{,\\}", "\\{1\\}a",
+      "a\\{1a\\}", "*a", "^*b", "\\(*a\\)", "a\\|*b", "\\(^a\\)", "a\\{1\\}\\{2\\}", "[a", "[]", "[^]", "\\(\\)",
+      "a\\|\\|b", "\\1", "\\(a\\)\\|\\1", "[[:alpha:]-z]", "[z-a]", "a\\{32768\\}",
+      "b\\b*c", "b\\>\\{2\\}", "b$*", "{", "{a", "a\\{1,2\\}\\{3\\}"};
+  return p;
+}
+
+const std::vector<std::string>& odd_extended_patterns() {
+  static const std::vector<std::string> p = {
+      "a)", "(a", "(a|b", "a[b", "[b-a]", "a\\", "a{2,1}", "{1}a", "a{1", "a{1,2", "(a)\\2", "((a)", "[[:foo:]]",
+      "x{99999}", "[:space:]", "()", "a||b", "(|a)", "a{,}", "*a", "+a", "?a", "a|*b", "a|+b", "(*a)", "^*",
+      "a{1}{2}", "a+*?", "a**", "{1,2}a", "x|{1}", "a{1a}", "a{,2}b", "[a", "[]", "\\1", "(a)|\\1", "a{32768}",
+      "(^a)", "a($)b", "[[:alpha:]-z]", "(a{1)",
+      "b$?", "^*b", "^{,1}b", "a\\`?b", "b\\b{2}", "?*a", "**a", "*{1}a", "{", "{a", "{)", "{)|"};
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// Perl: a smaller generator, written straight as text.
+
+class PerlGenerator {
+ public:
+  PerlGenerator(Random& r, bool utf8) : r_(r), utf8_(utf8) {}
+
+  std::string pattern() {
+    std::string p = alternation(0);
+    if (r_.chance(0.05)) p = "(?i)" + p;
+    return p;
+  }
+
+ private:
+  std::string atom(int depth) {
+    static const std::vector<std::string> literals = {"a", "b", "c", "a", "b", "k", "1", " ", "_", "\\.", "-", "A"};
+    static const std::vector<std::string> classes = {"[abc]", "[^a]", "[a-c1]", "[\\d_]", "[^\\s]", "[.*]", "[\\w-]",
+                                                     "[[:alpha:]]", "[^[:digit:]b]"};
+    const int x = r_.uniform(0, 99);
+    if (x < 35) return utf8_ && r_.chance(0.12) ? r_.pick(std::vector<std::string>{kEAcute, kSharpS, kNichi, kKelvin})
+                                                : r_.pick(literals);
+    if (x < 43) return ".";
+    if (x < 52) return r_.pick(classes);
+    if (x < 64) return r_.pick(std::vector<std::string>{"\\d", "\\w", "\\s", "\\D", "\\W", "\\S", "\\b", "\\B"});
+    if (x < 70) return r_.chance(0.5) ? "^" : "$";
+    if (x < 74 && !closed_.empty()) return "\\" + std::to_string(r_.pick(closed_));
+    if (depth >= 3) return "a";
+    const int kind = r_.uniform(0, 9);
+    if (kind < 4) {
+      const int number = ++groups_;
+      std::string g = "(" + alternation(depth + 1) + ")";
+      closed_.push_back(number);
+      return g;
+    }
+    if (kind < 6) return "(?:" + alternation(depth + 1) + ")";
+    if (kind < 8) return (r_.chance(0.5) ? "(?=" : "(?!") + alternation(depth + 1) + ")";
+    return (r_.chance(0.5) ? "(?<=" : "(?<!") + r_.pick(std::vector<std::string>{"a", "b", "ab", "\\d", "[ac]"}) + ")";
+  }
+
+  std::string quantifier() {
+    std::string q;
+    const int x = r_.uniform(0, 99);
+    if (x < 30) q = "*";
+    else if (x < 50) q = "+";
+    else if (x < 65) q = "?";
+    else {
+      const int m = r_.uniform(0, 3);
+      q = r_.chance(0.5) ? "{" + std::to_string(m) + "}" : "{" + std::to_string(m) + "," + std::to_string(m + r_.uniform(0, 2)) + "}";
+    }
+    if (r_.chance(0.25)) q += "?";  // lazy
+    else if (r_.chance(0.05)) q += "+";  // possessive
+    return q;
+  }
+
+  std::string alternation(int depth) {
+    std::string s;
+    do {
+      if (!s.empty()) s += "|";
+      const int n = r_.uniform(1, 4);
+      for (int i = 0; i < n; ++i) {
+        const std::string a = atom(depth);
+        s += a;
+        if (r_.chance(0.3) && a != "^" && a != "$" && a.rfind("(?<", 0) != 0) s += quantifier();
+      }
+    } while (r_.chance(0.2) && s.size() < 60);
+    return s;
+  }
+
+  Random& r_;
+  bool utf8_;
+  int groups_ = 0;
+  std::vector<int> closed_;
+};
+
+const std::vector<std::string>& odd_perl_patterns() {
+  static const std::vector<std::string> p = {
+      "(a", "a)", "[a", "a{2,1}", "*a", "(?<=a+)b", "a\\", "(?P<n", "a**", "(?<n>a)\\k<m>", "\\1", "[b-a]",
+      "(?z)", "a{1", "\\p{Foo}", "[[:foo:]]", "(?<=a|bc)d", "x{99999}", "\\c", "(?", "a++b", "(a)(?1)", "\\x{110000}"};
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// Inputs.
+
+std::string random_line(Random& r, bool utf8, bool long_line, bool bad_byte) {
+  static const std::vector<std::string> ascii = {"a", "b", "c", "a", "b", "c", "k", "s", "1", "2", " ", " ",
+                                                 ".", "_", "-", "*", "{", "}", "(", "|", "\t", "A", "K"};
+  const std::vector<std::string> multibyte = {kEAcute, kEAcuteUpper, kSharpS, kNichi, kKelvin};
+  const int length = long_line ? r.uniform(4000, 6000) : r.chance(0.15) ? 0 : r.chance(0.6) ? r.uniform(1, 8) : r.uniform(1, 40);
+  const bool upper = r.chance(0.1);
+  const double mb = utf8 ? 0.15 : 0.04;  // the C locale sees those bytes too
+  std::string s;
+  while (static_cast<int>(s.size()) < length) {
+    std::string c = r.chance(mb) ? r.pick(multibyte) : r.pick(ascii);
+    if (upper && c.size() == 1 && c[0] >= 'a' && c[0] <= 'z') c[0] = static_cast<char>(c[0] - 'a' + 'A');
+    s += c;
+  }
+  if (bad_byte && r.chance(0.3)) s.insert(static_cast<std::size_t>(r.uniform(0, static_cast<int>(s.size()))), "\xff");
+  if (r.chance(0.1)) s += '\r';
+  return s;
+}
+
+struct InputShape {
+  bool long_lines = false;
+  bool bad_bytes = false;  // 0xff here and there
+  bool nul = false;
+  int max_lines = 14;
+};
+
+InputShape random_shape(Random& r, bool short_lines_only) {
+  InputShape shape;
+  shape.long_lines = !short_lines_only && r.chance(0.05);
+  shape.bad_bytes = r.chance(0.05);
+  shape.nul = r.chance(0.05);
+  return shape;
+}
+
+std::string random_input(Random& r, bool utf8, const InputShape& shape) {
+  const int lines = r.uniform(0, shape.max_lines);
+  const int long_at = shape.long_lines ? r.uniform(0, std::max(0, lines - 1)) : -1;
+  std::string s;
+  for (int i = 0; i < lines; ++i) {
+    s += random_line(r, utf8, i == long_at, shape.bad_bytes);
+    s += '\n';
+  }
+  if (!s.empty() && r.chance(0.2)) s.pop_back();  // no final newline
+  if (shape.nul && !s.empty()) s[static_cast<std::size_t>(r.uniform(0, static_cast<int>(s.size()) - 1))] = '\0';
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Options.
+
+// Random grep options (an option and its argument stay together when shuffled); env gets
+// GREP_COLORS settings now and then.
+Args random_options(Random& r, std::vector<std::string>& env) {
+  std::vector<Args> groups;
+  auto maybe = [&](double p, Args a) {
+    if (r.chance(p)) groups.push_back(std::move(a));
+  };
+  maybe(0.25, {"-i"});
+  maybe(0.2, {"-w"});
+  maybe(0.1, {"-x"});
+  maybe(0.15, {"-v"});
+  maybe(0.1, {"-c"});
+  maybe(0.3, {"-o"});
+  maybe(0.25, {"-n"});
+  maybe(0.12, {"-b"});
+  maybe(0.03, {"-l"});
+  maybe(0.03, {"-L"});
+  maybe(0.02, {"-q"});
+  maybe(0.04, {"-s"});
+  maybe(0.05, {"-a"});
+  maybe(0.03, {"-I"});
+  if (r.chance(0.1)) groups.push_back({"-m", std::to_string(r.uniform(0, 3))});
+  if (r.chance(0.15)) {
+    const std::string n = std::to_string(r.uniform(0, 2));
+    switch (r.uniform(0, 3)) {
+      case 0: groups.push_back({"-A", n}); break;
+      case 1: groups.push_back({"-B" + n}); break;
+      case 2: groups.push_back({"-C", n}); break;
+      default: groups.push_back({"-" + n}); break;
+    }
+  }
+  if (r.chance(0.15)) {
+    groups.push_back({"--color=always"});
+    if (r.chance(0.3)) env.push_back(r.chance(0.5) ? "GREP_COLORS=mt=01;32:fn=34" : "GREP_COLORS=sl=1:cx=2:rv");
+  }
+  std::shuffle(groups.begin(), groups.end(), r.rng());
+  Args flags;
+  for (const Args& g : groups) flags.insert(flags.end(), g.begin(), g.end());
+  return flags;
+}
+
+// One knob set drawn at random (chunks not so small that a run takes long; the OpenCL
+// engine a third of the time) and the default.
+std::vector<Knobs> case_knobs(Random& r, std::size_t input_size) {
+  const int min_chunk = std::max<int>(1, static_cast<int>(input_size / 200));
+  std::vector<Knobs> knobs;
+  for (Knobs k : random_knobs(r.rng(), 1, 96)) {
+    if (!k.chunk.empty() && std::stoi(k.chunk) < min_chunk) k.chunk = std::to_string(min_chunk + std::stoi(k.chunk));
+    knobs.push_back(k);
+  }
+  knobs.push_back({"", "", ""});
+  return knobs;
+}
+
+// ---------------------------------------------------------------------------------------
+// Random cases.
+
+struct Limits {
+  int cases = 150;
+  double odd_patterns = 0.07;  // the share of patterns drawn from the odd_*_patterns lists
+};
+
+std::string random_pattern(Random& r, Syntax syntax, bool utf8, bool& backref) {
+  if (syntax == Syntax::kPerl) {
+    if (r.chance(0.07)) return r.pick(odd_perl_patterns());
+    return PerlGenerator(r, utf8).pattern();
+  }
+  const bool ere = syntax == Syntax::kExtended;
+  if (r.chance(0.07)) {
+    std::string odd = r.pick(ere ? odd_extended_patterns() : odd_basic_patterns());
+    if (r.chance(0.3)) odd = GnuRegexGenerator(r, ere, utf8).pattern() + odd;
+    return odd;
+  }
+  GnuRegexGenerator g(r, ere, utf8);
+  std::string p = g.pattern();
+  backref = backref || g.has_backref();
+  return p;
+}
+
+// The patterns as arguments: one operand, -e per pattern, one -e with newlines, or a -f
+// file (2 to 5 lines, its path in grep's messages).
+Args pattern_args(Random& r, const std::vector<std::string>& patterns, const TempDir& dir, std::string& note) {
+  std::string joined;
+  for (std::size_t i = 0; i < patterns.size(); ++i) joined += (i ? "\n" : "") + patterns[i];
+  const int how = patterns.size() == 1 ? (r.chance(0.6) ? 3 : 2) : r.uniform(0, 2);
+  if (how == 0) {
+    std::string file = joined;
+    if (r.chance(0.85)) file += '\n';
+    note += ", -f contents \"" + escape(file, 500) + "\"";
+    return {"-f", dir.write("patterns", file)};
+  }
+  if (how == 1) {
+    Args a;
+    for (const auto& p : patterns) a.insert(a.end(), {"-e", p});
+    return a;
+  }
+  if (how == 2 || joined.empty() || joined[0] == '-') return {"-e", joined};
+  return {joined};
+}
+
+// Builds one random case and checks it; returns false on a difference.
+bool run_case(std::uint32_t seed, Syntax syntax, Locale locale, const TempDir& dir) {
+  Random r(seed);
+  const bool utf8 = locale == Locale::kUtf8;
+  std::vector<std::string> patterns;
+  bool backref = false;
+  const int count = r.chance(0.8) ? 1 : r.uniform(2, syntax == Syntax::kPerl ? 2 : 5);
+  for (int i = 0; i < count; ++i) patterns.push_back(random_pattern(r, syntax, utf8, backref));
+  std::vector<std::string> env = locale_env(locale);
+  Args args = random_options(r, env);
+  std::string note = "seed " + std::to_string(seed) + " (" + syntax_name(syntax) + ", LC_ALL=" + locale_name(locale) + ")";
+  const Args pattern = pattern_args(r, patterns, dir, note);
+  args.insert(args.end(), pattern.begin(), pattern.end());
+
+  // Back-references make glibc's matcher slow on long lines: short lines only there.
+  const InputShape shape = random_shape(r, backref);
+  const std::string input = random_input(r, utf8, shape);
+  std::string stdin_input;
+  note += ", input \"" + escape(input, 700) + "\"";
+  const int where = r.uniform(0, 99);
+  if (where < 55) {
+    args.push_back(dir.write("input", input));
+  } else if (where < 80) {
+    stdin_input = input;
+  } else {  // two inputs, with or without their names
+    const std::string other = random_input(r, utf8, InputShape{});
+    args.push_back(dir.write("input", input));
+    if (r.chance(0.5)) {
+      args.push_back(dir.write("input2", other));
+      note += ", input2 \"" + escape(other, 300) + "\"";
+    } else {
+      args.push_back("-");
+      stdin_input = other;
+    }
+    if (r.chance(0.4)) args.insert(args.begin(), r.chance(0.5) ? "-h" : "-H");
+  }
+  if (where >= 55 && where < 80 && r.chance(0.3)) args.insert(args.begin(), "-H");
+  const std::vector<Knobs> knobs = case_knobs(r, input.size() + stdin_input.size());
+  return expect_same_with(matcher_flag(syntax), args, stdin_input, knobs, note, env);
+}
+
+void run_cases(std::uint32_t seed_base, Syntax syntax, Locale locale, const Limits& limits) {
+  TempDir dir;
+  Tally tally;
+  int failing = 0;
+  for (int i = 0; i < limits.cases; ++i) {
+    const std::uint32_t seed = base_seed(seed_base) * 1000u + static_cast<std::uint32_t>(i);
+    ++tally.cases;
+    if (!run_case(seed, syntax, locale, dir)) {
+      ++tally.differing;
+      if (++failing >= kMaxFailingCases) {
+        ADD_FAILURE() << "stopping after " << failing << " failing cases (of " << (i + 1) << ")";
+        break;
+      }
+    }
+  }
+  report_tally(std::string(syntax_name(syntax)) + " LC_ALL=" + locale_name(locale), tally);
+}
+
+TEST(RegexRandom, BasicC) { run_cases(101, Syntax::kBasic, Locale::kC, Limits{}); }
+TEST(RegexRandom, BasicUtf8) { run_cases(103, Syntax::kBasic, Locale::kUtf8, Limits{}); }
+TEST(RegexRandom, ExtendedC) { run_cases(107, Syntax::kExtended, Locale::kC, Limits{}); }
+TEST(RegexRandom, ExtendedUtf8) { run_cases(109, Syntax::kExtended, Locale::kUtf8, Limits{}); }
+TEST(RegexRandom, PerlC) { run_cases(113, Syntax::kPerl, Locale::kC, Limits{}); }
+TEST(RegexRandom, PerlUtf8) { run_cases(127, Syntax::kPerl, Locale::kUtf8, Limits{}); }
+
+// ---------------------------------------------------------------------------------------
+// Every odd pattern once, in both locales, on a small input: grep's errors (exit 2, its
+// message, FILE:LINE: from a -f file), its warnings, and how its parser reads the rest.
+
+void run_odd_patterns(Syntax syntax, const std::vector<std::string>& patterns) {
+  TempDir dir;
+  Tally tally;
+  const std::string input = "a\nb\nab\naa\n(a)\na{1}\n{1}a\n*a\na)\n[:space:]\nx\n\n{\n{a\nbc\nb c\n";
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const Locale locale = i % 2 == 0 ? Locale::kC : Locale::kUtf8;
+    const Knobs knob = i % 3 == 0 ? Knobs{"5", "2", "gpu"} : Knobs{"7", "1", "cpu"};
+    const std::string note = std::string(syntax_name(syntax)) + " pattern \"" + escape(patterns[i]) + "\"";
+    Args args = i % 4 == 1 ? Args{"-f", dir.write("patterns", "a\n" + patterns[i] + "\n")} : Args{"-e", patterns[i]};
+    if (i % 5 == 2) args.insert(args.begin(), "-o");
+    if (i % 5 == 3) args.insert(args.begin(), "-x");  // grep wraps the pattern for -x and -w
+    if (i % 5 == 4) args.insert(args.begin(), "-w");
+    ++tally.cases;
+    if (!expect_same_with(matcher_flag(syntax), args, input, {knob}, note, locale_env(locale))) ++tally.differing;
+  }
+  report_tally(std::string("odd ") + syntax_name(syntax) + " patterns", tally);
+}
+
+TEST(RegexOddPatterns, Basic) { run_odd_patterns(Syntax::kBasic, odd_basic_patterns()); }
+TEST(RegexOddPatterns, Extended) { run_odd_patterns(Syntax::kExtended, odd_extended_patterns()); }
+TEST(RegexOddPatterns, Perl) {
+  run_odd_patterns(Syntax::kPerl, odd_perl_patterns());
+  // grep -P takes one pattern: two -e, a newline in one, or a -f file of two lines.
+  TempDir dir;
+  const std::string two = dir.write("two", "a\nb\n");
+  for (const Args& args : std::vector<Args>{{"-e", "a", "-e", "b"}, {"a\nb"}, {"-f", two}, {"-e", "a", "-f", two}})
+    expect_same_with("-P", args, "a\nb\n", {{"", "", "cpu"}}, "grep -P with several patterns");
+}
+
+// ---------------------------------------------------------------------------------------
+// Invalid UTF-8 in the C.UTF-8 locale: grep prints "binary file matches" instead of a
+// selected line that holds an encoding error (the file is not binary in the C locale).
+
+TEST(RegexEncodingErrors, InvalidUtf8Lines) {
+  const std::string input = "a\nab\xff\n\xff\nb\xc3\n\xc3\xa9 a\n\xe6\x97\n";
+  const std::vector<Args> cases = {{"a"}, {"-v", "a"}, {"-c", "a"}, {"-o", "a"}, {"-a", "a"}, {"b"}, {"-n", "."},
+                                   {"-x", ".*"}, {"-l", "b"}, {"-I", "a"}, {"-w", "a"}, {"-i", "A"}};
+  Tally tally;
+  for (const Syntax s : {Syntax::kBasic, Syntax::kExtended, Syntax::kPerl}) {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if ((i + static_cast<std::size_t>(s)) % 2 != 0) continue;  // half of them per syntax
+      for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+        ++tally.cases;
+        if (!expect_same_with(matcher_flag(s), cases[i], input, {{"3", "2", "cpu"}}, "invalid UTF-8", locale_env(l)))
+          ++tally.differing;
+      }
+    }
+  }
+  report_tally("invalid UTF-8 lines", tally);
+}
+
+// ---------------------------------------------------------------------------------------
+// The Loghub logs, with regexes made from their EventTemplate column.
+
+bool corpus_present() { return std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good(); }
+
+// A template as a regex: "<*>" becomes ".*" (ERE) or "[^ ]*" (BRE); metacharacters are
+// escaped.
+std::string template_regex(const std::string& templ, bool ere) {
+  const std::string special = ere ? ".[]\\()*+?{}|^$" : ".[]\\*^$";
+  std::string out;
+  for (std::size_t i = 0; i < templ.size(); ++i) {
+    if (templ.compare(i, 3, "<*>") == 0) {
+      out += ere ? ".*" : "[^ ]*";
+      i += 2;
+    } else {
+      if (special.find(templ[i]) != std::string::npos) out += '\\';
+      out += templ[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> event_templates(const std::string& csv, std::mt19937& rng, std::size_t count) {
+  const auto rows = parse_csv(csv);
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    if (!rows[i].empty() && !rows[i].back().empty() && seen.insert(rows[i].back()).second) out.push_back(rows[i].back());
+  std::shuffle(out.begin(), out.end(), rng);
+  if (out.size() > count) out.resize(count);
+  return out;
+}
+
+class LoghubRegex : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoghubRegex, TemplatesAsRegexes) {
+  if (!corpus_present()) GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  const std::string& name = GetParam();
+  const std::string log = corpus_path("loghub/" + name + "_2k.log");
+  std::seed_seq seq(name.begin(), name.end());
+  std::mt19937 rng(seq);
+  rng.discard(base_seed(0));
+  const std::vector<std::string> templates = event_templates(read_file(log + "_structured.csv"), rng, 30);
+  ASSERT_FALSE(templates.empty()) << log;
+  std::vector<std::string> ere, bre;
+  for (const auto& t : templates) {
+    ere.push_back(template_regex(t, true));
+    bre.push_back(template_regex(t, false));
+  }
+  TempDir dir;
+  const std::string ere_file = dir.write("ere", pattern_file(ere));
+  const std::string bre_file = dir.write("bre", pattern_file(bre));
+  const std::string note = name + " log, templates \"" + escape(pattern_file(templates), 3000) + "\"";
+  const std::size_t salt = name.size() + static_cast<std::size_t>(name[0]);
+  const std::vector<Knobs> knobs = {salt % 2 == 0 ? Knobs{"4093", "2", "gpu"} : Knobs{"1000", "3", "gpu"}, {"", "", ""}};
+  const std::vector<Knobs> host = {salt % 2 == 0 ? Knobs{"333", "1", "cpu"} : Knobs{"64K", "2", "cpu"}};
+  const Locale locale = salt % 3 == 0 ? Locale::kUtf8 : Locale::kC;
+  const auto env = locale_env(locale);
+  Tally tally;
+  auto check = [&](const char* m, const Args& args, const std::vector<Knobs>& k) {
+    ++tally.cases;
+    if (!expect_same_with(m, args, {}, k, note + ", LC_ALL=" + locale_name(locale), env)) ++tally.differing;
+  };
+  check("-E", {"-c", "-f", ere_file, log}, knobs);
+  check("-G", {"-c", "-f", bre_file, log}, host);
+  check("-E", {"-c", "-v", "-i", "-f", ere_file, log}, host);
+  check("-G", {"-c", "-w", "-f", bre_file, log}, host);
+  for (std::size_t i = 0; i < 3 && i < templates.size(); ++i) {
+    check("-E", {"-o", "-n", "-e", ere[i], log}, host);
+    check("-G", {"-n", "-b", "-e", bre[i], log}, host);
+    check("-E", {"-c", "-x", "-e", ".*" + ere[i] + ".*", log}, host);
+  }
+  report_tally(name + " templates (" + locale_name(locale) + ")", tally);
+}
+
+INSTANTIATE_TEST_SUITE_P(Loghub, LoghubRegex, ::testing::ValuesIn(loghub_logs()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace gpufilter::test
