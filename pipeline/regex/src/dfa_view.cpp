@@ -78,25 +78,28 @@ class Reader {
  private:
   void atom(std::string_view text, bool zero_width) {
     after_open_ = false;
+    has_atom_ = true;
     atom_at_ = view_.select.size();
     zero_width_ = zero_width;
     view_.select.append(text);
     if (!zero_width) start_ = false;
   }
-  // A repetition operator `text` with minimum `low` on the atom before it.
-  void repeat(std::string_view text, long low, const char* warning) {
+  // A repetition operator `text` on the atom before it.
+  void repeat(std::string_view text, const char* warning) {
     after_open_ = false;
+    if (start_ && !ere_) {  // a BRE operator where an expression starts is a literal
+      atom(text, false);
+      return;
+    }
     if (start_) {
-      if (!ere_) {  // a BRE operator at the start is a literal character
-        atom(text, false);
-        return;
-      }
       view_.warnings.push_back(std::string("warning: ") + warning + " at start of expression");
       if (text.front() == '{') start_ = false;  // dfa.c ends its start state after an interval only
-      return;  // it repeats nothing
     }
+    if (!has_atom_) return;  // it repeats nothing
     if (zero_width_) {
-      if (low == 0) view_.select.resize(atom_at_);  // optional: gone; else once is enough
+      // grep's DFA and its regex read a repeated anchor or word assertion differently,
+      // and which one answers depends on the options: refused rather than guessed.
+      view_.refusal = "repeating an anchor or a word assertion (\"" + std::string(p_) + "\") is not supported";
       return;
     }
     view_.select.append(text);
@@ -110,6 +113,7 @@ class Reader {
   DfaView view_;
   bool start_ = true;       // dfa.c's laststart
   bool after_open_ = true;  // the last token began an expression: a BRE '^' anchors here
+  bool has_atom_ = false;   // the current expression has an atom for an operator to repeat
   std::size_t atom_at_ = 0;
   bool zero_width_ = true;
   int depth_ = 0;
@@ -130,6 +134,7 @@ bool Reader::escape(std::size_t& i) {
     ++depth_;
     view_.select.append(text);
     start_ = after_open_ = true;
+    has_atom_ = false;
   } else if (!ere_ && n == ')') {
     if (depth_ == 0 && !view_.error) view_.error = "Unmatched ) or \\)";
     --depth_;
@@ -138,15 +143,16 @@ bool Reader::escape(std::size_t& i) {
   } else if (!ere_ && n == '|') {
     view_.select.append(text);
     start_ = after_open_ = true;
+    has_atom_ = false;
   } else if (!ere_ && (n == '+' || n == '?')) {
-    repeat(text, n == '+' ? 1 : 0, n == '+' ? "+" : "?");
+    repeat(text, n == '+' ? "+" : "?");
   } else if (!ere_ && n == '{') {
     long low = 0;
     const std::size_t end = interval_end(p_, i, true, low);
     if (start_ || end == 0) {
       atom(text, false);
     } else {
-      repeat(p_.substr(i - 1, end - (i - 1)), low, "{...}");
+      repeat(p_.substr(i - 1, end - (i - 1)), "{...}");
       i = end - 1;
     }
   } else if (n >= '1' && n <= '9') {
@@ -180,22 +186,23 @@ DfaView Reader::read() {
     } else if (c == '$' && anchor_end(i)) {
       atom("$", true);
     } else if (c == '*') {
-      repeat("*", 0, "*");
+      repeat("*", "*");
     } else if (ere_ && (c == '+' || c == '?')) {
-      repeat(std::string_view(&p_[i], 1), c == '+' ? 1 : 0, c == '+' ? "+" : "?");
+      repeat(std::string_view(&p_[i], 1), c == '+' ? "+" : "?");
     } else if (ere_ && c == '{') {
       long low = 0;
       const std::size_t end = interval_end(p_, i, false, low);
       if (end == 0) {
         atom("\\{", false);  // a literal '{', spelled so that glibc cannot take it otherwise
       } else {
-        repeat(p_.substr(i, end - i), low, "{...}");
+        repeat(p_.substr(i, end - i), "{...}");
         i = end - 1;
       }
     } else if (ere_ && c == '(') {
       ++depth_;
       view_.select += '(';
       start_ = true;
+      has_atom_ = false;
     } else if (ere_ && c == ')') {
       if (depth_ == 0) {
         atom("\\)", false);  // closes nothing: a literal ')'
@@ -208,9 +215,11 @@ DfaView Reader::read() {
     } else if (ere_ && c == '|') {
       view_.select += '|';
       start_ = true;
+      has_atom_ = false;
     } else if (c == '\n') {  // between patterns of a list: an alternation (RE_NEWLINE_ALT)
       view_.select += '\n';
       start_ = after_open_ = true;
+    has_atom_ = false;
     } else {
       atom(p_.substr(i, 1), false);
     }

@@ -172,6 +172,8 @@ void GnuRegex::compile_all() {
   if (options_.utf8 && options_.word && !options_.whole_line) dfa_supported_ = false;
   for (const DfaView& v : views)
     if (v.error) throw RegexError({*v.error});
+  for (std::size_t i = 0; i < views.size(); ++i)
+    if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
   if (!dfa_supported_) return;
   const bool wrap = options_.word || options_.whole_line;
   bool stray = false;

@@ -120,13 +120,18 @@ bool word_before(std::string_view line, std::size_t at, bool utf8) {
   if (at == 0 || at > line.size()) return false;
   const unsigned char c = static_cast<unsigned char>(line[at - 1]);
   if (!utf8 || c < 0x80) return ascii_word(c);
-  // The character that ends at `at` (grep's mb_goback): back over continuation bytes.
-  std::size_t start = at - 1;
-  for (int steps = 0; start > 0 && steps < 3 && (static_cast<unsigned char>(line[start]) & 0xC0) == 0x80; ++steps)
-    --start;
-  std::size_t length = 0;
-  const wint_t wc = decode(line, start, length);
-  return start + length == at && wide_word(wc);
+  // The character that holds byte at - 1, found as grep's mb_goback finds it: decoding
+  // forward from a known boundary (any ASCII byte starts a character).
+  std::size_t p = at - 1;
+  while (p > 0 && static_cast<unsigned char>(line[p - 1]) >= 0x80) --p;
+  wint_t wc = WEOF;
+  for (;;) {
+    std::size_t length = 0;
+    wc = decode(line, p, length);
+    if (p + length >= at) break;
+    p += length;
+  }
+  return wide_word(wc);
 }
 
 }  // namespace gpufilter::regex

@@ -28,7 +28,8 @@ struct DfaView {
   bool supported = true;
   std::vector<std::string> warnings;
   std::optional<std::string> error;
-  bool stray_close = false;  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
+  bool stray_close = false;
+  std::optional<std::string> refusal;  // a construct gpufilter refuses rather than answer differently  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
 };
 DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8);
 
