@@ -3,7 +3,8 @@
 
 Generates a corpus from the Loghub lines and the pattern sets (bench/gen_corpus.cpp),
 reads the corpus once into the page cache, then runs on it, set by set: gpufilter,
-`LC_ALL=C grep -F`, `rg -F` and the Hyperscan reference (bench/hs_count.cpp). It checks
+`LC_ALL=C grep -F`, `rg -F` and the Hyperscan reference (bench/hs_count.cpp); the regex sets
+(bench/regex_sets.py, opt-in) with `-E`, rg without -F and the reference's --regex. It checks
 that every tool selects the same lines, prints a markdown table of whole-process GB/s and
 gpufilter's ratios, gpufilter's own figures (`--stats`) and the kernel-only throughput
 (gpufilter-kernel-bench), and writes WORK/results.json and WORK/throughput.png.
@@ -25,9 +26,16 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import regex_sets  # noqa: E402  (bench/regex_sets.py)
+
 REPO = Path(__file__).resolve().parent.parent
 LITERAL_SETS = ["1", "10", "100", "1000", "10000", "100000", "1000000"]
-ALL_SETS = LITERAL_SETS + ["dense", "icase"]
+GEN_SETS = LITERAL_SETS + ["dense", "icase"]        # written by gpufilter-gen-corpus
+REGEX_SETS = regex_sets.REGEX_SETS                 # written here, run with -E
+ALL_SETS = GEN_SETS + REGEX_SETS
+DEFAULT_SETS = GEN_SETS                            # the regex sets are opt-in (slow in grep and rg)
+REGEX_STATS = ["regex_candidates", "regex_confirmed", "regex_full_scan_lines"]
 TOOLS = ["gpufilter", "grep", "rg", "hs"]          # run in this order, set by set
 PRINTING = ["grep", "rg", "gpufilter"]             # tools whose output is compared, reference first
 LABEL = {"gpufilter": "gpufilter", "grep": "grep", "rg": "rg", "hs": "hyperscan"}
@@ -64,7 +72,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1, help="corpus and pattern seed (default 1)")
     p.add_argument("--work", type=Path, help="work folder (default BUILD/bench-work)")
     p.add_argument("--build", type=Path, default=REPO / "build", help="build folder (default build)")
-    p.add_argument("--sets", type=parse_sets, default=ALL_SETS, help="comma-separated (default: all)")
+    p.add_argument("--sets", type=parse_sets, default=DEFAULT_SETS,
+                   help=f"comma-separated, from {','.join(ALL_SETS)} (default: {','.join(DEFAULT_SETS)})")
     p.add_argument("--timeout", type=float, default=120, help="seconds per tool run (default 120)")
     p.add_argument("--threads", type=int, help="Hyperscan and corpus threads (default: all cores)")
     p.add_argument("--device", help="gpufilter --device SPEC, also for the kernel bench")
@@ -128,7 +137,8 @@ def check_tools(a):
     require(a.hs_count, "gpufilter-hs-count", "--hs-count")
     require(a.gen_corpus, "gpufilter-gen-corpus", "--gen-corpus")
     versions = {"gpufilter": first_line([a.gpufilter, "--version"]), "grep": first_line([a.grep, "--version"]),
-                "rg": first_line([a.rg, "--version"]), "hs": "Hyperscan (hs_compile_lit_multi)"}
+                "rg": first_line([a.rg, "--version"]),
+                "hs": "Hyperscan (hs_compile_lit_multi; hs_compile_multi for the regex sets)"}
     if "GNU grep" not in versions["grep"]:
         fail(f"{a.grep} is not GNU grep ({versions['grep']!r}); pass --grep")
     probe = subprocess.run([a.gpufilter, "--stats", "-c", "-e", "x", "/dev/null"],
@@ -143,7 +153,7 @@ def ensure_corpus(a):
     """The corpus and pattern files in WORK, generated unless present with this size and seed."""
     meta_path = a.work / "corpus.json"
     corpus = a.work / "corpus.log"
-    files = [corpus] + [a.work / f"patterns-{s}.txt" for s in ALL_SETS]
+    files = [corpus] + [a.work / f"patterns-{s}.txt" for s in GEN_SETS]
     if meta_path.is_file() and all(f.is_file() for f in files):
         meta = json.loads(meta_path.read_text())
         if meta.get("bytes") == a.size and meta.get("seed") == a.seed and corpus.stat().st_size == a.size:
@@ -189,18 +199,19 @@ def output_dir(work, corpus_bytes):
     return Path(tempfile.mkdtemp(prefix="out-", dir=work))
 
 
-def command(a, tool, patterns, icase, corpus):
+def command(a, tool, patterns, icase, corpus, regex=False):
+    """A tool's command line; `regex`: the patterns are EREs (grep -E, rg without -F, hs --regex)."""
     i = ["-i"] if icase else []
     if tool == "gpufilter":
         return ([a.gpufilter] + (["--stats"] if a.stats else []) + ([f"--device={a.device}"] if a.device else [])
-                + i + ["-f", patterns, corpus])
+                + (["-E"] if regex else ["-F"]) + i + ["-f", patterns, corpus])
     if tool == "grep":
-        return [a.grep, "-F"] + i + ["-f", patterns, corpus]
+        return [a.grep, "-E" if regex else "-F"] + i + ["-f", patterns, corpus]
     if tool == "rg":
-        return [a.rg, "-F", "--no-config", "--no-line-number", "--no-filename", "--color", "never"] + i + [
-            "-f", patterns, corpus]
-    return [a.hs_count, "--compile-ms"] + (["--threads", str(a.threads)] if a.threads else []) + i + [
-        "-f", patterns, corpus]
+        return [a.rg] + ([] if regex else ["-F"]) + ["--no-config", "--no-line-number", "--no-filename", "--color",
+                                                     "never"] + i + ["-f", patterns, corpus]
+    return [a.hs_count, "--compile-ms"] + (["--regex"] if regex else []) + (
+        ["--threads", str(a.threads)] if a.threads else []) + i + ["-f", patterns, corpus]
 
 
 def run_once(cmd, out_dir, timeout):
@@ -230,11 +241,11 @@ def run_once(cmd, out_dir, timeout):
     return run
 
 
-def run_tool(a, tool, patterns, icase, corpus, out_dir):
+def run_tool(a, tool, patterns, icase, corpus, out_dir, regex=False):
     """Best of --repeat runs, each checked: lines and hash (printing tools) or the count (hs)."""
     best, seen = None, None
     for _ in range(a.repeat):
-        run = run_once(command(a, tool, patterns, icase, corpus), out_dir, a.timeout)
+        run = run_once(command(a, tool, patterns, icase, corpus, regex), out_dir, a.timeout)
         if run["status"] == "ok":
             stdout = out_dir / "stdout"
             if tool == "hs":
@@ -275,24 +286,25 @@ def run_set(a, name, corpus, out_dir, slow):
     literals it timed out on: it is not run on larger literal sets (it would time out again)."""
     patterns = a.work / f"patterns-{name}.txt"
     icase = name == "icase"
+    regex = name in REGEX_SETS
     tools = {}
     for tool in TOOLS:
         if name in LITERAL_SETS and slow.get(tool, math.inf) < int(name):
             r = {"status": "skipped", "seconds": None, "gbps": None, "message": f"timed out on set {slow[tool]}"}
         else:
-            r = run_tool(a, tool, patterns, icase, corpus, out_dir)
+            r = run_tool(a, tool, patterns, icase, corpus, out_dir, regex)
             if r["status"] == "timeout" and name in LITERAL_SETS:
                 slow[tool] = min(slow.get(tool, math.inf), int(name))
         tools[tool] = r
         seconds = f"{r['seconds']:8.3f} s" if r["seconds"] is not None else " " * 10
         print(f"  set {name:>7} {LABEL[tool]:>9}: {r['status']:>7} {seconds} {speed_cell(r, a.timeout):>10} GB/s"
               + (f"  {r['message']}" if "message" in r else ""), flush=True)
-    kernel = kernel_bench(a, patterns, icase, corpus)
+    kernel = {"status": "n/a"} if regex else kernel_bench(a, patterns, icase, corpus)  # it takes literals
     print(f"  set {name:>7} kernel-only: {kernel['status']}"
           + (f" {fmt_gbps(kernel['kernel_gbps'])} GB/s" if kernel["status"] == "ok" else ""), flush=True)
     found = [tools[t]["lines"] for t in PRINTING + ["hs"] if tools[t]["status"] == "ok"]
-    return {"patterns": str(patterns), "icase": icase, "lines": found[0] if found else None, "tools": tools,
-            "kernel": kernel}
+    return {"patterns": str(patterns), "icase": icase, "regex": regex, "lines": found[0] if found else None,
+            "tools": tools, "kernel": kernel}
 
 
 def check_agreement(name, tools):
@@ -334,10 +346,19 @@ def ratio_cell(g, p):
     return f"> {r:.3g}" if p["status"] == "timeout" else f"< {r:.3g}" if g["status"] == "timeout" else f"{r:.3g}"
 
 
+def regex_stat_cells(s, stats):
+    """gpufilter's regex figures: '-' where its --stats line lacks one (or for a literal set)."""
+    return [f"{stats[k]:,}" if s.get("regex") and isinstance(stats.get(k), int)
+            else str(stats[k]) if s.get("regex") and k in stats else "-" for k in REGEX_STATS]
+
+
 def table(results, timeout):
     head = ["set", "matching lines", "gpufilter GB/s", "grep GB/s", "rg GB/s", "hyperscan GB/s", "gpufilter/grep",
             "gpufilter/rg", "gpufilter/hs", "gpufilter steady GB/s", "start-up ms", "build ms", "kernel-only GB/s",
             "gpufilter engine"]
+    regex = any(s.get("regex") for s in results["sets"].values())
+    if regex:  # the regex figures only when a regex set ran: the literal table is unchanged
+        head += REGEX_STATS
     rows = [head, ["---"] * len(head)]
     corpus_lines = results["corpus"]["lines"]
     for name, s in results["sets"].items():
@@ -350,14 +371,15 @@ def table(results, timeout):
             return fmt(stats[key]) if key in stats else "n/a"
 
         rows.append([
-            f"{name}" + (" (-i)" if name == "icase" else ""),
+            f"{name}" + (" (-i)" if name == "icase" else " (-E)" if s.get("regex") else ""),
             "?" if lines is None else f"{lines:,} ({lines / corpus_lines:.2%})",
             *(speed_cell(t[k], timeout) for k in TOOLS),
             *(ratio_cell(t["gpufilter"], t[k]) for k in ("grep", "rg", "hs")),
             stat("steady_gbps", fmt_gbps), stat("startup_ms", lambda v: f"{v:.0f}"),
             stat("build_ms", lambda v: f"{v:.0f}"),
             fmt_gbps(kernel["kernel_gbps"]) if kernel["status"] == "ok" else kernel["status"],
-            f"{stats['engine']}: {stats.get('device', '')}" if "engine" in stats else "n/a"])
+            f"{stats['engine']}: {stats.get('device', '')}" if "engine" in stats else "n/a"]
+            + (regex_stat_cells(s, stats) if regex else []))
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
 
 
@@ -430,6 +452,31 @@ def draw(a, results):
         print(f"chart: {png}")
 
 
+def build_regex_sets(a, corpus):
+    """WORK/patterns-NAME.txt for the regex sets asked for; what results.json keeps of each."""
+    built = {}
+    for name in (n for n in a.sets if n in REGEX_SETS):
+        try:
+            path, info = regex_sets.build(name, a.work, a.loghub, a.seed, a.grep, ENV)
+        except (OSError, ValueError) as e:
+            fail(f"regex set {name}: {e}")
+        line = f"regex set {name}: {info['patterns']:,} patterns in {path}"
+        if name == "templates":
+            line += (f" from {info['templates']:,} distinct templates of {info['template_files']} files; "
+                     f"{info['dropped']} dropped (grep -E refuses them)")
+        print(line)
+        for m in info["dropped_examples"]:
+            print(f"  dropped: {m}")
+        if name in ("logregex", "nofactor"):
+            patterns = path.read_text().splitlines()
+            rates = regex_sets.sample_rates(patterns, corpus)
+            info["sample_rates"] = dict(zip(patterns, rates))
+            for pattern, rate in zip(patterns, rates):
+                print(f"  {rate:8.3%} of the lines (first {regex_sets.SAMPLE_BYTES >> 20} MiB)  {pattern}")
+        built[name] = info
+    return built
+
+
 def main(argv):
     a = parse_args(argv)
     if a.plot_only:
@@ -440,6 +487,7 @@ def main(argv):
     versions, a.stats = check_tools(a)
     meta = ensure_corpus(a)
     corpus = a.work / "corpus.log"
+    built = build_regex_sets(a, corpus)
     print(f"page cache: read {corpus} in {warm(corpus):.2f} s")
     results = {"machine": dict(machine(), devices=[]), "command": [sys.executable] + sys.argv, "tools": versions,
                "paths": {k: str(getattr(a, k)) for k in ("gpufilter", "grep", "rg", "hs_count", "kernel_bench")},
@@ -451,6 +499,8 @@ def main(argv):
     try:
         for name in a.sets:
             s = results["sets"][name] = run_set(a, name, corpus, out_dir, slow)
+            if name in built:
+                s["set"] = built[name]
             problems += check_agreement(name, s["tools"])
             if s["kernel"]["status"] == "failed":
                 problems.append(f"set {name}: gpufilter-kernel-bench failed: {s['kernel']['message']}")

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Unit tests of the benchmark harness: bench/run.py's parsing, agreement check and table
-cells, gpufilter-gen-corpus's determinism and pattern sets, and gpufilter-hs-count against a
-plain Python count. The programs come from $GPUFILTER_GEN_CORPUS, $GPUFILTER_HS_COUNT and
+cells, the regex sets (bench/regex_sets.py), gpufilter-gen-corpus's determinism and pattern
+sets, and gpufilter-hs-count (literal and --regex) against a plain Python count. The
+programs come from $GPUFILTER_GEN_CORPUS, $GPUFILTER_HS_COUNT and
 the Loghub logs from $GPUFILTER_CORPUS_DIR/loghub (set by tests/bench/CMakeLists.txt)."""
 import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -16,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import run  # noqa: E402  (bench/run.py)
+import regex_sets  # noqa: E402  (bench/regex_sets.py)
 
 
 def ok(lines, sha1="a", seconds=1.0):
@@ -35,6 +38,7 @@ class RunPyTest(unittest.TestCase):
 
     def test_parse_sets(self):
         self.assertEqual(run.parse_sets("1, 100,dense"), ["1", "100", "dense"])
+        self.assertEqual(run.parse_sets("templates,logregex,ioc,nofactor"), run.REGEX_SETS)
         for bad in ("", "2", "1,icase,foo"):
             with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
                 run.parse_sets(bad)
@@ -45,7 +49,9 @@ class RunPyTest(unittest.TestCase):
             os.environ.pop(name, None)
         a = run.parse_args(["--build", "/b", "--rg", "/opt/rg"])
         self.assertEqual(a.size, 256 << 20)
-        self.assertEqual(a.sets, run.ALL_SETS)
+        self.assertEqual(a.sets, run.DEFAULT_SETS)
+        self.assertEqual(run.DEFAULT_SETS, run.GEN_SETS)  # the regex sets are opt-in
+        self.assertEqual(run.ALL_SETS, run.GEN_SETS + run.REGEX_SETS)
         self.assertEqual(a.work, Path("/b/bench-work"))
         self.assertEqual(a.gpufilter, Path("/b/gpufilter"))
         self.assertEqual(a.hs_count, Path("/b/bench/gpufilter-hs-count"))
@@ -77,6 +83,49 @@ class RunPyTest(unittest.TestCase):
             self.assertEqual((r["status"], r["message"]), ("failed", "exit 2: rg: regex too big"))
             r = run.run_once(["/bin/sleep", "5"], d, 0.2)
             self.assertEqual((r["status"], r["seconds"]), ("timeout", 0.2))
+
+    def test_commands(self):
+        a = argparse.Namespace(gpufilter="G", grep="g", rg="r", hs_count="h", stats=True, device=None, threads=None)
+        self.assertEqual(run.command(a, "gpufilter", "P", False, "C", True), ["G", "--stats", "-E", "-f", "P", "C"])
+        self.assertEqual(run.command(a, "gpufilter", "P", True, "C"), ["G", "--stats", "-F", "-i", "-f", "P", "C"])
+        self.assertEqual(run.command(a, "grep", "P", False, "C", True), ["g", "-E", "-f", "P", "C"])
+        self.assertEqual(run.command(a, "grep", "P", False, "C"), ["g", "-F", "-f", "P", "C"])
+        self.assertEqual(run.command(a, "rg", "P", False, "C", True)[:2], ["r", "--no-config"])
+        self.assertEqual(run.command(a, "rg", "P", False, "C")[:2], ["r", "-F"])
+        self.assertEqual(run.command(a, "hs", "P", False, "C", True), ["h", "--compile-ms", "--regex", "-f", "P", "C"])
+
+    def test_regex_table_columns(self):
+        gpu = dict(ok(3), stats={"regex_candidates": 1234, "regex_confirmed": 3})
+        tools = {"gpufilter": gpu, "grep": ok(3), "rg": ok(3), "hs": ok(3, None)}
+        sets = {"100": {"lines": 3, "regex": False, "tools": tools, "kernel": {"status": "n/a"}},
+                "logregex": {"lines": 3, "regex": True, "tools": tools, "kernel": {"status": "n/a"}}}
+        results = {"corpus": {"lines": 10}, "sets": sets}
+        rows = run.table(results, 60).splitlines()
+        self.assertTrue(rows[0].endswith("| regex_candidates | regex_confirmed | regex_full_scan_lines |"))
+        self.assertTrue(rows[2].endswith("| - | - | - |"))
+        self.assertTrue(rows[3].startswith("| logregex (-E) |") and rows[3].endswith("| 1,234 | 3 | - |"))
+        literal_only = run.table({"corpus": {"lines": 10}, "sets": {"100": sets["100"]}}, 60).splitlines()
+        self.assertNotIn("regex_candidates", literal_only[0])
+
+    def test_template_regex(self):
+        self.assertEqual(regex_sets.template_regex("Invalid user <*> from <*>"), "Invalid user .* from .*")
+        self.assertEqual(regex_sets.template_regex("a.b[c](d)*+?{e}|^$\\ <*>x"),
+                         "a\\.b\\[c\\]\\(d\\)\\*\\+\\?\\{e\\}\\|\\^\\$\\\\ .*x")
+        for text in ("a.b[c](d)*+?{e}|^$\\ z", "x-/=:,'\"#&%"):  # an escaped template matches itself only
+            rx = re.compile(regex_sets.template_regex(text))
+            self.assertTrue(rx.fullmatch(text), text)
+            if "." in text:
+                self.assertIsNone(rx.search(text.replace(".", "Q")), text)
+
+    @unittest.skipUnless(Path("/bin/grep").is_file(), "GNU grep at /bin/grep")
+    def test_grep_refuses(self):
+        env = dict(os.environ, LC_ALL="C")
+        self.assertEqual(regex_sets.grep_refuses("/bin/grep", ["a.*b", "x\\(y"], env), [])
+        refused = regex_sets.grep_refuses("/bin/grep", ["ok", "a(b", "c[d", "fine"], env)
+        self.assertEqual([p for p, _ in refused], ["a(b", "c[d"])
+        for p in regex_sets.LOGREGEX + regex_sets.NOFACTOR:  # no backslash-letter classes, no [[:space:]]
+            self.assertIsNone(re.search(r"\\[a-zA-Z]|\[\[:", p), p)
+        self.assertEqual(len(regex_sets.LOGREGEX), 10)
 
     def test_cells(self):
         timeout = {"status": "timeout", "seconds": 60, "gbps": 0.5}
@@ -125,7 +174,7 @@ class ProgramsTest(unittest.TestCase):
         a, meta = self.generate("a", "--size", "3M", "--threads", "1")
         b, _ = self.generate("b", "--size", "3M", "--threads", "3")
         c, _ = self.generate("c", "--size", "3M", "--seed", "2")
-        names = ["corpus.log"] + [f"patterns-{s}.txt" for s in run.ALL_SETS]
+        names = ["corpus.log"] + [f"patterns-{s}.txt" for s in run.GEN_SETS]
         self.assertEqual([sha1(a / n) for n in names], [sha1(b / n) for n in names])
         self.assertNotEqual(sha1(a / "corpus.log"), sha1(c / "corpus.log"))
         data = (a / "corpus.log").read_bytes()
@@ -153,6 +202,51 @@ class ProgramsTest(unittest.TestCase):
         self.assertEqual(self.hs_count(b"abc\n\n", data), data.count(b"\n") + 1)  # '' selects all
         self.assertEqual(self.hs_count(b"", data), 0)
         self.assertEqual(self.hs_count(b"abc\n", b""), 0)
+
+    def test_hs_count_regex_counts_lines_like_grep_e_c(self):
+        data = b"abc\nxabcx abc\n\nzzz\nab\ncABC\nlast abc"
+        cases = {"abc$": 3, "^ab": 2, "^": 7, "$": 7, "^$": 1, "x*": 7, "[^a]+c": 3, "b[^b]+b": 1, "[^]a]x": 1,
+                 "a.c": 3, "^[a-z]+$": 3, "c[^x]*a": 0, "(zz|ab)c": 3, "[A-Z]{3}": 1}
+        for pattern, lines in cases.items():  # negated classes and . never cross a newline
+            self.assertEqual(self.hs_count(pattern.encode() + b"\n", data, "--regex", "--threads", "3"), lines, pattern)
+        self.assertEqual(self.hs_count(b"ABC\n", data, "--regex", "-i"), 4)
+        self.assertEqual(self.hs_count(b"^\n", b"a\nb\n", "--regex"), 2)  # no line after the last newline
+        (self.dir / "p.txt").write_bytes(b"a(b\nfine\n[z\n")
+        r = subprocess.run([os.environ["GPUFILTER_HS_COUNT"], "--regex", "-f", str(self.dir / "p.txt"),
+                            str(self.dir / "d.txt")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("refuses 2 of 3 patterns", r.stderr)
+        self.assertIn("pattern 1 'a(b'", r.stderr)
+        self.assertIn("pattern 3 '[z'", r.stderr)
+
+    def test_regex_sets_on_a_corpus(self):
+        a, _ = self.generate("r", "--size", "2M")
+        lines = (a / "corpus.log").read_bytes().split(b"\n")[:-1]
+        env = dict(os.environ, LC_ALL="C")
+        for name in ("logregex", "nofactor"):
+            path, info = regex_sets.build(name, a, self.loghub, 1, "/bin/grep", env)
+            self.assertEqual(info["dropped"], 0, name)
+            patterns = [re.compile(p.encode()) for p in path.read_text().splitlines()]  # same meaning in Python re
+            expect = sum(any(rx.search(line) for rx in patterns) for line in lines)
+            r = subprocess.run([os.environ["GPUFILTER_HS_COUNT"], "--regex", "--threads", "4", "-f", str(path),
+                                str(a / "corpus.log")], capture_output=True, text=True, check=True)
+            self.assertEqual(int(r.stdout), expect, name)
+            if name == "logregex":
+                self.assertTrue(0.05 * len(lines) < expect < 0.5 * len(lines), expect)
+        # The templates: Python re backtracks for minutes on their many .*; grep -E -c on 300 lines.
+        path, info = regex_sets.build("templates", a, self.loghub, 1, "/bin/grep", env)
+        self.assertGreater(info["patterns"], 1000)
+        (self.dir / "few.log").write_bytes(b"".join(line + b"\n" for line in lines[:300]))
+        expect = subprocess.run(["/bin/grep", "-E", "-c", "-f", str(path), str(self.dir / "few.log")],
+                                capture_output=True, text=True, env=env).stdout
+        r = subprocess.run([os.environ["GPUFILTER_HS_COUNT"], "--regex", "-f", str(path), str(self.dir / "few.log")],
+                           capture_output=True, text=True, check=True)
+        self.assertEqual(int(r.stdout), int(expect))
+        ioc = regex_sets.ioc_patterns(1, self.loghub)
+        self.assertEqual(len(ioc), regex_sets.IOC_COUNT)
+        self.assertEqual(len(set(ioc)), len(ioc))
+        self.assertEqual(ioc, regex_sets.ioc_patterns(1, self.loghub))
+        self.assertNotEqual(ioc, regex_sets.ioc_patterns(2, self.loghub))
 
     def test_hs_count_on_a_corpus(self):
         a, meta = self.generate("h", "--size", "2M")
