@@ -10,6 +10,8 @@
 // when the DFA would not be used at all. It also yields grep 3.8's warnings and the errors
 // only the DFA reports.
 #include <cctype>
+#include <optional>
+#include <string>
 
 #include "gpufilter/regex/line_regex.hpp"
 #include "regex_internal.hpp"
@@ -70,32 +72,111 @@ std::size_t interval_end(std::string_view p, std::size_t i, bool bk, long& low) 
   return j + 1;
 }
 
+// A literal byte as Hyperscan's PCRE syntax reads it.
+std::string pcre_byte(unsigned char c) {
+  if (std::isalnum(c) || c == '_' || c == ' ') return std::string(1, static_cast<char>(c));
+  static const char* hex = "0123456789abcdef";
+  return std::string{'\\', 'x', hex[c >> 4], hex[c & 15]};
+}
+
+// A POSIX bracket expression p[i, end) in Hyperscan's syntax (C locale), or nothing.
+std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::size_t end, bool ignore_case,
+                                        bool utf8) {
+  // In UTF-8 only plain ASCII members: classes are the C library's there, not Hyperscan's.
+  if (utf8)
+    for (std::size_t k = i; k < end; ++k)
+      if (static_cast<unsigned char>(p[k]) >= 0x80 || (p[k] == '[' && k > i)) return std::nullopt;
+  std::string out = "[";
+  std::size_t j = i + 1;
+  if (j < end && p[j] == '^') {
+    out += '^';
+    ++j;
+  }
+  const std::size_t first = j;
+  for (; j < end - 1; ++j) {
+    const unsigned char c = static_cast<unsigned char>(p[j]);
+    if (c == '[' && j + 1 < end && (p[j + 1] == ':' || p[j + 1] == '=' || p[j + 1] == '.')) {
+      const char kind = p[j + 1];
+      const std::size_t close = p.find(std::string{kind, ']'}, j + 2);
+      if (close == std::string_view::npos || close >= end) return std::nullopt;
+      const std::string_view name = p.substr(j + 2, close - (j + 2));
+      if (kind == ':') {
+        if (ignore_case && (name == "upper" || name == "lower")) return std::nullopt;
+        out += "[:" + std::string(name) + ":]";
+      } else {
+        if (name.size() != 1) return std::nullopt;
+        out += pcre_byte(static_cast<unsigned char>(name[0]));
+      }
+      j = close + 1;
+      continue;
+    }
+    if (c == ']' && j != first) break;
+    out += pcre_byte(c);
+    if (j + 2 < end - 1 && p[j + 1] == '-' && p[j + 2] != ']') {
+      if (p[j + 2] == '[') return std::nullopt;
+      out += '-';
+      out += pcre_byte(static_cast<unsigned char>(p[j + 2]));
+      j += 2;
+    }
+  }
+  return out + "]";
+}
+
 class Reader {
  public:
-  Reader(std::string_view p, Syntax syntax, bool utf8) : p_(p), ere_(syntax == Syntax::kExtended), utf8_(utf8) {}
+  Reader(std::string_view p, Syntax syntax, bool utf8, bool ignore_case)
+      : p_(p), ere_(syntax == Syntax::kExtended), utf8_(utf8), ignore_case_(ignore_case) {
+    // Hyperscan's UTF-8 mode folds case and classifies characters its own way.
+    if (utf8 && ignore_case) view_.pcre_ok = false;
+  }
   DfaView read();
 
  private:
-  void atom(std::string_view text, bool zero_width) {
+  // An atom: its text for glibc and for Hyperscan.
+  void atom(std::string_view text, std::string_view pcre, bool zero_width) {
     after_open_ = false;
     has_atom_ = true;
-    atom_at_ = view_.select.size();
     zero_width_ = zero_width;
     view_.select.append(text);
+    view_.pcre.append(pcre);
     if (!zero_width) start_ = false;
   }
-  // A repetition operator `text` on the atom before it.
-  void repeat(std::string_view text, const char* warning) {
+  // A literal byte; in UTF-8 a byte of a multibyte character stays itself, so that the
+  // character is one codepoint for Hyperscan (and an operator after it repeats all of it).
+  void literal(std::string_view text, unsigned char c) {
+    atom(text, utf8_ && c >= 0x80 ? std::string(1, static_cast<char>(c)) : pcre_byte(c), false);
+  }
+  // Something that begins an expression: "(", "|", a newline between patterns.
+  void open(std::string_view text, std::string_view pcre) {
+    view_.select.append(text);
+    view_.pcre.append(pcre);
+    start_ = after_open_ = true;
+    has_atom_ = false;
+  }
+  void close(std::string_view text) {
+    --depth_;
+    atom(text, ")", false);  // the group is the atom
+  }
+  // A repetition operator on the atom before it: its glibc text and Hyperscan's.
+  void repeat(std::string_view text, std::string_view pcre, const char* warning) {
     after_open_ = false;
     if (start_ && !ere_) {  // a BRE operator where an expression starts is a literal
-      atom(text, false);
+      for (char c : text)
+        if (c != '\\') view_.pcre += pcre_byte(static_cast<unsigned char>(c));
+      view_.select.append(text);
+      has_atom_ = true;
+      zero_width_ = false;
+      start_ = false;
       return;
     }
     if (start_) {
       view_.warnings.push_back(std::string("warning: ") + warning + " at start of expression");
       if (text.front() == '{') start_ = false;  // dfa.c ends its start state after an interval only
     }
-    if (!has_atom_) return;  // it repeats nothing
+    if (!has_atom_) {  // it repeats nothing (grep's regex reads it otherwise)
+      view_.corner = true;
+      return;
+    }
     if (zero_width_) {
       // grep's DFA and its regex read a repeated anchor or word assertion differently,
       // and which one answers depends on the options: refused rather than guessed.
@@ -103,18 +184,21 @@ class Reader {
       return;
     }
     view_.select.append(text);
+    view_.pcre.append(pcre);
   }
+  void interval(std::size_t from, std::size_t end, bool bk, const char* warning);
   bool escape(std::size_t& i);
+  void bracket(std::size_t& i);
   bool anchor_end(std::size_t i) const;
 
   std::string_view p_;
   bool ere_;
   bool utf8_;
+  bool ignore_case_;
   DfaView view_;
   bool start_ = true;       // dfa.c's laststart
   bool after_open_ = true;  // the last token began an expression: a BRE '^' anchors here
   bool has_atom_ = false;   // the current expression has an atom for an operator to repeat
-  std::size_t atom_at_ = 0;
   bool zero_width_ = true;
   int depth_ = 0;
 };
@@ -125,6 +209,27 @@ bool Reader::anchor_end(std::size_t i) const {
   return p_.compare(i + 1, 2, "\\)") == 0 || p_.compare(i + 1, 2, "\\|") == 0;
 }
 
+// An interval p_[from, end) ("{m,n}" or "\{m,n\}"): "{,n}" is "{0,n}" for Hyperscan.
+void Reader::interval(std::size_t from, std::size_t end, bool bk, const char* warning) {
+  std::string pcre;
+  for (std::size_t k = from; k < end; ++k)
+    if (p_[k] != '\\') pcre += p_[k];
+  if (pcre.size() > 1 && pcre[1] == ',') pcre.insert(1, "0");
+  (void)bk;
+  repeat(p_.substr(from, end - from), pcre, warning);
+}
+
+void Reader::bracket(std::size_t& i) {
+  bool confusing = false, collating = false;
+  const std::size_t end = bracket_end(p_, i, confusing, collating);
+  if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
+  if (utf8_) view_.supported = false;  // multibyte brackets: dfa.c often gives them to regex
+  const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
+  if (!pcre) view_.pcre_ok = false;
+  atom(p_.substr(i, end - i), pcre.value_or(""), false);
+  i = end - 1;
+}
+
 // The escape at p_[i] == '\\'; false when the pattern ends (glibc has reported it).
 bool Reader::escape(std::size_t& i) {
   if (i + 1 >= p_.size()) return false;
@@ -132,39 +237,41 @@ bool Reader::escape(std::size_t& i) {
   const std::string_view text = p_.substr(i - 1, 2);
   if (!ere_ && n == '(') {
     ++depth_;
-    view_.select.append(text);
-    start_ = after_open_ = true;
-    has_atom_ = false;
+    open(text, "(?:");
   } else if (!ere_ && n == ')') {
     if (depth_ == 0 && !view_.error) view_.error = "Unmatched ) or \\)";
-    --depth_;
-    atom("", false);  // the group is the atom (kept whole: not zero-width)
-    view_.select.append(text);
+    close(text);
   } else if (!ere_ && n == '|') {
-    view_.select.append(text);
-    start_ = after_open_ = true;
-    has_atom_ = false;
+    open(text, "|");
   } else if (!ere_ && (n == '+' || n == '?')) {
-    repeat(text, n == '+' ? "+" : "?");
+    repeat(text, std::string(1, n), n == '+' ? "+" : "?");
   } else if (!ere_ && n == '{') {
     long low = 0;
     const std::size_t end = interval_end(p_, i, true, low);
     if (start_ || end == 0) {
-      atom(text, false);
+      literal(text, '{');
     } else {
-      repeat(p_.substr(i - 1, end - (i - 1)), "{...}");
+      interval(i - 1, end, true, "{...}");
       i = end - 1;
     }
   } else if (n >= '1' && n <= '9') {
     view_.supported = false;  // a back-reference: grep's DFA hands the line to regex
-    atom(text, false);
+    view_.pcre_ok = false;
+    atom(text, "", false);
   } else if (n == '<' || n == '>' || n == 'b' || n == 'B') {
     if (utf8_) view_.supported = false;  // dfa.c supports word assertions in unibyte locales only
-    atom(text, true);
+    if (n == '<' || n == '>') view_.pcre_ok = false;  // Hyperscan has no \< or \>
+    atom(text, text, true);
   } else if (n == '`' || n == '\'') {
-    atom(text, true);
+    atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
+  } else if (n == 'w' || n == 'W') {
+    if (utf8_) view_.pcre_ok = false;
+    atom(text, text, false);
+  } else if (n == 's' || n == 'S') {
+    if (utf8_) view_.pcre_ok = false;
+    atom(text, n == 's' ? "[\\t\\n\\v\\f\\r ]" : "[^\\t\\n\\v\\f\\r ]", false);
   } else {
-    atom(text, false);
+    literal(text, static_cast<unsigned char>(n));
   }
   return true;
 }
@@ -173,71 +280,64 @@ DfaView Reader::read() {
   for (std::size_t i = 0; i < p_.size(); ++i) {
     const char c = p_[i];
     if (c == '[') {
-      bool confusing = false, collating = false;
-      const std::size_t end = bracket_end(p_, i, confusing, collating);
-      if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
-      if (utf8_) view_.supported = false;  // multibyte brackets: dfa.c often gives them to regex
-      atom(p_.substr(i, end - i), false);
-      i = end - 1;
+      bracket(i);
     } else if (c == '\\') {
       if (!escape(i)) break;
     } else if (c == '^' && (ere_ || after_open_)) {
-      atom("^", true);
+      atom("^", "^", true);
     } else if (c == '$' && anchor_end(i)) {
-      atom("$", true);
+      atom("$", "$", true);
     } else if (c == '*') {
-      repeat("*", "*");
+      repeat("*", "*", "*");
     } else if (ere_ && (c == '+' || c == '?')) {
-      repeat(std::string_view(&p_[i], 1), c == '+' ? "+" : "?");
+      repeat(std::string_view(&p_[i], 1), std::string_view(&p_[i], 1), c == '+' ? "+" : "?");
     } else if (ere_ && c == '{') {
       long low = 0;
       const std::size_t end = interval_end(p_, i, false, low);
       if (end == 0) {
-        atom("\\{", false);  // a literal '{', spelled so that glibc cannot take it otherwise
+        literal("\\{", '{');  // a literal '{', spelled so that glibc cannot take it otherwise
+        view_.corner = true;
       } else {
-        repeat(p_.substr(i, end - i), "{...}");
+        interval(i, end, false, "{...}");
         i = end - 1;
       }
     } else if (ere_ && c == '(') {
       ++depth_;
-      view_.select += '(';
-      start_ = true;
-      has_atom_ = false;
+      open("(", "(?:");
     } else if (ere_ && c == ')') {
       if (depth_ == 0) {
-        atom("\\)", false);  // closes nothing: a literal ')'
-        view_.stray_close = true;
+        literal("\\)", ')');  // closes nothing: a literal ')'
+        view_.stray_close = view_.corner = true;
       } else {
-        --depth_;
-        atom("", false);
-        view_.select += ')';
+        close(")");
       }
     } else if (ere_ && c == '|') {
-      view_.select += '|';
-      start_ = true;
-      has_atom_ = false;
+      open("|", "|");
     } else if (c == '\n') {  // between patterns of a list: an alternation (RE_NEWLINE_ALT)
-      view_.select += '\n';
-      start_ = after_open_ = true;
-    has_atom_ = false;
+      open("\n", "|");
+    } else if (c == '.') {
+      atom(".", ".", false);
     } else {
-      atom(p_.substr(i, 1), false);
+      literal(p_.substr(i, 1), static_cast<unsigned char>(c));
     }
   }
+  // Hyperscan reads the pattern as grep's DFA does: right where the DFA decides, or where
+  // no corner makes the DFA and grep's regex differ.
+  if (view_.refusal || (!view_.supported && view_.corner)) view_.pcre_ok = false;
   return std::move(view_);
 }
 
 }  // namespace
 
-DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8) {
-  return Reader(pattern, syntax, utf8).read();
+DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case) {
+  return Reader(pattern, syntax, utf8, ignore_case).read();
 }
 
 std::vector<std::string> warnings(const std::vector<std::string>& patterns, Syntax syntax) {
   std::vector<std::string> out;
   if (syntax != Syntax::kBasic && syntax != Syntax::kExtended) return out;
   for (const std::string& p : patterns)
-    for (std::string& w : dfa_view(p, syntax, false).warnings) out.push_back(std::move(w));
+    for (std::string& w : dfa_view(p, syntax, false, false).warnings) out.push_back(std::move(w));
   return out;
 }
 

@@ -5,11 +5,13 @@
 // done here with glibc's regex, which reads patterns exactly as grep's regex does.
 #include <regex.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "gpufilter/regex/line_regex.hpp"
+#include "hs_select.hpp"
 #include "regex_internal.hpp"
 
 namespace gpufilter::regex {
@@ -127,6 +129,9 @@ class GnuRegex final : public LineRegex {
   void compile_all();
   void compile_combined();
   bool selects_by_regex(GnuPattern& p, std::string_view line);
+  void compile_fast(const std::vector<DfaView>& views);
+  bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
+                   std::vector<std::uint32_t>* ids) override;
   bool exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out);
   bool word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best, std::size_t& match,
                  std::size_t& length);
@@ -147,6 +152,8 @@ class GnuRegex final : public LineRegex {
   GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
+  std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
+  std::vector<bool> in_fast_;
 };
 
 void GnuRegex::compile_all() {
@@ -163,7 +170,7 @@ void GnuRegex::compile_all() {
     if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case))
       errors.push_back(with_origin(origins_, i, error));
     compiled_.push_back(std::move(c));
-    views.push_back(dfa_view(p, options_.syntax, options_.utf8));
+    views.push_back(dfa_view(p, options_.syntax, options_.utf8, options_.ignore_case));
     dfa_supported_ = dfa_supported_ && views.back().supported;
   }
   if (!errors.empty()) throw RegexError(std::move(errors));
@@ -174,14 +181,17 @@ void GnuRegex::compile_all() {
     if (v.error) throw RegexError({*v.error});
   for (std::size_t i = 0; i < views.size(); ++i)
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
-  if (!dfa_supported_) return;
+  if (!dfa_supported_) {
+    compile_fast(views);
+    return;
+  }
   const bool wrap = options_.word || options_.whole_line;
   bool stray = false;
   for (const DfaView& v : views) stray = stray || v.stray_close;
   if (wrap && stray) {
     std::string joined;
     for (std::size_t i = 0; i < patterns_.size(); ++i) joined += (i ? "\n" : "") + patterns_[i];
-    const DfaView whole = dfa_view(wrapped(joined, options_), options_.syntax, options_.utf8);
+    const DfaView whole = dfa_view(wrapped(joined, options_), options_.syntax, options_.utf8, options_.ignore_case);
     if (whole_select_.compile(whole.select, bits, false, options_.ignore_case) == nullptr) {
       whole_list_ = true;
       return;
@@ -195,6 +205,56 @@ void GnuRegex::compile_all() {
                                      options_.ignore_case) != nullptr)
       throw RegexError({with_origin(origins_, i, "invalid regular expression")});
   }
+  compile_fast(views);
+}
+
+// The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
+void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
+  // In UTF-8, -w's word characters are the C library's multibyte letters and digits,
+  // which Hyperscan's classes do not reproduce.
+  if (options_.utf8 && options_.word && !options_.whole_line) return;
+  std::vector<std::string> expressions;
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t i : backref_free_) {
+    if (!views[i].pcre_ok) continue;
+    const std::string& p = views[i].pcre;
+    if (options_.whole_line) expressions.push_back("^(?:" + p + ")$");
+    else if (options_.word) expressions.push_back("(?:^|[^[:alnum:]_])(?:" + p + ")(?:[^[:alnum:]_]|$)");
+    else expressions.push_back(p);
+    ids.push_back(i);
+  }
+  if (expressions.empty()) return;
+  fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, options_.utf8);
+  if (fast_->empty()) {
+    fast_.reset();
+    return;
+  }
+  in_fast_.assign(patterns_.size(), false);
+  for (std::uint32_t i : fast_->accepted()) in_fast_[i] = true;
+}
+
+bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
+                           std::vector<std::uint32_t>* ids) {
+  // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
+  // glibc); glibc for the others among the candidates.
+  const bool fast = fast_ && line.size() <= 0xffffffffu && (!options_.utf8 || valid_utf8(line));
+  bool any = false;
+  if (fast && fast_->scan(line, ids)) {
+    if (ids == nullptr) return true;
+    any = true;
+  }
+  for (std::uint32_t i : candidates) {
+    if (fast && in_fast_[i]) continue;
+    if (!selects(i, line)) continue;
+    if (ids == nullptr) return true;
+    any = true;
+    ids->push_back(i);
+  }
+  if (ids != nullptr) {
+    std::sort(ids->begin(), ids->end());
+    ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+  }
+  return any;
 }
 
 void GnuRegex::compile_combined() {

@@ -28,10 +28,17 @@ struct DfaView {
   bool supported = true;
   std::vector<std::string> warnings;
   std::optional<std::string> error;
-  bool stray_close = false;
-  std::optional<std::string> refusal;  // a construct gpufilter refuses rather than answer differently  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
+  bool stray_close = false;  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
+  std::optional<std::string> refusal;  // a construct gpufilter refuses rather than answer unlike grep
+  // The same reading in Hyperscan's syntax, which selects lines far faster than glibc;
+  // pcre_ok is false where it cannot say the same (\< \>, back-references, UTF-8, ...).
+  std::string pcre;
+  bool pcre_ok = true;
+  bool corner = false;  // a construct grep's DFA and its regex read differently
 };
-DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8);
+// Whether `text` is valid UTF-8 as the C library reads it.
+bool valid_utf8(std::string_view text);
+DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
 
 // grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
 // UTF-8 locale a multibyte letter or digit counts; in the C locale ASCII alnum and '_'.

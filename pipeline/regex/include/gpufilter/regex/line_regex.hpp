@@ -63,6 +63,19 @@ class LineRegex {
   virtual std::size_t size() const noexcept = 0;
   // Does pattern `i` select `line` (no '\n' in it), under -w and -x as grep decides it?
   virtual bool selects(std::size_t i, std::string_view line) = 0;
+  // Does one of the patterns `candidates` (ascending) select `line`? With `ids`, every
+  // candidate that does is added to it, ascending; without, the first one answers.
+  virtual bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
+                           std::vector<std::uint32_t>* ids) {
+    bool any = false;
+    for (std::uint32_t i : candidates) {
+      if (!selects(i, line)) continue;
+      any = true;
+      if (ids == nullptr) return true;
+      ids->push_back(i);
+    }
+    return any;
+  }
   // grep's next match for -o and --color: the leftmost, then longest, match over all
   // patterns that starts at or after `from`, judged as grep's matcher judges it when it
   // is asked for a match from `from` on (-w included). `only`: the patterns worth trying

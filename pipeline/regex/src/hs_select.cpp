@@ -1,0 +1,72 @@
+#include "hs_select.hpp"
+
+#include <hs/hs.h>
+
+#include <new>
+
+namespace gpufilter::regex {
+namespace {
+
+struct Scan {
+  std::vector<std::uint32_t>* ids;
+  bool any = false;
+};
+
+int on_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* context) {
+  auto* scan = static_cast<Scan*>(context);
+  scan->any = true;
+  if (scan->ids == nullptr) return 1;  // one is enough: stop
+  scan->ids->push_back(id);
+  return 0;
+}
+
+}  // namespace
+
+HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vector<std::uint32_t>& ids,
+                   bool ignore_case, bool utf8) {
+  std::vector<std::string> kept = expressions;
+  std::vector<std::uint32_t> kept_ids = ids;
+  const unsigned flag = HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY | (ignore_case ? HS_FLAG_CASELESS : 0u) |
+                        (utf8 ? HS_FLAG_UTF8 : 0u);
+  // A refused expression (a repeat bound too large, say) is dropped and the rest tried
+  // again; the dropped ones stay with glibc.
+  while (!kept.empty()) {
+    std::vector<const char*> texts;
+    for (const std::string& e : kept) texts.push_back(e.c_str());
+    std::vector<unsigned> flags(kept.size(), flag);
+    hs_compile_error_t* error = nullptr;
+    hs_database_t* database = nullptr;
+    const hs_error_t rc = hs_compile_multi(texts.data(), flags.data(), kept_ids.data(),
+                                           static_cast<unsigned>(kept.size()), HS_MODE_BLOCK, nullptr, &database, &error);
+    if (rc == HS_SUCCESS) {
+      database_ = database;
+      break;
+    }
+    const int bad = error != nullptr ? error->expression : -1;
+    hs_free_compile_error(error);
+    if (bad < 0 || static_cast<std::size_t>(bad) >= kept.size()) return;  // give all to glibc
+    kept.erase(kept.begin() + bad);
+    kept_ids.erase(kept_ids.begin() + bad);
+  }
+  if (database_ == nullptr) return;
+  if (hs_alloc_scratch(database_, &scratch_) != HS_SUCCESS) {
+    hs_free_database(database_);
+    database_ = nullptr;
+    throw std::bad_alloc();
+  }
+  accepted_ = std::move(kept_ids);
+}
+
+HsSelect::~HsSelect() {
+  if (scratch_ != nullptr) hs_free_scratch(scratch_);
+  if (database_ != nullptr) hs_free_database(database_);
+}
+
+bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
+  Scan scan{ids};
+  const hs_error_t rc = hs_scan(database_, line.data(), static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
+  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
+  return scan.any;
+}
+
+}  // namespace gpufilter::regex

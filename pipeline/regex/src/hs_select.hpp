@@ -1,0 +1,39 @@
+// HsSelect: line selection for the -G/-E patterns that Hyperscan can read exactly as
+// grep's DFA does (dfa_view.cpp translates them), all in one database: one pass over a
+// line answers for every pattern, at Hyperscan's speed instead of glibc's.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct hs_database;
+struct hs_scratch;
+
+namespace gpufilter::regex {
+
+class HsSelect {
+ public:
+  // `expressions[k]` (Hyperscan syntax, -w/-x wrapping included) stands for pattern
+  // `ids[k]`. Expressions Hyperscan refuses are left out: accepted() says which stayed.
+  // `utf8`: the expressions and the lines scanned are UTF-8 (the caller checks the lines).
+  HsSelect(const std::vector<std::string>& expressions, const std::vector<std::uint32_t>& ids, bool ignore_case,
+           bool utf8);
+  ~HsSelect();
+  HsSelect(const HsSelect&) = delete;
+  HsSelect& operator=(const HsSelect&) = delete;
+
+  bool empty() const noexcept { return database_ == nullptr; }
+  const std::vector<std::uint32_t>& accepted() const noexcept { return accepted_; }
+  // Does some pattern select `line`? With `ids`, every such pattern is added to it.
+  bool scan(std::string_view line, std::vector<std::uint32_t>* ids);
+
+ private:
+  ::hs_database* database_ = nullptr;
+  ::hs_scratch* scratch_ = nullptr;
+  std::vector<std::uint32_t> accepted_;
+};
+
+}  // namespace gpufilter::regex
