@@ -260,7 +260,7 @@ bool Reader::escape(std::size_t& i) {
     atom(text, "", false);
   } else if (n == '<' || n == '>' || n == 'b' || n == 'B') {
     if (utf8_) view_.supported = false;  // dfa.c supports word assertions in unibyte locales only
-    if (n == '<' || n == '>') view_.pcre_ok = false;  // Hyperscan has no \< or \>
+    if (n == '<' || n == '>' || utf8_) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
