@@ -4,13 +4,16 @@ namespace gpufilter::cli {
 
 const char* help_text() {
   return R"(Usage: gpufilter [OPTION]... PATTERNS [FILE]...
-Search for fixed-string PATTERNS in each FILE, on a GPU through OpenCL.
+Search for PATTERNS in each FILE, as GNU grep does; the literal search (and
+the required literals of each regular expression) runs on a GPU through OpenCL.
 Example: gpufilter -i 'hello world' menu.h main.c
 PATTERNS can contain multiple patterns separated by newlines.
 
 Pattern selection and interpretation:
-  -F, --fixed-strings       PATTERNS are strings (always; -E, -G and -P are
-                            not supported)
+  -E, --extended-regexp     PATTERNS are extended regular expressions
+  -F, --fixed-strings       PATTERNS are strings
+  -G, --basic-regexp        PATTERNS are basic regular expressions (default)
+  -P, --perl-regexp         PATTERNS are Perl regular expressions (one pattern)
   -e, --regexp=PATTERNS     use PATTERNS for matching
   -f, --file=FILE           take PATTERNS from FILE
   -i, --ignore-case         ignore case distinctions in patterns and data
@@ -101,12 +104,16 @@ Captures (docs/CAPTURES.md):
       --match-frame         match the whole frame, not the transport payload
       --stream              reassemble TCP flows and match each direction's
                             byte stream; a match selects the whole flow
-  -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef)
+  -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef);
+                            fixed strings, like --escapes; captures take no
+                            regular expressions yet (give -F)
       --escapes             \xHH, \0, \n, \r, \t and \\ in PATTERNS
       --pcap-out=FILE       write the selected packets (flows) as a capture;
                             to standard output ('-'), nothing else is printed
       --hexdump             print payloads as hex and ASCII
 
+Regular expressions are GNU grep's (docs/grep-compatibility.md says what is
+refused and why); --stats counts the candidate lines of the GPU prefilter.
 When FILE is '-', read standard input.  With no FILE, read '-'.
 With fewer than two FILEs, assume -h.
 Exit status is 0 if any line is selected, 1 otherwise;
@@ -117,7 +124,8 @@ if any error occurs and -q is not given, the exit status is 2.
 const char* version_text() {
   return "gpufilter " GPUFILTER_VERSION R"(
 Copyright (C) 2026 the gpufilter authors.
-Matching runs in OpenCL kernels; output follows GNU grep 3.8 (grep -F, LC_ALL=C).
+Literal matching runs in OpenCL kernels; output follows GNU grep 3.8 (-F, -G,
+-E and -P, in the C locale and in UTF-8 locales).
 This is free software: you are free to change and redistribute it.
 There is NO WARRANTY, to the extent permitted by law.
 
