@@ -124,6 +124,9 @@ bool color_enabled(cli::ColorWhen when) {
 // nothing, so -v selects every line, -w and -x included: grep swaps it for the empty
 // pattern with -v flipped. Returns the number of patterns given.
 std::size_t prepare_patterns(cli::Options& o) {
+  // --pattern-counts counts fixed strings: that is what its patterns are unless a matcher
+  // is named (then regex_lines() refuses it).
+  if (o.pattern_counts && !o.syntax_given) o.syntax = regex::Syntax::kFixed;
   if (o.hex_patterns || o.escapes) {
     if (o.syntax_given && o.syntax != regex::Syntax::kFixed)
       throw cli::UsageError("-X/--hex and --escapes give fixed strings: they cannot be combined with -E, -G or -P",
@@ -362,7 +365,9 @@ std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patte
   auto regexes = cli::regex_lines_for(o, cli::utf8_locale(), [](const std::string& w) { message(w); });
   if (!regexes) return nullptr;
   if (captures)
-    throw cli::UsageError("regular expressions do not apply to --pcap or --interface yet: give fixed strings (-F)",
+    throw cli::UsageError("regular expressions do not apply to --pcap or --interface yet: give -F to match '" +
+                              o.patterns[0] + "'" + (o.patterns.size() > 1 ? " (and the others)" : "") +
+                              " as fixed strings",
                           false);
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);

@@ -109,11 +109,11 @@ TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
     const std::string bytes = read_file(path);
     const std::vector<std::string> strings = strings_of(bytes, rng, 6);
     for (const std::string& s : strings) {
-      const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-e", s});
+      const GrepRun ours = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-e", s});
       const std::set<long> want = tshark_frames(path, "frame contains " + tshark_literal(s));
       ASSERT_EQ(ours.status, want.empty() ? 1 : 0) << name << " '" << s << "': " << ours.err;
       EXPECT_EQ(json_frames(ours.out), want) << name << " '" << s << "'";
-      const GrepRun count = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-e", s});
+      const GrepRun count = run_gpufilter({"-F", "--pcap", path, "--match-frame", "-c", "-e", s});
       EXPECT_EQ(count.out, std::to_string(want.size()) + "\n") << name << " '" << s << "'";
       compared += 1;
       selected += want.size();
@@ -123,7 +123,7 @@ TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
     std::string filter;
     for (const std::string& s : many) filter += (filter.empty() ? "" : " || ") + std::string("frame contains ") + tshark_literal(s);
     const std::string list = dir.write("many-" + name, pattern_file(many));
-    const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-f", list});
+    const GrepRun ours = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-f", list});
     const std::set<long> want = tshark_frames(path, filter);
     EXPECT_EQ(json_frames(ours.out), want) << name << " (50 strings)";
     std::printf("%s: 50 strings: %zu frames selected by both gpufilter and tshark\n", name.c_str(), want.size());
@@ -136,26 +136,26 @@ TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
 // Case folding and -v per packet, against tshark's "frame matches (?i)" and "!".
 TEST_F(Capture, IgnoreCaseAndInvertPerPacket) {
   const std::string path = corpus_path("pcap/http.cap");
-  const GrepRun ours = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-i", "-e", "content-type"});
+  const GrepRun ours = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-i", "-e", "content-type"});
   EXPECT_EQ(json_frames(ours.out), tshark_frames(path, "frame matches \"(?i)content-type\""));
-  const GrepRun inverted = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-v", "-e", "HTTP"});
+  const GrepRun inverted = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-v", "-e", "HTTP"});
   EXPECT_EQ(json_frames(inverted.out), tshark_frames(path, "!(frame contains \"HTTP\")"));
 }
 
 // Binary patterns: -X hex and --escapes select what the same bytes as text select.
 TEST_F(Capture, HexAndEscapedPatterns) {
   const std::string path = corpus_path("pcap/http.cap");
-  const GrepRun text = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-e", "GET /"});
-  const GrepRun hex = run_gpufilter({"--pcap", path, "--match-frame", "--json", "-X", "-e", "47:45:54:20:2f"});
-  const GrepRun escaped = run_gpufilter({"--pcap", path, "--match-frame", "--json", "--escapes", "-e", "\\x47ET /"});
+  const GrepRun text = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-e", "GET /"});
+  const GrepRun hex = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-X", "-e", "47:45:54:20:2f"});
+  const GrepRun escaped = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "--escapes", "-e", "\\x47ET /"});
   EXPECT_FALSE(json_frames(text.out).empty());
   EXPECT_EQ(json_frames(hex.out), json_frames(text.out));
   EXPECT_EQ(json_frames(escaped.out), json_frames(text.out));
   // CRLF CRLF ends HTTP headers: a pattern with control bytes.
-  const GrepRun crlf = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-X", "0d0a0d0a"});
+  const GrepRun crlf = run_gpufilter({"-F", "--pcap", path, "--match-frame", "-c", "-X", "0d0a0d0a"});
   const std::set<long> want = tshark_frames(path, "frame contains 0d:0a:0d:0a");
   EXPECT_EQ(crlf.out, std::to_string(want.size()) + "\n");
-  EXPECT_EQ(run_gpufilter({"--pcap", path, "-X", "-e", "4g"}).status, 2);
+  EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-X", "-e", "4g"}).status, 2);
 }
 
 // --pcap-out: tshark reads the file back and lists exactly the selected frames' bytes.
@@ -164,10 +164,10 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
   for (const std::string& name : {std::string("http.cap"), std::string("http_redirects.pcapng")}) {
     const std::string path = corpus_path("pcap/" + name);
     const std::string out = dir.path() + "/out-" + name + ".pcap";
-    const GrepRun r = run_gpufilter({"--pcap", path, "--match-frame", "--pcap-out", out, "-q", "-e", "HTTP/1."});
+    const GrepRun r = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--pcap-out", out, "-q", "-e", "HTTP/1."});
     ASSERT_EQ(r.status, 0) << r.err;
     // -q stops at the first: compare without it.
-    const GrepRun all = run_gpufilter({"--pcap", path, "--match-frame", "--pcap-out", out, "-c", "-e", "HTTP/1."});
+    const GrepRun all = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--pcap-out", out, "-c", "-e", "HTTP/1."});
     const std::set<long> want = tshark_frames(path, "frame contains \"HTTP/1.\"");
     EXPECT_EQ(all.out, std::to_string(want.size()) + "\n");
     // The written capture: as many frames, the same lengths and times as tshark's selection.
@@ -175,7 +175,7 @@ TEST_F(Capture, PcapOutIsReadByTshark) {
         command_output("tshark -n -r '" + path + "' -Y 'frame contains \"HTTP/1.\"' -T fields -e frame.len -e frame.time_epoch");
     const std::string written = command_output("tshark -n -r '" + out + "' -T fields -e frame.len -e frame.time_epoch");
     EXPECT_EQ(written, original) << name;
-    EXPECT_EQ(json_frames(run_gpufilter({"--pcap", out, "--json", "--match-frame", "-e", "HTTP/1."}).out).size(),
+    EXPECT_EQ(json_frames(run_gpufilter({"-F", "--pcap", out, "--json", "--match-frame", "-e", "HTTP/1."}).out).size(),
               want.size());
   }
 }
@@ -194,7 +194,7 @@ TEST_F(Capture, PcapOutToStandardOutputIsTheOnlyOutput) {
            {"--stream", "--hexdump"}}) {
     const std::string file = dir.path() + "/file.pcap";
     const bool stream = !extra.empty() && extra[0] == "--stream";
-    std::vector<std::string> args = {"--pcap", path, "-e", "HTTP/1."};
+    std::vector<std::string> args = {"-F", "--pcap", path, "-e", "HTTP/1."};
     if (!stream) args.push_back("--match-frame");  // tshark's frame contains
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<std::string> to_file = args;
@@ -213,7 +213,7 @@ TEST_F(Capture, PcapOutToStandardOutputIsTheOnlyOutput) {
     EXPECT_FALSE(read.empty()) << label;
   }
   // /dev/stdout is standard output too.
-  const GrepRun dev = run_gpufilter({"--pcap", path, "--match-frame", "-c", "-e", "HTTP/1.", "--pcap-out", "/dev/stdout"});
+  const GrepRun dev = run_gpufilter({"-F", "--pcap", path, "--match-frame", "-c", "-e", "HTTP/1.", "--pcap-out", "/dev/stdout"});
   EXPECT_EQ(dev.out.substr(0, 4), std::string("\xd4\xc3\xb2\xa1", 4)) << escape(dev.out, 40);
 }
 
@@ -253,8 +253,8 @@ TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
   ASSERT_GE(candidates.size(), 3u);
   std::size_t split = 0;
   for (const std::string& s : candidates) {
-    const GrepRun packets = run_gpufilter({"--pcap", smtp, "-c", "--escapes", "-e", escaped(s)});
-    const GrepRun stream = run_gpufilter({"--pcap", smtp, "--stream", "--json", "--escapes", "-e", escaped(s)});
+    const GrepRun packets = run_gpufilter({"-F", "--pcap", smtp, "-c", "--escapes", "-e", escaped(s)});
+    const GrepRun stream = run_gpufilter({"-F", "--pcap", smtp, "--stream", "--json", "--escapes", "-e", escaped(s)});
     ASSERT_EQ(stream.status, 0) << s << ": " << stream.err;
     // The TCP flow's object (a UDP packet, DNS say, could hold the string too).
     std::istringstream in(stream.out);
@@ -278,8 +278,8 @@ TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
               candidates.size(), split, candidates.size());
   // Telnet: the client types one character per packet: "fake" is only in the stream.
   const std::string telnet = corpus_path("pcap/telnet-raw.pcap");
-  EXPECT_EQ(run_gpufilter({"--pcap", telnet, "-c", "-e", "ping www.yahoo"}).out, "0\n");
-  EXPECT_EQ(run_gpufilter({"--pcap", telnet, "--stream", "-c", "-e", "ping www.yahoo"}).out, "1\n");
+  EXPECT_EQ(run_gpufilter({"-F", "--pcap", telnet, "-c", "-e", "ping www.yahoo"}).out, "0\n");
+  EXPECT_EQ(run_gpufilter({"-F", "--pcap", telnet, "--stream", "-c", "-e", "ping www.yahoo"}).out, "1\n");
 }
 
 // A TCP flow written by the test with libpcap: "SECRET-TOKEN-12345" in 1-byte segments,
@@ -334,8 +334,8 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   }
   pcap_dump_close(dumper);
   pcap_close(dead);
-  EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-e", "SECRET-TOKEN"}).out, "0\n");
-  const GrepRun stream = run_gpufilter({"--pcap", path, "--stream", "--json", "-e", "SECRET-TOKEN-12345"});
+  EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-c", "-e", "SECRET-TOKEN"}).out, "0\n");
+  const GrepRun stream = run_gpufilter({"-F", "--pcap", path, "--stream", "--json", "-e", "SECRET-TOKEN-12345"});
   ASSERT_EQ(stream.status, 0) << stream.err;
   const json flow = json::parse(stream.out.substr(0, stream.out.find('\n')));
   EXPECT_EQ(flow.at("first_match").at("offset"), message.find("SECRET"));
@@ -343,7 +343,7 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   EXPECT_EQ(std::count(stream.out.begin(), stream.out.end(), '\n'), 1);
   // --pcap-out with --stream: every packet of the flow.
   const std::string out = dir.path() + "/flow.pcap";
-  ASSERT_EQ(run_gpufilter({"--pcap", path, "--stream", "--pcap-out", out, "-q", "-e", "SECRET"}).status, 0);
+  ASSERT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "--pcap-out", out, "-q", "-e", "SECRET"}).status, 0);
   EXPECT_EQ(command_output("tshark -n -r '" + out + "' -T fields -e frame.number | wc -l"),
             std::to_string(frames.size()) + "\n");
 }
@@ -357,7 +357,7 @@ TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
   const std::set<long> all = tshark_frames(path, "frame contains \"HTTP\"");
   for (const std::size_t cut : {bytes.size() - 7, bytes.size() / 2, std::size_t{24 + 16 + 5}, std::size_t{30}}) {
     const std::string cut_path = dir.write("cut.pcap", bytes.substr(0, cut));
-    const GrepRun r = run_gpufilter({"--pcap", cut_path, "--match-frame", "--json", "-e", "HTTP"});
+    const GrepRun r = run_gpufilter({"-F", "--pcap", cut_path, "--match-frame", "--json", "-e", "HTTP"});
     EXPECT_EQ(r.status, 2) << "cut at " << cut;
     EXPECT_NE(r.err.find(cut_path), std::string::npos) << r.err;
     const std::set<long> got = json_frames(r.out);
@@ -375,17 +375,17 @@ TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
   corrupt[second + 9] = '\xff';
   corrupt[second + 10] = '\xff';
   corrupt[second + 11] = '\x3f';
-  const GrepRun r = run_gpufilter({"--pcap", dir.write("corrupt.pcap", corrupt), "--match-frame", "-c", "-e", "HTTP"});
+  const GrepRun r = run_gpufilter({"-F", "--pcap", dir.write("corrupt.pcap", corrupt), "--match-frame", "-c", "-e", "HTTP"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("corrupt.pcap"), std::string::npos) << r.err;
   // Not a capture at all; an unsupported link type named.
-  const GrepRun text = run_gpufilter({"--pcap", corpus_path("loghub/OpenSSH_2k.log"), "x"});
+  const GrepRun text = run_gpufilter({"-F", "--pcap", corpus_path("loghub/OpenSSH_2k.log"), "x"});
   EXPECT_EQ(text.status, 2);
   EXPECT_NE(text.err.find("OpenSSH_2k.log"), std::string::npos);
   std::string user0 = bytes.substr(0, 24);
   user0[20] = static_cast<char>(147);  // LINKTYPE_USER0
   user0[21] = user0[22] = user0[23] = 0;
-  const GrepRun odd = run_gpufilter({"--pcap", dir.write("user0.pcap", user0), "x"});
+  const GrepRun odd = run_gpufilter({"-F", "--pcap", dir.write("user0.pcap", user0), "x"});
   EXPECT_EQ(odd.status, 2);
   EXPECT_NE(odd.err.find("link type"), std::string::npos) << odd.err;
 }
@@ -394,16 +394,16 @@ TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
 TEST_F(Capture, StandardInputBpfMaxCountAndText) {
   const std::string path = corpus_path("pcap/smtp.pcap");
   const std::string bytes = read_file(path);
-  const GrepRun piped = run_gpufilter({"--pcap", "-", "-c", "--match-frame", "-e", "Exim"}, bytes);
-  const GrepRun direct = run_gpufilter({"--pcap", path, "-c", "--match-frame", "-e", "Exim"});
+  const GrepRun piped = run_gpufilter({"-F", "--pcap", "-", "-c", "--match-frame", "-e", "Exim"}, bytes);
+  const GrepRun direct = run_gpufilter({"-F", "--pcap", path, "-c", "--match-frame", "-e", "Exim"});
   EXPECT_EQ(piped.out, direct.out);
   EXPECT_NE(direct.out, "0\n");
-  const GrepRun bpf = run_gpufilter({"--pcap", path, "--bpf", "src port 25", "--match-frame", "--json", "-e", "250"});
+  const GrepRun bpf = run_gpufilter({"-F", "--pcap", path, "--bpf", "src port 25", "--match-frame", "--json", "-e", "250"});
   EXPECT_EQ(json_frames(bpf.out), tshark_frames(path, "tcp.srcport == 25 && frame contains \"250\""));
-  EXPECT_EQ(run_gpufilter({"--pcap", path, "--bpf", "port banana", "x"}).status, 2);
-  const GrepRun two = run_gpufilter({"--pcap", path, "-m", "2", "--json", "--match-frame", "-e", "250"});
+  EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--bpf", "port banana", "x"}).status, 2);
+  const GrepRun two = run_gpufilter({"-F", "--pcap", path, "-m", "2", "--json", "--match-frame", "-e", "250"});
   EXPECT_EQ(json_frames(two.out).size(), 2u);
-  const GrepRun text = run_gpufilter({"--pcap", path, "-e", "MAIL FROM"});
+  const GrepRun text = run_gpufilter({"-F", "--pcap", path, "-e", "MAIL FROM"});
   EXPECT_NE(text.out.find("-> 74.53.140.153:25 [AP]"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("matched: MAIL FROM"), std::string::npos) << text.out;
 }
@@ -415,31 +415,31 @@ TEST_F(Capture, StandardInputBpfMaxCountAndText) {
 TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
   for (const std::string& name : {"http_redirects.pcapng", "http.cap", "telnet-raw.pcap", "smtp.pcap"}) {
     const std::string path = corpus_path("pcap/" + name);
-    const GrepRun every = run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", "zq_never_in_any_capture"});
+    const GrepRun every = run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-v", "-e", "zq_never_in_any_capture"});
     EXPECT_NE(every.out, "0\n") << name;
-    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-e", ""}).out, every.out) << name;
-    EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", "-v", "-e", ""}).status, 1) << name;
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-e", ""}).out, every.out) << name;
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-v", "-e", ""}).status, 1) << name;
     // The empty records, from the JSON of everything: flows without data either way,
     // packets (UDP and others with --stream) without payload.
     std::size_t empty_flows = 0;
     std::size_t empty_packets = 0;
-    std::istringstream all(run_gpufilter({"--pcap", path, "--stream", "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    std::istringstream all(run_gpufilter({"-F", "--pcap", path, "--stream", "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
     for (std::string line; std::getline(all, line);) {
       const json r = json::parse(line);
       if (r.at("type") == "flow" && r.at("bytes_client") == 0 && r.at("bytes_server") == 0) ++empty_flows;
       if (r.at("type") == "packet" && r.at("record_length") == 0) ++empty_packets;
     }
     for (const char* option : {"-x", "-w"}) {
-      EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-c", option, "-e", ""}).out,
+      EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", option, "-e", ""}).out,
                 std::to_string(empty_flows + empty_packets) + "\n")
           << name << " " << option;
     }
     // Per packet: -x '' selects the packets whose payload is empty.
     std::size_t empty_payloads = 0;
-    std::istringstream packets(run_gpufilter({"--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
+    std::istringstream packets(run_gpufilter({"-F", "--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
     for (std::string line; std::getline(packets, line);) empty_payloads += json::parse(line).at("record_length") == 0;
     if (name == std::string("http.cap")) EXPECT_NE(empty_payloads, 0u);  // its ACKs
-    EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-x", "-e", ""}).out, std::to_string(empty_payloads) + "\n") << name;
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-c", "-x", "-e", ""}).out, std::to_string(empty_payloads) + "\n") << name;
   }
 }
 

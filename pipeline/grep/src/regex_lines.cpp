@@ -72,13 +72,9 @@ bool RegexLines::gather(std::span<const LineOccurrence> occurrences, bool count)
 
 bool RegexLines::line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
   if (!gather(occurrences, true)) return false;
-  for (std::uint32_t i : candidates_) {
-    if (regex_->selects(i, line)) {
-      ++counts_.confirmed;
-      return true;
-    }
-  }
-  return false;
+  if (!regex_->selects_any(line, candidates_, nullptr)) return false;
+  ++counts_.confirmed;
+  return true;
 }
 
 // grep's print_line_middle: matches from where the last one ended; an empty match moves
@@ -104,8 +100,7 @@ void RegexLines::matched_patterns(std::string_view line, std::span<const LineOcc
                                   std::vector<std::uint32_t>& out) {
   out.clear();
   if (!gather(occurrences, false)) return;
-  for (std::uint32_t i : candidates_)
-    if (regex_->selects(i, line)) out.push_back(i);
+  regex_->selects_any(line, candidates_, &out);
 }
 
 }  // namespace gpufilter

@@ -4,29 +4,13 @@
 #include <cstring>
 #include <cwchar>
 
+#include "gpufilter/core/utf8.hpp"
 #include "gpufilter/grep/word.hpp"
 
 namespace gpufilter {
 namespace {
 
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
-
-// Whether `text` is valid UTF-8 as the C library's mbrtowc reads it (grep's
-// buf_has_encoding_errors); ASCII runs are skipped a byte at a time without a call.
-bool valid_utf8(std::string_view text) {
-  std::mbstate_t state{};
-  for (std::size_t i = 0; i < text.size();) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    wchar_t wc;
-    const std::size_t n = std::mbrtowc(&wc, text.data() + i, text.size() - i, &state);
-    if (n == static_cast<std::size_t>(-1) || n == static_cast<std::size_t>(-2)) return false;
-    i += n == 0 ? 1 : n;
-  }
-  return true;
-}
 
 std::uint64_t count_newlines(const char* begin, const char* end) {
   return static_cast<std::uint64_t>(std::count(begin, end, '\n'));

@@ -108,21 +108,6 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
   return true;
 }
 
-bool valid_utf8(std::string_view text) {
-  std::mbstate_t state{};
-  for (std::size_t i = 0; i < text.size();) {
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
-    wchar_t wc;
-    const std::size_t n = std::mbrtowc(&wc, text.data() + i, text.size() - i, &state);
-    if (n == static_cast<std::size_t>(-1) || n == static_cast<std::size_t>(-2)) return false;
-    i += n == 0 ? 1 : n;
-  }
-  return true;
-}
-
 bool word_after(std::string_view line, std::size_t at, bool utf8) {
   if (at >= line.size()) return false;
   const unsigned char c = static_cast<unsigned char>(line[at]);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpufilter/core/utf8.hpp"
 #include "gpufilter/regex/line_regex.hpp"
 
 namespace gpufilter::regex {
@@ -36,8 +37,6 @@ struct DfaView {
   bool pcre_ok = true;
   bool corner = false;  // a construct grep's DFA and its regex read differently
 };
-// Whether `text` is valid UTF-8 as the C library reads it.
-bool valid_utf8(std::string_view text);
 DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
 
 // grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
