@@ -48,6 +48,8 @@ case "$action" in
     "$build_dir/gpufilter" --list-devices
     echo "--- gpufilter -n -i -e error -e timeout examples/app.log" >&2
     "$build_dir/gpufilter" -n -i -e error -e timeout examples/app.log
+    echo "--- gpufilter -n -E 'time(out|d out)|refused' examples/app.log (a regular expression)" >&2
+    "$build_dir/gpufilter" -n -E 'time(out|d out)|refused' examples/app.log || true
     if [ -f ../shared/corpus/loghub/OpenSSH_2k.log ]; then
       echo "--- gpufilterd --config examples/daemon/demo.yaml < OpenSSH_2k.log (alerts as JSON lines)" >&2
       "$build_dir/gpufilterd" --config examples/daemon/demo.yaml < ../shared/corpus/loghub/OpenSSH_2k.log
