@@ -23,7 +23,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
-targets=(cli_options_fuzz patterns_fuzz chunker_fuzz syslog_framer_fuzz line_framer_fuzz daemon_config_fuzz
+targets=(cli_options_fuzz patterns_fuzz regex_fuzz chunker_fuzz syslog_framer_fuzz line_framer_fuzz daemon_config_fuzz
          pcap_fuzz tcp_reassembly_fuzz)
 
 # The largest input worth generating, per target: what its input layout can use (an

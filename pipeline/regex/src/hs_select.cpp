@@ -64,7 +64,9 @@ HsSelect::~HsSelect() {
 
 bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
   Scan scan{ids};
-  const hs_error_t rc = hs_scan(database_, line.data(), static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
+  // Hyperscan refuses a null pointer even for no bytes.
+  const char* bytes = line.empty() ? "" : line.data();
+  const hs_error_t rc = hs_scan(database_, bytes, static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
   if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
   return scan.any;
 }
