@@ -108,16 +108,17 @@ class GnuRegex final : public LineRegex {
 
   bool selects(std::size_t i, std::string_view line) override {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
-    Compiled& c = *compiled_[i];
+    Compiled& c = compiled(i);
     if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size()) >= 0;
     return selects_by_regex(c.exact, line);
   }
 
   bool find(std::string_view line, std::size_t from, std::span<const std::uint32_t> only, Found& out) override;
 
-  std::unique_ptr<LineRegex> clone() const override {
-    return std::make_unique<GnuRegex>(patterns_, options_, origins_);
-  }
+  // Shares what is immutable (the Hyperscan database, the texts); glibc's compiled
+  // patterns are the copy's own, compiled when first asked (re_search serializes the
+  // threads that share one).
+  std::unique_ptr<LineRegex> clone() const override { return std::unique_ptr<LineRegex>(new GnuRegex(*this, 0)); }
 
  private:
   struct Compiled {
@@ -126,7 +127,20 @@ class GnuRegex final : public LineRegex {
     GnuPattern exact;   // the pattern itself, with positions (grep's regex)
   };
 
+  GnuRegex(const GnuRegex& from, int)
+      : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
+        select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
+        backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), in_fast_(from.in_fast_),
+        ascii_only_(from.ascii_only_) {
+    compiled_.resize(patterns_.size());
+    if (whole_list_) compile_whole_list();
+    if (from.fast_) fast_ = from.fast_->clone();
+  }
+
+  // Pattern i compiled (in a clone, on first use: every pattern compiled in the original).
+  Compiled& compiled(std::size_t i);
   void compile_all();
+  bool compile_whole_list();
   void compile_combined();
   bool selects_by_regex(GnuPattern& p, std::string_view line);
   void compile_fast(const std::vector<DfaView>& views);
@@ -139,6 +153,9 @@ class GnuRegex final : public LineRegex {
   std::vector<std::string> patterns_;
   RegexOptions options_;
   std::vector<PatternOrigin> origins_;
+  std::vector<bool> backref_;  // by pattern: grep's possible_backrefs
+  // By pattern: the text its `select` compiles (the DFA's reading, -w/-x wrapped).
+  std::shared_ptr<std::vector<std::string>> select_texts_ = std::make_shared<std::vector<std::string>>();
   std::vector<std::unique_ptr<Compiled>> compiled_;
   // -w with -o/--color: grep runs one regex of every backref-free pattern joined by
   // newlines (RE_NEWLINE_ALT), whose -w walk differs from each pattern's own.
@@ -154,6 +171,7 @@ class GnuRegex final : public LineRegex {
   std::vector<std::uint32_t> backref_free_;
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
   std::vector<bool> in_fast_;
+  bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
 };
 
 void GnuRegex::compile_all() {
@@ -165,6 +183,7 @@ void GnuRegex::compile_all() {
     auto c = std::make_unique<Compiled>();
     const std::string& p = patterns_[i];
     c->backref = possible_backrefs(p);
+    backref_.push_back(c->backref);
     if (!c->backref) backref_free_.push_back(static_cast<std::uint32_t>(i));
     else backref_ids_.push_back(static_cast<std::uint32_t>(i));
     if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case))
@@ -181,6 +200,7 @@ void GnuRegex::compile_all() {
     if (v.error) throw RegexError({*v.error});
   for (std::size_t i = 0; i < views.size(); ++i)
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
+  select_texts_->assign(patterns_.size(), std::string());
   if (!dfa_supported_) {
     compile_fast(views);
     return;
@@ -192,20 +212,41 @@ void GnuRegex::compile_all() {
     std::string joined;
     for (std::size_t i = 0; i < patterns_.size(); ++i) joined += (i ? "\n" : "") + patterns_[i];
     const DfaView whole = dfa_view(wrapped(joined, options_), options_.syntax, options_.utf8, options_.ignore_case);
-    if (whole_select_.compile(whole.select, bits, false, options_.ignore_case) == nullptr) {
+    select_texts_->push_back(whole.select);  // the whole list's text, after the patterns'
+    if (compile_whole_list()) {
       whole_list_ = true;
       return;
     }
+    select_texts_->pop_back();
   }
   for (std::uint32_t i : backref_free_) {
-    const std::string& text = views[i].select;
     // The DFA's reading; should glibc refuse the rewritten text, the pattern as given.
-    if (compiled_[i]->select.compile(wrap ? wrapped(text, options_) : text, bits, false, options_.ignore_case) != nullptr &&
-        compiled_[i]->select.compile(wrap ? wrapped(patterns_[i], options_) : patterns_[i], bits, false,
-                                     options_.ignore_case) != nullptr)
+    std::string& text = (*select_texts_)[i];
+    text = wrap ? wrapped(views[i].select, options_) : views[i].select;
+    if (compiled_[i]->select.compile(text, bits, false, options_.ignore_case) == nullptr) continue;
+    text = wrap ? wrapped(patterns_[i], options_) : patterns_[i];
+    if (compiled_[i]->select.compile(text, bits, false, options_.ignore_case) != nullptr)
       throw RegexError({with_origin(origins_, i, "invalid regular expression")});
   }
   compile_fast(views);
+}
+
+bool GnuRegex::compile_whole_list() {
+  return whole_select_.compile(select_texts_->back(), syntax_bits(options_), false, options_.ignore_case) == nullptr;
+}
+
+GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
+  if (!compiled_[i]) {
+    // A clone's: the original compiled the same texts, so they compile.
+    auto c = std::make_unique<Compiled>();
+    const reg_syntax_t bits = syntax_bits(options_);
+    c->backref = backref_[i];
+    c->exact.compile(patterns_[i], bits, true, options_.ignore_case);
+    if (!c->backref && dfa_supported_ && !whole_list_)
+      c->select.compile((*select_texts_)[i], bits, false, options_.ignore_case);
+    compiled_[i] = std::move(c);
+  }
+  return *compiled_[i];
 }
 
 // The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
@@ -213,18 +254,33 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits,
   // which Hyperscan's classes do not reproduce.
   if (options_.utf8 && options_.word && !options_.whole_line) return;
+  // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
+  // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's. On a line of ASCII
+  // alone an ASCII pattern reads as in the C locale, so Hyperscan answers those lines,
+  // with the C locale's reading; the others go to glibc.
+  ascii_only_ = options_.utf8 && options_.ignore_case;
+  std::vector<DfaView> c_views;
+  if (ascii_only_) {
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, true));
+      // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
+      // must then agree with regex's.
+      if (!all_ascii(patterns_[i]) || (!dfa_supported_ && c_views.back().corner)) c_views.back().pcre_ok = false;
+    }
+  }
+  const std::vector<DfaView>& read = ascii_only_ ? c_views : views;
   std::vector<std::string> expressions;
   std::vector<std::uint32_t> ids;
   for (std::uint32_t i : backref_free_) {
-    if (!views[i].pcre_ok) continue;
-    const std::string& p = views[i].pcre;
+    if (!read[i].pcre_ok) continue;
+    const std::string& p = read[i].pcre;
     if (options_.whole_line) expressions.push_back("^(?:" + p + ")$");
     else if (options_.word) expressions.push_back("(?:^|[^[:alnum:]_])(?:" + p + ")(?:[^[:alnum:]_]|$)");
     else expressions.push_back(p);
     ids.push_back(i);
   }
   if (expressions.empty()) return;
-  fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, options_.utf8);
+  fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, options_.utf8 && !ascii_only_);
   if (fast_->empty()) {
     fast_.reset();
     return;
@@ -237,7 +293,8 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
                            std::vector<std::uint32_t>* ids) {
   // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
   // glibc); glibc for the others among the candidates.
-  const bool fast = fast_ && line.size() <= 0xffffffffu && (!options_.utf8 || valid_utf8(line));
+  const bool fast = fast_ && line.size() <= 0xffffffffu &&
+                    (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)));
   bool any = false;
   if (fast && fast_->scan(line, ids)) {
     if (ids == nullptr) return true;
@@ -262,7 +319,7 @@ void GnuRegex::compile_combined() {
   std::string text;
   bool any = false;
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    if (compiled_[i]->backref) continue;
+    if (backref_[i]) continue;
     if (any) text += '\n';
     text += patterns_[i];
     any = true;
@@ -347,11 +404,11 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
-    for (std::uint32_t i : backref_ids_) try_pattern(compiled_[i]->exact);
+    for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
   } else if (only.empty()) {
-    for (auto& c : compiled_) try_pattern(c->exact);
+    for (std::size_t i = 0; i < patterns_.size(); ++i) try_pattern(compiled(i).exact);
   } else {
-    for (std::uint32_t i : only) try_pattern(compiled_[i]->exact);
+    for (std::uint32_t i : only) try_pattern(compiled(i).exact);
   }
   if (best.begin > line.size()) return false;
   out = best;

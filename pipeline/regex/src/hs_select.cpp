@@ -39,7 +39,7 @@ HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vecto
     const hs_error_t rc = hs_compile_multi(texts.data(), flags.data(), kept_ids.data(),
                                            static_cast<unsigned>(kept.size()), HS_MODE_BLOCK, nullptr, &database, &error);
     if (rc == HS_SUCCESS) {
-      database_ = database;
+      database_.reset(database, hs_free_database);
       break;
     }
     const int bad = error != nullptr ? error->expression : -1;
@@ -48,25 +48,28 @@ HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vecto
     kept.erase(kept.begin() + bad);
     kept_ids.erase(kept_ids.begin() + bad);
   }
-  if (database_ == nullptr) return;
-  if (hs_alloc_scratch(database_, &scratch_) != HS_SUCCESS) {
-    hs_free_database(database_);
-    database_ = nullptr;
-    throw std::bad_alloc();
-  }
+  if (!database_) return;
+  if (hs_alloc_scratch(database_.get(), &scratch_) != HS_SUCCESS) throw std::bad_alloc();
   accepted_ = std::move(kept_ids);
+}
+
+std::unique_ptr<HsSelect> HsSelect::clone() const {
+  std::unique_ptr<HsSelect> copy(new HsSelect());
+  copy->database_ = database_;
+  copy->accepted_ = accepted_;
+  if (scratch_ != nullptr && hs_clone_scratch(scratch_, &copy->scratch_) != HS_SUCCESS) throw std::bad_alloc();
+  return copy;
 }
 
 HsSelect::~HsSelect() {
   if (scratch_ != nullptr) hs_free_scratch(scratch_);
-  if (database_ != nullptr) hs_free_database(database_);
 }
 
 bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
   Scan scan{ids};
   // Hyperscan refuses a null pointer even for no bytes.
   const char* bytes = line.empty() ? "" : line.data();
-  const hs_error_t rc = hs_scan(database_, bytes, static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
+  const hs_error_t rc = hs_scan(database_.get(), bytes, static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
   if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
   return scan.any;
 }

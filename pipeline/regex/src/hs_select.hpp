@@ -25,13 +25,18 @@ class HsSelect {
   HsSelect(const HsSelect&) = delete;
   HsSelect& operator=(const HsSelect&) = delete;
 
-  bool empty() const noexcept { return database_ == nullptr; }
+  // One for another thread: the same database, its own scratch.
+  std::unique_ptr<HsSelect> clone() const;
+
+  bool empty() const noexcept { return !database_; }
   const std::vector<std::uint32_t>& accepted() const noexcept { return accepted_; }
   // Does some pattern select `line`? With `ids`, every such pattern is added to it.
   bool scan(std::string_view line, std::vector<std::uint32_t>* ids);
 
  private:
-  ::hs_database* database_ = nullptr;
+  HsSelect() = default;
+
+  std::shared_ptr<::hs_database> database_;  // immutable once built: shared by the clones
   ::hs_scratch* scratch_ = nullptr;
   std::vector<std::uint32_t> accepted_;
 };

@@ -25,4 +25,11 @@ inline bool valid_utf8(std::string_view text) {
   return true;
 }
 
+// No byte of `text` is above 0x7f.
+inline bool all_ascii(std::string_view text) noexcept {
+  unsigned char any = 0;
+  for (char c : text) any |= static_cast<unsigned char>(c);
+  return any < 0x80;
+}
+
 }  // namespace gpufilter
