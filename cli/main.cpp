@@ -405,6 +405,10 @@ int search(cli::Options& o) {
   const PrinterOptions printing = printer_options(o);
   SearchOptions searching = search_options(o, printing, streams);
   searching.regex = regexes.get();
+  // Large reads of regular files, the NUL search and regex confirmation are split over
+  // these threads.
+  WorkerPool workers(WorkerPool::default_threads());
+  if (!streams) searching.workers = &workers;
   Output out(STDOUT_FILENO, o.line_buffered);
   Output err(STDERR_FILENO, true);
   GrepPrinter grep_printer(out, err, printing);
@@ -423,8 +427,6 @@ int search(cli::Options& o) {
   piping.detect_binary = o.binary_files != BinaryFiles::kText;
   piping.scan_to_end = o.pattern_counts;
   piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
-  // Large reads of regular files and the NUL search are split over these threads.
-  WorkerPool workers(WorkerPool::default_threads());
   piping.workers = &workers;
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;

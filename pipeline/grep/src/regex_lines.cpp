@@ -15,16 +15,29 @@ std::string folded(std::string s, bool ignore_case) {
 
 }  // namespace
 
+// What one thread needs to decide lines: its copy of the regexes and its scratch.
+struct RegexLines::Lane {
+  std::unique_ptr<regex::LineRegex> regex;  // null until the lane's first line
+  std::vector<std::uint32_t> candidates;
+  std::vector<std::uint64_t> seen;  // generation per regex
+  std::uint64_t generation = 0;
+  RegexCounts counts;
+};
+
 RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vector<std::string>& patterns,
                        regex::Syntax syntax, bool ignore_case, bool utf8)
-    : regex_(std::move(regex)), seen_(patterns.size(), 0) {
+    : pattern_count_(patterns.size()) {
+  lanes_.push_back(std::make_unique<Lane>());
+  lanes_[0]->regex = std::move(regex);
+  lanes_[0]->seen.assign(patterns.size(), 0);
+  const regex::LineRegex& given = *lanes_[0]->regex;
   regex::FactorOptions options;
   options.ignore_case = ignore_case;
   options.utf8 = utf8;
   options.min_length = 2;
   std::map<std::string, std::uint32_t> index_of;  // folded factor -> index in factors_
   for (std::size_t i = 0; i < patterns.size(); ++i) {
-    const auto found = regex_->whole_list() ? std::nullopt : regex::required_factors(patterns[i], syntax, options);
+    const auto found = given.whole_list() ? std::nullopt : regex::required_factors(patterns[i], syntax, options);
     if (!found) {
       unfiltered_.push_back(static_cast<std::uint32_t>(i));
       continue;
@@ -42,6 +55,31 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
   if (factors_.empty()) factors_.add("");
 }
 
+RegexLines::~RegexLines() = default;
+
+void RegexLines::set_lanes(std::size_t count) {
+  while (lanes_.size() < count) lanes_.push_back(std::make_unique<Lane>());
+}
+
+RegexLines::Lane& RegexLines::lane(std::size_t index) {
+  Lane& l = *lanes_[index];
+  if (!l.regex) {
+    l.regex = lanes_[0]->regex->clone();
+    l.seen.assign(pattern_count_, 0);
+  }
+  return l;
+}
+
+RegexCounts RegexLines::counts() const noexcept {
+  RegexCounts sum;
+  for (const auto& l : lanes_) {
+    sum.candidates += l->counts.candidates;
+    sum.confirmed += l->counts.confirmed;
+    sum.full_scan += l->counts.full_scan;
+  }
+  return sum;
+}
+
 void RegexLines::bind(const PatternTable& table) {
   patterns_of_id_.assign(table.unique_count(), {});
   for (std::size_t k = 0; k < patterns_of_factor_.size(); ++k) {
@@ -52,28 +90,30 @@ void RegexLines::bind(const PatternTable& table) {
   }
 }
 
-bool RegexLines::gather(std::span<const LineOccurrence> occurrences, bool count) {
-  candidates_.clear();
-  ++generation_;
+bool RegexLines::gather(Lane& l, std::span<const LineOccurrence> occurrences, bool count) const {
+  l.candidates.clear();
+  ++l.generation;
   for (const LineOccurrence& o : occurrences) {
     if (o.pattern >= patterns_of_id_.size()) continue;
     for (std::uint32_t i : patterns_of_id_[o.pattern]) {
-      if (seen_[i] == generation_) continue;
-      seen_[i] = generation_;
-      candidates_.push_back(i);
+      if (l.seen[i] == l.generation) continue;
+      l.seen[i] = l.generation;
+      l.candidates.push_back(i);
     }
   }
-  if (count && !candidates_.empty()) ++counts_.candidates;
-  else if (count && !unfiltered_.empty()) ++counts_.full_scan;
-  candidates_.insert(candidates_.end(), unfiltered_.begin(), unfiltered_.end());
-  std::sort(candidates_.begin(), candidates_.end());
-  return !candidates_.empty();
+  if (count && !l.candidates.empty()) ++l.counts.candidates;
+  else if (count && !unfiltered_.empty()) ++l.counts.full_scan;
+  l.candidates.insert(l.candidates.end(), unfiltered_.begin(), unfiltered_.end());
+  std::sort(l.candidates.begin(), l.candidates.end());
+  return !l.candidates.empty();
 }
 
-bool RegexLines::line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
-  if (!gather(occurrences, true)) return false;
-  if (!regex_->selects_any(line, candidates_, nullptr)) return false;
-  ++counts_.confirmed;
+bool RegexLines::line_matches_on(std::size_t index, std::string_view line,
+                                 std::span<const LineOccurrence> occurrences) {
+  Lane& l = lane(index);
+  if (!gather(l, occurrences, true)) return false;
+  if (!l.regex->selects_any(line, l.candidates, nullptr)) return false;
+  ++l.counts.confirmed;
   return true;
 }
 
@@ -82,10 +122,11 @@ bool RegexLines::line_matches(std::string_view line, std::span<const LineOccurre
 void RegexLines::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
                              std::vector<MatchSpan>& out) {
   out.clear();
-  if (!gather(occurrences, false)) return;
+  Lane& l = lane(0);
+  if (!gather(l, occurrences, false)) return;
   std::size_t from = 0;
   regex::Found found;
-  while (from <= line.size() && regex_->find(line, from, candidates_, found)) {
+  while (from <= line.size() && l.regex->find(line, from, l.candidates, found)) {
     if (found.length == 0) {
       from = found.begin + 1;
       continue;
@@ -99,8 +140,9 @@ void RegexLines::match_spans(std::string_view line, std::span<const LineOccurren
 void RegexLines::matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
                                   std::vector<std::uint32_t>& out) {
   out.clear();
-  if (!gather(occurrences, false)) return;
-  regex_->selects_any(line, candidates_, &out);
+  Lane& l = lane(0);
+  if (!gather(l, occurrences, false)) return;
+  l.regex->selects_any(line, l.candidates, &out);
 }
 
 }  // namespace gpufilter

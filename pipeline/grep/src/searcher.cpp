@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <cwchar>
+#include <exception>
 
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/grep/word.hpp"
@@ -306,7 +307,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     binary_record(text, offset, occurrences, terminated);
     return;
   }
-  const bool matched = line_matches(text, occurrences);
+  const bool matched = decide(text, occurrences);
   const bool selected = matched != options_.invert;
   auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {
     // grep colours (and -o prints) matches only in lines that match: selected lines
@@ -369,6 +370,86 @@ void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& inde
     line_occurrences_.push_back({occurrences[index].position - begin, occurrences[index].pattern});
 }
 
+bool Searcher::decide(std::string_view text, std::span<const LineOccurrence> occurrences) {
+  Predecided& p = predecided_;
+  if (text.data() < p.begin || text.data() >= p.end) return line_matches(text, occurrences);
+  while (p.cursor < p.matched.size() && p.matched[p.cursor] < text.data()) ++p.cursor;
+  return p.cursor < p.matched.size() && p.matched[p.cursor] == text.data();
+}
+
+namespace {
+
+// The first byte of the first line that starts at or after data[at] (end: none).
+std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at, std::size_t end) {
+  if (at <= begin) return begin;
+  const void* nl = std::memchr(data + at - 1, '\n', end - (at - 1));
+  return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : end;
+}
+
+// One worker's share of predecide(): the lines starting in data[begin, end) (whole lines;
+// end is a line's start or the end of the complete lines). Only lines with an occurrence
+// can match unless some regex has no factor.
+void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
+                  std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
+                  std::vector<const char*>& matched) {
+  std::size_t index = static_cast<std::size_t>(
+      std::lower_bound(occurrences.begin(), occurrences.end(), begin,
+                       [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
+      occurrences.begin());
+  if (regex.every_line_is_candidate()) {
+    LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index);
+    CutLine<LineOccurrence> line;
+    while (cutter.next(line))
+      if (regex.line_matches_on(lane, line.text, line.occurrences)) matched.push_back(line.text.data());
+    return;
+  }
+  while (index < occurrences.size() && occurrences[index].position < end) {
+    const std::size_t at = occurrences[index].position;
+    const char* nl_before = static_cast<const char*>(memrchr(data + begin, '\n', at - begin));
+    const std::size_t first = nl_before != nullptr ? static_cast<std::size_t>(nl_before - data) + 1 : begin;
+    const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', end - at));
+    const std::size_t last = nl != nullptr ? static_cast<std::size_t>(nl - data) : end;
+    scratch.clear();
+    for (; index < occurrences.size() && occurrences[index].position < last; ++index)
+      scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
+    const std::string_view text(data + first, last - first);
+    if (regex.line_matches_on(lane, text, scratch)) matched.push_back(text.data());
+  }
+}
+
+}  // namespace
+
+void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
+                         std::span<const Occurrence> occurrences) {
+  constexpr std::size_t kMinPiece = std::size_t{64} << 10;
+  Predecided& p = predecided_;
+  p.begin = p.end = nullptr;
+  WorkerPool* pool = options_.workers;
+  if (pool == nullptr || pool->width() < 2 || end - begin < 2 * kMinPiece) return;
+  RegexLines& regex = *options_.regex;
+  regex.set_lanes(pool->width());
+  p.pieces.resize(pool->width());
+  p.scratch.resize(pool->width());
+  std::vector<std::exception_ptr> errors(pool->width());
+  const std::size_t pieces = pool->split(end - begin, kMinPiece, [&](std::size_t i, std::size_t b, std::size_t e) {
+    p.pieces[i].clear();
+    try {
+      const std::size_t first = line_start_from(data, begin, begin + b, end);
+      const std::size_t last = line_start_from(data, begin, begin + e, end);
+      decide_lines(regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i]);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  p.matched.clear();
+  for (std::size_t i = 0; i < pieces; ++i) p.matched.insert(p.matched.end(), p.pieces[i].begin(), p.pieces[i].end());
+  p.cursor = 0;
+  p.begin = data + begin;
+  p.end = data + end;
+}
+
 Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrences) {
   if (done_) return Flow::kStop;
   if (options_.binary_files != BinaryFiles::kText) binary_start_ = chunk.binary_offset;
@@ -408,6 +489,17 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     const char* last_nl = static_cast<const char*>(memrchr(data + pos, '\n', chunk.size - pos));
     complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
   }
+  if (options_.regex != nullptr && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end) &&
+      (any_line_may_match() || index < occurrences.size()))
+    predecide(data, pos, complete_end, occurrences);
+  const Flow flow = consume_lines(chunk, occurrences, pos, index, complete_end);
+  predecided_.begin = predecided_.end = nullptr;  // the chunk's bytes go back to the engine
+  return flow;
+}
+
+Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
+                             std::size_t index, std::size_t complete_end) {
+  const char* data = chunk.data;
   if (fast_path()) {
     while (index < occurrences.size() && occurrences[index].position < complete_end) {
       const std::size_t at = occurrences[index].position;

@@ -33,6 +33,7 @@ class RegexLines {
   // Finds each pattern's factors and makes the literal set the engines scan for.
   RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vector<std::string>& patterns,
              regex::Syntax syntax, bool ignore_case, bool utf8);
+  ~RegexLines();
 
   // The literals for the engines: every factor once (the empty pattern when there is
   // none, so that an engine always has a set to scan).
@@ -44,29 +45,39 @@ class RegexLines {
   std::size_t unfiltered_count() const noexcept { return unfiltered_.size(); }
 
   // `occurrences` are the factors' (ids of the PatternTable built from factors()).
-  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences);
+  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
+    return line_matches_on(0, line, occurrences);
+  }
+  // The same on lane `lane` of lanes(): each lane has its own copy of the regexes and its
+  // own scratch, so different lanes may decide lines on different threads at once (one
+  // thread per lane at a time; lane 0 is the one the calls above use).
+  bool line_matches_on(std::size_t lane, std::string_view line, std::span<const LineOccurrence> occurrences);
+  // Makes `count` lanes (copies are made on each lane's first use, on its thread).
+  void set_lanes(std::size_t count);
+  std::size_t lanes() const noexcept { return lanes_.size(); }
+
   // grep's -o/--color walk over the line.
   void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out);
   // The patterns (by index given) that select the line, ascending.
   void matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
                         std::vector<std::uint32_t>& out);
 
-  const RegexCounts& counts() const noexcept { return counts_; }
+  // Summed over the lanes.
+  RegexCounts counts() const noexcept;
 
  private:
-  // The patterns worth asking about this line, ascending; false when none. `count`: for
-  // the counts (once per line).
-  bool gather(std::span<const LineOccurrence> occurrences, bool count);
+  struct Lane;
+  Lane& lane(std::size_t index);
+  // The patterns worth asking about this line, ascending, into lane.candidates; false when
+  // none. `count`: for the counts (once per line).
+  bool gather(Lane& lane, std::span<const LineOccurrence> occurrences, bool count) const;
 
-  std::unique_ptr<regex::LineRegex> regex_;
   PatternSet factors_;
+  std::size_t pattern_count_ = 0;
   std::vector<std::vector<std::uint32_t>> patterns_of_factor_;  // by index in factors_
   std::vector<std::vector<std::uint32_t>> patterns_of_id_;      // by the table's unique id
   std::vector<std::uint32_t> unfiltered_;  // regexes without a factor
-  std::vector<std::uint32_t> candidates_;  // scratch
-  std::vector<std::uint64_t> seen_;        // scratch: generation per regex
-  std::uint64_t generation_ = 0;
-  RegexCounts counts_;
+  std::vector<std::unique_ptr<Lane>> lanes_;  // [0] holds the regexes given
 };
 
 }  // namespace gpufilter

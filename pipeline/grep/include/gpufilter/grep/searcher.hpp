@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/line_spool.hpp"
 #include "gpufilter/grep/regex_lines.hpp"
@@ -57,6 +58,9 @@ struct SearchOptions {
   // -G/-E/-P: the occurrences are the regexes' factors, and this decides each line (not
   // owned; used from the thread that delivers lines). nullptr: fixed strings.
   RegexLines* regex = nullptr;
+  // With regexes: the complete lines of a large chunk are decided on these threads before
+  // they are walked in order (null: on the delivering thread alone).
+  WorkerPool* workers = nullptr;
 };
 
 class Searcher final : public ChunkConsumer {
@@ -125,6 +129,15 @@ class Searcher final : public ChunkConsumer {
   // no factor.
   bool any_line_may_match() const noexcept;
   void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
+  // Regexes: decides the lines of data[begin, end) (whole lines) on the workers' threads,
+  // for line() to read back in order; `occurrences` relative to data.
+  // consume()'s steps 2 and 3: the complete lines from data[pos] to data[complete_end],
+  // then the line that goes on in the next chunk.
+  Flow consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos, std::size_t index,
+                     std::size_t complete_end);
+  void predecide(const char* data, std::size_t begin, std::size_t end, std::span<const Occurrence> occurrences);
+  // line_matches(), answered from predecide() where it decided the line.
+  bool decide(std::string_view text, std::span<const LineOccurrence> occurrences);
 
   const PatternTable& table_;
   SearchOptions options_;
@@ -151,6 +164,18 @@ class Searcher final : public ChunkConsumer {
   LineSpool spool_;
   std::vector<LineOccurrence> open_occurrences_;
   bool open_settled_ = false;  // the open line's records up to a NUL were searched and cut off
+
+  // The lines predecide() decided: those that start in [begin, end) of the chunk being
+  // consumed; `matched` holds the first bytes of those that matched, ascending.
+  struct Predecided {
+    const char* begin = nullptr;
+    const char* end = nullptr;
+    std::vector<const char*> matched;
+    std::size_t cursor = 0;
+    std::vector<std::vector<const char*>> pieces;  // per worker piece, joined into matched
+    std::vector<std::vector<LineOccurrence>> scratch;
+  };
+  Predecided predecided_;
 
   // Scratch, reused per line (and per NUL-separated record in the binary part).
   std::vector<LineOccurrence> line_occurrences_;

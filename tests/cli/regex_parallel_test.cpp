@@ -1,0 +1,58 @@
+// Regexes confirmed on several threads (Searcher::predecide): all Loghub logs as one input
+// of about 4.5 MB, in chunks large enough that their complete lines are decided by the
+// worker pool before they are delivered in order. Compared with GNU grep 3.8 byte for byte:
+// regexes with and without factors, selected lines far apart and close together, -v, -m
+// with context, -b, -i and -w in UTF-8 (Hyperscan on the ASCII lines, glibc on the others),
+// -x, -P. A concurrency test: the ThreadSanitizer job runs it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "corpus_util.hpp"
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Args = std::vector<std::string>;
+
+TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
+  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
+    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  std::string input;
+  for (const std::string& name : loghub_logs()) input += read_file(corpus_path("loghub/" + name + "_2k.log"));
+  const std::vector<std::string> ere = {
+      "Failed password for .* from [0-9.]+",
+      "(ERROR|WARN).*disk",
+      "session (opened|closed) for user [a-z]+",
+      "Receiving block blk_-?[0-9]+ src: /[0-9.:]+",
+      "PacketResponder [0-9]+ for block .* terminating",
+      "^[0-9]{6} [0-9]{6} [0-9]+ INFO",
+      "instance: [a-f0-9-]{36}",
+      "\\bkernel\\b.*(error|fail)",
+  };
+  TempDir dir;
+  const std::string log = dir.write("all.log", input);
+  const std::string ere_file = dir.write("ere", pattern_file(ere));
+  const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"1M", "2", "gpu"}, {"256K", "3", "cpu"}};
+  const std::vector<std::string> utf8 = {"LC_ALL=C.UTF-8"};
+  auto check = [&](const char* m, const Args& args, const std::vector<std::string>& env = {}) {
+    expect_same_with(m, args, {}, knobs, "the whole Loghub corpus", env);
+  };
+  check("-E", {"-n", "-f", ere_file, log});
+  check("-E", {"-c", "-v", "-f", ere_file, log});
+  check("-E", {"-n", "-e", "[0-9]{4}$", log});  // no factor: every line is asked
+  check("-E", {"-c", "-v", "-e", "^[A-Z]", log});
+  check("-E", {"-n", "-m", "7", "-A", "2", "-e", "(error|fail)[a-z]*", log});
+  check("-G", {"-b", "-e", "session \\(opened\\|closed\\)", log});
+  check("-E", {"-c", "-i", "-e", "error.*(time|fail)", log}, utf8);
+  check("-E", {"-c", "-i", "-w", "-e", "[a-z]+ing", log}, utf8);
+  check("-E", {"-c", "-x", "-e", ".*(user|root).*", log});
+  check("-P", {"-n", "-e", "(?<=port )\\d{4,5}\\b", log});
+}
+
+}  // namespace
+}  // namespace gpufilter::test
