@@ -22,6 +22,7 @@
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/daemon/outputs.hpp"
+#include "gpufilter/regex/capture_regex.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 
@@ -365,7 +366,12 @@ ThresholdConfig parse_threshold(const At& at) {
       const std::string v = g.text();
       if (v == "source") t.group_by = ThresholdConfig::GroupBy::kSource;
       else if (v == "none") t.group_by = ThresholdConfig::GroupBy::kNone;
-      else g.fail("\"" + v + "\" is not source, none, or {field_after: PREFIX}");
+      else g.fail("\"" + v + "\" is not source, none, {field_after: PREFIX} or {capture: NAME}");
+    } else if (g.has("capture")) {
+      g.require_map({"capture"});
+      t.group_by = ThresholdConfig::GroupBy::kCapture;
+      t.capture = g.child("capture").text();
+      if (t.capture.empty()) g.child("capture").fail("must not be empty");
     } else {
       g.require_map({"field_after"});
       t.group_by = ThresholdConfig::GroupBy::kField;
@@ -397,9 +403,71 @@ std::vector<std::string> read_patterns_file(const At& at, const std::string& pat
   return patterns;
 }
 
+// The {{NAME}} references of a label or annotation template, in order.
+std::vector<std::string> template_names(const std::string& text) {
+  std::vector<std::string> names;
+  for (std::size_t at = text.find("{{"); at != std::string::npos; at = text.find("{{", at + 2)) {
+    const std::size_t end = text.find("}}", at + 2);
+    if (end == std::string::npos) break;
+    names.push_back(text.substr(at + 2, end - at - 2));
+  }
+  return names;
+}
+
+// regex:, regex_file:, syntax: and time:, each regex compiled as the rule engine will, and
+// every named group the rule uses (group_by, {{NAME}} in labels and annotations, time)
+// defined by every regex of the rule.
+void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
+  if (at.has("regex")) r.regexes = at.child("regex").strings();
+  if (at.has("regex_file")) {
+    const std::vector<std::string> more = read_patterns_file(at.child("regex_file"), resolve(dir, at.child("regex_file").text()));
+    r.regexes.insert(r.regexes.end(), more.begin(), more.end());
+  }
+  if (at.has("syntax")) {
+    const std::string v = at.child("syntax").text();
+    if (v == "perl") r.syntax = regex::Syntax::kPerl;
+    else if (v == "extended") r.syntax = regex::Syntax::kExtended;
+    else if (v == "basic") r.syntax = regex::Syntax::kBasic;
+    else at.child("syntax").fail("\"" + v + "\" is not perl, extended or basic");
+    if (r.regexes.empty()) at.child("syntax").fail("applies to regex and regex_file, which this rule lacks");
+  }
+  if (at.has("time")) {
+    const At t = at.child("time");
+    t.require_map({"capture", "format"});
+    if (!t.has("capture") || !t.has("format")) t.fail("needs capture (a named group) and format (strptime's)");
+    r.event_time = EventTimeConfig{t.child("capture").text(), t.child("format").text()};
+  }
+  const At where = at.has("regex") ? at.child("regex") : at.has("regex_file") ? at.child("regex_file") : at;
+  std::vector<std::string> used;
+  if (r.threshold.group_by == ThresholdConfig::GroupBy::kCapture) used.push_back(r.threshold.capture);
+  if (r.event_time) used.push_back(r.event_time->capture);
+  for (const auto* m : {&r.labels, &r.annotations})
+    for (const auto& [key, value] : *m)
+      for (const std::string& n : template_names(value)) used.push_back(n);
+  if (!used.empty() && r.regexes.empty()) at.fail("names the group \"" + used.front() + "\" but has no regex");
+  if (!used.empty() && r.invert) at.fail("an invert rule matches lines its regexes do not: it has no groups to use");
+  for (std::size_t i = 0; i < r.regexes.size(); ++i) {
+    const std::string& p = r.regexes[i];
+    if (p.find('\n') != std::string::npos) where.fail("a regex holds a newline");
+    if (r.syntax != regex::Syntax::kPerl && p.find(regex::kHostTag) != std::string::npos)
+      where.fail("<HOST> needs syntax: perl");
+    try {
+      const std::string text = r.syntax == regex::Syntax::kPerl ? regex::with_host_tags(p) : p;
+      const regex::CaptureRegex compiled(text, r.syntax, r.ignore_case, r.word);
+      for (const std::string& n : used)
+        if (std::find(compiled.names().begin(), compiled.names().end(), n) == compiled.names().end())
+          where.fail("\"" + p + "\" has no group named \"" + n + "\" (write (?P<" + n + ">...))");
+    } catch (const regex::RegexError& e) {
+      std::string why;
+      for (const std::string& m : e.messages()) why += (why.empty() ? "" : "; ") + m;
+      where.fail("\"" + p + "\" does not compile: " + why);
+    }
+  }
+}
+
 RuleConfig parse_rule(const At& at, const std::string& dir) {
-  at.require_map({"name", "patterns", "patterns_file", "ignore_case", "word", "invert", "threshold", "severity",
-                  "labels", "annotations", "cooldown", "resolve_after"});
+  at.require_map({"name", "patterns", "patterns_file", "regex", "regex_file", "syntax", "time", "ignore_case", "word",
+                  "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after"});
   RuleConfig r;
   r.where = at.file + ":" + std::to_string(at.node.Mark().line + 1);
   if (!at.has("name")) at.fail("a rule needs a name");
@@ -411,7 +479,10 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
         read_patterns_file(at.child("patterns_file"), resolve(dir, at.child("patterns_file").text()));
     r.patterns.insert(r.patterns.end(), more.begin(), more.end());
   }
-  if (r.patterns.empty()) at.fail("rule \"" + r.name + "\" has no patterns (patterns or patterns_file)");
+  const bool regexes = at.has("regex") || at.has("regex_file");
+  if (regexes && !r.patterns.empty()) at.fail("rule \"" + r.name + "\" has patterns and regexes: give one kind (a rule per kind)");
+  if (r.patterns.empty() && !regexes)
+    at.fail("rule \"" + r.name + "\" has no patterns (patterns, patterns_file, regex or regex_file)");
   for (std::size_t i = 0; i < r.patterns.size(); ++i) {
     if (r.patterns[i].empty()) at.child("patterns").fail("an empty pattern would match every line");
     if (r.patterns[i].find('\n') != std::string::npos) at.child("patterns").fail("a pattern holds a newline");
@@ -425,6 +496,8 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
   if (at.has("annotations")) r.annotations = at.child("annotations").string_map();
   if (at.has("cooldown")) r.cooldown = at.child("cooldown").duration();
   if (at.has("resolve_after")) r.resolve_after = at.child("resolve_after").duration();
+  parse_rule_regexes(at, dir, r);
+  if (regexes && r.regexes.empty()) at.fail("rule \"" + r.name + "\" has no regex (regex_file holds none)");
   return r;
 }
 
@@ -501,7 +574,8 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
 }  // namespace
 
 bool RuleConfig::same_as(const RuleConfig& o) const {
-  return name == o.name && patterns == o.patterns && ignore_case == o.ignore_case && word == o.word &&
+  return name == o.name && patterns == o.patterns && regexes == o.regexes && syntax == o.syntax &&
+         event_time == o.event_time && ignore_case == o.ignore_case && word == o.word &&
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
 }

@@ -1,10 +1,15 @@
 #include "gpufilter/daemon/rules.hpp"
 
+#include <time.h>
+
 #include <algorithm>
+#include <ctime>
 #include <cstring>
+#include <limits>
 
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
+#include "gpufilter/regex/factors.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -26,6 +31,44 @@ std::string hex_fingerprint(const std::string& rule, const std::string& group) {
   return out;
 }
 
+// A label or annotation template with each {{NAME}} replaced by what that group took
+// (cut to 256 bytes: the log's writer chooses it).
+std::string filled(const std::string& text, const std::map<std::string, std::string>& captures) {
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", at)) {
+    const std::size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) break;
+    out.append(text, at, open - at);
+    const auto it = captures.find(text.substr(open + 2, close - open - 2));
+    if (it != captures.end()) out.append(it->second, 0, 256);
+    at = close + 2;
+  }
+  out.append(text, at);
+  return out;
+}
+
+// The log's own clock: what the group took, read with the rule's strptime format; nullopt
+// when it does not parse. Without a year in the format, the current one (syslog's lines).
+std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
+                                                  const std::map<std::string, std::string>& captures) {
+  const auto it = captures.find(config.capture);
+  if (it == captures.end() || it->second.empty()) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = std::numeric_limits<int>::min();
+  const char* end = ::strptime(it->second.c_str(), config.format.c_str(), &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  if (tm.tm_year == std::numeric_limits<int>::min()) {
+    const std::time_t now = std::time(nullptr);
+    std::tm today{};
+    ::gmtime_r(&now, &today);
+    tm.tm_year = today.tm_year;
+  }
+  const long offset = tm.tm_gmtoff;  // %z, else 0: UTC
+  const std::time_t t = ::timegm(&tm) - offset;
+  return SystemClock::from_time_t(t);
+}
+
 }  // namespace
 
 // ---- RuleSet ---------------------------------------------------------------------------
@@ -39,7 +82,61 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
       patterns_.add(rule.patterns[p]);
       given_.push_back(Ref{r, p});
     }
+    if (!rule.regexes.empty()) add_regex_rule(r);
   }
+  // Every rule a regex without a factor: the engines still need a set to scan.
+  if (patterns_.empty()) {
+    patterns_.add("");
+    given_.push_back(Ref{kNoRule, 0});
+  }
+}
+
+// Its regexes compiled as load_config() checked them, and their required factors added to
+// the one pattern set, so that the scan finds the lines worth asking.
+void RuleSet::add_regex_rule(std::uint32_t r) {
+  const RuleConfig& rule = rules_[r];
+  auto compiled = std::make_unique<RegexRule>();
+  regex::FactorOptions options;
+  options.ignore_case = rule.ignore_case;
+  std::vector<std::string> factors;
+  bool every_line = false;
+  for (const std::string& p : rule.regexes) {
+    const std::string text = rule.syntax == regex::Syntax::kPerl ? regex::with_host_tags(p) : p;
+    compiled->regexes.push_back(std::make_unique<regex::CaptureRegex>(text, rule.syntax, rule.ignore_case, rule.word));
+    const auto found = regex::required_factors(text, rule.syntax, options);
+    if (!found) every_line = true;
+    else factors.insert(factors.end(), found->begin(), found->end());
+  }
+  if (every_line) {
+    unfiltered_.push_back(r);
+  } else {
+    std::sort(factors.begin(), factors.end());
+    factors.erase(std::unique(factors.begin(), factors.end()), factors.end());
+    for (const std::string& f : factors) {
+      patterns_.add(f);
+      given_.push_back(Ref{r, kFactor});
+    }
+  }
+  regex_rules_.emplace(r, std::move(compiled));
+}
+
+bool RuleSet::regex_matches(std::uint32_t rule, std::string_view line) const {
+  for (const auto& re : regex_rules_.at(rule)->regexes)
+    if (re->match(line, nullptr)) return true;
+  return false;
+}
+
+std::map<std::string, std::string> RuleSet::captures(std::uint32_t rule, std::string_view line) const {
+  std::map<std::string, std::string> out;
+  const auto it = regex_rules_.find(rule);
+  if (it == regex_rules_.end()) return out;
+  std::vector<std::string> values;
+  for (const auto& re : it->second->regexes) {
+    if (!re->match(line, &values)) continue;
+    for (std::size_t i = 0; i < values.size(); ++i) out.emplace(re->names()[i], values[i]);
+    break;
+  }
+  return out;
 }
 
 void RuleSet::bind(const PatternTable& table) {
@@ -54,9 +151,15 @@ void RuleSet::bind(const PatternTable& table) {
 void RuleSet::matching_rules(std::string_view line, std::span<const Occurrence> occurrences,
                              std::vector<std::uint32_t>& out) const {
   out.clear();
+  regex_candidates_.assign(unfiltered_.begin(), unfiltered_.end());
   for (const Occurrence& o : occurrences) {
     const std::size_t at = o.position;
     for (const Ref& ref : by_unique_[o.pattern]) {
+      if (ref.rule == kNoRule) continue;
+      if (ref.pattern == kFactor) {
+        regex_candidates_.push_back(ref.rule);
+        continue;
+      }
       const RuleConfig& rule = rules_[ref.rule];
       const std::string& p = rule.patterns[ref.pattern];
       if (at + p.size() > line.size()) continue;
@@ -66,6 +169,10 @@ void RuleSet::matching_rules(std::string_view line, std::span<const Occurrence> 
       out.push_back(ref.rule);
     }
   }
+  std::sort(regex_candidates_.begin(), regex_candidates_.end());
+  regex_candidates_.erase(std::unique(regex_candidates_.begin(), regex_candidates_.end()), regex_candidates_.end());
+  for (const std::uint32_t r : regex_candidates_)
+    if (regex_matches(r, line)) out.push_back(r);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   // invert: the rule matches lines where none of its patterns does.
@@ -86,10 +193,17 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules, Emit emit, Metrics*
     : rules_(std::move(rules)), emit_(std::move(emit)), metrics_(metrics) {}
 
 std::optional<std::string> RuleEngine::group_of(const RuleConfig& rule, std::string_view source,
-                                                std::string_view text) const {
+                                                std::string_view text,
+                                                const std::map<std::string, std::string>& captures) const {
   switch (rule.threshold.group_by) {
     case ThresholdConfig::GroupBy::kNone: return std::string();
     case ThresholdConfig::GroupBy::kSource: return std::string(source);
+    case ThresholdConfig::GroupBy::kCapture: {
+      // A group that took no part in the match: the line is in no group, as a missing field.
+      const auto it = captures.find(rule.threshold.capture);
+      if (it == captures.end() || it->second.empty()) return std::nullopt;
+      return it->second.substr(0, kMaxGroupBytes);
+    }
     case ThresholdConfig::GroupBy::kField: {
       // The LAST occurrence: whoever writes the log line chooses what comes before the
       // field (sshd's "Invalid user X from ..." logs the user name first), so the first
@@ -118,6 +232,10 @@ Alert RuleEngine::make_alert(const RuleConfig& rule, const std::string& group, c
   a.labels["severity"] = rule.severity;
   if (rule.threshold.group_by != ThresholdConfig::GroupBy::kNone) a.labels["group"] = group;
   a.annotations = rule.annotations;
+  if (!g.captures.empty()) {
+    for (auto& [key, value] : a.labels) value = filled(value, g.captures);
+    for (auto& [key, value] : a.annotations) value = filled(value, g.captures);
+  }
   a.source = g.last_source;
   a.line = g.last_line;
   a.matches = g.hits.size();
@@ -129,7 +247,7 @@ Alert RuleEngine::make_alert(const RuleConfig& rule, const std::string& group, c
 
 void RuleEngine::line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
                       Clock::time_point now) {
-  if (occurrences.empty() && !rules_->has_invert_rules()) return;
+  if (occurrences.empty() && !rules_->asks_every_line()) return;
   rules_->matching_rules(text, occurrences, scratch_);
   for (const std::uint32_t r : scratch_) matched(r, source, text, now);
 }
@@ -138,32 +256,41 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   const RuleConfig& rule = rules_->rules()[r];
   RuleState& state = state_[rule.name];
   ++state.matches;
-  std::optional<std::string> field = group_of(rule, source, text);
+  std::map<std::string, std::string> captures;
+  if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, text);
+  std::optional<std::string> field = group_of(rule, source, text, captures);
   if (!field) return;  // grouped by a field this line does not hold: in no group's count
   std::string group = std::move(*field);
   if (state.groups.size() >= kMaxGroups && state.groups.count(group) == 0) {
     group = "(other)";
     ++state.overflowed;
   }
+  // The window, the cooldown and startsAt follow the log's clock when the rule reads it
+  // (a replayed log alerts as it did when it was written); resolution stays on ours.
+  const std::optional<SystemClock::time_point> logged = rule.event_time ? event_time(*rule.event_time, captures) : std::nullopt;
+  const Clock::time_point when =
+      logged ? Clock::time_point(std::chrono::duration_cast<Clock::duration>(logged->time_since_epoch())) : now;
   Group& g = state.groups[group];
   g.last_match = now;
   g.last_line.assign(text.data(), std::min<std::size_t>(text.size(), 4096));
   g.last_source.assign(source);
+  g.captures = std::move(captures);
   // Throttle: one alert per group per cooldown; the matches in between are counted.
-  if (g.active && now < g.last_alert + rule.cooldown) {
+  if (g.active && when < g.last_alert + rule.cooldown && when >= g.last_alert) {
     ++g.suppressed;
     ++state.suppressed;
     return;
   }
-  g.hits.push_back(now);
+  g.hits.push_back(when);
   const Clock::duration window = rule.threshold.window;
-  while (!g.hits.empty() && window.count() > 0 && g.hits.front() <= now - window) g.hits.pop_front();
+  while (!g.hits.empty() && window.count() > 0 && (g.hits.front() <= when - window || g.hits.front() > when))
+    g.hits.pop_front();
   if (g.hits.size() > rule.threshold.count) g.hits.pop_front();
   if (g.hits.size() < rule.threshold.count) return;
-  if (!g.active) g.starts_at = SystemClock::now();
+  if (!g.active) g.starts_at = logged ? *logged : SystemClock::now();
   g.active = true;
   const Alert alert = make_alert(rule, group, g, Alert::State::kFiring);
-  g.last_alert = now;
+  g.last_alert = when;
   g.suppressed = 0;
   g.hits.clear();
   ++state.alerts;
@@ -185,9 +312,15 @@ void RuleEngine::tick(Clock::time_point now) {
     for (auto g = state.groups.begin(); g != state.groups.end();) {
       Group& group = g->second;
       if (group.active && now - group.last_match >= rule.resolve_after) resolve(rule, g->first, group);
-      // A group with nothing pending is forgotten (its window emptied, nothing active).
+      // A group with nothing pending is forgotten (its window emptied, nothing active). A
+      // window on the log's clock is not emptied by ours: such a group is forgotten once
+      // quiet for resolve_after.
       const Clock::duration window = rule.threshold.window;
-      while (!group.hits.empty() && window.count() > 0 && group.hits.front() <= now - window) group.hits.pop_front();
+      if (rule.event_time) {
+        if (!group.active && now - group.last_match >= rule.resolve_after) group.hits.clear();
+      } else {
+        while (!group.hits.empty() && window.count() > 0 && group.hits.front() <= now - window) group.hits.pop_front();
+      }
       if (!group.active && group.hits.empty() && group.suppressed == 0) g = state.groups.erase(g);
       else ++g;
     }

@@ -562,3 +562,61 @@ TEST_F(Config, FilesThatCannotBeCreatedAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// regex:, regex_file:, syntax: and time: load; what they get wrong is named with the key
+// and the reason, PCRE2's or grep's message for a regex that does not compile.
+TEST_F(Config, RegexRules) {
+  write("ssh.re", "# comment\nFailed password for .* from <HOST> port \\d+\n");
+  const std::string loads = R"(sources: [{stdin: true}]
+rules:
+  - name: ssh
+    regex: 'Failed password for .* from <HOST> port \d+ ssh2\s*$'
+    threshold: {count: 3, window: 1m, group_by: {capture: host}}
+    labels: {address: "{{host}}"}
+  - name: ere
+    regex: ['(disk|fan) (full|stopped)', 'overheat(ed|ing)']
+    syntax: extended
+  - name: file
+    regex_file: ssh.re
+  - name: replayed
+    regex: '^(?P<ts>\w{3} [ \d]\d \d\d:\d\d:\d\d) .*Failed password'
+    time: {capture: ts, format: "%b %d %H:%M:%S"}
+)";
+  ASSERT_EQ(error_of(loads), "");
+  const DaemonConfig c = load_config(dir_ + "/c.yaml");
+  ASSERT_EQ(c.rules.size(), 4u);
+  ASSERT_TRUE(c.rules[3].event_time.has_value());
+  EXPECT_EQ(c.rules[3].event_time->format, "%b %d %H:%M:%S");
+  EXPECT_EQ(c.rules[0].syntax, regex::Syntax::kPerl);
+  EXPECT_EQ(c.rules[0].threshold.group_by, ThresholdConfig::GroupBy::kCapture);
+  EXPECT_EQ(c.rules[0].threshold.capture, "host");
+  EXPECT_EQ(c.rules[1].regexes.size(), 2u);
+  EXPECT_EQ(c.rules[1].syntax, regex::Syntax::kExtended);
+  EXPECT_EQ(c.rules[2].regexes, std::vector<std::string>{"Failed password for .* from <HOST> port \\d+"});
+
+  const std::string head = "sources: [{stdin: true}]\nrules:\n  - name: a\n";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {head + "    regex: 'a(b'\n", "rules[0].regex: \"a(b\" does not compile: missing closing parenthesis"},
+      {head + "    regex: 'a(b'\n    syntax: extended\n", "does not compile: Unmatched ( or \\("},
+      {head + "    regex: x\n    patterns: [y]\n", "has patterns and regexes"},
+      {head + "    regex: 'from <HOST>'\n    syntax: basic\n", "<HOST> needs syntax: perl"},
+      {head + "    regex: 'from (?P<ip>\\S+)'\n    threshold: {group_by: {capture: host}}\n",
+       "has no group named \"host\""},
+      {head + "    regex: 'from <HOST>'\n    labels: {who: \"{{user}}\"}\n", "has no group named \"user\""},
+      {head + "    patterns: [x]\n    threshold: {group_by: {capture: host}}\n", "names the group \"host\" but has no regex"},
+      {head + "    regex: 'from <HOST>'\n    invert: true\n    threshold: {group_by: {capture: host}}\n",
+       "an invert rule matches lines its regexes do not"},
+      {head + "    regex: x\n    syntax: python\n", "\"python\" is not perl, extended or basic"},
+      {head + "    patterns: [x]\n    syntax: perl\n", "applies to regex and regex_file"},
+      {head + "    regex: '(?P<ts>\\S+) x'\n    time: {capture: ts}\n", "needs capture (a named group) and format"},
+      {head + "    regex: 'from <HOST> and <HOST>'\n", "does not compile: two named subpatterns have the same name"},
+  };
+  for (const auto& [yaml, expected] : bad) {
+    const std::string message = error_of(yaml);
+    EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in: " << message << "\n" << yaml;
+  }
+}
+
+}  // namespace

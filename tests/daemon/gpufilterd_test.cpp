@@ -1427,3 +1427,49 @@ drain_timeout: 300ms
 
 }  // namespace
 }  // namespace gpufilter::test
+
+namespace gpufilter::test {
+namespace {
+
+// A regex rule end to end: the OpenSSH sample and forged lines on standard input, the SSH
+// rule of docs/DAEMON.md (fail2ban's <HOST>, anchored at the end, grouped by the host
+// capture, the address in a label). Every address that failed a password alerts, with
+// its own address; the addresses the forged user names carry never do.
+TEST_F(Gpufilterd, RegexRuleWithHostCaptureOverTheOpenSshSample) {
+  std::string input = read_file(corpus_path("loghub/OpenSSH_2k.log"));
+  if (input.empty()) GTEST_SKIP() << "no corpus";
+  input += "Dec 10 11:00:00 LabSZ sshd[1]: Failed password for invalid user x from 10.66.66.66 from 203.0.113.50 port 5 ssh2\n";
+  input += "Dec 10 11:00:01 LabSZ sshd[1]: Failed password for invalid user y from 10.77.77.77 port 22 ssh2 from 203.0.113.51 port 6 ssh2\n";
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources: [{stdin: true}]
+engine: cpu
+server: 127.0.0.1:0
+rules:
+  - name: ssh-password
+    regex: 'Failed password for .* from <HOST> port \d+ ssh2\s*$'
+    threshold: {count: 1, group_by: {capture: host}}
+    cooldown: 1h
+    labels: {address: "{{host}}"}
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+)");
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"}, input);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::set<std::string> groups;
+  for (const json& a : read_jsonl(dir_ + "/alerts.jsonl")) {
+    if (a.value("state", "") != "firing") continue;
+    const std::string group = a.at("labels").at("group");
+    EXPECT_EQ(a.at("labels").at("address"), group);
+    groups.insert(group);
+  }
+  EXPECT_TRUE(groups.count("183.62.140.253")) << groups.size();
+  EXPECT_TRUE(groups.count("203.0.113.50"));
+  EXPECT_TRUE(groups.count("203.0.113.51"));
+  EXPECT_FALSE(groups.count("10.66.66.66"));
+  EXPECT_FALSE(groups.count("10.77.77.77"));
+  std::printf("%zu addresses alerted\n", groups.size());
+}
+
+}  // namespace
+}  // namespace gpufilter::test

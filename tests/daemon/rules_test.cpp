@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -110,7 +112,7 @@ struct Recorder {
 
 TEST(RuleEngine, ThresholdCountsInASlidingWindowPerGroup) {
   RuleConfig r = rule("ssh", {"Failed password"});
-  r.threshold = ThresholdConfig{3, 10s, ThresholdConfig::GroupBy::kField, "from "};
+  r.threshold = ThresholdConfig{3, 10s, ThresholdConfig::GroupBy::kField, "from ", ""};
   r.cooldown = 1min;
   const Bound bound({r});
   Recorder rec;
@@ -201,9 +203,9 @@ TEST(RuleEngine, InvertRulesMatchLinesWithoutTheirPatterns) {
 
 TEST(RuleEngine, ReloadKeepsTheStateOfUnchangedRules) {
   RuleConfig kept = rule("kept", {"alpha"});
-  kept.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, ""};
+  kept.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, "", ""};
   RuleConfig changed = rule("changed", {"beta"});
-  changed.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, ""};
+  changed.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kNone, "", ""};
   RuleConfig removed = rule("removed", {"gamma"});
   const Bound before({kept, changed, removed});
   Recorder rec;
@@ -267,7 +269,7 @@ namespace {
 // Grouped by a field: a matching line that lacks the field is a match, in no group.
 TEST(RuleEngine, LinesWithoutTheGroupFieldCountInNoGroup) {
   RuleConfig r = rule("ssh", {"Failed password"});
-  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from "};
+  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from ", ""};
   const Bound bound({r});
   Recorder rec;
   RuleEngine engine(bound.rules, rec.emit());
@@ -286,7 +288,7 @@ TEST(RuleEngine, LinesWithoutTheGroupFieldCountInNoGroup) {
 // "from 10.9.9.9" there must not choose the group (nor spread one address over many).
 TEST(RuleEngine, AForgedGroupFieldEarlierInTheLineDoesNotChooseTheGroup) {
   RuleConfig r = rule("ssh", {"Invalid user"});
-  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from "};
+  r.threshold = ThresholdConfig{2, 1min, ThresholdConfig::GroupBy::kField, "from ", ""};
   const Bound bound({r});
   Recorder rec;
   RuleEngine engine(bound.rules, rec.emit());
@@ -305,7 +307,7 @@ TEST(RuleEngine, AForgedGroupFieldEarlierInTheLineDoesNotChooseTheGroup) {
 // and labels.
 TEST(RuleEngine, AnOverlongGroupFieldIsCut) {
   RuleConfig r = rule("ssh", {"Invalid user"});
-  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kField, "from "};
+  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kField, "from ", ""};
   const Bound bound({r});
   Recorder rec;
   RuleEngine engine(bound.rules, rec.emit());
@@ -319,7 +321,7 @@ TEST(RuleEngine, AnOverlongGroupFieldIsCut) {
 // table, so the matches put there are counted (gpufilterd_rule_groups_overflowed_total).
 TEST(RuleEngine, GroupsPastTheLimitShareOtherAndAreCounted) {
   RuleConfig r = rule("ssh", {"Invalid user"});
-  r.threshold = ThresholdConfig{2, 1h, ThresholdConfig::GroupBy::kField, "from "};
+  r.threshold = ThresholdConfig{2, 1h, ThresholdConfig::GroupBy::kField, "from ", ""};
   const Bound bound({r});
   Recorder rec;
   Metrics metrics;
@@ -334,6 +336,128 @@ TEST(RuleEngine, GroupsPastTheLimitShareOtherAndAreCounted) {
   EXPECT_EQ(rec.alerts[0].group, "(other)");
   EXPECT_NE(metrics.render().find("gpufilterd_rule_groups_overflowed_total{rule=\"ssh\"} 3\n"), std::string::npos)
       << metrics.render();
+}
+
+}  // namespace
+
+namespace {
+
+RuleConfig regex_rule(std::string name, std::vector<std::string> regexes) {
+  RuleConfig r;
+  r.name = std::move(name);
+  r.regexes = std::move(regexes);
+  r.cooldown = 0ms;
+  return r;
+}
+
+// \s* before the end: the sample (as many logs copied from elsewhere) ends its lines with CRLF.
+const char kSshRegex[] = "Failed password for .* from <HOST> port \\d+ ssh2\\s*$";
+
+// fail2ban's <HOST> in a rule anchored at the end of the line: the address a user name
+// forges earlier in the line ("from 10.9.9.9", a whole fake tail) neither chooses the group
+// nor hides the real one; IPv6 and ::ffff: mapped addresses are hosts too; labels and
+// annotations are filled from the groups.
+TEST(RuleEngine, RegexRuleGroupsByTheHostCaptureAndCannotBeFooled) {
+  RuleConfig r = regex_rule("ssh", {kSshRegex});
+  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kCapture, "", "host"};
+  r.labels = {{"address", "{{host}}"}};
+  r.annotations = {{"summary", "password guessing from {{host}} ({{nothing}})"}};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  const std::vector<std::pair<std::string, std::string>> lines = {
+      {"sshd[1]: Failed password for invalid user x from 10.9.9.9 from 203.0.113.9 port 5 ssh2", "203.0.113.9"},
+      {"sshd[1]: Failed password for invalid user a from 6.6.6.6 port 22 ssh2 from 198.51.100.7 port 6 ssh2",
+       "198.51.100.7"},
+      {"sshd[1]: Failed password for root from 2001:db8::17 port 7 ssh2", "2001:db8::17"},
+      {"sshd[1]: Failed password for root from ::ffff:192.0.2.4 port 8 ssh2", "192.0.2.4"},
+      {"sshd[1]: Failed password for root from 192.0.2.5 port 9 ssh2 [preauth] trailing", ""},  // not at the end
+      {"sshd[1]: Accepted password for root from 192.0.2.6 port 9 ssh2", ""},
+  };
+  for (const auto& [line, host] : lines) {
+    const std::size_t before = rec.alerts.size();
+    engine.line("auth.log", line, bound.scan(line), t0);
+    if (host.empty()) {
+      EXPECT_EQ(rec.alerts.size(), before) << line;
+      continue;
+    }
+    ASSERT_EQ(rec.alerts.size(), before + 1) << line;
+    EXPECT_EQ(rec.alerts.back().group, host) << line;
+    EXPECT_EQ(rec.alerts.back().labels.at("address"), host);
+    EXPECT_EQ(rec.alerts.back().annotations.at("summary"), "password guessing from " + host + " ()");
+  }
+}
+
+// The rule over the OpenSSH sample: the same hosts, and the same count per host, as a
+// plain reading of the lines (the address after the last " from " of a failed password).
+TEST(RuleEngine, RegexRuleOverTheOpenSshSampleFindsEveryHost) {
+  const std::string sample = gpufilter::test::read_file(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
+  if (sample.empty()) GTEST_SKIP() << "no corpus";
+  RuleConfig r = regex_rule("ssh", {kSshRegex});
+  r.threshold = ThresholdConfig{1, 0ms, ThresholdConfig::GroupBy::kCapture, "", "host"};
+  const Bound bound({r});
+  std::map<std::string, int> alerted, expected;
+  RuleEngine engine(bound.rules, [&](const Alert& a) { ++alerted[a.group]; });
+  const Clock::time_point t0 = Clock::now();
+  std::istringstream in(sample);
+  for (std::string line; std::getline(in, line);) {
+    engine.line("auth.log", line, bound.scan(line), t0);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find("Failed password for ") == std::string::npos || line.size() < 5 ||
+        line.compare(line.size() - 5, 5, " ssh2") != 0)
+      continue;
+    const std::size_t from = line.rfind(" from ");
+    const std::size_t port = line.find(" port ", from);
+    ++expected[line.substr(from + 6, port - from - 6)];
+  }
+  EXPECT_GT(expected.size(), 10u);
+  EXPECT_EQ(alerted, expected);
+}
+
+// time: the window and startsAt follow the log's clock: three failures logged ten minutes
+// apart, replayed at once, do not make three in a minute; three logged within a minute do.
+TEST(RuleEngine, EventTimeFromACaptureDrivesTheWindow) {
+  RuleConfig r = regex_rule("ssh", {"^(?P<ts>\\w{3} [ \\d]\\d \\d\\d:\\d\\d:\\d\\d) .*Failed password .* from <HOST> "});
+  r.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kCapture, "", "host"};
+  r.event_time = EventTimeConfig{"ts", "%b %d %H:%M:%S"};
+  r.cooldown = 1h;
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  for (const char* at : {"Dec 10 06:00:00", "Dec 10 06:10:00", "Dec 10 06:20:00"}) {
+    const std::string line = std::string(at) + " host sshd[1]: Failed password for root from 10.0.0.1 port 1 ssh2";
+    engine.line("auth.log", line, bound.scan(line), t0);
+  }
+  EXPECT_TRUE(rec.alerts.empty());
+  for (const char* at : {"Dec 10 07:00:00", "Dec 10 07:00:20", "Dec 10 07:00:50"}) {
+    const std::string line = std::string(at) + " host sshd[1]: Failed password for root from 10.0.0.2 port 1 ssh2";
+    engine.line("auth.log", line, bound.scan(line), t0);
+  }
+  ASSERT_EQ(rec.alerts.size(), 1u);
+  EXPECT_EQ(rec.alerts[0].group, "10.0.0.2");
+  const std::string starts = rfc3339(rec.alerts[0].starts_at);
+  EXPECT_EQ(starts.substr(4), "-12-10T07:00:50.000Z") << starts;
+}
+
+// A regex without a factor is asked about every line, including lines without any
+// occurrence; an invert regex rule matches the lines its regex does not.
+TEST(RuleEngine, RegexWithoutFactorAndInvertRegexRules) {
+  RuleConfig digits = regex_rule("digits", {"^[0-9]+$"});
+  RuleConfig invert = regex_rule("no-error", {"error [0-9]+"});
+  invert.invert = true;
+  RuleConfig ere = regex_rule("ere", {"(disk|fan) (full|stopped)"});
+  ere.syntax = regex::Syntax::kExtended;
+  const Bound bound({digits, invert, ere});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  for (const std::string line : {"12345", "error 5", "error x", "fan stopped", "disk stopped now"})
+    engine.line("s", line, bound.scan(line), t0);
+  EXPECT_EQ(engine.matches("digits"), 1u);
+  EXPECT_EQ(engine.matches("no-error"), 4u);
+  EXPECT_EQ(engine.matches("ere"), 2u);
 }
 
 }  // namespace

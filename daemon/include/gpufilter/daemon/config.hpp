@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "gpufilter/regex/syntax.hpp"
+
 #include "gpufilter/daemon/log.hpp"
 
 namespace gpufilter::daemon {
@@ -35,15 +37,29 @@ struct SourceConfig {
 struct ThresholdConfig {
   std::uint64_t count = 1;  // matches ...
   Millis window{0};         // ... within this sliding window (0: every match counts at once)
-  enum class GroupBy { kNone, kSource, kField };
+  enum class GroupBy { kNone, kSource, kField, kCapture };
   GroupBy group_by = GroupBy::kNone;
   std::string field_after;  // kField: the group is the token after this prefix in the line
+  std::string capture;      // kCapture: the group is what this named group of the rule's regex took
   bool operator==(const ThresholdConfig&) const = default;
+};
+
+// A rule's event time: what the named group `capture` took, read with strptime `format`
+// (UTC unless the format reads a zone with %z; the current year when it reads none).
+struct EventTimeConfig {
+  std::string capture;
+  std::string format;
+  bool operator==(const EventTimeConfig&) const = default;
 };
 
 struct RuleConfig {
   std::string name;
   std::vector<std::string> patterns;  // inline ones, then the patterns file's lines
+  // Or regular expressions (regex:, then regex_file:'s lines), in `syntax` (perl: PCRE2 with
+  // named groups and fail2ban's <HOST>; extended and basic: grep -E and grep -G).
+  std::vector<std::string> regexes;
+  regex::Syntax syntax = regex::Syntax::kPerl;
+  std::optional<EventTimeConfig> event_time;  // thresholds and startsAt follow the log's clock
   bool ignore_case = false;
   bool word = false;
   bool invert = false;  // the rule matches lines holding none of its patterns

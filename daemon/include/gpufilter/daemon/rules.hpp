@@ -48,6 +48,7 @@
 #include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
+#include "gpufilter/regex/capture_regex.hpp"
 #include "gpufilter/scan/stream_scan.hpp"
 
 namespace gpufilter::daemon {
@@ -65,21 +66,37 @@ class RuleSet {
   void bind(const PatternTable& table);
 
   // The rules that match `line`, given the occurrences in it (positions relative to the
-  // line, unique ids of the bound table), ascending and without repeats.
+  // line, unique ids of the bound table), ascending and without repeats. A regex rule is
+  // asked only when a factor of its regexes occurs (or when some regex of it has none).
+  // Regexes keep match state: call from one thread (the scan thread).
   void matching_rules(std::string_view line, std::span<const Occurrence> occurrences,
                       std::vector<std::uint32_t>& out) const;
-  bool has_invert_rules() const noexcept { return !invert_.empty(); }
+  // Some rule must look at every line: an invert rule, or a regex without a factor.
+  bool asks_every_line() const noexcept { return !invert_.empty() || !unfiltered_.empty(); }
+  // What the named groups of the first regex of `rule` that matches `line` took.
+  std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
 
  private:
+  static constexpr std::uint32_t kFactor = 0xffffffffu;  // Ref::pattern of a regex's factor
+  static constexpr std::uint32_t kNoRule = 0xffffffffu;  // Ref::rule of the placeholder pattern
   struct Ref {
     std::uint32_t rule;
-    std::uint32_t pattern;  // index into rules_[rule].patterns
+    std::uint32_t pattern;  // index into rules_[rule].patterns, or kFactor
   };
+  // A regex rule's compiled regexes (mutable: matching writes their match data).
+  struct RegexRule {
+    std::vector<std::unique_ptr<regex::CaptureRegex>> regexes;
+  };
+  bool regex_matches(std::uint32_t rule, std::string_view line) const;
+  void add_regex_rule(std::uint32_t r);
   std::vector<RuleConfig> rules_;
   PatternSet patterns_;
   std::vector<Ref> given_;                       // per pattern of patterns_, in order
   std::vector<std::vector<Ref>> by_unique_;      // per unique id of the bound table
   std::vector<std::uint32_t> invert_;            // rules with invert: true
+  std::vector<std::uint32_t> unfiltered_;        // regex rules asked about every line
+  std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
+  mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
   const PatternTable* table_ = nullptr;
 };
@@ -122,6 +139,7 @@ class RuleEngine final : public Sink {
     std::uint64_t suppressed = 0;
     std::string last_line;
     std::string last_source;
+    std::map<std::string, std::string> captures;  // of the last matching line (regex rules)
   };
   struct RuleState {
     std::unordered_map<std::string, Group> groups;
@@ -137,7 +155,8 @@ class RuleEngine final : public Sink {
   static constexpr std::size_t kMaxGroupBytes = 256;
 
   // The line's group; nullopt when the rule groups by a field the line does not hold.
-  std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text) const;
+  std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
+                                      const std::map<std::string, std::string>& captures) const;
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
   void resolve(const RuleConfig& rule, const std::string& group, Group& g);
