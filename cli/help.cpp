@@ -105,8 +105,9 @@ Captures (docs/CAPTURES.md):
       --stream              reassemble TCP flows and match each direction's
                             byte stream; a match selects the whole flow
   -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef);
-                            fixed strings, like --escapes; captures take no
-                            regular expressions yet (give -F)
+                            fixed strings, like --escapes. With -E, -G or -P
+                            a payload is read as lines, each matched as grep
+                            matches a line
       --escapes             \xHH, \0, \n, \r, \t and \\ in PATTERNS
       --pcap-out=FILE       write the selected packets (flows) as a capture;
                             to standard output ('-'), nothing else is printed

@@ -360,15 +360,10 @@ void warn_of_device_faults(Engine& engine, const std::string& scanning_now, bool
 }
 
 // Fixed strings (nullptr) or regexes for this run (patterns_mode.hpp decides).
-std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patterns, bool captures) {
+std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patterns) {
   if (given_patterns == 0) return nullptr;
   auto regexes = cli::regex_lines_for(o, cli::utf8_locale(), [](const std::string& w) { message(w); });
   if (!regexes) return nullptr;
-  if (captures)
-    throw cli::UsageError("regular expressions do not apply to --pcap or --interface yet: give -F to match '" +
-                              o.patterns[0] + "'" + (o.patterns.size() > 1 ? " (and the others)" : "") +
-                              " as fixed strings",
-                          false);
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);
   return regexes;
@@ -395,7 +390,7 @@ int search(cli::Options& o) {
   if (const char* env = std::getenv("GPUFILTER_DEVICE"); spec.empty() && env != nullptr) spec = env;
   Engines engines(spec);
   const Clock::time_point build_start = Clock::now();
-  std::unique_ptr<RegexLines> regexes = regex_lines(o, given_patterns, captures);
+  std::unique_ptr<RegexLines> regexes = regex_lines(o, given_patterns);
   const PatternSet& scanned = regexes ? regexes->factors() : o.patterns;
   const EnginePlan plan = engines.plan(engine_request(o, scanned, input));
   std::unique_ptr<Engine> engine = engines.compile(plan, scanned, MatchOptions{o.ignore_case});
@@ -438,7 +433,7 @@ int search(cli::Options& o) {
     outcome = Outcome{result.selected, false, result.bytes, result.stats};
   } else if (captures) {
     scanning_now = "the captured packets";
-    const CaptureResult result = run_captures(o, scanner, o.patterns, out, stop, notices);
+    const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, stop, notices);
     outcome = Outcome{result.selected > 0, result.trouble, result.bytes, ",\"packets\":" + std::to_string(result.packets)};
   } else {
     outcome = search_files(o, files, workers, out, stop, scanning_now);

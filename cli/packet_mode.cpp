@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
 #include "gpufilter/scan/record_scan.hpp"
 #include "gpufilter/sinks/packet_printer.hpp"
@@ -113,6 +114,14 @@ std::vector<PacketPattern> pattern_names(const PatternTable& table, const Patter
   return names;
 }
 
+// Regexes: the ids the output names are the given patterns' indexes.
+std::vector<PacketPattern> given_names(const PatternSet& patterns) {
+  std::vector<PacketPattern> names;
+  for (std::size_t i = 0; i < patterns.size(); ++i)
+    names.push_back(PacketPattern{static_cast<std::uint32_t>(i), patterns.patterns()[i]});
+  return names;
+}
+
 // Whether --pcap-out writes to standard output: "-", or a name for the file standard
 // output already is (/dev/stdout, or `--pcap-out x.pcap > x.pcap`).
 bool capture_on_stdout(const std::string& pcap_out) {
@@ -138,8 +147,8 @@ std::unique_ptr<PacketSink> make_sink(const cli::Options& o, Output& out, std::v
 
 class CaptureRun {
  public:
-  CaptureRun(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, Output& out, StopSignal& stop,
-             Notices& notices)
+  CaptureRun(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex, Output& out,
+             StopSignal& stop, Notices& notices)
       : o_(o),
         table_(scanner.table()),
         out_(out),
@@ -147,8 +156,9 @@ class CaptureRun {
         notices_(notices),
         records_(scanner, [this](std::uint64_t tag, std::string_view bytes, std::size_t overlap,
                                  std::span<const Occurrence> occurrences) { delivered(tag, bytes, overlap, occurrences); }),
-        sink_(make_sink(o, out, pattern_names(table_, patterns))),
-        carry_(table_.max_length() > 0 ? table_.max_length() - 1 : 0) {}
+        sink_(make_sink(o, out, regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns))),
+        carry_(table_.max_length() > 0 ? table_.max_length() - 1 : 0),
+        regex_(regex) {}
 
   CaptureResult run() {
     std::vector<std::string> inputs = o_.pcaps;
@@ -378,6 +388,10 @@ class CaptureRun {
     Flow& f = flows_[flow];
     std::string& carry = f.carry[direction];
     f.bytes[direction] += bytes.size();
+    if (regex_ != nullptr) {
+      stream_lines(flow, direction, offset, bytes, carry);
+      return;
+    }
     record_offsets_.push_back(offset - carry.size());
     records_.add((flow << 2) | static_cast<std::uint64_t>(direction),
                  std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(carry.data()), carry.size()),
@@ -390,6 +404,45 @@ class CaptureRun {
       carry.append(tail, bytes.size());
       carry.erase(0, carry.size() - std::min(carry.size(), carry_));
     }
+  }
+
+  // Regexes: the piece is the direction's unterminated line so far, then the new bytes, as
+  // one record (every factor in it counts: that line was not asked before); what follows its
+  // last '\n' is carried on.
+  void stream_lines(std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes,
+                    std::string& carry) {
+    record_offsets_.push_back(offset - carry.size());
+    carry.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    records_.add((flow << 2) | static_cast<std::uint64_t>(direction),
+                 std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(carry.data()), carry.size()));
+    const std::size_t nl = carry.rfind('\n');
+    if (nl != std::string::npos) carry.erase(0, nl + 1);
+    if (carry.size() > kMaxRegexSpan) carry.erase(0, carry.size() - kMaxRegexSpan);
+  }
+
+  // Regexes: the lines of `bytes` (up to `end`) that some regex selects; ids_ gets the
+  // given patterns that select one, `first` the offset of the first match. An empty record
+  // is one empty line.
+  bool regex_lines(std::string_view bytes, std::size_t end, std::span<const Occurrence> occurrences,
+                   std::size_t* first = nullptr) {
+    ids_.clear();
+    if (bytes.empty()) return end == 0 && regex_->any_selects({});
+    bool any = false;
+    LineCutter<> cutter(bytes.substr(0, end), 0, occurrences, line_occurrences_);
+    CutLine<LineOccurrence> line;
+    while (cutter.next(line)) {
+      if (!regex_->line_matches(line.text, line.occurrences)) continue;
+      if (!any && first != nullptr) {
+        regex_->match_spans(line.text, line.occurrences, spans_);
+        *first = line.offset + (spans_.empty() ? 0 : spans_.front().begin);
+      }
+      any = true;
+      regex_->matched_patterns(line.text, line.occurrences, line_ids_);
+      ids_.insert(ids_.end(), line_ids_.begin(), line_ids_.end());
+    }
+    std::sort(ids_.begin(), ids_.end());
+    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+    return any;
   }
 
   // Which patterns match in `bytes` under -w/-x; the unique ids, ascending.
@@ -441,8 +494,13 @@ class CaptureRun {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     if (done_ && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
-    valid_ids(bytes, occurrences);
-    const bool matched = !ids_.empty() || empty_pattern_matches(bytes.size());
+    bool matched;
+    if (regex_ != nullptr) {
+      matched = regex_lines(bytes, bytes.size(), occurrences);
+    } else {
+      valid_ids(bytes, occurrences);
+      matched = !ids_.empty() || empty_pattern_matches(bytes.size());
+    }
     if (matched == o_.invert) return;
     if (done_) return;
     take_selection();
@@ -455,9 +513,10 @@ class CaptureRun {
   void flow_ended(std::uint64_t flow) {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
-    const Flow& f = it->second;
+    Flow& f = it->second;
+    if (regex_ != nullptr) regex_flow_end(f);
     // Only the empty pattern matched: its first match is at the client's offset 0.
-    const bool matched = f.matched || empty_pattern_matches(f.bytes[0] + f.bytes[1]);
+    const bool matched = f.matched || (regex_ == nullptr && empty_pattern_matches(f.bytes[0] + f.bytes[1]));
     if (matched != o_.invert && !done_) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
@@ -468,12 +527,43 @@ class CaptureRun {
     flows_.erase(it);
   }
 
+  // Regexes, a flow's end: each direction's unterminated last line is asked (every regex:
+  // its factors were not looked for alone); a flow without data is one empty line.
+  void regex_flow_end(Flow& f) {
+    for (int d = 0; d < 2; ++d) {
+      const std::string& tail = f.carry[d];
+      if (tail.empty() || !regex_->any_selects(tail)) continue;
+      std::vector<std::uint32_t> ids;
+      regex_->matched_patterns(tail, {}, ids);
+      note_match(f, d, f.bytes[d] - tail.size(), ids);
+    }
+    if (f.bytes[0] + f.bytes[1] == 0 && regex_->any_selects({})) note_match(f, 0, 0, {});
+  }
+
+  void note_match(Flow& f, int direction, std::uint64_t offset, std::span<const std::uint32_t> ids) {
+    if (!f.matched) {
+      f.matched = true;
+      f.match_direction = direction;
+      f.match_offset = offset;
+      if (single_pass_out_ && !o_.invert) f.written = true;
+    }
+    f.patterns.insert(ids.begin(), ids.end());
+  }
+
   // A piece of one direction's stream came back: what it found joins its flow's.
   void flow_piece_scanned(std::uint64_t flow, int direction, std::uint64_t record_offset, std::string_view bytes,
                           std::span<const Occurrence> occurrences) {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
     Flow& f = it->second;
+    if (regex_ != nullptr) {
+      // The complete lines; the rest comes again with the next piece (or at the flow's end).
+      const std::size_t nl = bytes.rfind('\n');
+      std::size_t first = 0;
+      if (nl != std::string_view::npos && regex_lines(bytes, nl + 1, occurrences, &first))
+        note_match(f, direction, record_offset + first, ids_);
+      return;
+    }
     valid_ids(bytes, occurrences);
     if (ids_.empty()) return;
     if (!f.matched) {
@@ -497,6 +587,7 @@ class CaptureRun {
   RecordScan records_;
   std::unique_ptr<PacketSink> sink_;
   std::size_t carry_ = 0;
+  RegexLines* regex_ = nullptr;  // -E/-G/-P: the records' lines decide (else fixed strings)
 
   std::string name_;
   int link_type_ = 0;
@@ -511,6 +602,9 @@ class CaptureRun {
   std::unordered_set<std::uint64_t> matched_flows_;
   std::unordered_set<std::uint64_t> selected_packets_;
   std::vector<std::uint32_t> ids_;
+  std::vector<LineOccurrence> line_occurrences_;
+  std::vector<MatchSpan> spans_;
+  std::vector<std::uint32_t> line_ids_;
   std::optional<Clock::time_point> waiting_since_;  // live: the oldest packet not yet scanned
   std::chrono::milliseconds batch_timeout_{std::max<std::uint64_t>(1, o_.batch_timeout_ms)};
   std::uint64_t packets_ = 0;
@@ -522,9 +616,9 @@ class CaptureRun {
 
 }  // namespace
 
-CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, Output& out,
-                           StopSignal& stop, Notices& notices) {
-  CaptureRun run(o, scanner, patterns, out, stop, notices);
+CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
+                           Output& out, StopSignal& stop, Notices& notices) {
+  CaptureRun run(o, scanner, patterns, regex, out, stop, notices);
   return run.run();
 }
 

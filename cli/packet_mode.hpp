@@ -6,8 +6,13 @@
 // each piece overlapping the last by the longest pattern - 1 bytes, so a pattern split
 // across segments is found exactly once. Selected packets (or flows) are written in the
 // ngrep style, as JSON, and/or to a capture file (--pcap-out). docs/CAPTURES.md.
+//
+// With -E, -G or -P a record is read as lines (cut at '\n'; an empty record is one empty
+// line), each selected as grep selects a line, behind the factors' prefilter (RegexLines);
+// a flow carries its unterminated last line (up to kMaxRegexSpan bytes) into the next piece.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "gpufilter/cli/options.hpp"
@@ -16,6 +21,7 @@
 #include "gpufilter/sinks/output.hpp"
 #include "gpufilter/core/notices.hpp"
 #include "gpufilter/core/stop_signal.hpp"
+#include "gpufilter/grep/regex_lines.hpp"
 
 namespace gpufilter {
 
@@ -30,7 +36,13 @@ struct CaptureResult {
 // read is reported and the next one taken (`trouble`); a failed write ends the run at
 // once: OutputError for standard output, an Error whose message is
 // "FILE: write error: REASON" for the --pcap-out file (a full disk, RLIMIT_FSIZE).
-CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, Output& out,
-                           StopSignal& stop, Notices& notices);
+// `regex`: the patterns are regexes and the scanner looks for their factors (null: fixed
+// strings).
+CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
+                           Output& out, StopSignal& stop, Notices& notices);
+
+// --stream with regexes: a line of a flow longer than this is matched in its last this
+// many bytes.
+inline constexpr std::size_t kMaxRegexSpan = std::size_t{64} << 10;
 
 }  // namespace gpufilter

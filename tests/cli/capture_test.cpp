@@ -497,5 +497,100 @@ TEST_F(Capture, LiveCaptureOnLoopback) {
   EXPECT_EQ(packet.at("payload").get<std::string>().rfind("live-capture-probe", 0), 0u);
 }
 
+// Regexes per packet (-E, -G, -P, -i), against tshark's "frame matches" on every sample.
+// tshark reads the frame as one subject and folds case unless told (?-i); gpufilter reads
+// it as lines: the two agree on patterns that neither match a newline nor anchor inside the
+// frame, which these are.
+TEST_F(Capture, RegexMatchFrameEqualsTsharkFrameMatches) {
+  struct Case {
+    const char* matcher;
+    std::string pattern;  // as gpufilter takes it
+    std::string pcre;     // as tshark's PCRE2 reads the same
+    bool ignore_case = false;
+  };
+  const std::vector<Case> cases = {
+      {"-E", "GET /[a-zA-Z0-9_./-]*", "GET /[a-zA-Z0-9_./-]*"},
+      {"-E", "HTTP/1\\.[01] [0-9]{3}", "HTTP/1\\.[01] [0-9]{3}"},
+      {"-E", "[Cc]ontent-[Tt]ype: [a-z]+/[a-z]+", "[Cc]ontent-[Tt]ype: [a-z]+/[a-z]+"},
+      {"-E", "(MAIL FROM|RCPT TO):", "(MAIL FROM|RCPT TO):"},
+      {"-E", "(www|mail|smtp)\\.[a-z0-9]+\\.(com|org|net)", "(www|mail|smtp)\\.[a-z0-9]+\\.(com|org|net)"},
+      {"-E", "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}", "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}"},
+      {"-G", "Host: [a-z.]\\{4,\\}", "Host: [a-z.]{4,}"},
+      {"-G", "\\(GET\\|POST\\) ", "(GET|POST) "},
+      {"-P", "\\d{3} [A-Z][a-z]+", "\\d{3} [A-Z][a-z]+"},
+      {"-P", "(?:ehlo|helo) \\w+", "(?:ehlo|helo) \\w+", true},
+      {"-E", "content-length: [0-9]+", "content-length: [0-9]+", true},
+  };
+  std::size_t compared = 0, selected = 0;
+  for (const std::string& name : samples()) {
+    const std::string path = corpus_path("pcap/" + name);
+    for (const Case& c : cases) {
+      std::vector<std::string> args = {c.matcher, "--pcap", path, "--match-frame", "--json", "-e", c.pattern};
+      if (c.ignore_case) args.push_back("-i");
+      const GrepRun ours = run_gpufilter(args);
+      const std::string filter = std::string("frame matches ") + tshark_literal((c.ignore_case ? "(?i)" : "(?-i)") + c.pcre);
+      const std::set<long> want = tshark_frames(path, filter);
+      ASSERT_EQ(ours.status, want.empty() ? 1 : 0) << name << " " << c.matcher << " '" << c.pattern << "': " << ours.err;
+      EXPECT_EQ(json_frames(ours.out), want) << name << " " << c.matcher << " '" << c.pattern << "' (" << filter << ")";
+      ++compared;
+      selected += want.size();
+    }
+  }
+  std::printf("regex tshark comparisons: %zu, frames selected: %zu\n", compared, selected);
+  EXPECT_GT(selected, 50u);
+}
+
+// --stream with a regex: a line that two client segments of the SMTP session share is
+// matched by a regex from its two ends, which no packet holds both of.
+TEST_F(Capture, StreamRegexMatchesALineAcrossSegments) {
+  const std::string smtp = corpus_path("pcap/smtp.pcap");
+  const std::string raw = command_output("tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0");
+  std::vector<std::string> segments;
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '\t' || line.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < line.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
+    segments.push_back(bytes);
+  }
+  auto ere_quote = [](const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+      if (std::string(".[]\\()*+?{}|^$").find(c) != std::string::npos) out += '\\';
+      out += c;
+    }
+    return out;
+  };
+  auto printable = [](const std::string& t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '\''; });
+  };
+  std::size_t tried = 0, split = 0;
+  for (std::size_t i = 0; i + 1 < segments.size(); ++i) {
+    const std::string& a = segments[i];
+    const std::string& b = segments[i + 1];
+    if (a.empty() || a.back() == '\n') continue;
+    const std::size_t nl = a.rfind('\n');
+    const std::string tail = a.substr(nl == std::string::npos ? 0 : nl + 1);
+    const std::string head = b.substr(0, b.find('\n'));
+    if (tail.size() < 6 || head.size() < 6) continue;
+    const std::string left = tail.substr(tail.size() - 6), right = head.substr(0, std::min(head.find('\r'), std::size_t{6}));
+    if (right.size() < 4 || !printable(left) || !printable(right)) continue;
+    const std::string regex = ere_quote(left) + ".*" + ere_quote(right);
+    const GrepRun stream = run_gpufilter({"-E", "--pcap", smtp, "--stream", "-c", "-e", regex});
+    EXPECT_EQ(stream.status, 0) << "'" << regex << "': " << stream.out << stream.err;
+    const GrepRun packets = run_gpufilter({"-E", "--pcap", smtp, "-c", "-e", regex});
+    if (packets.out == "0\n") ++split;
+    ++tried;
+  }
+  EXPECT_GE(split, 2u) << "of " << tried;
+  EXPECT_GE(tried, 2u);
+  std::printf("smtp.pcap: %zu regexes over lines split between two client segments, all found by --stream, %zu "
+              "of them in no single packet\n", tried, split);
+  // Telnet, one typed character per packet: the typed line is only in the stream.
+  const std::string telnet = corpus_path("pcap/telnet-raw.pcap");
+  EXPECT_EQ(run_gpufilter({"-E", "--pcap", telnet, "-c", "-e", "ping w+\\.yahoo"}).out, "0\n");
+  EXPECT_EQ(run_gpufilter({"-E", "--pcap", telnet, "--stream", "-c", "-e", "ping w+\\.yahoo"}).out, "1\n");
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -117,6 +117,13 @@ bool RegexLines::line_matches_on(std::size_t index, std::string_view line,
   return true;
 }
 
+bool RegexLines::any_selects(std::string_view line) {
+  Lane& l = lane(0);
+  l.candidates.resize(pattern_count_);
+  for (std::size_t i = 0; i < pattern_count_; ++i) l.candidates[i] = static_cast<std::uint32_t>(i);
+  return l.regex->selects_any(line, l.candidates, nullptr);
+}
+
 // grep's print_line_middle: matches from where the last one ended; an empty match moves
 // on by one byte and prints nothing.
 void RegexLines::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,

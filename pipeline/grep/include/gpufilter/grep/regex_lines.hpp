@@ -56,6 +56,11 @@ class RegexLines {
   void set_lanes(std::size_t count);
   std::size_t lanes() const noexcept { return lanes_.size(); }
 
+  // Does some pattern select `line`, every pattern asked (no occurrences known: the
+  // unterminated end of a stream, say)? Lane 0; not counted.
+  bool any_selects(std::string_view line);
+  std::size_t pattern_count() const noexcept { return pattern_count_; }
+
   // grep's -o/--color walk over the line.
   void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out);
   // The patterns (by index given) that select the line, ascending.
