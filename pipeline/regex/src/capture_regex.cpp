@@ -81,7 +81,7 @@ bool CaptureRegex::match(std::string_view line, std::vector<std::string>* values
     if (values != nullptr) values->clear();
     return grep_->selects(0, line);
   }
-  // Hyperscan-like engines refuse a null pointer; so may PCRE2 for no bytes.
+  // PCRE2 10.42 refuses a null subject even for no bytes.
   const char* bytes = line.empty() ? "" : line.data();
   const int rc = pcre2_match(perl_->code, reinterpret_cast<PCRE2_SPTR>(bytes), line.size(), 0, 0, perl_->data, nullptr);
   if (rc == PCRE2_ERROR_NOMEMORY) throw std::bad_alloc();
