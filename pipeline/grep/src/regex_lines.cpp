@@ -53,6 +53,8 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
     }
   }
   if (factors_.empty()) factors_.add("");
+  // A line without any factor is asked about these alone.
+  if (!unfiltered_.empty()) lanes_[0]->regex->expect_candidates(unfiltered_);
 }
 
 RegexLines::~RegexLines() = default;

@@ -135,6 +135,8 @@ class GnuRegex final : public LineRegex {
     compiled_.resize(patterns_.size());
     if (whole_list_) compile_whole_list();
     if (from.fast_) fast_ = from.fast_->clone();
+    if (from.expected_) expected_ = from.expected_->clone();
+    expected_ids_ = from.expected_ids_;
   }
 
   // Pattern i compiled (in a clone, on first use: every pattern compiled in the original).
@@ -146,6 +148,7 @@ class GnuRegex final : public LineRegex {
   void compile_fast(const std::vector<DfaView>& views);
   bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                    std::vector<std::uint32_t>* ids) override;
+  void expect_candidates(std::span<const std::uint32_t> ids) override;
   bool exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out);
   bool word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best, std::size_t& match,
                  std::size_t& length);
@@ -170,6 +173,10 @@ class GnuRegex final : public LineRegex {
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
+  // expect_candidates(): the same for those patterns alone, when Hyperscan reads them all.
+  std::unique_ptr<HsSelect> expected_;
+  std::vector<std::uint32_t> expected_ids_;
+  std::vector<std::string> fast_expressions_;  // by pattern: its Hyperscan text ("" when not in fast_)
   std::vector<bool> in_fast_;
   bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
 };
@@ -279,6 +286,8 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
     else expressions.push_back(p);
     ids.push_back(i);
   }
+  fast_expressions_.assign(patterns_.size(), std::string());
+  for (std::size_t k = 0; k < ids.size(); ++k) fast_expressions_[ids[k]] = expressions[k];
   if (expressions.empty()) return;
   fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, options_.utf8 && !ascii_only_);
   if (fast_->empty()) {
@@ -289,8 +298,33 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   for (std::uint32_t i : fast_->accepted()) in_fast_[i] = true;
 }
 
+// Lines where only these patterns are candidates (those without a factor, asked about
+// every line) are scanned with a database of them alone: far less work than all of them.
+void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
+  expected_.reset();
+  expected_ids_.clear();
+  if (!fast_ || ids.empty() || ids.size() == fast_->accepted().size()) return;
+  std::vector<std::string> expressions;
+  for (std::uint32_t i : ids) {
+    if (i >= in_fast_.size() || !in_fast_[i]) return;  // glibc answers some of them anyway
+    expressions.push_back(fast_expressions_[i]);
+  }
+  auto subset = std::make_unique<HsSelect>(expressions, std::vector<std::uint32_t>(ids.begin(), ids.end()),
+                                           options_.ignore_case, options_.utf8 && !ascii_only_);
+  if (subset->empty() || subset->accepted().size() != ids.size()) return;
+  expected_ = std::move(subset);
+  expected_ids_.assign(ids.begin(), ids.end());
+}
+
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                            std::vector<std::uint32_t>* ids) {
+  if (expected_ && candidates.size() == expected_ids_.size() &&
+      std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && line.size() <= 0xffffffffu &&
+      (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)))) {
+    const bool any = expected_->scan(line, ids);
+    if (ids != nullptr) std::sort(ids->begin(), ids->end());
+    return any;
+  }
   // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
   // glibc); glibc for the others among the candidates.
   const bool fast = fast_ && line.size() <= 0xffffffffu &&

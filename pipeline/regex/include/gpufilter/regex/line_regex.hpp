@@ -84,6 +84,9 @@ class LineRegex {
   // selects() reads the whole list at once, not one pattern (an ERE ')' that closes nothing
   // closes grep's -w/-x wrapper around the list): ask it of every line, any `i`.
   virtual bool whole_list() const noexcept { return false; }
+  // The caller will often ask about exactly these patterns (ascending; those it asks about
+  // every line): an implementation may prepare a faster way to answer for them alone.
+  virtual void expect_candidates(std::span<const std::uint32_t> ids) { (void)ids; }
   // A copy for another thread.
   virtual std::unique_ptr<LineRegex> clone() const = 0;
 };
