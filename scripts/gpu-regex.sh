@@ -9,5 +9,7 @@ d=$PWD/.device
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 $d/gpufilter --list-devices
 export GPUFILTER_BIN=$d/gpufilter GPUFILTER_GREP=$d/grep GPUFILTER_CORPUS_DIR=$d/corpus GPUFILTER_TEST_KNOBS=2
-( cd $d && timeout 240 ./tests/cli_regex_differential_test 2>&1 | grep -E "TALLY|PASSED|FAILED|differs|args" | head -60 )
-BENCH_WORK=/tmp/gb BENCH_TAG=regex timeout 330 bash .device/gpu-bench.sh --size=2G --timeout=25 --sets=100,logregex,nofactor,templates 2>&1 | tail -40
+( cd $d && timeout 200 ./tests/cli_regex_differential_test 2>&1 | grep -E "TALLY|PASSED|FAILED|differs|args" | head -60 )
+( cd $d && timeout 60 ./tests/cli_regex_parallel_test 2>&1 | grep -E "PASSED|FAILED|differs|args" | head -20 )
+nproc
+BENCH_WORK=/tmp/gb BENCH_TAG=regex timeout 300 bash .device/gpu-bench.sh --size=${REGEX_BENCH_SIZE:-4G} --timeout=25 --sets=100,logregex,nofactor,templates 2>&1 | tail -40
