@@ -52,6 +52,16 @@ TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
   check("-E", {"-c", "-i", "-w", "-e", "[a-z]+ing", log}, utf8);
   check("-E", {"-c", "-x", "-e", ".*(user|root).*", log});
   check("-P", {"-n", "-e", "(?<=port )\\d{4,5}\\b", log});
+  // Without factors every regex runs over a whole piece of lines at once (Hyperscan, many
+  // lines per scan): no class, \s, \W nor anchor may reach across a line's end.
+  check("-E", {"-c", "-e", "e[^q]*E", log});
+  check("-E", {"-c", "-e", "T[[:space:]]*9", "-e", "a\\s+9", log});
+  check("-G", {"-c", "-e", "x\\W*Q", log});
+  check("-E", {"-c", "-w", "-e", "e[^q]*E", log});
+  check("-E", {"-n", "-e", "^[A-Z][^:]*[0-9]$", log});
+  check("-E", {"-c", "-x", "-e", "[^x]*", log});
+  check("-E", {"-c", "-e", ".*[0-9]{3}.*", "-e", "^.*[a-c]{4}", log});
+  check("-E", {"-c", "-i", "-e", "k[^q]*S", log}, utf8);
 }
 
 }  // namespace

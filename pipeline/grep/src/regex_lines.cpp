@@ -52,6 +52,15 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
       if (of.empty() || of.back() != i) of.push_back(static_cast<std::uint32_t>(i));
     }
   }
+  if (!unfiltered_.empty() && lanes_[0]->regex->prepare_lines()) {
+    // Every line is asked anyway, and one pass of all the regexes over a piece of lines
+    // decides them (Searcher::predecide): the factors would be scanned for nothing.
+    lines_ready_ = 1;
+    unfiltered_.clear();
+    for (std::size_t i = 0; i < patterns.size(); ++i) unfiltered_.push_back(static_cast<std::uint32_t>(i));
+    factors_ = PatternSet();
+    patterns_of_factor_.clear();
+  }
   if (factors_.empty()) factors_.add("");
   // A line without any factor is asked about these alone.
   if (!unfiltered_.empty()) lanes_[0]->regex->expect_candidates(unfiltered_);
@@ -70,6 +79,26 @@ RegexLines::Lane& RegexLines::lane(std::size_t index) {
     l.seen.assign(pattern_count_, 0);
   }
   return l;
+}
+
+bool RegexLines::prepare_lines() {
+  if (lines_ready_ < 0) {
+    lines_ready_ = lanes_[0]->regex->prepare_lines() ? 1 : 0;
+    // Copies made before share nothing of it: made again on their next use.
+    for (std::size_t i = 1; i < lanes_.size(); ++i) lanes_[i]->regex.reset();
+  }
+  return lines_ready_ == 1;
+}
+
+bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std::vector<const char*>& line_starts) {
+  Lane& l = lane(index);
+  const std::size_t before = line_starts.size();
+  if (!l.regex->select_lines(piece, line_starts)) return false;
+  // Every line was searched in full; those selected are confirmed.
+  l.counts.full_scan += static_cast<std::uint64_t>(std::count(piece.begin(), piece.end(), '\n')) +
+                        (!piece.empty() && piece.back() != '\n' ? 1 : 0);
+  l.counts.confirmed += line_starts.size() - before;
+  return true;
 }
 
 RegexCounts RegexLines::counts() const noexcept {

@@ -391,7 +391,8 @@ std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at,
 // can match unless some regex has no factor.
 void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                  std::vector<const char*>& matched) {
+                  std::vector<const char*>& matched, bool whole_piece) {
+  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched)) return;
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
@@ -427,6 +428,10 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   WorkerPool* pool = options_.workers;
   if (pool == nullptr || pool->width() < 2 || end - begin < 2 * kMinPiece) return;
   RegexLines& regex = *options_.regex;
+  // Most lines are to be asked (some regex has no factor, or factors are everywhere): one
+  // pass of every regex over the whole piece beats asking line by line.
+  const bool whole_piece =
+      (regex.every_line_is_candidate() || occurrences.size() * 256 > end - begin) && regex.prepare_lines();
   regex.set_lanes(pool->width());
   p.pieces.resize(pool->width());
   p.scratch.resize(pool->width());
@@ -436,7 +441,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
     try {
       const std::size_t first = line_start_from(data, begin, begin + b, end);
       const std::size_t last = line_start_from(data, begin, begin + e, end);
-      decide_lines(regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i]);
+      decide_lines(regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], whole_piece);
     } catch (...) {
       errors[i] = std::current_exception();
     }

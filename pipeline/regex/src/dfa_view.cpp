@@ -86,10 +86,12 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
   if (utf8)
     for (std::size_t k = i; k < end; ++k)
       if (static_cast<unsigned char>(p[k]) >= 0x80 || (p[k] == '[' && k > i)) return std::nullopt;
+  // No class takes '\n' (a line never holds one): the same text then selects lines in a
+  // buffer of many (HS_FLAG_MULTILINE), where a class must not cross a line's end.
   std::string out = "[";
   std::size_t j = i + 1;
   if (j < end && p[j] == '^') {
-    out += '^';
+    out += "^\\x0a";
     ++j;
   }
   const std::size_t first = j;
@@ -102,7 +104,9 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
       const std::string_view name = p.substr(j + 2, close - (j + 2));
       if (kind == ':') {
         if (ignore_case && (name == "upper" || name == "lower")) return std::nullopt;
-        out += "[:" + std::string(name) + ":]";
+        if (name == "space") out += "\\x09\\x0b-\\x0d\\x20";
+        else if (name == "cntrl") out += "\\x00-\\x09\\x0b-\\x1f\\x7f";
+        else out += "[:" + std::string(name) + ":]";
       } else {
         if (name.size() != 1) return std::nullopt;
         out += pcre_byte(static_cast<unsigned char>(name[0]));
@@ -111,13 +115,19 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
       continue;
     }
     if (c == ']' && j != first) break;
-    out += pcre_byte(c);
     if (j + 2 < end - 1 && p[j + 1] == '-' && p[j + 2] != ']') {
       if (p[j + 2] == '[') return std::nullopt;
-      out += '-';
-      out += pcre_byte(static_cast<unsigned char>(p[j + 2]));
+      const unsigned char high = static_cast<unsigned char>(p[j + 2]);
+      if (c <= '\n' && high >= '\n' && c <= high) {  // the range less '\n'
+        if (c < '\n') out += pcre_byte(c) + "-\\x09";
+        if (high > '\n') out += "\\x0b-" + pcre_byte(high);
+      } else {
+        out += pcre_byte(c) + "-" + pcre_byte(high);
+      }
       j += 2;
+      continue;
     }
+    out += pcre_byte(c);
   }
   return out + "]";
 }
@@ -266,10 +276,10 @@ bool Reader::escape(std::size_t& i) {
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
   } else if (n == 'w' || n == 'W') {
     if (utf8_) view_.pcre_ok = false;
-    atom(text, text, false);
+    atom(text, n == 'w' ? "\\w" : "[^\\w\\n]", false);
   } else if (n == 's' || n == 'S') {
     if (utf8_) view_.pcre_ok = false;
-    atom(text, n == 's' ? "[\\t\\n\\v\\f\\r ]" : "[^\\t\\n\\v\\f\\r ]", false);
+    atom(text, n == 's' ? "[\\t\\v\\f\\r ]" : "[^\\t\\n\\v\\f\\r ]", false);  // '\n': see pcre_bracket
   } else {
     literal(text, static_cast<unsigned char>(n));
   }

@@ -136,6 +136,7 @@ class GnuRegex final : public LineRegex {
     if (whole_list_) compile_whole_list();
     if (from.fast_) fast_ = from.fast_->clone();
     if (from.expected_) expected_ = from.expected_->clone();
+    lines_mode_ = from.lines_mode_;
     expected_ids_ = from.expected_ids_;
   }
 
@@ -149,6 +150,8 @@ class GnuRegex final : public LineRegex {
   bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                    std::vector<std::uint32_t>* ids) override;
   void expect_candidates(std::span<const std::uint32_t> ids) override;
+  bool prepare_lines() override;
+  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) override;
   bool exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out);
   bool word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best, std::size_t& match,
                  std::size_t& length);
@@ -177,6 +180,7 @@ class GnuRegex final : public LineRegex {
   std::unique_ptr<HsSelect> expected_;
   std::vector<std::uint32_t> expected_ids_;
   std::vector<std::string> fast_expressions_;  // by pattern: its Hyperscan text ("" when not in fast_)
+  bool lines_mode_ = false;  // fast_ is a multi-line database of every pattern (select_lines)
   std::vector<bool> in_fast_;
   bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
 };
@@ -256,6 +260,32 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
   return *compiled_[i];
 }
 
+// Whether a line holds a match of a Hyperscan text is the same without a ".*" (or "^.*")
+// that begins it or a ".*" (or ".*$") that ends it: it matches the empty string at the
+// line's edges. (A literal '.' is hex-escaped in dfa_view's text, so a bare '.' is any
+// character.) Without them a match ends once, not at every byte to the line's end.
+std::string without_edge_stars(std::string p) {
+  for (bool trimmed = true; trimmed;) {
+    trimmed = false;
+    for (const char* head : {"^.*", ".*"}) {
+      const std::size_t n = std::strlen(head);
+      if (p.size() > n && p.compare(0, n, head) == 0 && p[n] != '*' && p[n] != '?' && p[n] != '+' && p[n] != '{') {
+        p.erase(0, n);
+        trimmed = true;
+      }
+    }
+    for (const char* tail : {".*$", ".*"}) {
+      const std::size_t n = std::strlen(tail);
+      if (p.size() > n && p.compare(p.size() - n, n, tail) == 0 && p[p.size() - n - 1] != '\\' &&
+          p[p.size() - n - 1] != '|' && p[p.size() - n - 1] != '(' && p[p.size() - n - 1] != ':') {
+        p.erase(p.size() - n);
+        trimmed = true;
+      }
+    }
+  }
+  return p;
+}
+
 // The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
 void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits,
@@ -282,14 +312,25 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
     if (!read[i].pcre_ok) continue;
     const std::string& p = read[i].pcre;
     if (options_.whole_line) expressions.push_back("^(?:" + p + ")$");
-    else if (options_.word) expressions.push_back("(?:^|[^[:alnum:]_])(?:" + p + ")(?:[^[:alnum:]_]|$)");
-    else expressions.push_back(p);
+    else if (options_.word) expressions.push_back("(?:^|[^[:alnum:]_\\n])(?:" + p + ")(?:[^[:alnum:]_\\n]|$)");
+    else expressions.push_back(without_edge_stars(p));
     ids.push_back(i);
   }
   fast_expressions_.assign(patterns_.size(), std::string());
   for (std::size_t k = 0; k < ids.size(); ++k) fast_expressions_[ids[k]] = expressions[k];
   if (expressions.empty()) return;
-  fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, options_.utf8 && !ascii_only_);
+  const bool utf8 = options_.utf8 && !ascii_only_;
+  // Every pattern read by Hyperscan and none matching the empty string: one multi-line
+  // database serves both lines one at a time and pieces of many (select_lines). Else the
+  // one-line database, which takes the patterns that match the empty string too.
+  if (ids.size() == patterns_.size()) {
+    auto lines = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, utf8, true);
+    if (!lines->empty() && lines->accepted().size() == patterns_.size()) {
+      fast_ = std::move(lines);
+      lines_mode_ = true;
+    }
+  }
+  if (!fast_) fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, utf8);
   if (fast_->empty()) {
     fast_.reset();
     return;
@@ -314,6 +355,17 @@ void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
   if (subset->empty() || subset->accepted().size() != ids.size()) return;
   expected_ = std::move(subset);
   expected_ids_.assign(ids.begin(), ids.end());
+}
+
+// Hyperscan over many lines: when it reads every pattern (nothing is left to glibc) and
+// none can match the empty string (it would match every line, at every byte).
+bool GnuRegex::prepare_lines() { return lines_mode_; }
+
+bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+  // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
+  if (!lines_mode_ || piece.size() > 0xffffffffu || (options_.utf8 && !all_ascii(piece))) return false;
+  fast_->select_lines(piece, line_starts);
+  return true;
 }
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,

@@ -2,6 +2,8 @@
 
 #include <hs/hs.h>
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace gpufilter::regex {
@@ -20,14 +22,36 @@ int on_match(unsigned int id, unsigned long long, unsigned long long, unsigned i
   return 0;
 }
 
+// select_lines(): the line each match ends in, once per line (matches come in about the
+// order of their ends; a later one in the same line costs a comparison).
+struct Lines {
+  const char* piece;
+  std::size_t size;
+  std::size_t line_begin = 1, line_end = 0;  // the last line found: [begin, end)
+  std::vector<const char*>* starts;
+};
+
+int on_line_match(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* context) {
+  auto* lines = static_cast<Lines*>(context);
+  const std::size_t last = static_cast<std::size_t>(to) - 1;  // a match is never empty here
+  if (last >= lines->line_begin && last < lines->line_end) return 0;
+  const void* before = memrchr(lines->piece, '\n', last);
+  const std::size_t begin = before != nullptr ? static_cast<std::size_t>(static_cast<const char*>(before) - lines->piece) + 1 : 0;
+  const void* after = std::memchr(lines->piece + last, '\n', lines->size - last);
+  lines->line_begin = begin;
+  lines->line_end = after != nullptr ? static_cast<std::size_t>(static_cast<const char*>(after) - lines->piece) : lines->size;
+  lines->starts->push_back(lines->piece + begin);
+  return 0;
+}
+
 }  // namespace
 
 HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vector<std::uint32_t>& ids,
-                   bool ignore_case, bool utf8) {
+                   bool ignore_case, bool utf8, bool lines) {
   std::vector<std::string> kept = expressions;
   std::vector<std::uint32_t> kept_ids = ids;
-  const unsigned flag = HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY | (ignore_case ? HS_FLAG_CASELESS : 0u) |
-                        (utf8 ? HS_FLAG_UTF8 : 0u);
+  const unsigned flag = (lines ? HS_FLAG_MULTILINE : HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY) |
+                        (ignore_case ? HS_FLAG_CASELESS : 0u) | (utf8 ? HS_FLAG_UTF8 : 0u);
   // A refused expression (a repeat bound too large, say) is dropped and the rest tried
   // again; the dropped ones stay with glibc.
   while (!kept.empty()) {
@@ -63,6 +87,18 @@ std::unique_ptr<HsSelect> HsSelect::clone() const {
 
 HsSelect::~HsSelect() {
   if (scratch_ != nullptr) hs_free_scratch(scratch_);
+}
+
+void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+  if (piece.empty()) return;
+  const std::size_t first = line_starts.size();
+  Lines lines{piece.data(), piece.size(), 1, 0, &line_starts};
+  const hs_error_t rc = hs_scan(database_.get(), piece.data(), static_cast<unsigned>(piece.size()), 0, scratch_,
+                                on_line_match, &lines);
+  if (rc != HS_SUCCESS) throw std::bad_alloc();
+  std::sort(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end());
+  line_starts.erase(std::unique(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end()),
+                    line_starts.end());
 }
 
 bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {

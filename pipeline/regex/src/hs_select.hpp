@@ -19,8 +19,10 @@ class HsSelect {
   // `expressions[k]` (Hyperscan syntax, -w/-x wrapping included) stands for pattern
   // `ids[k]`. Expressions Hyperscan refuses are left out: accepted() says which stayed.
   // `utf8`: the expressions and the lines scanned are UTF-8 (the caller checks the lines).
+  // `lines`: a database for select_lines() (HS_FLAG_MULTILINE; every match reported; an
+  // expression that can match the empty string is refused, so left out).
   HsSelect(const std::vector<std::string>& expressions, const std::vector<std::uint32_t>& ids, bool ignore_case,
-           bool utf8);
+           bool utf8, bool lines = false);
   ~HsSelect();
   HsSelect(const HsSelect&) = delete;
   HsSelect& operator=(const HsSelect&) = delete;
@@ -30,8 +32,13 @@ class HsSelect {
 
   bool empty() const noexcept { return !database_; }
   const std::vector<std::uint32_t>& accepted() const noexcept { return accepted_; }
-  // Does some pattern select `line`? With `ids`, every such pattern is added to it.
+  // Does some pattern select `line`? With `ids`, every such pattern is added to it (from a
+  // `lines` database, maybe more than once).
   bool scan(std::string_view line, std::vector<std::uint32_t>* ids);
+  // A `lines` database over many whole lines at once: appends the first byte of every line
+  // some expression matches in, ascending. No expression's text matches a '\n' (dfa_view),
+  // so a match lies in one line and that line is selected.
+  void select_lines(std::string_view piece, std::vector<const char*>& line_starts);
 
  private:
   HsSelect() = default;

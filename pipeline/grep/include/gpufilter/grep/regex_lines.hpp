@@ -52,6 +52,12 @@ class RegexLines {
   // own scratch, so different lanes may decide lines on different threads at once (one
   // thread per lane at a time; lane 0 is the one the calls above use).
   bool line_matches_on(std::size_t lane, std::string_view line, std::span<const LineOccurrence> occurrences);
+  // Many whole lines at once: prepare_lines() (on the thread that owns lane 0, outside any
+  // parallel use) says whether the regexes can decide a piece of lines in one pass;
+  // select_lines_on() then appends the first byte of each selected line of `piece`
+  // (whole lines), ascending, or returns false for this piece (decide line by line).
+  bool prepare_lines();
+  bool select_lines_on(std::size_t lane, std::string_view piece, std::vector<const char*>& line_starts);
   // Makes `count` lanes (copies are made on each lane's first use, on its thread).
   void set_lanes(std::size_t count);
   std::size_t lanes() const noexcept { return lanes_.size(); }
@@ -83,6 +89,7 @@ class RegexLines {
   std::vector<std::vector<std::uint32_t>> patterns_of_id_;      // by the table's unique id
   std::vector<std::uint32_t> unfiltered_;  // regexes without a factor
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] holds the regexes given
+  int lines_ready_ = -1;  // prepare_lines(): -1 not asked yet, else its answer
 };
 
 }  // namespace gpufilter

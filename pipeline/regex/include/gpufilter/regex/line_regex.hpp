@@ -87,6 +87,17 @@ class LineRegex {
   // The caller will often ask about exactly these patterns (ascending; those it asks about
   // every line): an implementation may prepare a faster way to answer for them alone.
   virtual void expect_candidates(std::span<const std::uint32_t> ids) { (void)ids; }
+  // Many whole lines at once (a piece cut at '\n'; its end is a line's end), asked about
+  // every pattern. prepare_lines() makes it ready, on the thread that owns this object and
+  // before the copies that are to share it are made; false: this regex cannot (then
+  // select_lines() is never asked). select_lines() appends the first byte of each line
+  // some pattern selects, ascending, or returns false for this piece (ask line by line).
+  virtual bool prepare_lines() { return false; }
+  virtual bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+    (void)piece;
+    (void)line_starts;
+    return false;
+  }
   // A copy for another thread.
   virtual std::unique_ptr<LineRegex> clone() const = 0;
 };
