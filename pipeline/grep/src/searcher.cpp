@@ -505,7 +505,12 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
 Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
                              std::size_t index, std::size_t complete_end) {
   const char* data = chunk.data;
-  if (fast_path()) {
+  if (predecided_.begin == data + pos && predecided_.end == data + complete_end && !options_.invert &&
+      !options_.group_separators) {
+    pos = selected_lines(chunk, occurrences, pos, index, complete_end);
+    if (done_) return Flow::kStop;
+    while (index < occurrences.size() && occurrences[index].position < complete_end) ++index;
+  } else if (fast_path()) {
     while (index < occurrences.size() && occurrences[index].position < complete_end) {
       const std::size_t at = occurrences[index].position;
       const char* nl_before = static_cast<const char*>(memrchr(data + pos, '\n', at - pos));
@@ -545,6 +550,40 @@ Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occ
     enter_binary();
   }
   return done_ ? Flow::kStop : Flow::kContinue;
+}
+
+// The complete lines of data[pos, complete_end), decided by predecide(): without -v or
+// context only the selected ones matter, so only they are visited (a count alone needs
+// not even that). Returns complete_end; done_ when the input is decided.
+std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
+                                     std::size_t& index, std::size_t complete_end) {
+  const char* data = chunk.data;
+  const std::vector<const char*>& matched = predecided_.matched;
+  if (quiet_ && !stop_on_first_ && options_.max_count - selected_ > matched.size()) {
+    if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + complete_end);
+    if (!matched.empty()) {
+      const char* last = matched.back();
+      const void* nl = std::memchr(last, '\n', static_cast<std::size_t>(data + complete_end - last));
+      after_last_selected_ =
+          chunk.offset + (nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : complete_end);
+      selected_ += matched.size();
+      used_ = true;
+    }
+    return complete_end;
+  }
+  for (const char* start : matched) {
+    const std::size_t begin = static_cast<std::size_t>(start - data);
+    const char* nl = static_cast<const char*>(std::memchr(start, '\n', complete_end - begin));
+    const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+    if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+    while (index < occurrences.size() && occurrences[index].position < begin) ++index;
+    gather(occurrences, index, begin, end);
+    line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, nl != nullptr);
+    pos = end + 1;
+    if (done_) return complete_end;
+  }
+  if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
+  return complete_end;
 }
 
 // The pieces of a split line each reported their occurrences in position order, but a

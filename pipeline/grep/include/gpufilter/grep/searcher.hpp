@@ -135,6 +135,8 @@ class Searcher final : public ChunkConsumer {
   // then the line that goes on in the next chunk.
   Flow consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos, std::size_t index,
                      std::size_t complete_end);
+  std::size_t selected_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
+                             std::size_t& index, std::size_t complete_end);
   void predecide(const char* data, std::size_t begin, std::size_t end, std::span<const Occurrence> occurrences);
   // line_matches(), answered from predecide() where it decided the line.
   bool decide(std::string_view text, std::span<const LineOccurrence> occurrences);
