@@ -99,6 +99,18 @@ Flow GrepPrinter::matched(const LineMatch& line) {
   return Flow::kContinue;
 }
 
+bool GrepPrinter::verbatim() const {
+  return options_.mode == PrinterOptions::Mode::kLines && !options_.with_filename && !options_.line_numbers &&
+         !options_.byte_offset && !options_.only_matching && !options_.colors;
+}
+
+Flow GrepPrinter::matched_lines(std::string_view lines, std::uint64_t count) {
+  (void)count;
+  out_.write(lines);
+  if (out_.line_buffered()) out_.flush();
+  return Flow::kContinue;
+}
+
 void GrepPrinter::context(const LineMatch& line) {
   if (options_.mode == PrinterOptions::Mode::kLines) print_line(line, false);
 }

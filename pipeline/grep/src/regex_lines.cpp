@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gpufilter/core/utf8.hpp"
 #include "gpufilter/regex/factors.hpp"
 
 namespace gpufilter {
@@ -95,7 +96,7 @@ bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std:
   const std::size_t before = line_starts.size();
   if (!l.regex->select_lines(piece, line_starts)) return false;
   // Every line was searched in full; those selected are confirmed.
-  l.counts.full_scan += static_cast<std::uint64_t>(std::count(piece.begin(), piece.end(), '\n')) +
+  l.counts.full_scan += count_byte(piece, '\n') +
                         (!piece.empty() && piece.back() != '\n' ? 1 : 0);
   l.counts.confirmed += line_starts.size() - before;
   return true;

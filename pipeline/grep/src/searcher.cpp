@@ -14,7 +14,7 @@ namespace {
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
 
 std::uint64_t count_newlines(const char* begin, const char* end) {
-  return static_cast<std::uint64_t>(std::count(begin, end, '\n'));
+  return count_byte(std::string_view(begin, static_cast<std::size_t>(end - begin)), '\n');
 }
 
 // What the sink needs, added to what the options ask for: the Searcher gives the union,
@@ -571,19 +571,51 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
     }
     return complete_end;
   }
+  // A verbatim sink takes runs of adjacent selected lines as they lie in the chunk.
+  const bool runs = sink_.verbatim() && !quiet_ && !options_.spans && !options_.pattern_ids;
+  Run run{chunk, data};
   for (const char* start : matched) {
     const std::size_t begin = static_cast<std::size_t>(start - data);
     const char* nl = static_cast<const char*>(std::memchr(start, '\n', complete_end - begin));
     const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
     if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+    pos = end + 1;
+    if (runs && nl != nullptr && selected_ + run.count + 1 < options_.max_count) {
+      if (run.count > 0 && begin != run.end) emit_run(run);
+      if (run.count == 0) run.begin = begin;
+      run.end = end + 1;
+      ++run.count;
+      continue;
+    }
+    if (run.count > 0) emit_run(run);
     while (index < occurrences.size() && occurrences[index].position < begin) ++index;
     gather(occurrences, index, begin, end);
     line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, nl != nullptr);
-    pos = end + 1;
     if (done_) return complete_end;
   }
+  if (run.count > 0) emit_run(run);
   if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
   return complete_end;
+}
+
+// Adjacent selected lines to a verbatim sink in one piece. In a UTF-8 locale a piece that
+// is not valid UTF-8 goes line by line (grep hides such lines: print_line_head).
+void Searcher::emit_run(Run& run) {
+  const std::string_view bytes(run.data + run.begin, run.end - run.begin);
+  if (options_.utf8 && options_.binary_files != BinaryFiles::kText && !valid_utf8(bytes)) {
+    for (std::size_t at = run.begin; at < run.end && !done_;) {
+      const std::size_t end = static_cast<std::size_t>(
+          static_cast<const char*>(std::memchr(run.data + at, '\n', run.end - at)) - run.data);
+      line(std::string_view(run.data + at, end - at), run.chunk.offset + at, {}, true);
+      at = end + 1;
+    }
+  } else {
+    if (sink_.matched_lines(bytes, run.count) == Flow::kStop) done_ = true;
+    selected_ += run.count;
+    after_last_selected_ = run.chunk.offset + run.end;
+    used_ = true;
+  }
+  run.count = 0;
 }
 
 // The pieces of a split line each reported their occurrences in position order, but a

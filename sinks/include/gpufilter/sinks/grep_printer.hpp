@@ -35,6 +35,9 @@ class GrepPrinter final : public Sink {
   SinkNeeds needs() const override;
   void begin(const InputInfo& input) override;
   Flow matched(const LineMatch& line) override;
+  // Plain lines: no name, number, offset, colour nor -o.
+  bool verbatim() const override;
+  Flow matched_lines(std::string_view lines, std::uint64_t count) override;
   void context(const LineMatch& line) override;
   void context_break() override;
   void finish(const InputSummary& summary) override;

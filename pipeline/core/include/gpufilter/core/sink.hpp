@@ -91,6 +91,16 @@ class Sink {
   virtual void begin(const InputInfo& input) { (void)input; }
   // A selected line (a match, or a non-match with -v).
   virtual Flow matched(const LineMatch& line) = 0;
+  // The sink prints a selected line as its bytes and a '\n', nothing more (no name,
+  // number, offset, colour or -o part): the Searcher may then hand it adjacent selected
+  // lines of one input at once, through matched_lines().
+  virtual bool verbatim() const { return false; }
+  // `count` adjacent selected lines, each with its '\n' (only when verbatim()).
+  virtual Flow matched_lines(std::string_view lines, std::uint64_t count) {
+    (void)lines;
+    (void)count;
+    return Flow::kContinue;
+  }
   // A context line (-A, -B, -C).
   virtual void context(const LineMatch& line) { (void)line; }
   // Output is about to resume after a gap (grep's "--").

@@ -1,18 +1,33 @@
-// UTF-8 validity as the C library's mbrtowc reads it in the current locale (grep's
-// buf_has_encoding_errors): the one copy for the Searcher's output rule and the regex
-// matchers.
+// Byte helpers for text: UTF-8 validity as the C library's mbrtowc reads it in the
+// current locale (grep's buf_has_encoding_errors), the one copy for the Searcher's output
+// rule and the regex matchers; ASCII and byte counts eight bytes at a time.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <cwchar>
 #include <string_view>
 
 namespace gpufilter {
 
-// ASCII runs are skipped a byte at a time without a call.
+namespace detail {
+inline std::uint64_t load8(const char* p) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+constexpr std::uint64_t kHighBits = 0x8080808080808080ULL;
+}  // namespace detail
+
+// ASCII runs are skipped eight bytes at a time without a call.
 inline bool valid_utf8(std::string_view text) {
   std::mbstate_t state{};
   for (std::size_t i = 0; i < text.size();) {
+    if (i + 8 <= text.size() && (detail::load8(text.data() + i) & detail::kHighBits) == 0) {
+      i += 8;
+      continue;
+    }
     if (static_cast<unsigned char>(text[i]) < 0x80) {
       ++i;
       continue;
@@ -27,9 +42,25 @@ inline bool valid_utf8(std::string_view text) {
 
 // No byte of `text` is above 0x7f.
 inline bool all_ascii(std::string_view text) noexcept {
-  unsigned char any = 0;
-  for (char c : text) any |= static_cast<unsigned char>(c);
-  return any < 0x80;
+  std::uint64_t any = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) any |= detail::load8(text.data() + i);
+  for (; i < text.size(); ++i) any |= static_cast<unsigned char>(text[i]);
+  return (any & detail::kHighBits) == 0;
+}
+
+// How many bytes of `text` are `byte`, eight at a time.
+inline std::size_t count_byte(std::string_view text, char byte) noexcept {
+  const std::uint64_t pattern = 0x0101010101010101ULL * static_cast<unsigned char>(byte);
+  constexpr std::uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+  std::size_t n = 0, i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    const std::uint64_t v = detail::load8(text.data() + i) ^ pattern;  // zero bytes where equal
+    const std::uint64_t zero = ~(((v & low7) + low7) | v | low7);       // high bit of each zero byte
+    n += static_cast<std::size_t>(__builtin_popcountll(zero));
+  }
+  for (; i < text.size(); ++i) n += text[i] == byte;
+  return n;
 }
 
 }  // namespace gpufilter

@@ -135,6 +135,14 @@ class Searcher final : public ChunkConsumer {
   // then the line that goes on in the next chunk.
   Flow consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos, std::size_t index,
                      std::size_t complete_end);
+  // Adjacent selected lines data[begin, end) ('\n' included) not yet handed on.
+  struct Run {
+    const Chunk& chunk;
+    const char* data;
+    std::size_t begin = 0, end = 0;
+    std::uint64_t count = 0;
+  };
+  void emit_run(Run& run);
   std::size_t selected_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
                              std::size_t& index, std::size_t complete_end);
   void predecide(const char* data, std::size_t begin, std::size_t end, std::span<const Occurrence> occurrences);
