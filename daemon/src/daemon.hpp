@@ -135,6 +135,9 @@ class Daemon {
   std::unique_ptr<OpsServer> ops_;
   DeviceFaultHandler on_device_fault_;
   std::shared_ptr<ScanEngine> engine_;
+  // The engine of the last reload the scan loop took (set on the scan thread): kept alive
+  // while the loop scans with it, even when reload() stopped waiting for the swap.
+  std::shared_ptr<ScanEngine> scanning_;
   Outputs outputs_;
   std::unique_ptr<RuleEngine> rules_;
   std::unique_ptr<RuleConsumer> consumer_;

@@ -39,11 +39,14 @@ std::pair<bool, std::string> Daemon::reload() {
   loop_->run_between_batches([this, next, swapped] {
     rules_->replace(next->rules, RuleEngine::Clock::now());
     loop_->replace_scanner(next->engine->scanner());
+    // The loop owns what it scans with: a reload that stopped waiting (below) must not
+    // free it when this task is destroyed.
+    scanning_ = next;
     swapped->set_value();
   });
   if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-    log_.error("reload did not take effect within 30 s");
-    return {false, "the scan loop did not take the new rules within 30 s"};
+    log_.error("reload did not take effect within 30 s; the scan loop takes it at its next batch boundary");
+    return {false, "the scan loop did not take the new rules within 30 s; it takes them at its next batch boundary"};
   }
   engine_ = next;  // the old engine goes: nothing of it is in flight any more
   metrics_.add("gpufilterd_config_reloads_total", {{"result", "success"}}, 1);
