@@ -301,8 +301,10 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
     for (std::size_t i = 0; i < patterns_.size(); ++i) {
       c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, true));
       // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
-      // must then agree with regex's.
-      if (!all_ascii(patterns_[i]) || (!dfa_supported_ && c_views.back().corner)) c_views.back().pcre_ok = false;
+      // must then agree with regex's. A bracket is regex's in UTF-8, and regex folds case
+      // before it compares with a range ('Q' is in [0-c] for the DFA, not for regex).
+      if (!all_ascii(patterns_[i]) || !views[i].supported || (!dfa_supported_ && c_views.back().corner))
+        c_views.back().pcre_ok = false;
     }
   }
   const std::vector<DfaView>& read = ascii_only_ ? c_views : views;
