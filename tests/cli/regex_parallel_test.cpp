@@ -67,6 +67,7 @@ TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
   check("-E", {"-c", "-e", ".*[0-9]{3}.*", "-e", "^.*[a-c]{4}", log});
   check("-E", {"-c", "-i", "-e", "k[^q]*S", log}, utf8);
   check("-E", {"-c", "-i", "-e", "[0-c]+$", "-e", "[A-Z]{3}[0-9]", log}, utf8);  // regex folds case, then compares
+  check("-E", {"-c", "-i", "-e", "[0-c]+$", log});  // grep's DFA: both cases of the range
   // Plain lines: runs of adjacent selected lines go to the printer at once.
   check("-E", {"-e", "[0-9]{4}$", log});
   check("-E", {"-e", "[0-9]{4}$", log}, utf8);

@@ -48,12 +48,16 @@ bool holds_factor(std::string_view line, const std::vector<std::string>& factors
   return false;
 }
 
+// `compare`: selects_any (Hyperscan) must agree with selects (glibc). Not with -i and a
+// bracket: glibc folds the line's case before it compares with a range, grep's DFA adds
+// both cases of the range ('Q' is in [0-c] for grep -i in the C locale, not for glibc),
+// and Hyperscan gives grep's answer there (tests/cli differential tests hold it to grep).
 void check_line(LineRegex& r, std::string_view line, const std::optional<std::vector<std::string>>& factors,
-                const RegexOptions& o) {
+                const RegexOptions& o, bool compare) {
   const std::vector<std::uint32_t> all{0};
   const bool own = r.selects(0, line);
   const bool any = r.selects_any(line, all, nullptr);
-  if (own != any) fuzz_fail("Hyperscan and the regex engine disagree on a line");
+  if (compare && own != any) fuzz_fail("Hyperscan and the regex engine disagree on a line");
   if (own && factors && !o.word && !o.whole_line && !holds_factor(line, *factors, o.ignore_case))
     fuzz_fail("a selected line holds none of the required factors");
   std::size_t from = 0, steps = 0;
@@ -99,7 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t end = std::min(text.find('\n', begin), text.size());
-    check_line(*r, text.substr(begin, end - begin), factors, o);
+    check_line(*r, text.substr(begin, end - begin), factors, o,
+               !(o.ignore_case && pattern.find('[') != std::string::npos));
     begin = end + 1;
   }
   return 0;
