@@ -44,6 +44,20 @@ const std::vector<std::string>& samples() {
   return names;
 }
 
+// The client's segments of a flow, from tshark's `-z follow,tcp,raw` output (one hex line
+// per segment; the server's lines are indented with a tab).
+std::vector<std::string> client_segments(const std::string& raw) {
+  std::vector<std::string> segments;
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '\t' || line.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < line.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
+    segments.push_back(bytes);
+  }
+  return segments;
+}
+
 // tshark's display-filter string literal for `s` (printable ASCII only).
 std::string tshark_literal(const std::string& s) {
   std::string out = "\"";
@@ -226,14 +240,7 @@ TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
   // Strings that straddle two of the client's segments: the last 6 bytes of one segment
   // and the first 6 of the next, from tshark's own reassembly (one hex line per segment).
   const std::string raw = command_output("tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0");
-  std::vector<std::string> segments;
-  std::istringstream lines(raw);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '\t' || line.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
-    std::string bytes;
-    for (std::size_t i = 0; i + 1 < line.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
-    segments.push_back(bytes);
-  }
+  const std::vector<std::string> segments = client_segments(raw);
   ASSERT_GT(segments.size(), 5u) << raw.substr(0, 400);
   std::vector<std::string> candidates;
   for (std::size_t i = 0; i + 1 < segments.size() && candidates.size() < 6; ++i) {
@@ -545,14 +552,7 @@ TEST_F(Capture, RegexMatchFrameEqualsTsharkFrameMatches) {
 TEST_F(Capture, StreamRegexMatchesALineAcrossSegments) {
   const std::string smtp = corpus_path("pcap/smtp.pcap");
   const std::string raw = command_output("tshark -n -q -r '" + smtp + "' -z follow,tcp,raw,0");
-  std::vector<std::string> segments;
-  std::istringstream lines(raw);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '\t' || line.find_first_not_of("0123456789abcdef") != std::string::npos) continue;
-    std::string bytes;
-    for (std::size_t i = 0; i + 1 < line.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16)));
-    segments.push_back(bytes);
-  }
+  const std::vector<std::string> segments = client_segments(raw);
   auto ere_quote = [](const std::string& text) {
     std::string out;
     for (const char c : text) {

@@ -13,6 +13,18 @@ namespace {
 
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
 
+// The line of data[floor, end) around data[at]: [begin, end), and whether a '\n' ends it.
+struct LineAround {
+  std::size_t begin, end;
+  bool terminated;
+};
+LineAround line_around(const char* data, std::size_t floor, std::size_t at, std::size_t end) {
+  const char* before = static_cast<const char*>(memrchr(data + floor, '\n', at - floor));
+  const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', end - at));
+  return {before != nullptr ? static_cast<std::size_t>(before - data) + 1 : floor,
+          nl != nullptr ? static_cast<std::size_t>(nl - data) : end, nl != nullptr};
+}
+
 std::uint64_t count_newlines(const char* begin, const char* end) {
   return count_byte(std::string_view(begin, static_cast<std::size_t>(end - begin)), '\n');
 }
@@ -405,11 +417,7 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
     return;
   }
   while (index < occurrences.size() && occurrences[index].position < end) {
-    const std::size_t at = occurrences[index].position;
-    const char* nl_before = static_cast<const char*>(memrchr(data + begin, '\n', at - begin));
-    const std::size_t first = nl_before != nullptr ? static_cast<std::size_t>(nl_before - data) + 1 : begin;
-    const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', end - at));
-    const std::size_t last = nl != nullptr ? static_cast<std::size_t>(nl - data) : end;
+    const auto [first, last, terminated] = line_around(data, begin, occurrences[index].position, end);
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
@@ -512,14 +520,10 @@ Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occ
     while (index < occurrences.size() && occurrences[index].position < complete_end) ++index;
   } else if (fast_path()) {
     while (index < occurrences.size() && occurrences[index].position < complete_end) {
-      const std::size_t at = occurrences[index].position;
-      const char* nl_before = static_cast<const char*>(memrchr(data + pos, '\n', at - pos));
-      const std::size_t begin = nl_before != nullptr ? static_cast<std::size_t>(nl_before - data) + 1 : pos;
-      const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', complete_end - at));
-      const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+      const auto [begin, end, terminated] = line_around(data, pos, occurrences[index].position, complete_end);
       if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
       gather(occurrences, index, begin, end);
-      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, nl != nullptr);
+      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, terminated);
       pos = end + 1;
       if (done_) return Flow::kStop;
     }
