@@ -158,7 +158,9 @@ class CaptureRun {
                                  std::span<const Occurrence> occurrences) { delivered(tag, bytes, overlap, occurrences); }),
         sink_(make_sink(o, out, regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns))),
         carry_(table_.max_length() > 0 ? table_.max_length() - 1 : 0),
-        regex_(regex) {}
+        regex_(regex),
+        // Only the text and JSON printers name the patterns that matched.
+        names_wanted_(!o.quiet && !o.count && !capture_on_stdout(o.pcap_out)) {}
 
   CaptureResult run() {
     std::vector<std::string> inputs = o_.pcaps;
@@ -437,6 +439,7 @@ class CaptureRun {
         *first = line.offset + (spans_.empty() ? 0 : spans_.front().begin);
       }
       any = true;
+      if (!names_wanted_) break;  // the first selected line decides; nothing names the patterns
       regex_->matched_patterns(line.text, line.occurrences, line_ids_);
       ids_.insert(ids_.end(), line_ids_.begin(), line_ids_.end());
     }
@@ -588,6 +591,7 @@ class CaptureRun {
   std::unique_ptr<PacketSink> sink_;
   std::size_t carry_ = 0;
   RegexLines* regex_ = nullptr;  // -E/-G/-P: the records' lines decide (else fixed strings)
+  bool names_wanted_ = true;     // the output names the patterns a record matched
 
   std::string name_;
   int link_type_ = 0;
