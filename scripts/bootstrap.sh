@@ -17,7 +17,7 @@ build_dir=${GPUFILTER_BUILD_DIR:-build}
 packages=(
   build-essential cmake ninja-build pkg-config git
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
-  libboost-dev libconcurrentqueue-dev libgtest-dev libvectorscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark
+  libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark
   grep python3 ripgrep gnuplot-nox
   clang libclang-rt-14-dev llvm
 )

@@ -241,10 +241,10 @@ TEST(HostileInput, PatternsOf64KiB) {
   EXPECT_NE(host.err.find("limit"), std::string::npos) << host.err;
 }
 
-// Literals that made Hyperscan 5.4.0's hs_scan fail with HS_UNKNOWN_ERROR (intel/hyperscan#303:
-// a long run of one byte broken once, beside another literal); Vectorscan 5.4.9 scans them.
-// Every engine answers as grep does. Before the first fix, --engine=cpu exited 2 with
-// "Hyperscan hs_scan failed".
+// Literals that make Hyperscan 5.4's hs_scan fail with HS_UNKNOWN_ERROR (intel/hyperscan#303:
+// a long run of one byte broken once, beside another literal). The host engine rescans
+// such chunks with the trie walk; every engine answers as grep does. Before the fix,
+// --engine=cpu exited 2 with "Hyperscan hs_scan failed".
 TEST(HostileInput, LiteralsThatBreakHyperscan) {
   TempDir dir;
   const std::vector<std::string> patterns = {"xxy" + std::string(34, 'x'), "a",

@@ -6,17 +6,17 @@
 // PatternTable::before order unless occurrences nest or overlap with different lengths;
 // only then is the appended range put in order, by sort_occurrences like the device's.
 //
-// Built against Vectorscan 5.4.9 (Debian's libvectorscan-dev), the maintained fork of
-// Hyperscan: Hyperscan 5.4.0's literal API failed hs_scan with HS_UNKNOWN_ERROR on a long
-// literal of one repeated byte beside another literal (intel/hyperscan#303), which needed
-// a second scanner here; 5.4.9 does not. Vectorscan's literal API instead refuses a literal
-// whose first byte is NUL ("doesn't support empty string"): a set holding one is compiled
-// as expressions that spell every byte in hex, with the same occurrences.
+// Hyperscan 5.4's literal API has a scan-time bug (intel/hyperscan#303, #353): with a long
+// literal made mostly of one repeated byte beside any other literal, hs_scan returns
+// HS_UNKNOWN_ERROR on text that contains the long one (our chunker_fuzz found
+// "xxy" + 34 x's beside "a"). Such a chunk is scanned again by the pattern table's own trie
+// walk, the host form of the device kernel, with the same results; nothing of the failed
+// scan is kept (what a count-only scan counted before failing is taken back by the same
+// scan, replayed).
 #include "gpufilter/hyperscan/hs_database.hpp"
 
 #include <hs/hs.h>
 
-#include <algorithm>
 #include <climits>
 #include <exception>
 #include <span>
@@ -54,20 +54,6 @@ const char* hs_error_name(hs_error_t code) noexcept {
               ")");
 }
 
-// A literal as an expression of \xHH escapes: every byte, NUL included, stands for itself.
-std::string hex_expression(std::string_view literal) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string e;
-  e.reserve(literal.size() * 4);
-  for (const char c : literal) {
-    const auto b = static_cast<unsigned char>(c);
-    e += "\\x";
-    e += kHex[b >> 4];
-    e += kHex[b & 15];
-  }
-  return e;
-}
-
 // PatternTable::before as one integer: position ascending, then length descending.
 constexpr std::uint64_t order_key(std::uint32_t position, std::uint32_t length) noexcept {
   return (std::uint64_t{position} << 32) | (0xffffffffu - length);
@@ -78,6 +64,8 @@ struct ScanContext {
   unsigned long long overlap;
   std::uint64_t total = 0;
   std::uint64_t* pattern_counts = nullptr;
+  std::uint64_t digest = 0;  // count_each/uncount: of the ids counted, in order
+  std::uint64_t limit = 0;   // uncount: how many counts to take back
   std::vector<Occurrence>* out = nullptr;
   std::uint64_t last_key = 0;
   bool ordered = true;
@@ -91,11 +79,30 @@ int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned
   return 0;
 }
 
+// The running digest of the ids counted, so that uncount can check it takes back exactly
+// what count_each added.
+constexpr std::uint64_t next_digest(std::uint64_t digest, unsigned int id) noexcept {
+  return (digest ^ id) * 0x100000001B3ull + 0x9E3779B97F4A7C15ull;
+}
+
 int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
   if (to <= c.overlap) return 0;
   ++c.total;
   ++c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
+  return 0;
+}
+
+// The same scan again after a failed one, taking back the counts it added: Hyperscan's
+// block scan is deterministic, so it reports the same occurrences in the same order.
+int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  if (c.total == c.limit) return 1;  // all taken back: stop
+  ++c.total;
+  --c.pattern_counts[id];
+  c.digest = next_digest(c.digest, id);
   return 0;
 }
 
@@ -152,19 +159,8 @@ HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
     ids[i] = id;
   }
   hs_compile_error_t* error = nullptr;
-  hs_error_t rc;
-  if (std::none_of(expressions.begin(), expressions.end(), [](const char* e) { return *e == '\0'; })) {
-    rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(), static_cast<unsigned>(n),
-                              HS_MODE_BLOCK, nullptr, &database_, &error);
-  } else {
-    std::vector<std::string> spelled(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      spelled[i] = hex_expression(std::string_view(expressions[i], lengths[i]));
-      expressions[i] = spelled[i].c_str();
-    }
-    rc = hs_compile_multi(expressions.data(), flags.data(), ids.data(), static_cast<unsigned>(n), HS_MODE_BLOCK,
-                          nullptr, &database_, &error);
-  }
+  const hs_error_t rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(),
+                                             static_cast<unsigned>(n), HS_MODE_BLOCK, nullptr, &database_, &error);
   if (rc == HS_SUCCESS) return;
   const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
   const int expression = error != nullptr ? error->expression : -1;
@@ -221,7 +217,17 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
   if (rc != HS_SUCCESS) {
     if (out != nullptr) out->resize(first);  // no partial result
     if (context.error) std::rethrow_exception(context.error);
-    throw_hs("hs_scan", rc);
+    if (rc != HS_UNKNOWN_ERROR) throw_hs("hs_scan", rc);
+    // Hyperscan's literal bug (see the top): take back what the failed scan counted, then
+    // scan the chunk with the trie walk.
+    if (handler == count_each && context.total > 0) {
+      ScanContext undo{.length = context.length, .overlap = overlap, .pattern_counts = pattern_counts,
+                       .limit = context.total};
+      hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, uncount, &undo);
+      if (undo.total != context.total || undo.digest != context.digest)
+        throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
+    }
+    return walk(data, size, overlap, scratch, out, pattern_counts);
   }
   if (out != nullptr) {
     // Counted here rather than in the callback, so that a failed scan adds nothing.
@@ -231,6 +237,32 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
       sort_occurrences(std::span(*out).subspan(first), scratch.sort_buffer_, *table_);
   }
   return context.total;
+}
+
+std::uint64_t HsDatabase::walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+  std::uint64_t total = 0;
+  if (out == nullptr) {
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t, std::uint32_t id) {
+      ++total;
+      if (pattern_counts != nullptr) ++pattern_counts[id];  // nothing here can throw
+    });
+    return total;
+  }
+  const std::size_t first = out->size();
+  try {
+    table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t p, std::uint32_t id) {
+      out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+    });
+  } catch (...) {
+    out->resize(first);  // no partial result
+    throw;
+  }
+  const auto found = std::span(*out).subspan(first);
+  if (pattern_counts != nullptr)
+    for (const Occurrence& o : found) ++pattern_counts[o.pattern];
+  sort_occurrences(found, scratch.sort_buffer_, *table_);  // the walk gives the shortest first at a position
+  return found.size();
 }
 
 }  // namespace gpufilter

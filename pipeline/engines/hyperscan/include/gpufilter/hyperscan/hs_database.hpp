@@ -59,12 +59,18 @@ class HsDatabase {
   // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
   // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
   // distinct `out` and `pattern_counts`).
-  // A Hyperscan failure throws Error; a failed scan leaves `out` and `pattern_counts` as
-  // they were.
+  // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
+  // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
+  // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
+  // leaves `out` and `pattern_counts` as they were.
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
  private:
+  // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
+  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+
   hs_database* database_ = nullptr;  // null when there is nothing to match
   const PatternTable* table_;
 };
