@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <vector>
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/workers.hpp"
+#include "mapped_file.hpp"
 
 namespace gpufilter {
 
@@ -94,6 +96,21 @@ std::size_t FileSource::read(std::span<char> dst) {
     if (errno != EINTR) throw SourceError(name_, errno);
     if (stop_ != nullptr && stop_->requested()) return 0;
   }
+}
+
+std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
+  if (!regular_ || (stop_ != nullptr && stop_->requested())) return nullptr;
+  struct stat st {};
+  const off_t at = ::lseek(fd_, 0, SEEK_CUR);  // both read paths keep the descriptor here
+  if (at < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= at) return nullptr;
+  const auto size = static_cast<std::uint64_t>(st.st_size - at);
+  if (size < min_bytes || size > SIZE_MAX / 2) return nullptr;
+  std::unique_ptr<MappedFile> mapped = MappedFile::map(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(size));
+  if (!mapped) return nullptr;
+  // Reads go on after the mapping, where a file that grew has more.
+  offset_ = static_cast<std::uint64_t>(at) + size;
+  ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);
+  return mapped;
 }
 
 bool FileSource::is_same_file_as(int other) const {

@@ -35,10 +35,17 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
     return {EngineKind::kHost, "no OpenCL device: the host engine"};
   }
   if (patterns.count > kHostEngineMaxPatterns) {
-    const DeviceKind kind = device();
-    if (kind != DeviceKind::kNone)
-      return {EngineKind::kDevice, literals(patterns.count) + ": more than the host engine is fastest for (" +
-                                       std::to_string(kHostEngineMaxPatterns) + ")"};
+    switch (device()) {
+      case DeviceKind::kGpu:
+        return {EngineKind::kDevice, literals(patterns.count) + ": more than the host engine is fastest for (" +
+                                         std::to_string(kHostEngineMaxPatterns) + ")"};
+      case DeviceKind::kCpu:
+        // PoCL shares the cores with Hyperscan and scans them slower at every set size
+        // measured (docs/PERFORMANCE.md: 10,001 to 1,000,000 literals).
+        return {EngineKind::kHost, literals(patterns.count) +
+                                       ": a CPU OpenCL device is slower than the host engine on the same cores"};
+      case DeviceKind::kNone: break;
+    }
     return {EngineKind::kHost, "no OpenCL device: the host engine"};
   }
   // Up to kHostEngineMaxPatterns the host engine outscans a CPU OpenCL device, and a GPU

@@ -10,7 +10,67 @@ namespace gpufilter {
 using Clock = std::chrono::steady_clock;
 
 Chunker::Chunker(Source& source, ChunkerConfig config)
-    : source_(source), config_(config), capacity_(std::max(config.capacity, config.overlap + 1)) {}
+    : source_(source), config_(config), capacity_(std::max(config.capacity, config.overlap + 1)) {
+  if (config_.map_file && source_.is_regular_file()) {
+    mapped_ = source_.map_unread(capacity_ + 1);
+    mapping_ = mapped_ != nullptr;
+  }
+}
+
+void Chunker::done_before(std::uint64_t offset) noexcept {
+  if (mapped_) mapped_->drop_before(static_cast<std::size_t>(std::min<std::uint64_t>(offset, mapped_->size())));
+}
+
+void Chunker::note_mapped(std::size_t upto) {
+  if (upto <= noted_) return;
+  note_bytes(mapped_->data() + noted_, upto - noted_, noted_);
+  noted_ = upto;
+}
+
+// A chunk of the mapping, cut as fill() cuts one (after its last '\n', or an over-long
+// line split with the overlap), without a copy. The NUL search covers what a read would
+// have: the chunk's capacity and the rest of the 96 KiB block it ends in.
+Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
+  const std::uint64_t offset = pending_offset_;
+  const std::size_t overlap = pending_overlap_;
+  const auto begin = static_cast<std::size_t>(offset);
+  const std::size_t backed = mapped_->still_backed();  // less than mapped once truncated
+  char* const base = mapped_->data();
+  if (begin + capacity_ >= backed) {
+    // The mapping's last bytes go through fill()'s reads, with whatever the file gained.
+    mapping_ = false;
+    note_mapped(backed);
+    if (backed > begin) pending_.assign(base + begin, backed - begin);
+    read_offset_ = backed;
+    return fill(dst, out, idle_timeout, eager);
+  }
+  const std::size_t end = begin + capacity_;
+  const std::size_t block_end = (end + kBinaryBlock - 1) / kBinaryBlock * kBinaryBlock;
+  note_mapped(std::min(backed, block_end));
+  read_offset_ = std::max<std::uint64_t>(read_offset_, noted_);
+  const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, '\n', capacity_ - overlap));
+  std::size_t cut = end;
+  std::size_t next = end - config_.overlap;
+  std::size_t next_overlap = config_.overlap;
+  const bool line_open = last_nl == nullptr;
+  if (!line_open) {
+    cut = next = static_cast<std::size_t>(last_nl - base) + 1;
+    next_overlap = 0;
+  }
+  out = Chunk{};
+  out.seq = seq_++;
+  out.offset = offset;
+  out.data = base + begin;
+  out.size = cut - begin;
+  out.overlap = overlap;
+  out.continues_line = continues_line_;
+  out.line_open = line_open;
+  out.binary_offset = binary_offset_;
+  continues_line_ = line_open;
+  pending_offset_ = next;
+  pending_overlap_ = next_overlap;
+  return Status::kChunk;
+}
 
 // Binary detection happens here, in one place, on bytes as they are read.
 void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offset) {
@@ -42,6 +102,7 @@ void Chunker::read_ahead_to_block_end() {
 }
 
 Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
+  if (mapping_) return fill_mapped(dst, out, idle_timeout, eager);
   // 1. What is pending first: the rolled tail and any read-ahead.
   const std::uint64_t offset = pending_offset_;
   const std::size_t overlap = pending_overlap_;

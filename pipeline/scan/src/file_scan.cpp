@@ -36,7 +36,9 @@ void FileScan::deliver_oldest() {
     stopped_ = flow == Flow::kStop;
   }
   const bool flush = chunk.flush_after;
+  const std::uint64_t done = chunk.offset + chunk.size - std::min(chunk.size, overlap_);
   scanner_.release(slot);
+  chunker_->done_before(done);
   if (flush) searcher_.flush();
   times_.deliver_s += seconds_since(mark);
 }
@@ -139,7 +141,10 @@ InputSummary FileScan::run(Source& source) {
   chunking.detect_binary = config_.detect_binary;
   chunking.batch_timeout = config_.batch_timeout;
   chunking.workers = config_.workers;
+  chunking.map_file = scanner_.scans_in_place();
   Chunker chunker(source, chunking);
+  chunker_ = &chunker;
+  overlap_ = chunking.overlap;
 
   std::string read_error;
   try {

@@ -4,10 +4,32 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 namespace gpufilter {
+
+// The unread rest of a regular file mapped in place (Source::map_unread), so that the
+// host engine scans the page cache itself instead of a copy of it. Copy-on-write: a write
+// through data() never reaches the file. If the file is truncated while mapped, the
+// vanished bytes read as zeros instead of killing the process (SIGBUS).
+class MappedBytes {
+ public:
+  virtual ~MappedBytes() = default;
+  char* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  // How many of the first size() bytes the file holds now (fewer once it was truncated).
+  virtual std::size_t still_backed() const = 0;
+  // The first `bytes` are no longer needed: their pages may leave this process's memory
+  // (they are read again from the file if touched), so that memory stays bounded.
+  virtual void drop_before(std::size_t bytes) noexcept = 0;
+
+ protected:
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 class Source {
  public:
@@ -26,6 +48,14 @@ class Source {
 
   // True for inputs whose reads never wait and whose data is all there (regular files).
   virtual bool is_regular_file() const { return false; }
+
+  // A regular file's unread bytes, mapped, when there are at least `min_bytes` of them;
+  // read() goes on after them (a file that grew). Null where the input is not mapped
+  // (too small, not a regular file, the mapping failed): the caller reads instead.
+  virtual std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes) {
+    (void)min_bytes;
+    return nullptr;
+  }
 
   // The name grep would print for this input ("(standard input)" or a path).
   virtual const std::string& name() const = 0;

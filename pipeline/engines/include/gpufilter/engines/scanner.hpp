@@ -98,6 +98,9 @@ class Scanner {
   bool locates() const noexcept { return config_.locate; }
   // "gpu" for the OpenCL device, "cpu" for the host engine.
   virtual std::string_view engine() const noexcept = 0;
+  // Whether a chunk's data may lie anywhere (a mapped file: ChunkerConfig::map_file)
+  // rather than in the slot's staging (a device uploads from pinned staging).
+  virtual bool scans_in_place() const noexcept { return false; }
 
   // A free slot, or nullptr when every slot is in flight (complete one first). Slots are
   // made when first needed, so start-up pays for one only.

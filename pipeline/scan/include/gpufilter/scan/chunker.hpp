@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "gpufilter/core/workers.hpp"
@@ -26,6 +27,11 @@ struct ChunkerConfig {
   std::chrono::milliseconds batch_timeout{2};
   // Splits the NUL search of large reads over its threads; null: this thread alone.
   WorkerPool* workers = nullptr;
+  // A regular file of more than one chunk is mapped (Source::map_unread) and its chunks
+  // point into the mapping instead of being copied into dst: for engines that scan chunks
+  // where they lie (Scanner::scans_in_place). The last chunk's bytes are still copied, so
+  // that a file that grew meanwhile and the input's end are handled as for any read.
+  bool map_file = false;
 };
 
 class Chunker {
@@ -52,7 +58,13 @@ class Chunker {
 
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
 
+  // Chunks handed out before `offset` (an input offset) are done with: a mapped file's
+  // pages before it may be given back. Safe from another thread than fill()'s.
+  void done_before(std::uint64_t offset) noexcept;
+
  private:
+  Status fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager);
+  void note_mapped(std::size_t upto);
   void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
   void read_ahead_to_block_end();
 
@@ -67,6 +79,11 @@ class Chunker {
   bool eof_ = false;
   std::uint64_t seq_ = 0;
   std::uint64_t binary_offset_ = kNoBinary;
+  // Mapped mode: the file from read offset 0 on; in use while `mapping_`, kept until the
+  // chunker goes (chunks in flight point into it).
+  std::unique_ptr<MappedBytes> mapped_;
+  bool mapping_ = false;
+  std::size_t noted_ = 0;  // bytes of the mapping searched for NUL so far
 };
 
 }  // namespace gpufilter

@@ -78,6 +78,8 @@ class FileScan {
   void read_stream(Chunker& chunker, std::string& read_error);
 
   Scanner& scanner_;
+  Chunker* chunker_ = nullptr;  // of the input being searched
+  std::size_t overlap_ = 0;     // its ChunkerConfig::overlap
   ChunkConsumer& searcher_;
   FileScanConfig config_;
   bool stopped_ = false;

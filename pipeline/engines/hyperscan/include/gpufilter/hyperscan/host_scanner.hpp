@@ -23,6 +23,7 @@ class HostScanner final : public Scanner {
   ~HostScanner() override;
 
   std::string_view engine() const noexcept override { return "cpu"; }
+  bool scans_in_place() const noexcept override { return true; }
   std::vector<std::uint64_t> pattern_counts() override;
 
   // The slots and threads the host engine wants by default for this machine.

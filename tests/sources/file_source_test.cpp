@@ -1,0 +1,147 @@
+// FileSource's mapping of a regular file (map_unread) and the Chunker that cuts chunks
+// out of it in place: the same bytes as reads, reads that go on after the mapping, and a
+// file truncated under the mapping, which must read as zeros rather than kill the process
+// with SIGBUS (sources/src/mapped_file.hpp).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <fstream>
+#include <string>
+
+#include "gpufilter/scan/chunker.hpp"
+#include "gpufilter/sources/file_source.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = "/tmp/gpufilter-map-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = templ;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string write(const std::string& name, const std::string& text) const {
+    write_file(path_ + "/" + name, text);
+    return path_ + "/" + name;
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string lines(std::size_t n, const std::string& prefix) {
+  std::string s;
+  for (std::size_t i = 0; i < n; ++i) s += prefix + std::to_string(i) + " some payload to fill the line\n";
+  return s;
+}
+
+TEST(FileSourceMapping, MapsTheRestAndReadsGoOnAfterIt) {
+  TempDir dir;
+  const std::string text = lines(2000, "line ");
+  const std::string path = dir.write("a.log", text);
+  auto source = FileSource::open(path);
+  char head[100];
+  ASSERT_EQ(source->read(std::span<char>(head, sizeof head)), sizeof head);
+  EXPECT_EQ(source->map_unread(text.size()), nullptr);  // fewer bytes left than asked for
+  std::unique_ptr<MappedBytes> rest = source->map_unread(1000);
+  ASSERT_NE(rest, nullptr);
+  ASSERT_EQ(rest->size(), text.size() - sizeof head);
+  EXPECT_EQ(std::string(rest->data(), rest->size()), text.substr(sizeof head));
+  EXPECT_EQ(rest->still_backed(), rest->size());
+  rest->data()[0] = '#';  // copy-on-write: the file keeps its byte
+  EXPECT_EQ(read_file(path)[sizeof head], text[sizeof head]);
+  char more[64];
+  EXPECT_EQ(source->read(std::span<char>(more, sizeof more)), 0u);
+  std::ofstream(path, std::ios::app) << "appended\n";
+  ASSERT_EQ(source->read(std::span<char>(more, sizeof more)), 9u);
+  EXPECT_EQ(std::string(more, 9), "appended\n");
+  rest->drop_before(rest->size());  // given back: touched again, the pages come from the file
+  EXPECT_EQ(std::string(rest->data() + 1, 99), text.substr(sizeof head + 1, 99));
+}
+
+// The Chunker in mapped mode hands out the same chunks as when it reads, the file's growth
+// during the scan included.
+TEST(FileSourceMapping, ChunksOfTheMappingEqualChunksOfReads) {
+  TempDir dir;
+  std::string text = lines(3000, "x") + std::string(5000, 'L') + "\n" + lines(100, "y") + "no final newline";
+  const std::string path = dir.write("b.log", text);
+  for (std::size_t capacity : {64u, 4096u, 10000u}) {
+    auto collect = [&](bool map, bool grow) {
+      auto source = FileSource::open(path);
+      ChunkerConfig config;
+      config.capacity = capacity;
+      config.overlap = 7;
+      config.map_file = map;
+      Chunker chunker(*source, config);
+      std::string staging(capacity, '\0'), all;
+      Chunk chunk;
+      int n = 0;
+      while (chunker.fill(staging.data(), chunk, std::chrono::milliseconds(-1)) == Chunker::Status::kChunk) {
+        all += std::to_string(chunk.offset) + "+" + std::to_string(chunk.overlap) + ":" +
+               std::string(chunk.data, chunk.size) + (chunk.last ? "|last" : "") + (chunk.line_open ? "|open" : "") + "\n";
+        if (grow && ++n == 3) std::ofstream(path, std::ios::app) << "grown line\n";
+      }
+      return all;
+    };
+    const std::string copied = collect(false, false);
+    EXPECT_EQ(collect(true, false), copied) << "capacity " << capacity;
+    const std::string grown_copied = collect(false, true);  // the file now ends with the line
+    write_file(path, text);
+    EXPECT_EQ(collect(true, true), grown_copied) << "capacity " << capacity;
+    write_file(path, text);
+  }
+}
+
+// A file cut short while its mapping is being scanned: no SIGBUS, every byte past the cut
+// reads as zero, and the chunker ends at the file's new end.
+TEST(FileSourceMapping, TruncatedUnderTheMappingReadsZeros) {
+  TempDir dir;
+  const std::string text = lines(40000, "t");  // about 1.5 MB
+  const std::string path = dir.write("c.log", text);
+  auto source = FileSource::open(path);
+  std::unique_ptr<MappedBytes> mapped = source->map_unread(1);
+  ASSERT_NE(mapped, nullptr);
+  ASSERT_EQ(::truncate(path.c_str(), 4096), 0);
+  EXPECT_EQ(mapped->still_backed(), 4096u);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 4096; i < mapped->size(); i += 512) nonzero += mapped->data()[i] != '\0';
+  EXPECT_EQ(nonzero, 0u);
+  EXPECT_EQ(std::string(mapped->data(), 100), text.substr(0, 100));
+
+  write_file(path, text);
+  auto again = FileSource::open(path);
+  ChunkerConfig config;
+  config.capacity = 64 << 10;
+  config.map_file = true;
+  Chunker chunker(*again, config);
+  std::string staging(config.capacity, '\0');
+  Chunk chunk;
+  std::uint64_t end = 0;
+  int chunks = 0;
+  while (chunker.fill(staging.data(), chunk, std::chrono::milliseconds(-1)) == Chunker::Status::kChunk) {
+    if (++chunks == 2) ASSERT_EQ(::truncate(path.c_str(), 200000), 0);
+    end = chunk.offset + chunk.size;
+  }
+  EXPECT_LE(end, 200000u + config.capacity);  // the chunk cut before the truncation may hold zeros
+  EXPECT_GE(end, 131072u);
+}
+
+}  // namespace
+}  // namespace gpufilter::test
