@@ -59,9 +59,14 @@ TEST(EnginePolicy, ChoosesByDeviceKindPatternCountAndInput) {
       // A CPU OpenCL device (PoCL) never beats the host engine up to 10,000 literals.
       {C::kAuto, K::kCpu, 100, 10, I::kFiles, 64 * kGiB, H, true},
       {C::kAuto, K::kNone, 100, 10, I::kFiles, 64 * kGiB, H, true},
-      // More than 10,000 literals: a GPU; a CPU OpenCL device never (issue 17's cliff).
+      // More than 10,000 literals: a GPU; a CPU OpenCL device only where Hyperscan's
+      // compile would outweigh the whole scan (5,000 bytes of regular files a literal).
       {C::kAuto, K::kGpu, 10'001, 10, I::kStreams, std::nullopt, D, true},
-      {C::kAuto, K::kCpu, 10'001, 10, I::kFiles, 1, H, true},
+      {C::kAuto, K::kCpu, 10'001, 10, I::kFiles, 256u << 20, H, true},
+      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 256u << 20, H, true},
+      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 64u << 20, D, true},
+      {C::kAuto, K::kCpu, 100'000, 10, I::kFiles, 256u << 20, D, true},
+      {C::kAuto, K::kCpu, 100'000, 10, I::kStreams, std::nullopt, H, true},
       {C::kAuto, K::kCpu, 1'000'000, 10, I::kFiles, 64 * kGiB, H, true},
       // A literal longer than Hyperscan takes: any device.
       {C::kAuto, K::kCpu, 2, 16'001, I::kStreams, std::nullopt, D, true},
