@@ -78,6 +78,10 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, help="Hyperscan and corpus threads (default: all cores)")
     p.add_argument("--device", help="gpufilter --device SPEC, also for the kernel bench")
     p.add_argument("--repeat", type=int, default=1, help="runs per tool and set; the best counts")
+    p.add_argument("--engine", choices=["auto", "cpu", "gpu"], help="gpufilter --engine (default: its own, auto)")
+    p.add_argument("--tools", default=",".join(TOOLS),
+                   help=f"comma-separated tools to run, from {','.join(TOOLS)} (default: all); the others are "
+                        "marked skipped, e.g. a second --engine pass without the peers")
     p.add_argument("--loghub", type=Path, help="Loghub logs (default $GPUFILTER_CORPUS_DIR/loghub, "
                    "else ../shared/corpus/loghub)")
     p.add_argument("--plot-only", action="store_true", help="only redraw WORK/throughput.png from WORK/results.json")
@@ -204,6 +208,7 @@ def command(a, tool, patterns, icase, corpus, regex=False):
     i = ["-i"] if icase else []
     if tool == "gpufilter":
         return ([a.gpufilter] + (["--stats"] if a.stats else []) + ([f"--device={a.device}"] if a.device else [])
+                + ([f"--engine={a.engine}"] if a.engine else [])
                 + (["-E"] if regex else ["-F"]) + i + ["-f", patterns, corpus])
     if tool == "grep":
         return [a.grep, "-E" if regex else "-F"] + i + ["-f", patterns, corpus]
@@ -289,7 +294,9 @@ def run_set(a, name, corpus, out_dir, slow):
     regex = name in REGEX_SETS
     tools = {}
     for tool in TOOLS:
-        if name in LITERAL_SETS and slow.get(tool, math.inf) < int(name):
+        if tool not in a.tools.split(","):
+            r = {"status": "skipped", "seconds": None, "gbps": None, "message": "not asked for (--tools)"}
+        elif name in LITERAL_SETS and slow.get(tool, math.inf) < int(name):
             r = {"status": "skipped", "seconds": None, "gbps": None, "message": f"timed out on set {slow[tool]}"}
         else:
             r = run_tool(a, tool, patterns, icase, corpus, out_dir, regex)

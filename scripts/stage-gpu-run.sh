@@ -7,6 +7,7 @@
 #   bash .device/gpu-run.sh      every test binary against grep 3.8
 #   bash .device/gpu-bench.sh    the bench/run.py table at 16 GB
 #   bash .device/gpu-regex.sh    the regex differential tests and the regex sets of bench/run.py
+#   bash .device/gpu-perf.sh     issue 17: default, --engine=cpu and --engine=gpu rows beside the peers
 #   bash .device/gpu-latency.sh  bench/latency: write-to-output latency, pipe and TCP
 #   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
@@ -32,7 +33,7 @@ cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
-  scripts/gpu-reliability.sh scripts/gpu-regex.sh .device/
+  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/

@@ -46,33 +46,19 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
           return {EngineKind::kDevice, literals(patterns.count) + " over " + std::to_string(*input_bytes >> 20) +
                                            " MiB: Hyperscan's compile would cost more than a CPU OpenCL device's "
                                            "slower scan"};
-        return {EngineKind::kHost, literals(patterns.count) + (input_bytes ? " over this much input" : " on streams") +
+        return {EngineKind::kHost, literals(patterns.count) + (input_bytes                        ? " over this much input"
+                                                         : input == InputKind::kPackets ? " on a live capture"
+                                                                                        : " on input of unknown size") +
                                        ": the host engine outscans a CPU OpenCL device on the same cores"};
       case DeviceKind::kNone: break;
     }
     return {EngineKind::kHost, "no OpenCL device: the host engine"};
   }
-  // Up to kHostEngineMaxPatterns the host engine outscans a CPU OpenCL device, and a GPU
-  // repays its start-up only over large regular files and more than one literal.
-  if (patterns.count <= kHostOnGpuMaxPatterns)
-    return {EngineKind::kHost, literals(patterns.count) + ": the host engine is fastest on any device"};
-  if (input != InputKind::kFiles && !input_bytes)
-    return {EngineKind::kHost, std::string(input == InputKind::kStreams ? "streams" : "a live capture") +
-                                   ": the host engine starts in milliseconds and keeps the latency low"};
-  if (!input_bytes)
-    return {EngineKind::kHost, "an input of unknown size: the host engine starts in milliseconds"};
-  if (*input_bytes < kGpuMinBytes)
-    return {EngineKind::kHost, "inputs under 4 GiB with " + literals(patterns.count) +
-                                   ": a GPU's start-up costs more than it saves"};
-  switch (device()) {
-    case DeviceKind::kGpu:
-      return {EngineKind::kDevice, "a GPU, " + literals(patterns.count) + " and 4 GiB or more of regular files"};
-    case DeviceKind::kCpu:
-      return {EngineKind::kHost, "a CPU OpenCL device: the host engine is faster for up to " +
-                                     std::to_string(kHostEngineMaxPatterns) + " literals"};
-    case DeviceKind::kNone: break;
-  }
-  return {EngineKind::kHost, "no OpenCL device: the host engine"};
+  // Up to kHostEngineMaxPatterns the host engine is the fastest on any device: it scans a
+  // regular file where it lies, on every core, ahead of the GPU path's copy over the link
+  // (docs/PERFORMANCE.md, 2026-11-27, H200 machine), and it starts in milliseconds.
+  return {EngineKind::kHost, literals(patterns.count) + ": the host engine is fastest for up to " +
+                                 std::to_string(kHostEngineMaxPatterns) + " literals on any device"};
 }
 
 std::vector<DeviceInfo> opencl_devices() { return list_devices(); }

@@ -27,9 +27,16 @@ void Chunker::note_mapped(std::size_t upto) {
   noted_ = upto;
 }
 
+void Chunker::settle_binary(Chunk& chunk, std::size_t first_nul) noexcept {
+  if (chunk.nul_search > 0 && first_nul < chunk.nul_search && mapped_binary_ == kNoBinary)
+    mapped_binary_ = (chunk.offset + first_nul) / kBinaryBlock * kBinaryBlock;
+  chunk.binary_offset = std::min(chunk.binary_offset, mapped_binary_);
+}
+
 // A chunk of the mapping, cut as fill() cuts one (after its last '\n', or an over-long
-// line split with the overlap), without a copy. The NUL search covers what a read would
-// have: the chunk's capacity and the rest of the 96 KiB block it ends in.
+// line split with the overlap), without a copy. The NUL search, left to the engine's
+// worker, covers what a read would have: the chunk's capacity and the rest of the 96 KiB
+// block it ends in (Chunk::nul_search).
 Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
   const std::uint64_t offset = pending_offset_;
   const std::size_t overlap = pending_overlap_;
@@ -39,6 +46,7 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   if (begin + capacity_ >= backed) {
     // The mapping's last bytes go through fill()'s reads, with whatever the file gained.
     mapping_ = false;
+    noted_ = begin;  // the chunks before searched up to here and beyond (Chunk::nul_search)
     note_mapped(backed);
     if (backed > begin) pending_.assign(base + begin, backed - begin);
     read_offset_ = backed;
@@ -46,8 +54,8 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   }
   const std::size_t end = begin + capacity_;
   const std::size_t block_end = (end + kBinaryBlock - 1) / kBinaryBlock * kBinaryBlock;
-  note_mapped(std::min(backed, block_end));
-  read_offset_ = std::max<std::uint64_t>(read_offset_, noted_);
+  const std::size_t searched = std::min(backed, block_end);  // what a read would have brought
+  read_offset_ = std::max<std::uint64_t>(read_offset_, searched);
   const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, '\n', capacity_ - overlap));
   std::size_t cut = end;
   std::size_t next = end - config_.overlap;
@@ -66,6 +74,9 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   out.continues_line = continues_line_;
   out.line_open = line_open;
   out.binary_offset = binary_offset_;
+  // The engine's worker searches for NUL (Chunk::nul_search); a NUL found before it was
+  // (noted_) is already in binary_offset_.
+  if (config_.detect_binary && binary_offset_ == kNoBinary) out.nul_search = searched - begin;
   continues_line_ = line_open;
   pending_offset_ = next;
   pending_overlap_ = next_overlap;

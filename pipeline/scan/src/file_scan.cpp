@@ -24,7 +24,8 @@ void FileScan::deliver_oldest() {
   Clock::time_point mark = Clock::now();
   ScanSlot& slot = scanner_.complete_oldest();
   times_.wait_s += seconds_since(mark);
-  const Chunk& chunk = slot.chunk();
+  Chunk& chunk = slot.chunk();
+  chunker_->settle_binary(chunk, slot.first_nul());
   bytes_scanned_ += chunk.size - chunk.overlap;
   if (config_.count_lines && chunk.size > chunk.overlap) {
     lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -57,6 +58,10 @@ void HostScanner::work() {
       slot->error_ = setup_error;
     } else {
       try {
+        const Chunk& chunk = slot->chunk_;
+        const void* nul = chunk.nul_search > 0 ? std::memchr(chunk.data, '\0', chunk.nul_search) : nullptr;
+        slot->first_nul_ = nul != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data)
+                                          : ScanSlot::kNoNul;
         slot->total_ = matcher_.scan(slot->chunk_.data, slot->chunk_.size, slot->chunk_.overlap, scratch,
                                      config_.locate ? &slot->occurrences_ : nullptr,
                                      config_.count_patterns ? slot->counts_.data() : nullptr);

@@ -29,8 +29,9 @@
 
 namespace gpufilter {
 
-// Up to this many literals the host engine (Hyperscan on every core) outscans a CPU
-// OpenCL device such as PoCL; past it Hyperscan's compile and scan slow down sharply.
+// Up to this many literals the host engine (Hyperscan on every core, scanning files where
+// they lie) outscans any OpenCL device, a GPU included; past it Hyperscan's compile and
+// scan slow down sharply.
 inline constexpr std::size_t kHostEngineMaxPatterns = 10'000;
 // Past kHostEngineMaxPatterns, a CPU OpenCL device only for regular files smaller than
 // this many bytes per literal: Hyperscan's compile (27-47 us a literal here) then costs
@@ -40,11 +41,6 @@ inline constexpr std::uint64_t kCpuDeviceMaxBytesPerLiteral = 5'000;
 // Hyperscan refuses longer literals ("Pattern length exceeds limit": 16,000 bytes compile,
 // 16,001 do not), so sets with one go to the OpenCL engine, which has no such limit.
 inline constexpr std::size_t kHostEngineMaxPatternBytes = 16'000;
-// On a GPU the OpenCL path has a fixed cost of about 0.4 s (NVIDIA's driver start-up and
-// exit) that its higher steady state repays only over large inputs: regular files of at
-// least this many bytes in all, and never for a single literal.
-inline constexpr std::uint64_t kGpuMinBytes = std::uint64_t{4} << 30;
-inline constexpr std::size_t kHostOnGpuMaxPatterns = 1;
 // With a device engine, chunks smaller than this are scanned on the host (the same trie,
 // walked by the CPU): the latency of a small batch on a stream is then not a device round
 // trip. bench/latency measures both sides of it.

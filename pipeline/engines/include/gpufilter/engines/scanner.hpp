@@ -74,6 +74,10 @@ class ScanSlot {
   std::span<const Occurrence> occurrences() const noexcept { return occurrences_; }
   // After completion: how many occurrences the chunk holds (also when not located).
   std::uint64_t total() const noexcept { return total_; }
+  // After completion, for a chunk with nul_search: where in data the first NUL byte of
+  // data[0, nul_search) is; kNoNul: none (or no search asked).
+  static constexpr std::size_t kNoNul = static_cast<std::size_t>(-1);
+  std::size_t first_nul() const noexcept { return first_nul_; }
 
  protected:
   ScanSlot() = default;
@@ -82,6 +86,7 @@ class ScanSlot {
   Chunk chunk_;
   std::vector<Occurrence> occurrences_;
   std::uint64_t total_ = 0;
+  std::size_t first_nul_ = kNoNul;
 
   friend class Scanner;
 };
@@ -99,7 +104,8 @@ class Scanner {
   // "gpu" for the OpenCL device, "cpu" for the host engine.
   virtual std::string_view engine() const noexcept = 0;
   // Whether a chunk's data may lie anywhere (a mapped file: ChunkerConfig::map_file)
-  // rather than in the slot's staging (a device uploads from pinned staging).
+  // rather than in the slot's staging (a device uploads from pinned staging). Such an
+  // engine also does a chunk's NUL search (Chunk::nul_search).
   virtual bool scans_in_place() const noexcept { return false; }
 
   // A free slot, or nullptr when every slot is in flight (complete one first). Slots are

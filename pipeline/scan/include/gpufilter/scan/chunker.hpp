@@ -58,6 +58,12 @@ class Chunker {
 
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
 
+  // At delivery, in input order, of every chunk: a mapped chunk's NUL search result
+  // (ScanSlot::first_nul) decides where binary mode begins, as the chunker's own search
+  // does for chunks it read; chunk.binary_offset is then what grep's would be there.
+  // Called from one thread (not necessarily fill()'s).
+  void settle_binary(Chunk& chunk, std::size_t first_nul) noexcept;
+
   // Chunks handed out before `offset` (an input offset) are done with: a mapped file's
   // pages before it may be given back. Safe from another thread than fill()'s.
   void done_before(std::uint64_t offset) noexcept;
@@ -83,7 +89,8 @@ class Chunker {
   // chunker goes (chunks in flight point into it).
   std::unique_ptr<MappedBytes> mapped_;
   bool mapping_ = false;
-  std::size_t noted_ = 0;  // bytes of the mapping searched for NUL so far
+  std::size_t noted_ = 0;  // where the chunker's own NUL search of the mapping starts
+  std::uint64_t mapped_binary_ = kNoBinary;  // settle_binary's: from the engine's searches
 };
 
 }  // namespace gpufilter
