@@ -443,3 +443,47 @@ TEST(HsDatabase, OneMebibyteDenseChunk) {
 }
 
 }  // namespace
+
+namespace {
+
+// scan_in_pieces (a mapped chunk's scan, one cache-sized piece after another) gives scan()'s
+// occurrences in the same order, whatever the piece size against the patterns' lengths
+// and the chunk's overlap, and visits every byte once, in order.
+TEST(HsDatabase, ScanInPiecesEqualsOneScan) {
+  std::mt19937 rng(77);
+  for (int round = 0; round < 60; ++round) {
+    const std::string alphabet = round % 3 == 0 ? "ab" : round % 3 == 1 ? "abc\n" : "xyzXYZ\0"s;
+    const std::string text = random_string(rng, alphabet, 50 + round * 37);
+    const PatternSet patterns = random_patterns(rng, alphabet, 1 + round % 7, 2 + round % 13, text);
+    const PatternTable table(patterns, MatchOptions{.ignore_case = round % 4 == 1});
+    if (table.unique_count() == 0) continue;
+    const HsDatabase matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (std::size_t overlap : {std::size_t{0}, std::size_t{3}, text.size() / 2}) {
+      std::vector<Occurrence> whole;
+      std::vector<std::uint64_t> whole_counts(table.unique_count(), 0);
+      const std::uint64_t total = matcher.scan(text.data(), text.size(), overlap, scratch, &whole, whole_counts.data());
+      for (std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{16}, text.size()}) {
+        std::vector<Occurrence> out;
+        std::vector<std::uint64_t> counts(table.unique_count(), 0);
+        std::size_t visited = 0;
+        const auto visit = [&](std::size_t begin, std::size_t end) {
+          EXPECT_EQ(begin, visited);
+          visited = end;
+        };
+        const std::string what = "round " + std::to_string(round) + " overlap " + std::to_string(overlap) +
+                                 " piece " + std::to_string(piece);
+        EXPECT_EQ(matcher.scan_in_pieces(text.data(), text.size(), overlap, piece, visit, scratch, &out, counts.data()),
+                  total) << what;
+        EXPECT_EQ(visited, text.size()) << what;
+        EXPECT_EQ(diff(as_pairs(whole), as_pairs(out)), "") << what;
+        EXPECT_EQ(counts, whole_counts) << what;
+        EXPECT_EQ(matcher.scan_in_pieces(text.data(), text.size(), overlap, piece, [](std::size_t, std::size_t) {},
+                                         scratch, nullptr, nullptr),
+                  total) << what;
+      }
+    }
+  }
+}
+
+}  // namespace

@@ -58,13 +58,7 @@ void HostScanner::work() {
       slot->error_ = setup_error;
     } else {
       try {
-        const Chunk& chunk = slot->chunk_;
-        const void* nul = chunk.nul_search > 0 ? std::memchr(chunk.data, '\0', chunk.nul_search) : nullptr;
-        slot->first_nul_ = nul != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data)
-                                          : ScanSlot::kNoNul;
-        slot->total_ = matcher_.scan(slot->chunk_.data, slot->chunk_.size, slot->chunk_.overlap, scratch,
-                                     config_.locate ? &slot->occurrences_ : nullptr,
-                                     config_.count_patterns ? slot->counts_.data() : nullptr);
+        scan(*slot, scratch);
       } catch (const std::bad_alloc&) {
         slot->error_ = "memory exhausted";
       } catch (const std::exception& e) {
@@ -74,6 +68,28 @@ void HostScanner::work() {
     slot->done_.store(true, std::memory_order_release);
     slot->done_.notify_one();
   }
+}
+
+// A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) is scanned in
+// pieces of 1 MiB, each searched for NUL just before Hyperscan reads it, while it is in
+// cache: one pass over memory instead of two (docs/PERFORMANCE.md).
+void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
+  const Chunk& chunk = slot.chunk_;
+  std::vector<Occurrence>* out = config_.locate ? &slot.occurrences_ : nullptr;
+  std::uint64_t* counts = config_.count_patterns ? slot.counts_.data() : nullptr;
+  slot.first_nul_ = ScanSlot::kNoNul;
+  if (chunk.nul_search == 0) {
+    slot.total_ = matcher_.scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
+    return;
+  }
+  auto search = [&](std::size_t begin, std::size_t end) {
+    if (slot.first_nul_ != ScanSlot::kNoNul || begin >= end) return;
+    if (const void* nul = std::memchr(chunk.data + begin, '\0', end - begin))
+      slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data);
+  };
+  constexpr std::size_t kPiece = 1u << 20;
+  slot.total_ = matcher_.scan_in_pieces(chunk.data, chunk.size, chunk.overlap, kPiece, search, scratch, out, counts);
+  search(chunk.size, chunk.nul_search);  // past the chunk: what a read would have brought
 }
 
 std::unique_ptr<ScanSlot> HostScanner::make_slot() {

@@ -61,6 +61,7 @@ constexpr std::uint64_t order_key(std::uint32_t position, std::uint32_t length) 
 
 struct ScanContext {
   const std::uint32_t* length;
+  std::uint32_t base = 0;  // added to every position: where data lies in the caller's chunk
   unsigned long long overlap;
   std::uint64_t total = 0;
   std::uint64_t* pattern_counts = nullptr;
@@ -110,7 +111,7 @@ int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned 
   auto& c = *static_cast<ScanContext*>(context);
   if (to <= c.overlap) return 0;
   const std::uint32_t length = c.length[id];
-  const auto position = static_cast<std::uint32_t>(to - length);
+  const auto position = static_cast<std::uint32_t>(to - length) + c.base;
   const std::uint64_t key = order_key(position, length);
   if (key < c.last_key) c.ordered = false;
   c.last_key = key;
@@ -197,13 +198,52 @@ HsDatabase::Scratch HsDatabase::new_scratch() const {
   return scratch;
 }
 
+std::uint64_t HsDatabase::scan_in_pieces(const char* data, std::size_t size, std::size_t overlap, std::size_t piece,
+                                          const std::function<void(std::size_t, std::size_t)>& visit,
+                                          Scratch& scratch, std::vector<Occurrence>* out,
+                                          std::uint64_t* pattern_counts) const {
+  const std::size_t longest = table_->max_length() > 0 ? table_->max_length() - 1 : 0;
+  const std::size_t first = out != nullptr ? out->size() : 0;
+  std::uint64_t total = 0;
+  try {
+    for (std::size_t begin = 0; begin < size; begin += piece) {
+      const std::size_t end = std::min(size, begin + piece);
+      visit(begin, end);
+      // Occurrences that end in this piece (and past the chunk's own overlap): the piece
+      // with the longest pattern's worth before it.
+      const std::size_t from = begin > longest ? begin - longest : 0;
+      const std::size_t drop = std::max(overlap, begin);
+      if (drop >= end) continue;
+      total += scan_at(data + from, end - from, drop - from, static_cast<std::uint32_t>(from), scratch, out,
+                       pattern_counts);
+    }
+  } catch (...) {
+    if (out != nullptr) out->resize(first);  // no partial result
+    throw;
+  }
+  // An occurrence that ends in a later piece comes after those of the piece before, even
+  // where it starts first: one ordering pass over the chunk's occurrences puts that right.
+  if (out != nullptr) {
+    const auto found = std::span(*out).subspan(first);
+    const auto before = [this](const Occurrence& a, const Occurrence& b) { return table_->before(a, b); };
+    if (!std::is_sorted(found.begin(), found.end(), before)) sort_occurrences(found, scratch.sort_buffer_, *table_);
+  }
+  return total;
+}
+
 std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                                 std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+  return scan_at(data, size, overlap, 0, scratch, out, pattern_counts);
+}
+
+std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base,
+                                   Scratch& scratch, std::vector<Occurrence>* out,
+                                   std::uint64_t* pattern_counts) const {
   if (size > UINT_MAX) throw Error("host scan: a chunk must be smaller than 4 GiB");
   if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HsDatabase");
   if (database_ == nullptr || size == 0 || overlap >= size) return 0;
 
-  ScanContext context{.length = table_->unique_lengths().data(), .overlap = overlap};
+  ScanContext context{.length = table_->unique_lengths().data(), .base = base, .overlap = overlap};
   match_event_handler handler = count_only;
   if (out != nullptr) {
     handler = locate;
@@ -227,7 +267,7 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
       if (undo.total != context.total || undo.digest != context.digest)
         throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
     }
-    return walk(data, size, overlap, scratch, out, pattern_counts);
+    return walk(data, size, overlap, base, scratch, out, pattern_counts);
   }
   if (out != nullptr) {
     // Counted here rather than in the callback, so that a failed scan adds nothing.
@@ -239,8 +279,9 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
   return context.total;
 }
 
-std::uint64_t HsDatabase::walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
-                                std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const {
+std::uint64_t HsDatabase::walk(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base,
+                                Scratch& scratch, std::vector<Occurrence>* out,
+                                std::uint64_t* pattern_counts) const {
   std::uint64_t total = 0;
   if (out == nullptr) {
     table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t, std::uint32_t id) {
@@ -252,7 +293,7 @@ std::uint64_t HsDatabase::walk(const char* data, std::size_t size, std::size_t o
   const std::size_t first = out->size();
   try {
     table_->for_each_occurrence(std::string_view(data, size), overlap, [&](std::size_t p, std::uint32_t id) {
-      out->push_back(Occurrence{static_cast<std::uint32_t>(p), id});
+      out->push_back(Occurrence{static_cast<std::uint32_t>(p) + base, id});
     });
   } catch (...) {
     out->resize(first);  // no partial result

@@ -35,6 +35,7 @@ class HostScanner final : public Scanner {
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
   void work();
+  void scan(Slot& slot, HsDatabase::Scratch& scratch);
 
   HsDatabase matcher_;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop

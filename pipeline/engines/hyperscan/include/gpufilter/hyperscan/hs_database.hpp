@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
@@ -66,9 +67,19 @@ class HsDatabase {
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
+  // scan()'s results, got piece by piece (`piece` bytes each, overlapping by the longest
+  // pattern - 1) so that each piece is still in cache for `visit(begin, end)`, called on
+  // data[begin, end) just before that piece is scanned (the NUL search of a mapped chunk).
+  std::uint64_t scan_in_pieces(const char* data, std::size_t size, std::size_t overlap, std::size_t piece,
+                               const std::function<void(std::size_t, std::size_t)>& visit, Scratch& scratch,
+                               std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+
  private:
+  // scan(), with `base` added to every position reported.
+  std::uint64_t scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
+                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
   // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
-  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
+  std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
   hs_database* database_ = nullptr;  // null when there is nothing to match
