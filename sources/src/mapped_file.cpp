@@ -87,7 +87,8 @@ std::unique_ptr<MappedFile> MappedFile::map(int fd, std::uint64_t offset, std::s
   const auto b = reinterpret_cast<std::uintptr_t>(base);
   m->guard_ = claim_guard(b, b + length);
   if (m->guard_ < 0) return nullptr;  // unguarded, a truncation could kill us: read instead
-  ::madvise(base, length, MADV_SEQUENTIAL);
+  // No MADV_SEQUENTIAL: it lets the kernel drop the file's cached pages behind the scan,
+  // and the next search of the same file would read them from disk again.
   m->data_ = static_cast<char*>(base) + (offset - start);
   m->size_ = size;
   m->offset_ = offset;
@@ -109,13 +110,10 @@ std::size_t MappedFile::still_backed() const {
 }
 
 void MappedFile::drop_before(std::size_t bytes) noexcept {
-  // In steps of 4 MiB or more: one madvise() each, 4,096 for 16 GiB; the resident set
-  // stays near what is in flight (tests/cli/streaming_test.cpp bounds it).
-  constexpr std::size_t kStep = 4u << 20;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t head = static_cast<std::size_t>(data_ - static_cast<char*>(base_));
   const std::size_t upto = (head + std::min(bytes, size_)) / page * page;
-  if (upto < dropped_ + kStep) return;
+  if (upto <= dropped_) return;
   ::madvise(static_cast<char*>(base_) + dropped_, upto - dropped_, MADV_DONTNEED);
   dropped_ = upto;
 }

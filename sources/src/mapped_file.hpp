@@ -35,7 +35,7 @@ class MappedFile final : public MappedBytes {
   void* base_ = nullptr;      // page-aligned start of the mapping
   std::size_t length_ = 0;    // of the whole mapping
   std::uint64_t offset_ = 0;  // file offset of data()[0]
-  std::size_t dropped_ = 0;   // bytes of data() given back so far
+  std::size_t dropped_ = 0;   // bytes from base_ given back so far
 };
 
 }  // namespace gpufilter

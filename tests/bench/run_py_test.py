@@ -85,8 +85,13 @@ class RunPyTest(unittest.TestCase):
             self.assertEqual((r["status"], r["seconds"]), ("timeout", 0.2))
 
     def test_commands(self):
-        a = argparse.Namespace(gpufilter="G", grep="g", rg="r", hs_count="h", stats=True, device=None, threads=None)
+        a = argparse.Namespace(gpufilter="G", grep="g", rg="r", hs_count="h", stats=True, device=None, threads=None,
+                               engine=None)
         self.assertEqual(run.command(a, "gpufilter", "P", False, "C", True), ["G", "--stats", "-E", "-f", "P", "C"])
+        a.engine = "cpu"  # --engine: gpufilter alone takes it
+        self.assertEqual(run.command(a, "gpufilter", "P", False, "C"), ["G", "--stats", "--engine=cpu", "-F", "-f", "P", "C"])
+        self.assertEqual(run.command(a, "grep", "P", False, "C"), ["g", "-F", "-f", "P", "C"])
+        a.engine = None
         self.assertEqual(run.command(a, "gpufilter", "P", True, "C"), ["G", "--stats", "-F", "-i", "-f", "P", "C"])
         self.assertEqual(run.command(a, "grep", "P", False, "C", True), ["g", "-E", "-f", "P", "C"])
         self.assertEqual(run.command(a, "grep", "P", False, "C"), ["g", "-F", "-f", "P", "C"])

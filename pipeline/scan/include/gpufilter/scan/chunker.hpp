@@ -91,6 +91,7 @@ class Chunker {
   bool mapping_ = false;
   std::size_t noted_ = 0;  // where the chunker's own NUL search of the mapping starts
   std::uint64_t mapped_binary_ = kNoBinary;  // settle_binary's: from the engine's searches
+  std::uint64_t dropped_ = 0;                // done_before's: pages given back up to here
 };
 
 }  // namespace gpufilter
