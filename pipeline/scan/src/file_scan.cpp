@@ -149,7 +149,9 @@ InputSummary FileScan::run(Source& source) {
 
   std::string read_error;
   try {
-    if (source.is_regular_file()) read_file(chunker, source.name(), read_error);
+    // A mapped file's chunks are cut without a copy: no reader thread to wait for, and the
+    // stream loop never waits on a regular file.
+    if (source.is_regular_file() && !chunker.in_place()) read_file(chunker, source.name(), read_error);
     else read_stream(chunker, read_error);
     if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
     else drain();

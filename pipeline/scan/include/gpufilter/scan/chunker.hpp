@@ -57,6 +57,8 @@ class Chunker {
   Status fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager = false);
 
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
+  // Whether chunks come out of a mapping (ChunkerConfig::map_file took effect).
+  bool in_place() const noexcept { return mapped_ != nullptr; }
 
   // At delivery, in input order, of every chunk: a mapped chunk's NUL search result
   // (ScanSlot::first_nul) decides where binary mode begins, as the chunker's own search

@@ -5,9 +5,11 @@
 //
 // One pipeline thread submits chunks and delivers results while the engine scans the
 // chunks in flight (on the device, or on host workers). A regular file is read ahead by a
-// ReadAhead thread (whose large reads are split over a WorkerPool); a stream, which can
-// stall, is read by the pipeline thread itself between deliveries, so that a quiet input
-// never holds back a complete line. Chunks complete in the order they were submitted.
+// ReadAhead thread (whose large reads are split over a WorkerPool), unless the host engine
+// scans it where it lies (mapped: ChunkerConfig::map_file), whose chunks the pipeline
+// thread cuts itself; a stream, which can stall, is read by the pipeline thread between
+// deliveries, so that a quiet input never holds back a complete line. Chunks complete in
+// the order they were submitted.
 #pragma once
 
 #include <chrono>
