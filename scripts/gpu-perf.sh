@@ -20,3 +20,5 @@ pass() {  # pass TAG SECONDS ARGS...
 pass auto 300 --sets="$sets"
 pass cpu 150 --sets="$sets" --engine=cpu --tools=gpufilter,hs --kernel-bench=none
 pass gpu 120 --sets="$sets" --engine=gpu --tools=gpufilter --kernel-bench=none
+# The dense set (90 % of lines selected, written to /dev/shm) and -i, beside the reference.
+pass extra 150 --sets="${PERF_EXTRA:-dense,icase,100000}" --tools=gpufilter,hs --kernel-bench=none
