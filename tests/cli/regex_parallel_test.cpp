@@ -77,5 +77,32 @@ TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
   check("-E", {"-e", "[0-9]", "-e", "xyzzy", log}, utf8);
 }
 
+// Literals whose occurrences are dense (most lines selected) are decided on the worker pool
+// too (Searcher::predecide) and printed in runs: the same bytes as grep -F.
+TEST(LiteralParallel, DenseLinesDecidedOnWorkers) {
+  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
+    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  std::string input;
+  for (const std::string& name : loghub_logs()) input += read_file(corpus_path("loghub/" + name + "_2k.log"));
+  input += "bad byte \xff in INFO\nno newline at the end: INFO";
+  TempDir dir;
+  const std::string log = dir.write("all.log", input);
+  const std::string dense = dir.write("dense", pattern_file({"INFO", "Dec", "Jul", "WARN", "exe", "error", "1"}));
+  const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"256K", "3", "cpu"}, {"1M", "2", "gpu"}};
+  auto check = [&](const Args& args, const std::vector<std::string>& env = {}) {
+    expect_same_with("-F", args, {}, knobs, "the whole Loghub corpus, dense literals", env);
+  };
+  check({"-f", dense, log});
+  check({"-c", "-f", dense, log});
+  check({"-n", "-b", "-f", dense, log});
+  check({"-w", "-f", dense, log});
+  check({"-x", "-e", "1", "-e", "- - -", log});
+  check({"-i", "-o", "-f", dense, log});
+  check({"-m", "3000", "-A", "1", "-f", dense, log});
+  check({"-v", "-c", "-f", dense, log});
+  check({"-w", "-i", "-f", dense, log}, {"LC_ALL=C.UTF-8"});
+  check({"-f", dense, log}, {"LC_ALL=C.UTF-8"});
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -428,6 +428,23 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
 
 }  // namespace
 
+void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::size_t end,
+                                    std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
+                                    std::vector<const char*>& matched) const {
+  std::size_t index = static_cast<std::size_t>(
+      std::lower_bound(occurrences.begin(), occurrences.end(), begin,
+                       [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
+      occurrences.begin());
+  const bool any = !options_.word && !options_.whole_line;  // every occurrence is valid
+  while (index < occurrences.size() && occurrences[index].position < end) {
+    const auto [first, last, terminated] = line_around(data, begin, occurrences[index].position, end);
+    scratch.clear();
+    for (; index < occurrences.size() && occurrences[index].position < last; ++index)
+      if (!any) scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
+    if (any || line_matches(std::string_view(data + first, last - first), scratch)) matched.push_back(data + first);
+  }
+}
+
 void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
                          std::span<const Occurrence> occurrences) {
   constexpr std::size_t kMinPiece = std::size_t{64} << 10;
@@ -435,12 +452,13 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   p.begin = p.end = nullptr;
   WorkerPool* pool = options_.workers;
   if (pool == nullptr || pool->width() < 2 || end - begin < 2 * kMinPiece) return;
-  RegexLines& regex = *options_.regex;
+  RegexLines* regex = options_.regex;
   // Most lines are to be asked (some regex has no factor, or factors are everywhere): one
   // pass of every regex over the whole piece beats asking line by line.
-  const bool whole_piece =
-      (regex.every_line_is_candidate() || occurrences.size() * 256 > end - begin) && regex.prepare_lines();
-  regex.set_lanes(pool->width());
+  const bool whole_piece = regex != nullptr &&
+                           (regex->every_line_is_candidate() || occurrences.size() * 256 > end - begin) &&
+                           regex->prepare_lines();
+  if (regex != nullptr) regex->set_lanes(pool->width());
   p.pieces.resize(pool->width());
   p.scratch.resize(pool->width());
   std::vector<std::exception_ptr> errors(pool->width());
@@ -449,7 +467,8 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
     try {
       const std::size_t first = line_start_from(data, begin, begin + b, end);
       const std::size_t last = line_start_from(data, begin, begin + e, end);
-      decide_lines(regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], whole_piece);
+      if (regex != nullptr) decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], whole_piece);
+      else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i]);
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -502,8 +521,12 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     const char* last_nl = static_cast<const char*>(memrchr(data + pos, '\n', chunk.size - pos));
     complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
   }
-  if (options_.regex != nullptr && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end) &&
-      (any_line_may_match() || index < occurrences.size()))
+  // Literals: only where occurrences are dense (one per 4 KiB or more); a few lines are
+  // decided faster on this thread than handed out.
+  const bool decide_ahead = options_.regex != nullptr
+                                ? any_line_may_match() || index < occurrences.size()
+                                : !any_line_may_match() && (occurrences.size() - index) * 4096 > complete_end - pos;
+  if (decide_ahead && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end))
     predecide(data, pos, complete_end, occurrences);
   const Flow flow = consume_lines(chunk, occurrences, pos, index, complete_end);
   predecided_.begin = predecided_.end = nullptr;  // the chunk's bytes go back to the engine

@@ -129,8 +129,6 @@ class Searcher final : public ChunkConsumer {
   // no factor.
   bool any_line_may_match() const noexcept;
   void gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin, std::size_t end);
-  // Regexes: decides the lines of data[begin, end) (whole lines) on the workers' threads,
-  // for line() to read back in order; `occurrences` relative to data.
   // consume()'s steps 2 and 3: the complete lines from data[pos] to data[complete_end],
   // then the line that goes on in the next chunk.
   Flow consume_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos, std::size_t index,
@@ -145,7 +143,16 @@ class Searcher final : public ChunkConsumer {
   void emit_run(Run& run);
   std::size_t selected_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
                              std::size_t& index, std::size_t complete_end);
+  // Decides the lines of data[begin, end) (whole lines) on the workers' threads, for line()
+  // and selected_lines() to read back in order; `occurrences` relative to data. Regexes
+  // always (their confirmation is the costly part); literals where occurrences are dense,
+  // so that most lines are selected and deciding them one by one would bound the output.
   void predecide(const char* data, std::size_t begin, std::size_t end, std::span<const Occurrence> occurrences);
+  // A worker's literal share of predecide(): the lines of data[begin, end) that hold a
+  // valid occurrence (-w, -x), by their first bytes.
+  void decide_literal_lines(const char* data, std::size_t begin, std::size_t end,
+                            std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
+                            std::vector<const char*>& matched) const;
   // line_matches(), answered from predecide() where it decided the line.
   bool decide(std::string_view text, std::span<const LineOccurrence> occurrences);
 
