@@ -116,6 +116,17 @@ TEST(EnginePolicy, SizesLiveWithThePlan) {
   EXPECT_FALSE(engines.device_opened());
 }
 
+// The policy counts what an engine compiles: 20,000 lines of five patterns are five.
+TEST(EnginePolicy, CountsDistinctLiterals) {
+  PatternSet patterns;
+  for (int i = 0; i < 20'000; ++i) patterns.add(i % 5 == 0 ? "sshd" : i % 5 == 1 ? "" : "error " + std::to_string(i % 3));
+  const PatternStats stats = PatternStats::of(patterns);
+  EXPECT_EQ(stats.count, 5u);
+  EXPECT_EQ(stats.longest, 7u);
+  EXPECT_EQ(choose_engine(EngineChoice::kAuto, stats, InputKind::kFiles, 1u << 20, [] { return DeviceKind::kGpu; }).engine,
+            EngineKind::kHost);
+}
+
 TEST(EnginePolicy, BuildsTheChosenEngine) {
   PatternSet patterns;
   patterns.add("needle");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "gpufilter/hyperscan/host_scanner.hpp"
@@ -59,6 +61,13 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
   // (docs/PERFORMANCE.md, 2026-11-27, H200 machine), and it starts in milliseconds.
   return {EngineKind::kHost, literals(patterns.count) + ": the host engine is fastest for up to " +
                                  std::to_string(kHostEngineMaxPatterns) + " literals on any device"};
+}
+
+PatternStats PatternStats::of(const PatternSet& patterns) {
+  std::unordered_set<std::string_view> distinct;
+  distinct.reserve(patterns.size());
+  for (std::size_t i = 0; i < patterns.size(); ++i) distinct.insert(patterns[i]);
+  return {distinct.size(), patterns.max_length()};
 }
 
 std::vector<DeviceInfo> opencl_devices() { return list_devices(); }
