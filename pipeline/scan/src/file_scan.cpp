@@ -162,8 +162,10 @@ InputSummary FileScan::run(Source& source) {
     } catch (...) {
       // The first error is the one to report.
     }
+    chunker_ = nullptr;
     throw;
   }
+  chunker_ = nullptr;  // run()'s own: gone when it returns
   InputSummary summary = searcher_.finish_input();
   summary.read_error = std::move(read_error);
   return summary;
