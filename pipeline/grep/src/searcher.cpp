@@ -416,13 +416,16 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
       if (regex.line_matches_on(lane, line.text, line.occurrences)) matched.push_back(line.text.data());
     return;
   }
-  while (index < occurrences.size() && occurrences[index].position < end) {
-    const auto [first, last, terminated] = line_around(data, begin, occurrences[index].position, end);
+  // The floor moves past each line decided, so the searches for line starts cover the piece
+  // once however many lines hold occurrences.
+  for (std::size_t floor = begin; index < occurrences.size() && occurrences[index].position < end;) {
+    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end);
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
     const std::string_view text(data + first, last - first);
     if (regex.line_matches_on(lane, text, scratch)) matched.push_back(text.data());
+    floor = last + 1;
   }
 }
 
@@ -436,12 +439,13 @@ void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::si
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
       occurrences.begin());
   const bool any = !options_.word && !options_.whole_line;  // every occurrence is valid
-  while (index < occurrences.size() && occurrences[index].position < end) {
-    const auto [first, last, terminated] = line_around(data, begin, occurrences[index].position, end);
+  for (std::size_t floor = begin; index < occurrences.size() && occurrences[index].position < end;) {
+    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end);
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       if (!any) scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
     if (any || line_matches(std::string_view(data + first, last - first), scratch)) matched.push_back(data + first);
+    floor = last + 1;  // as in decide_lines
   }
 }
 

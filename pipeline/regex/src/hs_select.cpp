@@ -35,8 +35,12 @@ int on_line_match(unsigned int, unsigned long long, unsigned long long to, unsig
   auto* lines = static_cast<Lines*>(context);
   const std::size_t last = static_cast<std::size_t>(to) - 1;  // a match is never empty here
   if (last >= lines->line_begin && last < lines->line_end) return 0;
-  const void* before = memrchr(lines->piece, '\n', last);
-  const std::size_t begin = before != nullptr ? static_cast<std::size_t>(static_cast<const char*>(before) - lines->piece) + 1 : 0;
+  // Past the last line found, this line starts after it: the search backwards stops there
+  // (a match out of order searches from the piece's start).
+  const bool after_last = lines->line_begin <= lines->line_end && last > lines->line_end;
+  const std::size_t floor = after_last ? lines->line_end + 1 : 0;
+  const void* before = memrchr(lines->piece + floor, '\n', last - floor);
+  const std::size_t begin = before != nullptr ? static_cast<std::size_t>(static_cast<const char*>(before) - lines->piece) + 1 : floor;
   const void* after = std::memchr(lines->piece + last, '\n', lines->size - last);
   lines->line_begin = begin;
   lines->line_end = after != nullptr ? static_cast<std::size_t>(static_cast<const char*>(after) - lines->piece) : lines->size;
