@@ -18,7 +18,7 @@ Chunker::Chunker(Source& source, ChunkerConfig config)
 }
 
 void Chunker::done_before(std::uint64_t offset) noexcept {
-  // In steps of four chunks (4 MiB at least): each madvise() stops every core running one
+  // In steps of four chunks (4 MiB at least): each munmap() stops every core running one
   // of our threads to flush its TLB, so not one per chunk; the resident set stays near what
   // is in flight (tests/cli/streaming_test.cpp bounds it).
   const std::uint64_t step = std::max<std::uint64_t>(4u << 20, 4 * std::uint64_t{capacity_});

@@ -22,8 +22,8 @@ class MappedBytes {
   std::size_t size() const noexcept { return size_; }
   // How many of the first size() bytes the file holds now (fewer once it was truncated).
   virtual std::size_t still_backed() const = 0;
-  // The first `bytes` are no longer needed: their pages may leave this process's memory
-  // (they are read again from the file if touched), so that memory stays bounded.
+  // The first `bytes` are no longer needed and are never touched again: their pages may
+  // leave this process's address space, so that memory stays bounded.
   virtual void drop_before(std::size_t bytes) noexcept = 0;
 
  protected:
