@@ -188,7 +188,13 @@ TEST(Chunker, CapacityIsRaisedAboveOverlap) {
 
 TEST(Chunker, InvariantsOverSweep) {
   std::vector<std::size_t> capacities;
+#if defined(GPUFILTER_SANITIZED)
+  // Every capacity a line straddles in one way or another, not each of 1-12: the release
+  // build sweeps them all, the sanitizers (3-4 times slower) a sample.
+  for (std::size_t c : {1u, 2u, 3u, 5u, 8u, 12u}) capacities.push_back(c);
+#else
   for (std::size_t c = 1; c <= 12; ++c) capacities.push_back(c);
+#endif
   for (std::size_t c : {16u, 31u, 64u, 4096u}) capacities.push_back(c);
   const std::size_t overlaps[] = {0, 1, 3, 7};
   const std::size_t read_sizes[] = {1, 2, 3, 7, 0};
