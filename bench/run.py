@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cases as bench_cases  # noqa: E402  (bench/cases.py)
 import regex_sets  # noqa: E402  (bench/regex_sets.py)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,6 +66,16 @@ def parse_sets(text):
     return sets
 
 
+def parse_cases(text):
+    if text == "none":
+        return []
+    names = [c for c in text.split(",") if c]
+    unknown = [c for c in names if c not in bench_cases.CASES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown cases {','.join(unknown)}; from {','.join(bench_cases.CASES)}")
+    return names
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 epilog="Tool paths: the flag, else the environment variable named in its help.")
@@ -82,6 +93,9 @@ def parse_args(argv):
     p.add_argument("--tools", default=",".join(TOOLS),
                    help=f"comma-separated tools to run, from {','.join(TOOLS)} (default: all); the others are "
                         "marked skipped, e.g. a second --engine pass without the peers")
+    p.add_argument("--cases", type=parse_cases, default=bench_cases.CASES,
+                   help=f"comma-separated, from {','.join(bench_cases.CASES)}, or none (default: all; "
+                        "see bench/cases.py)")
     p.add_argument("--loghub", type=Path, help="Loghub logs (default $GPUFILTER_CORPUS_DIR/loghub, "
                    "else ../shared/corpus/loghub)")
     p.add_argument("--plot-only", action="store_true", help="only redraw WORK/throughput.png from WORK/results.json")
@@ -91,6 +105,8 @@ def parse_args(argv):
              "hs-count": ("GPUFILTER_HS_COUNT", "BUILD/bench/gpufilter-hs-count"),
              "kernel-bench": ("GPUFILTER_KERNEL_BENCH", "BUILD/bench/gpufilter-kernel-bench; none: not run"),
              "gen-corpus": ("GPUFILTER_GEN_CORPUS", "BUILD/bench/gpufilter-gen-corpus"),
+             "gen-pcap": ("GPUFILTER_GEN_PCAP", "BUILD/bench/gpufilter-gen-pcap; none: no capture case"),
+             "tshark": ("GPUFILTER_TSHARK", "tshark on PATH; none: the capture case without it"),
              "gnuplot": ("GPUFILTER_GNUPLOT", "gnuplot on PATH")}
     for name, (env, default) in tools.items():
         p.add_argument(f"--{name}", type=Path, help=f"${env}, else {default}")
@@ -114,6 +130,8 @@ def parse_args(argv):
     a.hs_count = tool("hs-count", a.build / "bench" / "gpufilter-hs-count")
     a.kernel_bench = tool("kernel-bench", a.build / "bench" / "gpufilter-kernel-bench")
     a.gen_corpus = tool("gen-corpus", a.build / "bench" / "gpufilter-gen-corpus")
+    a.gen_pcap = tool("gen-pcap", a.build / "bench" / "gpufilter-gen-pcap")
+    a.tshark = tool("tshark", shutil.which("tshark"))
     a.gnuplot = tool("gnuplot", shutil.which("gnuplot"))
     return a
 
@@ -514,6 +532,15 @@ def main(argv):
             device = (s["tools"]["gpufilter"].get("stats") or {}).get("device") or s["kernel"].get("device")
             if device and device not in results["machine"]["devices"]:
                 results["machine"]["devices"].append(device)
+        results["cases"] = {}
+        for name in a.cases:
+            c = bench_cases.run_case(a, name, corpus, ENV, out_dir)
+            for r in c["tools"].values():
+                r.pop("text", None)
+            print(f"  case {name}: " + ", ".join(f"{t} {r['status']} {r['seconds']:.4f} s"
+                                               for t, r in c["tools"].items()), flush=True)
+            results["cases"][name] = c
+            problems += [f"case {name}: {p}" for p in c["problems"]]
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
     results["problems"] = problems
@@ -521,6 +548,9 @@ def main(argv):
     print()
     print(table(results, a.timeout))
     print()
+    if results["cases"]:
+        print(bench_cases.table(results["cases"]))
+        print()
     for name, s in results["sets"].items():
         for tool in ("grep", "rg"):
             if s["tools"][tool]["status"] == "failed":

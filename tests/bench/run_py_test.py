@@ -17,6 +17,7 @@ from unittest import mock
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import cases  # noqa: E402  (bench/cases.py)
 import run  # noqa: E402  (bench/run.py)
 import regex_sets  # noqa: E402  (bench/regex_sets.py)
 
@@ -143,6 +144,29 @@ class RunPyTest(unittest.TestCase):
         skipped = {"status": "skipped", "seconds": None, "gbps": None, "message": "timed out on set 100"}
         self.assertEqual(run.speed_cell(skipped, 60), "skipped")
         self.assertEqual(run.ratio_cell(ok(1), skipped), "–")
+
+
+    def test_cases(self):
+        self.assertEqual(run.parse_cases("first-line,capture"), ["first-line", "capture"])
+        self.assertEqual(run.parse_cases("none"), [])
+        with self.assertRaises(argparse.ArgumentTypeError):
+            run.parse_cases("first-line,files")
+        self.assertEqual(run.parse_args(["--build", "/b"]).cases, cases.CASES)
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = Path(tmp) / "corpus.log"
+            corpus.write_bytes(b"".join(b"line %d of the corpus\n" % i for i in range(100000)))
+            literal = cases._first_line_literal(corpus)
+            data = corpus.read_bytes()
+            self.assertGreaterEqual(data.find(literal.encode()), cases.FIRST_LINE_AT)
+            files = cases._cut_files(corpus, Path(tmp) / "files", 50, 1 << 16)  # more than the corpus holds
+            self.assertEqual(len(files), 50)
+            for f in files:
+                piece = f.read_bytes()
+                self.assertGreaterEqual(len(piece), 1 << 16)
+                self.assertTrue(piece.endswith(b"\n") and piece in data)
+        table = cases.table({"files500x20K": {"what": "w", "unit": "s", "tools": {
+            "gpufilter": ok(3, seconds=0.5), "grep": ok(3, seconds=1.0), "rg": {"status": "timeout", "seconds": 9}}}})
+        self.assertIn("| files500x20K: w | 0.500 s (2 GB/s) | 1.000 s (1 GB/s) | timeout | – | 2× as fast |", table)
 
 
 def sha1(path):
