@@ -63,9 +63,10 @@ int pread_full(int fd, char* dst, std::size_t size, std::uint64_t offset, std::s
 std::size_t FileSource::read(std::span<char> dst) {
   if (stop_ != nullptr && stop_->requested()) return 0;
   // A large read of a regular file is copied out of the page cache by several threads:
-  // one thread's copy runs well below what the device link takes.
-  if (regular_ && workers_ != nullptr) {
-    constexpr std::size_t kPiece = 1u << 20;
+  // one thread's copy runs well below what the device link takes. A small file is read
+  // here: waking the pool cost more than the copy (500 files of 20 KB took 0.5 s).
+  constexpr std::size_t kPiece = 1u << 20;
+  if (regular_ && workers_ != nullptr && dst.size() >= 2 * kPiece && unread_size().value_or(0) >= 2 * kPiece) {
     WorkerPool& pool = *workers_;
     struct Piece {
       std::size_t wanted = 0, got = 0;
@@ -91,6 +92,7 @@ std::size_t FileSource::read(std::span<char> dst) {
   for (;;) {
     const ssize_t n = ::read(fd_, dst.data(), dst.size());
     if (n >= 0) {
+      if (regular_) offset_ += static_cast<std::uint64_t>(n);  // where the next split read begins
       return static_cast<std::size_t>(n);
     }
     if (errno != EINTR) throw SourceError(name_, errno);
@@ -111,6 +113,13 @@ std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
   offset_ = static_cast<std::uint64_t>(at) + size;
   ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);
   return mapped;
+}
+
+std::optional<std::uint64_t> FileSource::unread_size() const {
+  struct stat st {};
+  if (!regular_ || ::fstat(fd_, &st) != 0) return std::nullopt;
+  const auto end = static_cast<std::uint64_t>(st.st_size);
+  return end > offset_ ? end - offset_ : 0;
 }
 
 bool FileSource::is_same_file_as(int other) const {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <string>
 
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/scan/chunker.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "testutil/testutil.hpp"
@@ -138,11 +139,40 @@ TEST(FileSourceMapping, TruncatedUnderTheMappingReadsZeros) {
   std::uint64_t end = 0;
   int chunks = 0;
   while (chunker.fill(staging.data(), chunk, std::chrono::milliseconds(-1)) == Chunker::Status::kChunk) {
-    if (++chunks == 2) ASSERT_EQ(::truncate(path.c_str(), 200000), 0);
+    if (++chunks == 2) {
+      ASSERT_EQ(::truncate(path.c_str(), 200000), 0);
+    }
     end = chunk.offset + chunk.size;
   }
   EXPECT_LE(end, 200000u + config.capacity);  // the chunk cut before the truncation may hold zeros
   EXPECT_GE(end, 131072u);
+}
+
+
+// Reads split over a pool (large ones) and plain reads (small ones, or near the end) take
+// turns on one file: each goes on where the last stopped, and unread_size() follows.
+TEST(FileSourceReads, SplitAndPlainReadsTakeTurns) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < (5u << 20) + 12345; ++i) text += "line " + std::to_string(i) + "\n";
+  const std::string path = dir.write("c.log", text);
+  WorkerPool pool(3);
+  auto source = FileSource::open(path);
+  source->set_workers(&pool);
+  ASSERT_EQ(source->unread_size(), text.size());
+  std::string got;
+  for (const std::size_t want : {std::size_t{1} << 20, std::size_t{4} << 20, std::size_t{100}, std::size_t{4} << 20}) {
+    std::string buffer(want, '\0');
+    const std::size_t n = source->read(std::span<char>(buffer.data(), buffer.size()));
+    got.append(buffer, 0, n);
+    EXPECT_EQ(source->unread_size(), text.size() - got.size());
+  }
+  std::string rest(1u << 20, '\0');
+  while (const std::size_t n = source->read(std::span<char>(rest.data(), rest.size()))) got.append(rest, 0, n);
+  EXPECT_EQ(got, text);
+  EXPECT_EQ(source->unread_size(), 0u);
+  auto pipe_like = FileSource::standard_input("(standard input)");
+  EXPECT_EQ(pipe_like->unread_size().has_value(), pipe_like->is_regular_file());
 }
 
 }  // namespace

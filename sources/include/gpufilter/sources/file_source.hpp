@@ -38,6 +38,7 @@ class FileSource final : public Source {
   // file (reads ahead, -q and -l stop before it). 0, or the errno of a failed lseek.
   int leave_at(std::optional<std::uint64_t> consumed);
   bool is_regular_file() const override { return regular_; }
+  std::optional<std::uint64_t> unread_size() const override;
   // The file from the next read's offset to its present end (sources/src/mapped_file.hpp).
   std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes) override;
   // Whether this is a regular file and `other` (an open descriptor) is that same file:

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <optional>
 #include <string>
 
 namespace gpufilter {
@@ -48,6 +49,9 @@ class Source {
 
   // True for inputs whose reads never wait and whose data is all there (regular files).
   virtual bool is_regular_file() const { return false; }
+
+  // A regular file's bytes from the next read to its present end; none for other inputs.
+  virtual std::optional<std::uint64_t> unread_size() const { return std::nullopt; }
 
   // A regular file's unread bytes, mapped, when there are at least `min_bytes` of them;
   // read() goes on after them (a file that grew). Null where the input is not mapped
