@@ -403,8 +403,14 @@ std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at,
 // can match unless some regex has no factor.
 void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                  std::vector<const char*>& matched, bool whole_piece) {
-  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched)) return;
+                  std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece) {
+  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched)) {
+    for (const char* start : matched) {
+      const void* nl = std::memchr(start, '\n', static_cast<std::size_t>(data + end - start));
+      ends.push_back(nl != nullptr ? static_cast<const char*>(nl) : data + end);
+    }
+    return;
+  }
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
@@ -413,7 +419,10 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
     LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index);
     CutLine<LineOccurrence> line;
     while (cutter.next(line))
-      if (regex.line_matches_on(lane, line.text, line.occurrences)) matched.push_back(line.text.data());
+      if (regex.line_matches_on(lane, line.text, line.occurrences)) {
+        matched.push_back(line.text.data());
+        ends.push_back(line.text.data() + line.text.size());
+      }
     return;
   }
   // The floor moves past each line decided, so the searches for line starts cover the piece
@@ -424,16 +433,31 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
     const std::string_view text(data + first, last - first);
-    if (regex.line_matches_on(lane, text, scratch)) matched.push_back(text.data());
+    if (regex.line_matches_on(lane, text, scratch)) {
+      matched.push_back(text.data());
+      ends.push_back(data + last);
+    }
     floor = last + 1;
   }
+}
+
+// Whether the lines [starts[k], ends[k]) are all valid UTF-8, adjacent lines checked as
+// one piece (as emit_run checks a run).
+bool lines_valid_utf8(const std::vector<const char*>& starts, const std::vector<const char*>& ends) {
+  for (std::size_t k = 0; k < starts.size();) {
+    std::size_t last = k;
+    while (last + 1 < starts.size() && ends[last] + 1 == starts[last + 1]) ++last;
+    if (!valid_utf8(std::string_view(starts[k], static_cast<std::size_t>(ends[last] - starts[k])))) return false;
+    k = last + 1;
+  }
+  return true;
 }
 
 }  // namespace
 
 void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::size_t end,
                                     std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                                    std::vector<const char*>& matched) const {
+                                    std::vector<const char*>& matched, std::vector<const char*>& ends) const {
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
@@ -444,7 +468,10 @@ void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::si
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       if (!any) scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
-    if (any || line_matches(std::string_view(data + first, last - first), scratch)) matched.push_back(data + first);
+    if (any || line_matches(std::string_view(data + first, last - first), scratch)) {
+      matched.push_back(data + first);
+      ends.push_back(data + last);
+    }
     floor = last + 1;  // as in decide_lines
   }
 }
@@ -464,23 +491,34 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
                            regex->prepare_lines();
   if (regex != nullptr) regex->set_lanes(pool->width());
   p.pieces.resize(pool->width());
+  p.piece_ends.resize(pool->width());
+  p.piece_valid.assign(pool->width(), 1);
+  const bool check_utf8 = options_.utf8 && options_.binary_files != BinaryFiles::kText;
   p.scratch.resize(pool->width());
   std::vector<std::exception_ptr> errors(pool->width());
   const std::size_t pieces = pool->split(end - begin, kMinPiece, [&](std::size_t i, std::size_t b, std::size_t e) {
     p.pieces[i].clear();
+    p.piece_ends[i].clear();
     try {
       const std::size_t first = line_start_from(data, begin, begin + b, end);
       const std::size_t last = line_start_from(data, begin, begin + e, end);
-      if (regex != nullptr) decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], whole_piece);
-      else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i]);
+      if (regex != nullptr)
+        decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece);
+      else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i]);
+      if (check_utf8) p.piece_valid[i] = lines_valid_utf8(p.pieces[i], p.piece_ends[i]);
     } catch (...) {
       errors[i] = std::current_exception();
     }
   });
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  p.all_valid_utf8 = std::all_of(p.piece_valid.begin(), p.piece_valid.begin() + pieces, [](char v) { return v != 0; });
   p.matched.clear();
-  for (std::size_t i = 0; i < pieces; ++i) p.matched.insert(p.matched.end(), p.pieces[i].begin(), p.pieces[i].end());
+  p.ends.clear();
+  for (std::size_t i = 0; i < pieces; ++i) {
+    p.matched.insert(p.matched.end(), p.pieces[i].begin(), p.pieces[i].end());
+    p.ends.insert(p.ends.end(), p.piece_ends[i].begin(), p.piece_ends[i].end());
+  }
   p.cursor = 0;
   p.begin = data + begin;
   p.end = data + end;
@@ -590,6 +628,7 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
                                      std::size_t& index, std::size_t complete_end) {
   const char* data = chunk.data;
   const std::vector<const char*>& matched = predecided_.matched;
+  const std::vector<const char*>& ends = predecided_.ends;
   if (quiet_ && !stop_on_first_ && options_.max_count - selected_ > matched.size()) {
     if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + complete_end);
     if (!matched.empty()) {
@@ -605,10 +644,11 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
   // A verbatim sink takes runs of adjacent selected lines as they lie in the chunk.
   const bool runs = sink_.verbatim() && !quiet_ && !options_.spans && !options_.pattern_ids;
   Run run{chunk, data};
-  for (const char* start : matched) {
-    const std::size_t begin = static_cast<std::size_t>(start - data);
-    const char* nl = static_cast<const char*>(std::memchr(start, '\n', complete_end - begin));
-    const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : complete_end;
+  run.known_valid_utf8 = predecided_.all_valid_utf8;
+  for (std::size_t i = 0; i < matched.size(); ++i) {
+    const std::size_t begin = static_cast<std::size_t>(matched[i] - data);
+    const std::size_t end = static_cast<std::size_t>(ends[i] - data);
+    const char* nl = end < complete_end ? data + end : nullptr;  // the workers stopped at '\n' or the end
     if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
     pos = end + 1;
     if (runs && nl != nullptr && selected_ + run.count + 1 < options_.max_count) {
@@ -633,7 +673,7 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
 // is not valid UTF-8 goes line by line (grep hides such lines: print_line_head).
 void Searcher::emit_run(Run& run) {
   const std::string_view bytes(run.data + run.begin, run.end - run.begin);
-  if (options_.utf8 && options_.binary_files != BinaryFiles::kText && !valid_utf8(bytes)) {
+  if (options_.utf8 && options_.binary_files != BinaryFiles::kText && !run.known_valid_utf8 && !valid_utf8(bytes)) {
     for (std::size_t at = run.begin; at < run.end && !done_;) {
       const std::size_t end = static_cast<std::size_t>(
           static_cast<const char*>(std::memchr(run.data + at, '\n', run.end - at)) - run.data);

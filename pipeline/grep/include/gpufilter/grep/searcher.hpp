@@ -139,6 +139,7 @@ class Searcher final : public ChunkConsumer {
     const char* data;
     std::size_t begin = 0, end = 0;
     std::uint64_t count = 0;
+    bool known_valid_utf8 = false;  // every line in it was checked on a worker
   };
   void emit_run(Run& run);
   std::size_t selected_lines(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
@@ -149,10 +150,10 @@ class Searcher final : public ChunkConsumer {
   // so that most lines are selected and deciding them one by one would bound the output.
   void predecide(const char* data, std::size_t begin, std::size_t end, std::span<const Occurrence> occurrences);
   // A worker's literal share of predecide(): the lines of data[begin, end) that hold a
-  // valid occurrence (-w, -x), by their first bytes.
+  // valid occurrence (-w, -x), by their first bytes and their ends (the '\n', or `end`).
   void decide_literal_lines(const char* data, std::size_t begin, std::size_t end,
                             std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                            std::vector<const char*>& matched) const;
+                            std::vector<const char*>& matched, std::vector<const char*>& ends) const;
   // line_matches(), answered from predecide() where it decided the line.
   bool decide(std::string_view text, std::span<const LineOccurrence> occurrences);
 
@@ -187,9 +188,14 @@ class Searcher final : public ChunkConsumer {
   struct Predecided {
     const char* begin = nullptr;
     const char* end = nullptr;
-    std::vector<const char*> matched;
+    std::vector<const char*> matched;  // the selected lines' first bytes
+    std::vector<const char*> ends;     // and their ends, found by the workers too
     std::size_t cursor = 0;
-    std::vector<std::vector<const char*>> pieces;  // per worker piece, joined into matched
+    std::vector<std::vector<const char*>> pieces, piece_ends;  // per worker piece, joined
+    // In a UTF-8 locale, whether every selected line is valid UTF-8 (checked by the
+    // workers), so that runs of them need no check on this thread (emit_run).
+    bool all_valid_utf8 = false;
+    std::vector<char> piece_valid;
     std::vector<std::vector<LineOccurrence>> scratch;
   };
   Predecided predecided_;
