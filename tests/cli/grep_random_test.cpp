@@ -304,7 +304,7 @@ bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempD
 void run_cases(std::uint32_t seed_base, Shape shape, const Limits& limits) {
   TempDir dir;
   int failing = 0;
-  for (int i = 0; i < limits.cases; ++i) {
+  for (int i = 0; i < case_count(limits.cases); ++i) {
     const std::uint32_t seed = base_seed(seed_base) * 1000u + static_cast<std::uint32_t>(i);
     if (!run_case(seed, shape, limits, dir) && ++failing >= kMaxFailingCases) {
       ADD_FAILURE() << "stopping after " << failing << " failing cases (of " << (i + 1) << ")";

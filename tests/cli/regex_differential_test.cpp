@@ -559,7 +559,7 @@ void run_cases(std::uint32_t seed_base, Syntax syntax, Locale locale, const Limi
   TempDir dir;
   Tally tally;
   int failing = 0;
-  for (int i = 0; i < limits.cases; ++i) {
+  for (int i = 0; i < case_count(limits.cases); ++i) {
     const std::uint32_t seed = base_seed(seed_base) * 1000u + static_cast<std::uint32_t>(i);
     ++tally.cases;
     if (!run_case(seed, syntax, locale, dir)) {
