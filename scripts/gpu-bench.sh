@@ -13,7 +13,8 @@ d=$PWD/.device
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 bench/run.py --work "${BENCH_WORK:-/tmp/gpufilter-bench}" --gpufilter "$d/gpufilter" --grep "$d/grep" \
   --rg "$d/bin/rg" --hs-count "$d/bin/gpufilter-hs-count" --kernel-bench "$d/bin/gpufilter-kernel-bench" \
-  --gen-corpus "$d/bin/gpufilter-gen-corpus" --loghub "$d/corpus/loghub" "${@:---size=16G --timeout=60}"
+  --gen-corpus "$d/bin/gpufilter-gen-corpus" --gen-pcap "$d/bin/gpufilter-gen-pcap" --loghub "$d/corpus/loghub" \
+  "${@:---size=16G --timeout=60}"
 rc=$?
 tag=${BENCH_TAG:-all}
 cp "${BENCH_WORK:-/tmp/gpufilter-bench}/results.json" "${OUT:-/tmp}/results-$tag.json"

@@ -33,7 +33,7 @@ cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
-  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh .device/
+  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/
