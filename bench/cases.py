@@ -2,7 +2,7 @@
 in the same run as the sets:
 
 - first-line: milliseconds from fork to the first selected byte on a pipe, one literal
-  that first occurs about 1 MB into the corpus (what a user waits for before output starts;
+  that first occurs about 1 MB into the corpus, every tool with --line-buffered (what a user waits for before output starts;
   a GPU engine's start-up shows here).
 - files500x20K, files500x512K: 500 files cut from the corpus at line boundaries, all
   named on one command line, 100 literals (one process start, hundreds of opens).
@@ -117,9 +117,12 @@ def _gpufilter(a):
 
 def first_line_case(a, corpus, env, out_dir):
     literal = _first_line_literal(corpus)
-    commands = {"gpufilter": _gpufilter(a) + ["-F", "-e", literal, corpus],
-                "grep": [a.grep, "-F", "-e", literal, corpus],
-                "rg": [a.rg, "-F", "--no-config", "--no-line-number", "--color", "never", "-e", literal, corpus]}
+    # --line-buffered: a line is written when it is found, not when a buffer fills (or the
+    # input ends: without it, every tool's "first line" here was its whole run).
+    commands = {"gpufilter": _gpufilter(a) + ["--line-buffered", "-F", "-e", literal, corpus],
+                "grep": [a.grep, "--line-buffered", "-F", "-e", literal, corpus],
+                "rg": [a.rg, "--line-buffered", "-F", "--no-config", "--no-line-number", "--color", "never", "-e",
+                       literal, corpus]}
     tools = {}
     for t in _tools(a):
         tools[t] = _best([_time_to_first_byte(commands[t], env, a.timeout) for _ in range(max(3, a.repeat))])
