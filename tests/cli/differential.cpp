@@ -15,32 +15,6 @@
 
 namespace gpufilter::test {
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/gpufilter-cli-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
-  path_ = templ;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::write(const std::string& name, std::string_view contents) const {
-  const std::string full = path_ + "/" + name;
-  std::ofstream out(full, std::ios::binary | std::ios::trunc);
-  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-  if (!out) throw std::runtime_error("cannot write " + full);
-  return full;
-}
-
-std::string TempDir::make_dir(const std::string& name) const {
-  const std::string full = path_ + "/" + name;
-  std::filesystem::create_directories(full);
-  return full;
-}
-
 std::string Knobs::describe() const {
   return "--chunk-size=" + (chunk.empty() ? std::string("(default)") : chunk) +
          " --slots=" + (slots.empty() ? std::string("(default)") : slots) +

@@ -11,25 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "testutil/testutil.hpp"
+
 namespace gpufilter::test {
-
-// A temporary directory (mkdtemp), removed with everything inside when destroyed.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const noexcept { return path_; }
-  // Writes `contents` to path()/name and returns the full path.
-  std::string write(const std::string& name, std::string_view contents) const;
-  // Creates the directory path()/name and returns the full path.
-  std::string make_dir(const std::string& name) const;
-
- private:
-  std::string path_;
-};
 
 // gpufilter's own knobs for one run; an empty string means "not passed" (the default).
 struct Knobs {

@@ -25,27 +25,6 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = "/tmp/gpufilter-map-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string write(const std::string& name, const std::string& text) const {
-    write_file(path_ + "/" + name, text);
-    return path_ + "/" + name;
-  }
-
- private:
-  std::string path_;
-};
 
 std::string lines(std::size_t n, const std::string& prefix) {
   std::string s;

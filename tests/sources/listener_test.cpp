@@ -53,6 +53,8 @@
 namespace gpufilter {
 namespace {
 
+using test::TempDir;
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -1181,22 +1183,6 @@ TEST(Listener, ResetAndEndWhileIdle) {
 // ---------------------------------------------------------------------------------------
 // Unix sockets
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = "/tmp/gpufilter-listen-XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A socket file nobody listens on, as a crashed listener leaves behind.
 void make_stale_socket(const std::string& path) {

@@ -28,6 +28,8 @@
 namespace gpufilter {
 namespace {
 
+using test::TempDir;
+
 using gpufilter::test::command_output;
 using gpufilter::test::shell_quote;
 
@@ -358,20 +360,6 @@ void write_capture(const std::string& path, std::uint32_t link_type, const std::
 }
 
 // A directory of its own for the capture files a test writes, removed with it.
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("gpufilter-packet-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-  static inline int counter_ = 0;
-};
 
 // The IP packets every link type wraps: TCP and UDP over IPv4 and IPv6, with options.
 struct Sample {

@@ -36,6 +36,8 @@
 namespace gpufilter {
 namespace {
 
+using test::TempDir;
+
 using gpufilter::test::command_output;
 using gpufilter::test::shell_quote;
 
@@ -106,20 +108,6 @@ std::vector<Packet> read_path(const std::string& path, const std::string& bpf = 
   return read_all(*reader);
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("gpufilter-pcap-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-  static inline int counter_ = 0;
-};
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -75,6 +75,27 @@ rlim_t raise_descriptor_limit();
 std::string corpus_path(std::string_view relative);
 std::string read_file(const std::string& path);
 
+// A temporary directory (mkdtemp under $TMPDIR, else /tmp), removed with everything inside
+// when destroyed. The one every test uses.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  // path()/name, not created.
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // Writes `contents` to path()/name and returns the full path.
+  std::string write(const std::string& name, std::string_view contents) const;
+  // Creates the directory path()/name and returns the full path.
+  std::string make_dir(const std::string& name) const;
+
+ private:
+  std::string path_;
+};
+
 // A Source over a string that hands out at most `max_read` bytes per read() (0: all),
 // cycling through `read_sizes` when given, so tests control where reads end.
 class StringSource final : public Source {
