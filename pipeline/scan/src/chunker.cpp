@@ -17,7 +17,9 @@ Chunker::Chunker(Source& source, ChunkerConfig config)
   }
 }
 
-void Chunker::done_before(std::uint64_t offset) noexcept {
+void Chunker::done_with(const Chunk& chunk) noexcept {
+  // The next chunk repeats the last `overlap` bytes of this one.
+  const std::uint64_t offset = chunk.offset + chunk.size - std::min<std::uint64_t>(chunk.size, config_.overlap);
   // In steps of four chunks (4 MiB at least): each munmap() stops every core running one
   // of our threads to flush its TLB, so not one per chunk; the resident set stays near what
   // is in flight (tests/cli/streaming_test.cpp bounds it).

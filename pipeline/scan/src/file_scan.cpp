@@ -37,9 +37,9 @@ void FileScan::deliver_oldest() {
     stopped_ = flow == Flow::kStop;
   }
   const bool flush = chunk.flush_after;
-  const std::uint64_t done = chunk.offset + chunk.size - std::min(chunk.size, overlap_);
+  const Chunk delivered = chunk;
   scanner_.release(slot);
-  chunker_->done_before(done);
+  chunker_->done_with(delivered);
   if (flush) searcher_.flush();
   times_.deliver_s += seconds_since(mark);
 }
@@ -145,7 +145,6 @@ InputSummary FileScan::run(Source& source) {
   chunking.map_file = scanner_.scans_in_place();
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
-  overlap_ = chunking.overlap;
 
   std::string read_error;
   try {

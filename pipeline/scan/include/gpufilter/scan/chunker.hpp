@@ -66,9 +66,9 @@ class Chunker {
   // Called from one thread (not necessarily fill()'s).
   void settle_binary(Chunk& chunk, std::size_t first_nul) noexcept;
 
-  // Chunks handed out before `offset` (an input offset) are done with: a mapped file's
-  // pages before it may be given back. Safe from another thread than fill()'s.
-  void done_before(std::uint64_t offset) noexcept;
+  // `chunk` (handed out by fill(), in order) is delivered: a mapped file's pages before
+  // where the next chunk begins may be given back. Safe from another thread than fill()'s.
+  void done_with(const Chunk& chunk) noexcept;
 
  private:
   Status fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager);
@@ -93,7 +93,7 @@ class Chunker {
   bool mapping_ = false;
   std::size_t noted_ = 0;  // where the chunker's own NUL search of the mapping starts
   std::uint64_t mapped_binary_ = kNoBinary;  // settle_binary's: from the engine's searches
-  std::uint64_t dropped_ = 0;                // done_before's: pages given back up to here
+  std::uint64_t dropped_ = 0;                // done_with's: pages given back up to here
 };
 
 }  // namespace gpufilter

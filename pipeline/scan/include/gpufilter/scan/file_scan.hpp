@@ -81,7 +81,6 @@ class FileScan {
 
   Scanner& scanner_;
   Chunker* chunker_ = nullptr;  // of the input being searched
-  std::size_t overlap_ = 0;     // its ChunkerConfig::overlap
   ChunkConsumer& searcher_;
   FileScanConfig config_;
   bool stopped_ = false;
