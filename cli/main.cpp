@@ -404,7 +404,8 @@ int search(cli::Options& o) {
   // these threads.
   WorkerPool workers(WorkerPool::default_threads());
   if (!streams) searching.workers = &workers;
-  Output out(STDOUT_FILENO, o.line_buffered);
+  // Write-behind: the kernel's copy of the output overlaps the search (dense output).
+  Output out(STDOUT_FILENO, o.line_buffered, 1 << 20, /*write_behind=*/true);
   Output err(STDERR_FILENO, true);
   GrepPrinter grep_printer(out, err, printing);
   std::unique_ptr<JsonPrinter> json;

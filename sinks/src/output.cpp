@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace gpufilter {
 
@@ -25,14 +28,61 @@ void FdWriter::write(std::string_view bytes) {
   }
 }
 
-Output::Output(int fd, bool line_buffered, std::size_t capacity)
+// The write-behind thread and the buffer it writes. No exception leaves the thread: a
+// write error is kept as its errno for the caller's thread to rethrow.
+struct Output::Behind {
+  Behind(Writer& w, std::size_t capacity) : writer(w), buffer(capacity, '\0'), thread([this] { run(); }) {}
+  ~Behind() {
+    {
+      std::lock_guard lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    thread.join();
+  }
+
+  void run() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      wake.wait(lock, [this] { return pending || stopping; });
+      if (!pending) return;
+      lock.unlock();
+      int failed = 0;
+      try {
+        writer.write(std::string_view(buffer.data(), size));
+      } catch (const OutputError& e) {
+        failed = e.error_number();
+      }
+      lock.lock();
+      pending = false;
+      if (error == 0) error = failed;
+      done.notify_all();
+    }
+  }
+
+  Writer& writer;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  std::string buffer;     // the thread's while `pending`
+  std::size_t size = 0;
+  bool pending = false;   // buffer[0, size) is to be written
+  bool stopping = false;
+  int error = 0;          // errno of a failed write, not yet rethrown
+  std::thread thread;     // last: it starts once the members it uses are made
+};
+
+Output::Output(int fd, bool line_buffered, std::size_t capacity, bool write_behind)
     : owned_(std::make_unique<FdWriter>(fd)),
       writer_(owned_.get()),
       line_buffered_(line_buffered),
+      write_behind_(write_behind && !line_buffered),
       buffer_(capacity, '\0') {}
 
-Output::Output(Writer& writer, bool line_buffered, std::size_t capacity)
-    : writer_(&writer), line_buffered_(line_buffered), buffer_(capacity, '\0') {}
+Output::Output(Writer& writer, bool line_buffered, std::size_t capacity, bool write_behind)
+    : writer_(&writer),
+      line_buffered_(line_buffered),
+      write_behind_(write_behind && !line_buffered),
+      buffer_(capacity, '\0') {}
 
 Output::~Output() {
   try {
@@ -42,16 +92,40 @@ Output::~Output() {
   }
 }
 
+void Output::wait_behind() {
+  if (!behind_) return;
+  std::unique_lock lock(behind_->mutex);
+  behind_->done.wait(lock, [this] { return !behind_->pending; });
+  if (const int error = behind_->error; error != 0) {
+    behind_->error = 0;
+    throw OutputError(error);
+  }
+}
+
 void Output::drain() {
   // Emptied first: after a failed write the buffered bytes are dropped, not written again.
   const std::size_t size = size_;
   size_ = 0;
-  if (size > 0) writer_->write(std::string_view(buffer_.data(), size));
+  if (size == 0) return;
+  if (!write_behind_) {
+    writer_->write(std::string_view(buffer_.data(), size));
+    return;
+  }
+  if (!behind_) behind_ = std::make_unique<Behind>(*writer_, buffer_.size());
+  wait_behind();  // the other buffer is written (or its error thrown): take it
+  {
+    std::lock_guard lock(behind_->mutex);
+    std::swap(buffer_, behind_->buffer);
+    behind_->size = size;
+    behind_->pending = true;
+  }
+  behind_->wake.notify_one();
 }
 
 void Output::write(std::string_view bytes) {
   if (bytes.size() >= buffer_.size()) {
     drain();
+    wait_behind();  // in order: after what the thread is writing
     writer_->write(bytes);
     return;
   }
@@ -73,6 +147,7 @@ void Output::write_number(std::uint64_t value) {
 
 void Output::flush() {
   if (size_ > 0) drain();
+  wait_behind();
 }
 
 }  // namespace gpufilter

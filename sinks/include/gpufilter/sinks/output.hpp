@@ -1,6 +1,13 @@
 // Output: buffered writes to a Writer (a file descriptor, or memory in tests), flushed
 // when full, at every line when line-buffered, and whenever the pipeline says the input
-// went quiet. Memory is bounded by the buffer, whatever the size of the output.
+// went quiet. Memory is bounded by the buffer (two with write-behind), whatever the size
+// of the output.
+//
+// Write-behind (not line-buffered): a full buffer is handed to a thread of the Output's
+// own, started at the first full buffer, which writes it while the caller fills the other
+// one, so that the kernel's copy into a file or pipe overlaps the search. A write error on
+// that thread is rethrown (as the same OutputError) by the caller's next write that needs
+// a buffer, or by flush(); flush() returns once every byte is written.
 #pragma once
 
 #include <cstddef>
@@ -16,9 +23,10 @@ namespace gpufilter {
 class Output {
  public:
   // Writes to `fd` through a FdWriter of its own.
-  explicit Output(int fd, bool line_buffered = false, std::size_t capacity = 64 * 1024);
+  explicit Output(int fd, bool line_buffered = false, std::size_t capacity = 64 * 1024, bool write_behind = false);
   // Writes to `writer`, which must outlive the Output (the destructor flushes).
-  explicit Output(Writer& writer, bool line_buffered = false, std::size_t capacity = 64 * 1024);
+  explicit Output(Writer& writer, bool line_buffered = false, std::size_t capacity = 64 * 1024,
+                  bool write_behind = false);
   ~Output();
   Output(const Output&) = delete;
   Output& operator=(const Output&) = delete;
@@ -31,16 +39,22 @@ class Output {
   // Writes '\n' and, when line-buffered, flushes.
   void end_line();
   void write_number(std::uint64_t value);
-  // Throws OutputError.
+  // Writes everything buffered and waits for it. Throws OutputError.
   void flush();
   bool line_buffered() const noexcept { return line_buffered_; }
 
  private:
   void drain();
+  // With write-behind: waits until its thread has written what it was given, and
+  // rethrows its error.
+  void wait_behind();
 
+  struct Behind;
   std::unique_ptr<Writer> owned_;  // the FdWriter of Output(int fd, ...)
   Writer* writer_;
   bool line_buffered_;
+  bool write_behind_;
+  std::unique_ptr<Behind> behind_;  // made at the first full buffer
   std::string buffer_;
   std::size_t size_ = 0;
 };
