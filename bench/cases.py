@@ -14,6 +14,7 @@ Each case checks that the tools agree (lines, or frames for the capture).
 """
 import hashlib
 import os
+import selectors
 import signal
 import subprocess
 import time
@@ -35,7 +36,6 @@ def _time_to_first_byte(cmd, env, timeout):
     proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
     try:
-        import selectors
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         if not sel.select(timeout):
@@ -53,21 +53,16 @@ def _time_to_first_byte(cmd, env, timeout):
         proc.wait()
 
 
-def _run(cmd, env, timeout, out_path):
-    """Whole process, stdout to a file: seconds, exit status, and the output's lines and hash."""
-    with open(out_path, "wb") as out:
-        start = time.perf_counter()
-        try:
-            rc = subprocess.run([str(c) for c in cmd], stdout=out, stderr=subprocess.PIPE, env=env,
-                                timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            return {"status": "timeout", "seconds": timeout}
-        seconds = time.perf_counter() - start
-    if rc not in (0, 1):
-        return {"status": "failed", "seconds": seconds, "message": f"exit {rc}"}
-    data = Path(out_path).read_bytes()
-    return {"status": "ok", "seconds": seconds, "lines": data.count(b"\n"),
-            "sha1": hashlib.sha1(b"".join(sorted(data.splitlines(True)))).hexdigest(), "text": data[:200]}
+def _run(run_once, cmd, timeout, out_dir):
+    """Whole process through bench/run.py's run_once (stdout to out_dir/stdout), with the
+    output's line count and the hash of its sorted lines (rg orders files as it likes)."""
+    r = run_once(cmd, out_dir, timeout)
+    if r["status"] == "ok":
+        data = (out_dir / "stdout").read_bytes()
+        r["lines"] = data.count(b"\n")
+        r["sha1"] = hashlib.sha1(b"".join(sorted(data.splitlines(True)))).hexdigest()
+        r["first_word"] = data.split(maxsplit=1)[0].decode("latin-1") if data.strip() else ""
+    return r
 
 
 def _first_line_literal(corpus):
@@ -130,7 +125,7 @@ def first_line_case(a, corpus, env, out_dir):
             "unit": "ms", "tools": tools, "problems": []}
 
 
-def files_case(a, corpus, env, out_dir, size):
+def files_case(a, corpus, run_once, out_dir, size):
     files = _cut_files(corpus, a.work / f"files500x{size >> 10}K", 500, size)
     total = sum(f.stat().st_size for f in files)
     patterns = a.work / "patterns-100.txt"
@@ -140,14 +135,14 @@ def files_case(a, corpus, env, out_dir, size):
                        "-f", patterns] + files}
     tools = {}
     for t in _tools(a):
-        tools[t] = _best([_run(commands[t], env, a.timeout, out_dir / "stdout") for _ in range(a.repeat)])
+        tools[t] = _best([_run(run_once, commands[t], a.timeout, out_dir) for _ in range(a.repeat)])
         if tools[t]["status"] == "ok":
             tools[t]["gbps"] = total / tools[t]["seconds"] / 1e9
     return {"what": f"500 files of {size >> 10} KiB ({total / 1e6:.0f} MB), 100 literals", "unit": "s",
             "tools": tools, "problems": _disagreements(tools, "lines")}
 
 
-def capture_case(a, env, out_dir):
+def capture_case(a, run_once, out_dir):
     samples = a.loghub.parent / "pcap"
     gen, tshark = a.gen_pcap, a.tshark
     if gen is None or not gen.is_file() or not samples.is_dir():
@@ -166,19 +161,19 @@ def capture_case(a, env, out_dir):
             pass
     size = capture.stat().st_size
     tools = {}
-    tools["gpufilter"] = _best([_run(_gpufilter(a) + ["-c", "--pcap", capture, "google"], env, a.timeout,
-                                     out_dir / "stdout") for _ in range(a.repeat)])
+    tools["gpufilter"] = _best([_run(run_once, _gpufilter(a) + ["-c", "--pcap", capture, "google"], a.timeout,
+                                     out_dir) for _ in range(a.repeat)])
     if tshark:
-        tools["tshark"] = _best([_run([tshark, "-r", capture, "-Y", 'frame contains "google"', "-T", "fields",
-                                       "-e", "frame.number"], env, a.timeout, out_dir / "stdout")
+        tools["tshark"] = _best([_run(run_once, [tshark, "-r", capture, "-Y", 'frame contains "google"', "-T",
+                                                 "fields", "-e", "frame.number"], a.timeout, out_dir)
                                  for _ in range(a.repeat)])
     for r in tools.values():
         if r["status"] == "ok":
             r["gbps"] = size / r["seconds"] / 1e9
     problems = []
     g, t = tools.get("gpufilter"), tools.get("tshark")
-    if g and t and g["status"] == t["status"] == "ok" and int(g["text"].split()[0]) != t["lines"]:
-        problems.append(f"capture: gpufilter counts {int(g['text'].split()[0]):,} frames, tshark {t['lines']:,}")
+    if g and t and g["status"] == t["status"] == "ok" and g["first_word"] != str(t["lines"]):
+        problems.append(f"capture: gpufilter counts {g['first_word']} frames, tshark {t['lines']:,}")
     return {"what": f"capture of {size / 1e6:.0f} MB, frames holding \"google\"", "unit": "s", "tools": tools,
             "problems": problems}
 
@@ -189,12 +184,13 @@ def _disagreements(tools, key):
             for t, r in done[1:] if (r["lines"], r["sha1"]) != (done[0][1]["lines"], done[0][1]["sha1"])]
 
 
-def run_case(a, name, corpus, env, out_dir):
+def run_case(a, name, corpus, env, out_dir, run_once):
+    """`run_once(cmd, out_dir, timeout)`: bench/run.py's whole-process run."""
     if name == "first-line":
         return first_line_case(a, corpus, env, out_dir)
     if name.startswith("files500x"):
-        return files_case(a, corpus, env, out_dir, int(name[len("files500x"):-1]) << 10)
-    return capture_case(a, env, out_dir)
+        return files_case(a, corpus, run_once, out_dir, int(name[len("files500x"):-1]) << 10)
+    return capture_case(a, run_once, out_dir)
 
 
 def table(cases):

@@ -534,9 +534,7 @@ def main(argv):
                 results["machine"]["devices"].append(device)
         results["cases"] = {}
         for name in a.cases:
-            c = bench_cases.run_case(a, name, corpus, ENV, out_dir)
-            for r in c["tools"].values():
-                r.pop("text", None)
+            c = bench_cases.run_case(a, name, corpus, ENV, out_dir, run_once)
             print(f"  case {name}: " + ", ".join(f"{t} {r['status']} {r['seconds']:.4f} s"
                                                for t, r in c["tools"].items()), flush=True)
             results["cases"][name] = c

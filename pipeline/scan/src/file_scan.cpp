@@ -37,9 +37,8 @@ void FileScan::deliver_oldest() {
     stopped_ = flow == Flow::kStop;
   }
   const bool flush = chunk.flush_after;
-  const Chunk delivered = chunk;
+  chunker_->done_with(chunk);
   scanner_.release(slot);
-  chunker_->done_with(delivered);
   if (flush) searcher_.flush();
   times_.deliver_s += seconds_since(mark);
 }
@@ -151,8 +150,8 @@ InputSummary FileScan::run(Source& source) {
     // A mapped file's chunks are cut without a copy: no reader thread to wait for, and the
     // stream loop never waits on a regular file. Nor does a file of one chunk get a reader
     // thread: it has nothing to overlap, and starting one per file cost 1 ms a file.
-    const bool small = source.unread_size().value_or(0) <= scanner_.chunk_bytes();
-    if (source.is_regular_file() && !chunker.in_place() && !small) read_file(chunker, source.name(), read_error);
+    const bool read_ahead = !chunker.in_place() && source.unread_size().value_or(0) > scanner_.chunk_bytes();
+    if (read_ahead) read_file(chunker, source.name(), read_error);
     else read_stream(chunker, read_error);
     if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
     else drain();
