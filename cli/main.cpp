@@ -211,6 +211,7 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
   EngineRequest request;
   request.choice = o.engine == cli::Engine::kHost     ? EngineChoice::kHost
                    : o.engine == cli::Engine::kOpenCL ? EngineChoice::kDevice
+                   : o.engine == cli::Engine::kBoth   ? EngineChoice::kBoth
                                                       : EngineChoice::kAuto;
   request.patterns = PatternStats::of(scanned);
   request.input = input;
@@ -218,6 +219,9 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
   if (input == InputKind::kPackets && o.interface.empty()) request.input_bytes = regular_input_bytes(o.pcaps);
   else if (input == InputKind::kFiles) request.input_bytes = regular_input_bytes(o.files);
   request.chunk_bytes = o.chunk_bytes;
+  // Benchmarks: GPUFILTER_CO_LANES=LANES,SLOTS tunes co-scanning (engine.hpp's defaults).
+  if (const char* lanes = std::getenv("GPUFILTER_CO_LANES"); lanes != nullptr)
+    std::sscanf(lanes, "%zu,%zu", &request.lanes, &request.slots_per_lane);
   request.slots = o.slots;
   request.host_scan_below = o.host_scan_below;
   if (input == InputKind::kStreams) request.min_chunk_bytes = o.max_line_bytes + 1;
@@ -345,7 +349,7 @@ void print_stats(Engine& engine, const FileScan& files, Clock::time_point build_
                ms_between(g_started, first), static_cast<unsigned long long>(outcome.bytes), scan_s,
                scan_s > 0 ? static_cast<double>(outcome.bytes) / scan_s / 1e9 : 0.0,
                ms_between(g_started, end) / 1000, scanner.chunk_bytes(), scanner.slot_count(), files.times().fill_s,
-               files.times().wait_s, files.times().deliver_s, outcome.stats.c_str());
+               files.times().wait_s, files.times().deliver_s, (engine.stats_json() + outcome.stats).c_str());
 }
 
 // A device that fails mid-run: the scanner redoes the chunks it had on the host and goes
@@ -416,6 +420,9 @@ int search(cli::Options& o) {
       engine->make_scanner(searcher.needs_locations() || o.pattern_counts || streams || captures, o.pattern_counts);
   std::string scanning_now;  // the input being searched, for the warning of a device fault
   warn_of_device_faults(*engine, scanning_now, !streams && !captures);
+  // Tests and benchmarks: a co-scanning device joins before the first chunk, not beside.
+  if (const char* wait = std::getenv("GPUFILTER_WAIT_FOR_DEVICE"); wait != nullptr && *wait == '1')
+    engine->wait_for_device();
   const Clock::time_point build_end = Clock::now();
 
   FileScanConfig piping;

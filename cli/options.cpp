@@ -435,7 +435,8 @@ bool gpufilter_option(int c, Options& o) {
       if (e == "auto") o.engine = Engine::kAuto;
       else if (e == "gpu" || e == "opencl") o.engine = Engine::kOpenCL;
       else if (e == "cpu" || e == "host") o.engine = Engine::kHost;
-      else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, opencl or host)", true);
+      else if (e == "both") o.engine = Engine::kBoth;
+      else throw UsageError(std::string("invalid --engine argument '") + ::optarg + "' (auto, opencl, host or both)", true);
       break;
     }
     case kStatsOption: o.stats = true; break;

@@ -187,5 +187,19 @@ TEST(EnginePolicy, DeviceFaultPlansNameTheVariable) {
   }
 }
 
+// Co-scanning is asked for, never chosen by auto: on the H200 machine the GPU's share cost
+// the host engine's workers more than it scanned for up to 10,000 literals
+// (docs/PERFORMANCE.md, 2026-11-27).
+TEST(EnginePolicy, BothOnlyWhenAskedFor) {
+  auto gpu = [] { return DeviceKind::kGpu; };
+  EXPECT_EQ(choose_engine(EngineChoice::kBoth, PatternStats{1, 5}, InputKind::kFiles, 1u << 20, gpu).engine,
+            EngineKind::kBoth);
+  for (const std::size_t n : {1u, 1'000u, 10'000u}) {
+    EXPECT_EQ(choose_engine(EngineChoice::kAuto, PatternStats{n, 8}, InputKind::kFiles, std::uint64_t{16} << 30, gpu)
+                  .engine,
+              EngineKind::kHost);
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter

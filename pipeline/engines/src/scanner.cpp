@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <string>
+#include <utility>
 
 #include "gpufilter/core/errors.hpp"
 
@@ -49,6 +50,13 @@ Scanner::Scanner(const PatternTable& table, ScanConfig config) : table_(table), 
 void Scanner::add_slot(std::unique_ptr<ScanSlot> slot) {
   free_.push_back(slot.get());
   slots_.push_back(std::move(slot));
+}
+
+void Scanner::move_results(ScanSlot& from, ScanSlot& to) noexcept {
+  to.occurrences_.swap(from.occurrences_);
+  from.occurrences_.clear();
+  to.total_ = std::exchange(from.total_, 0);
+  to.first_nul_ = std::exchange(from.first_nul_, ScanSlot::kNoNul);
 }
 
 ScanSlot* Scanner::acquire() {

@@ -27,7 +27,7 @@ class UsageError : public Error {
 
 enum class ColorWhen { kNever, kAlways, kAuto };
 enum class ListMode { kNone, kFilesWithMatches, kFilesWithoutMatch };
-enum class Engine { kAuto, kOpenCL, kHost };
+enum class Engine { kAuto, kOpenCL, kHost, kBoth };
 
 struct Options {
   PatternSet patterns;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
@@ -262,6 +263,9 @@ void DeviceScanner::start(ScanSlot& base) {
 }
 
 void DeviceScanner::finish_on_device(Slot& slot, bool collect) {
+  if (config_.poll_completion)
+    while (slot.done_.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() > CL_COMPLETE)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
   slot.done_.wait();
   ++finishes_;
   if (finishes_ == config_.device_faults.finish)

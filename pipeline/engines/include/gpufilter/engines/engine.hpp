@@ -46,10 +46,21 @@ inline constexpr std::size_t kHostEngineMaxPatternBytes = 16'000;
 // trip. bench/latency measures both sides of it.
 inline constexpr std::size_t kDefaultHostScanBelow = 16u << 10;
 
+// Co-scanning (--engine=both: the host engine and an OpenCL device on one input,
+// CoScanner). A device that joins brings lanes (threads, each copying chunks into its own
+// pinned staging) and the chunks each keeps in flight; 3 and 3 were the best of 2-8 lanes
+// on the H200 machine (docs/PERFORMANCE.md).
+inline constexpr std::size_t kCoScanLanes = 3;
+inline constexpr std::size_t kCoScanSlotsPerLane = 3;
+// In a co-scan, chunks smaller than this stay on the host: a small file or the tail of one
+// is scanned before a device round trip would end.
+inline constexpr std::size_t kCoScanHostBelow = 1u << 20;
+
 // What the user asked for: --engine / the daemon's `engine:`.
-enum class EngineChoice { kAuto, kHost, kDevice };
-// The engines there are: Hyperscan on the host's cores, or an OpenCL device.
-enum class EngineKind { kHost, kDevice };
+enum class EngineChoice { kAuto, kHost, kDevice, kBoth };
+// The engines there are: Hyperscan on the host's cores, an OpenCL device, or both on one
+// input (the host at once, the device when it is ready).
+enum class EngineKind { kHost, kDevice, kBoth };
 // What the OpenCL device that would be used is, as far as the choice is concerned.
 enum class DeviceKind { kNone, kCpu, kGpu };
 // What is scanned: regular files or pipes (FileScan), many streams (StreamScan), packets
@@ -88,12 +99,17 @@ struct EngineRequest {
   // Streams: a batch must hold the longest record (max_line_bytes + 1).
   std::size_t min_chunk_bytes = 0;
   DeviceFaults device_faults{};  // tests: faults for a device engine to inject
+  // Co-scanning: lanes per device and chunks in flight per lane (0: the defaults).
+  std::size_t lanes = 0;
+  std::size_t slots_per_lane = 0;
 };
 
 struct EnginePlan {
   EngineKind engine = EngineKind::kHost;
   std::string reason;
   ScanConfig scanning;  // chunk size, slots, host_scan_below, device faults (locate: later)
+  std::size_t lanes = kCoScanLanes;
+  std::size_t slots_per_lane = kCoScanSlotsPerLane;
 };
 
 // A device failure mid-run; the scanner goes on on the host (DeviceScanner). Called once
@@ -110,7 +126,9 @@ class Engine {
 
   EngineKind kind() const noexcept { return kind_; }
   // "gpu" for an OpenCL device, "cpu" for the host engine, as Scanner::engine().
-  std::string_view name() const noexcept { return kind_ == EngineKind::kDevice ? "gpu" : "cpu"; }
+  std::string_view name() const noexcept {
+    return kind_ == EngineKind::kDevice ? "gpu" : kind_ == EngineKind::kBoth ? "cpu+gpu" : "cpu";
+  }
   // The device's name, or "host (Hyperscan)".
   const std::string& device_name() const noexcept { return device_name_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -125,6 +143,10 @@ class Engine {
   virtual void on_device_fault(DeviceFaultHandler handler) { (void)handler; }
   // False when a device failure lost or may have doubled per-pattern counts.
   virtual bool counts_exact() const noexcept { return true; }
+  // Co-scanning: blocks until the device has joined or failed to (tests, benchmarks).
+  virtual void wait_for_device() {}
+  // What --stats adds for this engine: "" or ",\"key\":value..." (JSON members).
+  virtual std::string stats_json() const { return {}; }
 
   struct Timings {
     double device_ms = 0;   // opening the OpenCL device (0 when it was open already)
@@ -164,7 +186,8 @@ class Engines {
   // Throws NoDeviceError, DeviceError, KernelBuildError, PatternError.
   std::unique_ptr<Engine> compile(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match);
 
-  // Whether an OpenCL device was opened (its driver's teardown can then be skipped at exit).
+  // Whether an OpenCL device was opened, or may be by a co-scanning engine (its driver's
+  // teardown, or its start-up, can then be skipped at exit).
   bool device_opened() const noexcept;
 
  private:
@@ -174,6 +197,7 @@ class Engines {
   std::string spec_;
   std::optional<DeviceKind> kind_;  // found once
   std::unique_ptr<Device> device_;  // opened once
+  bool co_scanning_ = false;        // a co-scanning engine was built: it opens its own
 };
 
 // Every OpenCL device of every platform (--list-devices). Throws NoDeviceError when there

@@ -58,6 +58,10 @@ struct ScanConfig {
   // would cost more than the scan. 0: always on the device.
   std::size_t host_scan_below = 0;
   DeviceFaults device_faults{};  // DeviceScanner: faults to inject (tests only)
+  // DeviceScanner: wait for a chunk by polling its event with short sleeps rather than in
+  // clWaitForEvents, which NVIDIA's driver spins in: a co-scan's lanes share the cores
+  // with the host engine's workers.
+  bool poll_completion = false;
 };
 
 class ScanSlot {
@@ -129,6 +133,9 @@ class Scanner {
   // A new slot with chunk_bytes() of staging; derived constructors make the first one.
   virtual std::unique_ptr<ScanSlot> make_slot() = 0;
   void add_slot(std::unique_ptr<ScanSlot> slot);
+  // For a scanner made of others (CoScanner): hands `from`'s results (occurrences, total,
+  // first NUL) to `to`, leaving `from` empty.
+  static void move_results(ScanSlot& from, ScanSlot& to) noexcept;
   // Begins scanning slot.chunk() (never empty).
   virtual void start(ScanSlot& slot) = 0;
   // Waits for the slot's scan; with `collect`, fills its occurrences and total.
