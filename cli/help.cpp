@@ -67,11 +67,10 @@ GPU and streaming:
       --slots=N             chunks in flight at once (default 4 on a GPU,
                             3 on a CPU device, cores + 2 on the host engine)
       --engine=ENGINE       auto, opencl (the OpenCL device, a GPU or PoCL;
-                            also 'gpu') or host (Hyperscan on every core;
-                            also 'cpu') or both (the host engine at once, the
-                            device beside it once ready); auto picks by device,
-                            pattern count and input, --stats says why
-                            (docs/PERFORMANCE.md)
+                            also 'gpu'), host (Hyperscan on every core;
+                            also 'cpu') or both (the two together); auto picks
+                            by device, pattern count and input, --stats says
+                            why (docs/PERFORMANCE.md)
       --stats               at exit, print timings as one JSON line on stderr
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
       --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,
