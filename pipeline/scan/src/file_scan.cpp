@@ -131,12 +131,25 @@ void FileScan::read_stream(Chunker& chunker, std::string& read_error) {
   }
 }
 
+// A regular file of one chunk or less, for an engine that scans on host workers, is cut
+// into a piece per worker (64 KiB at least), so that every core scans it rather than one:
+// hundreds of small files were searched one core at a time.
+std::size_t FileScan::piece_bytes(Source& source) const {
+  constexpr std::size_t kMinPiece = 64u << 10;
+  const std::size_t chunk = scanner_.chunk_bytes();
+  const std::optional<std::uint64_t> size = source.unread_size();
+  if (!scanner_.scans_in_place() || config_.workers == nullptr || !size || *size > chunk) return chunk;
+  const std::size_t width = config_.workers->width();
+  const std::size_t piece = static_cast<std::size_t>((*size + width - 1) / width);
+  return std::min(chunk, std::max({kMinPiece, 4 * scanner_.table().max_length(), piece}));
+}
+
 InputSummary FileScan::run(Source& source) {
   stopped_ = false;
   open_line_ = false;
-  searcher_.begin_input(source.name());
+  searcher_.begin_input(source.name(), source.file_size());
   ChunkerConfig chunking;
-  chunking.capacity = scanner_.chunk_bytes();
+  chunking.capacity = piece_bytes(source);
   chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
   chunking.detect_binary = config_.detect_binary;
   chunking.batch_timeout = config_.batch_timeout;

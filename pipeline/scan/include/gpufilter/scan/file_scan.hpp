@@ -30,7 +30,8 @@ namespace gpufilter {
 class ChunkConsumer {
  public:
   virtual ~ChunkConsumer() = default;
-  virtual void begin_input(const std::string& name) = 0;
+  // `size`: a regular file's (Source::file_size), none for other inputs.
+  virtual void begin_input(const std::string& name, std::optional<std::uint64_t> size = std::nullopt) = 0;
   // A chunk with its occurrences (the scanner locates) or with their count alone. kStop:
   // the input is decided; read no more of it.
   virtual Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) = 0;
@@ -73,6 +74,7 @@ class FileScan {
   std::chrono::steady_clock::time_point first_submit() const noexcept { return first_submit_; }
 
  private:
+  std::size_t piece_bytes(Source& source) const;
   void submit(ScanSlot& slot);
   void deliver_oldest();
   void drain();
