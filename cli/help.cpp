@@ -2,8 +2,10 @@
 
 namespace gpufilter::cli {
 
-const char* help_text() {
-  return R"(Usage: gpufilter [OPTION]... PATTERNS [FILE]...
+namespace {
+
+// The text is data, not logic: kept whole, in grep's order and wording where it applies.
+constexpr const char* kHelp = R"(Usage: gpufilter [OPTION]... PATTERNS [FILE]...
 Search for PATTERNS in each FILE, as GNU grep does; the literal search (and
 the required literals of each regular expression) runs on a GPU through OpenCL.
 Example: gpufilter -i 'hello world' menu.h main.c
@@ -36,6 +38,8 @@ Output control:
   -h, --no-filename         suppress the file name prefix on output
       --label=LABEL         use LABEL as the standard input file name prefix
   -o, --only-matching       show only nonempty parts of lines that match
+  -T, --initial-tab         make tabs line up (if needed)
+  -Z, --null                print 0 byte after FILE name
   -q, --quiet, --silent     suppress all normal output
       --binary-files=TYPE   assume that binary files are TYPE;
                             TYPE is 'binary', 'text', or 'without-match'
@@ -121,7 +125,10 @@ With fewer than two FILEs, assume -h.
 Exit status is 0 if any line is selected, 1 otherwise;
 if any error occurs and -q is not given, the exit status is 2.
 )";
-}
+
+}  // namespace
+
+const char* help_text() { return kHelp; }
 
 const char* version_text() {
   return "gpufilter " GPUFILTER_VERSION R"(

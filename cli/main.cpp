@@ -165,6 +165,8 @@ PrinterOptions printer_options(const cli::Options& o) {
   printing.byte_offset = o.byte_offset;
   printing.only_matching = o.only_matching;
   printing.invert = o.invert;
+  printing.initial_tab = o.initial_tab;
+  printing.null_after_name = o.null_after_name;
   printing.group_separator = o.group_separator;
   if (color_enabled(o.color)) {
     const char* legacy = std::getenv("GREP_COLOR");

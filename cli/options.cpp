@@ -471,7 +471,9 @@ bool gpufilter_option(int c, Options& o) {
     case kHexdumpOption: o.hexdump = true; break;
     case 'd': case 'D': case 'r': case 'R':
       unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
-    case 'T': case 'Z': case 'z': case 'u':
+    case 'T': o.initial_tab = true; break;
+    case 'Z': o.null_after_name = true; break;
+    case 'z': case 'u':
       unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
     default: return false;
   }

@@ -13,7 +13,37 @@ SinkNeeds GrepPrinter::needs() const {
   return needs;
 }
 
-void GrepPrinter::begin(const InputInfo& input) { name_ = input.name; }
+// -T pads line numbers and offsets to the digits of the input's size (plus one with -n),
+// or of INTMAX_MAX for an input without one, as grep 3.8 does.
+void GrepPrinter::begin(const InputInfo& input) {
+  name_ = input.name;
+  number_width_ = 0;
+  if (!options_.initial_tab) return;
+  constexpr std::uint64_t kIntmaxMax = 9223372036854775807u;
+  std::uint64_t n = input.size.value_or(kIntmaxMax);
+  if (options_.line_numbers && n < kIntmaxMax) ++n;
+  do ++number_width_;
+  while ((n /= 10) != 0);
+}
+
+void GrepPrinter::number(std::uint64_t value, const std::string& sgr) {
+  const Colors* c = options_.colors ? &*options_.colors : nullptr;
+  if (c) out_.write(c->start(sgr));
+  int digits = 1;
+  for (std::uint64_t v = value; v >= 10; v /= 10) ++digits;
+  for (int i = digits; i < number_width_; ++i) out_.put(' ');
+  out_.write_number(value);
+  if (c) out_.write(c->end(sgr));
+}
+
+// A file name and what follows it: `separator` in its colour, or with -Z a NUL byte.
+void GrepPrinter::file_name(std::string_view name, std::string_view separator) {
+  const Colors* c = options_.colors ? &*options_.colors : nullptr;
+  colored(name, c ? c->file_name : std::string());
+  if (options_.null_after_name) out_.put('\0');
+  else if (separator == "\n") out_.end_line();
+  else colored(separator, c ? c->separator : std::string());
+}
 
 void GrepPrinter::colored(std::string_view text, const std::string& sgr) {
   if (options_.colors) out_.write(options_.colors->start(sgr));
@@ -30,25 +60,21 @@ void GrepPrinter::match(const LineMatch& line, const MatchSpan& span, const std:
 }
 
 // grep's print_line_head: [file SEP] [line SEP] [offset SEP].
-void GrepPrinter::head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator) {
+void GrepPrinter::head(std::string_view source, std::uint64_t line_number, std::uint64_t offset, char separator,
+                       std::size_t length) {
   const Colors* c = options_.colors ? &*options_.colors : nullptr;
   const std::string sep(1, separator);
-  if (options_.with_filename) {
-    colored(source, c ? c->file_name : std::string());
-    colored(sep, c ? c->separator : std::string());
-  }
+  if (options_.with_filename) file_name(source, sep);
   if (options_.line_numbers) {
-    if (c) out_.write(c->start(c->line_number));
-    out_.write_number(number);
-    if (c) out_.write(c->end(c->line_number));
+    number(line_number, c ? c->line_number : std::string());
     colored(sep, c ? c->separator : std::string());
   }
   if (options_.byte_offset) {
-    if (c) out_.write(c->start(c->byte_offset));
-    out_.write_number(offset);
-    if (c) out_.write(c->end(c->byte_offset));
+    number(offset, c ? c->byte_offset : std::string());
     colored(sep, c ? c->separator : std::string());
   }
+  if (options_.initial_tab && (options_.with_filename || options_.line_numbers || options_.byte_offset) && length != 0)
+    out_.put('\t');
 }
 
 void GrepPrinter::print_line(const LineMatch& line, bool selected) {
@@ -57,13 +83,13 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
   if (options_.only_matching) {
     // One output line per match, prefixed as a line of its own.
     for (const MatchSpan& s : line.spans) {
-      head(source_of(line), line.number, line.offset + s.begin, separator);
+      head(source_of(line), line.number, line.offset + s.begin, separator, s.end - s.begin);
       match(line, s, c ? (selected ? c->selected_match : c->context_match) : std::string());
       out_.end_line();
     }
     return;
   }
-  head(source_of(line), line.number, line.offset, separator);
+  head(source_of(line), line.number, line.offset, separator, line.line.size());
   std::string_view rest = line.line;
   if (c != nullptr) {
     const std::string& line_color = (selected != (options_.invert && c->reverse)) ? c->selected_line : c->context_line;
@@ -123,22 +149,16 @@ void GrepPrinter::context_break() {
 
 void GrepPrinter::finish(const InputSummary& summary) {
   const std::string& name = summary.name.empty() ? name_ : summary.name;
-  const Colors* c = options_.colors ? &*options_.colors : nullptr;
   switch (options_.mode) {
     case PrinterOptions::Mode::kCount:
-      if (options_.with_filename) {
-        colored(name, c ? c->file_name : std::string());
-        colored(":", c ? c->separator : std::string());
-      }
+      if (options_.with_filename) file_name(name, ":");
       out_.write_number(summary.selected_lines);
       out_.end_line();
       break;
     case PrinterOptions::Mode::kFilesWithMatches:
     case PrinterOptions::Mode::kFilesWithoutMatch:
-      if ((summary.selected_lines > 0) == (options_.mode == PrinterOptions::Mode::kFilesWithMatches)) {
-        colored(name, c ? c->file_name : std::string());
-        out_.end_line();
-      }
+      if ((summary.selected_lines > 0) == (options_.mode == PrinterOptions::Mode::kFilesWithMatches))
+        file_name(name, "\n");
       break;
     case PrinterOptions::Mode::kLines:
       if (summary.binary_matched) {

@@ -115,6 +115,12 @@ std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
   return mapped;
 }
 
+std::optional<std::uint64_t> FileSource::file_size() const {
+  struct stat st {};
+  if (!regular_ || ::fstat(fd_, &st) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
 std::optional<std::uint64_t> FileSource::unread_size() const {
   struct stat st {};
   if (!regular_ || ::fstat(fd_, &st) != 0) return std::nullopt;

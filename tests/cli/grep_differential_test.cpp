@@ -279,6 +279,27 @@ TEST_F(GrepDifferential, SeveralFiles) {
   expect_same({"-s", "foo", sub, text});
 }
 
+// -T pads numbers to the digits of the input's size (of INTMAX_MAX for a pipe) and puts a
+// tab before a non-empty line; -Z writes a NUL byte after a file name instead of ':' or
+// the newline of -l, -L and -c, uncoloured.
+TEST_F(GrepDifferential, InitialTabAndNullAfterName) {
+  const std::string other = dir.write("other.txt", "foo again\n");
+  const std::string big = dir.write("big.txt", std::string(5000, 'x') + "\nfoo\n\nfoo\r\n");
+  const std::vector<Args> flags = {
+      {"-T"},       {"-T", "-n"},        {"-T", "-H"},       {"-T", "-b"},         {"-T", "-n", "-b", "-H"},
+      {"-T", "-c"}, {"-T", "-o", "-n"},  {"-T", "-n", "-C", "1"}, {"-Z"},       {"-Z", "-l"},
+      {"-Z", "-L"}, {"-Z", "-c"},        {"-Z", "-n", "-h"}, {"-TZ", "-n"},        {"-Z", "--color=always", "-n"},
+      {"-Z", "-l", "--color=always"},    {"-T", "-n", "--color=always", "-o"},   {"-T", "-bo", "--null"},
+      {"--initial-tab", "-n", "-v"},
+  };
+  for (const Args& f : flags) {
+    expect_same(f + Args{"foo", text, other, big});
+    expect_same(f + Args{"foo", big});
+    expect_same(f + Args{"foo", "-", text}, "stdin foo\n\nfoo\n", rotating_knobs(2));
+    expect_same(f + Args{"foo"}, "stdin foo\n", rotating_knobs(2));
+  }
+}
+
 TEST_F(GrepDifferential, ExitStatus) {
   const std::string empty = dir.write("empty.txt", "");
   expect_same({"foo", text});

@@ -45,7 +45,7 @@ SearchOptions with_needs(SearchOptions options, const SinkNeeds& needs) noexcept
 Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
     : table_(table), options_(with_needs(options, sink.needs())), sink_(sink) {}
 
-void Searcher::begin_input(const std::string& name) {
+void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t> size) {
   name_ = name;
   next_number_ = 1;
   last_output_number_ = 0;
@@ -65,7 +65,7 @@ void Searcher::begin_input(const std::string& name) {
   spool_.clear();
   open_occurrences_.clear();
   done_ = options_.max_count == 0;
-  sink_.begin(InputInfo{name_});
+  sink_.begin(InputInfo{name_, size});
 }
 
 // -x: the occurrence is the whole line. -w: no word character touches either end.

@@ -50,6 +50,8 @@ struct Options {
   bool line_numbers = false;
   bool byte_offset = false;
   bool only_matching = false;
+  bool initial_tab = false;      // -T
+  bool null_after_name = false;  // -Z
   bool line_buffered = false;
   std::optional<std::uint64_t> max_count;
   bool negative_max_count = false;  // -m -N: no limit, except that grep 3.8 selects nothing with -v

@@ -20,6 +20,8 @@ struct PrinterOptions {
   bool byte_offset = false;    // -b
   bool only_matching = false;  // -o
   bool invert = false;         // -v (line colours with rv)
+  bool null_after_name = false;  // -Z: a NUL byte, not ':' or '\n', after a file name
+  bool initial_tab = false;      // -T: a tab before the line, numbers padded to align
   std::optional<Colors> colors;  // --color in effect
   std::optional<std::string> group_separator = std::string("--");  // nullopt: --no-group-separator
   std::string program_name = "gpufilter";  // prefix of the binary-file message
@@ -45,7 +47,10 @@ class GrepPrinter final : public Sink {
 
  private:
   void print_line(const LineMatch& line, bool selected);
-  void head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator);
+  // `length`: of what follows on the line (-T's tab goes only before something).
+  void head(std::string_view source, std::uint64_t number, std::uint64_t offset, char separator, std::size_t length);
+  void number(std::uint64_t value, const std::string& sgr);
+  void file_name(std::string_view name, std::string_view separator);
   // Lines of several inputs may interleave (many streams): each names its own.
   std::string_view source_of(const LineMatch& line) const noexcept {
     return line.source.empty() ? std::string_view(name_) : line.source;
@@ -57,6 +62,7 @@ class GrepPrinter final : public Sink {
   Output& err_;
   PrinterOptions options_;
   std::string name_;
+  int number_width_ = 0;  // -T: grep's offset_width for this input
 };
 
 }  // namespace gpufilter

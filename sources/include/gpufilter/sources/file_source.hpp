@@ -39,6 +39,7 @@ class FileSource final : public Source {
   int leave_at(std::optional<std::uint64_t> consumed);
   bool is_regular_file() const override { return regular_; }
   std::optional<std::uint64_t> unread_size() const override;
+  std::optional<std::uint64_t> file_size() const override;
   // The file from the next read's offset to its present end (sources/src/mapped_file.hpp).
   std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes) override;
   // Whether this is a regular file and `other` (an open descriptor) is that same file:

@@ -52,6 +52,9 @@ class Source {
 
   // A regular file's bytes from the next read to its present end; none for other inputs.
   virtual std::optional<std::uint64_t> unread_size() const { return std::nullopt; }
+  // A regular file's whole size (grep's st_size: the width of -T's numbers); none for
+  // other inputs.
+  virtual std::optional<std::uint64_t> file_size() const { return std::nullopt; }
 
   // A regular file's unread bytes, mapped, when there are at least `min_bytes` of them;
   // read() goes on after them (a file that grew). Null where the input is not mapped

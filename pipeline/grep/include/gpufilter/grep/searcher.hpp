@@ -71,7 +71,7 @@ class Searcher final : public ChunkConsumer {
   // The options in effect: those given, with the sink's needs added.
   const SearchOptions& options() const noexcept { return options_; }
 
-  void begin_input(const std::string& name) override;
+  void begin_input(const std::string& name, std::optional<std::uint64_t> size = std::nullopt) override;
   // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
   // decided (-m reached, -l/-q matched, binary match); read no more of it.
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
