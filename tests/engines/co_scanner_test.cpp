@@ -80,7 +80,9 @@ void scan_and_check(Scanner& scanner, const PatternSet& patterns, const std::vec
     EXPECT_EQ(slot.total(), expected.size());
     const std::size_t nul = sent.text.find('\0');
     const std::size_t want_nul = nul < sent.nul_search ? nul : ScanSlot::kNoNul;
-    if (sent.nul_search > 0) EXPECT_EQ(slot.first_nul(), want_nul) << "chunk " << slot.chunk().seq;
+    if (sent.nul_search > 0) {
+      EXPECT_EQ(slot.first_nul(), want_nul) << "chunk " << slot.chunk().seq;
+    }
     scanner.release(slot);
   };
   while (next < texts.size() || !in_flight.empty()) {
