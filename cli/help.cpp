@@ -38,16 +38,26 @@ Output control:
   -h, --no-filename         suppress the file name prefix on output
       --label=LABEL         use LABEL as the standard input file name prefix
   -o, --only-matching       show only nonempty parts of lines that match
-  -T, --initial-tab         make tabs line up (if needed)
-  -Z, --null                print 0 byte after FILE name
   -q, --quiet, --silent     suppress all normal output
       --binary-files=TYPE   assume that binary files are TYPE;
                             TYPE is 'binary', 'text', or 'without-match'
   -a, --text                equivalent to --binary-files=text
   -I                        equivalent to --binary-files=without-match
+  -d, --directories=ACTION  how to handle directories;
+                            ACTION is 'read', 'recurse', or 'skip'
+  -D, --devices=ACTION      how to handle devices, FIFOs and sockets;
+                            ACTION is 'read' or 'skip'
+  -r, --recursive           like --directories=recurse
+  -R, --dereference-recursive  likewise, but follow all symlinks
+      --include=GLOB        search only files that match GLOB (a file pattern)
+      --exclude=GLOB        skip files that match GLOB
+      --exclude-from=FILE   skip files that match any file pattern from FILE
+      --exclude-dir=GLOB    skip directories that match GLOB
   -L, --files-without-match  print only names of FILEs with no selected lines
   -l, --files-with-matches  print only names of FILEs with selected lines
   -c, --count               print only a count of selected lines per FILE
+  -T, --initial-tab         make tabs line up (if needed)
+  -Z, --null                print 0 byte after FILE name
 
 Context control:
   -B, --before-context=NUM  print NUM lines of leading context
@@ -120,8 +130,8 @@ Captures (docs/CAPTURES.md):
 
 Regular expressions are GNU grep's (docs/grep-compatibility.md says what is
 refused and why); --stats counts the candidate lines of the GPU prefilter.
-When FILE is '-', read standard input.  With no FILE, read '-'.
-With fewer than two FILEs, assume -h.
+When FILE is '-', read standard input.  With no FILE, read '.' if
+recursive, '-' otherwise.  With fewer than two FILEs, assume -h.
 Exit status is 0 if any line is selected, 1 otherwise;
 if any error occurs and -q is not given, the exit status is 2.
 )";

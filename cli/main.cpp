@@ -18,6 +18,7 @@
 #include <set>
 #include <string_view>
 
+#include "file_walk.hpp"
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/engines/engine.hpp"
@@ -160,7 +161,7 @@ PrinterOptions printer_options(const cli::Options& o) {
   else if (o.list == cli::ListMode::kFilesWithMatches) printing.mode = PrinterOptions::Mode::kFilesWithMatches;
   else if (o.list == cli::ListMode::kFilesWithoutMatch) printing.mode = PrinterOptions::Mode::kFilesWithoutMatch;
   else if (o.count) printing.mode = PrinterOptions::Mode::kCount;
-  printing.with_filename = o.with_filename.value_or(o.files.size() > 1);
+  printing.with_filename = o.with_filename.value_or(cli::FileWalk::names_files(o));
   printing.line_numbers = o.line_numbers;
   printing.byte_offset = o.byte_offset;
   printing.only_matching = o.only_matching;
@@ -264,8 +265,15 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
   // grep's rule: only a search that may write lines (not -q, -l, -L, -c, nor -m 1, which
   // stops at the first) refuses an input that is its regular-file standard output.
   const bool writes_lines = !o.quiet && o.list == cli::ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
-  for (const std::string& file : o.files) {
-    if (stop.requested()) break;
+  // A file that could not be read: grep's message (unless -s), and exit status 2.
+  auto report = [&](const std::string& what) {
+    outcome.trouble = true;
+    if (!o.no_messages) {
+      out.flush();
+      message(what);
+    }
+  };
+  auto search_one = [&](const std::string& file) {
     try {
       // grep cannot even fstat a closed standard input: it reports it and prints no count.
       if (file == "-" && g_standard.stdin_closed)
@@ -287,25 +295,31 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
         if (const int error = source->leave_at(summary.after_last_selected); error != 0)
           throw SourceError(source->name(), error);
       }
-      if (!summary.read_error.empty()) {
-        outcome.trouble = true;
-        if (!o.no_messages) {
-          out.flush();
-          message(summary.read_error);
-        }
-      }
+      if (!summary.read_error.empty()) report(summary.read_error);
       if (summary.selected_lines > 0) {
         outcome.selected = true;
-        if (o.quiet) break;  // grep -q exits at the first selected line
+        if (o.quiet) return false;  // grep -q exits at the first selected line
       }
     } catch (const SourceError& e) {
-      outcome.trouble = true;
-      if (!o.no_messages) {
-        out.flush();
-        message(e.what());
-      }
+      report(e.what());
     }
-  }
+    return true;
+  };
+  cli::FileWalk walk(o);
+  walk.walk(o.files, [&](const cli::WalkEntry& entry) {
+    if (stop.requested()) return false;
+    switch (entry.kind) {
+      case cli::WalkEntry::Kind::kSearch: return search_one(entry.name);
+      case cli::WalkEntry::Kind::kError: report(SourceError(entry.name, entry.error).what()); return true;
+      case cli::WalkEntry::Kind::kLoop:
+        if (!o.no_messages) {
+          out.flush();
+          message(entry.name + ": warning: recursive directory loop");
+        }
+        return true;
+    }
+    return true;
+  });
   return outcome;
 }
 
@@ -389,7 +403,9 @@ int search(cli::Options& o) {
   if (nothing_can_be_selected(o)) return 1;
   const bool streams = o.follow || !o.listen.empty();
   const bool captures = !o.pcaps.empty() || !o.interface.empty();
-  if (o.files.empty() && !streams && !captures) o.files.emplace_back("-");
+  // With -r and no operand, the working directory (FileWalk); else standard input.
+  if (o.files.empty() && !streams && !captures && o.directories != cli::Directories::kRecurse)
+    o.files.emplace_back("-");
   const InputKind input = streams ? InputKind::kStreams : captures ? InputKind::kPackets : InputKind::kFiles;
 
   std::string spec = o.device;

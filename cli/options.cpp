@@ -48,6 +48,10 @@ enum LongOnly {
   kStreamOption,
   kPcapOutOption,
   kHexdumpOption,
+  kIncludeOption,
+  kExcludeOption,
+  kExcludeFromOption,
+  kExcludeDirOption,
 };
 
 constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVXabcd:e:f:hiLlm:noqRrsuvwxyZz";
@@ -124,6 +128,10 @@ const option kLongOptions[] = {
     {"stream", no_argument, nullptr, kStreamOption},
     {"pcap-out", required_argument, nullptr, kPcapOutOption},
     {"hexdump", no_argument, nullptr, kHexdumpOption},
+    {"include", required_argument, nullptr, kIncludeOption},
+    {"exclude", required_argument, nullptr, kExcludeOption},
+    {"exclude-from", required_argument, nullptr, kExcludeFromOption},
+    {"exclude-dir", required_argument, nullptr, kExcludeDirOption},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -469,8 +477,42 @@ bool gpufilter_option(int c, Options& o) {
     case kStreamOption: o.stream = true; break;
     case kPcapOutOption: o.pcap_out = ::optarg; break;
     case kHexdumpOption: o.hexdump = true; break;
-    case 'd': case 'D': case 'r': case 'R':
-      unsupported(std::string("-") + static_cast<char>(c), "directory and device handling options are not supported; name the files to search");
+    case 'r': o.directories = Directories::kRecurse; o.dereference = false; break;
+    case 'R': o.directories = Directories::kRecurse; o.dereference = true; break;
+    case 'd': {
+      const std::string_view action = ::optarg;
+      if (action == "read") o.directories = Directories::kRead;
+      else if (action == "skip") o.directories = Directories::kSkip;
+      else if (action == "recurse") o.directories = Directories::kRecurse;
+      else throw UsageError("invalid argument '" + std::string(action) + "' for '--directories'; valid arguments are 'read', 'recurse' and 'skip'", true);
+      break;
+    }
+    case 'D': {
+      const std::string_view action = ::optarg;
+      if (action == "read") o.devices = Devices::kRead;
+      else if (action == "skip") o.devices = Devices::kSkip;
+      else throw UsageError("unknown devices method", false);
+      break;
+    }
+    case kIncludeOption: o.file_globs.push_back({::optarg, true}); break;
+    case kExcludeOption: o.file_globs.push_back({::optarg, false}); break;
+    case kExcludeFromOption: {
+      // One pattern a line, as grep's add_exclude_file; a file that cannot be read is an error.
+      const std::string contents = read_pattern_file(::optarg);
+      std::size_t at = 0;
+      while (at < contents.size()) {
+        const std::size_t end = std::min(contents.find('\n', at), contents.size());
+        o.file_globs.push_back({contents.substr(at, end - at), false});
+        at = end + 1;
+      }
+      break;
+    }
+    case kExcludeDirOption: {
+      std::string dir = ::optarg;  // grep strips trailing slashes
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+      o.exclude_dirs.push_back(dir);
+      break;
+    }
     case 'T': o.initial_tab = true; break;
     case 'Z': o.null_after_name = true; break;
     case 'z': case 'u':

@@ -28,6 +28,15 @@ class UsageError : public Error {
 enum class ColorWhen { kNever, kAlways, kAuto };
 enum class ListMode { kNone, kFilesWithMatches, kFilesWithoutMatch };
 enum class Engine { kAuto, kOpenCL, kHost, kBoth };
+// -d ACTION / -r / -R; -D ACTION (grep's default reads devices named on the command line
+// and skips those met while recursing).
+enum class Directories { kRead, kSkip, kRecurse };
+enum class Devices { kCommandLine, kRead, kSkip };
+// --include (include) and --exclude / --exclude-from, in the order given.
+struct FileGlob {
+  std::string pattern;
+  bool include = false;
+};
 
 struct Options {
   PatternSet patterns;
@@ -36,7 +45,12 @@ struct Options {
   std::vector<regex::PatternOrigin> origins;
   regex::Syntax syntax = regex::Syntax::kBasic;  // -G (default), -E, -F, -P
   bool syntax_given = false;
-  std::vector<std::string> files;  // empty: standard input
+  std::vector<std::string> files;  // empty: standard input (with -r: the working directory)
+  Directories directories = Directories::kRead;
+  bool dereference = false;  // -R: follow every symbolic link while recursing
+  Devices devices = Devices::kCommandLine;
+  std::vector<FileGlob> file_globs;
+  std::vector<std::string> exclude_dirs;  // --exclude-dir
 
   bool ignore_case = false;
   bool invert = false;

@@ -1,0 +1,161 @@
+#include "file_walk.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+
+namespace gpufilter::cli {
+namespace {
+
+bool is_device(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISSOCK(mode) || S_ISFIFO(mode); }
+
+// gnulib's exclude_fnmatch, as grep calls it: fnmatch without flags ('*' matches '/' and a
+// leading '.'); unanchored, the pattern may also match any suffix that follows a '/'.
+bool glob_matches(const std::string& pattern, const std::string& name, bool anchored) {
+  if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  if (anchored) return false;
+  for (std::size_t i = 0; i < name.size(); ++i)
+    if (name[i] == '/' && i + 1 < name.size() && name[i + 1] != '/' &&
+        ::fnmatch(pattern.c_str(), name.c_str() + i + 1, 0) == 0)
+      return true;
+  return false;
+}
+
+struct DirCloser {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+
+}  // namespace
+
+FileWalk::FileWalk(const Options& options) : options_(options) {}
+
+bool FileWalk::names_files(const Options& options) {
+  if (options.files.size() > 1) return true;
+  if (options.directories != Directories::kRecurse) return false;
+  if (options.files.empty()) return true;  // the working directory
+  struct stat st {};
+  return options.files[0] != "-" && ::stat(options.files[0].c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// grep's excluded_file_name: the last glob that matches decides (--include includes,
+// --exclude excludes); when none matches, a file is excluded only if the first is an
+// --include.
+bool FileWalk::file_excluded(const std::string& name, bool anchored) const {
+  const std::vector<FileGlob>& globs = options_.file_globs;
+  for (auto glob = globs.rbegin(); glob != globs.rend(); ++glob)
+    if (glob_matches(glob->pattern, name, anchored)) return !glob->include;
+  return !globs.empty() && globs.front().include;
+}
+
+bool FileWalk::directory_excluded(const std::string& name, bool anchored) const {
+  return std::any_of(options_.exclude_dirs.begin(), options_.exclude_dirs.end(),
+                     [&](const std::string& glob) { return glob_matches(glob, name, anchored); });
+}
+
+void FileWalk::walk(const std::vector<std::string>& operands, const std::function<bool(const WalkEntry&)>& visit) {
+  visit_ = &visit;
+  ancestors_.clear();
+  omit_dot_slash_ = operands.empty() && options_.directories == Directories::kRecurse;
+  if (omit_dot_slash_) {
+    operand(".");
+    return;
+  }
+  for (const std::string& name : operands)
+    if (!operand(name)) return;
+}
+
+// A command-line operand (grep's grepdesc): globs match any suffix of its name; a device
+// is read unless -D skip; a directory is read (and refused), skipped or walked.
+bool FileWalk::operand(const std::string& name) {
+  const auto& visit = *visit_;
+  struct stat st {};
+  if (name == "-" || ::stat(name.c_str(), &st) != 0) return visit({WalkEntry::Kind::kSearch, name, 0, true});
+  if (S_ISDIR(st.st_mode)) {
+    if (options_.directories == Directories::kSkip) return true;
+    if (options_.directories == Directories::kRead) return visit({WalkEntry::Kind::kSearch, name, 0, true});
+    if (!omit_dot_slash_ && directory_excluded(name, false)) return true;
+    const int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return visit({WalkEntry::Kind::kError, name, errno, true});
+    ancestors_.emplace_back(st.st_dev, st.st_ino);
+    const bool go_on = directory(name, fd);
+    ancestors_.pop_back();
+    return go_on;
+  }
+  if (file_excluded(name, false)) return true;
+  if (options_.devices == Devices::kSkip && is_device(st.st_mode)) return true;
+  return visit({WalkEntry::Kind::kSearch, name, 0, true});
+}
+
+// Walks the directory open on `fd` (which it closes), whose path is `path`, in the order
+// of its entries. -r skips every symbolic link met here; -R follows them, and a directory
+// that is its own ancestor is reported as a loop, not entered.
+bool FileWalk::directory(const std::string& path, int fd) {
+  const auto& visit = *visit_;
+  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd));
+  if (!dir) {
+    const int error = errno;
+    ::close(fd);
+    return visit({WalkEntry::Kind::kError, path, error, false});
+  }
+  const std::string prefix = path.back() == '/' ? path : path + "/";
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(dir.get());
+    if (entry == nullptr) {
+      if (errno != 0) return visit({WalkEntry::Kind::kError, path, errno, false});
+      return true;
+    }
+    const std::string base = entry->d_name;
+    if (base == "." || base == "..") continue;
+    std::string name = prefix + base;
+    if (omit_dot_slash_ && name.size() > 2 && name.compare(0, 2, "./") == 0) name.erase(0, 2);
+    unsigned char type = entry->d_type;
+    struct stat st {};
+    if (type == DT_UNKNOWN || (options_.dereference && type == DT_LNK)) {
+      if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, options_.dereference ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
+        // A dangling link under -R: an error, unless the file globs leave it out anyway.
+        const int error = errno;
+        if (file_excluded(base, true)) continue;
+        if (!visit({WalkEntry::Kind::kError, name, error, false})) return false;
+        continue;
+      }
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_CHR;
+      if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode)) type = DT_CHR;
+    }
+    if (type == DT_LNK) continue;  // -r: not followed below the command line
+    if (type == DT_DIR) {
+      if (directory_excluded(base, true)) continue;
+      if (st.st_ino == 0 && ::fstatat(::dirfd(dir.get()), entry->d_name, &st, 0) != 0) {
+        if (!visit({WalkEntry::Kind::kError, name, errno, false})) return false;
+        continue;
+      }
+      const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
+      if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end()) {
+        if (!visit({WalkEntry::Kind::kLoop, name, 0, false})) return false;
+        continue;
+      }
+      const int sub = ::openat(::dirfd(dir.get()), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (sub < 0) {
+        if (!visit({WalkEntry::Kind::kError, name, errno, false})) return false;
+        continue;
+      }
+      ancestors_.push_back(id);
+      const bool go_on = directory(name, sub);
+      ancestors_.pop_back();
+      if (!go_on) return false;
+      continue;
+    }
+    if (file_excluded(base, true)) continue;
+    const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
+    if (device && options_.devices != Devices::kRead) continue;  // read only when -D read
+    if (!visit({WalkEntry::Kind::kSearch, name, 0, false})) return false;
+  }
+}
+
+}  // namespace gpufilter::cli

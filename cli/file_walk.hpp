@@ -1,0 +1,57 @@
+// FileWalk: the files a grep command line names, as GNU grep 3.8 finds them: operands in
+// order, directories walked depth first in the order the directory lists its entries
+// (as fts does without sorting) under -r/-R, with grep's rules for symbolic links,
+// devices, --include/--exclude/--exclude-dir and its messages. It opens nothing that it
+// would not search; what it cannot read it hands on as an error, in its place.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufilter/cli/options.hpp"
+
+namespace gpufilter::cli {
+
+struct WalkEntry {
+  enum class Kind {
+    kSearch,  // search `name`
+    kError,   // `name` could not be read: errno `error` (grep's message, exit status 2)
+    kLoop,    // `name` is a directory that contains itself (-R): grep's warning only
+  };
+  Kind kind = Kind::kSearch;
+  std::string name;  // as grep prints it
+  int error = 0;
+  bool command_line = false;
+};
+
+class FileWalk {
+ public:
+  explicit FileWalk(const Options& options);
+
+  // Calls `visit` for each entry in grep's order until it returns false. An empty operand
+  // list with -r walks the working directory, naming files without "./".
+  void walk(const std::vector<std::string>& operands, const std::function<bool(const WalkEntry&)>& visit);
+
+  // Whether file names are printed by default (no -H or -h): several operands, or with
+  // -r one operand that is a directory.
+  static bool names_files(const Options& options);
+
+ private:
+  // The file globs' verdict on `name` (grep's excluded_file_name): `anchored` matches the
+  // whole name (a base name while recursing), else any suffix after a '/' too.
+  bool file_excluded(const std::string& name, bool anchored) const;
+  bool directory_excluded(const std::string& name, bool anchored) const;
+  bool operand(const std::string& name);
+  bool directory(const std::string& path, int fd);
+
+  const Options& options_;
+  bool omit_dot_slash_ = false;
+  std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
+  const std::function<bool(const WalkEntry&)>* visit_ = nullptr;
+};
+
+}  // namespace gpufilter::cli

@@ -1,0 +1,147 @@
+// Directories as GNU grep 3.8 treats them: -r, -R, -d, -D, --include, --exclude,
+// --exclude-from and --exclude-dir, compared with grep on trees made here (nested folders,
+// symbolic links to files and folders, a loop, a dangling link, a FIFO, binary and empty
+// files). Both tools list a folder in the order the file system gives, so the output,
+// standard error and exit status must be equal byte for byte.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Args = std::vector<std::string>;
+
+Args operator+(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+class Recursive : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir.make_dir("t");
+    dir.make_dir("t/logs");
+    dir.make_dir("t/logs/old");
+    dir.make_dir("t/.git");
+    dir.make_dir("t/src");
+    dir.write("t/a.txt", "foo one\nbar\n");
+    dir.write("t/b.log", "no match here\n");
+    dir.write("t/logs/app.log", "foo in a log\nfoo again\n");
+    dir.write("t/logs/old/app.log.1", "old foo\n");
+    dir.write("t/logs/binary.dat", std::string("foo\0binary", 10));
+    dir.write("t/.git/config", "foo hidden\n");
+    dir.write("t/src/main.c", "int foo;\n");
+    dir.write("t/src/empty.c", "");
+    ASSERT_EQ(::symlink("../a.txt", (root + "/src/link.txt").c_str()), 0);
+    ASSERT_EQ(::symlink("../logs", (root + "/src/logs-link").c_str()), 0);
+    ASSERT_EQ(::symlink("..", (root + "/logs/old/up").c_str()), 0);  // a loop under -R
+    ASSERT_EQ(::symlink("nowhere", (root + "/dangling").c_str()), 0);
+  }
+
+  TempDir dir;
+  std::string root = dir.path() + "/t";
+};
+
+TEST_F(Recursive, FlagsAndOutputModesAsGrep) {
+  const std::vector<Args> flags = {
+      {"-r"},       {"-R"},         {"-rn"},           {"-rc"},   {"-rl"},      {"-rL"},         {"-rh"},
+      {"-ro", "-b"}, {"-r", "-i"},  {"-rZl"},          {"-rs"},   {"-Rs", "-c"}, {"-r", "-a"},  {"-r", "-I"},
+      {"-r", "-m1"}, {"-rq"},       {"-d", "recurse"}, {"-r", "-v", "-c"}, {"-r", "-w"},
+  };
+  for (const Args& f : flags) {
+    expect_same(f + Args{"foo", root}, {}, rotating_knobs(2));
+    expect_same(f + Args{"foo", root + "/logs", root + "/a.txt"}, {}, rotating_knobs(1));
+  }
+}
+
+TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
+  const std::string excludes = dir.write("excludes", "*.log\n*.c\n");
+  const std::vector<Args> globs = {
+      {"--include=*.log"},
+      {"--include=*.log", "--include=*.txt"},
+      {"--exclude=*.log"},
+      {"--exclude=*.log", "--include=app.*"},
+      {"--include=app.*", "--exclude=*.log"},
+      {"--include=*.log", "--exclude=app.log"},
+      {"--exclude=a*"},
+      {"--exclude=*/*"},
+      {"--include=*"},
+      {"--exclude-dir=logs"},
+      {"--exclude-dir=logs/"},
+      {"--exclude-dir=old", "--include=*.1"},
+      {"--exclude-dir=.git"},
+      {"--exclude-dir=*"},
+      {"--exclude-dir=t"},
+      {"--exclude-from=" + excludes},
+      {"--include=main.c"},
+      {"--exclude=main.c"},
+  };
+  for (const Args& g : globs) {
+    expect_same(Args{"-r"} + g + Args{"foo", root}, {}, rotating_knobs(1));
+    expect_same(Args{"-R"} + g + Args{"-c", "foo", root}, {}, rotating_knobs(1));
+    // On the command line they match the operand's name or any suffix after a '/'.
+    expect_same(g + Args{"foo", root + "/a.txt", root + "/logs/app.log", root + "/src/main.c"}, {}, rotating_knobs(1));
+  }
+}
+
+// A FIFO met while recursing is skipped (grep's default -D read applies to the command line
+// only). grep 3.8 -R opens it and blocks (docs/grep-compatibility.md), so only -r here.
+TEST_F(Recursive, AFifoInTheTreeIsSkipped) {
+  ASSERT_EQ(::mkfifo((root + "/src/fifo").c_str(), 0600), 0);
+  expect_same({"-r", "foo", root});
+  expect_same({"-rc", "-D", "skip", "foo", root});
+  const ProcessResult r = run_process({gpufilter_binary(), "-R", "-c", "foo", root});
+  EXPECT_EQ(r.status, 2) << r.err;  // the dangling link; the FIFO is not waited on
+  EXPECT_EQ(r.out.find("fifo"), std::string::npos) << r.out;
+}
+
+TEST_F(Recursive, DirectoriesAndDevicesActionsAsGrep) {
+  expect_same({"foo", root});                                // Is a directory
+  expect_same({"foo", root, root + "/a.txt"});
+  expect_same({"-d", "skip", "foo", root, root + "/a.txt"});
+  expect_same({"-d", "read", "foo", root + "/a.txt", root});
+  expect_same({"-s", "foo", root});
+  expect_same({"-r", "foo", root + "/a.txt"});                // one file: no name prefix
+  expect_same({"-r", "foo", root + "/src/link.txt"});         // a link on the command line is followed
+  expect_same({"-r", "foo", root + "/src/logs-link"});
+  expect_same({"-r", "foo", root + "/dangling"});
+  expect_same({"-r", "foo", root + "/missing", root});
+  expect_same({"-r", "-D", "skip", "foo", root});
+  expect_same({"-r", "foo", root + "/"});
+  expect_same({"-r", "foo", "-", root}, "foo from stdin\n");
+}
+
+// No operand: -r searches the working directory and names files without "./".
+TEST_F(Recursive, NoOperandSearchesTheWorkingDirectory) {
+  for (const Args& flags : {Args{"-r"}, Args{"-rn"}, Args{"-rc"}, Args{"-r", "--exclude-dir=."}}) {
+    auto in_root = [&](const std::string& binary) {
+      Args argv = {"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", root, binary};
+      argv = argv + flags + Args{"foo"};
+      return run_process(argv, {}, {"LC_ALL=C"});
+    };
+    const ProcessResult expected = in_root(grep_binary());
+    const ProcessResult actual = in_root(gpufilter_binary());
+    EXPECT_EQ(actual.out, expected.out) << describe_args(flags);
+    EXPECT_EQ(actual.status, expected.status) << describe_args(flags);
+  }
+}
+
+TEST(RecursiveUsage, BadActionsAndExcludeFilesAreErrors) {
+  for (const Args& args : {Args{"-d", "sideways", "x"}, Args{"-D", "sideways", "x"}, Args{"--directories=no", "x"},
+                           Args{"--exclude-from=/nonexistent/file", "x"}}) {
+    const ProcessResult r = run_process(Args{gpufilter_binary()} + args, "x\n");
+    EXPECT_EQ(r.status, 2) << describe_args(args);
+    EXPECT_FALSE(r.err.empty()) << describe_args(args);
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
