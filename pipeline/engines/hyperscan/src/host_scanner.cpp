@@ -28,7 +28,7 @@ std::size_t HostScanner::default_threads() {
 }
 
 HostScanner::HostScanner(const PatternTable& table, ScanConfig config, std::size_t threads)
-    : Scanner(table, config), matcher_(table) {
+    : Scanner(table, config), matcher_(table), inline_scratch_(matcher_.new_scratch()) {
   if (config_.count_patterns) pattern_counts_.assign(table.unique_count(), 0);
   add_slot(make_slot());
   const std::size_t n = std::min(threads == 0 ? default_threads() : threads, config_.slots);
@@ -101,6 +101,18 @@ std::unique_ptr<ScanSlot> HostScanner::make_slot() {
 void HostScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
   slot.error_.clear();
+  if (slot.chunk_.size < kInlineBytes) {
+    // finish() raises what failed, as from a worker.
+    try {
+      scan(slot, inline_scratch_);
+    } catch (const std::bad_alloc&) {
+      slot.error_ = "memory exhausted";
+    } catch (const std::exception& e) {
+      slot.error_ = e.what();
+    }
+    slot.done_.store(true, std::memory_order_relaxed);
+    return;
+  }
   slot.done_.store(false, std::memory_order_relaxed);
   jobs_.enqueue(&slot);
 }

@@ -51,7 +51,7 @@ struct LineMatch {
 
 struct InputInfo {
   std::string name;  // as grep prints it: a path or "(standard input)" / --label
-  std::optional<std::uint64_t> size;  // a regular file's size (Source::file_size)
+  std::optional<std::uint64_t> size = std::nullopt;  // a regular file's size (Source::file_size)
 };
 
 struct InputSummary {

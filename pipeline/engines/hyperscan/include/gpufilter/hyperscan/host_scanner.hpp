@@ -38,6 +38,11 @@ class HostScanner final : public Scanner {
   void scan(Slot& slot, HsDatabase::Scratch& scratch);
 
   HsDatabase matcher_;
+  // Chunks smaller than kInlineBytes are scanned on the thread that submits them: handing
+  // one to a worker and waiting cost more than its scan (a search of /usr/include, 22,431
+  // small files, spent 87 % of its system time in futex).
+  static constexpr std::size_t kInlineBytes = 64u << 10;
+  HsDatabase::Scratch inline_scratch_;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
   std::vector<std::thread> workers_;
   std::vector<std::uint64_t> pattern_counts_;
