@@ -38,10 +38,12 @@ class HostScanner final : public Scanner {
   void scan(Slot& slot, HsDatabase::Scratch& scratch);
 
   HsDatabase matcher_;
-  // Chunks smaller than kInlineBytes are scanned on the thread that submits them: handing
+  // Chunks smaller than kInlineBytes (half of FileScan's smallest piece of a file, so that
+  // the pieces of one file still go to every worker) are scanned on the thread that
+  // submits them: handing
   // one to a worker and waiting cost more than its scan (a search of /usr/include, 22,431
   // small files, spent 87 % of its system time in futex).
-  static constexpr std::size_t kInlineBytes = 64u << 10;
+  static constexpr std::size_t kInlineBytes = 32u << 10;
   HsDatabase::Scratch inline_scratch_;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
   std::vector<std::thread> workers_;
