@@ -132,9 +132,12 @@ void CoScanner::lane_work(DeviceScanner& device) {
       while (!mine.empty()) complete_oldest();
       return;
     }
-    ScanSlot* slot = device.acquire();  // one is free: fewer than slot_count() are in flight
+    // Fewer than slot_count() are in flight, so one is free, unless a failed completion
+    // kept its slot (the job then fails rather than the lane).
+    ScanSlot* slot = device.acquire();
     bool submitted = false;
     settle(*job, [&] {
+      if (slot == nullptr) throw Error("no free device slot after an earlier failure");
       job->first_nul_ = stage(job->chunk_, *slot);
       device.submit(*slot);
       submitted = true;
@@ -142,7 +145,7 @@ void CoScanner::lane_work(DeviceScanner& device) {
     if (submitted) {
       mine.push_back(job);
     } else {
-      device.release(*slot);
+      if (slot != nullptr) device.release(*slot);
       lane_pending_.fetch_sub(1, std::memory_order_relaxed);
       job->done_.store(true, std::memory_order_release);
       job->done_.notify_one();
