@@ -220,7 +220,8 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
   request.input = input;
   // Streams and live captures have no size to weigh: only the pattern count decides.
   if (input == InputKind::kPackets && o.interface.empty()) request.input_bytes = regular_input_bytes(o.pcaps);
-  else if (input == InputKind::kFiles) request.input_bytes = regular_input_bytes(o.files);
+  else if (input == InputKind::kFiles && !o.files.empty()) request.input_bytes = regular_input_bytes(o.files);
+  // (-r with no operand walks the working directory: a size unknown, as for a folder.)
   request.chunk_bytes = o.chunk_bytes;
   // Benchmarks: GPUFILTER_CO_LANES=LANES,SLOTS tunes co-scanning (engine.hpp's defaults).
   if (const char* lanes = std::getenv("GPUFILTER_CO_LANES"); lanes != nullptr)
