@@ -32,8 +32,10 @@ std::string corpus_text(bool binary) {
   return text;
 }
 
-const std::vector<std::string> kEnv = {"GPUFILTER_WAIT_FOR_DEVICE=1", "LC_ALL=C"};
-const std::vector<std::string> kKnobs = {"--engine=both", "--host-scan-below=0", "--chunk-size=64K"};
+// One lane of one chunk and 40 chunks in flight: the lane takes a chunk whenever it is
+// free and the host engine the others, however fast either is (sanitizer builds too).
+const std::vector<std::string> kEnv = {"GPUFILTER_WAIT_FOR_DEVICE=1", "GPUFILTER_CO_LANES=1,1", "LC_ALL=C"};
+const std::vector<std::string> kKnobs = {"--engine=both", "--host-scan-below=0", "--chunk-size=64K", "--slots=40"};
 
 TEST(CoScan, BothEnginesTogetherAnswerAsGrep) {
   TempDir dir;
