@@ -185,9 +185,7 @@ class HostEngine final : public Engine {
   ~HostEngine() override { scanner_.reset(); }
   const PatternTable& table() const noexcept override { return *table_; }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
-    ScanConfig scanning = scanning_;
-    scanning.locate = locate;
-    scanning.count_patterns = count_patterns;
+    const ScanConfig scanning = scanning_for(locate, count_patterns);
     const Clock::time_point start = Clock::now();
     scanner_ = std::make_unique<HostScanner>(*table_, scanning);
     timings_.scanner_ms = ms_since(start);
@@ -215,9 +213,7 @@ class DeviceEngine final : public Engine {
   ~DeviceEngine() override { scanner_.reset(); }
   const PatternTable& table() const noexcept override { return program_->table(); }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
-    ScanConfig scanning = scanning_;
-    scanning.locate = locate;
-    scanning.count_patterns = count_patterns;
+    const ScanConfig scanning = scanning_for(locate, count_patterns);
     const Clock::time_point start = Clock::now();
     auto scanner = std::make_unique<DeviceScanner>(device_, *program_, scanning);
     timings_.scanner_ms = ms_since(start);
@@ -264,9 +260,7 @@ class CoEngine final : public Engine {
   }
   const PatternTable& table() const noexcept override { return *table_; }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
-    ScanConfig scanning = scanning_;
-    scanning.locate = locate;
-    scanning.count_patterns = count_patterns;
+    const ScanConfig scanning = scanning_for(locate, count_patterns);
     const Clock::time_point start = Clock::now();
     auto scanner = std::make_unique<CoScanner>(*table_, scanning);
     timings_.scanner_ms = ms_since(start);

@@ -160,6 +160,14 @@ class Engine {
   Engine(EngineKind kind, std::string device_name, std::string reason, ScanConfig scanning)
       : kind_(kind), device_name_(std::move(device_name)), reason_(std::move(reason)), scanning_(scanning) {}
 
+  // The plan's scan configuration with what make_scanner() was asked for.
+  ScanConfig scanning_for(bool locate, bool count_patterns) const {
+    ScanConfig scanning = scanning_;
+    scanning.locate = locate;
+    scanning.count_patterns = count_patterns;
+    return scanning;
+  }
+
   EngineKind kind_;
   std::string device_name_;
   std::string reason_;
