@@ -22,6 +22,8 @@ Pattern selection and interpretation:
       --no-ignore-case      do not ignore case distinctions (default)
   -w, --word-regexp         match only whole words
   -x, --line-regexp         match only whole lines
+  -y                        same as -i
+  -z, --null-data           a data line ends in 0 byte, not newline
 
 Miscellaneous:
   -s, --no-messages         suppress error messages
@@ -58,6 +60,7 @@ Output control:
   -c, --count               print only a count of selected lines per FILE
   -T, --initial-tab         make tabs line up (if needed)
   -Z, --null                print 0 byte after FILE name
+  -U, --binary              do not strip CR characters at EOL (MSDOS/Windows)
 
 Context control:
   -B, --before-context=NUM  print NUM lines of leading context
@@ -86,6 +89,9 @@ GPU and streaming:
                             by device, pattern count and input, --stats says
                             why (docs/PERFORMANCE.md)
       --stats               at exit, print timings as one JSON line on stderr
+      --no-progress         no progress line (shown on a terminal standard
+                            error after a second of scanning, when the
+                            output is not that terminal or is -c/-l/-L/-q)
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
       --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,
                             where a device round trip costs more (default

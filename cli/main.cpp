@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 
 #include "file_walk.hpp"
 #include "gpufilter/cli/options.hpp"
+#include "gpufilter/cli/progress.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/engines/engine.hpp"
 #include "gpufilter/grep/searcher.hpp"
@@ -100,10 +102,65 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
+// The progress line of a long scan while it is drawn: message() erases it first.
+cli::ProgressLine* g_progress = nullptr;
+
 void message(const std::string& text) {
   std::fflush(stdout);
-  std::fprintf(stderr, "%s: %s\n", kProgram, text.c_str());
+  auto print = [&text] { std::fprintf(stderr, "%s: %s\n", kProgram, text.c_str()); };
+  if (g_progress != nullptr) g_progress->erase_then(print);
+  else print();
 }
+
+// The sum of the operands' sizes when all are regular files (none with -r): the progress
+// line's "of N GB" and time left.
+std::optional<std::uint64_t> total_size(const cli::Options& o) {
+  if (o.directories == cli::Directories::kRecurse) return std::nullopt;
+  std::uint64_t total = 0;
+  for (const std::string& file : o.files) {
+    struct stat st {};
+    if ((file == "-" ? ::fstat(STDIN_FILENO, &st) : ::stat(file.c_str(), &st)) != 0 || !S_ISREG(st.st_mode))
+      return std::nullopt;
+    total += static_cast<std::uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+// A progress line (cli/progress.hpp) for a scan of files whose standard error is a
+// terminal, when the output is not that terminal or holds no lines (-c, -l, -L, -q); and
+// the writers of standard output and error, which erase it before they write.
+class Progress {
+ public:
+  Progress(const cli::Options& o, InputKind input, const std::atomic<std::uint64_t>& scanned) {
+    const char* term = std::getenv("TERM");
+    const bool no_lines = o.count || o.list != cli::ListMode::kNone || o.quiet;
+    if (input != InputKind::kFiles || o.no_progress || !::isatty(STDERR_FILENO) ||
+        (term != nullptr && std::strcmp(term, "dumb") == 0) || (::isatty(STDOUT_FILENO) && !no_lines))
+      return;
+    line_.emplace(stderr_fd_, [&scanned] { return scanned.load(std::memory_order_relaxed); }, total_size(o));
+    out_.emplace(stdout_fd_, *line_);
+    err_.emplace(stderr_fd_, *line_);
+    g_progress = &*line_;
+  }
+  ~Progress() { stop(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  Writer& out() { return out_ ? static_cast<Writer&>(*out_) : stdout_fd_; }
+  Writer& err() { return err_ ? static_cast<Writer&>(*err_) : stderr_fd_; }
+  // Erases the line for good (before --stats and the exit).
+  void stop() noexcept {
+    g_progress = nullptr;
+    if (line_) line_->stop();
+  }
+
+ private:
+  FdWriter stdout_fd_{STDOUT_FILENO};
+  FdWriter stderr_fd_{STDERR_FILENO};
+  std::optional<cli::ProgressLine> line_;
+  std::optional<cli::ErasingWriter> out_;
+  std::optional<cli::ErasingWriter> err_;
+};
 
 int print_devices() {
   for (const DeviceInfo& d : gpufilter::opencl_devices()) {
@@ -168,6 +225,7 @@ PrinterOptions printer_options(const cli::Options& o) {
   printing.invert = o.invert;
   printing.initial_tab = o.initial_tab;
   printing.null_after_name = o.null_after_name;
+  printing.eol = o.null_data ? '\0' : '\n';
   printing.group_separator = o.group_separator;
   if (color_enabled(o.color)) {
     const char* legacy = std::getenv("GREP_COLOR");
@@ -205,6 +263,7 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.binary_files = o.binary_files;
   searching.utf8 = cli::utf8_locale();
   searching.only_matching = o.only_matching;
+  searching.eol = o.null_data ? '\0' : '\n';
   if (streams) searching.binary_files = BinaryFiles::kText;  // a stream has no end to report it at
   return searching;
 }
@@ -384,7 +443,15 @@ void warn_of_device_faults(Engine& engine, const std::string& scanning_now, bool
 std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patterns) {
   if (given_patterns == 0) return nullptr;
   auto regexes = cli::regex_lines_for(o, cli::utf8_locale(), [](const std::string& w) { message(w); });
-  if (!regexes) return nullptr;
+  if (!regexes) {
+    // A fixed string holding a NUL would be found across the end of a -z record.
+    const auto& fixed = o.patterns.patterns();
+    if (o.null_data && std::any_of(fixed.begin(), fixed.end(), [](const std::string& p) {
+          return p.find('\0') != std::string::npos;
+        }))
+      throw cli::UsageError("with -z (--null-data), a pattern holding a NUL byte is not supported", false);
+    return nullptr;
+  }
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);
   return regexes;
@@ -428,8 +495,10 @@ int search(cli::Options& o) {
   WorkerPool workers(WorkerPool::default_threads());
   if (!streams) searching.workers = &workers;
   // Write-behind: the kernel's copy of the output overlaps the search (dense output).
-  Output out(STDOUT_FILENO, o.line_buffered, 1 << 20, /*write_behind=*/true);
-  Output err(STDERR_FILENO, true);
+  std::atomic<std::uint64_t> bytes_done{0};
+  Progress progress(o, input, bytes_done);
+  Output out(progress.out(), o.line_buffered, 1 << 20, /*write_behind=*/true);
+  Output err(progress.err(), true);
   GrepPrinter grep_printer(out, err, printing);
   std::unique_ptr<JsonPrinter> json;
   if (o.json) json = json_printer(o, regexes ? o.patterns.size() : given_patterns, patterns, regexes != nullptr, out);
@@ -446,10 +515,13 @@ int search(cli::Options& o) {
 
   FileScanConfig piping;
   piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
-  piping.detect_binary = o.binary_files != BinaryFiles::kText;
+  // With -z a NUL ends a record: it is no sign of a binary file (grep's buf_has_nulls).
+  piping.detect_binary = o.binary_files != BinaryFiles::kText && !o.null_data;
+  piping.eol = o.null_data ? '\0' : '\n';
   piping.scan_to_end = o.pattern_counts;
   piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
   piping.workers = &workers;
+  piping.progress = &bytes_done;
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;
   StderrNotices notices(o.no_messages);
@@ -469,6 +541,7 @@ int search(cli::Options& o) {
   if (o.pattern_counts && !o.quiet && !print_pattern_counts(o, given_patterns, *engine, files.lines_seen(), out))
     outcome.trouble = true;
   out.flush();
+  progress.stop();
   if (o.stats) print_stats(*engine, files, build_start, build_end, outcome);
   // A stop asked for by SIGINT or SIGTERM is a clean end: everything read was searched.
   const int status =
@@ -507,6 +580,7 @@ int main(int argc, char** argv) {
   cli::Options options;
   try {
     options = cli::parse(argc, argv);
+    if (options.unix_byte_offsets) message("warning: --unix-byte-offsets (-u) is obsolete");
   } catch (const cli::UsageError& e) {
     if (*e.what() != '\0') message(e.what());
     if (e.show_usage() || *e.what() == '\0')

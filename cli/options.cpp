@@ -40,6 +40,7 @@ enum LongOnly {
   kMaxLineBytesOption,
   kMaxConnectionsOption,
   kJsonOption,
+  kNoProgressOption,
   kPcapOption,
   kInterfaceOption,
   kBpfOption,
@@ -89,6 +90,7 @@ const option kLongOptions[] = {
     {"no-filename", no_argument, nullptr, 'h'},
     {"no-messages", no_argument, nullptr, 's'},
     {"null", no_argument, nullptr, 'Z'},
+    {"unix-byte-offsets", no_argument, nullptr, 'u'},
     {"null-data", no_argument, nullptr, 'z'},
     {"only-matching", no_argument, nullptr, 'o'},
     {"quiet", no_argument, nullptr, 'q'},
@@ -119,6 +121,7 @@ const option kLongOptions[] = {
     {"max-line-bytes", required_argument, nullptr, kMaxLineBytesOption},
     {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
     {"json", no_argument, nullptr, kJsonOption},
+    {"no-progress", no_argument, nullptr, kNoProgressOption},
     {"pcap", required_argument, nullptr, kPcapOption},
     {"interface", required_argument, nullptr, kInterfaceOption},
     {"bpf", required_argument, nullptr, kBpfOption},
@@ -221,10 +224,6 @@ UsageError long_option_error(const char* arg, bool known) {
   return UsageError(message, true);
 }
 
-[[noreturn]] void unsupported(const std::string& what, const std::string& why) {
-  throw UsageError(what + ": " + why, false);
-}
-
 // Options that make no sense together are refused before anything is read.
 void check_combinations(const Options& o) {
   const bool streams = o.follow || !o.listen.empty();
@@ -244,9 +243,11 @@ void check_combinations(const Options& o) {
     if (o.only_matching) throw UsageError("--json cannot be combined with -o", true);
   }
   if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
+  if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow or --listen", true);
   const bool captures = !o.pcaps.empty() || !o.interface.empty();
   if (captures) {
     if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow or --listen", true);
+    if (o.null_data) throw UsageError("-z (--null-data) cannot be combined with --pcap or --interface", true);
     if (!o.files.empty()) throw UsageError("FILE operands cannot be combined with --pcap or --interface", true);
     if (!o.pcaps.empty() && !o.interface.empty()) throw UsageError("give --pcap or --interface, not both", true);
     if (o.list != ListMode::kNone || o.only_matching || o.pattern_counts || o.before || o.after || o.context)
@@ -448,6 +449,7 @@ bool gpufilter_option(int c, Options& o) {
       break;
     }
     case kStatsOption: o.stats = true; break;
+    case kNoProgressOption: o.no_progress = true; break;
     case kHostScanBelowOption: {
       // 0 is allowed here: never scan on the host.
       if (std::strcmp(::optarg, "0") == 0) o.host_scan_below = 0;
@@ -515,8 +517,8 @@ bool gpufilter_option(int c, Options& o) {
     }
     case 'T': o.initial_tab = true; break;
     case 'Z': o.null_after_name = true; break;
-    case 'z': case 'u':
-      unsupported(std::string("-") + static_cast<char>(c), "option not supported by gpufilter");
+    case 'z': o.null_data = true; break;
+    case 'u': o.unix_byte_offsets = true; break;
     default: return false;
   }
   return true;

@@ -63,6 +63,7 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
   options.word = o.word;
   options.whole_line = o.whole_line;
   options.utf8 = utf8;
+  options.null_data = o.null_data;
   std::vector<regex::PatternOrigin> origins;
   std::vector<std::string> patterns = distinct(o, origins);
   if (o.syntax != regex::Syntax::kPerl) {

@@ -6,17 +6,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpufilter/cli/progress.hpp"
 #include "gpufilter/permute/permuter.hpp"
 #include "gpufilter/opencl/device.hpp"
 #include "gpufilter/core/errors.hpp"
@@ -49,7 +52,9 @@ constexpr const char* kHelp =
     "  --batch-bytes B   output bytes per device batch (default: 256 MiB or what the device allows)\n"
     "  --rank PERM       print the index of PERM instead: numbers separated by commas or spaces\n"
     "                    (N is their count unless given), or a string with --elements\n"
-    "  --list-devices    list the OpenCL devices and exit\n";
+    "  --list-devices    list the OpenCL devices and exit\n"
+    "  --no-progress     no progress line (shown on a terminal standard error after a second\n"
+    "                    when the output goes elsewhere: bytes, GB/s, time left)\n";
 
 class UsageError : public std::runtime_error {
  public:
@@ -82,6 +87,7 @@ struct Args {
   std::string device;
   std::size_t batch_bytes = 0;
   bool slice_given = false;
+  bool no_progress = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -112,6 +118,7 @@ Args parse(int argc, char** argv) {
     } else if (arg == "--output" || arg == "-o") args.output = value();
     else if (arg == "--text") args.text = true;
     else if (arg == "--check") args.check = true;
+    else if (arg == "--no-progress") args.no_progress = true;
     else if (arg == "--device") args.device = value();
     else if (arg == "--batch-bytes") {
       args.batch_bytes = static_cast<std::size_t>(parse_u64("batch bytes", value()));
@@ -217,6 +224,30 @@ std::string show(const perm::Multiset& set, const std::uint8_t* p) {
   return s;
 }
 
+// A progress line on a terminal standard error while a large output goes elsewhere (a
+// file, a pipe): after a second, "4.2 GB of 19.9 GB, 3.1 GB/s, 5 s left".
+bool wants_progress(const Args& args) {
+  const char* term = std::getenv("TERM");
+  const bool to_terminal = args.output.value_or("-") == "-" && ::isatty(STDOUT_FILENO);
+  return !args.no_progress && ::isatty(STDERR_FILENO) && !to_terminal &&
+         !(term != nullptr && std::strcmp(term, "dumb") == 0);
+}
+
+// The bytes the slice writes: each permutation takes the same room (its values are the
+// set's, in some order); none when that overflows.
+std::optional<std::uint64_t> output_bytes(const perm::Multiset& set, const perm::Slice& slice, bool text) {
+  std::uint64_t each = set.size();
+  if (text) {
+    each = set.size() + 1;  // the characters and a newline
+    if (set.is_range()) {   // numbers with spaces between them
+      each = set.size();
+      for (unsigned v = 0; v < set.size(); ++v) each += v >= 10 ? 2 : 1;
+    }
+  }
+  if (each != 0 && slice.count > UINT64_MAX / each) return std::nullopt;
+  return slice.count * each;
+}
+
 int run(const Args& args) {
   if (args.list_devices) {
     for (const auto& d : gpufilter::list_devices())
@@ -246,6 +277,13 @@ int run(const Args& args) {
   std::optional<Output> out;
   if (args.output || !args.check) out.emplace(args.output.value_or("-"));
 
+  std::atomic<std::uint64_t> written{0};
+  gpufilter::FdWriter terminal(STDERR_FILENO);
+  std::unique_ptr<gpufilter::cli::ProgressLine> progress;
+  if (out && wants_progress(args))
+    progress = std::make_unique<gpufilter::cli::ProgressLine>(
+        terminal, [&written] { return written.load(std::memory_order_relaxed); }, output_bytes(set, slice, args.text));
+
   gpufilter::DeviceContext device(args.device);
   perm::GpuPermuter permuter(device, set, perm::GpuOptions{.steps = args.steps, .batch_bytes = args.batch_bytes});
 
@@ -261,7 +299,11 @@ int run(const Args& args) {
       }
     }
     if (!out) return;
-    if (!args.text) return out->write(bytes.data(), bytes.size());
+    if (!args.text) {
+      out->write(bytes.data(), bytes.size());
+      written.fetch_add(bytes.size(), std::memory_order_relaxed);
+      return;
+    }
     text.clear();
     for (std::size_t i = 0; i < bytes.size(); i += n) {
       if (set.is_range()) {
@@ -277,8 +319,10 @@ int run(const Args& args) {
       text += '\n';
     }
     out->write(text.data(), text.size());
+    written.fetch_add(text.size(), std::memory_order_relaxed);
   });
   if (out) out->close();
+  if (progress) progress->stop();
   if (args.check)
     std::cerr << "gpupermute: checked " << slice.count << " permutation" << (slice.count == 1 ? "" : "s")
               << " from " << slice.offset << " against std::next_permutation: all equal\n";

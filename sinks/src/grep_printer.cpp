@@ -55,7 +55,7 @@ void GrepPrinter::colored(std::string_view text, const std::string& sgr) {
 void GrepPrinter::match(const LineMatch& line, const MatchSpan& span, const std::string& sgr) {
   if (options_.colors) out_.write(options_.colors->start(sgr));
   out_.write(line.line.substr(span.begin, span.end - span.begin));
-  if (span.newline) out_.write("\n");
+  if (span.newline) out_.put(options_.eol);
   if (options_.colors) out_.write(options_.colors->end(sgr));
 }
 
@@ -85,7 +85,7 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
     for (const MatchSpan& s : line.spans) {
       head(source_of(line), line.number, line.offset + s.begin, separator, s.end - s.begin);
       match(line, s, c ? (selected ? c->selected_match : c->context_match) : std::string());
-      out_.end_line();
+      out_.end_line(options_.eol);
     }
     return;
   }
@@ -117,7 +117,7 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
     }
   }
   out_.write(rest);
-  out_.end_line();
+  out_.end_line(options_.eol);
 }
 
 Flow GrepPrinter::matched(const LineMatch& line) {

@@ -134,8 +134,8 @@ void Output::write(std::string_view bytes) {
   size_ += bytes.size();
 }
 
-void Output::end_line() {
-  put('\n');
+void Output::end_line(char terminator) {
+  put(terminator);
   if (line_buffered_) drain();
 }
 

@@ -46,6 +46,9 @@ struct Limits {
   // Always -w, mostly with -o or --color, often -x: with max_patterns = 1 (given once or
   // twice) the cases GNU grep runs through its regex matcher, whose -o/--color differs.
   bool word_spans = false;
+  // -z: records end in NUL; the input's '\n' become NULs and some spaces '\n' (ordinary
+  // bytes then, inside records and inside patterns' substrings).
+  bool null_data = false;
 };
 
 class Generator {
@@ -226,13 +229,23 @@ Args random_flags(Generator& g, Shape shape, const Limits& limits, std::vector<s
 // Builds one random case and checks it; returns false on a difference.
 bool run_case(std::uint32_t seed, Shape shape, const Limits& limits, const TempDir& dir) {
   Generator g(seed, shape, limits);
-  const std::string input = g.input(limits.max_input);
+  std::string input = g.input(limits.max_input);
+  if (limits.null_data) {
+    for (char& c : input) {
+      if (c == '\n') c = '\0';
+      else if (c == ' ' && g.chance(0.3)) c = '\n';
+    }
+  }
   std::vector<std::string> patterns = g.patterns(input);
+  // No pattern holds a NUL with -z (gpufilter refuses one: docs/grep-compatibility.md).
+  if (limits.null_data)
+    for (std::string& p : patterns) p.erase(std::remove(p.begin(), p.end(), '\0'), p.end());
   // grep counts distinct patterns: one given twice is still one.
   if (limits.word_spans && patterns.size() == 1 && g.chance(0.2)) patterns.push_back(patterns[0]);
 
   std::vector<std::string> env;
   Args flags = random_flags(g, shape, limits, env);
+  if (limits.null_data) flags.insert(flags.begin() + g.uniform(0, static_cast<int>(flags.size())), "-z");
 
   // Patterns: a -f file, several -e, one -e or the operand joined by newlines.
   Args pattern_args;
@@ -344,6 +357,21 @@ TEST(GrepRandom, OnePatternWords) {
   run_cases(43, Shape::kSmallAlphabet, l);
   l.max_patterns = 2;
   run_cases(47, Shape::kWords, l);
+}
+
+// -z: NUL-terminated records holding '\n', on both engines and small chunks.
+TEST(GrepRandom, NullData) {
+  Limits l;
+  l.cases = 60;
+  l.max_input = 1500;
+  l.null_data = true;
+  run_cases(73, Shape::kSmallAlphabet, l);
+  l.cases = 40;
+  run_cases(79, Shape::kWords, l);
+  run_cases(89, Shape::kWideBytes, l);
+  l.cases = 30;
+  l.max_input = 4000;
+  run_cases(83, Shape::kLongLines, l);
 }
 
 TEST(GrepRandom, LinesLongerThanChunks) {

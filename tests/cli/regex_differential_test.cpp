@@ -474,6 +474,9 @@ std::vector<Knobs> case_knobs(Random& r, std::size_t input_size) {
 struct Limits {
   int cases = 150;
   double odd_patterns = 0.07;  // the share of patterns drawn from the odd_*_patterns lists
+  // -z: the input's '\n' become the NULs that end records, and some spaces '\n', an
+  // ordinary byte inside a record ('.', [^x], \s, ^ and $ must treat it as grep -z does).
+  bool null_data = false;
 };
 
 std::string random_pattern(Random& r, Syntax syntax, bool utf8, bool& backref) {
@@ -515,7 +518,7 @@ Args pattern_args(Random& r, const std::vector<std::string>& patterns, const Tem
 }
 
 // Builds one random case and checks it; returns false on a difference.
-bool run_case(std::uint32_t seed, Syntax syntax, Locale locale, const TempDir& dir) {
+bool run_case(std::uint32_t seed, Syntax syntax, Locale locale, const TempDir& dir, bool null_data) {
   Random r(seed);
   const bool utf8 = locale == Locale::kUtf8;
   std::vector<std::string> patterns;
@@ -524,13 +527,24 @@ bool run_case(std::uint32_t seed, Syntax syntax, Locale locale, const TempDir& d
   for (int i = 0; i < count; ++i) patterns.push_back(random_pattern(r, syntax, utf8, backref));
   std::vector<std::string> env = locale_env(locale);
   Args args = random_options(r, env);
+  if (null_data) {
+    args.insert(args.begin(), "-z");
+    // gpufilter refuses a fixed string holding a NUL with -z (docs/grep-compatibility.md).
+    for (std::string& p : patterns) p.erase(std::remove(p.begin(), p.end(), '\0'), p.end());
+  }
   std::string note = "seed " + std::to_string(seed) + " (" + syntax_name(syntax) + ", LC_ALL=" + locale_name(locale) + ")";
   const Args pattern = pattern_args(r, patterns, dir, note);
   args.insert(args.end(), pattern.begin(), pattern.end());
 
   // Back-references make glibc's matcher slow on long lines: short lines only there.
   const InputShape shape = random_shape(r, backref);
-  const std::string input = random_input(r, utf8, shape);
+  std::string input = random_input(r, utf8, shape);
+  if (null_data) {
+    for (char& c : input) {
+      if (c == '\n') c = '\0';
+      else if (c == ' ' && r.chance(0.3)) c = '\n';
+    }
+  }
   std::string stdin_input;
   note += ", input \"" + escape(input, 700) + "\"";
   const int where = r.uniform(0, 99);
@@ -539,7 +553,8 @@ bool run_case(std::uint32_t seed, Syntax syntax, Locale locale, const TempDir& d
   } else if (where < 80) {
     stdin_input = input;
   } else {  // two inputs, with or without their names
-    const std::string other = random_input(r, utf8, InputShape{});
+    std::string other = random_input(r, utf8, InputShape{});
+    if (null_data) std::replace(other.begin(), other.end(), '\n', '\0');
     args.push_back(dir.write("input", input));
     if (r.chance(0.5)) {
       args.push_back(dir.write("input2", other));
@@ -562,7 +577,7 @@ void run_cases(std::uint32_t seed_base, Syntax syntax, Locale locale, const Limi
   for (int i = 0; i < case_count(limits.cases); ++i) {
     const std::uint32_t seed = base_seed(seed_base) * 1000u + static_cast<std::uint32_t>(i);
     ++tally.cases;
-    if (!run_case(seed, syntax, locale, dir)) {
+    if (!run_case(seed, syntax, locale, dir, limits.null_data)) {
       ++tally.differing;
       if (++failing >= kMaxFailingCases) {
         ADD_FAILURE() << "stopping after " << failing << " failing cases (of " << (i + 1) << ")";
@@ -579,6 +594,16 @@ TEST(RegexRandom, ExtendedC) { run_cases(107, Syntax::kExtended, Locale::kC, Lim
 TEST(RegexRandom, ExtendedUtf8) { run_cases(109, Syntax::kExtended, Locale::kUtf8, Limits{}); }
 TEST(RegexRandom, PerlC) { run_cases(113, Syntax::kPerl, Locale::kC, Limits{}); }
 TEST(RegexRandom, PerlUtf8) { run_cases(127, Syntax::kPerl, Locale::kUtf8, Limits{}); }
+// -z (--null-data): NUL-terminated records that hold '\n'.
+TEST(RegexRandom, NullData) {
+  Limits l;
+  l.cases = 40;
+  l.null_data = true;
+  run_cases(131, Syntax::kBasic, Locale::kC, l);
+  run_cases(137, Syntax::kExtended, Locale::kUtf8, l);
+  run_cases(139, Syntax::kPerl, Locale::kC, l);
+  run_cases(149, Syntax::kBasic, Locale::kUtf8, l);
+}
 
 // ---------------------------------------------------------------------------------------
 // Every odd pattern once, in both locales, on a small input: grep's errors (exit 2, its

@@ -13,20 +13,20 @@ namespace {
 
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
 
-// The line of data[floor, end) around data[at]: [begin, end), and whether a '\n' ends it.
+// The line of data[floor, end) around data[at]: [begin, end), and whether an `eol` ends it.
 struct LineAround {
   std::size_t begin, end;
   bool terminated;
 };
-LineAround line_around(const char* data, std::size_t floor, std::size_t at, std::size_t end) {
-  const char* before = static_cast<const char*>(memrchr(data + floor, '\n', at - floor));
-  const char* nl = static_cast<const char*>(std::memchr(data + at, '\n', end - at));
+LineAround line_around(const char* data, std::size_t floor, std::size_t at, std::size_t end, char eol) {
+  const char* before = static_cast<const char*>(memrchr(data + floor, eol, at - floor));
+  const char* nl = static_cast<const char*>(std::memchr(data + at, eol, end - at));
   return {before != nullptr ? static_cast<std::size_t>(before - data) + 1 : floor,
           nl != nullptr ? static_cast<std::size_t>(nl - data) : end, nl != nullptr};
 }
 
-std::uint64_t count_newlines(const char* begin, const char* end) {
-  return count_byte(std::string_view(begin, static_cast<std::size_t>(end - begin)), '\n');
+std::uint64_t count_lines(const char* begin, const char* end, char eol) {
+  return count_byte(std::string_view(begin, static_cast<std::size_t>(end - begin)), eol);
 }
 
 // What the sink needs, added to what the options ask for: the Searcher gives the union,
@@ -392,9 +392,9 @@ bool Searcher::decide(std::string_view text, std::span<const LineOccurrence> occ
 namespace {
 
 // The first byte of the first line that starts at or after data[at] (end: none).
-std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at, std::size_t end) {
+std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at, std::size_t end, char eol) {
   if (at <= begin) return begin;
-  const void* nl = std::memchr(data + at - 1, '\n', end - (at - 1));
+  const void* nl = std::memchr(data + at - 1, eol, end - (at - 1));
   return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : end;
 }
 
@@ -403,10 +403,10 @@ std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at,
 // can match unless some regex has no factor.
 void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                  std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece) {
+                  std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol) {
   if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched)) {
     for (const char* start : matched) {
-      const void* nl = std::memchr(start, '\n', static_cast<std::size_t>(data + end - start));
+      const void* nl = std::memchr(start, eol, static_cast<std::size_t>(data + end - start));
       ends.push_back(nl != nullptr ? static_cast<const char*>(nl) : data + end);
     }
     return;
@@ -416,7 +416,7 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
       occurrences.begin());
   if (regex.every_line_is_candidate()) {
-    LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index);
+    LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index, eol);
     CutLine<LineOccurrence> line;
     while (cutter.next(line))
       if (regex.line_matches_on(lane, line.text, line.occurrences)) {
@@ -428,7 +428,7 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
   // The floor moves past each line decided, so the searches for line starts cover the piece
   // once however many lines hold occurrences.
   for (std::size_t floor = begin; index < occurrences.size() && occurrences[index].position < end;) {
-    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end);
+    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end, eol);
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
@@ -464,7 +464,7 @@ void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::si
       occurrences.begin());
   const bool any = !options_.word && !options_.whole_line;  // every occurrence is valid
   for (std::size_t floor = begin; index < occurrences.size() && occurrences[index].position < end;) {
-    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end);
+    const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end, options_.eol);
     scratch.clear();
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       if (!any) scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
@@ -500,10 +500,11 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
     p.pieces[i].clear();
     p.piece_ends[i].clear();
     try {
-      const std::size_t first = line_start_from(data, begin, begin + b, end);
-      const std::size_t last = line_start_from(data, begin, begin + e, end);
+      const std::size_t first = line_start_from(data, begin, begin + b, end, options_.eol);
+      const std::size_t last = line_start_from(data, begin, begin + e, end, options_.eol);
       if (regex != nullptr)
-        decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece);
+        decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece,
+                     options_.eol);
       else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i]);
       if (check_utf8) p.piece_valid[i] = lines_valid_utf8(p.pieces[i], p.piece_ends[i]);
     } catch (...) {
@@ -533,7 +534,7 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
 
   // 1. The split line that earlier chunks left open.
   if (chunk.continues_line && open_) {
-    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', chunk.size - pos));
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, options_.eol, chunk.size - pos));
     const std::size_t end = nl != nullptr ? static_cast<std::size_t>(nl - data) : chunk.size;
     spool_.append(data + pos, end - pos);
     for (; index < occurrences.size() && occurrences[index].position < end; ++index) {
@@ -557,10 +558,10 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
     return done_ ? Flow::kStop : Flow::kContinue;
   }
 
-  // 2. Complete lines: up to the last '\n', or all of it when the input ends here.
+  // 2. Complete lines: up to the last line end, or all of it when the input ends here.
   std::size_t complete_end = chunk.size;
   if (chunk.line_open) {
-    const char* last_nl = static_cast<const char*>(memrchr(data + pos, '\n', chunk.size - pos));
+    const char* last_nl = static_cast<const char*>(memrchr(data + pos, options_.eol, chunk.size - pos));
     complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
   }
   // Literals: only where occurrences are dense (one per 4 KiB or more); a few lines are
@@ -585,17 +586,18 @@ Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occ
     while (index < occurrences.size() && occurrences[index].position < complete_end) ++index;
   } else if (fast_path()) {
     while (index < occurrences.size() && occurrences[index].position < complete_end) {
-      const auto [begin, end, terminated] = line_around(data, pos, occurrences[index].position, complete_end);
-      if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+      const auto [begin, end, terminated] = line_around(data, pos, occurrences[index].position, complete_end, options_.eol);
+      if (options_.line_numbers) next_number_ += count_lines(data + pos, data + begin, options_.eol);
       gather(occurrences, index, begin, end);
       line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, terminated);
       pos = end + 1;
       if (done_) return Flow::kStop;
     }
-    if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
+    if (options_.line_numbers && pos < complete_end) next_number_ += count_lines(data + pos, data + complete_end, options_.eol);
     pos = std::max(pos, complete_end);
   } else {
-    LineCutter<> cutter(std::string_view(data, complete_end), chunk.offset, occurrences, line_occurrences_, pos, index);
+    LineCutter<> cutter(std::string_view(data, complete_end), chunk.offset, occurrences, line_occurrences_, pos, index,
+                        options_.eol);
     CutLine<LineOccurrence> cut;
     while (cutter.next(cut)) {
       line(cut.text, cut.offset, cut.occurrences, cut.terminated);
@@ -630,10 +632,10 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
   const std::vector<const char*>& matched = predecided_.matched;
   const std::vector<const char*>& ends = predecided_.ends;
   if (quiet_ && !stop_on_first_ && options_.max_count - selected_ > matched.size()) {
-    if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + complete_end);
+    if (options_.line_numbers) next_number_ += count_lines(data + pos, data + complete_end, options_.eol);
     if (!matched.empty()) {
       const char* last = matched.back();
-      const void* nl = std::memchr(last, '\n', static_cast<std::size_t>(data + complete_end - last));
+      const void* nl = std::memchr(last, options_.eol, static_cast<std::size_t>(data + complete_end - last));
       after_last_selected_ =
           chunk.offset + (nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : complete_end);
       selected_ += matched.size();
@@ -649,7 +651,7 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
     const std::size_t begin = static_cast<std::size_t>(matched[i] - data);
     const std::size_t end = static_cast<std::size_t>(ends[i] - data);
     const char* nl = end < complete_end ? data + end : nullptr;  // the workers stopped at '\n' or the end
-    if (options_.line_numbers) next_number_ += count_newlines(data + pos, data + begin);
+    if (options_.line_numbers) next_number_ += count_lines(data + pos, data + begin, options_.eol);
     pos = end + 1;
     if (runs && nl != nullptr && selected_ + run.count + 1 < options_.max_count) {
       if (run.count > 0 && begin != run.end) emit_run(run);
@@ -665,7 +667,7 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
     if (done_) return complete_end;
   }
   if (run.count > 0) emit_run(run);
-  if (options_.line_numbers && pos < complete_end) next_number_ += count_newlines(data + pos, data + complete_end);
+  if (options_.line_numbers && pos < complete_end) next_number_ += count_lines(data + pos, data + complete_end, options_.eol);
   return complete_end;
 }
 
@@ -676,7 +678,7 @@ void Searcher::emit_run(Run& run) {
   if (options_.utf8 && options_.binary_files != BinaryFiles::kText && !run.known_valid_utf8 && !valid_utf8(bytes)) {
     for (std::size_t at = run.begin; at < run.end && !done_;) {
       const std::size_t end = static_cast<std::size_t>(
-          static_cast<const char*>(std::memchr(run.data + at, '\n', run.end - at)) - run.data);
+          static_cast<const char*>(std::memchr(run.data + at, options_.eol, run.end - at)) - run.data);
       line(std::string_view(run.data + at, end - at), run.chunk.offset + at, {}, true);
       at = end + 1;
     }

@@ -20,6 +20,8 @@ namespace {
 reg_syntax_t syntax_bits(const RegexOptions& o) {
   reg_syntax_t bits = o.syntax == Syntax::kExtended ? RE_SYNTAX_EGREP : RE_SYNTAX_GREP;
   if (o.ignore_case) bits |= RE_ICASE;
+  // grep's DFA with DFA_EOL_NUL: a bracket's complement takes '\n' for -E too.
+  if (o.null_data) bits &= ~static_cast<reg_syntax_t>(RE_HAT_LISTS_NOT_NEWLINE);
   return bits;
 }
 
@@ -36,7 +38,9 @@ class GnuPattern {
   }
 
   // nullptr, or glibc's message. `positions`: registers are wanted (else RE_NO_SUB).
-  const char* compile(std::string_view text, reg_syntax_t bits, bool positions, bool ignore_case) {
+  const char* compile(std::string_view text, reg_syntax_t bits, bool positions, const RegexOptions& options) {
+    const bool ignore_case = options.ignore_case;
+    newline_anchor_ = !options.null_data;  // with -z '\n' is an ordinary character
     std::memset(&buffer_, 0, sizeof buffer_);
     // grep: no fastmap with -i, to work around glibc bug 20381.
     buffer_.fastmap = ignore_case ? nullptr : static_cast<char*>(std::malloc(256));
@@ -49,6 +53,7 @@ class GnuPattern {
       buffer_.fastmap = nullptr;
       return error;
     }
+    buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
     compiled_ = true;
     return nullptr;
   }
@@ -56,7 +61,7 @@ class GnuPattern {
   // re_search over line[0, n) from `start` for `range` bytes: the start of the match, -1.
   regoff_t search(std::string_view line, std::size_t start, std::size_t range, bool not_eol = false) {
     buffer_.not_eol = not_eol ? 1 : 0;
-    buffer_.newline_anchor = 1;
+    buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
     const regoff_t r = ::re_search(&buffer_, line.data(), static_cast<regoff_t>(line.size()),
                                    static_cast<regoff_t>(start), static_cast<regoff_t>(range), &registers_);
     if (r < -1) throw std::bad_alloc();
@@ -75,6 +80,7 @@ class GnuPattern {
   re_pattern_buffer buffer_{};
   re_registers registers_{};
   bool compiled_ = false;
+  bool newline_anchor_ = true;  // '^' and '$' match at a '\n' inside the text too
 };
 
 constexpr char kWordBeginBk[] = "\\(^\\|[^[:alnum:]_]\\)\\(";
@@ -197,7 +203,7 @@ void GnuRegex::compile_all() {
     backref_.push_back(c->backref);
     if (!c->backref) backref_free_.push_back(static_cast<std::uint32_t>(i));
     else backref_ids_.push_back(static_cast<std::uint32_t>(i));
-    if (const char* error = c->exact.compile(p, bits, true, options_.ignore_case))
+    if (const char* error = c->exact.compile(p, bits, true, options_))
       errors.push_back(with_origin(origins_, i, error));
     compiled_.push_back(std::move(c));
     views.push_back(dfa_view(p, options_.syntax, options_.utf8, options_.ignore_case));
@@ -234,16 +240,16 @@ void GnuRegex::compile_all() {
     // The DFA's reading; should glibc refuse the rewritten text, the pattern as given.
     std::string& text = (*select_texts_)[i];
     text = wrap ? wrapped(views[i].select, options_) : views[i].select;
-    if (compiled_[i]->select.compile(text, bits, false, options_.ignore_case) == nullptr) continue;
+    if (compiled_[i]->select.compile(text, bits, false, options_) == nullptr) continue;
     text = wrap ? wrapped(patterns_[i], options_) : patterns_[i];
-    if (compiled_[i]->select.compile(text, bits, false, options_.ignore_case) != nullptr)
+    if (compiled_[i]->select.compile(text, bits, false, options_) != nullptr)
       throw RegexError({with_origin(origins_, i, "invalid regular expression")});
   }
   compile_fast(views);
 }
 
 bool GnuRegex::compile_whole_list() {
-  return whole_select_.compile(select_texts_->back(), syntax_bits(options_), false, options_.ignore_case) == nullptr;
+  return whole_select_.compile(select_texts_->back(), syntax_bits(options_), false, options_) == nullptr;
 }
 
 GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
@@ -252,9 +258,9 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
     auto c = std::make_unique<Compiled>();
     const reg_syntax_t bits = syntax_bits(options_);
     c->backref = backref_[i];
-    c->exact.compile(patterns_[i], bits, true, options_.ignore_case);
+    c->exact.compile(patterns_[i], bits, true, options_);
     if (!c->backref && dfa_supported_ && !whole_list_)
-      c->select.compile((*select_texts_)[i], bits, false, options_.ignore_case);
+      c->select.compile((*select_texts_)[i], bits, false, options_);
     compiled_[i] = std::move(c);
   }
   return *compiled_[i];
@@ -288,6 +294,8 @@ std::string without_edge_stars(std::string p) {
 
 // The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
 void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
+  // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
+  if (options_.null_data) return;
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits,
   // which Hyperscan's classes do not reproduce.
   if (options_.utf8 && options_.word && !options_.whole_line) return;
@@ -414,7 +422,7 @@ void GnuRegex::compile_combined() {
   }
   if (!any) return;
   auto combined = std::make_unique<GnuPattern>();
-  if (combined->compile(text, syntax_bits(options_), true, options_.ignore_case) == nullptr)
+  if (combined->compile(text, syntax_bits(options_), true, options_) == nullptr)
     combined_ = std::move(combined);
 }
 

@@ -64,7 +64,7 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   const std::size_t block_end = (end + kBinaryBlock - 1) / kBinaryBlock * kBinaryBlock;
   const std::size_t searched = std::min(backed, block_end);  // what a read would have brought
   read_offset_ = std::max<std::uint64_t>(read_offset_, searched);
-  const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, '\n', capacity_ - overlap));
+  const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, config_.eol, capacity_ - overlap));
   std::size_t cut = end;
   std::size_t next = end - config_.overlap;
   std::size_t next_overlap = config_.overlap;
@@ -130,7 +130,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   pending_.erase(0, filled);
 
   // 2. Fresh reads straight into dst while there is room.
-  const char* newline = static_cast<const char*>(std::memchr(dst + overlap, '\n', filled - std::min(filled, overlap)));
+  const char* newline = static_cast<const char*>(std::memchr(dst + overlap, config_.eol, filled - std::min(filled, overlap)));
   Clock::time_point deadline{};
   if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
   bool stalled = false;
@@ -182,7 +182,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
     }
     read_offset_ += got;
     if (newline == nullptr) {
-      newline = static_cast<const char*>(std::memchr(dst + filled, '\n', got));
+      newline = static_cast<const char*>(std::memchr(dst + filled, config_.eol, got));
       if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
     }
     filled += got;
@@ -195,7 +195,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   std::size_t cut;
   std::size_t keep_from;  // first byte that rolls into the next chunk
   bool line_open = false;
-  const char* last_nl = static_cast<const char*>(memrchr(dst + overlap, '\n', filled - overlap));
+  const char* last_nl = static_cast<const char*>(memrchr(dst + overlap, config_.eol, filled - overlap));
   if (at_end) {
     cut = keep_from = filled;
   } else if (last_nl != nullptr) {

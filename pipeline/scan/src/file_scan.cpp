@@ -27,9 +27,10 @@ void FileScan::deliver_oldest() {
   Chunk& chunk = slot.chunk();
   chunker_->settle_binary(chunk, slot.first_nul());
   bytes_scanned_ += chunk.size - chunk.overlap;
+  if (config_.progress != nullptr) config_.progress->store(bytes_scanned_, std::memory_order_relaxed);
   if (config_.count_lines && chunk.size > chunk.overlap) {
-    lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, '\n'));
-    open_line_ = chunk.data[chunk.size - 1] != '\n';
+    lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, config_.eol));
+    open_line_ = chunk.data[chunk.size - 1] != config_.eol;
   }
   if (!stopped_) {
     const Flow flow = scanner_.locates() ? searcher_.consume(chunk, slot.occurrences())
@@ -152,6 +153,7 @@ InputSummary FileScan::run(Source& source) {
   chunking.capacity = piece_bytes(source);
   chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
   chunking.detect_binary = config_.detect_binary;
+  chunking.eol = config_.eol;
   chunking.batch_timeout = config_.batch_timeout;
   chunking.workers = config_.workers;
   chunking.map_file = scanner_.scans_in_place();

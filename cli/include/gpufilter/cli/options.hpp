@@ -66,6 +66,8 @@ struct Options {
   bool only_matching = false;
   bool initial_tab = false;      // -T
   bool null_after_name = false;  // -Z
+  bool null_data = false;        // -z: lines (records) end in a NUL byte, not '\n'
+  bool unix_byte_offsets = false;  // -u: obsolete in grep 3.8, which warns and goes on
   bool line_buffered = false;
   std::optional<std::uint64_t> max_count;
   bool negative_max_count = false;  // -m -N: no limit, except that grep 3.8 selects nothing with -v
@@ -85,6 +87,7 @@ struct Options {
   std::uint64_t slots = 0;          // 0: chosen by engine
   Engine engine = Engine::kAuto;
   bool stats = false;               // timings as one JSON line on stderr at exit
+  bool no_progress = false;         // --no-progress: no progress line on a terminal
   std::uint64_t batch_timeout_ms = 2;
   std::optional<std::uint64_t> host_scan_below;  // --host-scan-below: small chunks scanned on the host
 

@@ -22,6 +22,7 @@ struct PrinterOptions {
   bool invert = false;         // -v (line colours with rv)
   bool null_after_name = false;  // -Z: a NUL byte, not ':' or '\n', after a file name
   bool initial_tab = false;      // -T: a tab before the line, numbers padded to align
+  char eol = '\n';               // ends each printed line: '\0' with -z (not -c's or -l's)
   std::optional<Colors> colors;  // --color in effect
   std::optional<std::string> group_separator = std::string("--");  // nullopt: --no-group-separator
   std::string program_name = "gpufilter";  // prefix of the binary-file message

@@ -36,8 +36,9 @@ class Output {
     if (size_ == buffer_.size()) drain();
     buffer_[size_++] = c;
   }
-  // Writes '\n' and, when line-buffered, flushes.
-  void end_line();
+  // Writes `terminator` ('\n', or '\0' after a record of grep -z) and, when
+  // line-buffered, flushes.
+  void end_line(char terminator = '\n');
   void write_number(std::uint64_t value);
   // Writes everything buffered and waits for it. Throws OutputError.
   void flush();

@@ -43,16 +43,23 @@ class LineCutter {
   // `occurrences` are relative to data[0], sorted by position (PatternTable::before order
   // is kept), and those before `index` were already handed out. `scratch` holds the
   // current line's occurrences and is reused from line to line (and call to call).
+  // `eol` ends a line: '\n', or '\0' for grep -z (no pattern holds either then).
   LineCutter(std::string_view data, std::uint64_t offset, std::span<const Occurrence> occurrences,
-             std::vector<T>& scratch, std::size_t from = 0, std::size_t index = 0) noexcept
-      : data_(data), offset_(offset), occurrences_(occurrences), scratch_(scratch), pos_(from), index_(index) {}
+             std::vector<T>& scratch, std::size_t from = 0, std::size_t index = 0, char eol = '\n') noexcept
+      : data_(data),
+        offset_(offset),
+        occurrences_(occurrences),
+        scratch_(scratch),
+        pos_(from),
+        index_(index),
+        eol_(eol) {}
 
   // The next line into `line`; false when no byte is left. `line` stays valid until the
   // next call (its occurrences live in the scratch vector).
   bool next(CutLine<T>& line) {
     if (pos_ >= data_.size()) return false;
     const std::size_t begin = pos_;
-    const void* nl = std::memchr(data_.data() + begin, '\n', data_.size() - begin);
+    const void* nl = std::memchr(data_.data() + begin, eol_, data_.size() - begin);
     const std::size_t end = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data_.data())
                                           : data_.size();
     scratch_.clear();
@@ -78,6 +85,7 @@ class LineCutter {
   std::vector<T>& scratch_;
   std::size_t pos_;
   std::size_t index_;
+  char eol_;  // the byte that ends a line ('\0' for grep -z)
 };
 
 }  // namespace gpufilter

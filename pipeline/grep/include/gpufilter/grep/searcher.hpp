@@ -55,6 +55,7 @@ struct SearchOptions {
   // matched parts count.
   bool utf8 = false;
   bool only_matching = false;
+  char eol = '\n';  // the byte that ends a line: '\0' for -z (--null-data)
   // -G/-E/-P: the occurrences are the regexes' factors, and this decides each line (not
   // owned; used from the thread that delivers lines). nullptr: fixed strings.
   RegexLines* regex = nullptr;

@@ -28,6 +28,9 @@ struct RegexOptions {
   bool word = false;               // -w
   bool whole_line = false;         // -x (wins over -w)
   bool utf8 = false;               // the locale's character set is UTF-8 (else bytes)
+  // -z: a line (record) ends in NUL and may hold '\n', an ordinary character then: '^'
+  // and '$' match at the record's ends only, and '.' and [^...] match '\n'.
+  bool null_data = false;
 };
 
 // Where a pattern came from, for grep's "FILE:LINE: " before a compile error of a pattern

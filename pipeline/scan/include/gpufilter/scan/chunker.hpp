@@ -23,6 +23,7 @@ struct ChunkerConfig {
   std::size_t capacity = 1 << 20;  // bytes per chunk; raised to overlap + 1 if smaller
   std::size_t overlap = 0;         // longest pattern - 1
   bool detect_binary = true;       // track NUL bytes (off for -a)
+  char eol = '\n';                 // the byte that ends a line ('\0' for -z, --null-data)
   // A complete line waits at most this long for its chunk to fill on a slow input.
   std::chrono::milliseconds batch_timeout{2};
   // Splits the NUL search of large reads over its threads; null: this thread alone.

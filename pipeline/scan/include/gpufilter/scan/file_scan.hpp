@@ -12,6 +12,7 @@
 // the order they were submitted.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -46,9 +47,13 @@ struct FileScanConfig {
   // scanned and the output flushed.
   std::chrono::milliseconds batch_timeout{2};
   bool detect_binary = true;  // false for -a / --binary-files=text
+  char eol = '\n';            // the byte that ends a line ('\0' for -z, --null-data)
   bool scan_to_end = false;   // keep scanning after the searcher stops (--pattern-counts)
   bool count_lines = false;   // count every line read (lines_seen)
   WorkerPool* workers = nullptr;  // splits the chunker's NUL search (null: one thread)
+  // Bytes scanned so far, over every input, stored (relaxed) as chunks are delivered: read
+  // by another thread (a progress line). Null: not published.
+  std::atomic<std::uint64_t>* progress = nullptr;
 };
 
 class FileScan {
@@ -86,7 +91,7 @@ class FileScan {
   ChunkConsumer& searcher_;
   FileScanConfig config_;
   bool stopped_ = false;
-  bool open_line_ = false;  // the last byte delivered was not '\n'
+  bool open_line_ = false;  // the last byte delivered was not the line end (FileScanConfig::eol)
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;
   std::chrono::steady_clock::time_point first_submit_{};
