@@ -167,7 +167,7 @@ TEST_F(SinkNeedsTest, OptionsInEffectAreThoseTheFrontEndUsedToSet) {
       }
     }
   }
-  EXPECT_EQ(runs, (5 * 2 + 2 * 1) * 2 * 2 * 3 * 2);
+  EXPECT_EQ(runs, (5 * 2 + 3 * 2) * 2 * 2 * 3 * 2);  // --json: lines, -c and -q, with -o or not
 }
 
 }  // namespace
