@@ -5,7 +5,7 @@
 //   begin    {"path":P}, before an input's first record
 //   match    {"path":P,"lines":D,"line_number":N,"absolute_offset":O,
 //             "submatches":[{"match":D,"start":S,"end":E},...],"patterns":[...]}
-//   context  the same for a -A/-B/-C line, submatches empty (as rg's)
+//   context  the same for a -A/-B/-C line (submatches only where it matches: -v)
 //   end      {"path":P,"binary_offset":B,"stats":STATS}, after the input's last record
 //   summary  {"elapsed_total":ELAPSED,"stats":STATS}: last, over every input
 //
@@ -21,7 +21,7 @@
 // "text_base64" when not UTF-8) that match in the line under -i/-w/-x; a pattern given
 // twice is listed once, with its first id; the empty pattern is never listed.
 //
-// Where gpufilter differs from rg 13 on purpose (docs/JSON.md says why):
+// Beyond rg (docs/JSON.md has these and every difference from rg 13, with why):
 //  - begin/end: like rg, only around an input that has a record; with -c around every
 //    input (the count is end's stats.matched_lines, no match records); streams (--follow,
 //    --listen) have none, as their lines interleave and never end: each record's path
@@ -30,7 +30,6 @@
 //    absolute_offset the part's, one submatch spanning it (rg ignores -o under --json).
 //  - binary_offset: the first NUL byte in a line written for the input, else null (every
 //    input is searched as text, as with rg -a).
-//  - summary stats count every input searched (rg 13 counts only those with a match).
 #pragma once
 
 #include <chrono>
