@@ -96,8 +96,9 @@ GPU and streaming:
       --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,
                             where a device round trip costs more (default
                             16K with a device engine; 0: never)
-      --json                one JSON object per selected line: source,
-                            line number, offset, patterns, line
+      --json                ripgrep's JSON Lines (rg --json): begin, match,
+                            context, end and summary records, plus the
+                            patterns that matched (docs/JSON.md)
 
 Following files and listening on sockets (docs/STREAMING.md):
       --follow              follow each FILE as it grows, like tail -F:

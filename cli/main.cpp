@@ -292,13 +292,18 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
   return request;
 }
 
-// --json names each unique pattern by the first given pattern that has its id.
+// --json names each unique pattern by the first given pattern that has its id. Streams
+// interleave and never end: no begin and end records (json_printer.hpp).
 std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t given_patterns,
-                                          const PatternTable& patterns, bool regexes, Output& out) {
+                                          const PatternTable& patterns, bool regexes, bool streams, Output& out) {
+  JsonPrinter::Options options;
+  options.per_input = !streams;
+  options.only_matching = o.only_matching;
+  options.count = o.count && !o.quiet;
   if (regexes) {  // the ids are the regexes' own indices
     std::vector<JsonPrinter::Pattern> each;
     for (std::size_t i = 0; i < given_patterns; ++i) each.push_back({static_cast<std::uint32_t>(i), o.patterns[i]});
-    return std::make_unique<JsonPrinter>(out, std::move(each));
+    return std::make_unique<JsonPrinter>(out, std::move(each), options);
   }
   std::vector<JsonPrinter::Pattern> given(patterns.unique_count());
   std::vector<bool> seen(patterns.unique_count(), false);
@@ -308,7 +313,13 @@ std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t giv
     seen[id] = true;
     given[id] = JsonPrinter::Pattern{static_cast<std::uint32_t>(i), o.patterns[i]};
   }
-  return std::make_unique<JsonPrinter>(out, std::move(given));
+  return std::make_unique<JsonPrinter>(out, std::move(given), options);
+}
+
+// Standard input's name: --label, else grep's "(standard input)", or rg's "<stdin>" in
+// rg's format (--json), for the tools that read rg's output.
+std::string standard_input_name(const cli::Options& o) {
+  return o.label.value_or(o.json ? "<stdin>" : "(standard input)");
 }
 
 struct Outcome {
@@ -337,9 +348,9 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
     try {
       // grep cannot even fstat a closed standard input: it reports it and prints no count.
       if (file == "-" && g_standard.stdin_closed)
-        throw SourceError(o.label.value_or("(standard input)"), EBADF);
+        throw SourceError(standard_input_name(o), EBADF);
       std::unique_ptr<FileSource> source =
-          file == "-" ? FileSource::standard_input(o.label.value_or("(standard input)")) : FileSource::open(file);
+          file == "-" ? FileSource::standard_input(standard_input_name(o)) : FileSource::open(file);
       if (writes_lines && source->is_same_file_as(STDOUT_FILENO)) {
         // `gpufilter x log >> log` would read its own output and grow the file forever.
         throw SourceError(source->name(), 0, source->name() + ": input file is also the output");
@@ -501,7 +512,8 @@ int search(cli::Options& o) {
   Output err(progress.err(), true);
   GrepPrinter grep_printer(out, err, printing);
   std::unique_ptr<JsonPrinter> json;
-  if (o.json) json = json_printer(o, regexes ? o.patterns.size() : given_patterns, patterns, regexes != nullptr, out);
+  if (o.json)
+    json = json_printer(o, regexes ? o.patterns.size() : given_patterns, patterns, regexes != nullptr, streams, out);
   Sink& printer = json ? static_cast<Sink&>(*json) : grep_printer;
   Searcher searcher(patterns, searching, printer);
   Scanner& scanner =
@@ -538,6 +550,8 @@ int search(cli::Options& o) {
     outcome = search_files(o, files, workers, out, stop, scanning_now);
   }
   if (regexes) outcome.stats += regex_stats(*regexes);
+  // rg's last record (captures have their own records; -q prints nothing).
+  if (json && !captures && !o.quiet) json->summary(Clock::now() - g_started);
   if (o.pattern_counts && !o.quiet && !print_pattern_counts(o, given_patterns, *engine, files.lines_seen(), out))
     outcome.trouble = true;
   out.flush();

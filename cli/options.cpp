@@ -239,8 +239,8 @@ void check_combinations(const Options& o) {
     throw UsageError("--follow cannot follow standard input; name files", true);
   if (o.max_line_bytes > (std::uint64_t{1} << 30)) throw UsageError("--max-line-bytes: at most 1G", true);
   if (o.json) {
-    if (o.count || o.list != ListMode::kNone) throw UsageError("--json cannot be combined with -c, -l or -L", true);
-    if (o.only_matching) throw UsageError("--json cannot be combined with -o", true);
+    // -c and -o have a JSON form (json_printer.hpp); a list of names has none.
+    if (o.list != ListMode::kNone) throw UsageError("--json cannot be combined with -l or -L", true);
   }
   if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
   if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow or --listen", true);

@@ -102,6 +102,19 @@ void append_quoted(std::string& out, std::string_view bytes) {
   out += '"';
 }
 
+void append_data(std::string& out, std::string_view bytes) {
+  const std::size_t start = out.size();
+  out += "{\"text\":\"";
+  if (append_escaped(out, bytes)) {
+    out += "\"}";
+    return;
+  }
+  out.resize(start);  // not UTF-8: the escaped text would have U+FFFD in it
+  out += "{\"bytes\":\"";
+  append_base64(out, bytes);
+  out += "\"}";
+}
+
 void append_pattern(std::string& out, std::uint64_t id, std::string_view text) {
   char digits[24];
   const auto r = std::to_chars(digits, digits + sizeof digits, id);

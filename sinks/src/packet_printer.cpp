@@ -184,7 +184,7 @@ void PacketJsonPrinter::emit() {
 void PacketJsonPrinter::packet(const PacketRecord& p) {
   const PacketInfo& info = p.info;
   std::string& s = buffer_;
-  s = "{\"type\":\"packet\",\"source\":\"";
+  s = "{\"type\":\"packet\",\"data\":{\"source\":\"";
   json::append_escaped(s, input_.name);
   s += "\",\"frame\":" + std::to_string(p.raw.index) + ",\"time\":\"" +
        timestamp(p.raw.seconds, p.raw.nanoseconds, input_.nanosecond) + "\",\"proto\":\"" + protocol_name(info) + "\"";
@@ -200,13 +200,13 @@ void PacketJsonPrinter::packet(const PacketRecord& p) {
   json::append_escaped(s, p.record);
   s += "\",\"payload_base64\":\"";
   json::append_base64(s, p.record);
-  s += "\"}";
+  s += "\"}}";
   emit();
 }
 
 void PacketJsonPrinter::flow(const FlowRecord& f) {
   std::string& s = buffer_;
-  s = "{\"type\":\"flow\",\"source\":\"";
+  s = "{\"type\":\"flow\",\"data\":{\"source\":\"";
   json::append_escaped(s, input_.name);
   s += "\",\"flow\":" + std::to_string(f.flow) + ",\"proto\":\"TCP\",\"start\":\"" +
        timestamp(f.seconds, f.nanoseconds, input_.nanosecond) + "\",\"client\":\"" + endpoint(f.first, true) +
@@ -218,7 +218,7 @@ void PacketJsonPrinter::flow(const FlowRecord& f) {
     s += ",\"first_match\":{\"direction\":\"" + std::string(f.match_from_server ? "server" : "client") +
          "\",\"offset\":" + std::to_string(f.match_offset) + "}";
   }
-  s += "}";
+  s += "}}";
   emit();
 }
 

@@ -80,7 +80,7 @@ std::set<long> tshark_frames(const std::string& file, const std::string& filter)
 std::set<long> json_frames(const std::string& out) {
   std::set<long> frames;
   std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) frames.insert(json::parse(line).at("frame").get<long>());
+  for (std::string line; std::getline(in, line);) frames.insert(json::parse(line).at("data").at("frame").get<long>());
   return frames;
 }
 
@@ -269,7 +269,7 @@ TEST_F(Capture, StreamFindsStringsSplitAcrossSegments) {
     for (std::string line; std::getline(in, line);) {
       const json record = json::parse(line);
       if (record.at("type") == "flow") {
-        flow = record;
+        flow = record.at("data");
         break;
       }
     }
@@ -344,7 +344,7 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-c", "-e", "SECRET-TOKEN"}).out, "0\n");
   const GrepRun stream = run_gpufilter({"-F", "--pcap", path, "--stream", "--json", "-e", "SECRET-TOKEN-12345"});
   ASSERT_EQ(stream.status, 0) << stream.err;
-  const json flow = json::parse(stream.out.substr(0, stream.out.find('\n')));
+  const json flow = json::parse(stream.out.substr(0, stream.out.find('\n'))).at("data");
   EXPECT_EQ(flow.at("first_match").at("offset"), message.find("SECRET"));
   EXPECT_EQ(flow.at("bytes_client"), message.size());  // retransmitted bytes once
   EXPECT_EQ(std::count(stream.out.begin(), stream.out.end(), '\n'), 1);
@@ -433,8 +433,9 @@ TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
     std::istringstream all(run_gpufilter({"-F", "--pcap", path, "--stream", "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
     for (std::string line; std::getline(all, line);) {
       const json r = json::parse(line);
-      if (r.at("type") == "flow" && r.at("bytes_client") == 0 && r.at("bytes_server") == 0) ++empty_flows;
-      if (r.at("type") == "packet" && r.at("record_length") == 0) ++empty_packets;
+      const json& d = r.at("data");
+      if (r.at("type") == "flow" && d.at("bytes_client") == 0 && d.at("bytes_server") == 0) ++empty_flows;
+      if (r.at("type") == "packet" && d.at("record_length") == 0) ++empty_packets;
     }
     for (const char* option : {"-x", "-w"}) {
       EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", option, "-e", ""}).out,
@@ -444,7 +445,7 @@ TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
     // Per packet: -x '' selects the packets whose payload is empty.
     std::size_t empty_payloads = 0;
     std::istringstream packets(run_gpufilter({"-F", "--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
-    for (std::string line; std::getline(packets, line);) empty_payloads += json::parse(line).at("record_length") == 0;
+    for (std::string line; std::getline(packets, line);) empty_payloads += json::parse(line).at("data").at("record_length") == 0;
     if (name == std::string("http.cap")) EXPECT_NE(empty_payloads, 0u);  // its ACKs
     EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-c", "-x", "-e", ""}).out, std::to_string(empty_payloads) + "\n") << name;
   }
@@ -498,7 +499,7 @@ TEST_F(Capture, LiveCaptureOnLoopback) {
   if (err.find("CAP_NET_RAW") != std::string::npos || err.find("ermission") != std::string::npos)
     GTEST_SKIP() << "no capture permission here: " << err;
   ASSERT_FALSE(out.empty()) << err;
-  const json packet = json::parse(out.substr(0, out.find('\n')));
+  const json packet = json::parse(out.substr(0, out.find('\n'))).at("data");
   EXPECT_EQ(packet.at("proto"), "UDP");
   EXPECT_EQ(packet.at("dport"), 47999);
   EXPECT_EQ(packet.at("payload").get<std::string>().rfind("live-capture-probe", 0), 0u);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "differential.hpp"
+#include "json_records.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
@@ -681,6 +682,48 @@ TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
   const std::vector<std::string> lines = whole_lines(slurp(out));
   const std::vector<std::string> expected = {a + ":1:seq=0 first", b + ":1:seq=1 in b", a + ":3:seq=2 new a"};
   EXPECT_EQ(lines, expected) << slurp(err);
+}
+
+// --json on followed files: rg's match records, each naming its file in path, line
+// numbers going on across the rotation, offsets in the file read; no begin or end
+// records (streams interleave and never end), and rg's summary when the run stops.
+TEST(CliFollow, JsonRecordsNameTheirFileAcrossARotation) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  const std::string a = dir.write("a.log", "seq=0 first\nother\n");
+  const std::string b = dir.write("b.log", "");
+  const std::string out = dir.path() + "/out";
+  const std::string err = dir.path() + "/err";
+  Gpufilter gpufilter({"--follow", "--from-start", "--json", "--poll-interval=20", "seq=", a, b}, out, err);
+  OutputWatch watch(out);
+  ASSERT_TRUE(watch.wait_seq(0, gpufilter)) << slurp(err);
+  { std::ofstream(b, std::ios::app) << "seq=1 in b\n"; }
+  ASSERT_TRUE(watch.wait_seq(1, gpufilter)) << slurp(err);
+  ASSERT_EQ(::rename(a.c_str(), (a + ".1").c_str()), 0);
+  { std::ofstream(a) << "seq=2 new a\n"; }
+  ASSERT_TRUE(watch.wait_seq(2, gpufilter)) << slurp(err);
+  gpufilter.signal(SIGINT);
+  ASSERT_EQ(gpufilter.wait_exit(kPatience), 0) << slurp(err);
+  const std::vector<nlohmann::json> records = json_records(slurp(out));
+  ASSERT_EQ(records.size(), 4u) << slurp(out);
+  struct Want {
+    std::string path;
+    std::uint64_t number, offset;
+    std::string line;
+  };
+  const std::vector<Want> want = {{a, 1, 0, "seq=0 first\n"}, {b, 1, 0, "seq=1 in b\n"}, {a, 3, 0, "seq=2 new a\n"}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(records[i].dump());
+    ASSERT_EQ(records[i].at("type"), "match");
+    const nlohmann::json& d = records[i].at("data");
+    EXPECT_EQ(d.at("path").at("text"), want[i].path);
+    EXPECT_EQ(d.at("line_number"), want[i].number);
+    EXPECT_EQ(d.at("absolute_offset"), want[i].offset);
+    EXPECT_EQ(d.at("lines").at("text"), want[i].line);
+    EXPECT_EQ(d.at("submatches").at(0).at("match").at("text"), "seq=");
+  }
+  EXPECT_EQ(records[3].at("type"), "summary");
+  EXPECT_EQ(records[3].at("data").at("stats").at("matched_lines"), 3);
 }
 
 // More files than descriptors (ulimit -n 64 for both limits): it once failed outright

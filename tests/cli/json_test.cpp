@@ -1,13 +1,15 @@
 // --json against GNU grep: every record is parsed by a real JSON parser (nlohmann::json)
-// and checked field by field against `grep -n -b` on the same input (line number, byte
-// offset, bytes of the line) and against a plain search for which given patterns occur in
-// the line (ids, texts, -i, -w). Lines hold invalid UTF-8, control bytes, NUL, CR and
-// quotes; their exact bytes must come back from "line" or "line_base64".
+// and its match records checked field by field against `grep -n -b` on the same input
+// (path, line number, byte offset, bytes of the line with its terminator) and against a
+// plain search for which given patterns occur in the line (ids, texts, -i, -w). Lines hold
+// invalid UTF-8, control bytes, NUL, CR and quotes; their exact bytes must come back from
+// rg's "text" or "bytes". rg_json_test.cpp compares the records with rg's own.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <set>
 #include <sstream>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "differential.hpp"
+#include "json_records.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -29,23 +32,6 @@ std::vector<std::string> split_lines(const std::string& text) {
     lines.push_back(text.substr(start, nl - start));
   if (start < text.size()) lines.push_back(text.substr(start));
   return lines;
-}
-
-std::string base64_decode(const std::string& in) {
-  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (const char c : in) {
-    if (c == '=') break;
-    buffer = buffer << 6 | static_cast<std::uint32_t>(alphabet.find(c));
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
-  }
-  return out;
 }
 
 bool is_word(unsigned char c) { return std::isalnum(c) != 0 || c == '_'; }
@@ -98,7 +84,8 @@ void check_against_grep(const Case& c, const std::vector<std::string>& files, co
   const GrepRun grep = run_grep(grep_args);
   const GrepRun ours = run_gpufilter(json_args);
   ASSERT_EQ(ours.status, grep.status) << note << "\n" << ours.err;
-  const std::vector<std::string> records = split_lines(ours.out);
+  std::vector<json> records;
+  ASSERT_NO_THROW(records = records_of(json_records(ours.out), "match")) << note << ": " << escape(ours.out);
   // grep -H -n -b: "FILE:LINE:OFFSET:TEXT" for selected lines (no '-' context lines here).
   const std::vector<std::string> expected = split_lines(grep.out);
   ASSERT_EQ(records.size(), expected.size()) << note;
@@ -106,8 +93,7 @@ void check_against_grep(const Case& c, const std::vector<std::string>& files, co
   const bool word = std::find(c.flags.begin(), c.flags.end(), "-w") != c.flags.end();
   const bool invert = std::find(c.flags.begin(), c.flags.end(), "-v") != c.flags.end();
   for (std::size_t i = 0; i < records.size(); ++i) {
-    json r;
-    ASSERT_NO_THROW(r = json::parse(records[i])) << note << " record " << i << ": " << escape(records[i]);
+    const json& r = records[i].at("data");
     const std::string& g = expected[i];
     std::size_t file_index = 0;
     while (file_index < files.size() && g.rfind(files[file_index] + ":", 0) != 0) ++file_index;
@@ -118,16 +104,19 @@ void check_against_grep(const Case& c, const std::vector<std::string>& files, co
     const std::uint64_t number = std::stoull(g.substr(p, c1 - p));
     const std::uint64_t offset = std::stoull(g.substr(c1 + 1, c2 - c1 - 1));
     const std::string text = g.substr(c2 + 1);
-    EXPECT_EQ(r.at("type"), "match") << note;
-    EXPECT_EQ(r.at("source"), files[file_index]) << note;
+    EXPECT_EQ(r.at("path").at("text"), files[file_index]) << note;
     EXPECT_EQ(r.at("line_number").get<std::uint64_t>(), number) << note;
-    EXPECT_EQ(r.at("offset").get<std::uint64_t>(), offset) << note;
-    // The exact bytes: "line" when valid UTF-8, else "line_base64" (and "line" has U+FFFD).
-    const std::string bytes =
-        r.contains("line_base64") ? base64_decode(r.at("line_base64").get<std::string>()) : r.at("line").get<std::string>();
-    EXPECT_EQ(bytes, text) << note << " record " << i;
-    if (r.contains("line_base64")) {
-      EXPECT_NE(r.at("line").get<std::string>().find("\xEF\xBF\xBD"), std::string::npos);
+    EXPECT_EQ(r.at("absolute_offset").get<std::uint64_t>(), offset) << note;
+    // The exact bytes with the '\n', which only an unterminated last line lacks.
+    const bool last = offset + text.size() == std::filesystem::file_size(files[file_index]);
+    EXPECT_EQ(data_bytes(r.at("lines")), last ? text : text + "\n") << note << " record " << i;
+    // The submatches are the line's bytes at their places, none under -v.
+    if (invert) {
+      EXPECT_TRUE(r.at("submatches").empty()) << note;
+    }
+    for (const json& m : r.at("submatches")) {
+      const std::size_t start = m.at("start").get<std::size_t>();
+      EXPECT_EQ(data_bytes(m.at("match")), text.substr(start, m.at("end").get<std::size_t>() - start)) << note;
     }
     // Which patterns matched.
     std::set<std::size_t> ids;
@@ -177,26 +166,68 @@ TEST(Json, ContextLinesAndEscapes) {
   const std::string file = dir.write("x.log", std::string("before\nhit \"q\" \\ \x01\tend\nafter\n\xff\xfe hit\n"));
   const GrepRun r = run_gpufilter({"--json", "-A", "1", "hit", file});
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::vector<std::string> records = split_lines(r.out);
-  ASSERT_EQ(records.size(), 3u);
-  const json a = json::parse(records[0]), b = json::parse(records[1]), c = json::parse(records[2]);
-  EXPECT_EQ(a.at("line"), "hit \"q\" \\ \x01\tend");
-  EXPECT_EQ(records[0].find('\t'), std::string::npos);  // escaped, not raw
-  EXPECT_EQ(b.at("type"), "context");
-  EXPECT_EQ(b.at("line"), "after");
+  const std::vector<json> records = json_records(r.out);
+  ASSERT_EQ(records.size(), 6u) << r.out;  // begin, 3 lines, end, summary
+  EXPECT_EQ(records[0].at("type"), "begin");
+  const json& a = records[1].at("data");
+  const json& b = records[2].at("data");
+  const json& c = records[3].at("data");
+  EXPECT_EQ(a.at("lines").at("text"), "hit \"q\" \\ \x01\tend\n");
+  EXPECT_EQ(split_lines(r.out)[1].find('\t'), std::string::npos);  // escaped, not raw
+  EXPECT_EQ(records[2].at("type"), "context");
+  EXPECT_EQ(b.at("lines").at("text"), "after\n");
   EXPECT_EQ(b.at("line_number"), 3);
-  EXPECT_EQ(c.at("type"), "match");
-  EXPECT_EQ(base64_decode(c.at("line_base64")), "\xff\xfe hit");
-  EXPECT_EQ(c.at("line"), "\xEF\xBF\xBD\xEF\xBF\xBD hit");
+  EXPECT_EQ(records[3].at("type"), "match");
+  EXPECT_EQ(base64_decode(c.at("lines").at("bytes").get<std::string>()), "\xff\xfe hit\n");
   EXPECT_EQ(c.at("patterns"), json::parse(R"([{"id":0,"text":"hit"}])"));
+  EXPECT_EQ(records[4].at("type"), "end");
+  EXPECT_EQ(records[5].at("type"), "summary");
 }
 
-TEST(Json, RefusedWithCountsAndFileLists) {
-  for (const char* flag : {"-c", "-l", "-L", "-o"}) {
+TEST(Json, RefusedWithFileLists) {
+  for (const char* flag : {"-l", "-L"}) {
     const GrepRun r = run_gpufilter({"--json", flag, "x"}, "x\n");
     EXPECT_EQ(r.status, 2) << flag;
     EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
   }
+}
+
+// -c: an end record for every input, its count in stats.matched_lines (grep -c's); -o: a
+// match record per part, at the part's offset (grep -o -b's), its text the part.
+TEST(Json, CountAndOnlyMatchingAgreeWithGrep) {
+  TempDir dir;
+  const std::string log = corpus_path("loghub/OpenSSH_2k.log");
+  const std::string other = dir.write("other.log", "root root\nnone\nx root\r\nroot");
+  const std::string empty = dir.write("empty.log", "nothing here\n");
+  const std::vector<std::string> files = {log, other, empty};
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{{}, {"-v"}, {"-m", "5"}}) {
+    std::vector<std::string> args = flags;
+    args.insert(args.end(), {"-e", "root", "-e", "Failed"});
+    args.insert(args.end(), files.begin(), files.end());
+    std::vector<std::string> count_args = {"--json", "-c"};
+    count_args.insert(count_args.end(), args.begin(), args.end());
+    const GrepRun ours = run_gpufilter(count_args);
+    std::vector<std::string> grep_args = {"-c", "-H"};
+    grep_args.insert(grep_args.end(), args.begin(), args.end());
+    std::string counts;
+    for (const json& end : records_of(json_records(ours.out), "end"))
+      counts += end.at("data").at("path").at("text").get<std::string>() + ":" +
+                std::to_string(end.at("data").at("stats").at("matched_lines").get<std::uint64_t>()) + "\n";
+    EXPECT_EQ(counts, run_grep(grep_args).out) << describe_args(count_args);
+    EXPECT_TRUE(records_of(json_records(ours.out), "match").empty());
+  }
+  std::vector<std::string> only_args = {"--json", "-o", "-e", "root", "-e", "Failed"};
+  only_args.insert(only_args.end(), files.begin(), files.end());
+  std::string parts;
+  for (const json& m : records_of(json_records(run_gpufilter(only_args).out), "match")) {
+    const json& d = m.at("data");
+    EXPECT_EQ(d.at("submatches").size(), 1u);
+    parts += d.at("path").at("text").get<std::string>() + ":" + std::to_string(d.at("line_number").get<std::uint64_t>()) +
+             ":" + std::to_string(d.at("absolute_offset").get<std::uint64_t>()) + ":" + data_bytes(d.at("lines")) + "\n";
+  }
+  std::vector<std::string> grep_args = {"-o", "-n", "-b", "-H", "-e", "root", "-e", "Failed"};
+  grep_args.insert(grep_args.end(), files.begin(), files.end());
+  EXPECT_EQ(parts, run_grep(grep_args).out);
 }
 
 }  // namespace

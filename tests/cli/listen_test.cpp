@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "differential.hpp"
+#include "json_records.hpp"
 #include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
@@ -281,28 +282,10 @@ TEST_F(Listen, NoHostListensOnLoopbackOnly) {
   EXPECT_EQ(gf.out(), name + ":hello over loopback\n");
 }
 
-std::string base64_decode(const std::string& in) {
-  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned value = 0;
-  int bits = 0;
-  for (const char c : in) {
-    if (c == '=') break;
-    const std::size_t v = alphabet.find(c);
-    if (v == std::string::npos) return "(not base64)";
-    value = (value << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((value >> bits) & 0xff);
-    }
-  }
-  return out;
-}
-
-// --json: one object per selected line, with the connection as its source, its line
-// number and byte offset in that connection, the patterns that match, and the line (with
-// its exact bytes in base64 when they are not UTF-8).
+// --json: rg's match record per selected line, with the connection as its path, its line
+// number and byte offset in that connection, the patterns that match, and the line with
+// its terminator (its exact bytes in base64 when they are not UTF-8); a stream has no
+// begin or end record, and the run ends with rg's summary.
 TEST_F(Listen, JsonObjectsFieldByField) {
   RunningGpufilter gf({"--listen", "tcp://127.0.0.1:0", "--json", "-e", "ERROR", "-e", "WARN"});
   const std::vector<std::string> urls = gf.listening(1);
@@ -336,35 +319,28 @@ TEST_F(Listen, JsonObjectsFieldByField) {
   const std::vector<Want> want = {
       {1, {{0, "ERROR"}}}, {3, {{0, "ERROR"}, {1, "WARN"}}}, {4, {{0, "ERROR"}}}, {5, {{1, "WARN"}}}, {6, {{0, "ERROR"}}},
   };
-  std::vector<nlohmann::json> objects;
   const std::string out = gf.out();
-  for (std::size_t begin = 0; begin < out.size();) {
-    const std::size_t end = out.find('\n', begin);
-    objects.push_back(nlohmann::json::parse(out.substr(begin, end - begin)));
-    begin = end + 1;
-  }
+  const std::vector<nlohmann::json> records = json_records(out);
+  ASSERT_EQ(records.size(), want.size() + 1) << out;
+  EXPECT_EQ(records.back().at("type"), "summary");
+  EXPECT_EQ(records.back().at("data").at("stats").at("matched_lines"), want.size());
+  const std::vector<nlohmann::json> objects = records_of(records, "match");
   ASSERT_EQ(objects.size(), want.size()) << out;
   for (std::size_t i = 0; i < want.size(); ++i) {
-    const nlohmann::json& o = objects[i];
+    const nlohmann::json& o = objects[i].at("data");
     const std::size_t index = want[i].index;
     SCOPED_TRACE("object " + std::to_string(i) + ": " + o.dump());
-    EXPECT_EQ(o.at("type"), "match");
-    EXPECT_EQ(o.at("source"), name);
+    EXPECT_EQ(o.at("path").at("text"), name);
     EXPECT_EQ(o.at("line_number").get<std::uint64_t>(), index + 1);
-    EXPECT_EQ(o.at("offset").get<std::uint64_t>(), offsets[index]);
+    EXPECT_EQ(o.at("absolute_offset").get<std::uint64_t>(), offsets[index]);
     std::vector<std::pair<int, std::string>> patterns;
     for (const nlohmann::json& p : o.at("patterns")) patterns.emplace_back(p.at("id").get<int>(), p.at("text").get<std::string>());
     std::sort(patterns.begin(), patterns.end());
     EXPECT_EQ(patterns, want[i].patterns);
-    const bool utf8 = index != 4;
-    if (utf8) {
-      EXPECT_EQ(o.at("line").get<std::string>(), lines[index]);
-      EXPECT_FALSE(o.contains("line_base64"));
-    } else {
-      EXPECT_EQ(o.at("line").get<std::string>(), "bad \xEF\xBF\xBD\xEF\xBF\xBD ERROR");
-      ASSERT_TRUE(o.contains("line_base64"));
-      EXPECT_EQ(base64_decode(o.at("line_base64").get<std::string>()), lines[index]);
-    }
+    // The reader hands on the connection's unterminated last line as a whole record, with
+    // the '\n' every record has.
+    EXPECT_EQ(o.at("lines").contains("bytes"), index == 4);  // the one that is not UTF-8
+    EXPECT_EQ(data_bytes(o.at("lines")), lines[index] + "\n");
   }
 }
 

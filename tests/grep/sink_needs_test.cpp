@@ -29,7 +29,7 @@ using Mode = PrinterOptions::Mode;
 constexpr Mode kModes[] = {Mode::kLines, Mode::kCount, Mode::kFilesWithMatches, Mode::kFilesWithoutMatch,
                            Mode::kQuiet};
 
-// One run's choices that bear on what the sink needs (--json allows lines and -q only).
+// One run's choices that bear on what the sink needs (--json allows lines, -c and -q).
 struct RunChoices {
   Mode mode;
   bool only_matching;
@@ -61,7 +61,8 @@ SearchOptions decided_by_front_end(const RunChoices& r) {
     s.binary_files = BinaryFiles::kText;
     s.line_numbers = true;
     s.pattern_ids = true;
-    s.spans = false;
+    s.spans = true;                   // submatches
+    s.quiet = r.mode == Mode::kQuiet;  // -c counts the lines it is given
   }
   if (r.streams) s.binary_files = BinaryFiles::kText;
   return s;
@@ -109,11 +110,11 @@ TEST_F(SinkNeedsTest, GrepPrinterNeedsLinesOnlyInLinesModeAndSpansForOnlyMatchin
   }
 }
 
-TEST_F(SinkNeedsTest, JsonPrinterNeedsPatternIdsLineNumbersAndEveryByteButNoSpans) {
-  const JsonPrinter printer(out_, {{0, "needle"}});
+TEST_F(SinkNeedsTest, JsonPrinterNeedsSpansPatternIdsLineNumbersAndEveryByte) {
+  const JsonPrinter printer(out_, {{0, "needle"}}, JsonPrinter::Options{});
   const SinkNeeds needs = printer.needs();
   EXPECT_TRUE(needs.lines);
-  EXPECT_FALSE(needs.spans);
+  EXPECT_TRUE(needs.spans);
   EXPECT_TRUE(needs.pattern_ids);
   EXPECT_TRUE(needs.line_numbers);
   EXPECT_TRUE(needs.any_bytes);
@@ -136,16 +137,16 @@ TEST_F(SinkNeedsTest, OptionsInEffectAreThoseTheFrontEndUsedToSet) {
   int runs = 0;
   for (const bool json : {false, true}) {
     for (const Mode mode : kModes) {
-      if (json && mode != Mode::kLines && mode != Mode::kQuiet) continue;  // --json refuses -c, -l, -L
+      // --json refuses -l and -L
+      if (json && (mode == Mode::kFilesWithMatches || mode == Mode::kFilesWithoutMatch)) continue;
       for (const bool o : {false, true}) {
-        if (json && o) continue;  // --json refuses -o
         for (const bool color : {false, true}) {
           for (const bool n : {false, true}) {
             for (const BinaryFiles b : {BinaryFiles::kBinary, BinaryFiles::kText, BinaryFiles::kWithoutMatch}) {
               for (const bool streams : {false, true}) {
                 const RunChoices run{mode, o, color, n, json, b, streams};
                 GrepPrinter grep(out_, err_, printing_of(run));
-                JsonPrinter json_printer(out_, {{0, "needle"}});
+                JsonPrinter json_printer(out_, {{0, "needle"}}, JsonPrinter::Options{});
                 gpufilter::Sink& sink = json ? static_cast<gpufilter::Sink&>(json_printer) : grep;
                 const gpufilter::Searcher searcher(table_, given_by_front_end(run), sink);
                 const SearchOptions want = decided_by_front_end(run);
@@ -166,7 +167,7 @@ TEST_F(SinkNeedsTest, OptionsInEffectAreThoseTheFrontEndUsedToSet) {
       }
     }
   }
-  EXPECT_EQ(runs, (5 * 2 + 2 * 1) * 2 * 2 * 3 * 2);
+  EXPECT_EQ(runs, (5 * 2 + 3 * 2) * 2 * 2 * 3 * 2);  // --json: lines, -c and -q, with -o or not
 }
 
 }  // namespace

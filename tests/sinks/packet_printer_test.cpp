@@ -134,13 +134,13 @@ TEST(PacketJsonPrinter, PacketObject) {
     printer.packet(PacketRecord{raw, info, kPayload, ids});
   }
   EXPECT_EQ(w.text(),
-            "{\"type\":\"packet\",\"source\":\"http.cap\",\"frame\":4,\"time\":\"2004-05-13T10:17:08.222534Z\","
+            "{\"type\":\"packet\",\"data\":{\"source\":\"http.cap\",\"frame\":4,\"time\":\"2004-05-13T10:17:08.222534Z\","
             "\"proto\":\"TCP\",\"src\":\"145.254.160.237\",\"dst\":\"65.208.228.223\",\"sport\":3372,\"dport\":80,"
             "\"tcp_flags\":\"AP\",\"length\":81,\"captured\":81,\"record_length\":27,\"patterns\":[{\"id\":0,"
             "\"text\":\"GET /\"},{\"id\":3,\"text\":\"a\\u0001\xef\xbf\xbd\",\"text_base64\":\"YQH/\"}],"
             "\"payload\":\"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n\","
-            "\"payload_base64\":\"R0VUIC8gSFRUUC8xLjENCkhvc3Q6IHgNCg0K\"}\n");
-  const nlohmann::json j = nlohmann::json::parse(w.text());
+            "\"payload_base64\":\"R0VUIC8gSFRUUC8xLjENCkhvc3Q6IHgNCg0K\"}}\n");
+  const nlohmann::json j = nlohmann::json::parse(w.text()).at("data");
   EXPECT_EQ(j["frame"], 4);
   EXPECT_EQ(j["payload"], kPayload);
   EXPECT_EQ(j["patterns"][1]["id"], 3);
@@ -158,15 +158,15 @@ TEST(PacketJsonPrinter, FlowObjectAndAFrameWithoutIp) {
     printer.packet(PacketRecord{raw, PacketInfo{}, "", {}});
   }
   EXPECT_EQ(w.text(),
-            "{\"type\":\"flow\",\"source\":\"c\\\"d\",\"flow\":1,\"proto\":\"TCP\",\"start\":"
+            "{\"type\":\"flow\",\"data\":{\"source\":\"c\\\"d\",\"flow\":1,\"proto\":\"TCP\",\"start\":"
             "\"2004-05-13T10:17:07.311224000Z\",\"client\":\"145.254.160.237:3372\",\"server\":\"65.208.228.223:80\","
             "\"packets\":34,\"bytes_client\":479,\"bytes_server\":18364,\"patterns\":[{\"id\":0,\"text\":\"GET /\"},"
-            "{\"id\":1,\"text\":\"Host:\"}],\"first_match\":{\"direction\":\"client\",\"offset\":0}}\n"
-            "{\"type\":\"packet\",\"source\":\"c\\\"d\",\"frame\":4,\"time\":\"2004-05-13T10:17:08.222534000Z\","
+            "{\"id\":1,\"text\":\"Host:\"}],\"first_match\":{\"direction\":\"client\",\"offset\":0}}}\n"
+            "{\"type\":\"packet\",\"data\":{\"source\":\"c\\\"d\",\"frame\":4,\"time\":\"2004-05-13T10:17:08.222534000Z\","
             "\"proto\":\"FRAME\",\"length\":81,\"captured\":81,\"record_length\":0,\"patterns\":[],\"payload\":\"\","
-            "\"payload_base64\":\"\"}\n");
+            "\"payload_base64\":\"\"}}\n");
   const std::string flow = w.text().substr(0, w.text().find('\n'));
-  EXPECT_EQ(nlohmann::json::parse(flow)["first_match"]["direction"], "client");
+  EXPECT_EQ(nlohmann::json::parse(flow)["data"]["first_match"]["direction"], "client");
 }
 
 TEST(PacketCountPrinter, CountPerCapture) {

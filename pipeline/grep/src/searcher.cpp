@@ -57,6 +57,7 @@ void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t>
   binary_start_ = kNoBinary;
   in_binary_ = false;
   binary_matched_ = false;
+  bytes_searched_ = 0;
   quiet_ = options_.quiet;
   stop_on_first_ = options_.stop_on_first;
   before_.clear();
@@ -229,7 +230,7 @@ bool Searcher::encoding_error(std::string_view text, std::span<const MatchSpan>&
 }
 
 void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
-                    std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids) {
+                    std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated) {
   if (encoding_error(text, spans, selected)) {
     last_output_number_ = number;  // hidden, but adjacent lines form one group (no "--")
     used_ = true;
@@ -238,6 +239,7 @@ void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
   LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
   m.source = name_;
   m.patterns = ids;
+  m.terminated = terminated;
   if (selected) {
     if (sink_.matched(m) == Flow::kStop) done_ = true;
   } else {
@@ -334,7 +336,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   };
 
   if (draining_) {
-    emit(text, offset, number, false, spans_for(false), ids());
+    emit(text, offset, number, false, spans_for(false), ids(), terminated);
     if (--pending_after_ == 0) done_ = true;
     return;
   }
@@ -343,9 +345,9 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     after_last_selected_ = offset + text.size() + (terminated ? 1 : 0);
     if (!quiet_) {
       start_group(before_.empty() ? number : before_.front().number);
-      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids);
+      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
       before_.clear();
-      emit(text, offset, number, true, spans_for(true), ids());
+      emit(text, offset, number, true, spans_for(true), ids(), terminated);
       pending_after_ = options_.after;
     }
     used_ = true;  // grep's separator rule counts lines it selected but did not print
@@ -360,7 +362,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   if (quiet_) return;
   if (pending_after_ > 0) {
     --pending_after_;
-    emit(text, offset, number, false, spans_for(false), ids());
+    emit(text, offset, number, false, spans_for(false), ids(), terminated);
   } else if (options_.before > 0) {
     if (before_.size() == options_.before) before_.pop_front();
     auto spans = spans_for(false);
@@ -527,6 +529,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
 
 Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrences) {
   if (done_) return Flow::kStop;
+  bytes_searched_ = std::max(bytes_searched_, chunk.offset + chunk.size);
   if (options_.binary_files != BinaryFiles::kText) binary_start_ = chunk.binary_offset;
   const char* data = chunk.data;
   std::size_t pos = chunk.overlap;
@@ -759,8 +762,8 @@ bool Searcher::needs_locations() const noexcept {
 }
 
 Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {
-  (void)chunk;
   if (done_) return Flow::kStop;
+  bytes_searched_ = std::max(bytes_searched_, chunk.offset + chunk.size);
   if (occurrences > 0) {
     // Every occurrence lies in some line, and that line is selected.
     ++selected_;
@@ -778,6 +781,7 @@ InputSummary Searcher::finish_input() {
   summary.selected_lines = selected_;
   if (selected_ >= options_.max_count && !stop_on_first_) summary.after_last_selected = after_last_selected_;
   summary.binary_matched = binary_matched_;
+  summary.bytes_searched = bytes_searched_;
   summary.name = name_;
   sink_.finish(summary);
   return summary;

@@ -20,6 +20,9 @@ bool append_escaped(std::string& out, std::string_view bytes);
 void append_quoted(std::string& out, std::string_view bytes);
 // RFC 4648 base64 of `bytes` (the exact bytes beside an escaped text).
 void append_base64(std::string& out, std::string_view bytes);
+// rg's "arbitrary data" object (grep_printer's JSON): {"text":"TEXT"} when `bytes` are
+// valid UTF-8, else {"bytes":"BASE64"}, so that the exact bytes always come back.
+void append_data(std::string& out, std::string_view bytes);
 // A given pattern as every JSON output names it: {"id":ID,"text":"TEXT"}, with
 // "text_base64" after the text when the text is not valid UTF-8.
 void append_pattern(std::string& out, std::uint64_t id, std::string_view text);

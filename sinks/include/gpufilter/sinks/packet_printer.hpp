@@ -4,8 +4,8 @@
 // TCP flags, frame number, the patterns that matched), then its payload on one line with
 // non-printables as dots, or with --hexdump as rows of 16 bytes (offset, hex, text), and
 // an empty line; a flow (--stream) is one summary line. PacketJsonPrinter writes one JSON
-// object per packet ("type":"packet") or flow ("type":"flow"); docs/CAPTURES.md has the
-// fields. PacketCountPrinter writes -c's count at the end of each capture.
+// object per packet or flow in the envelope of rg's JSON Lines that --json writes for
+// text ({"type":"packet","data":{...}}, "flow"); docs/CAPTURES.md has the fields. PacketCountPrinter writes -c's count at the end of each capture.
 //
 // Lifecycle per capture: begin() once, then packet()/flow() for each selected record in
 // the order they are decided, then finish() once, unless the capture could not be opened.

@@ -47,6 +47,9 @@ struct LineMatch {
   // that needs them (SinkNeeds::occurrences: gpufilterd's rules, which confirm case and
   // -w per rule); the Searcher does not fill it.
   std::span<const Occurrence> occurrences;
+  // A '\n' ended the line in the input: false only for an input's last line when the
+  // input lacks a final newline (--json writes the line with its terminator, as rg does).
+  bool terminated = true;
 };
 
 struct InputInfo {
@@ -65,6 +68,9 @@ struct InputSummary {
   // included), from where the input was first read. grep leaves a seekable standard
   // input there, whatever trailing context it printed, so a next reader goes on from it.
   std::optional<std::uint64_t> after_last_selected;
+  // The bytes of the input read for the search: its size, or less when the search was
+  // decided early (-m, -q); in whole chunks. --json reports it as rg's bytes_searched.
+  std::uint64_t bytes_searched = 0;
 };
 
 // What a sink needs the Searcher to give it, beyond what grep's own options ask for. Each

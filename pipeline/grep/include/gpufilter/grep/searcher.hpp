@@ -122,7 +122,7 @@ class Searcher final : public ChunkConsumer {
   // not printed; with -o, `spans` loses the parts that are not valid UTF-8.
   bool encoding_error(std::string_view text, std::span<const MatchSpan>& spans, bool selected);
   void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
-            std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids);
+            std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated);
   void start_group(std::uint64_t first_number);
   std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
@@ -174,6 +174,7 @@ class Searcher final : public ChunkConsumer {
   bool done_ = false;
   std::uint64_t binary_start_ = kNoBinary;
   bool in_binary_ = false;
+  std::uint64_t bytes_searched_ = 0;  // the end of the furthest chunk consumed (InputSummary)
   bool binary_matched_ = false;
   bool quiet_ = false;
   bool stop_on_first_ = false;
