@@ -300,6 +300,7 @@ std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t giv
   options.per_input = !streams;
   options.only_matching = o.only_matching;
   options.count = o.count && !o.quiet;
+  options.eol = o.null_data ? '\0' : '\n';
   if (regexes) {  // the ids are the regexes' own indices
     std::vector<JsonPrinter::Pattern> each;
     for (std::size_t i = 0; i < given_patterns; ++i) each.push_back({static_cast<std::uint32_t>(i), o.patterns[i]});

@@ -164,7 +164,7 @@ void JsonPrinter::line_record(const LineMatch& line, std::string_view type, std:
   b += ",\"lines\":";
   if (whole_line && line.terminated) {
     lines_.assign(text);
-    lines_ += '\n';
+    lines_ += options_.eol;
     json::append_data(b, lines_);
   } else {
     json::append_data(b, text);

@@ -56,6 +56,7 @@ class JsonPrinter final : public Sink {
     bool per_input = true;       // begin/end records around each input's (false: streams)
     bool only_matching = false;  // -o: a record per matched part
     bool count = false;          // -c: begin/end for every input and no line records
+    char eol = '\n';             // the terminator `lines` keeps: '\0' with -z (rg --null-data)
   };
   JsonPrinter(Output& out, std::vector<Pattern> given, Options options);
 
