@@ -92,6 +92,9 @@ GPU and streaming:
                             16K with a device engine; 0: never)
       --json                one JSON object per selected line: source,
                             line number, offset, patterns, line
+      --decompress          read gzip, zstd, xz, bzip2 and lz4 inputs (told
+                            by their first bytes, not their names) as the
+                            text they hold; other inputs are read as they are
 
 Following files and listening on sockets (docs/STREAMING.md):
       --follow              follow each FILE as it grows, like tail -F:
