@@ -20,24 +20,36 @@ namespace {
 
 struct Magic {
   Compression format;
-  std::string_view bytes;
+  std::string_view bytes;  // '#' stands for a digit 1 to 9 (bzip2's block size)
 };
-// The tools' own magic numbers: gzip (RFC 1952), zstd and lz4 frames (little-endian
-// 0xFD2FB528, 0x184D2204), xz (its stream header) and bzip2 ("BZh" and a block size).
-constexpr std::array<Magic, 5> kMagics = {{
-    {Compression::kGzip, std::string_view("\x1f\x8b", 2)},
+// The tools' own magic numbers: gzip's ID and deflate method (RFC 1952), zstd and lz4
+// frames (little-endian 0xFD2FB528, 0x184D2204), xz's stream header, and bzip2's "BZh",
+// block size and first block (or end-of-stream) marker: long enough that a text file
+// that happens to begin with "BZh" is not taken for bzip2.
+constexpr std::array<Magic, 6> kMagics = {{
+    {Compression::kGzip, std::string_view("\x1f\x8b\x08", 3)},
     {Compression::kZstd, std::string_view("\x28\xb5\x2f\xfd", 4)},
     {Compression::kXz, std::string_view("\xfd" "7zXZ\0", 6)},
-    {Compression::kBzip2, std::string_view("BZh", 3)},
+    {Compression::kBzip2, std::string_view("BZh#1AY&SY", 10)},
+    {Compression::kBzip2, std::string_view("BZh#\x17\x72\x45\x38\x50\x90", 10)},
     {Compression::kLz4, std::string_view("\x04\x22\x4d\x18", 4)},
 }};
-constexpr std::size_t kLongestMagic = 6;
+constexpr std::size_t kLongestMagic = 10;
+
+// Whether `head` (at most m.bytes.size() bytes) agrees with the magic so far.
+bool agrees(const Magic& m, std::string_view head) {
+  if (head.size() > m.bytes.size()) head = head.substr(0, m.bytes.size());
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    const char want = m.bytes[i];
+    if (want == '#' ? head[i] < '1' || head[i] > '9' : head[i] != want) return false;
+  }
+  return true;
+}
 
 // Whether more bytes after `head` could still make it some format's magic.
 bool could_become_magic(std::string_view head) {
-  return std::any_of(kMagics.begin(), kMagics.end(), [&](const Magic& m) {
-    return head.size() < m.bytes.size() && m.bytes.substr(0, head.size()) == head;
-  });
+  return std::any_of(kMagics.begin(), kMagics.end(),
+                     [&](const Magic& m) { return head.size() < m.bytes.size() && agrees(m, head); });
 }
 
 constexpr std::size_t kBlocks = 4;             // decoded blocks ahead of the reader
@@ -71,7 +83,7 @@ class ReplayingSource final : public Source {
 
 Compression compression_of(std::string_view head) {
   for (const Magic& m : kMagics)
-    if (head.substr(0, m.bytes.size()) == m.bytes) return m.format;
+    if (head.size() >= m.bytes.size() && agrees(m, head)) return m.format;
   return Compression::kNone;
 }
 
