@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -192,6 +193,9 @@ class DecodeLoop {
       begin_ = 0;
     }
     if (input_ended_ || end_ == in_.size()) return false;
+    // A pipe is waited on beside the stop signal (FileSource::wait_readable), so that a
+    // stop ends a decoder that waits for a slow writer.
+    if (!s_.input->is_regular_file()) s_.input->wait_readable(std::chrono::milliseconds(-1));
     const std::size_t got = s_.input->read(std::span<char>(reinterpret_cast<char*>(in_.data()) + end_, in_.size() - end_));
     if (got == 0) input_ended_ = true;
     end_ += got;
@@ -305,7 +309,9 @@ std::size_t DecompressingSource::read(std::span<char> dst) {
     current_ = Block{};
     taken_ = 0;
     s.changed.notify_all();
-    s.changed.wait(lock, [&] { return !s.filled.empty() || s.done; });
+    // Rechecked now and then: a stop must end a read that waits for a stalled decoder.
+    while (!s.changed.wait_for(lock, std::chrono::milliseconds(50), [&] { return !s.filled.empty() || s.done; }))
+      if (stop_ != nullptr && stop_->requested()) return 0;
     if (s.filled.empty()) {
       if (s.error.empty() || (stop_ != nullptr && stop_->requested())) return 0;
       throw SourceError(name_, s.error_number, s.error);
