@@ -211,11 +211,13 @@ TEST_F(Decompress, CorruptStreamNamesTheFileAndOffsetAndExits2) {
     EXPECT_NE(got.err.find(path + ": corrupt " + f.tool + " data at byte "), std::string::npos) << f.tool << ": "
                                                                                               << got.err;
     EXPECT_EQ(got.out, run_grep({"-c", "status=500"}, text).out) << f.tool;
-    // Corruption inside a stream: the lines before it still come, the status is 2.
+    // Corruption inside a stream: the lines before it still come, the status is 2. With
+    // -a: garbage decoded before the check fails may hold a NUL, and grep stops reading a
+    // binary file at its first match (`bzip2 -dc | grep` exits 0 there too).
     std::string inside = whole;
     for (std::size_t i = inside.size() * 3 / 4; i < inside.size() * 3 / 4 + 64; ++i) inside[i] ^= 0x55;
     const std::string path2 = dir.write("app.log.4", inside);
-    const GrepRun got2 = run_gpufilter({"--decompress", "-n", "status=500", path2});
+    const GrepRun got2 = run_gpufilter({"--decompress", "-a", "-n", "status=500", path2});
     EXPECT_EQ(got2.status, 2) << f.tool << " " << got2.err;
     EXPECT_NE(got2.err.find(path2 + ": "), std::string::npos) << f.tool << ": " << got2.err;
     EXPECT_NE(got2.err.find("byte "), std::string::npos) << f.tool << ": " << got2.err;
