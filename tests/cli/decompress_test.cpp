@@ -94,7 +94,8 @@ const std::vector<Args>& flag_sets() {
   static const std::vector<Args> all = {{"status=500"}, {"-c", "status=500"}, {"-n", "host3"},
                                         {"-b", "status=500"}, {"-H", "-n", "status=500"}, {"-l", "host3"},
                                         {"-L", "host3"}, {"-v", "-c", "host3"}, {"-o", "-b", "host3"},
-                                        {"-m", "5", "-n", "status=500"}, {"-c", "no such thing"}};
+                                        {"-m", "5", "-n", "status=500"}, {"-c", "no such thing"},
+                                        {"-T", "-n", "-H", "status=500"}, {"-C", "2", "-n", "status=500"}};
   return all;
 }
 
