@@ -57,13 +57,18 @@ constexpr std::size_t kBlocks = 4;             // decoded blocks ahead of the re
 constexpr std::size_t kBlockBytes = 1u << 20;  // so at most 4 MiB decoded per input
 constexpr std::size_t kInputBytes = 256u << 10;
 
-// An input that is not compressed after all: the bytes read to tell so come out first.
+// An input that is not compressed after all: the bytes read to tell so come out first,
+// then the error that ended that reading, if one did (a directory's EISDIR), so that it
+// is reported where a read of the input would have met it.
 class ReplayingSource final : public Source {
  public:
-  ReplayingSource(std::unique_ptr<Source> source, std::string head)
-      : source_(std::move(source)), head_(std::move(head)) {}
+  ReplayingSource(std::unique_ptr<Source> source, std::string head, std::exception_ptr error)
+      : source_(std::move(source)), head_(std::move(head)), error_(std::move(error)) {}
   std::size_t read(std::span<char> dst) override {
-    if (taken_ == head_.size()) return source_->read(dst);
+    if (taken_ == head_.size()) {
+      if (error_) std::rethrow_exception(error_);
+      return source_->read(dst);
+    }
     const std::size_t n = std::min(dst.size(), head_.size() - taken_);
     std::memcpy(dst.data(), head_.data() + taken_, n);
     taken_ += n;
@@ -77,6 +82,7 @@ class ReplayingSource final : public Source {
  private:
   std::unique_ptr<Source> source_;
   std::string head_;
+  std::exception_ptr error_;
   std::size_t taken_ = 0;
 };
 
@@ -341,14 +347,20 @@ std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, con
   // A pipe cannot be peeked at: read until the bytes are some magic or cannot become one
   // (one byte often tells), so that a plain input's first line is not held up.
   std::size_t got = 0;
-  while (got < head.size() && could_become_magic(std::string_view(head.data(), got))) {
-    const std::size_t n = file->read(std::span<char>(head.data() + got, head.size() - got));
-    if (n == 0) break;
-    got += n;
+  std::exception_ptr error;
+  try {
+    while (got < head.size() && could_become_magic(std::string_view(head.data(), got))) {
+      const std::size_t n = file->read(std::span<char>(head.data() + got, head.size() - got));
+      if (n == 0) break;
+      got += n;
+    }
+  } catch (const SourceError&) {
+    error = std::current_exception();
   }
   head.resize(got);
   const Compression format = compression_of(head);
-  if (format == Compression::kNone) return std::make_unique<ReplayingSource>(std::move(file), std::move(head));
+  if (format == Compression::kNone || error)
+    return std::make_unique<ReplayingSource>(std::move(file), std::move(head), std::move(error));
   return std::make_unique<DecompressingSource>(std::move(file), format, std::move(head), stop);
 }
 

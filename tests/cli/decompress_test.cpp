@@ -159,6 +159,28 @@ TEST_F(Decompress, InputsThatAreNotCompressedAreReadAsWithout) {
   }
 }
 
+TEST_F(Decompress, UnreadableInputsAreReportedAsWithout) {
+  // A directory read as a file (-d read) fails at its first read: grep still prints its
+  // count or its name (-L), then the message; a missing file is reported in its place.
+  const std::string folder = dir.make_dir("folder");
+  const std::string packed = dir.write("p.gz", compressed(dir, "gzip", text));
+  for (const Args& flags : {Args{"-d", "read", "-c", "status=500"}, Args{"-d", "read", "-L", "status=500"},
+                            Args{"-d", "read", "status=500"}}) {
+    const Args args = flags + Args{folder, dir.file("missing"), packed};
+    const GrepRun without = run_gpufilter(args);
+    const GrepRun got = run_gpufilter(Args{"--decompress"} + args);
+    const GrepRun want = run_grep(flags + Args{folder, dir.file("missing"), "-"}, text);
+    EXPECT_EQ(got.status, without.status) << describe_args(flags);
+    EXPECT_EQ(got.status, want.status) << describe_args(flags);
+    EXPECT_EQ(got.err, without.err) << describe_args(flags);
+    // grep names standard input "(standard input)" where gpufilter read p.gz.
+    std::string expected = want.out;
+    for (std::size_t at; (at = expected.find("(standard input)")) != std::string::npos;)
+      expected.replace(at, 16, packed);
+    EXPECT_EQ(got.out, expected) << describe_args(flags);
+  }
+}
+
 TEST_F(Decompress, BinaryDecompressedContentAsGrep) {
   const std::string binary = std::string("head status=500\n\0 binary\n", 26) + text;
   for (const Format& f : formats()) {

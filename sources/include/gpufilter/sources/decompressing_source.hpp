@@ -67,7 +67,8 @@ class DecompressingSource final : public Source {
 // first bytes are a known format's magic, else `file` itself, unchanged (a regular file
 // keeps its mapped path). A regular file is peeked at without consuming anything; the
 // first bytes of another input (a pipe) are read, and handed out again when it is not
-// compressed. Throws SourceError when those first bytes cannot be read.
+// compressed (with the error, if reading them failed, thrown by the read after them).
+// Throws SourceError when a regular file cannot be peeked at.
 std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, const StopSignal* stop = nullptr);
 
 }  // namespace gpufilter
