@@ -99,6 +99,9 @@ GPU and streaming:
       --json                ripgrep's JSON Lines (rg --json): begin, match,
                             context, end and summary records, plus the
                             patterns that matched (docs/JSON.md)
+      --decompress          read gzip, zstd, xz, bzip2 and lz4 inputs (told
+                            by their first bytes, not their names) as the
+                            text they hold; other inputs are read as they are
 
 Following files and listening on sockets (docs/STREAMING.md):
       --follow              follow each FILE as it grows, like tail -F:

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <chrono>
 #include <clocale>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <thread>
 
 #include "file_walk.hpp"
 #include "gpufilter/cli/options.hpp"
@@ -29,6 +31,7 @@
 #include "gpufilter/sinks/grep_printer.hpp"
 #include "gpufilter/sinks/json.hpp"
 #include "gpufilter/sinks/json_printer.hpp"
+#include "gpufilter/sources/decompressing_source.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/core/notices.hpp"
 #include "gpufilter/core/std_descriptors.hpp"
@@ -115,7 +118,8 @@ void message(const std::string& text) {
 // The sum of the operands' sizes when all are regular files (none with -r): the progress
 // line's "of N GB" and time left.
 std::optional<std::uint64_t> total_size(const cli::Options& o) {
-  if (o.directories == cli::Directories::kRecurse) return std::nullopt;
+  // Decompressed inputs are bigger than their files: no total then.
+  if (o.directories == cli::Directories::kRecurse || o.decompress) return std::nullopt;
   std::uint64_t total = 0;
   for (const std::string& file : o.files) {
     struct stat st {};
@@ -330,6 +334,47 @@ struct Outcome {
   std::string stats;  // more ,"name":value for --stats
 };
 
+// One input made ready for its turn: the Source to search (with --decompress, perhaps a
+// DecompressingSource over the file), or the error that opening it met, reported in turn.
+struct OpenedInput {
+  std::unique_ptr<Source> source;
+  FileSource* file = nullptr;  // the descriptor underneath, owned by `source`
+  bool standard_input = false;
+  std::string error;
+};
+
+// A walk entry waiting for its turn; with --decompress, a regular file is opened (and
+// starts decoding) as soon as the walk finds it.
+struct PendingEntry {
+  cli::WalkEntry entry;
+  std::optional<OpenedInput> opened;
+};
+
+OpenedInput open_input(const cli::Options& o, const std::string& name, bool writes_lines, StopSignal& stop,
+                       WorkerPool& workers) {
+  OpenedInput in;
+  try {
+    // grep cannot even fstat a closed standard input: it reports it and prints no count.
+    if (name == "-" && g_standard.stdin_closed) throw SourceError(standard_input_name(o), EBADF);
+    std::unique_ptr<FileSource> file =
+        name == "-" ? FileSource::standard_input(standard_input_name(o)) : FileSource::open(name);
+    if (writes_lines && file->is_same_file_as(STDOUT_FILENO)) {
+      // `gpufilter x log >> log` would read its own output and grow the file forever.
+      throw SourceError(file->name(), 0, file->name() + ": input file is also the output");
+    }
+    file->set_stop(&stop);
+    file->set_workers(&workers);
+    in.file = file.get();
+    in.standard_input = name == "-";
+    in.source = o.decompress ? open_decompressing(std::move(file), &stop) : std::move(file);
+  } catch (const SourceError& e) {
+    in.source.reset();
+    in.file = nullptr;
+    in.error = e.what();
+  }
+  return in;
+}
+
 // Every FILE operand (or standard input) in turn through one FileScan.
 Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers, Output& out, StopSignal& stop,
                      std::string& scanning_now) {
@@ -345,27 +390,22 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
       message(what);
     }
   };
-  auto search_one = [&](const std::string& file) {
+  auto search_one = [&](OpenedInput in) {
     try {
-      // grep cannot even fstat a closed standard input: it reports it and prints no count.
-      if (file == "-" && g_standard.stdin_closed)
-        throw SourceError(standard_input_name(o), EBADF);
-      std::unique_ptr<FileSource> source =
-          file == "-" ? FileSource::standard_input(standard_input_name(o)) : FileSource::open(file);
-      if (writes_lines && source->is_same_file_as(STDOUT_FILENO)) {
-        // `gpufilter x log >> log` would read its own output and grow the file forever.
-        throw SourceError(source->name(), 0, source->name() + ": input file is also the output");
+      if (!in.error.empty()) {
+        report(in.error);
+        return true;
       }
-      source->set_stop(&stop);
-      source->set_workers(&workers);
-      scanning_now = source->name();
-      const InputSummary summary = files.run(*source);
+      Source& source = *in.source;
+      scanning_now = source.name();
+      const InputSummary summary = files.run(source);
       outcome.bytes = files.bytes_scanned();
       // What follows in the shell reads standard input on from where grep would leave it
-      // ((grep -m1 x; cat) < file), not from where the read-ahead stopped.
-      if (file == "-") {
-        if (const int error = source->leave_at(summary.after_last_selected); error != 0)
-          throw SourceError(source->name(), error);
+      // ((grep -m1 x; cat) < file), not from where the read-ahead stopped. A decoded
+      // input's offsets are not the file's: it is left where the decoder stopped.
+      if (in.standard_input && static_cast<Source*>(in.file) == in.source.get()) {
+        if (const int error = in.file->leave_at(summary.after_last_selected); error != 0)
+          throw SourceError(source.name(), error);
       }
       if (!summary.read_error.empty()) report(summary.read_error);
       if (summary.selected_lines > 0) {
@@ -377,21 +417,48 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
     }
     return true;
   };
-  cli::FileWalk walk(o);
-  walk.walk(o.files, [&](const cli::WalkEntry& entry) {
-    if (stop.requested()) return false;
-    switch (entry.kind) {
-      case cli::WalkEntry::Kind::kSearch: return search_one(entry.name);
-      case cli::WalkEntry::Kind::kError: report(SourceError(entry.name, entry.error).what()); return true;
+  auto visit = [&](PendingEntry& p) {
+    switch (p.entry.kind) {
+      case cli::WalkEntry::Kind::kSearch:
+        return search_one(p.opened ? std::move(*p.opened) : open_input(o, p.entry.name, writes_lines, stop, workers));
+      case cli::WalkEntry::Kind::kError: report(SourceError(p.entry.name, p.entry.error).what()); return true;
       case cli::WalkEntry::Kind::kLoop:
         if (!o.no_messages) {
           out.flush();
-          message(entry.name + ": warning: recursive directory loop");
+          message(p.entry.name + ": warning: recursive directory loop");
         }
         return true;
     }
     return true;
+  };
+  // --decompress: while one input is searched, the next regular files (up to one per
+  // core) are already open and decoding on their own threads, each into a few bounded
+  // buffers. Without it each file is opened in its turn, as grep opens it.
+  const std::size_t ahead = o.decompress ? std::max(1u, std::thread::hardware_concurrency()) : 0;
+  std::deque<PendingEntry> queue;
+  bool go_on = true;
+  cli::FileWalk walk(o);
+  walk.walk(o.files, [&](const cli::WalkEntry& entry) {
+    if (stop.requested()) return go_on = false;
+    PendingEntry p{entry, std::nullopt};
+    if (ahead == 0) return go_on = visit(p);
+    struct stat st {};
+    if (entry.kind == cli::WalkEntry::Kind::kSearch && entry.name != "-" && ::stat(entry.name.c_str(), &st) == 0 &&
+        S_ISREG(st.st_mode))
+      p.opened = open_input(o, entry.name, writes_lines, stop, workers);
+    queue.push_back(std::move(p));
+    while (go_on && queue.size() > ahead) {
+      PendingEntry next = std::move(queue.front());
+      queue.pop_front();
+      go_on = visit(next);
+    }
+    return go_on;
   });
+  while (go_on && !queue.empty() && !stop.requested()) {
+    PendingEntry next = std::move(queue.front());
+    queue.pop_front();
+    go_on = visit(next);
+  }
   return outcome;
 }
 

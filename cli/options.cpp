@@ -41,6 +41,7 @@ enum LongOnly {
   kMaxConnectionsOption,
   kJsonOption,
   kNoProgressOption,
+  kDecompressOption,
   kPcapOption,
   kInterfaceOption,
   kBpfOption,
@@ -122,6 +123,7 @@ const option kLongOptions[] = {
     {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
     {"json", no_argument, nullptr, kJsonOption},
     {"no-progress", no_argument, nullptr, kNoProgressOption},
+    {"decompress", no_argument, nullptr, kDecompressOption},
     {"pcap", required_argument, nullptr, kPcapOption},
     {"interface", required_argument, nullptr, kInterfaceOption},
     {"bpf", required_argument, nullptr, kBpfOption},
@@ -245,6 +247,8 @@ void check_combinations(const Options& o) {
   if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
   if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow or --listen", true);
   const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  if (o.decompress && (streams || captures))
+    throw UsageError("--decompress reads FILE operands and standard input: not with --follow, --listen or captures", true);
   if (captures) {
     if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow or --listen", true);
     if (o.null_data) throw UsageError("-z (--null-data) cannot be combined with --pcap or --interface", true);
@@ -470,6 +474,7 @@ bool gpufilter_option(int c, Options& o) {
     case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
     case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
     case kJsonOption: o.json = true; break;
+    case kDecompressOption: o.decompress = true; break;
     case kPcapOption: o.pcaps.emplace_back(::optarg); break;
     case kInterfaceOption: o.interface = ::optarg; break;
     case kBpfOption: o.bpf = ::optarg; break;

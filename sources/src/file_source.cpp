@@ -133,6 +133,13 @@ bool FileSource::is_same_file_as(int other) const {
   return regular_ && ::fstat(other, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == device_ && st.st_ino == inode_;
 }
 
+std::size_t FileSource::peek(std::span<char> dst) const {
+  if (!regular_) return 0;
+  std::size_t got = 0;
+  if (const int error = pread_full(fd_, dst.data(), dst.size(), offset_, got); error != 0) throw SourceError(name_, error);
+  return got;
+}
+
 int FileSource::leave_at(std::optional<std::uint64_t> consumed) {
   if (!regular_) return 0;  // a pipe or terminal: what was read is gone anyway
   const off_t at = consumed ? ::lseek(fd_, static_cast<off_t>(start_ + *consumed), SEEK_SET) : ::lseek(fd_, 0, SEEK_END);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/scan/chunker.hpp"
 #include "gpufilter/core/source.hpp"
 #include "testutil/testutil.hpp"
@@ -543,6 +545,60 @@ TEST(Chunker, BusyTrickleIsCutAtTheBatchTimeout) {
   EXPECT_EQ(std::string(buffer.data(), c.size), input.substr(0, c.size));
   EXPECT_EQ(buffer[c.size - 1], '\n');
   EXPECT_LT(took, std::chrono::milliseconds(2000));
+}
+
+}  // namespace
+
+namespace {
+
+// Hands out `data` in reads of at most `step` bytes, then fails (a corrupt compressed
+// stream, an I/O error) instead of ending.
+class FailingSource final : public Source {
+ public:
+  FailingSource(std::string data, std::size_t step, bool regular) : data_(std::move(data)), step_(step), regular_(regular) {}
+  std::size_t read(std::span<char> dst) override {
+    if (pos_ == data_.size()) throw gpufilter::SourceError(name_, EIO, name_ + ": corrupt test data at byte 7");
+    const std::size_t n = std::min({dst.size(), step_, data_.size() - pos_});
+    std::memcpy(dst.data(), data_.data() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+  bool is_regular_file() const override { return regular_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string data_;
+  std::size_t step_;
+  bool regular_;
+  std::size_t pos_ = 0;
+  std::string name_ = "failing";
+};
+
+TEST(ChunkerReadError, BytesBeforeAFailedReadAreHandedOutThenTheErrorThrown) {
+  const std::string text = "one\ntwo\nthree\nfour\nan unfinished";
+  for (const bool regular : {true, false}) {
+    for (const std::size_t step : {std::size_t{3}, std::size_t{1000}}) {
+      FailingSource source(text, step, regular);
+      ChunkerConfig config;
+      config.capacity = 16;
+      Chunker chunker(source, config);
+      std::string got;
+      std::vector<char> buffer(chunker.capacity());
+      bool last = false;
+      try {
+        for (;;) {
+          Chunk c;
+          ASSERT_EQ(chunker.fill(buffer.data(), c, kNever), Chunker::Status::kChunk);
+          got.append(c.data + c.overlap, c.size - c.overlap);
+          last = c.last;
+        }
+      } catch (const gpufilter::SourceError& e) {
+        EXPECT_STREQ(e.what(), "failing: corrupt test data at byte 7");
+      }
+      EXPECT_EQ(got, text) << "regular " << regular << " step " << step;
+      EXPECT_TRUE(last) << "the chunk before the error ends the input";
+    }
+  }
 }
 
 }  // namespace

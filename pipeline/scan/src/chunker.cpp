@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/workers.hpp"
 
 namespace gpufilter {
@@ -101,6 +102,18 @@ void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offse
   binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
 }
 
+// A failed read is the input's end for now, so that the bytes before it are searched
+// (lines before a corrupt compressed block are printed, as `gzip -dc | grep` prints them).
+std::size_t Chunker::read_source(std::span<char> dst) {
+  try {
+    return source_.read(dst);
+  } catch (const SourceError&) {
+    read_error_ = std::current_exception();
+    eof_ = true;
+    return 0;
+  }
+}
+
 // Before a chunk of a regular file is handed out, the rest of the 96 KiB block its last
 // byte lies in is read too: a NUL there puts binary mode's start inside this chunk.
 void Chunker::read_ahead_to_block_end() {
@@ -109,7 +122,7 @@ void Chunker::read_ahead_to_block_end() {
     const std::size_t want = static_cast<std::size_t>(kBinaryBlock - read_offset_ % kBinaryBlock);
     const std::size_t old = pending_.size();
     pending_.resize(old + want);
-    const std::size_t got = source_.read(std::span<char>(pending_.data() + old, want));
+    const std::size_t got = read_source(std::span<char>(pending_.data() + old, want));
     pending_.resize(old + got);
     if (got == 0) {
       eof_ = true;
@@ -158,7 +171,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
     }
     std::size_t got;
     if (source_.is_regular_file()) {
-      got = source_.read(std::span<char>(dst + filled, capacity_ - filled));
+      got = read_source(std::span<char>(dst + filled, capacity_ - filled));
       if (got == 0) {
         eof_ = true;
         break;
@@ -168,7 +181,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
       // Streams are read a whole block at a time, as grep reads them, so that binary
       // mode sees what grep's read would; what does not fit the chunk stays pending.
       pending_.resize(kBinaryBlock);
-      const std::size_t n = source_.read(std::span<char>(pending_.data(), pending_.size()));
+      const std::size_t n = read_source(std::span<char>(pending_.data(), pending_.size()));
       pending_.resize(n);
       if (n == 0) {
         eof_ = true;
@@ -188,7 +201,10 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
     filled += got;
   }
 
-  if (filled <= overlap && eof_ && pending_.empty()) return Status::kEnd;
+  if (filled <= overlap && eof_ && pending_.empty()) {
+    if (read_error_) std::rethrow_exception(read_error_);
+    return Status::kEnd;
+  }
 
   // 3. Cut: after the last '\n'; everything at the end; or split an over-long line.
   const bool at_end = eof_ && pending_.empty();

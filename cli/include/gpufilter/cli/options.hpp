@@ -100,6 +100,7 @@ struct Options {
   std::uint64_t max_line_bytes = 1u << 20;
   std::uint64_t max_connections = 1024;
   bool json = false;               // --json: one JSON object per line
+  bool decompress = false;         // --decompress: gzip, zstd, xz, bzip2, lz4 inputs by magic
 
   // Captures (docs/CAPTURES.md).
   std::vector<std::string> pcaps;  // --pcap FILE...

@@ -45,6 +45,9 @@ class FileSource final : public Source {
   // Whether this is a regular file and `other` (an open descriptor) is that same file:
   // grep's "input file is also the output", with `other` standard output.
   bool is_same_file_as(int other) const;
+  // A regular file's next bytes (up to dst.size()) without consuming them, as the next
+  // read would return them: --decompress tells a format by them. 0 for other inputs.
+  std::size_t peek(std::span<char> dst) const;
   const std::string& name() const override { return name_; }
 
  private:

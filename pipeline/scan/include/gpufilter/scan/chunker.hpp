@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "gpufilter/core/workers.hpp"
@@ -55,6 +57,8 @@ class Chunker {
   // at most idle_timeout (negative: forever) while no complete line is at hand. Once one
   // is, it waits for more at most the batch timeout; `eager`: not at all (the engine is
   // idle, so a smaller chunk now costs no throughput and saves the line the wait).
+  // A read that fails (SourceError: an I/O error, corrupt compressed data) ends the input
+  // there: the bytes read before it are still handed out, then fill() throws the error.
   Status fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager = false);
 
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
@@ -76,6 +80,7 @@ class Chunker {
   void note_mapped(std::size_t upto);
   void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
   void read_ahead_to_block_end();
+  std::size_t read_source(std::span<char> dst);
 
   Source& source_;
   ChunkerConfig config_;
@@ -86,6 +91,7 @@ class Chunker {
   std::size_t pending_overlap_ = 0;  // leading bytes of pending_ that repeat the last chunk
   bool continues_line_ = false;
   bool eof_ = false;
+  std::exception_ptr read_error_;  // what ended the input, thrown once it is handed out
   std::uint64_t seq_ = 0;
   std::uint64_t binary_offset_ = kNoBinary;
   // Mapped mode: the file from read offset 0 on; in use while `mapping_`, kept until the
