@@ -20,6 +20,7 @@ packages=(
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark
   grep python3 ripgrep gnuplot-nox
   clang libclang-rt-14-dev llvm
+  scdoc dpkg-dev man-db   # the man pages, the .deb's dependencies, tests/install/
 )
 
 install_missing() {
