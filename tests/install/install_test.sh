@@ -4,8 +4,8 @@
 # cmake/Packaging.cmake):
 #   every installed file; the man pages render (man, else groff); the installed binaries
 #   run (--version, --help, a search, gpufilterd --check on the installed example); the
-#   bash completion completes options and their values; zsh and fish read theirs (skipped
-#   when the shell is not installed); cpack -G DEB, then dpkg-deb -I / -c.
+#   bash, zsh and fish completions complete options and their values (zsh and fish
+#   skipped when the shell is not installed); cpack -G DEB, then dpkg-deb -I / -c.
 # Everything is written under its own temporary folder, so it runs beside the suite.
 #   install_test.sh SOURCE_DIR BUILD_DIR MAN_PAGES(ON|OFF)
 set -euo pipefail
@@ -105,8 +105,9 @@ bash --norc --noprofile -c '
 ' bash "$prefix/share/bash-completion/completions/gpufilter" "$prefix" || fail "bash completion"
 
 if command -v zsh >/dev/null; then
-  step "zsh -n _gpufilter"
+  step "zsh completion"
   zsh -n "$prefix/share/zsh/vendor-completions/_gpufilter" || fail "zsh -n"
+  zsh -f "$src/tests/install/zsh_complete.zsh" "$prefix/share/zsh/vendor-completions" || fail "zsh completion"
 else
   step "zsh not installed: _gpufilter not checked"
 fi
