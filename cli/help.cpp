@@ -5,6 +5,8 @@ namespace gpufilter::cli {
 namespace {
 
 // The text is data, not logic: kept whole, in grep's order and wording where it applies.
+// An option added here goes into docs/man/gpufilter.1.scd and completions/ too: the
+// options_documented test (tests/install/) fails until it does.
 constexpr const char* kHelp = R"(Usage: gpufilter [OPTION]... PATTERNS [FILE]...
 Search for PATTERNS in each FILE, as GNU grep does; the literal search (and
 the required literals of each regular expression) runs on a GPU through OpenCL.
