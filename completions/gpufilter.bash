@@ -83,7 +83,8 @@ _gpufilter() {
       -B --before-context= -A --after-context= -C --context= --group-separator=
       --no-group-separator --color --color= --colour --colour=
       --pattern-counts --list-devices --device= --chunk-size= --slots= --engine= --stats
-      --batch-timeout= --host-scan-below= --json
+      --batch-timeout= --host-scan-below= --json --no-progress --decompress -z --null-data
+      -u --unix-byte-offsets
       --follow --from-start --state= --poll-interval= --listen= --max-line-bytes=
       --max-connections=
       --pcap= --interface= --bpf= --match-frame --stream -X --hex --escapes --pcap-out=
