@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
 
 namespace gpufilter::cli {
 namespace {
@@ -156,6 +160,82 @@ bool FileWalk::directory(const std::string& path, int fd) {
     if (device && options_.devices != Devices::kRead) continue;  // read only when -D read
     if (!visit({WalkEntry::Kind::kSearch, name, 0, false})) return false;
   }
+}
+
+// The walker thread pushes entries in batches and the search takes all that wait at once,
+// so that the two threads meet once per batch, not once per file. The walker waits while
+// `capacity` entries wait, and stops at its next batch once the search is done.
+struct WalkAhead::Queue {
+  static constexpr std::size_t kBatch = 64;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<WalkEntry> entries;
+  std::size_t capacity = 0;
+  bool ended = false;      // the walk is over (or failed: error)
+  bool cancelled = false;  // the search wants no more entries
+  std::exception_ptr error;
+
+  // The walker's side: false once the search is done.
+  bool push(std::vector<WalkEntry>& batch) {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [this] { return cancelled || entries.size() < capacity; });
+    if (cancelled) return false;
+    const bool was_empty = entries.empty();
+    for (WalkEntry& e : batch) entries.push_back(std::move(e));
+    batch.clear();
+    if (was_empty) changed.notify_all();
+    return true;
+  }
+};
+
+WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity)
+    : queue_(std::make_unique<Queue>()) {
+  queue_->capacity = std::max<std::size_t>(capacity, 1);
+  Queue& q = *queue_;
+  thread_ = std::thread([&q, &options, operands] {
+    std::exception_ptr error;
+    std::vector<WalkEntry> batch;
+    try {
+      FileWalk walk(options);
+      walk.walk(operands, [&q, &batch](const WalkEntry& entry) {
+        batch.push_back(entry);
+        return batch.size() < Queue::kBatch || q.push(batch);
+      });
+      if (!batch.empty()) q.push(batch);
+    } catch (...) {
+      error = std::current_exception();  // rethrown by next(), on the search's thread
+    }
+    std::lock_guard lock(q.mutex);
+    q.ended = true;
+    q.error = error;
+    q.changed.notify_all();
+  });
+}
+
+WalkAhead::~WalkAhead() {
+  {
+    std::lock_guard lock(queue_->mutex);
+    queue_->cancelled = true;
+  }
+  queue_->changed.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool WalkAhead::next(WalkEntry& entry) {
+  if (taken_.empty()) {
+    Queue& q = *queue_;
+    std::unique_lock lock(q.mutex);
+    q.changed.wait(lock, [&q] { return !q.entries.empty() || q.ended; });
+    if (q.entries.empty()) {
+      if (q.error) std::rethrow_exception(std::exchange(q.error, nullptr));
+      return false;
+    }
+    taken_.swap(q.entries);
+    q.changed.notify_all();  // room for the walker
+  }
+  entry = std::move(taken_.front());
+  taken_.pop_front();
+  return true;
 }
 
 }  // namespace gpufilter::cli

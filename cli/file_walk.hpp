@@ -7,8 +7,11 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <functional>
+#include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -52,6 +55,31 @@ class FileWalk {
   bool omit_dot_slash_ = false;
   std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
   const std::function<bool(const WalkEntry&)>* visit_ = nullptr;
+};
+
+}  // namespace gpufilter::cli
+
+namespace gpufilter::cli {
+
+// A FileWalk on a thread of its own, a bounded queue of entries ahead of the search:
+// under -r, reading directories and the file globs' verdicts overlap with the scanning
+// of the files found before. Entries come out in the walk's order (errors and loop
+// warnings in their places), so output stays as without it.
+class WalkAhead {
+ public:
+  WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity = 4096);
+  ~WalkAhead();  // stops the walk and joins its thread
+  WalkAhead(const WalkAhead&) = delete;
+  WalkAhead& operator=(const WalkAhead&) = delete;
+
+  // The next entry into `entry`; false at the walk's end. Rethrows what the walk threw.
+  bool next(WalkEntry& entry);
+
+ private:
+  struct Queue;
+  std::unique_ptr<Queue> queue_;
+  std::deque<WalkEntry> taken_;  // entries taken from the queue, not yet handed out
+  std::thread thread_;
 };
 
 }  // namespace gpufilter::cli

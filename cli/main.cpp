@@ -437,8 +437,7 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
   const std::size_t ahead = o.decompress ? std::max(1u, std::thread::hardware_concurrency()) : 0;
   std::deque<PendingEntry> queue;
   bool go_on = true;
-  cli::FileWalk walk(o);
-  walk.walk(o.files, [&](const cli::WalkEntry& entry) {
+  auto on_entry = [&](const cli::WalkEntry& entry) {
     if (stop.requested()) return go_on = false;
     PendingEntry p{entry, std::nullopt};
     if (ahead == 0) return go_on = visit(p);
@@ -453,7 +452,16 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
       go_on = visit(next);
     }
     return go_on;
-  });
+  };
+  if (o.directories == cli::Directories::kRecurse) {
+    // -r: directories are read on a thread of their own, ahead of the search.
+    cli::WalkAhead walker(o, o.files);
+    cli::WalkEntry entry;
+    while (walker.next(entry) && on_entry(entry)) {
+    }
+  } else {
+    cli::FileWalk(o).walk(o.files, on_entry);
+  }
   while (go_on && !queue.empty() && !stop.requested()) {
     PendingEntry next = std::move(queue.front());
     queue.pop_front();
