@@ -21,7 +21,9 @@ FileSource::FileSource(int fd, bool owned, std::string name) : fd_(fd), owned_(o
   if (regular_) {
     device_ = st.st_dev;
     inode_ = st.st_ino;
-    const off_t at = ::lseek(fd_, 0, SEEK_CUR);
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    // A file this source opened is at its start; an inherited descriptor may be anywhere.
+    const off_t at = owned_ ? 0 : ::lseek(fd_, 0, SEEK_CUR);
     offset_ = at < 0 ? 0 : static_cast<std::uint64_t>(at);
     start_ = offset_;
   }
@@ -102,6 +104,7 @@ std::size_t FileSource::read(std::span<char> dst) {
 
 std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
   if (!regular_ || (stop_ != nullptr && stop_->requested())) return nullptr;
+  if (unread_size().value_or(0) < min_bytes) return nullptr;  // most small files stop here, with no system call
   struct stat st {};
   const off_t at = ::lseek(fd_, 0, SEEK_CUR);  // both read paths keep the descriptor here
   if (at < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= at) return nullptr;
@@ -116,16 +119,18 @@ std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
 }
 
 std::optional<std::uint64_t> FileSource::file_size() const {
-  struct stat st {};
-  if (!regular_ || ::fstat(fd_, &st) != 0) return std::nullopt;
-  return static_cast<std::uint64_t>(st.st_size);
+  if (!regular_) return std::nullopt;
+  return size_;  // at open, as grep's st_size
 }
 
+// The size seen at open until the reads reach it; then asked again (a file that grew).
 std::optional<std::uint64_t> FileSource::unread_size() const {
+  if (!regular_) return std::nullopt;
+  if (size_ > offset_) return size_ - offset_;
   struct stat st {};
-  if (!regular_ || ::fstat(fd_, &st) != 0) return std::nullopt;
-  const auto end = static_cast<std::uint64_t>(st.st_size);
-  return end > offset_ ? end - offset_ : 0;
+  if (::fstat(fd_, &st) != 0) return std::nullopt;
+  size_ = static_cast<std::uint64_t>(st.st_size);
+  return size_ > offset_ ? size_ - offset_ : 0;
 }
 
 bool FileSource::is_same_file_as(int other) const {

@@ -38,6 +38,7 @@ class FileSource final : public Source {
   // file (reads ahead, -q and -l stop before it). 0, or the errno of a failed lseek.
   int leave_at(std::optional<std::uint64_t> consumed);
   bool is_regular_file() const override { return regular_; }
+  // The size seen at open serves until the reads reach it; then the file is asked again.
   std::optional<std::uint64_t> unread_size() const override;
   std::optional<std::uint64_t> file_size() const override;
   // The file from the next read's offset to its present end (sources/src/mapped_file.hpp).
@@ -60,6 +61,7 @@ class FileSource final : public Source {
   ino_t inode_ = 0;
   std::uint64_t start_ = 0;   // where a regular file was when this source took it
   std::uint64_t offset_ = 0;  // of the next read of a regular file
+  mutable std::uint64_t size_ = 0;  // a regular file's size, seen at open and again at its end
   std::string name_;
   const StopSignal* stop_ = nullptr;
   WorkerPool* workers_ = nullptr;
