@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,7 +63,11 @@ bool FileWalk::directory_excluded(const std::string& name, bool anchored) const 
                      [&](const std::string& glob) { return glob_matches(glob, name, anchored); });
 }
 
-void FileWalk::walk(const std::vector<std::string>& operands, const std::function<bool(const WalkEntry&)>& visit) {
+void UniqueFd::reset() noexcept {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+}
+
+void FileWalk::walk(const std::vector<std::string>& operands, const std::function<bool(WalkEntry&&)>& visit) {
   visit_ = &visit;
   ancestors_.clear();
   omit_dot_slash_ = operands.empty() && options_.directories == Directories::kRecurse;
@@ -158,7 +163,14 @@ bool FileWalk::directory(const std::string& path, int fd) {
     if (file_excluded(base, true)) continue;
     const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
     if (device && options_.devices != Devices::kRead) continue;  // read only when -D read
-    if (!visit({WalkEntry::Kind::kSearch, name, 0, false})) return false;
+    WalkEntry found{WalkEntry::Kind::kSearch, name, 0, false};
+    if (open_files_ && type == DT_REG) {
+      found.file = UniqueFd(::openat(::dirfd(dir.get()), entry->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
+      // Out of descriptors (files waiting in a WalkAhead hold some): opened in its turn.
+      if (found.file.get() < 0 && errno != EMFILE && errno != ENFILE)
+        found = {WalkEntry::Kind::kError, name, errno, false};
+    }
+    if (!visit(std::move(found))) return false;
   }
 }
 
@@ -179,7 +191,10 @@ struct WalkAhead::Queue {
   bool push(std::vector<WalkEntry>& batch) {
     std::unique_lock lock(mutex);
     changed.wait(lock, [this] { return cancelled || entries.size() < capacity; });
-    if (cancelled) return false;
+    if (cancelled) {
+      batch.clear();  // closes what the walk opened
+      return false;
+    }
     const bool was_empty = entries.empty();
     for (WalkEntry& e : batch) entries.push_back(std::move(e));
     batch.clear();
@@ -197,8 +212,13 @@ WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& ope
     std::vector<WalkEntry> batch;
     try {
       FileWalk walk(options);
-      walk.walk(operands, [&q, &batch](const WalkEntry& entry) {
-        batch.push_back(entry);
+      // Files waiting here hold a descriptor each (up to twice the capacity and a batch):
+      // opened ahead only where the limit leaves plenty (1024 is Linux's usual soft one).
+      rlimit limit{};
+      walk.open_files(::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+                      (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 4 * (q.capacity + Queue::kBatch)));
+      walk.walk(operands, [&q, &batch](WalkEntry&& entry) {
+        batch.push_back(std::move(entry));
         return batch.size() < Queue::kBatch || q.push(batch);
       });
       if (!batch.empty()) q.push(batch);

@@ -19,7 +19,34 @@
 
 namespace gpufilter::cli {
 
+// A file descriptor that closes itself; moved, the source lets go of it.
+class UniqueFd {
+ public:
+  UniqueFd() noexcept = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset() noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
 struct WalkEntry {
+  enum class Kind;
+  WalkEntry() = default;
+  WalkEntry(Kind k, std::string n, int e, bool on_command_line)
+      : kind(k), name(std::move(n)), error(e), command_line(on_command_line) {}
+
   enum class Kind {
     kSearch,  // search `name`
     kError,   // `name` could not be read: errno `error` (grep's message, exit status 2)
@@ -29,6 +56,9 @@ struct WalkEntry {
   std::string name;  // as grep prints it
   int error = 0;
   bool command_line = false;
+  // kSearch of a regular file met in a directory, when the walk opens files
+  // (FileWalk::open_files): the file, open for reading (closed with the entry).
+  UniqueFd file;
 };
 
 class FileWalk {
@@ -37,11 +67,16 @@ class FileWalk {
 
   // Calls `visit` for each entry in grep's order until it returns false. An empty operand
   // list with -r walks the working directory, naming files without "./".
-  void walk(const std::vector<std::string>& operands, const std::function<bool(const WalkEntry&)>& visit);
+  void walk(const std::vector<std::string>& operands, const std::function<bool(WalkEntry&&)>& visit);
 
   // Whether file names are printed by default (no -H or -h): several operands, or with
   // -r one operand that is a directory.
   static bool names_files(const Options& options);
+
+  // Regular files met in directories are opened here, relative to their directory (no
+  // path lookup from the root per file), and handed on open (WalkEntry::file); one that
+  // cannot be opened is an error entry in its place, as opening it later would be.
+  void open_files(bool on) noexcept { open_files_ = on; }
 
  private:
   // The file globs' verdict on `name` (grep's excluded_file_name): `anchored` matches the
@@ -53,8 +88,9 @@ class FileWalk {
 
   const Options& options_;
   bool omit_dot_slash_ = false;
+  bool open_files_ = false;
   std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
-  const std::function<bool(const WalkEntry&)>* visit_ = nullptr;
+  const std::function<bool(WalkEntry&&)>* visit_ = nullptr;
 };
 
 }  // namespace gpufilter::cli
@@ -67,7 +103,7 @@ namespace gpufilter::cli {
 // warnings in their places), so output stays as without it.
 class WalkAhead {
  public:
-  WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity = 4096);
+  WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity = 128);
   ~WalkAhead();  // stops the walk and joins its thread
   WalkAhead(const WalkAhead&) = delete;
   WalkAhead& operator=(const WalkAhead&) = delete;

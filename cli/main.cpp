@@ -350,14 +350,16 @@ struct PendingEntry {
   std::optional<OpenedInput> opened;
 };
 
+// `file`: the file, already opened by the walk (cli::FileWalk::open_files), or none.
 OpenedInput open_input(const cli::Options& o, const std::string& name, bool writes_lines, StopSignal& stop,
-                       WorkerPool& workers) {
+                       WorkerPool& workers, cli::UniqueFd file_fd = {}) {
   OpenedInput in;
   try {
     // grep cannot even fstat a closed standard input: it reports it and prints no count.
     if (name == "-" && g_standard.stdin_closed) throw SourceError(standard_input_name(o), EBADF);
-    std::unique_ptr<FileSource> file =
-        name == "-" ? FileSource::standard_input(standard_input_name(o)) : FileSource::open(name);
+    std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name)
+                                       : name == "-"      ? FileSource::standard_input(standard_input_name(o))
+                                                          : FileSource::open(name);
     if (writes_lines && file->is_same_file_as(STDOUT_FILENO)) {
       // `gpufilter x log >> log` would read its own output and grow the file forever.
       throw SourceError(file->name(), 0, file->name() + ": input file is also the output");
@@ -420,7 +422,8 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
   auto visit = [&](PendingEntry& p) {
     switch (p.entry.kind) {
       case cli::WalkEntry::Kind::kSearch:
-        return search_one(p.opened ? std::move(*p.opened) : open_input(o, p.entry.name, writes_lines, stop, workers));
+        return search_one(p.opened ? std::move(*p.opened)
+                                   : open_input(o, p.entry.name, writes_lines, stop, workers, std::move(p.entry.file)));
       case cli::WalkEntry::Kind::kError: report(SourceError(p.entry.name, p.entry.error).what()); return true;
       case cli::WalkEntry::Kind::kLoop:
         if (!o.no_messages) {
@@ -437,14 +440,15 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
   const std::size_t ahead = o.decompress ? std::max(1u, std::thread::hardware_concurrency()) : 0;
   std::deque<PendingEntry> queue;
   bool go_on = true;
-  auto on_entry = [&](const cli::WalkEntry& entry) {
+  auto on_entry = [&](cli::WalkEntry&& entry) {
     if (stop.requested()) return go_on = false;
-    PendingEntry p{entry, std::nullopt};
+    PendingEntry p{std::move(entry), std::nullopt};
     if (ahead == 0) return go_on = visit(p);
     struct stat st {};
-    if (entry.kind == cli::WalkEntry::Kind::kSearch && entry.name != "-" && ::stat(entry.name.c_str(), &st) == 0 &&
-        S_ISREG(st.st_mode))
-      p.opened = open_input(o, entry.name, writes_lines, stop, workers);
+    if (p.entry.kind == cli::WalkEntry::Kind::kSearch &&
+        (p.entry.file.get() >= 0 ||
+         (p.entry.name != "-" && ::stat(p.entry.name.c_str(), &st) == 0 && S_ISREG(st.st_mode))))
+      p.opened = open_input(o, p.entry.name, writes_lines, stop, workers, std::move(p.entry.file));
     queue.push_back(std::move(p));
     while (go_on && queue.size() > ahead) {
       PendingEntry next = std::move(queue.front());
@@ -457,7 +461,7 @@ Outcome search_files(const cli::Options& o, FileScan& files, WorkerPool& workers
     // -r: directories are read on a thread of their own, ahead of the search.
     cli::WalkAhead walker(o, o.files);
     cli::WalkEntry entry;
-    while (walker.next(entry) && on_entry(entry)) {
+    while (walker.next(entry) && on_entry(std::move(entry))) {
     }
   } else {
     cli::FileWalk(o).walk(o.files, on_entry);

@@ -35,6 +35,10 @@ std::unique_ptr<FileSource> FileSource::open(const std::string& path) {
   return std::unique_ptr<FileSource>(new FileSource(fd, true, path));
 }
 
+std::unique_ptr<FileSource> FileSource::adopt(int fd, const std::string& path) {
+  return std::unique_ptr<FileSource>(new FileSource(fd, true, path));
+}
+
 std::unique_ptr<FileSource> FileSource::standard_input(std::string name) {
   return std::unique_ptr<FileSource>(new FileSource(STDIN_FILENO, false, std::move(name)));
 }

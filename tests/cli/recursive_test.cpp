@@ -134,6 +134,35 @@ TEST_F(Recursive, NoOperandSearchesTheWorkingDirectory) {
   }
 }
 
+// A tree of 1,200 files: more than the walk hands over in one batch or holds ahead, with
+// the files opened by the walk (cli::WalkAhead), and again with 40 descriptors allowed,
+// where the walk opens none ahead (grep needs only a few). -q and -l stop the search
+// while the walk holds files open.
+TEST(RecursiveLargeTree, SameAsGrepWithFilesOpenedAheadOrNot) {
+  TempDir dir;
+  for (int d = 0; d < 40; ++d) {
+    const std::string sub = "tree/d" + std::to_string(d);
+    dir.make_dir(sub);
+    for (int f = 0; f < 30; ++f)
+      dir.write(sub + "/f" + std::to_string(f) + ".log",
+                (d * 30 + f) % 7 == 0 ? "x\nfoo " + std::to_string(f) + "\n" : "nothing\n");
+  }
+  const std::string root = dir.path() + "/tree";
+  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rq"}, Args{"-rn", "-m1"}}) {
+    for (const char* limit : {"", "ulimit -n 40 && "}) {
+      auto run = [&](const std::string& binary) {
+        Args argv = {"/bin/sh", "-c", std::string(limit) + "exec \"$@\"", "sh", binary};
+        return run_process(argv + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
+      };
+      const ProcessResult expected = run(grep_binary());
+      const ProcessResult actual = run(gpufilter_binary());
+      EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << limit;
+      EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << limit;
+      EXPECT_EQ(actual.err, "") << describe_args(flags) << limit;
+    }
+  }
+}
+
 TEST(RecursiveUsage, BadActionsAndExcludeFilesAreErrors) {
   for (const Args& args : {Args{"-d", "sideways", "x"}, Args{"-D", "sideways", "x"}, Args{"--directories=no", "x"},
                            Args{"--exclude-from=/nonexistent/file", "x"}}) {

@@ -19,6 +19,8 @@ class FileSource final : public Source {
  public:
   // Opens `path` for reading; throws SourceError(path, errno).
   static std::unique_ptr<FileSource> open(const std::string& path);
+  // A file already open on `fd` (at its start), named `path`; the source owns `fd`.
+  static std::unique_ptr<FileSource> adopt(int fd, const std::string& path);
   // Standard input under the name grep prints for it ("(standard input)" or --label).
   static std::unique_ptr<FileSource> standard_input(std::string name);
 
