@@ -3,7 +3,7 @@
 # device tool's `carry`): the gpufilter binary and test binaries built here, the shared
 # corpus, GNU grep 3.8 (the oracle; the GPU machine has 3.11), NVIDIA's OpenCL set-up,
 # and the benchmark's tools with the libraries that machine lacks (bench/, ripgrep,
-# libhs, libpcre2). Then, on the GPU machine, from the repository root:
+# libhs, libpcre2, the --decompress libraries). Then, on the GPU machine, from the repository root:
 #   bash .device/gpu-run.sh      every test binary against grep 3.8
 #   bash .device/gpu-bench.sh    the bench/run.py table at 16 GB
 #   bash .device/gpu-regex.sh    the regex differential tests and the regex sets of bench/run.py
@@ -43,7 +43,9 @@ fi
 cp ../shared/corpus/pcap/* .device/corpus/pcap/
 cp "$(command -v rg)" .device/bin/rg
 cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 \
-  /lib/x86_64-linux-gnu/libpcap.so.0.8 /lib/x86_64-linux-gnu/libdbus-1.so.3 .device/lib/
+  /lib/x86_64-linux-gnu/libpcap.so.0.8 /lib/x86_64-linux-gnu/libdbus-1.so.3 \
+  /lib/x86_64-linux-gnu/libzstd.so.1 /lib/x86_64-linux-gnu/liblz4.so.1 /lib/x86_64-linux-gnu/liblzma.so.5 \
+  /lib/x86_64-linux-gnu/libbz2.so.1.0 /lib/x86_64-linux-gnu/libz.so.1 .device/lib/
 # Symbols are not needed there; without them the folder is a third smaller.
 strip --strip-unneeded .device/gpufilter .device/gpufilterd .device/tests/* .device/bin/* 2>/dev/null || true
 du -sh .device
