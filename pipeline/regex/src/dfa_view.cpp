@@ -185,6 +185,7 @@ class Reader {
     }
     if (!has_atom_) {  // it repeats nothing (grep's regex reads it otherwise)
       view_.corner = true;
+      if (ere_ && text.front() == '{') interval_repeats_nothing_ = true;
       return;
     }
     if (zero_width_) {
@@ -211,6 +212,8 @@ class Reader {
   bool has_atom_ = false;   // the current expression has an atom for an operator to repeat
   bool zero_width_ = true;
   int depth_ = 0;
+  bool interval_repeats_nothing_ = false;  // an ERE "{m,n}" with no atom before it
+  bool utf8_bracket_ = false;              // a bracket expression in a UTF-8 locale
 };
 
 // '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|".
@@ -233,7 +236,10 @@ void Reader::bracket(std::size_t& i) {
   bool confusing = false, collating = false;
   const std::size_t end = bracket_end(p_, i, confusing, collating);
   if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
-  if (utf8_) view_.supported = false;  // multibyte brackets: dfa.c often gives them to regex
+  if (utf8_) {
+    view_.supported = false;  // multibyte brackets: dfa.c often gives them to regex
+    utf8_bracket_ = true;
+  }
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   if (!pcre) view_.pcre_ok = false;
   atom(p_.substr(i, end - i), pcre.value_or(""), false);
@@ -294,8 +300,10 @@ DfaView Reader::read() {
     } else if (c == '\\') {
       if (!escape(i)) break;
     } else if (c == '^' && (ere_ || after_open_)) {
+      if (i != 0) view_.inner_anchor = true;
       atom("^", "^", true);
     } else if (c == '$' && anchor_end(i)) {
+      if (i + 1 != p_.size()) view_.inner_anchor = true;
       atom("$", "$", true);
     } else if (c == '*') {
       repeat("*", "*", "*");
@@ -331,6 +339,12 @@ DfaView Reader::read() {
       literal(p_.substr(i, 1), static_cast<unsigned char>(c));
     }
   }
+  // grep's DFA reads "{1,2}" that repeats nothing as nothing, glibc as the text "1,2}";
+  // with a UTF-8 bracket which of the two answers in grep depends on the bracket (dfa.c
+  // leaves some to regex), which is not modelled here: refused rather than guessed.
+  if (interval_repeats_nothing_ && utf8_bracket_ && !view_.refusal)
+    view_.refusal = "an interval that repeats nothing (\"" + std::string(p_) +
+                    "\") beside a bracket expression in a UTF-8 locale is not supported";
   // Hyperscan reads the pattern as grep's DFA does: right where the DFA decides, or where
   // no corner makes the DFA and grep's regex differ.
   if (view_.refusal || (!view_.supported && view_.corner)) view_.pcre_ok = false;

@@ -215,8 +215,11 @@ void GnuRegex::compile_all() {
   if (options_.utf8 && options_.word && !options_.whole_line) dfa_supported_ = false;
   for (const DfaView& v : views)
     if (v.error) throw RegexError({*v.error});
-  for (std::size_t i = 0; i < views.size(); ++i)
+  for (std::size_t i = 0; i < views.size(); ++i) {
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
+    if (options_.null_data && views[i].inner_anchor)
+      throw RegexError({with_origin(origins_, i, "an anchor ('^' or '$') inside an expression is not supported with -z")});
+  }
   select_texts_->assign(patterns_.size(), std::string());
   if (!dfa_supported_) {
     compile_fast(views);

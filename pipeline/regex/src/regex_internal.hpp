@@ -36,6 +36,10 @@ struct DfaView {
   std::string pcre;
   bool pcre_ok = true;
   bool corner = false;  // a construct grep's DFA and its regex read differently
+  // An anchor ('^', '$') that is not the pattern's first or last character. With -z a
+  // line may hold '\n', and glibc's matcher lets such an anchor match next to a '\n' it
+  // has consumed ("a.^b", "a$.") where grep's DFA does not: refused with -z.
+  bool inner_anchor = false;
 };
 DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
 
