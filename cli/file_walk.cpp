@@ -63,10 +63,6 @@ bool FileWalk::directory_excluded(const std::string& name, bool anchored) const 
                      [&](const std::string& glob) { return glob_matches(glob, name, anchored); });
 }
 
-void UniqueFd::reset() noexcept {
-  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
-}
-
 void FileWalk::walk(const std::vector<std::string>& operands, const std::function<bool(WalkEntry&&)>& visit) {
   visit_ = &visit;
   ancestors_.clear();

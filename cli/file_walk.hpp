@@ -16,30 +16,11 @@
 #include <vector>
 
 #include "gpufilter/cli/options.hpp"
+#include "gpufilter/core/unique_fd.hpp"
 
 namespace gpufilter::cli {
 
-// A file descriptor that closes itself; moved, the source lets go of it.
-class UniqueFd {
- public:
-  UniqueFd() noexcept = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset() noexcept;
-
- private:
-  int fd_ = -1;
-};
+using gpufilter::UniqueFd;
 
 struct WalkEntry {
   enum class Kind;

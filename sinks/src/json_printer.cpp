@@ -1,5 +1,6 @@
 #include "gpufilter/sinks/json_printer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 
@@ -47,39 +48,21 @@ void append_elapsed(std::string& out, std::chrono::nanoseconds elapsed, bool sor
 
 // rg's Stats, in the order of its end record, or sorted as in its summary.
 void append_stats(std::string& out, const JsonPrinter::Stats& s, bool sorted) {
-  auto elapsed = [&] {
-    out += "\"elapsed\":";
-    append_elapsed(out, s.elapsed, sorted);
-  };
+  using Field = std::pair<std::string_view, std::uint64_t>;
+  const Field searches{"searches", s.searches}, with_match{"searches_with_match", s.searches_with_match},
+      searched{"bytes_searched", s.bytes_searched}, printed{"bytes_printed", s.bytes_printed},
+      lines{"matched_lines", s.matched_lines}, matches{"matches", s.matches}, elapsed{"elapsed", 0};
+  const std::array<const Field*, 7> in_struct{&elapsed, &searches, &with_match, &searched, &printed, &lines, &matches};
+  const std::array<const Field*, 7> in_keys{&printed, &searched, &elapsed, &lines, &matches, &searches, &with_match};
   out += '{';
-  if (sorted) {
-    append_field(out, "bytes_printed", s.bytes_printed);
-    out += ',';
-    append_field(out, "bytes_searched", s.bytes_searched);
-    out += ',';
-    elapsed();
-    out += ',';
-    append_field(out, "matched_lines", s.matched_lines);
-    out += ',';
-    append_field(out, "matches", s.matches);
-    out += ',';
-    append_field(out, "searches", s.searches);
-    out += ',';
-    append_field(out, "searches_with_match", s.searches_with_match);
-  } else {
-    elapsed();
-    out += ',';
-    append_field(out, "searches", s.searches);
-    out += ',';
-    append_field(out, "searches_with_match", s.searches_with_match);
-    out += ',';
-    append_field(out, "bytes_searched", s.bytes_searched);
-    out += ',';
-    append_field(out, "bytes_printed", s.bytes_printed);
-    out += ',';
-    append_field(out, "matched_lines", s.matched_lines);
-    out += ',';
-    append_field(out, "matches", s.matches);
+  for (const Field* f : sorted ? in_keys : in_struct) {
+    if (out.back() != '{') out += ',';
+    if (f == &elapsed) {
+      out += "\"elapsed\":";
+      append_elapsed(out, s.elapsed, sorted);
+    } else {
+      append_field(out, f->first, f->second);
+    }
   }
   out += '}';
 }

@@ -47,6 +47,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/unique_fd.hpp"
 #include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/sources/line_framer.hpp"
 
@@ -74,30 +75,7 @@ Identity identity_of(const struct stat& st) {
   return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
-// An open file descriptor, closed when dropped.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 // A regular file opened for reading, or why not (an errno text).
 struct Opened {
