@@ -138,7 +138,9 @@ class Progress {
   Progress(const cli::Options& o, InputKind input, const std::atomic<std::uint64_t>& scanned) {
     const char* term = std::getenv("TERM");
     const bool no_lines = o.count || o.list != cli::ListMode::kNone || o.quiet;
-    if (input != InputKind::kFiles || o.no_progress || !::isatty(STDERR_FILENO) ||
+    // Lines typed at the terminal are no long scan to report on.
+    const bool typed = ::isatty(STDIN_FILENO) && std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
+    if (input != InputKind::kFiles || o.no_progress || typed || !::isatty(STDERR_FILENO) ||
         (term != nullptr && std::strcmp(term, "dumb") == 0) || (::isatty(STDOUT_FILENO) && !no_lines))
       return;
     line_.emplace(stderr_fd_, [&scanned] { return scanned.load(std::memory_order_relaxed); }, total_size(o));
