@@ -370,7 +370,12 @@ OpenedInput open_input(const cli::Options& o, const std::string& name, bool writ
     file->set_workers(&workers);
     in.file = file.get();
     in.standard_input = name == "-";
-    in.source = o.decompress ? open_decompressing(std::move(file), &stop) : std::move(file);
+    // The files waiting their turn (one per core, search_files) decode this far ahead: whole
+    // when they are small, so that many rotated logs decode in parallel; 128 MiB in all.
+    const std::size_t decode_ahead =
+        std::clamp<std::size_t>((std::size_t{128} << 20) / std::max(1u, std::thread::hardware_concurrency()),
+                                DecompressingSource::kDefaultAhead, std::size_t{16} << 20);
+    in.source = o.decompress ? open_decompressing(std::move(file), &stop, decode_ahead) : std::move(file);
   } catch (const SourceError& e) {
     in.source.reset();
     in.file = nullptr;

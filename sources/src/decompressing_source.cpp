@@ -53,8 +53,7 @@ bool could_become_magic(std::string_view head) {
                      [&](const Magic& m) { return head.size() < m.bytes.size() && agrees(m, head); });
 }
 
-constexpr std::size_t kBlocks = 4;             // decoded blocks ahead of the reader
-constexpr std::size_t kBlockBytes = 1u << 20;  // so at most 4 MiB decoded per input
+constexpr std::size_t kBlockBytes = 1u << 20;  // decoded blocks of 1 MiB, ahead_bytes / 1 MiB of them
 constexpr std::size_t kInputBytes = 256u << 10;
 
 // An input that is not compressed after all: the bytes read to tell so come out first,
@@ -118,7 +117,8 @@ struct DecompressingSource::Shared {
   std::condition_variable changed;
   std::deque<Block> filled;  // decoded, in order, for the reader
   std::vector<Block> spare;  // given back by the reader
-  std::size_t blocks = 0;    // allocated so far, at most kBlocks
+  std::size_t blocks = 0;    // allocated so far, at most max_blocks
+  std::size_t max_blocks = 4;
   bool done = false;         // the decoder has ended; `error` says why when not at the end
   bool cancelled = false;    // the reader is gone
   std::string error;
@@ -164,7 +164,7 @@ class DecodeLoop {
   // Waits for a block to decode into; false when the reader has gone.
   bool take_spare(Block& block) {
     std::unique_lock lock(s_.mutex);
-    s_.changed.wait(lock, [&] { return s_.cancelled || !s_.spare.empty() || s_.blocks < kBlocks; });
+    s_.changed.wait(lock, [&] { return s_.cancelled || !s_.spare.empty() || s_.blocks < s_.max_blocks; });
     if (s_.cancelled) return false;
     if (!s_.spare.empty()) {
       block = std::move(s_.spare.back());
@@ -279,7 +279,7 @@ class DecodeLoop {
 }  // namespace
 
 DecompressingSource::DecompressingSource(std::unique_ptr<Source> source, Compression format, std::string head,
-                                         const StopSignal* stop)
+                                         const StopSignal* stop, std::size_t ahead_bytes)
     : shared_(std::make_shared<Shared>()),
       name_(source->name()),
       format_(format),
@@ -291,6 +291,7 @@ DecompressingSource::DecompressingSource(std::unique_ptr<Source> source, Compres
   s.name = name_;
   s.head = std::move(head);
   s.stop = stop;
+  s.max_blocks = std::max<std::size_t>(1, ahead_bytes / kBlockBytes);
   thread_ = std::thread([shared = shared_] { DecodeLoop<Shared, Block>(*shared).run(); });
 }
 
@@ -336,13 +337,14 @@ bool DecompressingSource::wait_readable(std::chrono::milliseconds timeout) {
   return true;
 }
 
-std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, const StopSignal* stop) {
+std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, const StopSignal* stop,
+                                           std::size_t ahead_bytes) {
   std::string head(kLongestMagic, '\0');
   if (file->is_regular_file()) {
     head.resize(file->peek(std::span<char>(head.data(), head.size())));
     const Compression format = compression_of(head);
     if (format == Compression::kNone) return file;
-    return std::make_unique<DecompressingSource>(std::move(file), format, std::string{}, stop);
+    return std::make_unique<DecompressingSource>(std::move(file), format, std::string{}, stop, ahead_bytes);
   }
   // A pipe cannot be peeked at: read until the bytes are some magic or cannot become one
   // (one byte often tells), so that a plain input's first line is not held up.
@@ -361,7 +363,7 @@ std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, con
   const Compression format = compression_of(head);
   if (format == Compression::kNone || error)
     return std::make_unique<ReplayingSource>(std::move(file), std::move(head), std::move(error));
-  return std::make_unique<DecompressingSource>(std::move(file), format, std::move(head), stop);
+  return std::make_unique<DecompressingSource>(std::move(file), format, std::move(head), stop, ahead_bytes);
 }
 
 }  // namespace gpufilter

@@ -35,8 +35,11 @@ class DecompressingSource final : public Source {
  public:
   // `head` holds the first bytes already read from `source` (an input that cannot be
   // peeked at); they are decoded before what `source` reads next.
+  // At most `ahead_bytes` (rounded down to whole MiB, at least one) are decoded ahead of
+  // the reader.
   DecompressingSource(std::unique_ptr<Source> source, Compression format, std::string head = {},
-                      const StopSignal* stop = nullptr);
+                      const StopSignal* stop = nullptr, std::size_t ahead_bytes = kDefaultAhead);
+  static constexpr std::size_t kDefaultAhead = 4u << 20;
   ~DecompressingSource() override;
   DecompressingSource(const DecompressingSource&) = delete;
   DecompressingSource& operator=(const DecompressingSource&) = delete;
@@ -69,6 +72,7 @@ class DecompressingSource final : public Source {
 // first bytes of another input (a pipe) are read, and handed out again when it is not
 // compressed (with the error, if reading them failed, thrown by the read after them).
 // Throws SourceError when a regular file cannot be peeked at.
-std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, const StopSignal* stop = nullptr);
+std::unique_ptr<Source> open_decompressing(std::unique_ptr<FileSource> file, const StopSignal* stop = nullptr,
+                                           std::size_t ahead_bytes = DecompressingSource::kDefaultAhead);
 
 }  // namespace gpufilter
