@@ -136,12 +136,11 @@ std::optional<std::uint64_t> total_size(const cli::Options& o) {
 class Progress {
  public:
   Progress(const cli::Options& o, InputKind input, const std::atomic<std::uint64_t>& scanned) {
-    const char* term = std::getenv("TERM");
     const bool no_lines = o.count || o.list != cli::ListMode::kNone || o.quiet;
     // Lines typed at the terminal are no long scan to report on.
     const bool typed = ::isatty(STDIN_FILENO) && std::find(o.files.begin(), o.files.end(), "-") != o.files.end();
-    if (input != InputKind::kFiles || o.no_progress || typed || !::isatty(STDERR_FILENO) ||
-        (term != nullptr && std::strcmp(term, "dumb") == 0) || (::isatty(STDOUT_FILENO) && !no_lines))
+    if (input != InputKind::kFiles || o.no_progress || typed || !cli::terminal_can_show_progress() ||
+        (::isatty(STDOUT_FILENO) && !no_lines))
       return;
     line_.emplace(stderr_fd_, [&scanned] { return scanned.load(std::memory_order_relaxed); }, total_size(o));
     out_.emplace(stdout_fd_, *line_);
@@ -231,7 +230,7 @@ PrinterOptions printer_options(const cli::Options& o) {
   printing.invert = o.invert;
   printing.initial_tab = o.initial_tab;
   printing.null_after_name = o.null_after_name;
-  printing.eol = o.null_data ? '\0' : '\n';
+  printing.eol = o.eol();
   printing.group_separator = o.group_separator;
   if (color_enabled(o.color)) {
     const char* legacy = std::getenv("GREP_COLOR");
@@ -269,7 +268,7 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.binary_files = o.binary_files;
   searching.utf8 = cli::utf8_locale();
   searching.only_matching = o.only_matching;
-  searching.eol = o.null_data ? '\0' : '\n';
+  searching.eol = o.eol();
   if (streams) searching.binary_files = BinaryFiles::kText;  // a stream has no end to report it at
   return searching;
 }
@@ -306,7 +305,7 @@ std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t giv
   options.per_input = !streams;
   options.only_matching = o.only_matching;
   options.count = o.count && !o.quiet;
-  options.eol = o.null_data ? '\0' : '\n';
+  options.eol = o.eol();
   if (regexes) {  // the ids are the regexes' own indices
     std::vector<JsonPrinter::Pattern> each;
     for (std::size_t i = 0; i < given_patterns; ++i) each.push_back({static_cast<std::uint32_t>(i), o.patterns[i]});
@@ -372,7 +371,7 @@ OpenedInput open_input(const cli::Options& o, const std::string& name, bool writ
     in.standard_input = name == "-";
     // The files waiting their turn (one per core, search_files) decode this far ahead: whole
     // when they are small, so that many rotated logs decode in parallel; 128 MiB in all.
-    const std::size_t decode_ahead =
+    static const std::size_t decode_ahead =
         std::clamp<std::size_t>((std::size_t{128} << 20) / std::max(1u, std::thread::hardware_concurrency()),
                                 DecompressingSource::kDefaultAhead, std::size_t{16} << 20);
     in.source = o.decompress ? open_decompressing(std::move(file), &stop, decode_ahead) : std::move(file);
@@ -616,7 +615,7 @@ int search(cli::Options& o) {
   piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
   // With -z a NUL ends a record: it is no sign of a binary file (grep's buf_has_nulls).
   piping.detect_binary = o.binary_files != BinaryFiles::kText && !o.null_data;
-  piping.eol = o.null_data ? '\0' : '\n';
+  piping.eol = o.eol();
   piping.scan_to_end = o.pattern_counts;
   piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
   piping.workers = &workers;

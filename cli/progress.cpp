@@ -1,6 +1,10 @@
 #include "gpufilter/cli/progress.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace gpufilter::cli {
 namespace {
@@ -41,6 +45,11 @@ std::string progress_text(std::uint64_t bytes, std::optional<std::uint64_t> tota
   text += ", " + amount(rate) + "/s";
   if (total && rate > 0 && *total > bytes) text += ", " + duration(static_cast<double>(*total - bytes) / rate) + " left";
   return text;
+}
+
+bool terminal_can_show_progress() {
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDERR_FILENO) && !(term != nullptr && std::strcmp(term, "dumb") == 0);
 }
 
 ProgressLine::ProgressLine(Writer& terminal, std::function<std::uint64_t()> bytes, std::optional<std::uint64_t> total,

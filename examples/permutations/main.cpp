@@ -227,10 +227,8 @@ std::string show(const perm::Multiset& set, const std::uint8_t* p) {
 // A progress line on a terminal standard error while a large output goes elsewhere (a
 // file, a pipe): after a second, "4.2 GB of 19.9 GB, 3.1 GB/s, 5 s left".
 bool wants_progress(const Args& args) {
-  const char* term = std::getenv("TERM");
   const bool to_terminal = args.output.value_or("-") == "-" && ::isatty(STDOUT_FILENO);
-  return !args.no_progress && ::isatty(STDERR_FILENO) && !to_terminal &&
-         !(term != nullptr && std::strcmp(term, "dumb") == 0);
+  return !args.no_progress && !to_terminal && gpufilter::cli::terminal_can_show_progress();
 }
 
 // The bytes the slice writes: each permutation takes the same room (its values are the

@@ -660,16 +660,17 @@ TEST(CliFollow, RandomKillNineRoundsLoseNothing) {
   check_kill_rounds(writer, outputs, at_kill, total, kRounds, parsed.load());
 }
 
-// -H and -n across a rotation: the file name is the path's, and line numbers go on in the
-// new file because the input goes on.
-TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
-  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
-  TempDir dir;
-  const std::string a = dir.write("a.log", "seq=0 first\nother\n");
-  const std::string b = dir.write("b.log", "");
+// Follows a.log ("seq=0 first" already there) and an empty b.log with `flags` and "seq=":
+// "seq=1 in b" is appended to b, a is rotated and "seq=2 new a" written to the new a, then
+// SIGINT stops the run. `output`: what it printed.
+void follow_across_a_rotation(const std::vector<std::string>& flags, const std::string& a, const std::string& b,
+                              const TempDir& dir, std::string& output) {
   const std::string out = dir.path() + "/out";
   const std::string err = dir.path() + "/err";
-  Gpufilter gpufilter({"--follow", "--from-start", "-H", "-n", "--poll-interval=20", "seq=", a, b}, out, err);
+  std::vector<std::string> args = {"--follow", "--from-start", "--poll-interval=20"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"seq=", a, b});
+  Gpufilter gpufilter(args, out, err);
   OutputWatch watch(out);
   ASSERT_TRUE(watch.wait_seq(0, gpufilter)) << slurp(err);
   { std::ofstream(b, std::ios::app) << "seq=1 in b\n"; }
@@ -679,9 +680,22 @@ TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
   ASSERT_TRUE(watch.wait_seq(2, gpufilter)) << slurp(err);
   gpufilter.signal(SIGINT);
   ASSERT_EQ(gpufilter.wait_exit(kPatience), 0) << slurp(err);
-  const std::vector<std::string> lines = whole_lines(slurp(out));
+  output = slurp(out);
+}
+
+// -H and -n across a rotation: the file name is the path's, and line numbers go on in the
+// new file because the input goes on.
+TEST(CliFollow, FileNamesAndLineNumbersGoOnAcrossARotation) {
+  if (!binary_has_follow()) GTEST_SKIP() << "this gpufilter has no --follow";
+  TempDir dir;
+  const std::string a = dir.write("a.log", "seq=0 first\nother\n");
+  const std::string b = dir.write("b.log", "");
+  std::string output;
+  follow_across_a_rotation({"-H", "-n"}, a, b, dir, output);
+  if (HasFatalFailure()) return;
+  const std::vector<std::string> lines = whole_lines(output);
   const std::vector<std::string> expected = {a + ":1:seq=0 first", b + ":1:seq=1 in b", a + ":3:seq=2 new a"};
-  EXPECT_EQ(lines, expected) << slurp(err);
+  EXPECT_EQ(lines, expected) << output;
 }
 
 // --json on followed files: rg's match records, each naming its file in path, line
@@ -692,20 +706,11 @@ TEST(CliFollow, JsonRecordsNameTheirFileAcrossARotation) {
   TempDir dir;
   const std::string a = dir.write("a.log", "seq=0 first\nother\n");
   const std::string b = dir.write("b.log", "");
-  const std::string out = dir.path() + "/out";
-  const std::string err = dir.path() + "/err";
-  Gpufilter gpufilter({"--follow", "--from-start", "--json", "--poll-interval=20", "seq=", a, b}, out, err);
-  OutputWatch watch(out);
-  ASSERT_TRUE(watch.wait_seq(0, gpufilter)) << slurp(err);
-  { std::ofstream(b, std::ios::app) << "seq=1 in b\n"; }
-  ASSERT_TRUE(watch.wait_seq(1, gpufilter)) << slurp(err);
-  ASSERT_EQ(::rename(a.c_str(), (a + ".1").c_str()), 0);
-  { std::ofstream(a) << "seq=2 new a\n"; }
-  ASSERT_TRUE(watch.wait_seq(2, gpufilter)) << slurp(err);
-  gpufilter.signal(SIGINT);
-  ASSERT_EQ(gpufilter.wait_exit(kPatience), 0) << slurp(err);
-  const std::vector<nlohmann::json> records = json_records(slurp(out));
-  ASSERT_EQ(records.size(), 4u) << slurp(out);
+  std::string output;
+  follow_across_a_rotation({"--json"}, a, b, dir, output);
+  if (HasFatalFailure()) return;
+  const std::vector<nlohmann::json> records = json_records(output);
+  ASSERT_EQ(records.size(), 4u) << output;
   struct Want {
     std::string path;
     std::uint64_t number, offset;

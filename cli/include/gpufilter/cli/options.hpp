@@ -115,6 +115,9 @@ struct Options {
 
   bool help = false;
   bool version = false;
+
+  // The byte that ends a line, for every stage that cuts or prints lines: NUL with -z.
+  char eol() const noexcept { return null_data ? '\0' : '\n'; }
 };
 
 // Parses argv. Reads -f files (and -f - from standard input). Throws UsageError for a

@@ -26,6 +26,9 @@ namespace gpufilter::cli {
 // run so far and the time left (with a total and a rate). "1.2 GB of 4.0 GB, 3.1 GB/s, 1 s left"
 std::string progress_text(std::uint64_t bytes, std::optional<std::uint64_t> total, double seconds);
 
+// Whether standard error is a terminal a progress line may be drawn on (not TERM=dumb).
+bool terminal_can_show_progress();
+
 class ProgressLine {
  public:
   struct Timing {
