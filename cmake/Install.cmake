@@ -33,11 +33,13 @@ if(GPUFILTER_MAN_PAGES)
   set(man_pages)
   foreach(page gpufilter.1 gpufilterd.8 gpufilterd.yaml.5)
     set(source ${PROJECT_SOURCE_DIR}/docs/man/${page}.scd)
-    set(output ${PROJECT_BINARY_DIR}/man/${page})
+    # Compressed, as Debian installs man pages (gzip -9n: no name or time in the header,
+    # so that two builds give the same bytes).
+    set(output ${PROJECT_BINARY_DIR}/man/${page}.gz)
     add_custom_command(
       OUTPUT ${output}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
-      COMMAND sh -c "\"$0\" < \"$1\" > \"$2\"" ${GPUFILTER_SCDOC} ${source} ${output}
+      COMMAND sh -c "\"$0\" < \"$1\" | gzip -9n > \"$2\"" ${GPUFILTER_SCDOC} ${source} ${output}
       DEPENDS ${source}
       COMMENT "Man page ${page}"
       VERBATIM)
@@ -66,5 +68,21 @@ install(SCRIPT cmake/InstallUnit.cmake)
 # Documentation and the daemon's examples, in the source tree's layout so that the
 # README's links to docs/ still work.
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian's copyright file and changelog, which every package carries in its doc folder;
+# the changelog's signature is the .deb's Maintainer field (cmake/Packaging.cmake).
+set(GPUFILTER_PACKAGE_MAINTAINER "gpufilter maintainers <maintainers@gpufilter.invalid>" CACHE STRING
+    "The Maintainer field of the .deb (name <email>)")
+configure_file(cmake/deb/changelog.in ${PROJECT_BINARY_DIR}/deb/changelog.Debian @ONLY)
+add_custom_command(
+  OUTPUT ${PROJECT_BINARY_DIR}/deb/changelog.Debian.gz
+  COMMAND gzip -9n -f -k ${PROJECT_BINARY_DIR}/deb/changelog.Debian
+  DEPENDS ${PROJECT_BINARY_DIR}/deb/changelog.Debian
+  COMMENT "Debian changelog"
+  VERBATIM)
+add_custom_target(gpufilter_deb_changelog ALL DEPENDS ${PROJECT_BINARY_DIR}/deb/changelog.Debian.gz)
+install(FILES cmake/deb/copyright ${PROJECT_BINARY_DIR}/deb/changelog.Debian.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The package is not uploaded to Debian, so there is no ITP bug for its first changelog
+# entry to close.
+install(FILES cmake/deb/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME gpufilter)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md" PATTERN "man" EXCLUDE)
 install(DIRECTORY examples/daemon/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

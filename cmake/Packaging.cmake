@@ -4,20 +4,19 @@
 # Hyperscan, yaml-cpp, libpcap, PCRE2, ...). No OpenCL driver is a dependency: the host
 # engine runs without one, so a driver is recommended (PoCL on the CPU, or a GPU
 # vendor's, which provide opencl-icd).
-set(GPUFILTER_PACKAGE_MAINTAINER "gpufilter maintainers <maintainers@gpufilter.invalid>" CACHE STRING
-    "The Maintainer field of the .deb (name <email>)")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME gpufilter)
 set(CPACK_PACKAGE_VENDOR "the gpufilter authors")
 set(CPACK_PACKAGE_CONTACT "${GPUFILTER_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "grep-compatible search with the literal matching on the GPU (OpenCL)")
+# Lines of at most 80 characters (lintian: extended-description-line-too-long).
 set(CPACK_PACKAGE_DESCRIPTION
-    "gpufilter searches files, pipes, followed logs, sockets and packet captures as GNU grep 3.8
-does (-F, -G, -E, -P; same output and exit status), with the literal search in OpenCL
-kernels on a GPU, on PoCL, or on every core through Hyperscan. gpufilterd is its alert
-daemon: YAML rules with thresholds, Alertmanager and webhook outputs, Prometheus metrics
-and a systemd unit.")
+    "gpufilter searches files, pipes, followed logs, sockets and packet captures
+as GNU grep 3.8 does (-F, -G, -E, -P; same output and exit status), with the
+literal search in OpenCL kernels on a GPU, on PoCL, or on every core through
+Hyperscan. gpufilterd is its alert daemon: YAML rules with thresholds,
+Alertmanager and webhook outputs, Prometheus metrics and a systemd unit.")
 set(CPACK_PACKAGE_HOMEPAGE_URL "https://github.com/gpufilter/gpufilter")
 # Install with DESTDIR and the real prefix, /usr, so that cmake/InstallUnit.cmake writes
 # /usr/bin/gpufilterd into the unit, not the staging folder. (With CPACK_SET_DESTDIR the

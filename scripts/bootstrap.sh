@@ -21,7 +21,7 @@ packages=(
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   grep python3 ripgrep gnuplot-nox gzip zstd xz-utils bzip2 lz4
   clang libclang-rt-14-dev llvm
-  scdoc dpkg-dev man-db   # the man pages, the .deb's dependencies, tests/install/
+  scdoc dpkg-dev man-db lintian   # the man pages, the .deb's dependencies and checks, tests/install/
 )
 
 install_missing() {

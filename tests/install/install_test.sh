@@ -5,7 +5,8 @@
 #   every installed file; the man pages render (man, else groff); the installed binaries
 #   run (--version, --help, a search, gpufilterd --check on the installed example); the
 #   bash, zsh and fish completions complete options and their values (zsh and fish
-#   skipped when the shell is not installed); cpack -G DEB, then dpkg-deb -I / -c.
+#   skipped when the shell is not installed); cpack -G DEB, then dpkg-deb -I / -c and
+#   lintian (when installed: no error or warning).
 # Everything is written under its own temporary folder, so it runs beside the suite.
 #   install_test.sh SOURCE_DIR BUILD_DIR MAN_PAGES(ON|OFF)
 set -euo pipefail
@@ -32,13 +33,14 @@ files=(
   share/fish/vendor_completions.d/gpufilter.fish share/fish/vendor_completions.d/gpufilterd.fish
   lib/systemd/system/gpufilterd.service
   share/doc/gpufilter/README.md share/doc/gpufilter/docs/DAEMON.md
+  share/doc/gpufilter/copyright share/doc/gpufilter/changelog.Debian.gz
   share/doc/gpufilter/docs/grep-compatibility.md
   share/doc/gpufilter/examples/gpufilterd.yaml share/doc/gpufilter/examples/demo.yaml
   share/doc/gpufilter/examples/gpufilterd.service share/doc/gpufilter/examples/k8s-sidecar.yaml
   share/doc/gpufilter/examples/rules/ssh-bruteforce.txt share/doc/gpufilter/examples/rules/kernel-errors.txt
   share/doc/gpufilter/examples/rules/http-5xx.txt
 )
-man_files=(share/man/man1/gpufilter.1 share/man/man8/gpufilterd.8 share/man/man5/gpufilterd.yaml.5)
+man_files=(share/man/man1/gpufilter.1.gz share/man/man8/gpufilterd.8.gz share/man/man5/gpufilterd.yaml.5.gz)
 [ "$man_pages" = ON ] && files+=("${man_files[@]}")
 for f in "${files[@]}"; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
@@ -53,7 +55,7 @@ if [ "$man_pages" = ON ]; then
   # render PAGE: the page as a reader sees it, through man when it is there.
   render() {
     if command -v man >/dev/null; then MANWIDTH=80 man -l -P cat "$1" 2>"$tmp/man.err"
-    else groff -man -Tutf8 -P-c "$1" 2>"$tmp/man.err"; fi
+    else gzip -dc "$1" | groff -man -Tutf8 -P-c 2>"$tmp/man.err"; fi
   }
   for page in "${man_files[@]}"; do
     render "$prefix/$page" >"$tmp/page.txt"
@@ -63,12 +65,12 @@ if [ "$man_pages" = ON ]; then
       grep -q "^$section" "$tmp/page.txt" || fail "$page: no $section section"
     done
   done
-  render "$prefix/share/man/man1/gpufilter.1" >"$tmp/page.txt"
+  render "$prefix/share/man/man1/gpufilter.1.gz" >"$tmp/page.txt"
   for text in "EXIT STATUS" ENVIRONMENT EXAMPLES GPUFILTER_DEVICE "--engine=ENGINE" "--binary-files=TYPE" "--follow"; do
     grep -qF -- "$text" "$tmp/page.txt" || fail "gpufilter.1 does not show: $text"
   done
-  shows "$(render "$prefix/share/man/man8/gpufilterd.8")" SIGHUP || fail "gpufilterd.8 does not show SIGHUP"
-  shows "$(render "$prefix/share/man/man5/gpufilterd.yaml.5")" resolve_after || fail "gpufilterd.yaml.5 does not show resolve_after"
+  shows "$(render "$prefix/share/man/man8/gpufilterd.8.gz")" SIGHUP || fail "gpufilterd.8 does not show SIGHUP"
+  shows "$(render "$prefix/share/man/man5/gpufilterd.yaml.5.gz")" resolve_after || fail "gpufilterd.yaml.5 does not show resolve_after"
   echo "${#man_files[@]} pages"
 fi
 
@@ -141,4 +143,11 @@ done
 shows "$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/gpufilterd.service)" \
   '^ExecStart=/usr/bin/gpufilterd --config /etc/gpufilterd/gpufilterd.yaml$' || fail "the packaged unit does not run /usr/bin/gpufilterd"
 echo "$(grep -vc '/$' "$tmp/contents.txt") files in the .deb"
+# Debian's own checks of the package: no error and no warning (its information tags, such
+# as hardening suggestions, are not failures).
+if command -v lintian >/dev/null; then
+  lintian --allow-root --tag-display-limit 0 "$deb" >"$tmp/lintian.txt" 2>&1 || true
+  if grep -qE '^[EW]: ' "$tmp/lintian.txt"; then cat "$tmp/lintian.txt" >&2; fail "lintian reports errors or warnings"; fi
+  echo "lintian: no error, no warning"
+fi
 echo "PASS"
