@@ -82,6 +82,10 @@ class JsonPrinter final : public Sink {
     std::uint64_t matches = 0;
     Stats& operator+=(const Stats& other);
   };
+  // The statistics of the inputs finished so far, and those of inputs another printer
+  // wrote (a search of several files at once: a printer per thread) added to them.
+  const Stats& totals() const noexcept { return total_; }
+  void add_totals(const Stats& other) { total_ += other; }
 
  private:
   using Clock = std::chrono::steady_clock;
