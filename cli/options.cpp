@@ -56,7 +56,7 @@ enum LongOnly {
   kExcludeDirOption,
 };
 
-constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVXabcd:e:f:hiLlm:noqRrsuvwxyZz";
+constexpr const char* kShortOptions = "0123456789A:B:C:D:EFGHIPTUVXabcd:e:f:hij:Llm:noqRrsuvwxyZz";
 
 const option kLongOptions[] = {
     {"basic-regexp", no_argument, nullptr, 'G'},
@@ -123,6 +123,7 @@ const option kLongOptions[] = {
     {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
     {"json", no_argument, nullptr, kJsonOption},
     {"no-progress", no_argument, nullptr, kNoProgressOption},
+    {"threads", required_argument, nullptr, 'j'},
     {"decompress", no_argument, nullptr, kDecompressOption},
     {"pcap", required_argument, nullptr, kPcapOption},
     {"interface", required_argument, nullptr, kInterfaceOption},
@@ -454,6 +455,11 @@ bool gpufilter_option(int c, Options& o) {
     }
     case kStatsOption: o.stats = true; break;
     case kNoProgressOption: o.no_progress = true; break;
+    case 'j': {
+      if (!parse_number(::optarg, o.threads) || o.threads == 0)
+        throw UsageError(std::string("invalid --threads argument '") + ::optarg + "'", true);
+      break;
+    }
     case kHostScanBelowOption: {
       // 0 is allowed here: never scan on the host.
       if (std::strcmp(::optarg, "0") == 0) o.host_scan_below = 0;

@@ -64,7 +64,7 @@ _gpufilter() {
       _gpufilter_choices "tcp:// udp:// unix:"; compopt -o nospace 2>/dev/null; return ;;
     -e | --regexp | -m | --max-count | -A | --after-context | -B | --before-context | \
     -C | --context | --label | --group-separator | --include | --exclude | --exclude-dir | \
-    --chunk-size | --slots | --batch-timeout | --host-scan-below | --poll-interval | \
+    --chunk-size | --slots | -j | --threads | --batch-timeout | --host-scan-below | --poll-interval | \
     --max-line-bytes | --max-connections | --bpf)
       [[ -z $prefix ]] && return  # a value of the user's own
       ;;
@@ -83,7 +83,7 @@ _gpufilter() {
       -B --before-context= -A --after-context= -C --context= --group-separator=
       --no-group-separator --color --color= --colour --colour=
       --pattern-counts --list-devices --device= --chunk-size= --slots= --engine= --stats
-      --batch-timeout= --host-scan-below= --json --no-progress --decompress -z --null-data
+      --batch-timeout= --host-scan-below= --json --no-progress -j --threads= --decompress -z --null-data
       -u --unix-byte-offsets
       --follow --from-start --state= --poll-interval= --listen= --max-line-bytes=
       --max-connections=

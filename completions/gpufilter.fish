@@ -62,6 +62,7 @@ complete -c gpufilter -l batch-timeout -x -d 'Longest wait of a line on a slow i
 complete -c gpufilter -l host-scan-below -x -d 'Scan chunks smaller than SIZE on the host'
 complete -c gpufilter -l json -d 'ripgrep JSON Lines (rg --json)'
 complete -c gpufilter -l no-progress -d 'No progress line on a terminal'
+complete -c gpufilter -s j -l threads -x -d 'Search up to NUM files at once'
 complete -c gpufilter -l decompress -d 'Read gzip, zstd, xz, bzip2 and lz4 inputs as their text'
 complete -c gpufilter -s z -l null-data -d 'A data line ends in 0 byte, not newline'
 complete -c gpufilter -s u -l unix-byte-offsets -d 'Obsolete; no effect'

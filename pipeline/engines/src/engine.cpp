@@ -187,13 +187,19 @@ class HostEngine final : public Engine {
   Scanner& make_scanner(bool locate, bool count_patterns) override {
     const ScanConfig scanning = scanning_for(locate, count_patterns);
     const Clock::time_point start = Clock::now();
-    scanner_ = std::make_unique<HostScanner>(*table_, scanning);
+    auto scanner = std::make_unique<HostScanner>(*table_, scanning);
+    host_scanner_ = scanner.get();
+    scanner_ = std::move(scanner);
     timings_.scanner_ms = ms_since(start);
     return *scanner_;
+  }
+  std::unique_ptr<Scanner> make_thread_scanner() const override {
+    return host_scanner_ != nullptr ? host_scanner_->twin_on_caller_thread() : nullptr;
   }
 
  private:
   std::unique_ptr<PatternTable> table_;
+  HostScanner* host_scanner_ = nullptr;  // scanner_, once made
 };
 
 class DeviceEngine final : public Engine {

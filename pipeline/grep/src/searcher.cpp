@@ -47,6 +47,7 @@ Searcher::Searcher(const PatternTable& table, SearchOptions options, Sink& sink)
 
 void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t> size) {
   name_ = name;
+  used_here_ = false;
   next_number_ = 1;
   last_output_number_ = 0;
   selected_ = 0;
@@ -233,7 +234,7 @@ void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
                     std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated) {
   if (encoding_error(text, spans, selected)) {
     last_output_number_ = number;  // hidden, but adjacent lines form one group (no "--")
-    used_ = true;
+    used_ = used_here_ = true;
     return;
   }
   LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
@@ -246,7 +247,7 @@ void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
     sink_.context(m);
   }
   last_output_number_ = number;
-  used_ = true;
+  used_ = used_here_ = true;
 }
 
 void Searcher::enter_binary() {
@@ -297,7 +298,7 @@ void Searcher::binary_record(std::string_view text, std::uint64_t offset, std::s
     if (line_matches(record, record_occurrences_) != options_.invert) {
       ++selected_;
       after_last_selected_ = offset + std::min(end + 1, text.size() + (terminated ? 1 : 0));
-      used_ = true;  // grep's separator rule counts lines it selected but did not print
+      used_ = used_here_ = true;  // grep's separator rule counts lines it selected but did not print
       binary_matched_ = true;
       if (stop_on_first_ || selected_ >= options_.max_count) {
         done_ = true;
@@ -350,7 +351,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
       emit(text, offset, number, true, spans_for(true), ids(), terminated);
       pending_after_ = options_.after;
     }
-    used_ = true;  // grep's separator rule counts lines it selected but did not print
+    used_ = used_here_ = true;  // grep's separator rule counts lines it selected but did not print
     if (stop_on_first_) {
       done_ = true;
     } else if (selected_ >= options_.max_count) {
@@ -642,7 +643,7 @@ std::size_t Searcher::selected_lines(const Chunk& chunk, std::span<const Occurre
       after_last_selected_ =
           chunk.offset + (nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : complete_end);
       selected_ += matched.size();
-      used_ = true;
+      used_ = used_here_ = true;
     }
     return complete_end;
   }
@@ -689,7 +690,7 @@ void Searcher::emit_run(Run& run) {
     if (sink_.matched_lines(bytes, run.count) == Flow::kStop) done_ = true;
     selected_ += run.count;
     after_last_selected_ = run.chunk.offset + run.end;
-    used_ = true;
+    used_ = used_here_ = true;
   }
   run.count = 0;
 }

@@ -27,7 +27,7 @@ void FileScan::deliver_oldest() {
   Chunk& chunk = slot.chunk();
   chunker_->settle_binary(chunk, slot.first_nul());
   bytes_scanned_ += chunk.size - chunk.overlap;
-  if (config_.progress != nullptr) config_.progress->store(bytes_scanned_, std::memory_order_relaxed);
+  if (config_.progress != nullptr) config_.progress->fetch_add(chunk.size - chunk.overlap, std::memory_order_relaxed);
   if (config_.count_lines && chunk.size > chunk.overlap) {
     lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, config_.eol));
     open_line_ = chunk.data[chunk.size - 1] != config_.eol;

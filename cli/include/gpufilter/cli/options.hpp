@@ -88,6 +88,7 @@ struct Options {
   Engine engine = Engine::kAuto;
   bool stats = false;               // timings as one JSON line on stderr at exit
   bool no_progress = false;         // --no-progress: no progress line on a terminal
+  std::uint64_t threads = 0;        // -j, --threads: files searched at once (0: one per core)
   std::uint64_t batch_timeout_ms = 2;
   std::optional<std::uint64_t> host_scan_below;  // --host-scan-below: small chunks scanned on the host
 

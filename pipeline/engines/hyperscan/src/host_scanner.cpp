@@ -28,11 +28,26 @@ std::size_t HostScanner::default_threads() {
 }
 
 HostScanner::HostScanner(const PatternTable& table, ScanConfig config, std::size_t threads)
-    : Scanner(table, config), matcher_(table), inline_scratch_(matcher_.new_scratch()) {
+    : Scanner(table, config),
+      matcher_(std::make_shared<const HsDatabase>(table)),
+      inline_scratch_(matcher_->new_scratch()) {
   if (config_.count_patterns) pattern_counts_.assign(table.unique_count(), 0);
   add_slot(make_slot());
   const std::size_t n = std::min(threads == 0 ? default_threads() : threads, config_.slots);
   for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
+}
+
+HostScanner::HostScanner(const HostScanner& original, OnCallerThread)
+    : Scanner(original.table_, original.config_),
+      matcher_(original.matcher_),
+      inline_scratch_(matcher_->new_scratch()),
+      all_inline_(true) {
+  if (config_.count_patterns) pattern_counts_.assign(table_.unique_count(), 0);
+  add_slot(make_slot());
+}
+
+std::unique_ptr<HostScanner> HostScanner::twin_on_caller_thread() const {
+  return std::unique_ptr<HostScanner>(new HostScanner(*this, OnCallerThread{}));
 }
 
 HostScanner::~HostScanner() {
@@ -46,7 +61,7 @@ void HostScanner::work() {
   HsDatabase::Scratch scratch;
   std::string setup_error;
   try {
-    scratch = matcher_.new_scratch();
+    scratch = matcher_->new_scratch();
   } catch (const std::exception& e) {
     setup_error = e.what();
   }
@@ -79,7 +94,7 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
   std::uint64_t* counts = config_.count_patterns ? slot.counts_.data() : nullptr;
   slot.first_nul_ = ScanSlot::kNoNul;
   if (chunk.nul_search == 0) {
-    slot.total_ = matcher_.scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
+    slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
     return;
   }
   auto search = [&](std::size_t begin, std::size_t end) {
@@ -88,7 +103,7 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
       slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data);
   };
   constexpr std::size_t kPiece = 1u << 20;
-  slot.total_ = matcher_.scan_in_pieces(chunk.data, chunk.size, chunk.overlap, kPiece, search, scratch, out, counts);
+  slot.total_ = matcher_->scan_in_pieces(chunk.data, chunk.size, chunk.overlap, kPiece, search, scratch, out, counts);
   search(chunk.size, chunk.nul_search);  // past the chunk: what a read would have brought
 }
 
@@ -101,7 +116,7 @@ std::unique_ptr<ScanSlot> HostScanner::make_slot() {
 void HostScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
   slot.error_.clear();
-  if (slot.chunk_.size < kInlineBytes) {
+  if (all_inline_ || slot.chunk_.size < kInlineBytes) {
     // finish() raises what failed, as from a worker.
     try {
       scan(slot, inline_scratch_);

@@ -139,6 +139,11 @@ class Engine {
   // counts. Once per engine.
   virtual Scanner& make_scanner(bool locate, bool count_patterns) = 0;
   Scanner& scanner() noexcept { return *scanner_; }
+  // After make_scanner(): another scanner like it, sharing its compiled patterns, that
+  // scans on the thread that submits chunks, for a search of many files on several
+  // threads at once (one such scanner per thread). Null where the engine has none (an
+  // OpenCL device: its chunks go through one queue).
+  virtual std::unique_ptr<Scanner> make_thread_scanner() const { return nullptr; }
   // Device engines: `handler` hears of a device failure. The host engine never fails so.
   virtual void on_device_fault(DeviceFaultHandler handler) { (void)handler; }
   // False when a device failure lost or may have doubled per-pattern counts.

@@ -90,6 +90,14 @@ class Searcher final : public ChunkConsumer {
   // Ends the input: completes an unterminated last line and calls Sink::finish.
   InputSummary finish_input() override;
   void flush() override { sink_.flush(); }
+  // grep's separator rule looks back over every input: "--" goes before a group when some
+  // line was output before it, in any input. A search of several inputs on several
+  // threads (a Searcher each) sets what came before from the others' answers.
+  bool output_before() const noexcept { return used_; }
+  void set_output_before(bool used) noexcept { used_ = used; }
+  // Whether the last input (begin_input) output a line, or selected one that counts as
+  // output under the separator rule.
+  bool output_in_input() const noexcept { return used_here_; }
 
   // Does this line (or binary-mode record) match, under -w/-x and the empty pattern?
   bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) const;
@@ -161,7 +169,8 @@ class Searcher final : public ChunkConsumer {
   const PatternTable& table_;
   SearchOptions options_;
   Sink& sink_;
-  bool used_ = false;  // some line was output, in any input (grep's separator rule)
+  bool used_ = false;       // some line was output, in any input (grep's separator rule)
+  bool used_here_ = false;  // ... in this input
   std::string name_;
 
   // Per input.

@@ -51,8 +51,9 @@ struct FileScanConfig {
   bool scan_to_end = false;   // keep scanning after the searcher stops (--pattern-counts)
   bool count_lines = false;   // count every line read (lines_seen)
   WorkerPool* workers = nullptr;  // splits the chunker's NUL search (null: one thread)
-  // Bytes scanned so far, over every input, stored (relaxed) as chunks are delivered: read
-  // by another thread (a progress line). Null: not published.
+  // Bytes scanned so far, over every input, added (relaxed) as chunks are delivered: read
+  // by another thread (a progress line); several FileScans may add to one. Null: not
+  // published.
   std::atomic<std::uint64_t>* progress = nullptr;
 };
 

@@ -8,6 +8,7 @@
 #include <concurrentqueue/blockingconcurrentqueue.h>
 
 #include <cstddef>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -29,22 +30,30 @@ class HostScanner final : public Scanner {
   // The slots and threads the host engine wants by default for this machine.
   static std::size_t default_threads();
 
+  // A scanner with this one's patterns and configuration, sharing its compiled database,
+  // that scans every chunk on the thread that submits it (no workers): one per thread of
+  // a search of many files at once, each thread a file.
+  std::unique_ptr<HostScanner> twin_on_caller_thread() const;
+
  private:
   class Slot;
+  struct OnCallerThread {};
+  HostScanner(const HostScanner& original, OnCallerThread);
   std::unique_ptr<ScanSlot> make_slot() override;
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
   void work();
   void scan(Slot& slot, HsDatabase::Scratch& scratch);
 
-  HsDatabase matcher_;
+  std::shared_ptr<const HsDatabase> matcher_;
   // Chunks smaller than kInlineBytes (half of FileScan's smallest piece of a file, so that
   // the pieces of one file still go to every worker) are scanned on the thread that
-  // submits them: handing
-  // one to a worker and waiting cost more than its scan (a search of /usr/include, 22,431
-  // small files, spent 87 % of its system time in futex).
+  // submits them: handing one to a worker and waiting cost more than its scan (a search
+  // of /usr/include, 22,431 small files, spent 87 % of its system time in futex). A twin
+  // (twin_on_caller_thread) scans every chunk so.
   static constexpr std::size_t kInlineBytes = 32u << 10;
   HsDatabase::Scratch inline_scratch_;
+  bool all_inline_ = false;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
   std::vector<std::thread> workers_;
   std::vector<std::uint64_t> pattern_counts_;

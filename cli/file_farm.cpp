@@ -1,0 +1,179 @@
+#include "file_farm.hpp"
+
+#include <chrono>
+#include <exception>
+#include <new>
+#include <utility>
+
+namespace gpufilter::cli {
+namespace {
+
+// A farm thread's write after the farm was cancelled (an early end: -q answered, the
+// output closed): unwinds the file's search; nothing is reported.
+struct Cancelled : std::exception {
+  const char* what() const noexcept override { return "cancelled"; }
+};
+
+}  // namespace
+
+// Where a farm thread's Outputs write: into the held output of the file it searches.
+class FileFarm::HeldWriter final : public Writer {
+ public:
+  HeldWriter(HeldOutput::Kind kind, const std::atomic<bool>& cancelled) : kind_(kind), cancelled_(cancelled) {}
+  void bind(HeldOutput* held) noexcept { held_ = held; }
+  // From now on every write is dropped (a cancelled farm; the Outputs' last flush).
+  void drop() noexcept { held_ = nullptr; }
+
+  void write(std::string_view bytes) override { put(kind_, bytes); }
+
+  void put(HeldOutput::Kind kind, std::string_view bytes) {
+    if (held_ == nullptr) return;
+    HeldOutput& h = *held_;
+    std::unique_lock lock(h.mutex_);
+    // Past the bound, wait until the file's turn has come and what it holds is written.
+    while (h.bytes_ >= HeldOutput::kHeldBytes) {
+      if (cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
+      h.changed_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    if (cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
+    if (!h.pieces_.empty() && h.pieces_.back().kind == kind && kind != HeldOutput::Kind::kSeparator)
+      h.pieces_.back().bytes.append(bytes);
+    else
+      h.pieces_.push_back({kind, std::string(bytes)});
+    h.bytes_ += bytes.size();
+    h.changed_.notify_all();
+  }
+
+ private:
+  HeldOutput::Kind kind_;
+  const std::atomic<bool>& cancelled_;
+  HeldOutput* held_ = nullptr;
+};
+
+FileFarm::FileFarm(std::size_t threads, MakeLane make_lane, const StopSignal* outer)
+    : make_lane_(std::move(make_lane)), outer_(outer) {
+  threads_.reserve(threads);
+  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+}
+
+FileFarm::~FileFarm() {
+  cancelled_.store(true);
+  stop_.request();
+  {
+    std::lock_guard lock(mutex_);
+    closing_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::shared_ptr<HeldOutput> FileFarm::submit(Task task) {
+  auto held = std::make_shared<HeldOutput>();
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back({std::move(task), held});
+  }
+  wake_.notify_one();
+  return held;
+}
+
+// A farm thread: files in the order submitted, each with this thread's lane (made at the
+// first file) writing into the file's held output. Nothing is thrown across the thread.
+void FileFarm::work() {
+  HeldWriter out_writer(HeldOutput::Kind::kOut, cancelled_);
+  HeldWriter err_writer(HeldOutput::Kind::kErr, cancelled_);
+  Output out(out_writer, false, 64u << 10);
+  Output err(err_writer, true, 4u << 10);
+  std::unique_ptr<Lane> lane;
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return closing_ || !jobs_.empty(); });
+      if (closing_) break;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    out_writer.bind(job.held.get());
+    err_writer.bind(job.held.get());
+    const bool cancelled = !run(job, lane, out_writer, out, err);
+    // What a cancelled file left in the Outputs' buffers goes nowhere.
+    out_writer.drop();
+    err_writer.drop();
+    if (cancelled) {
+      out.flush();
+      err.flush();
+    }
+    std::lock_guard lock(job.held->mutex_);
+    job.held->done_ = true;
+    job.held->changed_.notify_all();
+  }
+  out_writer.drop();
+  err_writer.drop();
+}
+
+// One file with this thread's lane (made at its first file); false when the farm was
+// cancelled during it.
+bool FileFarm::run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer, Output& out, Output& err) {
+  FarmOutcome outcome;
+  auto report = [&](const char* what) {
+    outcome.trouble = true;
+    out.flush();
+    err.write(std::string("gpufilter: ") + what + "\n");
+    err.flush();
+  };
+  try {
+    try {
+      if (!lane) lane = make_lane_(out, err);
+      Context context{*lane, out, err, [&] {
+                        out.flush();
+                        out_writer.put(HeldOutput::Kind::kSeparator, {});
+                      }};
+      outcome = job.task(context);
+      out.flush();
+      err.flush();
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      report("memory exhausted");
+    } catch (const std::exception& e) {
+      report(e.what());
+    }
+  } catch (const Cancelled&) {
+    return false;
+  }
+  std::lock_guard lock(job.held->mutex_);
+  job.held->outcome_ = outcome;
+  return true;
+}
+
+FarmOutcome FileFarm::write_out(HeldOutput& held, Output& out, Output& err,
+                                const std::function<void()>& separator) {
+  std::unique_lock lock(held.mutex_);
+  for (;;) {
+    while (!held.changed_.wait_for(lock, std::chrono::milliseconds(100),
+                                   [&] { return held.done_ || !held.pieces_.empty(); })) {
+      if (outer_ != nullptr && outer_->requested()) stop_.request();
+    }
+    std::deque<HeldOutput::Piece> pieces = std::exchange(held.pieces_, {});
+    const bool done = held.done_;
+    held.bytes_ = 0;
+    held.changed_.notify_all();
+    lock.unlock();
+    for (HeldOutput::Piece& piece : pieces) {
+      switch (piece.kind) {
+        case HeldOutput::Kind::kOut: out.write(piece.bytes); break;
+        case HeldOutput::Kind::kErr:
+          out.flush();
+          err.write(piece.bytes);
+          err.flush();
+          break;
+        case HeldOutput::Kind::kSeparator: separator(); break;
+      }
+    }
+    if (done) return held.outcome_;
+    lock.lock();
+  }
+}
+
+}  // namespace gpufilter::cli
