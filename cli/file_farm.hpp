@@ -34,6 +34,7 @@ struct FarmOutcome {
   bool selected = false;  // some line was selected
   bool trouble = false;   // an error was reported (exit status 2)
   bool output = false;    // grep's separator rule: the file output (or selected) a line
+  bool deferred = false;  // not searched here: the caller searches it in its turn
   std::uint64_t bytes = 0;
 };
 

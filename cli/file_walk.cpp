@@ -160,6 +160,7 @@ bool FileWalk::directory(const std::string& path, int fd) {
     const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
     if (device && options_.devices != Devices::kRead) continue;  // read only when -D read
     WalkEntry found{WalkEntry::Kind::kSearch, name, 0, false};
+    found.regular = type == DT_REG;
     if (open_files_ && type == DT_REG) {
       found.file = UniqueFd(::openat(::dirfd(dir.get()), entry->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
       // Out of descriptors (files waiting in a WalkAhead hold some): opened in its turn.
@@ -199,11 +200,12 @@ struct WalkAhead::Queue {
   }
 };
 
-WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity)
+WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& operands, bool open_files,
+                     std::size_t capacity)
     : queue_(std::make_unique<Queue>()) {
   queue_->capacity = std::max<std::size_t>(capacity, 1);
   Queue& q = *queue_;
-  thread_ = std::thread([&q, &options, operands] {
+  thread_ = std::thread([&q, &options, operands, open_files] {
     std::exception_ptr error;
     std::vector<WalkEntry> batch;
     try {
@@ -211,7 +213,7 @@ WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& ope
       // Files waiting here hold a descriptor each (up to twice the capacity and a batch):
       // opened ahead only where the limit leaves plenty (1024 is Linux's usual soft one).
       rlimit limit{};
-      walk.open_files(::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      walk.open_files(open_files && ::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
                       (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 4 * (q.capacity + Queue::kBatch)));
       walk.walk(operands, [&q, &batch](WalkEntry&& entry) {
         batch.push_back(std::move(entry));

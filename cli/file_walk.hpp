@@ -40,6 +40,8 @@ struct WalkEntry {
   // kSearch of a regular file met in a directory, when the walk opens files
   // (FileWalk::open_files): the file, open for reading (closed with the entry).
   UniqueFd file;
+  // kSearch of a file met in a directory that the directory (or a stat) says is regular.
+  bool regular = false;
 };
 
 class FileWalk {
@@ -84,7 +86,10 @@ namespace gpufilter::cli {
 // warnings in their places), so output stays as without it.
 class WalkAhead {
  public:
-  WalkAhead(const Options& options, const std::vector<std::string>& operands, std::size_t capacity = 128);
+  // `open_files`: the walk opens the regular files it finds (FileWalk::open_files) where
+  // the descriptor limit leaves room for those waiting.
+  WalkAhead(const Options& options, const std::vector<std::string>& operands, bool open_files = true,
+            std::size_t capacity = 128);
   ~WalkAhead();  // stops the walk and joins its thread
   WalkAhead(const WalkAhead&) = delete;
   WalkAhead& operator=(const WalkAhead&) = delete;
