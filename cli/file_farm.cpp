@@ -69,11 +69,16 @@ FileFarm::~FileFarm() {
 
 std::shared_ptr<HeldOutput> FileFarm::submit(Task task) {
   auto held = std::make_shared<HeldOutput>();
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     jobs_.push_back({std::move(task), held});
+    // A sleeping thread is woken only when the awake ones (searching, or about to look at
+    // the queue) have more waiting than one each: a tree of tiny files is then searched by
+    // as many threads as keep up, without a wake-up (a futex call and a switch) per file.
+    wake = sleeping_ > 0 && jobs_.size() > threads_.size() - sleeping_;
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
   return held;
 }
 
@@ -89,7 +94,11 @@ void FileFarm::work() {
     Job job;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return closing_ || !jobs_.empty(); });
+      while (!closing_ && jobs_.empty()) {
+        ++sleeping_;
+        wake_.wait(lock);
+        --sleeping_;
+      }
       if (closing_) break;
       job = std::move(jobs_.front());
       jobs_.pop_front();

@@ -119,6 +119,7 @@ class FileFarm {
   std::condition_variable wake_;
   std::deque<Job> jobs_;
   bool closing_ = false;
+  std::size_t sleeping_ = 0;  // threads waiting for a job
   std::atomic<bool> cancelled_{false};
   std::vector<std::thread> threads_;
 };
