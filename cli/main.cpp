@@ -432,7 +432,9 @@ class FirstSeparatorHeld final : public Sink {
 // What every farm thread builds its pipeline from.
 struct FarmParts {
   const Engine& engine;
-  const cli::Options* regex_options;  // the options as given, when the patterns are regexes
+  // The regexes, when the patterns are: a copy no thread searches with, which each
+  // thread copies for itself.
+  const RegexLines* regexes;
   SearchOptions searching;
   FileScanConfig piping;
   // The run's printer (grep's or rg's JSON) for a farm thread, into its Outputs.
@@ -469,14 +471,8 @@ struct FarmLane final : cli::FileFarm::Lane {
     if (!scanner) throw Error("the engine has no scanner for another thread");
     return scanner;
   }
-  // The regexes compiled again from the options as given: the same factors, so the same
-  // table ids, and scratch of this thread's own.
   static std::unique_ptr<RegexLines> lane_regexes(const FarmParts& p) {
-    if (p.regex_options == nullptr) return nullptr;
-    cli::Options o = *p.regex_options;
-    std::unique_ptr<RegexLines> regexes = cli::regex_lines_for(o, cli::utf8_locale(), [](const std::string&) {});
-    if (regexes) regexes->bind(p.engine.table());
-    return regexes;
+    return p.regexes != nullptr ? p.regexes->copy() : nullptr;
   }
   static SearchOptions lane_options(SearchOptions searching, RegexLines* regexes) {
     searching.regex = regexes;
@@ -826,10 +822,7 @@ int search(cli::Options& o) {
   if (const char* env = std::getenv("GPUFILTER_DEVICE"); spec.empty() && env != nullptr) spec = env;
   Engines engines(spec);
   const Clock::time_point build_start = Clock::now();
-  // A farm's threads read the patterns again from the options as given (regex_lines()
-  // rewrites them).
   const std::size_t at_once = files_at_once(o);
-  const std::optional<cli::Options> as_given = at_once > 1 ? std::optional<cli::Options>(o) : std::nullopt;
   std::unique_ptr<RegexLines> regexes = regex_lines(o, given_patterns);
   const PatternSet& scanned = regexes ? regexes->factors() : o.patterns;
   const EnginePlan plan = engines.plan(engine_request(o, scanned, input));
@@ -890,14 +883,16 @@ int search(cli::Options& o) {
     // Many files at once where the host engine scans: its scanner has twins for the
     // farm's threads.
     std::unique_ptr<FarmParts> parts;
+    std::unique_ptr<RegexLines> prototype;  // copied by the farm's threads, made before any search
     if (at_once > 1 && engine->kind() == EngineKind::kHost) {
+      if (regexes) prototype = regexes->copy();
       FileScanConfig lane_piping = piping;
       lane_piping.workers = nullptr;  // the other cores search other files
       auto lane_printer = [&](Output& lane_out, Output& lane_err) -> std::unique_ptr<Sink> {
         if (!json) return std::make_unique<GrepPrinter>(lane_out, lane_err, printing);
         return json_printer(o, json_patterns, patterns, regexes != nullptr, false, lane_out);
       };
-      parts.reset(new FarmParts{*engine, regexes ? &*as_given : nullptr, searching, lane_piping, lane_printer});
+      parts.reset(new FarmParts{*engine, prototype.get(), searching, lane_piping, lane_printer});
     }
     FileSearch fs{files, searcher, printer, workers, out, err};
     outcome = search_files(o, fs, parts.get(), at_once, stop, scanning_now);

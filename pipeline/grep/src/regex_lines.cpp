@@ -69,6 +69,20 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
 
 RegexLines::~RegexLines() = default;
 
+std::unique_ptr<RegexLines> RegexLines::copy() const {
+  std::unique_ptr<RegexLines> c(new RegexLines());
+  c->factors_ = factors_;
+  c->pattern_count_ = pattern_count_;
+  c->patterns_of_factor_ = patterns_of_factor_;
+  c->patterns_of_id_ = patterns_of_id_;
+  c->unfiltered_ = unfiltered_;
+  c->lines_ready_ = lines_ready_;
+  c->lanes_.push_back(std::make_unique<Lane>());
+  c->lanes_[0]->regex = lanes_[0]->regex->clone();
+  c->lanes_[0]->seen.assign(pattern_count_, 0);
+  return c;
+}
+
 void RegexLines::set_lanes(std::size_t count) {
   while (lanes_.size() < count) lanes_.push_back(std::make_unique<Lane>());
 }

@@ -35,6 +35,13 @@ class RegexLines {
              regex::Syntax syntax, bool ignore_case, bool utf8);
   ~RegexLines();
 
+  // A copy for a search on another thread (one per thread of a search of many files at
+  // once): the same factors and table ids (after bind()), a clone of the regexes (what
+  // their compiling built, such as a Hyperscan database, is shared, the rest compiled
+  // again on first use), counts of its own. Several threads may copy one RegexLines at
+  // once, as long as none searches with it.
+  std::unique_ptr<RegexLines> copy() const;
+
   // The literals for the engines: every factor once (the empty pattern when there is
   // none, so that an engine always has a set to scan).
   const PatternSet& factors() const noexcept { return factors_; }
@@ -78,6 +85,7 @@ class RegexLines {
 
  private:
   struct Lane;
+  RegexLines() = default;  // copy()'s
   Lane& lane(std::size_t index);
   // The patterns worth asking about this line, ascending, into lane.candidates; false when
   // none. `count`: for the counts (once per line).
