@@ -570,8 +570,6 @@ cli::FileFarm::Task farm_task(const cli::Options& o, std::shared_ptr<cli::WalkEn
   };
 }
 
-// Every FILE operand (or standard input) in turn through one FileScan; with a farm, the
-// small ones several at once, their output written in turn.
 // Hands the operands and, under -r, what the walk finds (the directories read on a thread
 // of their own, ahead of the search) to `on_entry` in grep's order, until it says stop.
 // `open_files`: the walk opens the files it finds (else their search does).
@@ -589,7 +587,9 @@ bool writes_lines(const cli::Options& o) {
   return !o.quiet && o.list == cli::ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
 }
 
-// `parts`: with `at_once` threads, what a farm's threads search with; null: no farm.
+// Every FILE operand (or standard input) in turn through one FileScan; with a farm, the
+// small ones several at once, their output written in turn. `parts`: with `at_once`
+// threads, what the farm's threads search with; null: no farm.
 Outcome search_files(const cli::Options& o, FileSearch& fs, FarmParts* parts, std::size_t at_once, StopSignal& stop,
                      std::string& scanning_now) {
   // Gone, its threads joined (their counts added to `parts`), when this returns.
@@ -641,7 +641,8 @@ Outcome search_files(const cli::Options& o, FileSearch& fs, FarmParts* parts, st
     const cli::FarmOutcome r = fs.farm->write_out(*p.held, fs.out, fs.err, [&] {
       if (fs.searcher.output_before()) fs.printer.context_break();
     });
-    if (r.deferred) return search_one(open_input(o, p.farmed->name, writes, stop, &fs.workers, std::move(p.farmed->file)));
+    if (r.deferred)
+      return search_one(open_input(o, p.farmed->name, writes, stop, &fs.workers, std::move(p.farmed->file)));
     if (r.output) fs.searcher.set_output_before(true);
     farm_bytes += r.bytes;
     if (r.trouble) outcome.trouble = true;
