@@ -1,5 +1,7 @@
 #include "file_farm.hpp"
 
+#include "gpufilter/cli/options.hpp"
+
 #include <chrono>
 #include <exception>
 #include <new>
@@ -128,7 +130,7 @@ bool FileFarm::run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer
   auto report = [&](const char* what) {
     outcome.trouble = true;
     out.flush();
-    err.write(std::string("gpufilter: ") + what + "\n");
+    err.write(std::string(kProgram) + ": " + what + "\n");
     err.flush();
   };
   try {

@@ -133,5 +133,7 @@ PatternSet decode_patterns(const PatternSet& patterns, bool hex, bool escapes);
 const char* help_text();
 const char* version_text();
 extern const char* const kUsageLine;
+// The name gpufilter's messages begin with ("gpufilter: FILE: ...").
+inline constexpr const char* kProgram = "gpufilter";
 
 }  // namespace gpufilter::cli
