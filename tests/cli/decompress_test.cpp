@@ -21,8 +21,6 @@
 namespace gpufilter::test {
 namespace {
 
-using Args = std::vector<std::string>;
-
 struct Format {
   std::string tool;       // compresses standard input to standard output with `tool -c`
   std::string extension;  // what the tool would name the file; the test does not need it
@@ -49,11 +47,6 @@ std::string compressed(const TempDir& dir, const std::string& tool, const std::s
   const std::string out = dir.file("out.tmp");
   command_output(tool + " -q -c " + level + " < " + shell_quote(plain) + " > " + shell_quote(out));
   return read_file(out);
-}
-
-Args operator+(Args a, const Args& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 // grep -F on the decompressed bytes, as read from standard input under the file's name.

@@ -95,6 +95,11 @@ std::string escape(std::string_view bytes, std::size_t limit) {
   return s;
 }
 
+Args operator+(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 std::string describe_args(const std::vector<std::string>& args) {
   std::string s;
   for (const auto& a : args) {

@@ -65,6 +65,9 @@ GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& i
 // Readable rendering of bytes: C escapes for control bytes and bytes >= 0x80, cut at `limit`.
 std::string escape(std::string_view bytes, std::size_t limit = 400);
 std::string describe_args(const std::vector<std::string>& args);
+// A command line, and two joined: Args{"-r"} + Args{"foo", dir}.
+using Args = std::vector<std::string>;
+Args operator+(Args a, const Args& b);
 // A readable diff: the first differing line (1-based) of `expected` and `actual`, with the
 // line before it, or "" when equal.
 std::string first_difference(std::string_view expected, std::string_view actual);

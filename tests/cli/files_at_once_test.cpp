@@ -20,13 +20,6 @@
 namespace gpufilter::test {
 namespace {
 
-using Args = std::vector<std::string>;
-
-Args operator+(Args a, const Args& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // grep and gpufilter -j THREADS on the same command line, in `locale`.
 void expect_same_at_once(const Args& args, const std::string& threads, const std::string& locale = "C") {
   const ProcessResult expected = run_process(Args{grep_binary()} + args, {}, {"LC_ALL=" + locale});

@@ -12,13 +12,6 @@ namespace gpufilter::test {
 namespace {
 
 using namespace std::string_literals;
-using Args = std::vector<std::string>;
-
-Args operator+(Args a, const Args& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 const std::string kText =
     "foo\n"
     "bar\n"

@@ -17,13 +17,6 @@
 namespace gpufilter::test {
 namespace {
 
-using Args = std::vector<std::string>;
-
-Args operator+(Args a, const Args& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 class Recursive : public ::testing::Test {
  protected:
   void SetUp() override {
