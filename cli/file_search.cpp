@@ -261,6 +261,10 @@ bool writes_lines(const Options& o) {
   return !o.quiet && o.list == ListMode::kNone && !o.count && !(o.max_count && *o.max_count <= 1);
 }
 
+// Without a farm, --decompress opens this many regular files ahead (one per core), each
+// decoding on its own thread into a few bounded buffers.
+std::size_t decode_ahead_files() { return std::max(1u, std::thread::hardware_concurrency()); }
+
 }  // namespace
 
 // Every FILE operand (or standard input) in turn through one FileScan; with a farm, the
@@ -345,12 +349,9 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     }
     return true;
   };
-  // With a farm, up to four files per farm thread are searched ahead of the one written.
-  // Without one, --decompress opens the next regular files (up to one per core) while one
-  // is searched, each decoding on its own thread into a few bounded buffers; otherwise
-  // each file is opened in its turn, as grep opens it.
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t ahead = fs.farm ? 4 * fs.farm->threads() : o.decompress ? cores : 0;
+  // Files waiting: with a farm, four per thread, searched ahead; without, --decompress's
+  // next regular files, one per core, decoding ahead; else none (opened in turn, as grep).
+  const std::size_t ahead = fs.farm ? 4 * fs.farm->threads() : o.decompress ? decode_ahead_files() : 0;
   std::deque<PendingEntry> queue;
   bool go_on = true;
   auto on_entry = [&](WalkEntry&& entry) {
