@@ -1,11 +1,12 @@
 #include "file_farm.hpp"
 
-#include "gpufilter/cli/options.hpp"
-
 #include <chrono>
 #include <exception>
 #include <new>
+#include <system_error>
 #include <utility>
+
+#include "gpufilter/cli/options.hpp"
 
 namespace gpufilter::cli {
 namespace {
@@ -55,7 +56,12 @@ class FileFarm::HeldWriter final : public Writer {
 FileFarm::FileFarm(std::size_t threads, MakeLane make_lane, const StopSignal* outer)
     : make_lane_(std::move(make_lane)), outer_(outer) {
   threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  try {
+    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  } catch (const std::system_error&) {
+    // Out of threads (ulimit -u): the farm works with those it got, if any.
+    if (threads_.empty()) throw;
+  }
 }
 
 FileFarm::~FileFarm() {

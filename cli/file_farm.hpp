@@ -81,7 +81,8 @@ class FileFarm {
   using Task = std::function<FarmOutcome(Context& context)>;
 
   // `outer`: the run's stop (SIGINT, SIGTERM), passed on to the farm's own while the
-  // caller waits in write_out().
+  // caller waits in write_out(). Starts up to `threads` threads; throws std::system_error
+  // when it cannot start one.
   FileFarm(std::size_t threads, MakeLane make_lane, const StopSignal* outer = nullptr);
   // Cancels the files not yet written (their reads stop, their threads at their next
   // write) and joins.

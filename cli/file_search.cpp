@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <deque>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -274,10 +275,12 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
                           std::string& scanning_now) {
   // Gone, its threads joined (their counts added to `parts`), when this returns.
   std::optional<FileFarm> farm;
-  if (parts != nullptr) {
-    farm.emplace(
-        at_once, [parts](Output& out, Output& err) { return std::make_unique<FarmLane>(*parts, out, err); }, &stop);
-    fs.farm = &*farm;
+  try {
+    if (parts != nullptr)
+      fs.farm = &farm.emplace(
+          at_once, [parts](Output& out, Output& err) { return std::make_unique<FarmLane>(*parts, out, err); }, &stop);
+  } catch (const std::system_error&) {
+    // No thread to be had: one file after another.
   }
   FilesOutcome outcome;
   std::uint64_t farm_bytes = 0;
