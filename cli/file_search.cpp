@@ -266,6 +266,17 @@ bool writes_lines(const Options& o) {
 // decoding on its own thread into a few bounded buffers.
 std::size_t decode_ahead_files() { return std::max(1u, std::thread::hardware_concurrency()); }
 
+// A file the farm searched: its held output, written in its turn, with grep's "--" before
+// its first group when some file before it output a line; that file's lines count for
+// the files after it.
+FarmOutcome write_farm_file(FileSearch& fs, HeldOutput& held) {
+  const FarmOutcome r = fs.farm->write_out(held, fs.out, fs.err, [&] {
+    if (fs.searcher.output_before()) fs.printer.context_break();
+  });
+  if (r.output) fs.searcher.set_output_before(true);
+  return r;
+}
+
 }  // namespace
 
 // Every FILE operand (or standard input) in turn through one FileScan; with a farm, the
@@ -321,12 +332,9 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
   };
   // A file searched on the farm: its output, in its turn; or one it gave back.
   auto write_held = [&](PendingEntry& p) {
-    const FarmOutcome r = fs.farm->write_out(*p.held, fs.out, fs.err, [&] {
-      if (fs.searcher.output_before()) fs.printer.context_break();
-    });
+    const FarmOutcome r = write_farm_file(fs, *p.held);
     if (r.deferred)
       return search_one(open_input(o, p.farmed->name, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.farmed->file)));
-    if (r.output) fs.searcher.set_output_before(true);
     farm_bytes += r.bytes;
     if (r.trouble) outcome.trouble = true;
     if (r.selected) {
