@@ -133,7 +133,8 @@ Captures (docs/CAPTURES.md):
       --match-frame         match the whole frame, not the transport payload
       --stream              reassemble TCP flows and match each direction's
                             byte stream; a match selects the whole flow
-  -X, --hex                 PATTERNS are hex strings (deadbeef, de:ad:be:ef);
+  -X, --hex                 PATTERNS are hex strings (deadbeef, 0xdeadbeef,
+                            de:ad:be:ef);
                             fixed strings, like --escapes. With -E, -G or -P
                             a payload is read as lines, each matched as grep
                             matches a line
@@ -141,6 +142,11 @@ Captures (docs/CAPTURES.md):
       --pcap-out=FILE       write the selected packets (flows) as a capture;
                             to standard output ('-'), nothing else is printed
       --hexdump             print payloads as hex and ASCII
+      --byline              print each line of a payload as a line
+      --time=WHEN           packet times: absolute, relative, delta or epoch
+      --max-packets=NUM     read at most NUM packets
+  In captures -o, -b, --color, -A/-B/-C (packets; bytes with --stream), -l and
+  -L apply per packet (flow); operands after PATTERNS are a BPF expression.
 
 Regular expressions are GNU grep's (docs/grep-compatibility.md says what is
 refused and why); --stats counts the candidate lines of the GPU prefilter.

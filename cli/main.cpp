@@ -489,7 +489,7 @@ int search(cli::Options& o) {
     outcome = Outcome{result.selected, false, result.bytes, result.stats};
   } else if (captures) {
     scanning_now = "the captured packets";
-    const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, stop, notices);
+    const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, printing.colors, stop, notices);
     outcome = Outcome{result.selected > 0, result.trouble, result.bytes, ",\"packets\":" + std::to_string(result.packets)};
   } else {
     // Many files at once where the host engine scans: its scanner has twins for the

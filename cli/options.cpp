@@ -50,6 +50,9 @@ enum LongOnly {
   kStreamOption,
   kPcapOutOption,
   kHexdumpOption,
+  kBylineOption,
+  kTimeOption,
+  kMaxPacketsOption,
   kIncludeOption,
   kExcludeOption,
   kExcludeFromOption,
@@ -134,6 +137,9 @@ const option kLongOptions[] = {
     {"stream", no_argument, nullptr, kStreamOption},
     {"pcap-out", required_argument, nullptr, kPcapOutOption},
     {"hexdump", no_argument, nullptr, kHexdumpOption},
+    {"byline", no_argument, nullptr, kBylineOption},
+    {"time", required_argument, nullptr, kTimeOption},
+    {"max-packets", required_argument, nullptr, kMaxPacketsOption},
     {"include", required_argument, nullptr, kIncludeOption},
     {"exclude", required_argument, nullptr, kExcludeOption},
     {"exclude-from", required_argument, nullptr, kExcludeFromOption},
@@ -149,6 +155,16 @@ bool parse_number(std::string_view text, std::uint64_t& value) {
     return ptr == text.data() + text.size();
   }
   return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+TimeFormat time_argument(std::string_view arg) {
+  if (arg == "absolute") return TimeFormat::kAbsolute;
+  if (arg == "relative") return TimeFormat::kRelative;
+  if (arg == "delta") return TimeFormat::kDelta;
+  if (arg == "epoch") return TimeFormat::kEpoch;
+  throw UsageError("invalid argument '" + std::string(arg) +
+                       "' for '--time'; valid arguments are 'absolute', 'relative', 'delta' and 'epoch'",
+                   true);
 }
 
 std::uint64_t context_length(const char* arg) {
@@ -227,6 +243,32 @@ UsageError long_option_error(const char* arg, bool known) {
   return UsageError(message, true);
 }
 
+// Captures: grep's options that have no meaning for packets are refused by name (never
+// silently ignored); docs/CAPTURES.md says what the others mean for packets and flows.
+void check_capture_options(const Options& o) {
+  if (!o.pcaps.empty() && !o.interface.empty()) throw UsageError("give --pcap or --interface, not both", true);
+  if (std::count(o.pcaps.begin(), o.pcaps.end(), "-") > 1) throw UsageError("--pcap - can be given once", true);
+  const std::pair<const char*, bool> refused[] = {
+      {"-n (--line-number): packets are numbered by frame (#N); to stop after NUM packets use --max-packets=NUM",
+       o.line_numbers},
+      {"--pattern-counts", o.pattern_counts},
+      {"-T (--initial-tab)", o.initial_tab},
+      {"-r, -R and -d (directories)", o.directories != Directories::kRead},
+      {"--include, --exclude and --exclude-from", !o.file_globs.empty()},
+      {"--exclude-dir", !o.exclude_dirs.empty()},
+      {"-D (--devices)", o.devices != Devices::kCommandLine},
+      {"-a, -I and --binary-files (payloads are printed with non-printable bytes as dots)",
+       o.binary_files != BinaryFiles::kBinary},
+      {"-j (--threads)", o.threads != 0},
+  };
+  for (const auto& [option, given] : refused)
+    if (given) throw UsageError(std::string(option) + (std::string_view(option).find(':') == std::string_view::npos
+                                                           ? " does not apply to captures"
+                                                           : ""),
+                                true);
+  if (o.hexdump && o.byline) throw UsageError("--hexdump and --byline are two layouts: give one", true);
+}
+
 // Options that make no sense together are refused before anything is read.
 void check_combinations(const Options& o) {
   const bool streams = o.follow || !o.listen.empty();
@@ -253,23 +295,33 @@ void check_combinations(const Options& o) {
   if (captures) {
     if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow or --listen", true);
     if (o.null_data) throw UsageError("-z (--null-data) cannot be combined with --pcap or --interface", true);
-    if (!o.files.empty()) throw UsageError("FILE operands cannot be combined with --pcap or --interface", true);
-    if (!o.pcaps.empty() && !o.interface.empty()) throw UsageError("give --pcap or --interface, not both", true);
-    if (o.list != ListMode::kNone || o.only_matching || o.pattern_counts || o.before || o.after || o.context)
-      throw UsageError("-l, -L, -o, context and --pattern-counts do not apply to captures", true);
-    if (std::count(o.pcaps.begin(), o.pcaps.end(), "-") > 1) throw UsageError("--pcap - can be given once", true);
+    check_capture_options(o);
   } else {
-    for (const char* option : {"--bpf", "--match-frame", "--stream", "--pcap-out", "--hexdump", "-X/--hex"}) {
-      const bool given = (std::string_view(option) == "--bpf" && !o.bpf.empty()) ||
-                         (std::string_view(option) == "--match-frame" && o.match_frame) ||
-                         (std::string_view(option) == "--stream" && o.stream) ||
-                         (std::string_view(option) == "--pcap-out" && !o.pcap_out.empty()) ||
-                         (std::string_view(option) == "--hexdump" && o.hexdump) ||
-                         (std::string_view(option) == "-X/--hex" && o.hex_patterns);
+    const std::pair<const char*, bool> only_captures[] = {
+        {"--bpf", !o.bpf.empty()},         {"--match-frame", o.match_frame},
+        {"--stream", o.stream},            {"--pcap-out", !o.pcap_out.empty()},
+        {"--hexdump", o.hexdump},          {"-X/--hex", o.hex_patterns},
+        {"--byline", o.byline},            {"--time", o.time != TimeFormat::kAbsolute},
+        {"--max-packets", o.max_packets.has_value()},
+    };
+    for (const auto& [option, given] : only_captures)
       if (given) throw UsageError(std::string(option) + " works with --pcap or --interface only", true);
-    }
   }
   if (o.stream && o.match_frame) throw UsageError("--stream matches reassembled payloads; drop --match-frame", true);
+}
+
+}  // namespace
+
+namespace {
+
+// ngrep's habit: with --pcap or --interface, the operands after the patterns are a BPF
+// expression (`gpufilter --pcap x.pcap GET tcp port 80`), joined with --bpf's by "and".
+void take_bpf_operands(Options& o) {
+  if ((o.pcaps.empty() && o.interface.empty()) || o.files.empty()) return;
+  std::string expression;
+  for (const std::string& word : o.files) expression += (expression.empty() ? "" : " ") + word;
+  o.bpf = o.bpf.empty() ? expression : "(" + o.bpf + ") and (" + expression + ")";
+  o.files.clear();
 }
 
 }  // namespace
@@ -288,7 +340,10 @@ int hex_digit(char c) {
 std::string decode_hex(std::string_view text) {
   std::string out;
   int high = -1;
-  for (const char c : text) {
+  // ngrep's form: one leading 0x (or 0X) before the digits.
+  std::string_view digits = text;
+  if (digits.size() >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) digits.remove_prefix(2);
+  for (const char c : digits) {
     if (c == ':' || c == ' ' || c == '-') continue;
     const int d = hex_digit(c);
     if (d < 0) throw UsageError("-X: '" + std::string(text) + "' is not hex ('" + std::string(1, c) + "')", false);
@@ -490,6 +545,15 @@ bool gpufilter_option(int c, Options& o) {
     case kStreamOption: o.stream = true; break;
     case kPcapOutOption: o.pcap_out = ::optarg; break;
     case kHexdumpOption: o.hexdump = true; break;
+    case kBylineOption: o.byline = true; break;
+    case kTimeOption: o.time = time_argument(::optarg); break;
+    case kMaxPacketsOption: {
+      std::uint64_t n = 0;
+      if (!parse_number(::optarg, n) || n == 0)
+        throw UsageError(std::string("--max-packets: '") + ::optarg + "' is not a positive number", false);
+      o.max_packets = n;
+      break;
+    }
     case 'r': o.directories = Directories::kRecurse; o.dereference = false; break;
     case 'R': o.directories = Directories::kRecurse; o.dereference = true; break;
     case 'd': {
@@ -589,6 +653,7 @@ Options parse(int argc, char** argv) {
     o.origins.resize(o.patterns.size());
   }
   for (; next < argc; ++next) o.files.emplace_back(argv[next]);
+  take_bpf_operands(o);
   check_combinations(o);
   return o;
 }

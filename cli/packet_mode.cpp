@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "flow_excerpts.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
@@ -64,6 +65,7 @@ struct Flow {
   std::uint64_t bytes[2] = {0, 0};
   std::uint64_t packets = 0;
   std::set<std::uint32_t> patterns;  // unique ids found
+  FlowExcerpts excerpts;             // what the output shows of its matches
   bool matched = false;
   int match_direction = 0;
   std::uint64_t match_offset = 0;
@@ -137,18 +139,46 @@ bool capture_on_stdout(const std::string& pcap_out) {
 // and otherwise ngrep's text. With the capture on standard output no report is printed:
 // the capture must be all a reader there (tshark -r -) finds, and a report moved to
 // standard error would mix with the notices that belong there (tcpdump -w - prints none).
-std::unique_ptr<PacketSink> make_sink(const cli::Options& o, Output& out, std::vector<PacketPattern> names) {
+std::unique_ptr<PacketSink> make_sink(const cli::Options& o, Output& out, std::vector<PacketPattern> names,
+                                      const std::optional<Colors>& colors) {
   const bool with_name = o.with_filename.value_or(o.pcaps.size() > 1);
   if (o.quiet || capture_on_stdout(o.pcap_out)) return std::make_unique<PacketSink>();
-  if (o.count) return std::make_unique<PacketCountPrinter>(out, with_name);
+  if (o.list != cli::ListMode::kNone)
+    return std::make_unique<PacketListPrinter>(out, o.list == cli::ListMode::kFilesWithMatches, o.null_after_name);
+  if (o.count) return std::make_unique<PacketCountPrinter>(out, with_name, o.null_after_name);
   if (o.json) return std::make_unique<PacketJsonPrinter>(out, names);
-  return std::make_unique<PacketTextPrinter>(out, std::move(names), PacketTextOptions{with_name, o.hexdump});
+  PacketTextOptions text;
+  text.with_filename = with_name;
+  text.hexdump = o.hexdump;
+  text.byline = o.byline;
+  text.only_matching = o.only_matching;
+  text.byte_offset = o.byte_offset;
+  text.time = static_cast<PacketTime>(o.time);
+  text.colors = colors;
+  text.group_separator = o.group_separator;
+  return std::make_unique<PacketTextPrinter>(out, std::move(names), std::move(text));
+}
+
+// -A/-B/-C: packets around a selected packet; with --stream, a flow's bytes around its
+// matches (64 either side unless given).
+std::uint64_t context_before(const cli::Options& o, std::uint64_t otherwise) {
+  return o.before.value_or(o.context.value_or(otherwise));
+}
+std::uint64_t context_after(const cli::Options& o, std::uint64_t otherwise) {
+  return o.after.value_or(o.context.value_or(otherwise));
+}
+
+ExcerptLimits excerpt_limits(const cli::Options& o) {
+  ExcerptLimits limits;
+  limits.before = static_cast<std::size_t>(std::min<std::uint64_t>(context_before(o, 64), limits.max_region_bytes));
+  limits.after = static_cast<std::size_t>(std::min<std::uint64_t>(context_after(o, 64), limits.max_region_bytes));
+  return limits;
 }
 
 class CaptureRun {
  public:
   CaptureRun(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex, Output& out,
-             StopSignal& stop, Notices& notices)
+             const std::optional<Colors>& colors, StopSignal& stop, Notices& notices)
       : o_(o),
         table_(scanner.table()),
         out_(out),
@@ -156,18 +186,25 @@ class CaptureRun {
         notices_(notices),
         records_(scanner, [this](std::uint64_t tag, std::string_view bytes, std::size_t overlap,
                                  std::span<const Occurrence> occurrences) { delivered(tag, bytes, overlap, occurrences); }),
-        sink_(make_sink(o, out, regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns))),
-        carry_(table_.max_length() > 0 ? table_.max_length() - 1 : 0),
+        sink_(make_sink(o, out, regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns), colors)),
         regex_(regex),
-        // Only the text and JSON printers name the patterns that matched.
-        names_wanted_(!o.quiet && !o.count && !capture_on_stdout(o.pcap_out)) {}
+        // Only the text and JSON printers name the patterns that matched and show where.
+        names_wanted_(!o.quiet && !o.count && o.list == cli::ListMode::kNone && !capture_on_stdout(o.pcap_out)),
+        budget_{excerpt_limits(o)},
+        before_packets_(context_before(o, 0)),
+        after_packets_(context_after(o, 0)) {
+    // A flow's piece starts with enough of the bytes before it for a pattern split across
+    // the two and for the context before a match in it.
+    carry_ = table_.max_length() > 0 ? table_.max_length() - 1 : 0;
+    if (names_wanted_ && o.stream) carry_ = std::max(carry_, budget_.limits.before);
+  }
 
   CaptureResult run() {
     std::vector<std::string> inputs = o_.pcaps;
     const bool live = !o_.interface.empty();
     if (live) inputs = {o_.interface};
     for (const std::string& input : inputs) {
-      if (done_ || stop_.requested()) break;
+      if (done_ || read_limit_reached_ || stop_.requested()) break;
       std::unique_ptr<PcapReader> reader;
       try {
         reader = live ? PcapReader::open_live(input, o_.bpf) : PcapReader::open_file(input, o_.bpf);
@@ -216,6 +253,11 @@ class CaptureRun {
   // capture) takes it; false when the capture cannot be run (reported).
   bool open_input(PcapReader& reader, bool two_pass_out) {
     name_ = reader.name();
+    if (o_.label && name_ == "(standard input)") name_ = *o_.label;
+    input_done_ = false;
+    last_printed_ = 0;
+    behind_.clear();
+    after_left_ = 0;
     link_type_ = reader.link_type();
     nano_ = reader.nanosecond();
     if (!link_type_supported(link_type_)) {
@@ -246,7 +288,11 @@ class CaptureRun {
     std::int64_t last_expire = 0;
     try {
       RawPacket raw;
-      while (!done_ && !stop_.requested()) {
+      while (!done_ && !input_done_ && !stop_.requested()) {
+        if (o_.max_packets && packets_ >= *o_.max_packets) {
+          read_limit_reached_ = true;  // --max-packets: no more are read, of any capture
+          break;
+        }
         const PcapReader::Read got = reader.read(raw);
         if (got == PcapReader::Read::kEnd) break;
         if (got == PcapReader::Read::kIdle || (live && waiting_since_ && Clock::now() - *waiting_since_ >= batch_timeout_)) {
@@ -319,7 +365,9 @@ class CaptureRun {
     records_.finish();
     reassembler_.reset();
     flows_.clear();
+    budget_.used = 0;
     pending_.clear();
+    behind_.clear();
     if (two_pass_out) write_second_pass(input);
     matched_flows_.clear();
     selected_packets_.clear();
@@ -423,29 +471,50 @@ class CaptureRun {
   }
 
   // Regexes: the lines of `bytes` (up to `end`) that some regex selects; ids_ gets the
-  // given patterns that select one, `first` the offset of the first match. An empty record
-  // is one empty line.
-  bool regex_lines(std::string_view bytes, std::size_t end, std::span<const Occurrence> occurrences,
-                   std::size_t* first = nullptr) {
+  // given patterns that select one, matches_ (when the output shows them) grep's -o spans
+  // in those lines. An empty record is one empty line.
+  bool regex_lines(std::string_view bytes, std::size_t end, std::span<const Occurrence> occurrences) {
     ids_.clear();
+    matches_.clear();
     if (bytes.empty()) return end == 0 && regex_->any_selects({});
     bool any = false;
     LineCutter<> cutter(bytes.substr(0, end), 0, occurrences, line_occurrences_);
     CutLine<LineOccurrence> line;
     while (cutter.next(line)) {
       if (!regex_->line_matches(line.text, line.occurrences)) continue;
-      if (!any && first != nullptr) {
-        regex_->match_spans(line.text, line.occurrences, spans_);
-        *first = line.offset + (spans_.empty() ? 0 : spans_.front().begin);
-      }
       any = true;
-      if (!names_wanted_) break;  // the first selected line decides; nothing names the patterns
+      if (!names_wanted_) break;  // the first selected line decides; nothing shows the matches
+      regex_->match_spans(line.text, line.occurrences, spans_);
+      for (const MatchSpan& m : spans_) matches_.push_back(PacketMatch{line.offset + m.begin, m.end - m.begin});
       regex_->matched_patterns(line.text, line.occurrences, line_ids_);
       ids_.insert(ids_.end(), line_ids_.begin(), line_ids_.end());
     }
     std::sort(ids_.begin(), ids_.end());
     ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
     return any;
+  }
+
+  // Fixed strings: matches_ gets grep -o's spans of the occurrences that count under
+  // -w/-x: leftmost first, the longest at one place, none overlapping the one before.
+  void literal_spans(std::string_view bytes, std::span<const Occurrence> occurrences) {
+    matches_.clear();
+    for (const Occurrence& o : occurrences) {
+      const std::size_t at = o.position;
+      const std::size_t end = at + table_.unique_length(o.pattern);
+      if (end > at && occurrence_counts(bytes, at, end, o_.word, o_.whole_line))
+        matches_.push_back(PacketMatch{at, end - at, o.pattern});
+    }
+    std::sort(matches_.begin(), matches_.end(), [](const PacketMatch& a, const PacketMatch& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.length > b.length;
+    });
+    std::size_t kept = 0;
+    std::uint64_t reach = 0;
+    for (const PacketMatch& m : matches_) {
+      if (kept > 0 && m.offset < reach) continue;
+      matches_[kept++] = m;
+      reach = m.offset + m.length;
+    }
+    matches_.resize(kept);
   }
 
   // Which patterns match in `bytes` under -w/-x; the unique ids, ascending.
@@ -472,6 +541,7 @@ class CaptureRun {
     ++selected_total_;
     ++selected_input_;
     if (o_.quiet) done_ = true;
+    if (o_.list != cli::ListMode::kNone) input_done_ = true;  // -l/-L: this capture is decided
     if (o_.max_count && selected_input_ >= *o_.max_count) done_ = true;
   }
 
@@ -492,25 +562,63 @@ class CaptureRun {
     flow_piece_scanned(flow, static_cast<int>(kind), record_offset, bytes, occurrences);
   }
 
-  // A packet's record came back: selected or not, written out when selected.
+  // A packet's record came back: selected or not, written out when selected; -A/-B
+  // packets around it are printed as context.
   void packet_scanned(std::string_view bytes, std::span<const Occurrence> occurrences) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
-    if (done_ && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
+    if (finished() && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
     bool matched;
     if (regex_ != nullptr) {
       matched = regex_lines(bytes, bytes.size(), occurrences);
     } else {
       valid_ids(bytes, occurrences);
       matched = !ids_.empty() || empty_pattern_matches(bytes.size());
+      if (names_wanted_) literal_spans(bytes, occurrences);
     }
-    if (matched == o_.invert) return;
-    if (done_) return;
+    if (matched == o_.invert || finished()) {
+      context_packet(std::move(p));
+      return;
+    }
     take_selection();
     if (writer_ && single_pass_out_) write_capture(p.raw);
     if (writer_ && !single_pass_out_) selected_packets_.insert(p.raw.index);
-    sink_->packet(PacketRecord{p.raw, p.info, bytes, ids_});
+    for (const Pending& b : behind_) print_packet(b, record_of(b), true, {}, {});
+    behind_.clear();
+    const std::span<const PacketMatch> shown = o_.invert ? std::span<const PacketMatch>() : matches_;
+    print_packet(p, bytes, false, ids_, shown);
+    after_left_ = after_packets_;
   }
+
+  // A packet not selected: printed after a selected one (-A), or kept for one to come (-B).
+  void context_packet(Pending p) {
+    if (!names_wanted_) return;
+    if (after_left_ > 0) {
+      --after_left_;
+      print_packet(p, record_of(p), true, {}, {});
+    } else if (before_packets_ > 0 && !finished()) {
+      behind_.push_back(std::move(p));
+      if (behind_.size() > before_packets_) behind_.pop_front();
+    }
+  }
+
+  std::string_view record_of(const Pending& p) const {
+    const std::string_view frame(reinterpret_cast<const char*>(p.frame.data()), p.frame.size());
+    return o_.match_frame ? frame : frame.substr(p.info.payload_offset, p.info.payload_length);
+  }
+
+  void print_packet(const Pending& p, std::string_view record, bool context, std::span<const std::uint32_t> ids,
+                    std::span<const PacketMatch> matches) {
+    const bool gap = (before_packets_ > 0 || after_packets_ > 0) && last_printed_ != 0 &&
+                     p.raw.index != last_printed_ + 1;
+    last_printed_ = p.raw.index;
+    PacketRecord record_out{p.raw, p.info, record, ids, matches};
+    record_out.context = context;
+    record_out.after_gap = gap;
+    sink_->packet(record_out);
+  }
+
+  bool finished() const noexcept { return done_ || input_done_; }
 
   // A flow ended: selected on what its pieces found, written out when selected.
   void flow_ended(std::uint64_t flow) {
@@ -520,13 +628,15 @@ class CaptureRun {
     if (regex_ != nullptr) regex_flow_end(f);
     // Only the empty pattern matched: its first match is at the client's offset 0.
     const bool matched = f.matched || (regex_ == nullptr && empty_pattern_matches(f.bytes[0] + f.bytes[1]));
-    if (matched != o_.invert && !done_) {
+    if (matched != o_.invert && !finished()) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
       const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
       sink_->flow(FlowRecord{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
-                             matched, f.match_direction != 0, f.match_offset});
+                             matched, f.match_direction != 0, f.match_offset, f.excerpts.matches(),
+                             f.excerpts.regions(), f.excerpts.left_out()});
     }
+    f.excerpts.release(budget_);
     flows_.erase(it);
   }
 
@@ -537,8 +647,12 @@ class CaptureRun {
       const std::string& tail = f.carry[d];
       if (tail.empty() || !regex_->any_selects(tail)) continue;
       std::vector<std::uint32_t> ids;
-      regex_->matched_patterns(tail, {}, ids);
-      note_match(f, d, f.bytes[d] - tail.size(), ids);
+      regex_->all_matched_patterns(tail, ids);
+      const std::uint64_t at = f.bytes[d] - tail.size();
+      note_match(f, d, at, ids);
+      if (!names_wanted_) continue;
+      regex_->all_match_spans(tail, spans_);
+      for (const MatchSpan& m : spans_) f.excerpts.match(d, at, tail, m.begin, m.end, kAnyPattern, budget_);
     }
     if (f.bytes[0] + f.bytes[1] == 0 && regex_->any_selects({})) note_match(f, 0, 0, {});
   }
@@ -559,25 +673,23 @@ class CaptureRun {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
     Flow& f = it->second;
+    if (names_wanted_) f.excerpts.piece(direction, record_offset, bytes, budget_);
     if (regex_ != nullptr) {
       // The complete lines; the rest comes again with the next piece (or at the flow's end).
       const std::size_t nl = bytes.rfind('\n');
-      std::size_t first = 0;
-      if (nl != std::string_view::npos && regex_lines(bytes, nl + 1, occurrences, &first))
-        note_match(f, direction, record_offset + first, ids_);
-      return;
-    }
-    valid_ids(bytes, occurrences);
-    if (ids_.empty()) return;
-    if (!f.matched) {
-      f.matched = true;
-      f.match_direction = direction;
+      if (nl == std::string_view::npos || !regex_lines(bytes, nl + 1, occurrences)) return;
+      note_match(f, direction, record_offset + (matches_.empty() ? 0 : matches_.front().offset), ids_);
+    } else {
+      valid_ids(bytes, occurrences);
+      if (ids_.empty()) return;
       std::size_t first = bytes.size();
       for (const Occurrence& o : occurrences) first = std::min<std::size_t>(first, o.position);
-      f.match_offset = record_offset + first;  // may start in the carried overlap: still exact
-      if (single_pass_out_ && !o_.invert) f.written = true;
+      note_match(f, direction, record_offset + first, ids_);  // may start in the carried overlap: still exact
+      if (names_wanted_) literal_spans(bytes, occurrences);
     }
-    f.patterns.insert(ids_.begin(), ids_.end());
+    if (!names_wanted_) return;
+    for (const PacketMatch& m : matches_)
+      f.excerpts.match(direction, record_offset, bytes, m.offset, m.offset + m.length, m.pattern, budget_);
   }
 
   using Clock = std::chrono::steady_clock;
@@ -592,6 +704,9 @@ class CaptureRun {
   std::size_t carry_ = 0;
   RegexLines* regex_ = nullptr;  // -E/-G/-P: the records' lines decide (else fixed strings)
   bool names_wanted_ = true;     // the output names the patterns a record matched
+  ExcerptBudget budget_;         // --stream: all open flows' excerpts together
+  std::uint64_t before_packets_ = 0;  // -B: packets printed before a selected one
+  std::uint64_t after_packets_ = 0;   // -A: and after it
 
   std::string name_;
   int link_type_ = 0;
@@ -609,20 +724,26 @@ class CaptureRun {
   std::vector<LineOccurrence> line_occurrences_;
   std::vector<MatchSpan> spans_;
   std::vector<std::uint32_t> line_ids_;
+  std::vector<PacketMatch> matches_;  // the record's matches, for the output
+  std::deque<Pending> behind_;        // -B: the last packets not selected
+  std::uint64_t after_left_ = 0;      // -A: packets still to print after a selected one
+  std::uint64_t last_printed_ = 0;    // frame number, for grep's "--" between groups
   std::optional<Clock::time_point> waiting_since_;  // live: the oldest packet not yet scanned
   std::chrono::milliseconds batch_timeout_{std::max<std::uint64_t>(1, o_.batch_timeout_ms)};
   std::uint64_t packets_ = 0;
   std::uint64_t selected_total_ = 0;
   std::uint64_t selected_input_ = 0;
   bool done_ = false;
+  bool input_done_ = false;          // -l/-L: this capture is decided
+  bool read_limit_reached_ = false;  // --max-packets
   bool trouble_ = false;
 };
 
 }  // namespace
 
 CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
-                           Output& out, StopSignal& stop, Notices& notices) {
-  CaptureRun run(o, scanner, patterns, regex, out, stop, notices);
+                           Output& out, const std::optional<Colors>& colors, StopSignal& stop, Notices& notices) {
+  CaptureRun run(o, scanner, patterns, regex, out, colors, stop, notices);
   return run.run();
 }
 

@@ -18,6 +18,7 @@
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/engines/scanner.hpp"
+#include "gpufilter/sinks/colors.hpp"
 #include "gpufilter/sinks/output.hpp"
 #include "gpufilter/core/notices.hpp"
 #include "gpufilter/core/stop_signal.hpp"
@@ -38,8 +39,9 @@ struct CaptureResult {
 // "FILE: write error: REASON" for the --pcap-out file (a full disk, RLIMIT_FSIZE).
 // `regex`: the patterns are regexes and the scanner looks for their factors (null: fixed
 // strings).
+// `colors`: --color's, when on.
 CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
-                           Output& out, StopSignal& stop, Notices& notices);
+                           Output& out, const std::optional<Colors>& colors, StopSignal& stop, Notices& notices);
 
 // --stream with regexes: a line of a flow longer than this is matched in its last this
 // many bytes.

@@ -45,6 +45,8 @@ _gpufilter() {
   case $prev in
     -f | --file | --exclude-from | --state | --pcap | --pcap-out)
       _gpufilter_files; return ;;
+    --time)
+      _gpufilter_choices "absolute relative delta epoch"; return ;;
     --color | --colour)
       _gpufilter_choices "always never auto"; return ;;
     -d | --directories)
@@ -88,7 +90,7 @@ _gpufilter() {
       --follow --from-start --state= --poll-interval= --listen= --max-line-bytes=
       --max-connections=
       --pcap= --interface= --bpf= --match-frame --stream -X --hex --escapes --pcap-out=
-      --hexdump" -- "$cur"))
+      --hexdump --byline --time= --max-packets=" -- "$cur"))
     [[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
     return
   fi

@@ -60,7 +60,44 @@ char printable(char c) { return c >= 0x20 && c < 0x7f ? c : '.'; }
 }  // namespace
 
 PacketTextPrinter::PacketTextPrinter(Output& out, std::vector<PacketPattern> patterns, PacketTextOptions options)
-    : out_(out), patterns_(std::move(patterns)), options_(options) {}
+    : out_(out), patterns_(std::move(patterns)), options_(std::move(options)) {}
+
+// ISO 8601 (absolute), seconds since 1970 (epoch), or "+S.FFFFFF" since the first packet
+// printed (relative) or the last one (delta), as ngrep's -t, -TT and -T.
+void PacketTextPrinter::time(std::int64_t seconds, std::uint32_t nanoseconds) {
+  if (!printed_) {
+    first_seconds_ = last_seconds_ = seconds;
+    first_nanoseconds_ = last_nanoseconds_ = nanoseconds;
+    printed_ = true;
+  }
+  const auto since = [&](std::int64_t s0, std::uint32_t n0) {
+    std::int64_t ns = (seconds - s0) * 1000000000 + (static_cast<std::int64_t>(nanoseconds) - n0);
+    const char sign = ns < 0 ? '-' : '+';
+    if (ns < 0) ns = -ns;
+    char text[48];
+    if (input_.nanosecond)
+      std::snprintf(text, sizeof text, "%c%lld.%09lld", sign, static_cast<long long>(ns / 1000000000),
+                    static_cast<long long>(ns % 1000000000));
+    else
+      std::snprintf(text, sizeof text, "%c%lld.%06lld", sign, static_cast<long long>(ns / 1000000000),
+                    static_cast<long long>(ns % 1000000000 / 1000));
+    return std::string(text);
+  };
+  switch (options_.time) {
+    case PacketTime::kAbsolute: out_.write(timestamp(seconds, nanoseconds, input_.nanosecond)); break;
+    case PacketTime::kRelative: out_.write(since(first_seconds_, first_nanoseconds_)); break;
+    case PacketTime::kDelta: out_.write(since(last_seconds_, last_nanoseconds_)); break;
+    case PacketTime::kEpoch: {
+      char text[48];
+      if (input_.nanosecond) std::snprintf(text, sizeof text, "%lld.%09u", static_cast<long long>(seconds), nanoseconds);
+      else std::snprintf(text, sizeof text, "%lld.%06u", static_cast<long long>(seconds), nanoseconds / 1000);
+      out_.write(text);
+      break;
+    }
+  }
+  last_seconds_ = seconds;
+  last_nanoseconds_ = nanoseconds;
+}
 
 // The start of both header lines: [NAME:]KIND TIME SRC ARROW DST.
 void PacketTextPrinter::head(char kind, std::int64_t seconds, std::uint32_t nanoseconds, const PacketInfo& info,
@@ -71,7 +108,7 @@ void PacketTextPrinter::head(char kind, std::int64_t seconds, std::uint32_t nano
   }
   out_.put(kind);
   out_.put(' ');
-  out_.write(timestamp(seconds, nanoseconds, input_.nanosecond));
+  time(seconds, nanoseconds);
   out_.put(' ');
   out_.write(endpoint(info, true));
   out_.write(arrow);
@@ -87,6 +124,11 @@ void PacketTextPrinter::pattern_list(std::span<const std::uint32_t> ids) {
 }
 
 void PacketTextPrinter::packet(const PacketRecord& p) {
+  if (p.after_gap && printed_ && options_.group_separator) {
+    if (options_.colors) colored(options_.colors->separator, *options_.group_separator);
+    else out_.write(*options_.group_separator);
+    out_.end_line();
+  }
   const PacketInfo& info = p.info;
   const char kind = info.transport == PacketInfo::Transport::kTcp   ? 'T'
                     : info.transport == PacketInfo::Transport::kUdp ? 'U'
@@ -100,28 +142,89 @@ void PacketTextPrinter::packet(const PacketRecord& p) {
   }
   out_.write(" #");
   out_.write_number(p.raw.index);
-  if (!p.patterns.empty()) pattern_list(p.patterns);
+  if (p.context) out_.write(" (context)");
+  else if (!p.patterns.empty()) pattern_list(p.patterns);
   out_.end_line();
-  if (options_.hexdump) {
-    hexdump(p.record);
-  } else {
-    payload(p.record);
-  }
+  body(p.record, 0, p.matches, "  ");
   out_.end_line();
 }
 
-void PacketTextPrinter::payload(std::string_view bytes) {
-  out_.write("  ");
-  for (const char c : bytes) out_.put(printable(c));
+void PacketTextPrinter::colored(std::string_view sgr, std::string_view text) {
+  out_.write(options_.colors->start(sgr));
+  for (const char c : text) out_.put(printable(c));
+  out_.write(options_.colors->end(sgr));
+}
+
+void PacketTextPrinter::offset(std::uint64_t at) {
+  if (!options_.byte_offset) return;
+  if (options_.colors && !options_.colors->byte_offset.empty()) {
+    out_.write(options_.colors->start(options_.colors->byte_offset));
+    out_.write_number(at);
+    out_.write(options_.colors->end(options_.colors->byte_offset));
+  } else {
+    out_.write_number(at);
+  }
+  out_.put(':');
+}
+
+void PacketTextPrinter::body(std::string_view bytes, std::uint64_t base, std::span<const PacketMatch> matches,
+                             std::string_view prefix) {
+  if (options_.only_matching) {
+    for (const PacketMatch& m : matches) {
+      out_.write(prefix);
+      offset(base + m.offset);
+      const std::string_view text = bytes.substr(std::min<std::size_t>(m.offset, bytes.size()), m.length);
+      if (options_.colors) colored(options_.colors->selected_match, text);
+      else for (const char c : text) out_.put(printable(c));
+      out_.end_line();
+    }
+    return;
+  }
+  if (options_.hexdump) {
+    hexdump(bytes, base, prefix);
+    return;
+  }
+  if (!options_.byline) {
+    text_line(bytes, 0, base, matches, prefix);
+    return;
+  }
+  // --byline: each '\n' ends a line (an empty payload is one empty line).
+  std::size_t from = 0;
+  do {
+    const std::size_t nl = bytes.find('\n', from);
+    const std::size_t end = nl == std::string_view::npos ? bytes.size() : nl;
+    text_line(bytes.substr(0, end), from, base, matches, prefix);
+    from = end + 1;
+  } while (from < bytes.size());
+}
+
+// One printed line: bytes[from, end) with non-printables as dots and the matches coloured.
+void PacketTextPrinter::text_line(std::string_view bytes, std::size_t from, std::uint64_t base,
+                                  std::span<const PacketMatch> matches, std::string_view prefix) {
+  out_.write(prefix);
+  offset(base + from);
+  std::size_t at = from;
+  if (options_.colors) {
+    for (const PacketMatch& m : matches) {
+      const std::size_t b = std::max<std::size_t>(m.offset, at);
+      const std::size_t e = std::min<std::size_t>(m.offset + m.length, bytes.size());
+      if (b >= e) continue;
+      for (; at < b; ++at) out_.put(printable(bytes[at]));
+      colored(options_.colors->selected_match, bytes.substr(b, e - b));
+      at = e;
+    }
+  }
+  for (; at < bytes.size(); ++at) out_.put(printable(bytes[at]));
   out_.end_line();
 }
 
 // Rows of 16 bytes: "  OFFS  hh hh ...  text".
-void PacketTextPrinter::hexdump(std::string_view bytes) {
+void PacketTextPrinter::hexdump(std::string_view bytes, std::uint64_t base, std::string_view prefix) {
   static constexpr char kHex[] = "0123456789abcdef";
   for (std::size_t row = 0; row < bytes.size(); row += 16) {
-    char line[80];
-    std::snprintf(line, sizeof line, "  %04zx ", row);
+    char line[48];
+    std::snprintf(line, sizeof line, "%04llx ", static_cast<unsigned long long>(base + row));
+    out_.write(prefix);
     out_.write(line);
     for (std::size_t i = 0; i < 16; ++i) {
       out_.put(' ');
@@ -156,6 +259,34 @@ void PacketTextPrinter::flow(const FlowRecord& f) {
     out_.put(')');
   }
   out_.end_line();
+  if (options_.only_matching) {
+    for (const FlowMatch& m : f.matches) {
+      const PacketMatch whole{0, m.bytes.size(), m.pattern};
+      body(m.bytes, m.offset, std::span<const PacketMatch>(&whole, 1), m.from_server ? "  server " : "  client ");
+    }
+  } else {
+    for (const FlowRegion& r : f.regions) {
+      // The region's matches, at offsets within it.
+      region_matches_.clear();
+      for (const FlowMatch& m : f.matches) {
+        if (m.from_server != r.from_server || m.offset + m.length <= r.offset || m.offset >= r.offset + r.bytes.size())
+          continue;
+        const std::uint64_t b = std::max(m.offset, r.offset) - r.offset;
+        region_matches_.push_back(PacketMatch{b, std::min(m.offset + m.length, r.offset + r.bytes.size()) - r.offset - b,
+                                              m.pattern});
+      }
+      std::sort(region_matches_.begin(), region_matches_.end(),
+                [](const PacketMatch& a, const PacketMatch& b) { return a.offset < b.offset; });
+      body(r.bytes, r.offset, region_matches_, r.from_server ? "  server " : "  client ");
+    }
+  }
+  if (f.matches_left_out > 0) {
+    out_.write("  (");
+    out_.write_number(f.matches_left_out);
+    out_.write(" more matches not shown)");
+    out_.end_line();
+  }
+  out_.end_line();
 }
 
 PacketJsonPrinter::PacketJsonPrinter(Output& out, const std::vector<PacketPattern>& patterns) : out_(out) {
@@ -176,6 +307,12 @@ void PacketJsonPrinter::pattern_list(std::span<const std::uint32_t> ids) {
   buffer_ += ']';
 }
 
+// "pattern":{"id":..,"text":..}, before a match's other fields; none for a regex's match.
+void PacketJsonPrinter::pattern_field(std::uint32_t pattern) {
+  if (pattern == kAnyPattern || pattern >= pattern_json_.size()) return;
+  buffer_ += "\"pattern\":" + pattern_json_[pattern] + ",";
+}
+
 void PacketJsonPrinter::emit() {
   out_.write(buffer_);
   out_.end_line();
@@ -184,7 +321,7 @@ void PacketJsonPrinter::emit() {
 void PacketJsonPrinter::packet(const PacketRecord& p) {
   const PacketInfo& info = p.info;
   std::string& s = buffer_;
-  s = "{\"type\":\"packet\",\"data\":{\"source\":\"";
+  s = p.context ? "{\"type\":\"packet_context\",\"data\":{\"source\":\"" : "{\"type\":\"packet\",\"data\":{\"source\":\"";
   json::append_escaped(s, input_.name);
   s += "\",\"frame\":" + std::to_string(p.raw.index) + ",\"time\":\"" +
        timestamp(p.raw.seconds, p.raw.nanoseconds, input_.nanosecond) + "\",\"proto\":\"" + protocol_name(info) + "\"";
@@ -196,6 +333,16 @@ void PacketJsonPrinter::packet(const PacketRecord& p) {
   s += ",\"length\":" + std::to_string(p.raw.len) + ",\"captured\":" + std::to_string(p.raw.caplen) +
        ",\"record_length\":" + std::to_string(p.record.size()) + ",";
   pattern_list(p.patterns);
+  s += ",\"matches\":[";
+  for (std::size_t i = 0; i < p.matches.size(); ++i) {
+    const PacketMatch& m = p.matches[i];
+    s += i > 0 ? ",{" : "{";
+    pattern_field(m.pattern);
+    s += "\"offset\":" + std::to_string(m.offset) + ",\"length\":" + std::to_string(m.length) + ",\"match\":";
+    json::append_data(s, p.record.substr(std::min<std::size_t>(m.offset, p.record.size()), m.length));
+    s += "}";
+  }
+  s += "]";
   s += ",\"payload\":\"";
   json::append_escaped(s, p.record);
   s += "\",\"payload_base64\":\"";
@@ -218,6 +365,27 @@ void PacketJsonPrinter::flow(const FlowRecord& f) {
     s += ",\"first_match\":{\"direction\":\"" + std::string(f.match_from_server ? "server" : "client") +
          "\",\"offset\":" + std::to_string(f.match_offset) + "}";
   }
+  s += ",\"matches\":[";
+  for (std::size_t i = 0; i < f.matches.size(); ++i) {
+    const FlowMatch& m = f.matches[i];
+    s += i > 0 ? ",{" : "{";
+    pattern_field(m.pattern);
+    s += std::string("\"direction\":\"") + (m.from_server ? "server" : "client") + "\",\"offset\":" +
+         std::to_string(m.offset) + ",\"length\":" + std::to_string(m.length) + ",\"match\":";
+    json::append_data(s, m.bytes);
+    s += "}";
+  }
+  s += "],\"regions\":[";
+  for (std::size_t i = 0; i < f.regions.size(); ++i) {
+    const FlowRegion& r = f.regions[i];
+    s += std::string(i > 0 ? ",{" : "{") + "\"direction\":\"" + (r.from_server ? "server" : "client") +
+         "\",\"offset\":" + std::to_string(r.offset) + ",\"payload\":\"";
+    json::append_escaped(s, r.bytes);
+    s += "\",\"payload_base64\":\"";
+    json::append_base64(s, r.bytes);
+    s += "\"}";
+  }
+  s += "],\"matches_left_out\":" + std::to_string(f.matches_left_out);
   s += "}}";
   emit();
 }
@@ -225,10 +393,18 @@ void PacketJsonPrinter::flow(const FlowRecord& f) {
 void PacketCountPrinter::finish(const CaptureSummary& summary) {
   if (with_filename_) {
     out_.write(summary.name);
-    out_.put(':');
+    if (null_after_name_) out_.put('\0');
+    else out_.put(':');
   }
   out_.write_number(summary.selected);
   out_.end_line();
+}
+
+void PacketListPrinter::finish(const CaptureSummary& summary) {
+  if ((summary.selected > 0) != with_selection_) return;
+  out_.write(summary.name);
+  if (null_after_name_) out_.put('\0');
+  else out_.end_line();
 }
 
 }  // namespace gpufilter

@@ -25,6 +25,8 @@ class UsageError : public Error {
   bool show_usage_;
 };
 
+// --time: how a capture's packets are timed in the text output.
+enum class TimeFormat { kAbsolute, kRelative, kDelta, kEpoch };
 enum class ColorWhen { kNever, kAlways, kAuto };
 enum class ListMode { kNone, kFilesWithMatches, kFilesWithoutMatch };
 enum class Engine { kAuto, kOpenCL, kHost, kBoth };
@@ -113,6 +115,9 @@ struct Options {
   bool stream = false;             // --stream: reassembled TCP streams
   std::string pcap_out;            // --pcap-out FILE
   bool hexdump = false;            // --hexdump
+  bool byline = false;             // --byline: a payload's lines as lines (ngrep -W byline)
+  TimeFormat time = TimeFormat::kAbsolute;  // --time
+  std::optional<std::uint64_t> max_packets;  // --max-packets: read at most NUM packets
 
   bool help = false;
   bool version = false;
