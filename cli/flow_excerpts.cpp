@@ -42,7 +42,7 @@ void FlowExcerpts::piece(int direction, std::uint64_t at, std::string_view bytes
 }
 
 void FlowExcerpts::match(int direction, std::uint64_t at, std::string_view bytes, std::size_t begin,
-                         std::size_t end, std::uint32_t pattern, ExcerptBudget& budget) {
+                         std::size_t end, std::uint32_t pattern, std::size_t floor, ExcerptBudget& budget) {
   const ExcerptLimits& limits = budget.limits;
   const std::uint64_t offset = at + begin;
   if (offset < match_end_[direction]) return;  // overlaps the last one
@@ -55,7 +55,7 @@ void FlowExcerpts::match(int direction, std::uint64_t at, std::string_view bytes
   matches_.push_back(FlowMatch{direction != 0, offset, std::string(text), end - begin, pattern});
   // Its region: the context before it (within this piece, which holds enough of the stream
   // before the new bytes), it, and the context after it, here and in pieces to come.
-  const std::uint64_t start = at + (begin - std::min(begin, limits.before));
+  const std::uint64_t start = at + std::max(floor, begin - std::min(begin, limits.before));
   const std::uint64_t target = at + end + limits.after;
   const long last = last_region_[direction];
   if (last >= 0) {

@@ -37,9 +37,10 @@ class FlowExcerpts {
   // the piece's matches.
   void piece(int direction, std::uint64_t at, std::string_view bytes, ExcerptBudget& budget);
   // A match at bytes[begin, end) of that piece; one that overlaps the direction's last
-  // match is not another match (grep -o's spans do not overlap).
+  // match is not another match (grep -o's spans do not overlap). Its region starts no
+  // earlier than bytes[floor] (regexes: the match's line).
   void match(int direction, std::uint64_t at, std::string_view bytes, std::size_t begin, std::size_t end,
-             std::uint32_t pattern, ExcerptBudget& budget);
+             std::uint32_t pattern, std::size_t floor, ExcerptBudget& budget);
   // The flow ended: its bytes go back to the budget.
   void release(ExcerptBudget& budget);
 

@@ -196,7 +196,7 @@ class CaptureRun {
     // A flow's piece starts with enough of the bytes before it for a pattern split across
     // the two and for the context before a match in it.
     carry_ = table_.max_length() > 0 ? table_.max_length() - 1 : 0;
-    if (names_wanted_ && o.stream) carry_ = std::max(carry_, budget_.limits.before);
+    if (names_wanted_ && o.stream) carry_ += budget_.limits.before;
   }
 
   CaptureResult run() {
@@ -652,7 +652,7 @@ class CaptureRun {
       note_match(f, d, at, ids);
       if (!names_wanted_) continue;
       regex_->all_match_spans(tail, spans_);
-      for (const MatchSpan& m : spans_) f.excerpts.match(d, at, tail, m.begin, m.end, kAnyPattern, budget_);
+      for (const MatchSpan& m : spans_) f.excerpts.match(d, at, tail, m.begin, m.end, kAnyPattern, 0, budget_);
     }
     if (f.bytes[0] + f.bytes[1] == 0 && regex_->any_selects({})) note_match(f, 0, 0, {});
   }
@@ -688,8 +688,12 @@ class CaptureRun {
       if (names_wanted_) literal_spans(bytes, occurrences);
     }
     if (!names_wanted_) return;
-    for (const PacketMatch& m : matches_)
-      f.excerpts.match(direction, record_offset, bytes, m.offset, m.offset + m.length, m.pattern, budget_);
+    for (const PacketMatch& m : matches_) {
+      // Regexes: the region starts no earlier than the match's line (a piece starts at a
+      // line's start, so only that line's bytes before the match are sure to be in it).
+      const std::size_t line = regex_ == nullptr || m.offset == 0 ? 0 : bytes.rfind('\n', m.offset - 1) + 1;
+      f.excerpts.match(direction, record_offset, bytes, m.offset, m.offset + m.length, m.pattern, line, budget_);
+    }
   }
 
   using Clock = std::chrono::steady_clock;

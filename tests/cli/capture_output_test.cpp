@@ -1,0 +1,379 @@
+// What captures show of their matches (issue 19), against tshark: every packet's payload
+// as --json gives it is tshark's tcp.payload / udp.payload, byte for byte; the offsets of
+// -o, -b and the JSON "matches" are where the string lies in tshark's payload; -A/-B
+// print the neighbouring frames; a BPF expression after the patterns selects what --bpf
+// does; --max-packets reads tshark -c's frames. Flows built here, split into two segments
+// at every byte boundary (and into one-byte segments), give each match's offset, bytes and
+// context region exactly. And options that mean nothing for packets are refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "differential.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string from_hex(const std::string& hex) {
+  std::string bytes;
+  std::string digits;
+  for (const char c : hex)
+    if (c != ':') digits += c;
+  for (std::size_t i = 0; i + 1 < digits.size(); i += 2)
+    bytes.push_back(static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16)));
+  return bytes;
+}
+
+std::string from_base64(const std::string& text) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (const char c : text) {
+    const std::size_t v = kAlphabet.find(c);
+    if (v == std::string::npos) continue;  // '=' padding
+    bits = (bits << 6) | static_cast<std::uint32_t>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
+// tshark's transport payload of each frame that has one (TCP or UDP).
+std::map<long, std::string> tshark_payloads(const std::string& path) {
+  std::map<long, std::string> payloads;
+  std::istringstream in(
+      command_output("tshark -n -r '" + path + "' -T fields -e frame.number -e tcp.payload -e udp.payload 2>/dev/null"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string frame, tcp, udp;
+    std::getline(fields, frame, '\t');
+    std::getline(fields, tcp, '\t');
+    std::getline(fields, udp, '\t');
+    if (frame.empty()) continue;
+    const std::string& hex = !tcp.empty() ? tcp : udp;
+    if (!hex.empty() && hex.find(',') == std::string::npos) payloads[std::stol(frame)] = from_hex(hex);
+  }
+  return payloads;
+}
+
+// gpufilter's JSON lines, per frame: the packet object's data.
+std::map<long, json> packets_of(const std::string& out, const std::string& type = "packet") {
+  std::map<long, json> packets;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line);
+    if (j.at("type") == type) packets[j.at("data").at("frame").get<long>()] = j.at("data");
+  }
+  return packets;
+}
+
+// Where grep -o would print `s` in `payload`: leftmost, not overlapping.
+std::vector<std::size_t> offsets_of(const std::string& payload, const std::string& s) {
+  std::vector<std::size_t> at;
+  for (std::size_t p = payload.find(s); p != std::string::npos; p = payload.find(s, p + s.size())) at.push_back(p);
+  return at;
+}
+
+class CaptureOutput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_tshark()) GTEST_SKIP() << "tshark is not installed (apt install tshark)";
+  }
+};
+
+// Every packet's record is tshark's payload, and every string's offsets are where it lies
+// in it, in JSON and in -o -b's text.
+TEST_F(CaptureOutput, PayloadsAndMatchOffsetsAreTsharks) {
+  std::mt19937 rng(19);
+  std::size_t frames_compared = 0, matches_compared = 0;
+  for (const std::string name : {"http.cap", "dns.cap", "smtp.pcap", "v6-http.cap", "syslog_udp.pcap",
+                                 "http_redirects.pcapng", "telnet-raw.pcap"}) {
+    const std::string path = corpus_path("pcap/" + name);
+    const std::map<long, std::string> want = tshark_payloads(path);
+    const GrepRun every = run_gpufilter({"--pcap", path, "--json", "-e", ""});
+    ASSERT_EQ(every.status, 0) << every.err;
+    const std::map<long, json> ours = packets_of(every.out);
+    std::set<long> comparable;
+    for (const auto& [frame, payload] : want) {
+      ASSERT_TRUE(ours.count(frame)) << name << " frame " << frame;
+      const std::string bytes = from_base64(ours.at(frame).at("payload_base64").get<std::string>());
+      if (bytes.size() != payload.size()) continue;  // IP fragments: tshark reassembles them
+      EXPECT_EQ(bytes, payload) << name << " frame " << frame;
+      comparable.insert(frame);
+    }
+    EXPECT_GE(comparable.size() * 10, want.size() * 9) << name;
+    frames_compared += comparable.size();
+    // Strings taken from the payloads, found where tshark's bytes hold them.
+    std::vector<std::string> strings;
+    for (const auto& [frame, payload] : want) {
+      if (payload.size() < 8 || rng() % 3 != 0) continue;
+      const std::size_t length = 2 + rng() % 5;
+      strings.push_back(payload.substr(rng() % (payload.size() - length), length));
+      if (strings.size() == 6) break;
+    }
+    for (const std::string& s : strings) {
+      const std::string hex = [&] {
+        std::string h;
+        for (const unsigned char c : s) h += "0123456789abcdef"[c >> 4], h += "0123456789abcdef"[c & 15];
+        return h;
+      }();
+      const GrepRun run = run_gpufilter({"--pcap", path, "--json", "-X", "-e", hex});
+      const std::map<long, json> selected = packets_of(run.out);
+      for (const long frame : comparable) {
+        const std::vector<std::size_t> at = offsets_of(want.at(frame), s);
+        ASSERT_EQ(selected.count(frame) != 0, !at.empty()) << name << " frame " << frame << " '" << escape(s) << "'";
+        if (at.empty()) continue;
+        std::vector<std::size_t> got;
+        for (const json& m : selected.at(frame).at("matches")) {
+          got.push_back(m.at("offset").get<std::size_t>());
+          EXPECT_EQ(m.at("length"), s.size());
+        }
+        EXPECT_EQ(got, at) << name << " frame " << frame << " '" << escape(s) << "'";
+        matches_compared += at.size();
+      }
+      // -o -b: "  OFFSET:MATCH" lines, the same offsets in the same order.
+      const GrepRun text = run_gpufilter({"--pcap", path, "-o", "-b", "-X", "-e", hex});
+      std::vector<std::size_t> text_offsets, json_offsets;
+      std::istringstream lines(text.out);
+      for (std::string line; std::getline(lines, line);)
+        if (line.rfind("  ", 0) == 0) text_offsets.push_back(std::stoul(line.substr(2)));
+      for (const auto& [frame, data] : selected)
+        for (const json& m : data.at("matches")) json_offsets.push_back(m.at("offset").get<std::size_t>());
+      EXPECT_EQ(text_offsets, json_offsets) << name << " '" << escape(s) << "'";
+    }
+  }
+  std::printf("frames whose payload equals tshark's: %zu; match offsets compared: %zu\n", frames_compared,
+              matches_compared);
+  EXPECT_GT(matches_compared, 30u);
+}
+
+// -A and -B print the frames around each selected one (not selected ones twice), marked
+// as context; --json types them "packet_context".
+TEST_F(CaptureOutput, ContextPacketsAreTheNeighbouringFrames) {
+  const std::string path = corpus_path("pcap/http.cap");
+  const long total = std::stol(command_output("tshark -n -r '" + path + "' -T fields -e frame.number 2>/dev/null | wc -l"));
+  for (const auto& [before, after] : {std::pair<long, long>{1, 1}, {2, 0}, {0, 3}}) {
+    const GrepRun run = run_gpufilter(
+        {"--pcap", path, "--json", "-B", std::to_string(before), "-A", std::to_string(after), "-e", "GET"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const std::map<long, json> selected = packets_of(run.out);
+    std::set<long> want;
+    for (const auto& [frame, data] : selected)
+      for (long f = frame - before; f <= frame + after; ++f)
+        if (f >= 1 && f <= total && !selected.count(f)) want.insert(f);
+    std::set<long> got;
+    for (const auto& [frame, data] : packets_of(run.out, "packet_context")) got.insert(frame);
+    EXPECT_EQ(got, want) << "-B" << before << " -A" << after;
+    EXPECT_FALSE(selected.empty());
+    // Text: the same frames, in capture order, groups parted by "--".
+    const GrepRun text = run_gpufilter(
+        {"--pcap", path, "-B", std::to_string(before), "-A", std::to_string(after), "-e", "GET"});
+    std::size_t headers = 0;
+    std::istringstream lines(text.out);
+    for (std::string line; std::getline(lines, line);) headers += line.rfind("T ", 0) == 0 || line.rfind("U ", 0) == 0 ? 1 : 0;
+    EXPECT_EQ(headers, got.size() + selected.size());
+    EXPECT_NE(text.out.find("(context)"), std::string::npos);
+  }
+}
+
+// ngrep's habits: a BPF expression after the patterns, 0x hex, --max-packets.
+TEST_F(CaptureOutput, TrailingBpfHexPrefixAndPacketLimit) {
+  const std::string path = corpus_path("pcap/smtp.pcap");
+  const GrepRun option = run_gpufilter({"--pcap", path, "--json", "--bpf", "src port 25", "-e", "250"});
+  const GrepRun trailing = run_gpufilter({"--pcap", path, "--json", "250", "src", "port", "25"});
+  const GrepRun both = run_gpufilter({"--pcap", path, "--json", "--bpf", "tcp", "250", "src port 25"});
+  ASSERT_EQ(option.status, 0) << option.err;
+  EXPECT_EQ(trailing.out, option.out) << trailing.err;
+  EXPECT_EQ(both.out, option.out) << both.err;
+  const GrepRun bad = run_gpufilter({"--pcap", path, "250", "port", "banana"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("banana"), std::string::npos) << bad.err;
+
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-X", "0x4d41494c"}).out,
+            run_gpufilter({"--pcap", path, "-c", "-e", "MAIL"}).out);
+
+  const GrepRun ten = run_gpufilter({"--pcap", path, "--json", "--max-packets", "10", "-e", ""});
+  std::set<long> want;
+  std::istringstream in(command_output("tshark -n -r '" + path + "' -c 10 -T fields -e frame.number 2>/dev/null"));
+  for (std::string line; std::getline(in, line);) want.insert(std::stol(line));
+  std::set<long> got;
+  for (const auto& [frame, data] : packets_of(ten.out)) got.insert(frame);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "--max-packets", "0", "x"}).status, 2);
+}
+
+// -l and -L name captures; --label names standard input; -c with -Z.
+TEST_F(CaptureOutput, ListsAndLabels) {
+  const std::string http = corpus_path("pcap/http.cap");
+  const std::string dns = corpus_path("pcap/dns.cap");
+  EXPECT_EQ(run_gpufilter({"--pcap", http, "--pcap", dns, "-l", "-e", "Host:"}).out, http + "\n");
+  EXPECT_EQ(run_gpufilter({"--pcap", http, "--pcap", dns, "-L", "-e", "Host:"}).out, dns + "\n");
+  const GrepRun listed = run_gpufilter({"--pcap", http, "--pcap", dns, "-lZ", "-e", "Host:"});
+  EXPECT_EQ(listed.out, http + std::string(1, '\0'));
+  EXPECT_EQ(listed.status, 0);
+  const GrepRun labelled = run_gpufilter({"--pcap", "-", "--label", "web", "-H", "-c", "-e", "Host:"}, read_file(http));
+  EXPECT_EQ(labelled.out.rfind("web:", 0), 0u) << labelled.out;
+}
+
+// Options that mean nothing for packets are refused by name, exit 2.
+TEST_F(CaptureOutput, OptionsThatDoNotApplyAreRefused) {
+  const std::string path = corpus_path("pcap/http.cap");
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"-n"}, {"-T"}, {"-r"}, {"-a"}, {"-I"}, {"--include=*.pcap"}, {"--pattern-counts"},
+        {"--hexdump", "--byline"}, {"--time=yesterday"}}) {
+    std::vector<std::string> args = {"--pcap", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("GET");
+    const GrepRun run = run_gpufilter(args);
+    EXPECT_EQ(run.status, 2) << extra[0];
+    EXPECT_TRUE(run.out.empty()) << extra[0];
+    EXPECT_FALSE(run.err.empty()) << extra[0];
+  }
+  EXPECT_NE(run_gpufilter({"--pcap", path, "-n", "GET"}).err.find("--max-packets"), std::string::npos);
+  EXPECT_EQ(run_gpufilter({"--byline", "GET"}, "GET\n").status, 2);  // capture options without a capture
+}
+
+// A classic pcap of TCP segments 10.0.0.1:PORT -> 10.0.0.2:80, each (port, seq, payload).
+struct Segment {
+  std::uint16_t port;
+  std::uint32_t seq;
+  std::string payload;
+  std::uint8_t flags = 0x18;
+};
+
+void put32(std::string& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));  // little-endian file
+}
+
+std::string build_capture(const std::vector<Segment>& segments) {
+  std::string file;
+  put32(file, 0xa1b2c3d4);
+  file += std::string("\x02\x00\x04\x00", 4);
+  put32(file, 0);
+  put32(file, 0);
+  put32(file, 65535);
+  put32(file, 1);  // Ethernet
+  std::uint32_t usec = 0;
+  for (const Segment& s : segments) {
+    std::string f(14 + 20 + 20, '\0');
+    f[12] = 0x08;
+    const std::size_t total = 40 + s.payload.size();
+    f[14] = 0x45, f[16] = static_cast<char>(total >> 8), f[17] = static_cast<char>(total & 0xff);
+    f[22] = 64, f[23] = 6;
+    f[26] = 10, f[29] = 1, f[30] = 10, f[33] = 2;
+    f[34] = static_cast<char>(s.port >> 8), f[35] = static_cast<char>(s.port & 0xff), f[37] = 80;
+    for (int k = 0; k < 4; ++k) f[38 + k] = static_cast<char>(s.seq >> (24 - 8 * k));
+    f[46] = 0x50, f[47] = static_cast<char>(s.flags);
+    f += s.payload;
+    put32(file, 1700000000);
+    put32(file, ++usec);
+    put32(file, static_cast<std::uint32_t>(f.size()));
+    put32(file, static_cast<std::uint32_t>(f.size()));
+    file += f;
+  }
+  return file;
+}
+
+// One flow per split point k of `message`: SYN, message[0, k), message[k, end), FIN.
+std::vector<Segment> split_flows(const std::string& message) {
+  std::vector<Segment> segments;
+  for (std::size_t k = 1; k < message.size(); ++k) {
+    const auto port = static_cast<std::uint16_t>(20000 + k);
+    segments.push_back({port, 1000, "", 0x02});
+    segments.push_back({port, 1001, message.substr(0, k)});
+    segments.push_back({port, static_cast<std::uint32_t>(1001 + k), message.substr(k)});
+    segments.push_back({port, static_cast<std::uint32_t>(1001 + message.size()), "", 0x11});
+  }
+  return segments;
+}
+
+// Each flow's matches and region, wherever the stream was split: the match's offset and
+// bytes, and the region's bytes are the message's own.
+TEST_F(CaptureOutput, FlowMatchesAndRegionsAtEverySplit) {
+  TempDir dir;
+  const std::string message = std::string(90, 'a') + "\nuser=alice SECRET-TOKEN-42 sent\n" + std::string(100, 'b');
+  const std::string path = dir.write("split.pcap", build_capture(split_flows(message)));
+  const std::size_t at = message.find("SECRET");
+  const std::size_t flows = message.size() - 1;
+  struct Case {
+    std::vector<std::string> args;
+    std::size_t length;         // of the match
+    std::size_t region_start;   // in the message
+    std::size_t region_end;
+  };
+  const std::size_t line = message.find("user=");
+  const std::vector<Case> cases = {
+      {{"-F", "-e", "SECRET-TOKEN"}, 12, at - 64, at + 12 + 64},
+      {{"-F", "-B", "5", "-A", "7", "-e", "SECRET-TOKEN"}, 12, at - 5, at + 12 + 7},
+      {{"-F", "-C", "0", "-e", "TOKEN-42", "-e", "SECRET-TOKEN-42"}, 15, at, at + 15},
+      // Regexes: the region starts no earlier than the match's line.
+      {{"-E", "-e", "SECRET-[A-Z]+-[0-9]+"}, 15, line, at + 15 + 64},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--pcap", path, "--stream", "--json"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const GrepRun run = run_gpufilter(args);
+    ASSERT_EQ(run.status, 0) << run.err;
+    std::size_t seen = 0;
+    std::istringstream in(run.out);
+    for (std::string text; std::getline(in, text);) {
+      const json data = json::parse(text).at("data");
+      ++seen;
+      ASSERT_EQ(data.at("matches").size(), 1u) << text;
+      const json& m = data.at("matches")[0];
+      EXPECT_EQ(m.at("offset"), at) << text;
+      EXPECT_EQ(m.at("length"), c.length) << text;
+      EXPECT_EQ(m.at("match").at("text"), message.substr(at, c.length)) << text;
+      ASSERT_EQ(data.at("regions").size(), 1u) << text;
+      const json& r = data.at("regions")[0];
+      EXPECT_EQ(r.at("offset"), c.region_start) << text;
+      EXPECT_EQ(r.at("payload"), message.substr(c.region_start, c.region_end - c.region_start)) << text;
+    }
+    EXPECT_EQ(seen, flows) << describe_args(args);
+  }
+}
+
+// Many matches in one flow of one-byte segments: every one listed up to the limit, each
+// at its offset; -o prints them; the rest are counted.
+TEST_F(CaptureOutput, ManyMatchesInOneByteSegments) {
+  TempDir dir;
+  std::string message;
+  for (int i = 0; i < 300; ++i) message += "k=" + std::to_string(i % 10) + ";";
+  std::vector<Segment> segments = {{30000, 1, "", 0x02}};
+  for (std::size_t i = 0; i < message.size(); ++i)
+    segments.push_back({30000, static_cast<std::uint32_t>(2 + i), message.substr(i, 1)});
+  segments.push_back({30000, static_cast<std::uint32_t>(2 + message.size()), "", 0x11});
+  const std::string path = dir.write("bytes.pcap", build_capture(segments));
+  const GrepRun run = run_gpufilter({"--pcap", path, "--stream", "--json", "-F", "-e", "k=7"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const json data = json::parse(run.out).at("data");
+  EXPECT_EQ(data.at("matches").size(), 30u);
+  for (std::size_t i = 0; i < data.at("matches").size(); ++i)
+    EXPECT_EQ(data.at("matches")[i].at("offset"), 4 * (10 * i + 7));
+  const GrepRun all = run_gpufilter({"--pcap", path, "--stream", "--json", "-F", "-e", "k="});
+  const json every = json::parse(all.out).at("data");
+  EXPECT_EQ(every.at("matches").size(), 256u);
+  EXPECT_EQ(every.at("matches_left_out"), 300 - 256);
+  const GrepRun only = run_gpufilter({"--pcap", path, "--stream", "-o", "-b", "-F", "-e", "k=7"});
+  EXPECT_NE(only.out.find("  client 28:k=7\n"), std::string::npos) << only.out;
+}
+
+}  // namespace
+}  // namespace gpufilter::test
