@@ -57,6 +57,17 @@ struct Pending {
   PacketInfo info;
 };
 
+// A packet kept for --pcap-out until its flow is decided.
+struct HeldPacket {
+  RawPacket raw;
+  std::vector<std::uint8_t> data;
+};
+
+// Single-pass --pcap-out with --stream (standard input, a live interface): the packets of
+// an undecided flow are held, at most this many bytes per flow and for all flows together.
+constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
+constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
+
 struct Flow {
   PacketInfo first;  // direction 0's first packet: the client
   std::int64_t seconds = 0;
@@ -70,6 +81,11 @@ struct Flow {
   int match_direction = 0;
   std::uint64_t match_offset = 0;
   bool written = false;  // single-pass --pcap-out: its packets are being written
+  // Single-pass --pcap-out: its packets while it is undecided (the first ones, within
+  // kHeldPerFlow and kHeldTotal), written when it is selected.
+  std::vector<HeldPacket> held;
+  std::size_t held_bytes = 0;
+  bool held_overflow = false;  // some were beyond the limits, and are not written
 };
 
 // libpcap waits on a live interface in its own poll, which a signal does not end: for a
@@ -335,11 +351,42 @@ class CaptureRun {
       // The empty pattern selects the flow before any of its bytes (without -w/-x).
       if (single_pass_out_ && !o_.invert && table_.has_empty_pattern() && !o_.word && !o_.whole_line) f.written = true;
     }
-    if (single_pass_out_ && f.written) write_capture(raw);
+    if (single_pass_out_) {
+      if (f.written) write_capture(raw);
+      else hold(f, raw);
+    }
     if (raw.seconds - last_expire >= 1) {
       reassembler_->expire(raw.seconds);
       last_expire = raw.seconds;
     }
+  }
+
+  // An undecided flow's packet, kept for --pcap-out while the limits allow.
+  void hold(Flow& f, const RawPacket& raw) {
+    const std::size_t cost = raw.data.size() + sizeof(HeldPacket);
+    if (f.held_bytes + cost > kHeldPerFlow || held_total_ + cost > kHeldTotal) {
+      f.held_overflow = true;
+      return;
+    }
+    HeldPacket& h = f.held.emplace_back(HeldPacket{raw, {raw.data.begin(), raw.data.end()}});
+    h.raw.data = std::span<const std::uint8_t>(h.data);
+    f.held_bytes += cost;
+    held_total_ += cost;
+  }
+
+  // The flow is selected: what it held is written, and its packets from now on.
+  void start_writing(Flow& f) {
+    f.written = true;
+    for (const HeldPacket& h : f.held) write_capture(h.raw);
+    if (f.held_overflow) ++flows_cut_;
+    drop_held(f);
+  }
+
+  void drop_held(Flow& f) {
+    held_total_ -= std::min(held_total_, f.held_bytes);
+    f.held.clear();
+    f.held.shrink_to_fit();
+    f.held_bytes = 0;
   }
 
   // Any other packet is one record; its frame is kept until the record's result comes back.
@@ -365,6 +412,8 @@ class CaptureRun {
     records_.finish();
     reassembler_.reset();
     flows_.clear();
+    held_total_ = 0;
+    report_cut_flows();
     budget_.used = 0;
     pending_.clear();
     behind_.clear();
@@ -374,6 +423,17 @@ class CaptureRun {
     sink_->finish(CaptureSummary{name_, selected_input_});
     out_.flush();
     flush_capture();
+  }
+
+  // Single-pass --pcap-out: selected flows some of whose packets before the decision were
+  // beyond the hold limits are said once per capture.
+  void report_cut_flows() {
+    if (flows_cut_ == 0 || o_.no_messages) return;
+    out_.flush();
+    notices_.notice(name_ + ": --pcap-out: " + std::to_string(flows_cut_) + " selected flows lack packets from " +
+                    "before their match (more than " + std::to_string(kHeldPerFlow >> 20) + " MiB per flow, or " +
+                    std::to_string(kHeldTotal >> 20) + " MiB for all flows, waited)");
+    flows_cut_ = 0;
   }
 
   // Gaps skipped because all flows together held more out-of-order data than the budget
@@ -631,12 +691,14 @@ class CaptureRun {
     if (matched != o_.invert && !finished()) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
+      if (single_pass_out_ && !f.written) start_writing(f);
       const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
       sink_->flow(FlowRecord{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
                              matched, f.match_direction != 0, f.match_offset, f.excerpts.matches(),
                              f.excerpts.regions(), f.excerpts.left_out()});
     }
     f.excerpts.release(budget_);
+    drop_held(f);
     flows_.erase(it);
   }
 
@@ -662,7 +724,7 @@ class CaptureRun {
       f.matched = true;
       f.match_direction = direction;
       f.match_offset = offset;
-      if (single_pass_out_ && !o_.invert) f.written = true;
+      if (single_pass_out_ && !o_.invert && !f.written) start_writing(f);
     }
     f.patterns.insert(ids.begin(), ids.end());
   }
@@ -737,6 +799,8 @@ class CaptureRun {
   std::uint64_t packets_ = 0;
   std::uint64_t selected_total_ = 0;
   std::uint64_t selected_input_ = 0;
+  std::size_t held_total_ = 0;    // single-pass --pcap-out: bytes held by undecided flows
+  std::uint64_t flows_cut_ = 0;   // selected flows whose early packets were beyond the limits
   bool done_ = false;
   bool input_done_ = false;          // -l/-L: this capture is decided
   bool read_limit_reached_ = false;  // --max-packets
