@@ -50,6 +50,13 @@ class CaptureOutputError final : public Error {
   using Error::Error;
 };
 
+// A piece of a flow direction's stream being scanned: where it starts in the stream, and
+// whether it is the direction's unterminated last line, scanned when the flow ends.
+struct Piece {
+  std::uint64_t offset = 0;
+  bool last = false;
+};
+
 // A packet whose record is being scanned: kept until its result comes back.
 struct Pending {
   RawPacket raw;
@@ -258,7 +265,7 @@ class CaptureRun {
           [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
             stream_bytes(flow, direction, offset, bytes);
           },
-          [this](std::uint64_t flow) { records_.add((flow << 2) | kFlowEnd, {}); });
+          [this](std::uint64_t flow) { flow_closing(flow); });
     }
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
@@ -502,7 +509,7 @@ class CaptureRun {
       stream_lines(flow, direction, offset, bytes, carry);
       return;
     }
-    record_offsets_.push_back(offset - carry.size());
+    pieces_.push_back(Piece{offset - carry.size(), false});
     records_.add((flow << 2) | static_cast<std::uint64_t>(direction),
                  std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(carry.data()), carry.size()),
                  bytes);
@@ -521,7 +528,7 @@ class CaptureRun {
   // last '\n' is carried on.
   void stream_lines(std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes,
                     std::string& carry) {
-    record_offsets_.push_back(offset - carry.size());
+    pieces_.push_back(Piece{offset - carry.size(), false});
     carry.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     records_.add((flow << 2) | static_cast<std::uint64_t>(direction),
                  std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(carry.data()), carry.size()));
@@ -536,7 +543,7 @@ class CaptureRun {
   bool regex_lines(std::string_view bytes, std::size_t end, std::span<const Occurrence> occurrences) {
     ids_.clear();
     matches_.clear();
-    if (bytes.empty()) return end == 0 && regex_->any_selects({});
+    if (bytes.empty()) return end == 0 && empty_line_selected();
     bool any = false;
     LineCutter<> cutter(bytes.substr(0, end), 0, occurrences, line_occurrences_);
     CutLine<LineOccurrence> line;
@@ -552,6 +559,13 @@ class CaptureRun {
     std::sort(ids_.begin(), ids_.end());
     ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
     return any;
+  }
+
+  // Whether some regex selects the empty line: asked once (every packet without payload
+  // asks it, and with thousands of regexes asking each time cost more than the scan).
+  bool empty_line_selected() {
+    if (!empty_line_selected_) empty_line_selected_ = regex_->any_selects({});
+    return *empty_line_selected_;
   }
 
   // Fixed strings: matches_ gets grep -o's spans of the occurrences that count under
@@ -617,9 +631,9 @@ class CaptureRun {
       flow_ended(flow);
       return;
     }
-    const std::uint64_t record_offset = record_offsets_.front();
-    record_offsets_.pop_front();
-    flow_piece_scanned(flow, static_cast<int>(kind), record_offset, bytes, occurrences);
+    const Piece piece = pieces_.front();
+    pieces_.pop_front();
+    flow_piece_scanned(flow, static_cast<int>(kind), piece, bytes, occurrences);
   }
 
   // A packet's record came back: selected or not, written out when selected; -A/-B
@@ -705,18 +719,24 @@ class CaptureRun {
   // Regexes, a flow's end: each direction's unterminated last line is asked (every regex:
   // its factors were not looked for alone); a flow without data is one empty line.
   void regex_flow_end(Flow& f) {
-    for (int d = 0; d < 2; ++d) {
-      const std::string& tail = f.carry[d];
-      if (tail.empty() || !regex_->any_selects(tail)) continue;
-      std::vector<std::uint32_t> ids;
-      regex_->all_matched_patterns(tail, ids);
-      const std::uint64_t at = f.bytes[d] - tail.size();
-      note_match(f, d, at, ids);
-      if (!names_wanted_) continue;
-      regex_->all_match_spans(tail, spans_);
-      for (const MatchSpan& m : spans_) f.excerpts.match(d, at, tail, m.begin, m.end, kAnyPattern, 0, budget_);
+    if (f.bytes[0] + f.bytes[1] == 0 && empty_line_selected()) note_match(f, 0, 0, {});
+  }
+
+  // The reassembler ended a flow. With regexes each direction's unterminated last line is
+  // scanned first, as a last piece: its factors decide which regexes are asked (asking
+  // every one at every flow's end cost more than the whole scan with thousands).
+  void flow_closing(std::uint64_t flow) {
+    auto it = flows_.find(flow);
+    if (regex_ != nullptr && it != flows_.end()) {
+      for (int d = 0; d < 2; ++d) {
+        const std::string& tail = it->second.carry[d];
+        if (tail.empty()) continue;
+        pieces_.push_back(Piece{it->second.bytes[d] - tail.size(), true});
+        records_.add((flow << 2) | static_cast<std::uint64_t>(d),
+                     std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(tail.data()), tail.size()));
+      }
     }
-    if (f.bytes[0] + f.bytes[1] == 0 && regex_->any_selects({})) note_match(f, 0, 0, {});
+    records_.add((flow << 2) | kFlowEnd, {});
   }
 
   void note_match(Flow& f, int direction, std::uint64_t offset, std::span<const std::uint32_t> ids) {
@@ -730,16 +750,17 @@ class CaptureRun {
   }
 
   // A piece of one direction's stream came back: what it found joins its flow's.
-  void flow_piece_scanned(std::uint64_t flow, int direction, std::uint64_t record_offset, std::string_view bytes,
+  void flow_piece_scanned(std::uint64_t flow, int direction, Piece piece, std::string_view bytes,
                           std::span<const Occurrence> occurrences) {
     auto it = flows_.find(flow);
     if (it == flows_.end()) return;
     Flow& f = it->second;
+    const std::uint64_t record_offset = piece.offset;
     if (names_wanted_) f.excerpts.piece(direction, record_offset, bytes, budget_);
     if (regex_ != nullptr) {
-      // The complete lines; the rest comes again with the next piece (or at the flow's end).
-      const std::size_t nl = bytes.rfind('\n');
-      if (nl == std::string_view::npos || !regex_lines(bytes, nl + 1, occurrences)) return;
+      // The complete lines; the rest comes again with the next piece (or as the last one).
+      const std::size_t end = piece.last ? bytes.size() : bytes.rfind('\n') + 1;  // npos + 1: none
+      if (end == 0 || !regex_lines(bytes, end, occurrences)) return;
       note_match(f, direction, record_offset + (matches_.empty() ? 0 : matches_.front().offset), ids_);
     } else {
       valid_ids(bytes, occurrences);
@@ -770,6 +791,7 @@ class CaptureRun {
   std::size_t carry_ = 0;
   RegexLines* regex_ = nullptr;  // -E/-G/-P: the records' lines decide (else fixed strings)
   bool names_wanted_ = true;     // the output names the patterns a record matched
+  std::optional<bool> empty_line_selected_;
   ExcerptBudget budget_;         // --stream: all open flows' excerpts together
   std::uint64_t before_packets_ = 0;  // -B: packets printed before a selected one
   std::uint64_t after_packets_ = 0;   // -A: and after it
@@ -782,7 +804,7 @@ class CaptureRun {
   bool single_pass_out_ = false;
   std::unique_ptr<TcpReassembler> reassembler_;
   std::unordered_map<std::uint64_t, Flow> flows_;
-  std::deque<std::uint64_t> record_offsets_;
+  std::deque<Piece> pieces_;  // the flow pieces being scanned, in order
   std::deque<Pending> pending_;
   std::unordered_set<std::uint64_t> matched_flows_;
   std::unordered_set<std::uint64_t> selected_packets_;

@@ -176,7 +176,11 @@ bool RegexLines::any_selects(std::string_view line) {
 
 // grep's print_line_middle: matches from where the last one ended; an empty match moves
 // on by one byte and prints nothing.
-void RegexLines::spans_of_candidates(Lane& l, std::string_view line, std::vector<MatchSpan>& out) {
+void RegexLines::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
+                             std::vector<MatchSpan>& out) {
+  out.clear();
+  Lane& l = lane(0);
+  if (!gather(l, occurrences, false)) return;
   std::size_t from = 0;
   regex::Found found;
   while (from <= line.size() && l.regex->find(line, from, l.candidates, found)) {
@@ -190,32 +194,11 @@ void RegexLines::spans_of_candidates(Lane& l, std::string_view line, std::vector
   }
 }
 
-void RegexLines::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
-                             std::vector<MatchSpan>& out) {
-  out.clear();
-  Lane& l = lane(0);
-  if (gather(l, occurrences, false)) spans_of_candidates(l, line, out);
-}
-
-void RegexLines::all_match_spans(std::string_view line, std::vector<MatchSpan>& out) {
-  out.clear();
-  Lane& l = lane(0);
-  gather_all(l);
-  spans_of_candidates(l, line, out);
-}
-
 void RegexLines::matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
                                   std::vector<std::uint32_t>& out) {
   out.clear();
   Lane& l = lane(0);
   if (!gather(l, occurrences, false)) return;
-  l.regex->selects_any(line, l.candidates, &out);
-}
-
-void RegexLines::all_matched_patterns(std::string_view line, std::vector<std::uint32_t>& out) {
-  out.clear();
-  Lane& l = lane(0);
-  gather_all(l);
   l.regex->selects_any(line, l.candidates, &out);
 }
 

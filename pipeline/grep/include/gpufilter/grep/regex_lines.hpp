@@ -79,9 +79,6 @@ class RegexLines {
   // The patterns (by index given) that select the line, ascending.
   void matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
                         std::vector<std::uint32_t>& out);
-  // The same with every pattern asked (no occurrences known, as any_selects()).
-  void all_match_spans(std::string_view line, std::vector<MatchSpan>& out);
-  void all_matched_patterns(std::string_view line, std::vector<std::uint32_t>& out);
 
   // Summed over the lanes.
   RegexCounts counts() const noexcept;
@@ -94,7 +91,6 @@ class RegexLines {
   // none. `count`: for the counts (once per line).
   bool gather(Lane& lane, std::span<const LineOccurrence> occurrences, bool count) const;
   void gather_all(Lane& lane) const;
-  void spans_of_candidates(Lane& lane, std::string_view line, std::vector<MatchSpan>& out);
 
   PatternSet factors_;
   std::size_t pattern_count_ = 0;
