@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "flow_excerpts.hpp"
+#include "packet_select.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
@@ -213,6 +214,7 @@ class CaptureRun {
         regex_(regex),
         // Only the text and JSON printers name the patterns that matched and show where.
         names_wanted_(!o.quiet && !o.count && o.list == cli::ListMode::kNone && !capture_on_stdout(o.pcap_out)),
+        select_(o, table_, regex, names_wanted_),
         budget_{excerpt_limits(o)},
         before_packets_(context_before(o, 0)),
         after_packets_(context_after(o, 0)) {
@@ -537,80 +539,6 @@ class CaptureRun {
     if (carry.size() > kMaxRegexSpan) carry.erase(0, carry.size() - kMaxRegexSpan);
   }
 
-  // Regexes: the lines of `bytes` (up to `end`) that some regex selects; ids_ gets the
-  // given patterns that select one, matches_ (when the output shows them) grep's -o spans
-  // in those lines. An empty record is one empty line.
-  bool regex_lines(std::string_view bytes, std::size_t end, std::span<const Occurrence> occurrences) {
-    ids_.clear();
-    matches_.clear();
-    if (bytes.empty()) return end == 0 && empty_line_selected();
-    bool any = false;
-    LineCutter<> cutter(bytes.substr(0, end), 0, occurrences, line_occurrences_);
-    CutLine<LineOccurrence> line;
-    while (cutter.next(line)) {
-      if (!regex_->line_matches(line.text, line.occurrences)) continue;
-      any = true;
-      if (!names_wanted_) break;  // the first selected line decides; nothing shows the matches
-      regex_->match_spans(line.text, line.occurrences, spans_);
-      for (const MatchSpan& m : spans_) matches_.push_back(PacketMatch{line.offset + m.begin, m.end - m.begin});
-      regex_->matched_patterns(line.text, line.occurrences, line_ids_);
-      ids_.insert(ids_.end(), line_ids_.begin(), line_ids_.end());
-    }
-    std::sort(ids_.begin(), ids_.end());
-    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
-    return any;
-  }
-
-  // Whether some regex selects the empty line: asked once (every packet without payload
-  // asks it, and with thousands of regexes asking each time cost more than the scan).
-  bool empty_line_selected() {
-    if (!empty_line_selected_) empty_line_selected_ = regex_->any_selects({});
-    return *empty_line_selected_;
-  }
-
-  // Fixed strings: matches_ gets grep -o's spans of the occurrences that count under
-  // -w/-x: leftmost first, the longest at one place, none overlapping the one before.
-  void literal_spans(std::string_view bytes, std::span<const Occurrence> occurrences) {
-    matches_.clear();
-    for (const Occurrence& o : occurrences) {
-      const std::size_t at = o.position;
-      const std::size_t end = at + table_.unique_length(o.pattern);
-      if (end > at && occurrence_counts(bytes, at, end, o_.word, o_.whole_line))
-        matches_.push_back(PacketMatch{at, end - at, o.pattern});
-    }
-    std::sort(matches_.begin(), matches_.end(), [](const PacketMatch& a, const PacketMatch& b) {
-      return a.offset != b.offset ? a.offset < b.offset : a.length > b.length;
-    });
-    std::size_t kept = 0;
-    std::uint64_t reach = 0;
-    for (const PacketMatch& m : matches_) {
-      if (kept > 0 && m.offset < reach) continue;
-      matches_[kept++] = m;
-      reach = m.offset + m.length;
-    }
-    matches_.resize(kept);
-  }
-
-  // Which patterns match in `bytes` under -w/-x; the unique ids, ascending.
-  void valid_ids(std::string_view bytes, std::span<const Occurrence> occurrences) {
-    ids_.clear();
-    for (const Occurrence& o : occurrences) {
-      const std::size_t at = o.position;
-      const std::size_t end = at + table_.unique_length(o.pattern);
-      if (!occurrence_counts(bytes, at, end, o_.word, o_.whole_line)) continue;
-      ids_.push_back(o.pattern);
-    }
-    std::sort(ids_.begin(), ids_.end());
-    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
-  }
-
-  // The empty pattern matches every record, as it matches every line; under -w or -x only
-  // an empty one (a packet without payload, a flow without data either way), as grep -w ''
-  // and -x '' match only empty lines. The scanner reports no occurrences for it.
-  bool empty_pattern_matches(std::size_t record_size) const {
-    return table_.has_empty_pattern() && (record_size == 0 || (!o_.word && !o_.whole_line));
-  }
-
   void take_selection() {
     ++selected_total_;
     ++selected_input_;
@@ -642,14 +570,7 @@ class CaptureRun {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     if (finished() && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
-    bool matched;
-    if (regex_ != nullptr) {
-      matched = regex_lines(bytes, bytes.size(), occurrences);
-    } else {
-      valid_ids(bytes, occurrences);
-      matched = !ids_.empty() || empty_pattern_matches(bytes.size());
-      if (names_wanted_) literal_spans(bytes, occurrences);
-    }
+    const bool matched = select_.record(bytes, occurrences);
     if (matched == o_.invert || finished()) {
       context_packet(std::move(p));
       return;
@@ -659,8 +580,8 @@ class CaptureRun {
     if (writer_ && !single_pass_out_) selected_packets_.insert(p.raw.index);
     for (const Pending& b : behind_) print_packet(b, record_of(b), true, {}, {});
     behind_.clear();
-    const std::span<const PacketMatch> shown = o_.invert ? std::span<const PacketMatch>() : matches_;
-    print_packet(p, bytes, false, ids_, shown);
+    const std::span<const PacketMatch> shown = o_.invert ? std::span<const PacketMatch>() : select_.matches();
+    print_packet(p, bytes, false, select_.ids(), shown);
     after_left_ = after_packets_;
   }
 
@@ -701,7 +622,7 @@ class CaptureRun {
     Flow& f = it->second;
     if (regex_ != nullptr) regex_flow_end(f);
     // Only the empty pattern matched: its first match is at the client's offset 0.
-    const bool matched = f.matched || (regex_ == nullptr && empty_pattern_matches(f.bytes[0] + f.bytes[1]));
+    const bool matched = f.matched || (regex_ == nullptr && select_.empty_pattern_matches(f.bytes[0] + f.bytes[1]));
     if (matched != o_.invert && !finished()) {
       take_selection();
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
@@ -719,7 +640,7 @@ class CaptureRun {
   // Regexes, a flow's end: each direction's unterminated last line is asked (every regex:
   // its factors were not looked for alone); a flow without data is one empty line.
   void regex_flow_end(Flow& f) {
-    if (f.bytes[0] + f.bytes[1] == 0 && empty_line_selected()) note_match(f, 0, 0, {});
+    if (f.bytes[0] + f.bytes[1] == 0 && select_.empty_line_selected()) note_match(f, 0, 0, {});
   }
 
   // The reassembler ended a flow. With regexes each direction's unterminated last line is
@@ -760,18 +681,17 @@ class CaptureRun {
     if (regex_ != nullptr) {
       // The complete lines; the rest comes again with the next piece (or as the last one).
       const std::size_t end = piece.last ? bytes.size() : bytes.rfind('\n') + 1;  // npos + 1: none
-      if (end == 0 || !regex_lines(bytes, end, occurrences)) return;
-      note_match(f, direction, record_offset + (matches_.empty() ? 0 : matches_.front().offset), ids_);
+      if (end == 0 || !select_.lines(bytes, end, occurrences)) return;
+      note_match(f, direction, record_offset + (select_.matches().empty() ? 0 : select_.matches().front().offset),
+                 select_.ids());
     } else {
-      valid_ids(bytes, occurrences);
-      if (ids_.empty()) return;
+      if (!select_.fixed(bytes, occurrences)) return;
       std::size_t first = bytes.size();
       for (const Occurrence& o : occurrences) first = std::min<std::size_t>(first, o.position);
-      note_match(f, direction, record_offset + first, ids_);  // may start in the carried overlap: still exact
-      if (names_wanted_) literal_spans(bytes, occurrences);
+      note_match(f, direction, record_offset + first, select_.ids());  // may start in the carried overlap: still exact
     }
     if (!names_wanted_) return;
-    for (const PacketMatch& m : matches_) {
+    for (const PacketMatch& m : select_.matches()) {
       // Regexes: the region starts no earlier than the match's line (a piece starts at a
       // line's start, so only that line's bytes before the match are sure to be in it).
       const std::size_t line = regex_ == nullptr || m.offset == 0 ? 0 : bytes.rfind('\n', m.offset - 1) + 1;
@@ -791,7 +711,7 @@ class CaptureRun {
   std::size_t carry_ = 0;
   RegexLines* regex_ = nullptr;  // -E/-G/-P: the records' lines decide (else fixed strings)
   bool names_wanted_ = true;     // the output names the patterns a record matched
-  std::optional<bool> empty_line_selected_;
+  PacketSelect select_;
   ExcerptBudget budget_;         // --stream: all open flows' excerpts together
   std::uint64_t before_packets_ = 0;  // -B: packets printed before a selected one
   std::uint64_t after_packets_ = 0;   // -A: and after it
@@ -808,11 +728,6 @@ class CaptureRun {
   std::deque<Pending> pending_;
   std::unordered_set<std::uint64_t> matched_flows_;
   std::unordered_set<std::uint64_t> selected_packets_;
-  std::vector<std::uint32_t> ids_;
-  std::vector<LineOccurrence> line_occurrences_;
-  std::vector<MatchSpan> spans_;
-  std::vector<std::uint32_t> line_ids_;
-  std::vector<PacketMatch> matches_;  // the record's matches, for the output
   std::deque<Pending> behind_;        // -B: the last packets not selected
   std::uint64_t after_left_ = 0;      // -A: packets still to print after a selected one
   std::uint64_t last_printed_ = 0;    // frame number, for grep's "--" between groups
