@@ -186,6 +186,17 @@ bool color_enabled(cli::ColorWhen when) {
   return ::isatty(STDOUT_FILENO) && term != nullptr && std::strcmp(term, "dumb") != 0;
 }
 
+// Capture files are matched per packet on every core (-j) where the host engine scans:
+// each thread with a twin of its scanner and a copy of `prototype`.
+CaptureThreads capture_threads(const cli::Options& o, const Engine& engine, const RegexLines* prototype) {
+  CaptureThreads threads;
+  const std::uint64_t wanted = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads.threads = static_cast<std::size_t>(std::min<std::uint64_t>(wanted, 256));
+  threads.scanner = [&engine] { return engine.make_thread_scanner(); };
+  threads.regexes = prototype;
+  return threads;
+}
+
 // The patterns as the engines take them. No pattern at all (an empty -f file) matches
 // nothing, so -v selects every line, -w and -x included: grep swaps it for the empty
 // pattern with -v flipped. Returns the number of patterns given.
@@ -489,7 +500,10 @@ int search(cli::Options& o) {
     outcome = Outcome{result.selected, false, result.bytes, result.stats};
   } else if (captures) {
     scanning_now = "the captured packets";
-    const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, printing.colors, stop, notices);
+    std::unique_ptr<RegexLines> prototype = regexes ? regexes->copy() : nullptr;  // before any search
+    const CaptureThreads threads = capture_threads(o, *engine, prototype.get());
+    const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, printing.colors,
+                                              engine->kind() == EngineKind::kHost ? &threads : nullptr, stop, notices);
     outcome = Outcome{result.selected > 0, result.trouble, result.bytes, ",\"packets\":" + std::to_string(result.packets)};
   } else {
     // Many files at once where the host engine scans: its scanner has twins for the

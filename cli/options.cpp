@@ -259,7 +259,6 @@ void check_capture_options(const Options& o) {
       {"-D (--devices)", o.devices != Devices::kCommandLine},
       {"-a, -I and --binary-files (payloads are printed with non-printable bytes as dots)",
        o.binary_files != BinaryFiles::kBinary},
-      {"-j (--threads)", o.threads != 0},
   };
   for (const auto& [option, given] : refused)
     if (given) throw UsageError(std::string(option) + (std::string_view(option).find(':') == std::string_view::npos

@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "flow_excerpts.hpp"
+#include "packet_farm.hpp"
 #include "packet_select.hpp"
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/unique_fd.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
 #include "gpufilter/scan/record_scan.hpp"
@@ -75,6 +77,9 @@ struct HeldPacket {
 // an undecided flow are held, at most this many bytes per flow and for all flows together.
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
+
+// The farm's pieces: about this many bytes of records each.
+constexpr std::size_t kFarmPieceBytes = std::size_t{512} << 10;
 
 struct Flow {
   PacketInfo first;  // direction 0's first packet: the client
@@ -224,6 +229,21 @@ class CaptureRun {
     if (names_wanted_ && o.stream) carry_ += budget_.limits.before;
   }
 
+  // Capture files are matched per packet on `threads` threads where they can be.
+  void use_farm(const CaptureThreads& threads, const PatternSet& patterns, const std::optional<Colors>& colors) {
+    farm_ = std::make_unique<PacketFarmParts>();
+    farm_->threads = threads.threads;
+    farm_->scanner = threads.scanner;
+    farm_->regexes = threads.regexes;
+    farm_->show = names_wanted_;
+    std::vector<PacketPattern> names = regex_ != nullptr ? given_names(patterns) : pattern_names(table_, patterns);
+    const cli::Options& o = o_;
+    const bool prints = !o.count && !capture_on_stdout(o.pcap_out);
+    farm_->printer = [&o, names, colors, prints](Output& out) -> std::unique_ptr<PacketSink> {
+      return prints ? make_sink(o, out, names, colors) : nullptr;
+    };
+  }
+
   CaptureResult run() {
     std::vector<std::string> inputs = o_.pcaps;
     const bool live = !o_.interface.empty();
@@ -242,7 +262,7 @@ class CaptureRun {
     CaptureResult r;
     r.selected = selected_total_;
     r.packets = packets_;
-    r.bytes = records_.bytes_scanned();
+    r.bytes = records_.bytes_scanned() + farm_bytes_;
     r.trouble = trouble_;
     return r;
   }
@@ -260,6 +280,7 @@ class CaptureRun {
     // --stream --pcap-out on a file writes the selected flows' packets in a second pass.
     const bool two_pass_out = !o_.pcap_out.empty() && o_.stream && !live && input != "-";
     if (!open_input(reader, two_pass_out)) return;
+    if (farm_ && !live && input != "-" && farm_input(reader, input)) return;
     sink_->begin(CaptureInput{name_, nano_});
     if (o_.stream) {
       reassembler_ = std::make_unique<TcpReassembler>(
@@ -272,6 +293,34 @@ class CaptureRun {
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
     finish_input(input, two_pass_out);
+  }
+
+  // A classic pcap file, per packet, on every core (cli/packet_farm.hpp); false when it
+  // cannot be (pcapng, damage, no thread): the caller reads it here, from the start.
+  bool farm_input(const PcapReader& reader, const std::string& input) {
+    const UniqueFd fd(::open(input.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) return false;
+    const std::unique_ptr<PcapPieces> pieces = PcapPieces::map(fd.get(), reader.snaplen(), nano_, kFarmPieceBytes);
+    if (!pieces) return false;
+    FarmResult r;
+    try {
+      const FarmCapture capture{*pieces, CaptureInput{name_, nano_}, link_type_, reader.snaplen(), o_.bpf};
+      r = run_packet_farm(o_, table_, *farm_, capture, out_, stop_);
+    } catch (const OutputError&) {
+      throw;
+    } catch (const Error&) {
+      return false;  // nothing was written
+    }
+    if (!r.ran) return false;
+    sink_->begin(CaptureInput{name_, nano_});
+    packets_ += r.packets;
+    farm_bytes_ += r.bytes;
+    selected_total_ += r.selected;
+    selected_input_ = r.selected;
+    if (!r.error.empty()) fail(name_ + ": " + r.error);
+    sink_->finish(CaptureSummary{name_, selected_input_});
+    out_.flush();
+    return true;
   }
 
   // The capture's link type is decoded, and the --pcap-out file (opened for the first
@@ -738,6 +787,8 @@ class CaptureRun {
   std::uint64_t selected_input_ = 0;
   std::size_t held_total_ = 0;    // single-pass --pcap-out: bytes held by undecided flows
   std::uint64_t flows_cut_ = 0;   // selected flows whose early packets were beyond the limits
+  std::unique_ptr<PacketFarmParts> farm_;  // capture files on many threads, when they can be
+  std::uint64_t farm_bytes_ = 0;           // scanned by it
   bool done_ = false;
   bool input_done_ = false;          // -l/-L: this capture is decided
   bool read_limit_reached_ = false;  // --max-packets
@@ -747,8 +798,10 @@ class CaptureRun {
 }  // namespace
 
 CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
-                           Output& out, const std::optional<Colors>& colors, StopSignal& stop, Notices& notices) {
+                           Output& out, const std::optional<Colors>& colors, const CaptureThreads* threads,
+                           StopSignal& stop, Notices& notices) {
   CaptureRun run(o, scanner, patterns, regex, out, colors, stop, notices);
+  if (threads != nullptr && threads->threads > 1 && packet_farm_applies(o)) run.use_farm(*threads, patterns, colors);
   return run.run();
 }
 

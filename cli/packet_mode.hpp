@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "gpufilter/cli/options.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
@@ -39,9 +41,18 @@ struct CaptureResult {
 // "FILE: write error: REASON" for the --pcap-out file (a full disk, RLIMIT_FSIZE).
 // `regex`: the patterns are regexes and the scanner looks for their factors (null: fixed
 // strings).
-// `colors`: --color's, when on.
+// Per packet, a capture file is matched on many threads at once (cli/packet_farm.hpp)
+// where the engine has scanners for other threads.
+struct CaptureThreads {
+  std::size_t threads = 1;
+  std::function<std::unique_ptr<Scanner>()> scanner;  // null result: not for this engine
+  const RegexLines* regexes = nullptr;                // the copies' prototype (regexes only)
+};
+
+// `colors`: --color's, when on. `threads`: null, or how the farm is made.
 CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const PatternSet& patterns, RegexLines* regex,
-                           Output& out, const std::optional<Colors>& colors, StopSignal& stop, Notices& notices);
+                           Output& out, const std::optional<Colors>& colors, const CaptureThreads* threads,
+                           StopSignal& stop, Notices& notices);
 
 // --stream with regexes: a line of a flow longer than this is matched in its last this
 // many bytes.

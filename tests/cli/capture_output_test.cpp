@@ -258,18 +258,20 @@ struct Segment {
   std::uint8_t flags = 0x18;
 };
 
-void put32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));  // little-endian file
+// The file's byte order: little-endian, or big-endian with `big`.
+void put32(std::string& out, std::uint32_t v, bool big = false) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (big ? 24 - 8 * i : 8 * i)));
 }
 
-std::string build_capture(const std::vector<Segment>& segments) {
+// `big`: a big-endian file; `nano`: nanosecond timestamps.
+std::string build_capture(const std::vector<Segment>& segments, bool big = false, bool nano = false) {
   std::string file;
-  put32(file, 0xa1b2c3d4);
-  file += std::string("\x02\x00\x04\x00", 4);
-  put32(file, 0);
-  put32(file, 0);
-  put32(file, 65535);
-  put32(file, 1);  // Ethernet
+  put32(file, nano ? 0xa1b23c4d : 0xa1b2c3d4, big);
+  file += big ? std::string("\x00\x02\x00\x04", 4) : std::string("\x02\x00\x04\x00", 4);
+  put32(file, 0, big);
+  put32(file, 0, big);
+  put32(file, 65535, big);
+  put32(file, 1, big);  // Ethernet
   std::uint32_t usec = 0;
   for (const Segment& s : segments) {
     std::string f(14 + 20 + 20, '\0');
@@ -282,10 +284,10 @@ std::string build_capture(const std::vector<Segment>& segments) {
     for (int k = 0; k < 4; ++k) f[38 + k] = static_cast<char>(s.seq >> (24 - 8 * k));
     f[46] = 0x50, f[47] = static_cast<char>(s.flags);
     f += s.payload;
-    put32(file, 1700000000);
-    put32(file, ++usec);
-    put32(file, static_cast<std::uint32_t>(f.size()));
-    put32(file, static_cast<std::uint32_t>(f.size()));
+    put32(file, 1700000000, big);
+    put32(file, ++usec * (nano ? 7 : 1), big);
+    put32(file, static_cast<std::uint32_t>(f.size()), big);
+    put32(file, static_cast<std::uint32_t>(f.size()), big);
     file += f;
   }
   return file;
@@ -436,6 +438,52 @@ TEST_F(CaptureOutput, StreamPcapOutFromStandardInputHasTheEarlyPackets) {
   const std::size_t written = frame_times(dir.file("cut.pcap")).size();
   EXPECT_GT(written, 2u);
   EXPECT_LT(written, big.size());
+}
+
+}  // namespace
+}  // namespace gpufilter::test
+
+namespace gpufilter::test {
+namespace {
+
+// A capture file matched per packet on several threads (cli/packet_farm.hpp) prints byte
+// for byte what one thread prints: on every sample (pcapng and damaged files are read
+// by one thread anyway), big-endian and nanosecond captures, and a capture of many
+// pieces built here, with text, JSON, -o -b, -v, -c, regexes and a BPF filter.
+TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
+  TempDir dir;
+  // Many pieces: the SMTP flow's packets again and again (the farm cuts 512 KiB pieces).
+  std::vector<Segment> segments;
+  for (std::uint32_t copy = 0; copy < 4000; ++copy) {
+    const auto port = static_cast<std::uint16_t>(1024 + copy % 60000);
+    segments.push_back({port, 1, "", 0x02});
+    segments.push_back({port, 2, "EHLO host" + std::to_string(copy) + "\r\nMAIL FROM: <a@b>\r\n"});
+    segments.push_back({port, 100, std::string(300, static_cast<char>('a' + copy % 26)) + "\r\nRCPT TO: <c@d>\r\n"});
+  }
+  const std::string built = build_capture(segments);
+  const std::vector<std::string> captures = {
+      dir.write("many.pcap", built), dir.write("big-nano.pcap", build_capture(segments, true, true)),
+      dir.write("cut.pcap", built.substr(0, built.size() * 2 / 3)), corpus_path("pcap/http.cap"),
+      corpus_path("pcap/smtp.pcap"), corpus_path("pcap/http_redirects.pcapng")};
+  const std::vector<std::vector<std::string>> runs = {
+      {"-F", "-e", "MAIL FROM", "-e", "Host:"},
+      {"--json", "-F", "-e", "RCPT"},
+      {"-o", "-b", "-E", "-e", "host[0-9]+", "-e", "GET [^ ]+"},
+      {"-c", "-v", "-F", "-e", "aaaa"},
+      {"-c", "--bpf", "tcp port 1030 or udp", "-e", ""},
+      {"--hexdump", "-i", "-F", "-e", "ehlo"},
+  };
+  for (const std::string& capture : captures) {
+    for (const std::vector<std::string>& run : runs) {
+      std::vector<std::string> args = {"--engine=host", "--pcap", capture};
+      args.insert(args.end(), run.begin(), run.end());
+      const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
+      const GrepRun many = run_gpufilter(args + Args{"-j", "4"});
+      EXPECT_EQ(many.status, one.status) << describe_args(args) << one.err;
+      EXPECT_EQ(many.err, one.err) << describe_args(args);
+      EXPECT_TRUE(many.out == one.out) << describe_args(args) << ": " << first_difference(one.out, many.out);
+    }
+  }
 }
 
 }  // namespace
