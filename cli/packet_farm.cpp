@@ -1,8 +1,6 @@
 // The packets of a classic pcap file matched on every core at once (packet_farm.hpp).
 #include "packet_farm.hpp"
 
-#include <pcap/pcap.h>
-
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -27,50 +25,31 @@ bool packet_farm_applies(const cli::Options& o) {
 
 namespace {
 
+// A piece of the file: whole records, and where the first one's number starts.
+struct Piece {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::uint64_t first_index = 0;
+};
+
 // A piece's output and counts, from its thread to the writer.
 struct PieceResult {
   std::string text;
   std::uint64_t selected = 0;
+  std::uint64_t packets = 0;
   std::uint64_t bytes = 0;
   bool done = false;
 };
 
-// libpcap's BPF program for the capture's link type, run on each packet
-// (pcap_offline_filter only reads it, so every thread may run it at once).
-class Filter {
- public:
-  Filter(const FarmCapture& c) {
-    if (c.bpf.empty()) return;
-    dead_ = pcap_open_dead(c.link_type, c.snaplen);
-    if (dead_ == nullptr || pcap_compile(dead_, &program_, c.bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
-      throw Error("BPF expression '" + c.bpf + "' does not compile");
-    compiled_ = true;
-  }
-  ~Filter() {
-    if (compiled_) pcap_freecode(&program_);
-    if (dead_ != nullptr) pcap_close(dead_);
-  }
-  Filter(const Filter&) = delete;
-  Filter& operator=(const Filter&) = delete;
-  bool passes(const RawPacket& raw) const {
-    if (!compiled_) return true;
-    pcap_pkthdr h{};
-    h.caplen = raw.caplen;
-    h.len = raw.len;
-    return pcap_offline_filter(&program_, &h, raw.data.data()) != 0;
-  }
-
- private:
-  pcap_t* dead_ = nullptr;
-  bpf_program program_{};
-  bool compiled_ = false;
-};
+// About this many bytes of records a piece.
+constexpr std::size_t kPieceBytes = std::size_t{512} << 10;
 
 class Farm {
  public:
   Farm(const cli::Options& o, const PatternTable& table, const PacketFarmParts& parts, const FarmCapture& capture,
        StopSignal& stop)
-      : o_(o), table_(table), parts_(parts), capture_(capture), stop_(stop), filter_(capture),
+      : o_(o), table_(table), parts_(parts), capture_(capture), stop_(stop),
+        filter_(capture.link_type, capture.snaplen, capture.bpf),
         window_(std::max<std::size_t>(2, 2 * parts.threads)), slots_(window_) {}
 
   FarmResult run(Output& out);
@@ -78,8 +57,9 @@ class Farm {
  private:
   struct Lane;
   void thread_main();
-  bool take(std::size_t& index);
-  void search(Lane& lane, std::size_t index, PieceResult& result);
+  bool take(std::size_t& index, Piece& piece);
+  void search(Lane& lane, const Piece& piece, PieceResult& result);
+  bool cut(std::size_t written);
   void write_in_order(Output& out, FarmResult& r);
   void end_threads();
 
@@ -88,16 +68,21 @@ class Farm {
   const PacketFarmParts& parts_;
   const FarmCapture& capture_;
   StopSignal& stop_;
-  Filter filter_;
+  BpfFilter filter_;
   const std::size_t window_;
   std::vector<PieceResult> slots_;  // piece i's in slots_[i % window_]
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::size_t next_ = 0;     // the next piece a thread takes
-  std::size_t written_ = 0;  // pieces written so far
+  std::vector<Piece> pieces_;  // cut so far
+  bool cut_all_ = false;       // no more pieces come
+  std::size_t next_ = 0;       // the next piece a thread takes
   bool abort_ = false;
   std::string error_;
   std::vector<std::thread> threads_;
+  // The cutting, on the calling thread: the next record, its number.
+  std::size_t at_ = PcapPieces::kFileHeader;
+  std::uint64_t index_ = 1;
+  bool left_ = false;  // stopped at a record PcapPieces does not read
 };
 
 // One thread's scanner, regexes, selection and printer.
@@ -118,12 +103,13 @@ struct Farm::Lane {
   std::unique_ptr<PacketSink> printer;
 };
 
-// The next piece, once it is within the window of pieces not yet written; false: none left.
-bool Farm::take(std::size_t& index) {
+// The next piece cut; false when none is left (or the run stops).
+bool Farm::take(std::size_t& index, Piece& piece) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return abort_ || next_ >= capture_.pieces.pieces().size() || next_ < written_ + window_; });
-  if (abort_ || next_ >= capture_.pieces.pieces().size()) return false;
+  changed_.wait(lock, [&] { return abort_ || next_ < pieces_.size() || cut_all_; });
+  if (abort_ || next_ >= pieces_.size()) return false;
   index = next_++;
+  piece = pieces_[index];
   return true;
 }
 
@@ -131,9 +117,10 @@ void Farm::thread_main() {
   try {
     Lane lane(table_, o_, parts_);
     std::size_t index = 0;
-    while (take(index)) {
+    Piece piece;
+    while (take(index, piece)) {
       PieceResult result;
-      search(lane, index, result);
+      search(lane, piece, result);
       std::lock_guard lock(mutex_);
       slots_[index % window_] = std::move(result);
       slots_[index % window_].done = true;
@@ -153,8 +140,7 @@ struct Scanned {
   PacketInfo info;
 };
 
-void Farm::search(Lane& lane, std::size_t index, PieceResult& result) {
-  const PcapPieces::Piece& piece = capture_.pieces.pieces()[index];
+void Farm::search(Lane& lane, const Piece& piece, PieceResult& result) {
   std::deque<Scanned> pending;
   if (lane.printer) lane.printer->begin(capture_.input);
   RecordScan records(*lane.scanner, [&](std::uint64_t, std::string_view bytes, std::size_t,
@@ -168,14 +154,16 @@ void Farm::search(Lane& lane, std::size_t index, PieceResult& result) {
     const std::span<const PacketMatch> shown = o_.invert ? std::span<const PacketMatch>() : lane.select.matches();
     lane.printer->packet(PacketRecord{p.raw, p.info, bytes, lane.select.ids(), shown});
   });
-  capture_.pieces.for_each(piece, [&](const RawPacket& raw) {
-    if (!filter_.passes(raw)) return;
+  RawPacket raw;
+  raw.index = piece.first_index;
+  for (std::size_t at = piece.begin; at < piece.end; ++raw.index) {
+    at = capture_.pieces.record(at, raw);  // the cut read it: never 0 here
+    if (!filter_.passes(raw)) continue;
+    ++result.packets;
     const PacketInfo info = decode_packet(capture_.link_type, raw.data);
     pending.push_back(Scanned{raw, info});
-    const std::span<const std::uint8_t> record =
-        o_.match_frame ? raw.data : raw.data.subspan(info.payload_offset, info.payload_length);
-    records.add(raw.index, record);
-  });
+    records.add(raw.index, o_.match_frame ? raw.data : raw.data.subspan(info.payload_offset, info.payload_length));
+  }
   records.finish();
   result.bytes = records.bytes_scanned();
   lane.out.flush();
@@ -183,24 +171,61 @@ void Farm::search(Lane& lane, std::size_t index, PieceResult& result) {
   lane.writer.clear();
 }
 
+// Cuts pieces until `window_` are cut and not written (`written` so far) or the file is
+// cut; false when no piece is left to cut.
+bool Farm::cut(std::size_t written) {
+  const PcapPieces& file = capture_.pieces;
+  std::size_t count;
+  {
+    std::lock_guard lock(mutex_);
+    count = pieces_.size();
+  }
+  while (!left_ && at_ < file.size() && count < written + window_) {
+    Piece piece{at_, at_, index_};
+    RawPacket raw;
+    while (at_ < file.size() && piece.end - piece.begin < kPieceBytes) {
+      const std::size_t next = file.record(at_, raw);
+      if (next == 0) {
+        left_ = true;
+        break;
+      }
+      at_ = piece.end = next;
+      ++index_;
+    }
+    std::lock_guard lock(mutex_);
+    if (piece.end > piece.begin) pieces_.push_back(piece);
+    count = pieces_.size();
+    changed_.notify_all();
+  }
+  std::lock_guard lock(mutex_);
+  cut_all_ = left_ || at_ >= file.size();
+  changed_.notify_all();
+  return count > written;
+}
+
 // Each piece's output as soon as it and every piece before it are done.
 void Farm::write_in_order(Output& out, FarmResult& r) {
-  const std::size_t count = capture_.pieces.pieces().size();
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = 0; cut(i); ++i) {
     PieceResult piece;
+    std::size_t end;
     {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return abort_ || slots_[i % window_].done; });
-      if (!slots_[i % window_].done) return;  // a thread failed, or the run stops
+      if (!slots_[i % window_].done) return;  // a thread failed
       piece = std::move(slots_[i % window_]);
       slots_[i % window_] = PieceResult{};
-      ++written_;
-      changed_.notify_all();
+      end = pieces_[i].end;
     }
     out.write(piece.text);
+    capture_.pieces.release_before(end);  // no thread reads below it again
     r.selected += piece.selected;
+    r.packets += piece.packets;
     r.bytes += piece.bytes;
     if (stop_.requested()) return;
+  }
+  if (left_) {
+    r.resume_offset = at_;
+    r.resume_index = index_;
   }
 }
 
@@ -229,7 +254,6 @@ FarmResult Farm::run(Output& out) {
     throw;  // a write error: the caller reports it
   }
   end_threads();
-  r.packets = capture_.pieces.packets();
   r.error = error_;
   return r;
 }

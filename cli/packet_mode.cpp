@@ -62,7 +62,7 @@ struct Piece {
 
 // A packet whose record is being scanned: kept until its result comes back.
 struct Pending {
-  RawPacket raw;
+  RawPacket raw;                    // its data in `frame`, or in a mapped file
   std::vector<std::uint8_t> frame;
   PacketInfo info;
 };
@@ -78,8 +78,8 @@ struct HeldPacket {
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
 
-// The farm's pieces: about this many bytes of records each.
-constexpr std::size_t kFarmPieceBytes = std::size_t{512} << 10;
+// A mapped capture read here gives back the pages behind it in steps of this many bytes.
+constexpr std::size_t kReleaseStep = std::size_t{32} << 20;
 
 struct Flow {
   PacketInfo first;  // direction 0's first packet: the client
@@ -280,8 +280,13 @@ class CaptureRun {
     // --stream --pcap-out on a file writes the selected flows' packets in a second pass.
     const bool two_pass_out = !o_.pcap_out.empty() && o_.stream && !live && input != "-";
     if (!open_input(reader, two_pass_out)) return;
-    if (farm_ && !live && input != "-" && farm_input(reader, input)) return;
+    const std::unique_ptr<PcapPieces> pieces = live || input == "-" ? nullptr : map_file(reader, input);
     sink_->begin(CaptureInput{name_, nano_});
+    read_mapped(pieces.get(), reader);
+    if (farm_ && pieces && farm_input(reader, *pieces)) {
+      finish_input(input, two_pass_out);
+      return;
+    }
     if (o_.stream) {
       reassembler_ = std::make_unique<TcpReassembler>(
           ReassemblyConfig{},
@@ -293,18 +298,72 @@ class CaptureRun {
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
     finish_input(input, two_pass_out);
+    read_mapped(nullptr, reader);
   }
 
-  // A classic pcap file, per packet, on every core (cli/packet_farm.hpp); false when it
-  // cannot be (pcapng, damage, no thread): the caller reads it here, from the start.
-  bool farm_input(const PcapReader& reader, const std::string& input) {
+  // A classic pcap file is read from its mapping (no copy, no system call per packet):
+  // null when PcapPieces does not take it, and libpcap reads it.
+  std::unique_ptr<PcapPieces> map_file(const PcapReader& reader, const std::string& input) {
     const UniqueFd fd(::open(input.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) return false;
-    const std::unique_ptr<PcapPieces> pieces = PcapPieces::map(fd.get(), reader.snaplen(), nano_, kFarmPieceBytes);
-    if (!pieces) return false;
+    if (fd.get() < 0) return nullptr;
+    return PcapPieces::map(fd.get(), reader.snaplen(), nano_);
+  }
+
+  // The packets come from `pieces`, with the BPF filter run here, or (null) from `reader`.
+  void read_mapped(const PcapPieces* pieces, const PcapReader& reader) {
+    cursor_.reset();
+    filter_.reset();
+    released_ = 0;
+    if (pieces == nullptr) return;
+    try {
+      filter_ = std::make_unique<BpfFilter>(link_type_, reader.snaplen(), o_.bpf);
+    } catch (const Error&) {
+      return;  // libpcap compiled it for the reader: it reads
+    }
+    cursor_.emplace(*pieces);
+  }
+
+  PcapReader::Read next_packet(PcapReader& reader, RawPacket& raw) {
+    if (!cursor_) return reader.read(raw);
+    if (cursor_->offset() >= released_ + kReleaseStep) release_mapping();
+    for (;;) {
+      switch (cursor_->next(raw)) {
+        case PcapPieces::Cursor::Read::kPacket:
+          if (filter_->passes(raw)) return PcapReader::Read::kPacket;
+          continue;
+        case PcapPieces::Cursor::Read::kEnd: return PcapReader::Read::kEnd;
+        case PcapPieces::Cursor::Read::kLeft: break;
+      }
+      // A record the mapping does not read (cut short, over the snaplen): libpcap reads
+      // on from it, and words what is wrong with it.
+      hand_to_libpcap(reader, cursor_->offset(), cursor_->index() + 1);
+      return reader.read(raw);
+    }
+  }
+
+  void hand_to_libpcap(PcapReader& reader, std::uint64_t offset, std::uint64_t index) {
+    if (!reader.resume_at(offset, index)) throw Error("cannot seek to byte " + std::to_string(offset));
+    cursor_.reset();
+  }
+
+  // The mapping's pages before the oldest packet still kept (waiting for its result, or
+  // for -B) leave the process, so memory stays bounded whatever the file's size.
+  void release_mapping() {
+    const PcapPieces& pieces = cursor_->pieces();
+    std::size_t oldest = cursor_->offset();
+    if (!pending_.empty()) oldest = std::min(oldest, pieces.offset_of(pending_.front().raw.data.data()));
+    if (!behind_.empty()) oldest = std::min(oldest, pieces.offset_of(behind_.front().raw.data.data()));
+    pieces.release_before(oldest);
+    released_ = oldest;
+  }
+
+  // A classic pcap file, per packet, on every core (cli/packet_farm.hpp). False when it
+  // cannot be (no thread): the caller reads it here, from the start. A record the farm
+  // does not read (damage) is where it stops: libpcap reads on from there, here.
+  bool farm_input(PcapReader& reader, const PcapPieces& pieces) {
     FarmResult r;
     try {
-      const FarmCapture capture{*pieces, CaptureInput{name_, nano_}, link_type_, reader.snaplen(), o_.bpf};
+      const FarmCapture capture{pieces, CaptureInput{name_, nano_}, link_type_, reader.snaplen(), o_.bpf};
       r = run_packet_farm(o_, table_, *farm_, capture, out_, stop_);
     } catch (const OutputError&) {
       throw;
@@ -312,14 +371,20 @@ class CaptureRun {
       return false;  // nothing was written
     }
     if (!r.ran) return false;
-    sink_->begin(CaptureInput{name_, nano_});
     packets_ += r.packets;
     farm_bytes_ += r.bytes;
     selected_total_ += r.selected;
     selected_input_ = r.selected;
-    if (!r.error.empty()) fail(name_ + ": " + r.error);
-    sink_->finish(CaptureSummary{name_, selected_input_});
-    out_.flush();
+    if (!r.error.empty()) {
+      fail(name_ + ": " + r.error);
+    } else if (r.resume_offset != 0) {
+      try {
+        hand_to_libpcap(reader, r.resume_offset, r.resume_index);
+        read_packets(reader, false);
+      } catch (const Error& e) {
+        fail(name_ + ": " + e.what());
+      }
+    }
     return true;
   }
 
@@ -367,7 +432,7 @@ class CaptureRun {
           read_limit_reached_ = true;  // --max-packets: no more are read, of any capture
           break;
         }
-        const PcapReader::Read got = reader.read(raw);
+        const PcapReader::Read got = next_packet(reader, raw);
         if (got == PcapReader::Read::kEnd) break;
         if (got == PcapReader::Read::kIdle || (live && waiting_since_ && Clock::now() - *waiting_since_ >= batch_timeout_)) {
           // A quiet interface, or a packet that has waited the batch timeout: what waits
@@ -447,18 +512,20 @@ class CaptureRun {
     f.held_bytes = 0;
   }
 
-  // Any other packet is one record; its frame is kept until the record's result comes back.
+  // Any other packet is one record; its frame is kept until the record's result comes back
+  // (a mapped file's stays where it is).
   void add_packet(const RawPacket& raw, const PacketInfo& info) {
     Pending p;
     p.raw = raw;
-    p.frame.assign(raw.data.begin(), raw.data.end());
-    p.raw.data = std::span<const std::uint8_t>(p.frame);
+    if (!cursor_) {
+      p.frame.assign(raw.data.begin(), raw.data.end());
+      p.raw.data = std::span<const std::uint8_t>(p.frame);
+    }
     p.info = info;
     pending_.push_back(std::move(p));
     const Pending& back = pending_.back();
     const std::span<const std::uint8_t> record =
-        o_.match_frame ? std::span<const std::uint8_t>(back.frame)
-                       : std::span<const std::uint8_t>(back.frame).subspan(info.payload_offset, info.payload_length);
+        o_.match_frame ? back.raw.data : back.raw.data.subspan(info.payload_offset, info.payload_length);
     records_.add(kPacketTag | raw.index, record);
   }
 
@@ -647,7 +714,7 @@ class CaptureRun {
   }
 
   std::string_view record_of(const Pending& p) const {
-    const std::string_view frame(reinterpret_cast<const char*>(p.frame.data()), p.frame.size());
+    const std::string_view frame(reinterpret_cast<const char*>(p.raw.data.data()), p.raw.data.size());
     return o_.match_frame ? frame : frame.substr(p.info.payload_offset, p.info.payload_length);
   }
 
@@ -787,6 +854,9 @@ class CaptureRun {
   std::uint64_t selected_input_ = 0;
   std::size_t held_total_ = 0;    // single-pass --pcap-out: bytes held by undecided flows
   std::uint64_t flows_cut_ = 0;   // selected flows whose early packets were beyond the limits
+  std::optional<PcapPieces::Cursor> cursor_;  // a mapped capture file's packets, when it is one
+  std::unique_ptr<BpfFilter> filter_;         // and the BPF filter run on them
+  std::size_t released_ = 0;                  // the mapping's bytes given back so far
   std::unique_ptr<PacketFarmParts> farm_;  // capture files on many threads, when they can be
   std::uint64_t farm_bytes_ = 0;           // scanned by it
   bool done_ = false;

@@ -6,13 +6,15 @@
 #include <bit>
 #include <cstring>
 
+#include <pcap/pcap.h>
+
+#include "gpufilter/core/errors.hpp"
 #include "mapped_file.hpp"
 
 namespace gpufilter {
 
 namespace {
 
-constexpr std::size_t kFileHeader = 24;
 constexpr std::size_t kRecordHeader = 16;
 
 std::uint32_t byte_swap(std::uint32_t v) noexcept {
@@ -27,50 +29,75 @@ std::uint32_t PcapPieces::load(std::size_t at) const noexcept {
   return swapped_ ? byte_swap(v) : v;
 }
 
-std::size_t PcapPieces::read_record(std::size_t at, RawPacket& raw) const noexcept {
+std::size_t PcapPieces::record(std::size_t at, RawPacket& raw) const noexcept {
+  if (size_ - at < kRecordHeader) return 0;
+  const std::uint32_t caplen = load(at + 8);
+  if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader) return 0;
   raw.seconds = static_cast<std::int64_t>(load(at));
   const std::uint32_t fraction = load(at + 4);
   raw.nanoseconds = nanosecond_ ? fraction : fraction * 1000;
-  raw.caplen = load(at + 8);
+  raw.caplen = caplen;
   raw.len = load(at + 12);
-  raw.data = std::span<const std::uint8_t>(bytes_ + at + kRecordHeader, raw.caplen);
-  return at + kRecordHeader + raw.caplen;
+  raw.data = std::span<const std::uint8_t>(bytes_ + at + kRecordHeader, caplen);
+  return at + kRecordHeader + caplen;
 }
 
-std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond, std::size_t piece_bytes) {
+PcapPieces::Cursor::Read PcapPieces::Cursor::next(RawPacket& raw) noexcept {
+  if (at_ >= pieces_.size()) return Read::kEnd;
+  const std::size_t next = pieces_.record(at_, raw);
+  if (next == 0) return Read::kLeft;
+  at_ = next;
+  raw.index = ++index_;
+  return Read::kPacket;
+}
+
+std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) < kFileHeader)
     return nullptr;
-  const auto size = static_cast<std::size_t>(st.st_size);
   std::unique_ptr<PcapPieces> p(new PcapPieces);
-  p->file_ = MappedFile::map(fd, 0, size);
+  p->size_ = static_cast<std::size_t>(st.st_size);
+  p->file_ = MappedFile::map(fd, 0, p->size_);
   if (!p->file_) return nullptr;
   p->bytes_ = reinterpret_cast<const unsigned char*>(p->file_->data());
   std::uint32_t magic;
   std::memcpy(&magic, p->bytes_, sizeof magic);
   const bool micro = magic == 0xa1b2c3d4 || magic == byte_swap(0xa1b2c3d4);
   const bool nano = magic == 0xa1b23c4d || magic == byte_swap(0xa1b23c4d);
-  if ((!micro && !nano) || nano != nanosecond) return nullptr;  // pcapng, or not what libpcap read
+  if ((!micro && !nano) || nano != nanosecond || snaplen <= 0) return nullptr;  // pcapng, or not what libpcap read
   p->swapped_ = magic == byte_swap(0xa1b2c3d4) || magic == byte_swap(0xa1b23c4d);
   p->nanosecond_ = nano;
-  const auto limit = static_cast<std::uint32_t>(snaplen);
-  Piece piece{kFileHeader, kFileHeader, 1, 0};
-  std::uint64_t index = 1;
-  for (std::size_t at = kFileHeader; at < size; ++index) {
-    if (size - at < kRecordHeader) return nullptr;  // a cut header: PcapReader says so
-    const std::uint32_t caplen = p->load(at + 8);
-    if (caplen > limit || caplen > size - at - kRecordHeader) return nullptr;
-    at += kRecordHeader + caplen;
-    piece.end = at;
-    ++piece.packets;
-    if (piece.end - piece.begin >= piece_bytes) {
-      p->pieces_.push_back(piece);
-      piece = Piece{at, at, index + 1, 0};
-    }
-  }
-  if (piece.packets > 0) p->pieces_.push_back(piece);
-  p->packets_ = index - 1;
+  p->snaplen_ = static_cast<std::uint32_t>(snaplen);
   return p;
+}
+
+struct BpfFilter::Program {
+  pcap_t* dead = nullptr;
+  bpf_program code{};
+  ~Program() {
+    pcap_freecode(&code);
+    if (dead != nullptr) pcap_close(dead);
+  }
+};
+
+BpfFilter::BpfFilter(int link_type, int snaplen, const std::string& expression) {
+  if (expression.empty()) return;
+  auto program = std::make_unique<Program>();
+  program->dead = pcap_open_dead(link_type, snaplen);
+  if (program->dead == nullptr) throw ConfigError("BPF expression '" + expression + "': libpcap is out of memory");
+  if (pcap_compile(program->dead, &program->code, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
+    throw ConfigError("BPF expression '" + expression + "': " + pcap_geterr(program->dead));
+  program_ = std::move(program);
+}
+
+BpfFilter::~BpfFilter() = default;
+
+bool BpfFilter::passes(const RawPacket& raw) const noexcept {
+  if (!program_) return true;
+  pcap_pkthdr h{};
+  h.caplen = raw.caplen;
+  h.len = raw.len;
+  return pcap_offline_filter(&program_->code, &h, raw.data.data()) != 0;
 }
 
 }  // namespace gpufilter

@@ -346,6 +346,13 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
   }
 }
 
+bool PcapReader::resume_at(std::uint64_t offset, std::uint64_t index) {
+  FILE* const file = live_ ? nullptr : pcap_file(static_cast<pcap_t*>(pcap_));
+  if (file == nullptr || ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) return false;
+  index_ = index - 1;
+  return true;
+}
+
 void PcapReader::break_loop() noexcept {
   if (pcap_ != nullptr) pcap_breakloop(static_cast<pcap_t*>(pcap_));
 }

@@ -461,9 +461,14 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
     segments.push_back({port, 100, std::string(300, static_cast<char>('a' + copy % 26)) + "\r\nRCPT TO: <c@d>\r\n"});
   }
   const std::string built = build_capture(segments);
+  // A record longer than the file's snaplen halfway: libpcap reads on from it (cutting it
+  // to the snaplen), after the mapping and the farm stopped there.
+  std::vector<Segment> oversized = segments;
+  oversized.insert(oversized.begin() + 5000, Segment{2000, 1, std::string(70000, 'z') + "MAIL FROM"});
   const std::vector<std::string> captures = {
       dir.write("many.pcap", built), dir.write("big-nano.pcap", build_capture(segments, true, true)),
-      dir.write("cut.pcap", built.substr(0, built.size() * 2 / 3)), corpus_path("pcap/http.cap"),
+      dir.write("cut.pcap", built.substr(0, built.size() * 2 / 3)),
+      dir.write("oversized.pcap", build_capture(oversized)), corpus_path("pcap/http.cap"),
       corpus_path("pcap/smtp.pcap"), corpus_path("pcap/http_redirects.pcapng")};
   const std::vector<std::vector<std::string>> runs = {
       {"-F", "-e", "MAIL FROM", "-e", "Host:"},
@@ -482,6 +487,15 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
       EXPECT_EQ(many.status, one.status) << describe_args(args) << one.err;
       EXPECT_EQ(many.err, one.err) << describe_args(args);
       EXPECT_TRUE(many.out == one.out) << describe_args(args) << ": " << first_difference(one.out, many.out);
+      // Standard input is read by libpcap alone, record by record.
+      Args piped = args;
+      piped[2] = "-";
+      const GrepRun libpcap = run_gpufilter(piped + Args{"--label", capture, "-j", "1"}, read_file(capture));
+      EXPECT_EQ(libpcap.status, one.status) << describe_args(args) << one.err;
+      EXPECT_TRUE(libpcap.out == one.out) << describe_args(args) << ": " << first_difference(libpcap.out, one.out);
+      std::string err = libpcap.err;
+      if (const std::size_t at = err.find("(standard input)"); at != std::string::npos) err.replace(at, 16, capture);
+      EXPECT_EQ(err, one.err) << describe_args(args);
     }
   }
 }

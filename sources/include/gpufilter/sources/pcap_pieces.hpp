@@ -1,18 +1,20 @@
-// PcapPieces: a classic pcap file mapped into memory and cut into pieces of whole records,
-// so that many threads decode and match its packets at once (cli/packet_farm.hpp). The cut
-// is one pass over the record headers (16 bytes a record; the payloads are not touched).
+// PcapPieces: a classic pcap file mapped into memory, read record by record without a
+// copy or a system call per packet: one after another (Cursor), or cut into pieces of
+// whole records that many threads decode and match at once (cli/packet_farm.hpp).
 //
-// Only files libpcap would read record by record the same way are taken: classic pcap,
-// microsecond or nanosecond, either byte order, every record within the file's snaplen
-// and within the file. A pcapng file, standard input, or any truncated or corrupt record
-// gives no pieces: PcapReader then reads the file and reports the damage as libpcap does.
+// Only what libpcap reads the same way is read here: classic pcap, microsecond or
+// nanosecond, either byte order, records within the file's snaplen and within the file.
+// At the first record that is not (cut short, or longer than the snaplen, which libpcap
+// truncates or refuses), reading stops and PcapReader::resume_at() lets libpcap go on
+// from that record, so damage is worded as libpcap words it. A pcapng file or standard
+// input is not mapped at all. Pages behind the reader are given back (release_before()),
+// so memory stays bounded whatever the file's size.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "gpufilter/core/packet.hpp"
 #include "gpufilter/core/source.hpp"
@@ -21,43 +23,65 @@ namespace gpufilter {
 
 class PcapPieces {
  public:
-  struct Piece {
-    std::size_t begin = 0;  // file offset of its first record header
-    std::size_t end = 0;    // just past its last record
-    std::uint64_t first_index = 0;  // frame number of its first record (1-based)
-    std::size_t packets = 0;
+  static constexpr std::size_t kFileHeader = 24;
+
+  // Null when the file is not a classic pcap or cannot be mapped. `snaplen` and
+  // `nanosecond` are what libpcap said of the file (PcapReader).
+  static std::unique_ptr<PcapPieces> map(int fd, int snaplen, bool nanosecond);
+
+  // The record at file offset `at` (< size()): the offset just past it, or 0 when it is
+  // cut short or longer than the snaplen (libpcap reads on from `at`).
+  std::size_t record(std::size_t at, RawPacket& raw) const noexcept;
+  std::size_t size() const noexcept { return size_; }
+
+  // The bytes before file offset `offset` are never read again: their pages leave the
+  // process. Offsets only grow; any thread, while no other reads below `offset`.
+  void release_before(std::size_t offset) const noexcept { file_->drop_before(offset); }
+  // The file offset of a byte of a record's data.
+  std::size_t offset_of(const std::uint8_t* byte) const noexcept { return static_cast<std::size_t>(byte - bytes_); }
+
+  // The records one after another, from the first, numbered as PcapReader numbers them.
+  class Cursor {
+   public:
+    explicit Cursor(const PcapPieces& pieces) noexcept : pieces_(pieces) {}
+    enum class Read { kPacket, kEnd, kLeft };  // kLeft: libpcap reads on from offset()
+    Read next(RawPacket& raw) noexcept;
+    std::size_t offset() const noexcept { return at_; }     // of the next record
+    std::uint64_t index() const noexcept { return index_; }  // of the last record read
+    const PcapPieces& pieces() const noexcept { return pieces_; }
+
+   private:
+    const PcapPieces& pieces_;
+    std::size_t at_ = kFileHeader;
+    std::uint64_t index_ = 0;
   };
-
-  // Null when the file is not such a capture or cannot be mapped. `link_type`, `snaplen`
-  // and `nanosecond` are what libpcap said of the file (PcapReader); `piece_bytes`: how
-  // many bytes of records a piece holds, about.
-  static std::unique_ptr<PcapPieces> map(int fd, int snaplen, bool nanosecond, std::size_t piece_bytes);
-
-  const std::vector<Piece>& pieces() const noexcept { return pieces_; }
-  std::uint64_t packets() const noexcept { return packets_; }
-
-  // The records of `piece`, in order, each as a RawPacket (data valid as long as this).
-  template <class F>
-  void for_each(const Piece& piece, F&& f) const {
-    RawPacket raw;
-    raw.index = piece.first_index;
-    for (std::size_t at = piece.begin; at < piece.end; ++raw.index) {
-      at = read_record(at, raw);
-      f(raw);
-    }
-  }
 
  private:
   PcapPieces() = default;
   std::uint32_t load(std::size_t at) const noexcept;
-  std::size_t read_record(std::size_t at, RawPacket& raw) const noexcept;  // the next record's offset
 
   std::unique_ptr<MappedBytes> file_;
   const unsigned char* bytes_ = nullptr;
+  std::size_t size_ = 0;
+  std::uint32_t snaplen_ = 0;
   bool swapped_ = false;
   bool nanosecond_ = false;
-  std::vector<Piece> pieces_;
-  std::uint64_t packets_ = 0;
+};
+
+// libpcap's BPF program for a capture's link type, run on each packet as PcapReader runs
+// it (pcap_offline_filter only reads the program, so many threads may run one at once).
+class BpfFilter {
+ public:
+  // Throws ConfigError when libpcap rejects `expression`; an empty one passes everything.
+  BpfFilter(int link_type, int snaplen, const std::string& expression);
+  ~BpfFilter();
+  BpfFilter(const BpfFilter&) = delete;
+  BpfFilter& operator=(const BpfFilter&) = delete;
+  bool passes(const RawPacket& raw) const noexcept;
+
+ private:
+  struct Program;
+  std::unique_ptr<Program> program_;
 };
 
 }  // namespace gpufilter

@@ -54,6 +54,9 @@ class PcapReader {
   // returns kIdle, so that the caller can deliver what waits and check for a stop.
   enum class Read { kPacket, kIdle, kEnd };
   Read read(RawPacket& packet);
+  // A classic pcap file read elsewhere up to file offset `offset` (PcapPieces): the next
+  // read() reads the record there, numbered `index`. False when the file cannot seek.
+  bool resume_at(std::uint64_t offset, std::uint64_t index);
   // Any thread (also a signal handler's pipe reader): makes a live next() return false.
   void break_loop() noexcept;
 
