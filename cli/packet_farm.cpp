@@ -43,6 +43,8 @@ struct PieceResult {
 
 // About this many bytes of records a piece.
 constexpr std::size_t kPieceBytes = std::size_t{512} << 10;
+// The pages of written pieces are given back in steps of this many bytes.
+constexpr std::size_t kReleaseBytes = std::size_t{64} << 20;
 
 class Farm {
  public:
@@ -83,6 +85,7 @@ class Farm {
   std::size_t at_ = PcapPieces::kFileHeader;
   std::uint64_t index_ = 1;
   bool left_ = false;  // stopped at a record PcapPieces does not read
+  std::size_t released_ = 0;  // the mapping's bytes given back
 };
 
 // One thread's scanner, regexes, selection and printer.
@@ -217,7 +220,12 @@ void Farm::write_in_order(Output& out, FarmResult& r) {
       end = pieces_[i].end;
     }
     out.write(piece.text);
-    capture_.pieces.release_before(end);  // no thread reads below it again
+    // No thread reads below `end` again. Given back in large steps: each munmap stops every
+    // thread's page faults and interrupts every core to flush its TLB.
+    if (end >= released_ + kReleaseBytes) {
+      capture_.pieces.release_before(end);
+      released_ = end;
+    }
     r.selected += piece.selected;
     r.packets += piece.packets;
     r.bytes += piece.bytes;
