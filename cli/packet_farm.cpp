@@ -41,8 +41,17 @@ struct PieceResult {
   bool done = false;
 };
 
-// About this many bytes of records a piece.
+// A part of the file whose records a thread walked (PcapPieces::walk) from where it
+// guessed the first one starts (find_start); the calling thread checks the guess.
+struct Part {
+  std::size_t start = PcapPieces::kNoStart;
+  PcapPieces::Walk walk;
+  bool done = false;
+};
+
+// About this many bytes of records a piece, and of the file a part.
 constexpr std::size_t kPieceBytes = std::size_t{512} << 10;
+constexpr std::size_t kPartBytes = std::size_t{4} << 20;
 // The pages of written pieces are given back in steps of this many bytes.
 constexpr std::size_t kReleaseBytes = std::size_t{64} << 20;
 
@@ -52,18 +61,30 @@ class Farm {
        StopSignal& stop)
       : o_(o), table_(table), parts_(parts), capture_(capture), stop_(stop),
         filter_(capture.link_type, capture.snaplen, capture.bpf),
-        window_(std::max<std::size_t>(2, 2 * parts.threads)), slots_(window_) {}
+        window_(std::max<std::size_t>(2, 2 * parts.threads)), ahead_(std::max<std::size_t>(2, parts.threads)),
+        slots_(window_),
+        parts_count_((capture.pieces.size() - PcapPieces::kFileHeader + kPartBytes - 1) / kPartBytes),
+        walked_(parts_count_) {}
 
   FarmResult run(Output& out);
 
  private:
   struct Lane;
+  struct Task {
+    enum class Kind { kNone, kPiece, kPart } kind = Kind::kNone;
+    std::size_t index = 0;
+    Piece piece;
+  };
   void thread_main();
-  bool take(std::size_t& index, Piece& piece);
+  Task take();
   void search(Lane& lane, const Piece& piece, PieceResult& result);
-  bool cut(std::size_t written);
+  void walk_part(std::size_t index);
+  bool settle_part();
   void write_in_order(Output& out, FarmResult& r);
   void end_threads();
+  std::size_t part_begin(std::size_t index) const noexcept {
+    return PcapPieces::kFileHeader + index * kPartBytes;
+  }
 
   const cli::Options& o_;
   const PatternTable& table_;
@@ -71,20 +92,27 @@ class Farm {
   const FarmCapture& capture_;
   StopSignal& stop_;
   BpfFilter filter_;
-  const std::size_t window_;
+  const std::size_t window_;  // pieces taken and not written, at most
+  const std::size_t ahead_;   // parts walked and not settled, at most
   std::vector<PieceResult> slots_;  // piece i's in slots_[i % window_]
+  const std::size_t parts_count_;
+  std::vector<Part> walked_;   // each part's walk, by the threads
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<Piece> pieces_;  // cut so far
-  bool cut_all_ = false;       // no more pieces come
-  std::size_t next_ = 0;       // the next piece a thread takes
+  std::vector<Piece> pieces_;  // settled so far, numbered
+  std::size_t next_piece_ = 0;  // the next piece a thread takes
+  std::size_t written_ = 0;     // pieces written
+  std::size_t next_part_ = 0;   // the next part a thread walks
+  std::size_t settled_ = 0;     // parts settled by the calling thread
+  bool all_settled_ = false;    // no more pieces come
   bool abort_ = false;
   std::string error_;
   std::vector<std::thread> threads_;
-  // The cutting, on the calling thread: the next record, its number.
-  std::size_t at_ = PcapPieces::kFileHeader;
+  // The settling, on the calling thread: where the next part's first record must start,
+  // and its number.
+  std::size_t expected_ = PcapPieces::kFileHeader;
   std::uint64_t index_ = 1;
-  bool left_ = false;  // stopped at a record PcapPieces does not read
+  bool left_ = false;         // stopped at a record PcapPieces does not read
   std::size_t released_ = 0;  // the mapping's bytes given back
 };
 
@@ -106,27 +134,42 @@ struct Farm::Lane {
   std::unique_ptr<PacketSink> printer;
 };
 
-// The next piece cut; false when none is left (or the run stops).
-bool Farm::take(std::size_t& index, Piece& piece) {
+// The next piece to match while fewer than window_ are not written, else the next part
+// to walk while fewer than ahead_ are walked and not settled; kNone when nothing is left
+// (or the run stops).
+Farm::Task Farm::take() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return abort_ || next_ < pieces_.size() || cut_all_; });
-  if (abort_ || next_ >= pieces_.size()) return false;
-  index = next_++;
-  piece = pieces_[index];
-  return true;
+  Task t;
+  const auto piece_ready = [&] { return next_piece_ < pieces_.size() && next_piece_ < written_ + window_; };
+  const auto part_ready = [&] { return next_part_ < parts_count_ && next_part_ < settled_ + ahead_; };
+  changed_.wait(lock, [&] {
+    return abort_ || piece_ready() || part_ready() || (all_settled_ && next_piece_ >= pieces_.size());
+  });
+  if (abort_) return t;
+  if (piece_ready()) {
+    t.kind = Task::Kind::kPiece;
+    t.index = next_piece_++;
+    t.piece = pieces_[t.index];
+  } else if (part_ready()) {
+    t.kind = Task::Kind::kPart;
+    t.index = next_part_++;
+  }
+  return t;
 }
 
 void Farm::thread_main() {
   try {
     Lane lane(table_, o_, parts_);
-    std::size_t index = 0;
-    Piece piece;
-    while (take(index, piece)) {
+    for (Task t = take(); t.kind != Task::Kind::kNone; t = take()) {
+      if (t.kind == Task::Kind::kPart) {
+        walk_part(t.index);
+        continue;
+      }
       PieceResult result;
-      search(lane, piece, result);
+      search(lane, t.piece, result);
       std::lock_guard lock(mutex_);
-      slots_[index % window_] = std::move(result);
-      slots_[index % window_].done = true;
+      slots_[t.index % window_] = std::move(result);
+      slots_[t.index % window_].done = true;
       changed_.notify_all();
     }
   } catch (const std::exception& e) {
@@ -135,6 +178,20 @@ void Farm::thread_main() {
     abort_ = true;
     changed_.notify_all();
   }
+}
+
+// A part's records from where its first one seems to start (the first part's is known).
+void Farm::walk_part(std::size_t index) {
+  const PcapPieces& file = capture_.pieces;
+  const std::size_t begin = part_begin(index);
+  const std::size_t end = std::min(file.size(), begin + kPartBytes);
+  Part part;
+  part.start = index == 0 ? begin : file.find_start(begin, end);
+  if (part.start != PcapPieces::kNoStart) part.walk = file.walk(part.start, end, kPieceBytes);
+  std::lock_guard lock(mutex_);
+  walked_[index] = std::move(part);
+  walked_[index].done = true;
+  changed_.notify_all();
 }
 
 // A packet of the piece whose record is being scanned (its bytes stay in the mapping).
@@ -174,50 +231,53 @@ void Farm::search(Lane& lane, const Piece& piece, PieceResult& result) {
   lane.writer.clear();
 }
 
-// Cuts pieces until `window_` are cut and not written (`written` so far) or the file is
-// cut; false when no piece is left to cut.
-bool Farm::cut(std::size_t written) {
-  const PcapPieces& file = capture_.pieces;
-  std::size_t count;
+// The next part's walk, once its guessed start is checked: it must be where the part
+// before ended, else the part is walked again from there, here. Its pieces are numbered
+// and handed to the threads. False when no part is left.
+bool Farm::settle_part() {
+  if (settled_ >= parts_count_ || left_) return false;
+  const std::size_t index = settled_;
+  Part part;
   {
-    std::lock_guard lock(mutex_);
-    count = pieces_.size();
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return abort_ || walked_[index].done; });
+    if (!walked_[index].done) return false;
+    part = std::move(walked_[index]);
   }
-  while (!left_ && at_ < file.size() && count < written + window_) {
-    Piece piece{at_, at_, index_};
-    RawPacket raw;
-    while (at_ < file.size() && piece.end - piece.begin < kPieceBytes) {
-      const std::size_t next = file.record(at_, raw);
-      if (next == 0) {
-        left_ = true;
-        break;
-      }
-      at_ = piece.end = next;
-      ++index_;
-    }
-    std::lock_guard lock(mutex_);
-    if (piece.end > piece.begin) pieces_.push_back(piece);
-    count = pieces_.size();
-    changed_.notify_all();
+  if (part.start != expected_) {
+    const std::size_t end = std::min(capture_.pieces.size(), part_begin(index) + kPartBytes);
+    part.walk = capture_.pieces.walk(expected_, end, kPieceBytes);
   }
+  if (!part.walk.pieces.empty() || part.walk.left) expected_ = part.walk.end;
+  left_ = part.walk.left;
   std::lock_guard lock(mutex_);
-  cut_all_ = left_ || at_ >= file.size();
+  for (const PcapPieces::Piece& p : part.walk.pieces) {
+    pieces_.push_back(Piece{p.begin, p.end, index_});
+    index_ += p.packets;
+  }
+  ++settled_;
+  all_settled_ = left_ || settled_ >= parts_count_;
   changed_.notify_all();
-  return count > written;
+  return true;
 }
 
 // Each piece's output as soon as it and every piece before it are done.
 void Farm::write_in_order(Output& out, FarmResult& r) {
-  for (std::size_t i = 0; cut(i); ++i) {
+  for (std::size_t i = 0;; ++i) {
+    while (!all_settled_ && pieces_.size() <= i && settle_part()) {
+    }
     PieceResult piece;
     std::size_t end;
     {
       std::unique_lock lock(mutex_);
+      if (i >= pieces_.size()) break;
       changed_.wait(lock, [&] { return abort_ || slots_[i % window_].done; });
       if (!slots_[i % window_].done) return;  // a thread failed
       piece = std::move(slots_[i % window_]);
       slots_[i % window_] = PieceResult{};
       end = pieces_[i].end;
+      ++written_;
+      changed_.notify_all();
     }
     out.write(piece.text);
     // No thread reads below `end` again. Given back in large steps: each munmap stops every
@@ -232,7 +292,7 @@ void Farm::write_in_order(Output& out, FarmResult& r) {
     if (stop_.requested()) return;
   }
   if (left_) {
-    r.resume_offset = at_;
+    r.resume_offset = expected_;
     r.resume_index = index_;
   }
 }

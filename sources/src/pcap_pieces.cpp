@@ -42,6 +42,54 @@ std::size_t PcapPieces::record(std::size_t at, RawPacket& raw) const noexcept {
   return at + kRecordHeader + caplen;
 }
 
+PcapPieces::Walk PcapPieces::walk(std::size_t from, std::size_t until, std::size_t piece_bytes) const {
+  Walk w;
+  Piece piece{from, from, 0};
+  RawPacket raw;
+  std::size_t at = from;
+  while (at < until && at < size_) {
+    const std::size_t next = record(at, raw);
+    if (next == 0) {
+      w.left = true;
+      break;
+    }
+    at = piece.end = next;
+    ++piece.packets;
+    if (piece.end - piece.begin >= piece_bytes) {
+      w.pieces.push_back(piece);
+      piece = Piece{at, at, 0};
+    }
+  }
+  if (piece.packets > 0) w.pieces.push_back(piece);
+  w.end = at;
+  return w;
+}
+
+// A record header that libpcap could have written here: within the snaplen and the file,
+// a fraction of a second below one second, and a time within ten years of the first.
+bool PcapPieces::plausible(std::size_t at) const noexcept {
+  if (size_ - at < kRecordHeader) return false;
+  const std::uint32_t caplen = load(at + 8);
+  if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader || caplen > load(at + 12)) return false;
+  if (load(at + 4) >= (nanosecond_ ? 1000000000u : 1000000u)) return false;
+  const std::uint32_t seconds = load(at);
+  const std::uint32_t span = 10u * 366 * 86400;
+  return seconds - first_seconds_ + span <= 2 * span;  // |seconds - first| <= span, modulo 2^32
+}
+
+std::size_t PcapPieces::find_start(std::size_t lo, std::size_t hi) const noexcept {
+  for (std::size_t c = lo; c < hi && c < size_; ++c) {
+    std::size_t at = c;
+    int chained = 0;
+    while (chained < 8 && at < size_ && plausible(at)) {
+      at += kRecordHeader + load(at + 8);
+      ++chained;
+    }
+    if (chained == 8 || (chained > 0 && at == size_)) return c;
+  }
+  return kNoStart;
+}
+
 PcapPieces::Cursor::Read PcapPieces::Cursor::next(RawPacket& raw) noexcept {
   if (at_ >= pieces_.size()) return Read::kEnd;
   const std::size_t next = pieces_.record(at_, raw);
@@ -68,6 +116,7 @@ std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond
   p->swapped_ = magic == byte_swap(0xa1b2c3d4) || magic == byte_swap(0xa1b23c4d);
   p->nanosecond_ = nano;
   p->snaplen_ = static_cast<std::uint32_t>(snaplen);
+  if (p->size_ >= kFileHeader + kRecordHeader) p->first_seconds_ = p->load(kFileHeader);
   return p;
 }
 

@@ -465,7 +465,21 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
   // to the snaplen), after the mapping and the farm stopped there.
   std::vector<Segment> oversized = segments;
   oversized.insert(oversized.begin() + 5000, Segment{2000, 1, std::string(70000, 'z') + "MAIL FROM"});
+  // Payloads that hold chains of fake pcap records across the 4 MiB points where the
+  // farm's threads guess where a record starts: the guesses are wrong there, and the
+  // calling thread walks those parts again from where the part before ended.
+  std::string fakes;
+  for (int i = 0; i < 1800; ++i) {
+    put32(fakes, 1700000000);
+    put32(fakes, 5);
+    put32(fakes, 16);
+    put32(fakes, 16);
+    fakes += "fake-record-data";
+  }
+  std::vector<Segment> decoys;
+  for (std::uint32_t copy = 0; copy < 300; ++copy) decoys.push_back({static_cast<std::uint16_t>(3000 + copy), 7, fakes});
   const std::vector<std::string> captures = {
+      dir.write("decoys.pcap", build_capture(decoys)),
       dir.write("many.pcap", built), dir.write("big-nano.pcap", build_capture(segments, true, true)),
       dir.write("cut.pcap", built.substr(0, built.size() * 2 / 3)),
       dir.write("oversized.pcap", build_capture(oversized)), corpus_path("pcap/http.cap"),
@@ -477,6 +491,7 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
       {"-c", "-v", "-F", "-e", "aaaa"},
       {"-c", "--bpf", "tcp port 1030 or udp", "-e", ""},
       {"--hexdump", "-i", "-F", "-e", "ehlo"},
+      {"-c", "-F", "-e", "fake-record"},
   };
   for (const std::string& capture : captures) {
     for (const std::vector<std::string>& run : runs) {

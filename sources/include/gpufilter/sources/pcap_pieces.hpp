@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gpufilter/core/packet.hpp"
 #include "gpufilter/core/source.hpp"
@@ -33,6 +34,28 @@ class PcapPieces {
   // cut short or longer than the snaplen (libpcap reads on from `at`).
   std::size_t record(std::size_t at, RawPacket& raw) const noexcept;
   std::size_t size() const noexcept { return size_; }
+
+  // Whole records, one after another.
+  struct Piece {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::size_t packets = 0;
+  };
+  // The records that start in [from, until), cut into pieces of about `piece_bytes`.
+  // `end`: just past the last one; `left`: reading stopped at a record not read here
+  // (at `end`), which libpcap reads on from.
+  struct Walk {
+    std::vector<Piece> pieces;
+    std::size_t end = 0;
+    bool left = false;
+  };
+  Walk walk(std::size_t from, std::size_t until, std::size_t piece_bytes) const;
+  // Where in [lo, hi) the first record seems to start: the first offset from which eight
+  // records chain with plausible headers (or run to the file's end). A guess, to walk
+  // parts of the file at once: kNoStart when none, and a walk from the part before tells
+  // whether the guess was right (its end is the next part's true start).
+  std::size_t find_start(std::size_t lo, std::size_t hi) const noexcept;
+  static constexpr std::size_t kNoStart = ~std::size_t{0};
 
   // The bytes before file offset `offset` are never read again: their pages leave the
   // process. Offsets only grow; any thread, while no other reads below `offset`.
@@ -60,8 +83,11 @@ class PcapPieces {
   PcapPieces() = default;
   std::uint32_t load(std::size_t at) const noexcept;
 
+  bool plausible(std::size_t at) const noexcept;
+
   std::unique_ptr<MappedBytes> file_;
   const unsigned char* bytes_ = nullptr;
+  std::uint32_t first_seconds_ = 0;  // the first record's, for find_start()
   std::size_t size_ = 0;
   std::uint32_t snaplen_ = 0;
   bool swapped_ = false;
