@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -513,6 +515,68 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
       EXPECT_EQ(err, one.err) << describe_args(args);
     }
   }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
+
+namespace gpufilter::test {
+namespace {
+
+// The frames ngrep prints ("T src -> dst [flags] #N" with -q; "?" for a protocol it does
+// not name), for a pattern.
+std::set<long> ngrep_frames(const std::string& path, const std::vector<std::string>& args) {
+  std::string command = "ngrep -q -I '" + path + "'";
+  for (const std::string& a : args) command += " " + shell_quote(a);
+  std::set<long> frames;
+  std::istringstream in(command_output(command));
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 2 || std::string_view("TUI?").find(line[0]) == std::string_view::npos || line[1] != ' ') continue;
+    const std::size_t hash = line.rfind(" #");
+    if (hash != std::string::npos) frames.insert(std::stol(line.substr(hash + 2)));
+  }
+  return frames;
+}
+
+// ngrep, where it is installed (Debian's ngrep), selects the same packets: strings taken
+// from the payloads, -i, -v (ngrep's with -e, which shows empty packets), a 0x hex
+// pattern and a BPF expression after the pattern, on the samples whose every frame is IP
+// (ngrep numbers only the packets its filter passes: with one, the counts are compared).
+TEST_F(CaptureOutput, NgrepSelectsTheSamePackets) {
+  if (std::system("ngrep -V > /dev/null 2>&1") != 0) GTEST_SKIP() << "ngrep is not installed (apt install ngrep)";
+  std::mt19937 rng(23);
+  std::size_t compared = 0;
+  for (const std::string name : {"http.cap", "smtp.pcap", "dns.cap", "v6-http.cap", "telnet-raw.pcap"}) {
+    const std::string path = corpus_path("pcap/" + name);
+    std::vector<std::string> strings = {"HTTP", "e", "250 "};
+    for (const auto& [frame, payload] : tshark_payloads(path)) {
+      if (payload.size() < 6 || rng() % 4 != 0) continue;
+      std::string s = payload.substr(rng() % (payload.size() - 4), 4);
+      if (std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+        strings.push_back(s);
+      if (strings.size() == 8) break;
+    }
+    for (const std::string& s : strings) {
+      const auto ours = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = {"--pcap", path, "--json", "-F"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        std::set<long> frames;
+        for (const auto& [frame, data] : packets_of(run_gpufilter(args).out)) frames.insert(frame);
+        return frames;
+      };
+      EXPECT_EQ(ours({"-e", s}), ngrep_frames(path, {s})) << name << " '" << s << "'";
+      EXPECT_EQ(ours({"-i", "-e", s}), ngrep_frames(path, {"-i", s})) << name << " -i '" << s << "'";
+      // ngrep shows packets without payload only with -e; grep's -v selects empty records.
+      EXPECT_EQ(ours({"-v", "-e", s}), ngrep_frames(path, {"-e", "-v", s})) << name << " -v '" << s << "'";
+      // ngrep numbers the packets its BPF filter passes; gpufilter keeps the frame numbers.
+      EXPECT_EQ(ours({"-e", s, "tcp"}).size(), ngrep_frames(path, {s, "tcp"}).size()) << name << " '" << s << "' tcp";
+      compared += 4;
+    }
+    EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-X", "0x48545450"}).out,
+              std::to_string(ngrep_frames(path, {"-X", "0x48545450"}).size()) + "\n")
+        << name;
+  }
+  std::printf("ngrep comparisons: %zu\n", compared);
 }
 
 }  // namespace
