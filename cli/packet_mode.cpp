@@ -83,8 +83,10 @@ constexpr std::size_t kReleaseStep = std::size_t{32} << 20;
 
 struct Flow {
   PacketInfo first;  // direction 0's first packet: the client
-  std::int64_t seconds = 0;
+  std::int64_t seconds = 0;  // its first packet's time
   std::uint32_t nanoseconds = 0;
+  std::int64_t last_seconds = 0;  // its last packet's
+  std::uint32_t last_nanoseconds = 0;
   std::string carry[2];  // the last longest-pattern - 1 bytes of each direction
   std::uint64_t bytes[2] = {0, 0};
   std::uint64_t packets = 0;
@@ -474,6 +476,8 @@ class CaptureRun {
       // The empty pattern selects the flow before any of its bytes (without -w/-x).
       if (single_pass_out_ && !o_.invert && table_.has_empty_pattern() && !o_.word && !o_.whole_line) f.written = true;
     }
+    f.last_seconds = raw.seconds;
+    f.last_nanoseconds = raw.nanoseconds;
     if (single_pass_out_) {
       if (f.written) write_capture(raw);
       else hold(f, raw);
@@ -744,9 +748,12 @@ class CaptureRun {
       if (!single_pass_out_ && writer_) matched_flows_.insert(flow);
       if (single_pass_out_ && !f.written) start_writing(f);
       const std::vector<std::uint32_t> ids(f.patterns.begin(), f.patterns.end());
-      sink_->flow(FlowRecord{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
-                             matched, f.match_direction != 0, f.match_offset, f.excerpts.matches(),
-                             f.excerpts.regions(), f.excerpts.left_out()});
+      FlowRecord record{flow, f.first, f.seconds, f.nanoseconds, f.packets, f.bytes[0], f.bytes[1], ids,
+                        matched, f.match_direction != 0, f.match_offset, f.excerpts.matches(),
+                        f.excerpts.regions(), f.excerpts.left_out()};
+      record.last_seconds = f.last_seconds;
+      record.last_nanoseconds = f.last_nanoseconds;
+      sink_->flow(record);
     }
     f.excerpts.release(budget_);
     drop_held(f);

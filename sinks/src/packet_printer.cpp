@@ -356,7 +356,8 @@ void PacketJsonPrinter::flow(const FlowRecord& f) {
   s = "{\"type\":\"flow\",\"data\":{\"source\":\"";
   json::append_escaped(s, input_.name);
   s += "\",\"flow\":" + std::to_string(f.flow) + ",\"proto\":\"TCP\",\"start\":\"" +
-       timestamp(f.seconds, f.nanoseconds, input_.nanosecond) + "\",\"client\":\"" + endpoint(f.first, true) +
+       timestamp(f.seconds, f.nanoseconds, input_.nanosecond) + "\",\"end\":\"" +
+       timestamp(f.last_seconds, f.last_nanoseconds, input_.nanosecond) + "\",\"client\":\"" + endpoint(f.first, true) +
        "\",\"server\":\"" + endpoint(f.first, false) + "\",\"packets\":" + std::to_string(f.packets) +
        ",\"bytes_client\":" + std::to_string(f.bytes_client) + ",\"bytes_server\":" + std::to_string(f.bytes_server) +
        ",";

@@ -50,7 +50,7 @@ std::string text_of(PacketTextOptions options, const std::string& name = "http.c
     printer.begin(CaptureInput{name, false});
     const RawPacket raw = raw_packet();
     const PacketInfo info = tcp_info();
-    printer.packet(PacketRecord{raw, info, kPayload, kBoth});
+    printer.packet(PacketRecord{raw, info, kPayload, kBoth, {}});
   }
   return w.text();
 }
@@ -87,9 +87,9 @@ TEST(PacketTextPrinter, OtherKindsOfPackets) {
     udp6.sport = 53;
     udp6.dport = 5353;
     const std::vector<std::uint32_t> odd = {2};
-    printer.packet(PacketRecord{raw, udp6, "q", odd});
+    printer.packet(PacketRecord{raw, udp6, "q", odd, {}});
     raw.index = 5;
-    printer.packet(PacketRecord{raw, PacketInfo{}, "", {}});  // not IP, selected by -v
+    printer.packet(PacketRecord{raw, PacketInfo{}, "", {}, {}});  // not IP, selected by -v
   }
   EXPECT_EQ(w.text(),
             "U 2004-05-13T10:17:08.222534000Z [2001:db8::1]:53 -> [2001:db8::2]:5353 #4 matched: a..\n  q\n\n"
@@ -97,7 +97,10 @@ TEST(PacketTextPrinter, OtherKindsOfPackets) {
 }
 
 FlowRecord flow_record(const PacketInfo& first, std::span<const std::uint32_t> ids) {
-  return FlowRecord{1, first, 1084443427, 311224000, 34, 479, 18364, ids, !ids.empty(), false, 0};
+  FlowRecord record{1, first, 1084443427, 311224000, 34, 479, 18364, ids, !ids.empty(), false, 0, {}, {}, 0};
+  record.last_seconds = 1084443430;
+  record.last_nanoseconds = 5000;
+  return record;
 }
 
 TEST(PacketTextPrinter, FlowSummaryLine) {
@@ -134,7 +137,7 @@ TEST(PacketJsonPrinter, PacketObject) {
     const RawPacket raw = raw_packet();
     const PacketInfo info = tcp_info();
     const std::vector<std::uint32_t> ids = {0, 2};
-    printer.packet(PacketRecord{raw, info, kPayload, ids});
+    printer.packet(PacketRecord{raw, info, kPayload, ids, {}});
   }
   EXPECT_EQ(w.text(),
             "{\"type\":\"packet\",\"data\":{\"source\":\"http.cap\",\"frame\":4,\"time\":\"2004-05-13T10:17:08.222534Z\","
@@ -158,11 +161,11 @@ TEST(PacketJsonPrinter, FlowObjectAndAFrameWithoutIp) {
     const PacketInfo info = tcp_info();
     printer.flow(flow_record(info, kBoth));
     const RawPacket raw = raw_packet();
-    printer.packet(PacketRecord{raw, PacketInfo{}, "", {}});
+    printer.packet(PacketRecord{raw, PacketInfo{}, "", {}, {}});
   }
   EXPECT_EQ(w.text(),
             "{\"type\":\"flow\",\"data\":{\"source\":\"c\\\"d\",\"flow\":1,\"proto\":\"TCP\",\"start\":"
-            "\"2004-05-13T10:17:07.311224000Z\",\"client\":\"145.254.160.237:3372\",\"server\":\"65.208.228.223:80\","
+            "\"2004-05-13T10:17:07.311224000Z\",\"end\":\"2004-05-13T10:17:10.000005000Z\",\"client\":\"145.254.160.237:3372\",\"server\":\"65.208.228.223:80\","
             "\"packets\":34,\"bytes_client\":479,\"bytes_server\":18364,\"patterns\":[{\"id\":0,\"text\":\"GET /\"},"
             "{\"id\":1,\"text\":\"Host:\"}],\"first_match\":{\"direction\":\"client\",\"offset\":0},"
             "\"matches\":[],\"regions\":[],\"matches_left_out\":0}}\n"

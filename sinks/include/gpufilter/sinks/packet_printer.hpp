@@ -96,6 +96,8 @@ struct FlowRecord {
   std::span<const FlowMatch> matches;  // the first ones, in the order found per direction
   std::span<const FlowRegion> regions;
   std::uint64_t matches_left_out;      // past the limits (docs/CAPTURES.md)
+  std::int64_t last_seconds = 0;       // its last packet's time
+  std::uint32_t last_nanoseconds = 0;
 };
 
 struct CaptureSummary {
