@@ -106,7 +106,8 @@ Outputs build_outputs(const DaemonConfig& config) {
 
 void describe_metrics(Metrics& m) {
   using T = Metrics::Type;
-  m.describe("gpufilterd_lines_scanned_total", T::kCounter, "Lines scanned, by source (a file, or tcp/udp/unix).");
+  m.describe("gpufilterd_lines_scanned_total", T::kCounter,
+             "Lines scanned, by source (a file, tcp/udp/unix, stdin, or a capture).");
   m.describe("gpufilterd_bytes_scanned_total", T::kCounter, "Bytes scanned, by source.");
   m.describe("gpufilterd_rule_matches_total", T::kCounter, "Lines that matched a rule, by rule.");
   m.describe("gpufilterd_alerts_total", T::kCounter, "Alerts emitted, by rule and state (firing, resolved).");
@@ -128,6 +129,11 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_source_connections_lost_total", T::kCounter,
              "Connections accepted but closed before anything was read.");
   m.describe("gpufilterd_source_rotations_total", T::kCounter, "Followed files replaced by rotation.");
+  m.describe("gpufilterd_source_packets_total", T::kCounter,
+             "Packets read from the captures (after their BPF filters).");
+  m.describe("gpufilterd_source_tcp_flows_total", T::kCounter, "TCP flows seen by the captures with stream: true.");
+  m.describe("gpufilterd_source_tcp_gaps_total", T::kCounter,
+             "Gaps (bytes never captured) skipped in TCP flows of the captures with stream: true.");
   m.describe("gpufilterd_batch_latency_seconds", T::kHistogram, "From a batch's submit to its delivery.",
              {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
   m.describe("gpufilterd_scan_busy_seconds_total", T::kCounter, "Seconds with a batch in flight on the scan engine.");

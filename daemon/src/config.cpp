@@ -23,6 +23,7 @@
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/regex/capture_regex.hpp"
+#include "gpufilter/sources/capture_source.hpp"
 #include "gpufilter/sources/file_trust.hpp"
 #include "gpufilter/sources/listener.hpp"
 
@@ -315,6 +316,32 @@ std::string resolve(const std::string& base_dir, const std::string& path) {
   return base_dir.back() == '/' ? base_dir + path : base_dir + "/" + path;
 }
 
+// `pcap: FILE` or `interface: IFACE`, with `bpf` and `stream`. The file is opened and its
+// header read, and the filter compiled (for the file's link type; for Ethernet on an
+// interface, whose own link type is known once it is opened at the start), so that --check
+// and a reload see a missing file or a bad filter with the file and line.
+void parse_capture(const At& at, const std::string& dir, SourceConfig& s) {
+  const bool file = at.has("pcap");
+  const std::string key = file ? "pcap" : "interface";
+  at.require_map({key, "bpf", "stream"});
+  s.kind = file ? SourceConfig::Kind::kPcap : SourceConfig::Kind::kInterface;
+  s.capture = at.child(key).text();
+  if (s.capture.empty()) at.child(key).fail(file ? "names no file" : "names no interface");
+  // libpcap would read "-" as standard input, which the stdin source reads as lines.
+  if (file && s.capture == "-") at.child(key).fail("standard input is not read as a capture; name a file");
+  if (file) s.capture = resolve(dir, s.capture);
+  if (at.has("bpf")) s.bpf = at.child("bpf").text();
+  if (at.has("stream")) s.stream = at.child("stream").boolean();
+  try {
+    if (file) check_capture_file(s.capture, s.bpf);
+    else check_bpf(s.bpf);
+  } catch (const ConfigError& e) {
+    at.child("bpf").fail(e.what());
+  } catch (const Error& e) {
+    at.child(key).fail(e.what());
+  }
+}
+
 SourceConfig parse_source(const At& at, const std::string& dir) {
   SourceConfig s;
   if (at.has("follow")) {
@@ -348,8 +375,10 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     at.require_map({"stdin"});
     s.kind = SourceConfig::Kind::kStdin;
     if (!at.child("stdin").boolean()) at.child("stdin").fail("only \"stdin: true\" means something");
+  } else if (at.has("pcap") || at.has("interface")) {
+    parse_capture(at, dir, s);
   } else {
-    at.fail("a source needs one of follow, listen or stdin");
+    at.fail("a source needs one of follow, listen, stdin, pcap or interface");
   }
   return s;
 }
@@ -696,7 +725,7 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     refuse_duplicate_keys(top, budget);
     top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
                      "engine", "device", "max_line_bytes", "max_connections", "drain_timeout"});
-    if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets or stdin)");
+    if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets, stdin or captures)");
     const At sources = top.child("sources");
     if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
     for (std::size_t i = 0; i < sources.node.size(); ++i) c.sources.push_back(parse_source(sources.item(i), dir));

@@ -30,7 +30,13 @@ void CounterCopier::copy() {
     metrics_.set("gpufilterd_source_connections_refused_total", {}, static_cast<double>(c.listen.connections_refused));
     metrics_.set("gpufilterd_source_connections_lost_total", {}, static_cast<double>(c.listen.connections_lost));
   }
-  const std::uint64_t too_long = c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long;
+  if (session_.capturing()) {
+    metrics_.set("gpufilterd_source_packets_total", {}, static_cast<double>(c.capture.packets));
+    metrics_.set("gpufilterd_source_tcp_flows_total", {}, static_cast<double>(c.capture.flows));
+    metrics_.set("gpufilterd_source_tcp_gaps_total", {}, static_cast<double>(c.capture.gaps));
+  }
+  const std::uint64_t too_long =
+      c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long + c.capture.lines_too_long;
   metrics_.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long));
   metrics_.set("gpufilterd_source_rotations_total", {}, static_cast<double>(c.follow.rotations));
   copy_outputs();

@@ -43,6 +43,18 @@ FollowConfig follow_config(const SourceConfig& s, std::size_t max_line_bytes) {
   return f;
 }
 
+// A capture's open flows count like connections: at most max_connections, so that the
+// flows' partial lines (up to max_line_bytes each way) stay bounded as the listener's do.
+CaptureConfig capture_config(const SourceConfig& s, const DaemonConfig& config) {
+  CaptureConfig c;
+  (s.kind == SourceConfig::Kind::kPcap ? c.file : c.interface) = s.capture;
+  c.bpf = s.bpf;
+  c.stream = s.stream;
+  c.max_line_bytes = config.max_line_bytes;
+  c.reassembly.max_flows = config.max_connections;
+  return c;
+}
+
 }  // namespace
 
 Daemon::Daemon(std::string config_path, SignalPipe signals)
@@ -144,7 +156,9 @@ void Daemon::build_alerting() {
 }
 
 // The sources as one StreamSession: a Follower per `follow` block, one Listener for every
-// `listen` URL, standard input; then the scan loop that takes their lines.
+// `listen` URL, standard input, a CaptureSource per `pcap` or `interface` block (opened
+// here: a capture that cannot be opened stops the start); then the scan loop that takes
+// their lines.
 void Daemon::build_sources() {
   StreamSessionConfig session;
   session.channel = RecordChannel::Config{engine_->engine->scanner().chunk_bytes(), 3};
@@ -164,6 +178,10 @@ void Daemon::build_sources() {
         break;
       case SourceConfig::Kind::kListen: listening.urls.push_back(parse_listen_url(s.url)); break;
       case SourceConfig::Kind::kStdin: use_stdin = true; break;
+      case SourceConfig::Kind::kPcap:
+      case SourceConfig::Kind::kInterface:
+        session_->add_capture(capture_config(s, config_), *notices_);
+        break;
     }
   }
   if (!listening.urls.empty()) session_->add_listener(std::move(listening), *notices_);

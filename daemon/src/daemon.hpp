@@ -6,8 +6,9 @@
 // takes the signals and runs one Daemon.
 //
 // Threads: the scan runs on run()'s thread; the readers and the CounterCopier on the
-// session's I/O thread; the OpsServer on its own; the control thread reads the signal
-// pipe (SIGHUP: reload(); SIGTERM, SIGINT: stop the readers).
+// session's I/O thread (each capture reads on a thread of its own); the OpsServer on its
+// own; the control thread reads the signal pipe (SIGHUP: reload(); SIGTERM, SIGINT: stop
+// the readers).
 #pragma once
 
 #include <atomic>
@@ -98,7 +99,8 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // The exit status: 0 after a drain on SIGTERM or SIGINT (or the end of standard input);
+  // The exit status: 0 after a drain on SIGTERM or SIGINT (or the end of standard input and
+  // capture files, when they are the only sources);
   // 3 when that drain's timeout passed with alerts still queued (they are lost: counted
   // and logged); 2 when the configuration or the device is rejected, or the scan or a
   // state file failed. Throws what a build step

@@ -380,6 +380,12 @@ std::string RuleConsumer::source_label(const std::string& name) {
     const std::size_t n = std::strlen(scheme);
     if (name.compare(0, n, scheme) == 0 && name.size() > n && name[n] == ':') return scheme;
   }
+  // A capture's flow direction, "pcap:FILE 10.0.0.1:40000 -> 10.0.0.2:80": the capture.
+  if (name.starts_with("pcap:") || name.starts_with("interface:")) {
+    const std::size_t arrow = name.rfind(" -> ");
+    const std::size_t space = arrow == std::string::npos || arrow == 0 ? std::string::npos : name.rfind(' ', arrow - 1);
+    if (space != std::string::npos) return name.substr(0, space);
+  }
   return name;
 }
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -30,6 +31,10 @@ void StreamSession::add_stdin(std::size_t max_line_bytes, int fd) {
   stdin_ = std::make_unique<StdinReader>(io_, channel_, max_line_bytes, fd);
 }
 
+void StreamSession::add_capture(CaptureConfig config, Notices& notices) {
+  captures_.push_back(std::make_unique<CaptureSource>(io_, channel_, std::move(config), notices));
+}
+
 void StreamSession::start(const std::function<void(const std::string&)>& on_listening) {
   if (listener_) {
     listener_->start();
@@ -37,12 +42,19 @@ void StreamSession::start(const std::function<void(const std::string&)>& on_list
       if (on_listening) on_listening(url);
   }
   for (auto& f : followers_) f->start();
+  // Standard input and capture files as the only sources: their end is the end of the run.
+  const bool finite = followers_.empty() && !listener_ &&
+                      std::none_of(captures_.begin(), captures_.end(), [](const auto& c) { return c->live(); });
   if (stdin_) {
     stdin_->start();
-    // Standard input as the only source: its end is the end of the run.
-    if (followers_.empty() && !listener_) stdin_->on_end([this] { stop_readers(); });
+    if (finite) stdin_->on_end([this] { end_when_all_ended(); });
   }
   channel_.set_space_callback([this] { asio::post(io_, [this] { on_space(); }); });
+  // After the space callback: a capture's thread may fill the channel at once.
+  for (auto& c : captures_) {
+    if (finite) c->on_end([this] { end_when_all_ended(); });
+    c->start();
+  }
   if (config_.stop != nullptr) {
     stop_watch_.assign(::dup(config_.stop->fd()));
     stop_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
@@ -55,12 +67,21 @@ void StreamSession::on_space() {
   for (auto& f : followers_) f->on_space();
   if (listener_) listener_->on_space();
   if (stdin_) stdin_->on_space();
+  for (auto& c : captures_) c->on_space();
 }
 
 bool StreamSession::readers_stopped() const {
   for (const auto& f : followers_)
     if (!f->stopped()) return false;
+  for (const auto& c : captures_)
+    if (!c->stopped()) return false;
   return (!listener_ || listener_->stopped()) && (!stdin_ || stdin_->stopped());
+}
+
+// Called as each finite reader ends by itself (they are the only readers): the run ends
+// with the last of them.
+void StreamSession::end_when_all_ended() {
+  if (readers_stopped()) stop_readers();
 }
 
 // A reader whose last lines wait for room closes later, in on_space() or its handlers:
@@ -82,6 +103,7 @@ void StreamSession::stop_readers() {
   for (auto& f : followers_) f->stop();
   if (listener_) listener_->stop();
   if (stdin_) stdin_->stop();
+  for (auto& c : captures_) c->stop();
   finish_when_stopped();
 }
 
@@ -150,6 +172,13 @@ StreamSession::Counters StreamSession::counters() const {
   }
   if (listener_) c.listen = listener_->counters();
   if (stdin_) c.stdin_lines_too_long = stdin_->lines_too_long();
+  for (const auto& capture : captures_) {
+    const CaptureSource::Counters one = capture->counters();
+    c.capture.packets += one.packets;
+    c.capture.lines_too_long += one.lines_too_long;
+    c.capture.flows += one.flows;
+    c.capture.gaps += one.gaps;
+  }
   return c;
 }
 

@@ -187,7 +187,8 @@ TEST_F(Config, MistakesNameFileLineAndKey) {
       {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: pager\n", "outputs[0].type: \"pager\" is not"},
       {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: webhook\n", "a webhook output needs a url"},
       {head + "  - name: a\n    patterns: [x]\nengine: quantum\n", "engine: \"quantum\" is not auto, gpu or cpu"},
-      {"sources:\n  - tail: x\nrules: [{name: a, patterns: [x]}]\n", "2: sources[0]: a source needs one of"},
+      {"sources:\n  - tail: x\nrules: [{name: a, patterns: [x]}]\n",
+       "2: sources[0]: a source needs one of follow, listen, stdin, pcap or interface"},
       {"rules: [{name: a, patterns: [x]}]\n", "sources: missing"},
       {"sources: [{stdin: true}]\n", "rules: missing"},
       {"sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}\n", "c.yaml:"},  // YAML syntax
@@ -616,6 +617,53 @@ rules:
   for (const auto& [yaml, expected] : bad) {
     const std::string message = error_of(yaml);
     EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in: " << message << "\n" << yaml;
+  }
+}
+
+// pcap: and interface: sources: the file is resolved and opened (its header read) and the
+// BPF filter compiled when the configuration is read, so --check and a reload refuse a
+// missing file, something that is no capture, or a filter libpcap rejects, with the file,
+// the line and the key.
+TEST_F(Config, CaptureSources) {
+  const std::string smtp = test::corpus_path("pcap/smtp.pcap");
+  ASSERT_EQ(::symlink(smtp.c_str(), (dir_ + "/smtp.pcap").c_str()), 0);
+  const std::string rules = "rules: [{name: a, patterns: [x]}]\n";
+  ASSERT_EQ(error_of("sources:\n  - pcap: smtp.pcap\n    bpf: tcp port 25\n    stream: true\n"
+                     "  - interface: lo\n    bpf: udp\n  - pcap: " + smtp + "\n" + rules),
+            "");
+  const DaemonConfig c = load_config(dir_ + "/c.yaml");
+  ASSERT_EQ(c.sources.size(), 3u);
+  EXPECT_EQ(c.sources[0].kind, SourceConfig::Kind::kPcap);
+  EXPECT_EQ(c.sources[0].capture, dir_ + "/smtp.pcap");
+  EXPECT_EQ(c.sources[0].bpf, "tcp port 25");
+  EXPECT_TRUE(c.sources[0].stream);
+  EXPECT_EQ(c.sources[1].kind, SourceConfig::Kind::kInterface);
+  EXPECT_EQ(c.sources[1].capture, "lo");
+  EXPECT_EQ(c.sources[1].bpf, "udp");
+  EXPECT_FALSE(c.sources[1].stream);
+  EXPECT_EQ(c.sources[2].capture, smtp);
+  EXPECT_TRUE(c.sources[2].bpf.empty());
+
+  write("text.pcap", "not a capture\n");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"sources:\n  - pcap: missing.pcap\n",
+       "c.yaml:2: sources[0].pcap: " + dir_ + "/missing.pcap: No such file or directory"},
+      {"sources:\n  - pcap: smtp.pcap\n    bpf: tcp prot 25\n", "c.yaml:3: sources[0].bpf: tcp prot 25: "},
+      {"sources:\n  - interface: lo\n    bpf: \"port 99999\"\n", "c.yaml:3: sources[0].bpf: port 99999: "},
+      {"sources:\n  - pcap: text.pcap\n", "c.yaml:2: sources[0].pcap: " + dir_ + "/text.pcap: "},
+      {"sources:\n  - pcap: " + dir_ + "\n", "c.yaml:2: sources[0].pcap: " + dir_ + ": Is a directory"},
+      {"sources:\n  - pcap: \"-\"\n", "c.yaml:2: sources[0].pcap: standard input is not read as a capture"},
+      {"sources:\n  - pcap: \"\"\n", "c.yaml:2: sources[0].pcap: names no file"},
+      {"sources:\n  - interface: \"\"\n", "c.yaml:2: sources[0].interface: names no interface"},
+      {"sources:\n  - pcap: smtp.pcap\n    stream: maybe\n", "c.yaml:3: sources[0].stream: \"maybe\" is not true or false"},
+      {"sources:\n  - pcap: smtp.pcap\n    state: x.state\n", "c.yaml:3: sources[0].state: unknown key"},
+      {"sources:\n  - pcap: smtp.pcap\n    interface: lo\n", "c.yaml:3: sources[0].interface: unknown key"},
+      {"sources:\n  - interface: lo\n    from_start: true\n", "c.yaml:3: sources[0].from_start: unknown key"},
+  };
+  for (const auto& [yaml, expected] : bad) {
+    const std::string message = error_of(yaml + rules);
+    EXPECT_NE(message.find(dir_ + "/" + expected), std::string::npos)
+        << "expected '" << expected << "' in: " << message << "\n" << yaml;
   }
 }
 

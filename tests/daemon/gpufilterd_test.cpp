@@ -7,6 +7,9 @@
 // (or swap, through their directory) are refused, and tokens (from a file or the environment) never reach the log, the
 // metrics, the alerts or --check, even while deliveries fail. Faults: a webhook down for
 // hundreds of retry cycles while alerts keep firing; the OpenCL device failing mid-run.
+// Captures: `pcap:` files per packet and per TCP flow against tshark's payloads and
+// followed streams, a truncated file, capture mistakes as config errors, and a live
+// capture on loopback (when it may capture).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -39,6 +43,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/sources/pcap_reader.hpp"
 #include "http_receiver.hpp"
 #include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
@@ -1479,6 +1485,281 @@ outputs:
   EXPECT_FALSE(groups.count("10.66.66.66"));
   EXPECT_FALSE(groups.count("10.77.77.77"));
   std::printf("%zu addresses alerted\n", groups.size());
+}
+
+// ---------------------------------------------------------------------------------------
+// Captures: `pcap:` and `interface:` sources. The oracle is tshark: its own decoder gives
+// each frame's TCP and UDP payload, and its `-z follow,tcp,raw` each flow direction's
+// bytes; what gpufilterd should alert is the lines of those that hold each pattern.
+
+std::string unhex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+// The lines of `text` ('\n'-cut; an unterminated last piece is a line) holding `pattern`.
+int lines_holding(const std::string& text, const std::string& pattern) {
+  int n = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (std::string_view(text).substr(at, end - at).find(pattern) != std::string_view::npos) ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
+// Each TCP or UDP packet's payload, by tshark (`field`: "tcp.payload -e udp.payload", or one).
+// ICMP errors are left out: tshark decodes the segment they quote as TCP or UDP too.
+std::vector<std::string> tshark_payloads(const std::string& path, const std::string& field = "tcp.payload -e udp.payload") {
+  std::istringstream out(command_output("tshark -n -r " + shell_quote(path) +
+                                        " -Y 'not icmp and not icmpv6' -T fields -e " + field));
+  std::vector<std::string> payloads;
+  for (std::string line; std::getline(out, line);) {
+    std::string hex;
+    for (const char c : line)
+      if (c != '\t' && c != ':' && c != ',') hex += c;
+    payloads.push_back(unhex(hex));
+  }
+  return payloads;
+}
+
+// Each TCP flow direction of `path` as tshark follows it: (client -> server name, bytes).
+std::vector<std::pair<std::string, std::string>> tshark_flows(const std::string& path) {
+  std::set<int> ids;
+  std::istringstream list(command_output("tshark -n -r " + shell_quote(path) + " -T fields -e tcp.stream"));
+  for (std::string line; std::getline(list, line);)
+    if (!line.empty()) ids.insert(std::stoi(line));
+  std::string command = "tshark -n -r " + shell_quote(path) + " -q";
+  for (const int id : ids) command += " -z follow,tcp,raw," + std::to_string(id);
+  std::istringstream out(command_output(command));
+  std::vector<std::pair<std::string, std::string>> flows;
+  std::string node[2];
+  for (std::string line; std::getline(out, line);) {
+    if (line.starts_with("Node 0: ")) node[0] = line.substr(8);
+    if (line.starts_with("Node 1: ")) {
+      node[1] = line.substr(8);
+      flows.emplace_back(node[0] + " -> " + node[1], "");
+      flows.emplace_back(node[1] + " -> " + node[0], "");
+    }
+    if (flows.empty() || line.empty()) continue;
+    if (line[0] == '\t') flows.back().second += unhex(line.substr(1));
+    else if (line.find_first_not_of("0123456789abcdef") == std::string::npos) flows[flows.size() - 2].second += unhex(line);
+  }
+  return flows;
+}
+
+// A configuration with one rule per pattern (r0, r1, ...: every matching line alerts) and
+// the alerts in alerts.jsonl.
+std::string capture_config(const std::string& sources, const std::vector<std::string>& patterns) {
+  std::string yaml = "sources:\n" + sources + "engine: cpu\nserver: 127.0.0.1:0\noutputs:\n"
+                     "  - type: jsonl\n    path: alerts.jsonl\n    queue: 1000000\nrules:\n";
+  for (std::size_t i = 0; i < patterns.size(); ++i)
+    yaml += "  - name: r" + std::to_string(i) + "\n    patterns: [" + json(patterns[i]).dump() + "]\n    cooldown: 0s\n";
+  return yaml;
+}
+
+// (source, rule) -> firing alerts.
+using AlertCounts = std::map<std::pair<std::string, std::string>, int>;
+AlertCounts alert_counts(const std::vector<json>& alerts) {
+  AlertCounts counts;
+  for (const json& a : alerts)
+    if (a.at("state") == "firing") ++counts[{a.at("source").get<std::string>(), a.at("rule").get<std::string>()}];
+  return counts;
+}
+
+const std::vector<std::string> kCaptures = {"smtp.pcap", "http.cap", "v6-http.cap", "http_redirects.pcapng",
+                                            "dns.cap", "telnet-raw.pcap"};
+const std::vector<std::string> kCapturePatterns = {"MAIL FROM", "RCPT TO", "GET /", "Host:", "HTTP/1.1 30",
+                                                   "Content-Type", "google", "fake", "/sbin/ping", "<"};
+
+// Per packet: every capture is one stream, each packet's payload its own lines. The alerts
+// of each rule and capture are the lines of tshark's payloads that hold the pattern; all
+// six files are the only sources, so the run ends when they are read (exit 0). The BPF
+// filter keeps TCP and UDP: other packets (ICMP errors quote the segment they answer) are
+// matched as the decoder gives them, which tshark's payload fields do not say.
+TEST_F(Gpufilterd, CapturePerPacketLinesAreTsharksPayloadLines) {
+  GPUFILTER_REQUIRE_TSHARK();
+  std::string sources;
+  AlertCounts expected;
+  for (const std::string& file : kCaptures) {
+    const std::string path = corpus_path("pcap/" + file);
+    sources += "  - pcap: " + path + "\n    bpf: tcp or udp\n";
+    const std::vector<std::string> payloads = tshark_payloads(path);
+    ASSERT_FALSE(payloads.empty()) << path;
+    for (std::size_t r = 0; r < kCapturePatterns.size(); ++r) {
+      int n = 0;
+      for (const std::string& p : payloads) n += lines_holding(p, kCapturePatterns[r]);
+      if (n > 0) expected[{"pcap:" + path, "r" + std::to_string(r)}] = n;
+    }
+  }
+  write_text(dir_ + "/gpufilterd.yaml", capture_config(sources, kCapturePatterns));
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const AlertCounts got = alert_counts(read_jsonl(dir_ + "/alerts.jsonl"));
+  EXPECT_EQ(got, expected);
+  // A word typed one character per packet is in no packet.
+  EXPECT_EQ(expected.count({"pcap:" + corpus_path("pcap/telnet-raw.pcap"), "r7"}), 0u);
+  EXPECT_EQ(expected.at({"pcap:" + corpus_path("pcap/smtp.pcap"), "r0"}), 1);
+  std::size_t alerts = 0;
+  for (const auto& [key, n] : got) alerts += static_cast<std::size_t>(n);
+  std::printf("%zu alerts over %zu (capture, rule) pairs, as tshark's payloads say\n", alerts, got.size());
+}
+
+// Per flow (stream: true): each TCP flow direction is a stream of its own, named by its
+// ends, reassembled, so a word typed one character per packet (telnet) is found; its
+// alerts are the lines of tshark's followed streams that hold the pattern. UDP stays per
+// packet (DNS) in the capture's stream.
+TEST_F(Gpufilterd, CapturePerFlowLinesAreTsharksFollowedStreams) {
+  GPUFILTER_REQUIRE_TSHARK();
+  std::string sources;
+  AlertCounts expected;
+  for (const std::string& file : kCaptures) {
+    const std::string path = corpus_path("pcap/" + file);
+    sources += "  - pcap: " + path + "\n    bpf: tcp or udp\n    stream: true\n";
+    const std::vector<std::pair<std::string, std::string>> flows = tshark_flows(path);
+    const std::vector<std::string> datagrams = tshark_payloads(path, "udp.payload");
+    for (std::size_t r = 0; r < kCapturePatterns.size(); ++r) {
+      const std::string rule = "r" + std::to_string(r);
+      for (const auto& [name, bytes] : flows) {
+        const int n = lines_holding(bytes, kCapturePatterns[r]);
+        if (n > 0) expected[{"pcap:" + path + " " + name, rule}] += n;
+      }
+      int n = 0;
+      for (const std::string& p : datagrams) n += lines_holding(p, kCapturePatterns[r]);
+      if (n > 0) expected[{"pcap:" + path, rule}] = n;
+    }
+  }
+  write_text(dir_ + "/gpufilterd.yaml", capture_config(sources, kCapturePatterns));
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const AlertCounts got = alert_counts(read_jsonl(dir_ + "/alerts.jsonl"));
+  EXPECT_EQ(got, expected);
+  const std::string telnet = "pcap:" + corpus_path("pcap/telnet-raw.pcap");
+  EXPECT_EQ(got.count({telnet + " 192.168.0.2:1254 -> 192.168.0.1:23", "r7"}), 1u) << "the typed login";
+  EXPECT_EQ(got.count({telnet + " 192.168.0.1:23 -> 192.168.0.2:1254", "r8"}), 1u) << "the echoed command";
+  std::printf("%zu (flow direction, rule) pairs alerted, as tshark's followed streams say\n", got.size());
+}
+
+// A truncated capture: the packets before the cut are read and alert, the log names the
+// file and the place, the source ends (and with it the run, exit 0). Beside a socket, a
+// capture file that has been read simply stops: the daemon runs on until SIGTERM, and
+// /metrics counts its packets, its flow, and its flows' lines under the capture's name.
+TEST_F(Gpufilterd, ATruncatedCaptureKeepsWhatCameBeforeAndAFinishedOneBesideASocketStops) {
+  const std::string smtp = read_file(corpus_path("pcap/smtp.pcap"));
+  ASSERT_GT(smtp.size(), 1000u);
+  write_text(dir_ + "/cut.pcap", smtp.substr(0, smtp.size() - 100));
+  write_text(dir_ + "/gpufilterd.yaml", capture_config("  - pcap: cut.pcap\n", {"MAIL FROM", "RCPT TO"}));
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("level=warn"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(dir_ + "/cut.pcap: truncated capture at byte "), std::string::npos) << r.err;
+  const AlertCounts cut = alert_counts(read_jsonl(dir_ + "/alerts.jsonl"));
+  EXPECT_EQ(cut.size(), 2u) << r.err;
+
+  std::filesystem::remove(dir_ + "/alerts.jsonl");
+  const std::string path = corpus_path("pcap/smtp.pcap");
+  std::size_t packets = 0;
+  RawPacket raw;
+  for (const auto reader = PcapReader::open_file(path); reader->next(raw);) ++packets;
+  write_text(dir_ + "/gpufilterd.yaml",
+             capture_config("  - pcap: " + path + "\n    stream: true\n  - listen: tcp://127.0.0.1:0\n", {"MAIL FROM"}));
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const std::string server = daemon.server();
+  const auto deadline = Clock::now() + 20s;
+  while (read_jsonl(dir_ + "/alerts.jsonl").empty() && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 1u) << daemon.log();
+  EXPECT_FALSE(daemon.wait_exit(500ms).has_value()) << "ended with the capture: " << daemon.log();
+  // The capture's counters, and its flows' lines under the capture's own name.
+  const std::string lines = "gpufilterd_lines_scanned_total{source=\"pcap:" + path + "\"}";
+  const std::string page = poll_metrics(
+      server,
+      [&](const std::string& p) {
+        return metric(p, "gpufilterd_source_packets_total") == static_cast<double>(packets) &&
+               metric(p, lines).value_or(0) > 0;
+      },
+      10s);
+  EXPECT_EQ(metric(page, "gpufilterd_source_packets_total"), static_cast<double>(packets)) << page;
+  EXPECT_EQ(metric(page, "gpufilterd_source_tcp_flows_total"), 1.0);
+  EXPECT_EQ(metric(page, "gpufilterd_source_tcp_gaps_total"), 0.0);
+  EXPECT_GT(metric(page, lines).value_or(0), 100.0) << page;
+  EXPECT_EQ(page.find(" -> "), std::string::npos) << "a flow's name as a label: " << page;
+  daemon.signal(SIGTERM);
+  const std::optional<int> status = daemon.wait_exit(20s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << daemon.log();
+}
+
+// A missing capture file and a BPF filter libpcap rejects are configuration errors, named
+// with the file, the line and the key, by --check and by the start alike (exit status 2).
+TEST_F(Gpufilterd, CaptureMistakesAreConfigErrorsWithFileAndLine) {
+  const std::string smtp = corpus_path("pcap/smtp.pcap");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"  - pcap: missing.pcap\n", "gpufilterd.yaml:2: sources[0].pcap: " + dir_ + "/missing.pcap: No such file"},
+      {"  - pcap: " + smtp + "\n    bpf: tcp prot 25\n", "gpufilterd.yaml:3: sources[0].bpf: tcp prot 25: "},
+      {"  - interface: lo\n    bpf: \"host nonsense..\"\n", "gpufilterd.yaml:3: sources[0].bpf: host nonsense..: "},
+  };
+  for (const auto& [sources, expected] : cases) {
+    write_text(dir_ + "/gpufilterd.yaml", capture_config(sources, {"x"}));
+    const ProcessResult check = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml", "--check"});
+    EXPECT_EQ(check.status, 2) << sources;
+    EXPECT_NE(check.err.find(expected), std::string::npos) << check.err;
+    const ProcessResult start = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"});
+    EXPECT_EQ(start.status, 2) << sources;
+    EXPECT_NE(start.err.find(expected), std::string::npos) << start.err;
+  }
+}
+
+// A live capture on the loopback interface (skipped without CAP_NET_RAW): a word written
+// in two segments of a TCP connection is found per flow; at SIGTERM the capture ends at
+// once (libpcap's wait is broken) and the flow's unterminated last line is still scanned.
+TEST_F(Gpufilterd, LiveCaptureOnLoopbackFindsSplitWordsAndStopsAtOnce) {
+  try {
+    (void)PcapReader::open_live("lo");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "cannot capture on lo: " << e.what();
+  }
+  const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(server, 1), 0);
+  ASSERT_EQ(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  write_text(dir_ + "/gpufilterd.yaml",
+             capture_config("  - interface: lo\n    bpf: tcp port " + port + "\n    stream: true\n", {"LIVEWORD"}));
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  daemon.server();  // the capture is open once the daemon says it started
+  const int client = tcp_connect("tcp://127.0.0.1:" + port);
+  const int accepted = ::accept4(server, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  const int one = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  EXPECT_TRUE(write_all(client, "first LIVE"));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(write_all(client, "WORD line\nlast LIVEWORD, unterminated"));
+  const auto deadline = Clock::now() + 20s;
+  while (read_jsonl(dir_ + "/alerts.jsonl").empty() && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  std::vector<json> alerts = read_jsonl(dir_ + "/alerts.jsonl");
+  ASSERT_EQ(alerts.size(), 1u) << daemon.log();
+  EXPECT_EQ(alerts[0].at("line"), "first LIVEWORD line");
+  EXPECT_EQ(alerts[0].at("source").get<std::string>().rfind("interface:lo 127.0.0.1:", 0), 0u);
+  const auto stopping = Clock::now();
+  daemon.signal(SIGTERM);
+  const std::optional<int> status = daemon.wait_exit(20s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << daemon.log();
+  EXPECT_LT(Clock::now() - stopping, 5s);
+  alerts = read_jsonl(dir_ + "/alerts.jsonl");
+  ASSERT_EQ(alerts.size(), 2u) << daemon.log();
+  EXPECT_EQ(alerts[1].at("line"), "last LIVEWORD, unterminated");
+  ::close(client);
+  ::close(accepted);
+  ::close(server);
 }
 
 }  // namespace

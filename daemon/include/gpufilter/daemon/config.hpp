@@ -24,13 +24,16 @@ namespace gpufilter::daemon {
 using Millis = std::chrono::milliseconds;
 
 struct SourceConfig {
-  enum class Kind { kFollow, kListen, kStdin };
+  enum class Kind { kFollow, kListen, kStdin, kPcap, kInterface };
   Kind kind = Kind::kFollow;
   std::vector<std::string> paths;  // follow: the files
   std::string url;                 // listen: tcp://, udp://, unix:
   std::string state;               // follow: the --state file ("" none)
   bool from_start = false;         // follow
   std::optional<Millis> poll_interval;  // follow: poll instead of inotify
+  std::string capture;             // pcap: the capture file; interface: the interface's name
+  std::string bpf;                 // pcap, interface: a BPF filter ("" none)
+  bool stream = false;             // pcap, interface: per TCP flow direction, not per packet
   bool operator==(const SourceConfig&) const = default;
 };
 

@@ -186,7 +186,8 @@ class RuleConsumer final : public StreamConsumer {
   void batch_done(std::size_t bytes, double seconds) override;
 
   // The metrics label of an input: a followed file's path, or the scheme of a socket
-  // ("tcp", "udp", "unix": peers would make the label set unbounded), or "stdin".
+  // ("tcp", "udp", "unix": peers would make the label set unbounded), or "stdin", or a
+  // capture ("pcap:FILE", "interface:IFACE"; a flow direction's stream counts as its capture's).
   static std::string source_label(const std::string& name);
 
  private:

@@ -1,17 +1,20 @@
 // StreamSession: the I/O side of a stream run, one for gpufilter --follow/--listen and for
 // gpufilterd. It owns the io_context and its thread, the readers that feed one
-// RecordChannel (followers, a listener, standard input), the channel's space callback,
-// and the stop: the readers hand on what they hold and close, then channel.finish(), so
-// the consumer scans what is left and returns. The state files are saved last, by the
-// front end's call, once what they name is written.
+// RecordChannel (followers, a listener, standard input, packet captures), the channel's
+// space callback, and the stop: the readers hand on what they hold and close, then
+// channel.finish(), so the consumer scans what is left and returns. The state files are
+// saved last, by the front end's call, once what they name is written.
 //
-//   add_follower / add_listener / add_stdin    build the readers (each may throw)
-//   start()     the listener binds, the followers and standard input open
+//   add_follower / add_listener / add_stdin / add_capture    build the readers (each may throw)
+//   start()     the listener binds, the followers, standard input and the captures open
 //   run_io()    the I/O thread; the consumer then runs on the caller's thread
 //   join()      the I/O thread ends; save_state()
 //
-// The stop comes from request_stop() (any thread), from the StopSignal when one is given,
-// or from standard input's end when it is the only reader.
+// A capture reads on a thread of its own (capture_source.hpp); the session wakes it from
+// on_space() and stops it with the others. The stop comes from request_stop() (any
+// thread), from the StopSignal when one is given, or, when the only readers are standard
+// input and capture files (no follower, listener or live capture), from the end of all of
+// them.
 #pragma once
 
 #include <unistd.h>
@@ -33,6 +36,7 @@
 #include "gpufilter/core/notices.hpp"
 #include "gpufilter/core/record_channel.hpp"
 #include "gpufilter/core/stop_signal.hpp"
+#include "gpufilter/sources/capture_source.hpp"
 #include "gpufilter/sources/follower.hpp"
 #include "gpufilter/sources/listener.hpp"
 #include "gpufilter/sources/stdin_reader.hpp"
@@ -69,6 +73,7 @@ class StreamSession {
   void add_follower(FollowConfig config, Notices& notices);
   void add_listener(ListenConfig config, Notices& notices);  // at most one
   void add_stdin(std::size_t max_line_bytes, int fd = STDIN_FILENO);  // a duplicate of `fd` is read
+  void add_capture(CaptureConfig config, Notices& notices);  // opens the capture file or interface
 
   // The listener binds (SourceError) and each bound URL goes to `on_listening`; then the
   // followers and standard input start. Before run_io().
@@ -87,10 +92,12 @@ class StreamSession {
 
   bool following() const noexcept { return !followers_.empty(); }
   bool listening() const noexcept { return listener_ != nullptr; }
+  bool capturing() const noexcept { return !captures_.empty(); }
   struct Counters {
     Follower::Counters follow;  // summed over the followers
     Listener::Counters listen;
     std::uint64_t stdin_lines_too_long = 0;
+    CaptureSource::Counters capture;  // summed over the captures
   };
   // On the I/O thread, or before or after it runs.
   Counters counters() const;
@@ -99,6 +106,7 @@ class StreamSession {
   void stop_readers();  // on the I/O thread
   bool readers_stopped() const;
   void finish_when_stopped();
+  void end_when_all_ended();  // only finite readers: the last one's end stops the run
   void on_space();
   void io_main();
 
@@ -108,6 +116,7 @@ class StreamSession {
   std::vector<std::unique_ptr<Follower>> followers_;
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<StdinReader> stdin_;
+  std::vector<std::unique_ptr<CaptureSource>> captures_;  // declared after channel_: joined before it goes
   bool stopping_ = false;
   boost::asio::steady_timer stop_check_;
   boost::asio::posix::stream_descriptor stop_watch_;
