@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include <pcap/pcap.h>
 
@@ -29,15 +30,25 @@ std::uint32_t PcapPieces::load(std::size_t at) const noexcept {
   return swapped_ ? byte_swap(v) : v;
 }
 
+// The captured and the original length, in the order the file's version keeps them: before
+// pcap 2.3 they were the other way round, and 2.3 files have both orders (libpcap's
+// sf-pcap.c swaps them the same way).
+std::pair<std::uint32_t, std::uint32_t> PcapPieces::lengths(std::size_t at) const noexcept {
+  std::uint32_t caplen = load(at + 8);
+  std::uint32_t len = load(at + 12);
+  if (lengths_ == Lengths::kSwapped || (lengths_ == Lengths::kMaybeSwapped && caplen > len)) std::swap(caplen, len);
+  return {caplen, len};
+}
+
 std::size_t PcapPieces::record(std::size_t at, RawPacket& raw) const noexcept {
   if (size_ - at < kRecordHeader) return 0;
-  const std::uint32_t caplen = load(at + 8);
+  const auto [caplen, len] = lengths(at);
   if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader) return 0;
   raw.seconds = static_cast<std::int64_t>(load(at));
   const std::uint32_t fraction = load(at + 4);
   raw.nanoseconds = nanosecond_ ? fraction : fraction * 1000;
   raw.caplen = caplen;
-  raw.len = load(at + 12);
+  raw.len = len;
   raw.data = std::span<const std::uint8_t>(bytes_ + at + kRecordHeader, caplen);
   return at + kRecordHeader + caplen;
 }
@@ -69,8 +80,8 @@ PcapPieces::Walk PcapPieces::walk(std::size_t from, std::size_t until, std::size
 // a fraction of a second below one second, and a time within ten years of the first.
 bool PcapPieces::plausible(std::size_t at) const noexcept {
   if (size_ - at < kRecordHeader) return false;
-  const std::uint32_t caplen = load(at + 8);
-  if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader || caplen > load(at + 12)) return false;
+  const auto [caplen, len] = lengths(at);
+  if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader || caplen > len) return false;
   if (load(at + 4) >= (nanosecond_ ? 1000000000u : 1000000u)) return false;
   const std::uint32_t seconds = load(at);
   const std::uint32_t span = 10u * 366 * 86400;
@@ -82,7 +93,7 @@ std::size_t PcapPieces::find_start(std::size_t lo, std::size_t hi) const noexcep
     std::size_t at = c;
     int chained = 0;
     while (chained < 8 && at < size_ && plausible(at)) {
-      at += kRecordHeader + load(at + 8);
+      at += kRecordHeader + lengths(at).first;
       ++chained;
     }
     if (chained == 8 || (chained > 0 && at == size_)) return c;
@@ -116,6 +127,12 @@ std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond
   p->swapped_ = magic == byte_swap(0xa1b2c3d4) || magic == byte_swap(0xa1b23c4d);
   p->nanosecond_ = nano;
   p->snaplen_ = static_cast<std::uint32_t>(snaplen);
+  std::uint16_t version[2];
+  std::memcpy(version, p->bytes_ + 4, sizeof version);
+  const auto major = static_cast<std::uint16_t>(p->swapped_ ? (version[0] >> 8 | version[0] << 8) : version[0]);
+  const auto minor = static_cast<std::uint16_t>(p->swapped_ ? (version[1] >> 8 | version[1] << 8) : version[1]);
+  if (major != 2) return nullptr;  // what libpcap reads as another version: it reads the file
+  p->lengths_ = minor < 3 ? Lengths::kSwapped : minor == 3 ? Lengths::kMaybeSwapped : Lengths::kInOrder;
   if (p->size_ >= kFileHeader + kRecordHeader) p->first_seconds_ = p->load(kFileHeader);
   return p;
 }

@@ -265,11 +265,14 @@ void put32(std::string& out, std::uint32_t v, bool big = false) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (big ? 24 - 8 * i : 8 * i)));
 }
 
-// `big`: a big-endian file; `nano`: nanosecond timestamps.
-std::string build_capture(const std::vector<Segment>& segments, bool big = false, bool nano = false) {
+// `big`: a big-endian file; `nano`: nanosecond timestamps; `old`: pcap 2.2, whose record
+// headers hold the original length before the captured one.
+std::string build_capture(const std::vector<Segment>& segments, bool big = false, bool nano = false,
+                          bool old = false) {
   std::string file;
   put32(file, nano ? 0xa1b23c4d : 0xa1b2c3d4, big);
-  file += big ? std::string("\x00\x02\x00\x04", 4) : std::string("\x02\x00\x04\x00", 4);
+  const char minor = old ? 2 : 4;
+  file += big ? std::string("\x00\x02\x00", 3) + minor : std::string("\x02\x00", 2) + minor + '\0';
   put32(file, 0, big);
   put32(file, 0, big);
   put32(file, 65535, big);
@@ -288,8 +291,8 @@ std::string build_capture(const std::vector<Segment>& segments, bool big = false
     f += s.payload;
     put32(file, 1700000000, big);
     put32(file, ++usec * (nano ? 7 : 1), big);
-    put32(file, static_cast<std::uint32_t>(f.size()), big);
-    put32(file, static_cast<std::uint32_t>(f.size()), big);
+    put32(file, static_cast<std::uint32_t>(f.size()) + (old ? 7 : 0), big);  // 2.2: the original length first
+    put32(file, static_cast<std::uint32_t>(f.size()) + (old ? 0 : 7), big);
     file += f;
   }
   return file;
@@ -483,6 +486,7 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
   const std::vector<std::string> captures = {
       dir.write("decoys.pcap", build_capture(decoys)),
       dir.write("many.pcap", built), dir.write("big-nano.pcap", build_capture(segments, true, true)),
+      dir.write("version-2.2.pcap", build_capture(segments, false, false, true)),
       dir.write("cut.pcap", built.substr(0, built.size() * 2 / 3)),
       dir.write("oversized.pcap", build_capture(oversized)), corpus_path("pcap/http.cap"),
       corpus_path("pcap/smtp.pcap"), corpus_path("pcap/http_redirects.pcapng")};

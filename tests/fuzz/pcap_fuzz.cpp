@@ -9,7 +9,10 @@
 // reports, leaks and hangs: packet indexes count up from 1; caplen is the data's size; the
 // decoded payload lies within the frame; the reassembler hands on no more bytes than the
 // segments carried; the capture written back holds the same packets (each one's bytes,
-// or the first snaplen of them).
+// or the first snaplen of them). And the mapped reading of gpufilter's parallel path
+// (PcapPieces) gives libpcap's packets, each numbered as libpcap numbers it, up to where it
+// hands the file to libpcap, which then reads on with the rest (PcapReader::resume_at); its
+// walks of a part give the same records.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,6 +28,7 @@
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/sources/packet.hpp"
 #include "gpufilter/sinks/pcap_writer.hpp"
+#include "gpufilter/sources/pcap_pieces.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"
 
@@ -92,6 +96,50 @@ std::vector<Packet> read_all(const std::string& path, int& link_type, int& snapl
   return packets;
 }
 
+// The mapped reading against libpcap's `packets` (all of them when `clean`).
+void check_mapped(const std::vector<Packet>& packets, int snaplen, bool nanosecond, bool clean) {
+  const std::unique_ptr<gpufilter::PcapPieces> pieces = gpufilter::PcapPieces::map(g_in.fd, snaplen, nanosecond);
+  if (!pieces) return;  // pcapng, or not mappable: libpcap reads it
+  gpufilter::PcapPieces::Cursor cursor(*pieces);
+  gpufilter::RawPacket raw;
+  std::vector<std::size_t> starts;  // each record's offset
+  std::size_t n = 0;
+  gpufilter::PcapPieces::Cursor::Read got;
+  for (std::size_t at = cursor.offset(); (got = cursor.next(raw)) == gpufilter::PcapPieces::Cursor::Read::kPacket;
+       at = cursor.offset(), ++n) {
+    if (n >= packets.size()) {
+      if (n >= 100000) return;  // read_all stops there
+      fail("the mapping reads packet " + std::to_string(n + 1) + ", libpcap read " + std::to_string(packets.size()) + (clean ? " to the end" : " and failed"));
+    }
+    if (raw.index != n + 1 || raw.len != packets[n].len ||
+        !std::equal(raw.data.begin(), raw.data.end(), packets[n].data.begin(), packets[n].data.end()))
+      fail("mapped packet " + std::to_string(n + 1) + " differs from libpcap's");
+    starts.push_back(at);
+  }
+  if (got == gpufilter::PcapPieces::Cursor::Read::kEnd && clean && n != packets.size())
+    fail("the mapping ends before libpcap does");
+  if (got == gpufilter::PcapPieces::Cursor::Read::kLeft) {
+    // libpcap reads on from the record the mapping left: the same packets as from the start.
+    std::unique_ptr<gpufilter::PcapReader> reader = gpufilter::PcapReader::open_file(g_in.path);
+    if (!reader->resume_at(cursor.offset(), cursor.index() + 1)) fail("resume_at failed on a file");
+    try {
+      for (std::size_t k = n; k < packets.size() && reader->next(raw); ++k)
+        if (raw.index != k + 1 || !std::equal(raw.data.begin(), raw.data.end(), packets[k].data.begin(), packets[k].data.end()))
+          fail("libpcap resumed at packet " + std::to_string(k + 1) + " reads another one");
+    } catch (const gpufilter::PcapError&) {
+    }
+  }
+  // A walk from a record start gives the records from there, whatever the part.
+  if (starts.empty()) return;
+  const std::size_t first = starts[starts.size() / 2];
+  const gpufilter::PcapPieces::Walk walk = pieces->walk(first, pieces->size(), 4096);
+  std::size_t walked = 0;
+  for (const gpufilter::PcapPieces::Piece& piece : walk.pieces) walked += piece.packets;
+  if (walked != starts.size() - starts.size() / 2 && got != gpufilter::PcapPieces::Cursor::Read::kLeft)
+    fail("a walk from a record start reads " + std::to_string(walked) + " records");
+  (void)pieces->find_start(first > 0 ? first - 1 : 0, pieces->size());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -112,6 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const gpufilter::PcapError&) {
     return 0;  // a header cut short
   }
+  check_mapped(packets, snaplen, nanosecond, clean);
 
   // --pcap-out: written back, then read again.
   try {

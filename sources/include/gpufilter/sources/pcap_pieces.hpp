@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpufilter/core/packet.hpp"
@@ -84,6 +85,9 @@ class PcapPieces {
   std::uint32_t load(std::size_t at) const noexcept;
 
   bool plausible(std::size_t at) const noexcept;
+  std::pair<std::uint32_t, std::uint32_t> lengths(std::size_t at) const noexcept;  // caplen, len
+  enum class Lengths { kInOrder, kSwapped, kMaybeSwapped };
+  Lengths lengths_ = Lengths::kInOrder;
 
   std::unique_ptr<MappedBytes> file_;
   const unsigned char* bytes_ = nullptr;
