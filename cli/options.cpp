@@ -248,9 +248,11 @@ UsageError long_option_error(const char* arg, bool known) {
 void check_capture_options(const Options& o) {
   if (!o.pcaps.empty() && !o.interface.empty()) throw UsageError("give --pcap or --interface, not both", true);
   if (std::count(o.pcaps.begin(), o.pcaps.end(), "-") > 1) throw UsageError("--pcap - can be given once", true);
+  if (o.line_numbers)
+    throw UsageError("-n (--line-number): packets are numbered by frame (#N); to stop after NUM packets use "
+                     "--max-packets=NUM",
+                     true);
   const std::pair<const char*, bool> refused[] = {
-      {"-n (--line-number): packets are numbered by frame (#N); to stop after NUM packets use --max-packets=NUM",
-       o.line_numbers},
       {"--pattern-counts", o.pattern_counts},
       {"-T (--initial-tab)", o.initial_tab},
       {"-r, -R and -d (directories)", o.directories != Directories::kRead},
@@ -261,10 +263,7 @@ void check_capture_options(const Options& o) {
        o.binary_files != BinaryFiles::kBinary},
   };
   for (const auto& [option, given] : refused)
-    if (given) throw UsageError(std::string(option) + (std::string_view(option).find(':') == std::string_view::npos
-                                                           ? " does not apply to captures"
-                                                           : ""),
-                                true);
+    if (given) throw UsageError(std::string(option) + " does not apply to captures", true);
   if (o.hexdump && o.byline) throw UsageError("--hexdump and --byline are two layouts: give one", true);
 }
 

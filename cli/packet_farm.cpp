@@ -60,7 +60,6 @@ class Farm {
   Farm(const cli::Options& o, const PatternTable& table, const PacketFarmParts& parts, const FarmCapture& capture,
        StopSignal& stop)
       : o_(o), table_(table), parts_(parts), capture_(capture), stop_(stop),
-        filter_(capture.link_type, capture.snaplen, capture.bpf),
         window_(std::max<std::size_t>(2, 2 * parts.threads)), ahead_(std::max<std::size_t>(2, parts.threads)),
         slots_(window_),
         parts_count_((capture.pieces.size() - PcapPieces::kFileHeader + kPartBytes - 1) / kPartBytes),
@@ -91,7 +90,6 @@ class Farm {
   const PacketFarmParts& parts_;
   const FarmCapture& capture_;
   StopSignal& stop_;
-  BpfFilter filter_;
   const std::size_t window_;  // pieces taken and not written, at most
   const std::size_t ahead_;   // parts walked and not settled, at most
   std::vector<PieceResult> slots_;  // piece i's in slots_[i % window_]
@@ -218,7 +216,7 @@ void Farm::search(Lane& lane, const Piece& piece, PieceResult& result) {
   raw.index = piece.first_index;
   for (std::size_t at = piece.begin; at < piece.end; ++raw.index) {
     at = capture_.pieces.record(at, raw);  // the cut read it: never 0 here
-    if (!filter_.passes(raw)) continue;
+    if (capture_.filter != nullptr && !capture_.filter->passes(raw)) continue;
     ++result.packets;
     const PacketInfo info = decode_packet(capture_.link_type, raw.data);
     pending.push_back(Scanned{raw, info});

@@ -30,6 +30,7 @@
 #include "gpufilter/sinks/output.hpp"
 #include "gpufilter/sinks/packet_printer.hpp"
 #include "gpufilter/sources/pcap_pieces.hpp"
+#include "gpufilter/sources/pcap_reader.hpp"
 
 namespace gpufilter {
 
@@ -48,8 +49,7 @@ struct FarmCapture {
   const PcapPieces& pieces;
   CaptureInput input;
   int link_type = 0;
-  int snaplen = 0;
-  std::string bpf;
+  const BpfFilter* filter = nullptr;  // the reader's, run on each packet (null: none)
 };
 
 struct FarmResult {

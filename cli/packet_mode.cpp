@@ -215,9 +215,10 @@ class CaptureRun {
         out_(out),
         stop_(stop),
         notices_(notices),
+        names_(regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns)),
         records_(scanner, [this](std::uint64_t tag, std::string_view bytes, std::size_t overlap,
                                  std::span<const Occurrence> occurrences) { delivered(tag, bytes, overlap, occurrences); }),
-        sink_(make_sink(o, out, regex != nullptr ? given_names(patterns) : pattern_names(table_, patterns), colors)),
+        sink_(make_sink(o, out, names_, colors)),
         regex_(regex),
         // Only the text and JSON printers name the patterns that matched and show where.
         names_wanted_(!o.quiet && !o.count && o.list == cli::ListMode::kNone && !capture_on_stdout(o.pcap_out)),
@@ -232,17 +233,16 @@ class CaptureRun {
   }
 
   // Capture files are matched per packet on `threads` threads where they can be.
-  void use_farm(const CaptureThreads& threads, const PatternSet& patterns, const std::optional<Colors>& colors) {
+  void use_farm(const CaptureThreads& threads, const std::optional<Colors>& colors) {
     farm_ = std::make_unique<PacketFarmParts>();
     farm_->threads = threads.threads;
     farm_->scanner = threads.scanner;
     farm_->regexes = threads.regexes;
     farm_->show = names_wanted_;
-    std::vector<PacketPattern> names = regex_ != nullptr ? given_names(patterns) : pattern_names(table_, patterns);
-    const cli::Options& o = o_;
-    const bool prints = !o.count && !capture_on_stdout(o.pcap_out);
-    farm_->printer = [&o, names, colors, prints](Output& out) -> std::unique_ptr<PacketSink> {
-      return prints ? make_sink(o, out, names, colors) : nullptr;
+    // -c counts (the run's own printer says the count); the others print on each thread.
+    const bool prints = !o_.count && !capture_on_stdout(o_.pcap_out);
+    farm_->printer = [this, colors, prints](Output& out) -> std::unique_ptr<PacketSink> {
+      return prints ? make_sink(o_, out, names_, colors) : nullptr;
     };
   }
 
@@ -284,7 +284,7 @@ class CaptureRun {
     if (!open_input(reader, two_pass_out)) return;
     const std::unique_ptr<PcapPieces> pieces = live || input == "-" ? nullptr : map_file(reader, input);
     sink_->begin(CaptureInput{name_, nano_});
-    read_mapped(pieces.get(), reader);
+    read_mapped(pieces.get());
     if (farm_ && pieces && farm_input(reader, *pieces)) {
       finish_input(input, two_pass_out);
       return;
@@ -300,7 +300,7 @@ class CaptureRun {
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
     finish_input(input, two_pass_out);
-    read_mapped(nullptr, reader);
+    read_mapped(nullptr);
   }
 
   // A classic pcap file is read from its mapping (no copy, no system call per packet):
@@ -311,18 +311,12 @@ class CaptureRun {
     return PcapPieces::map(fd.get(), reader.snaplen(), nano_);
   }
 
-  // The packets come from `pieces`, with the BPF filter run here, or (null) from `reader`.
-  void read_mapped(const PcapPieces* pieces, const PcapReader& reader) {
+  // The packets come from `pieces`, through the reader's BPF filter, or (null) from the
+  // reader.
+  void read_mapped(const PcapPieces* pieces) {
     cursor_.reset();
-    filter_.reset();
     released_ = 0;
-    if (pieces == nullptr) return;
-    try {
-      filter_ = std::make_unique<BpfFilter>(link_type_, reader.snaplen(), o_.bpf);
-    } catch (const Error&) {
-      return;  // libpcap compiled it for the reader: it reads
-    }
-    cursor_.emplace(*pieces);
+    if (pieces != nullptr) cursor_.emplace(*pieces);
   }
 
   PcapReader::Read next_packet(PcapReader& reader, RawPacket& raw) {
@@ -331,7 +325,7 @@ class CaptureRun {
     for (;;) {
       switch (cursor_->next(raw)) {
         case PcapPieces::Cursor::Read::kPacket:
-          if (filter_->passes(raw)) return PcapReader::Read::kPacket;
+          if (reader.filter() == nullptr || reader.filter()->passes(raw)) return PcapReader::Read::kPacket;
           continue;
         case PcapPieces::Cursor::Read::kEnd: return PcapReader::Read::kEnd;
         case PcapPieces::Cursor::Read::kLeft: break;
@@ -363,15 +357,8 @@ class CaptureRun {
   // cannot be (no thread): the caller reads it here, from the start. A record the farm
   // does not read (damage) is where it stops: libpcap reads on from there, here.
   bool farm_input(PcapReader& reader, const PcapPieces& pieces) {
-    FarmResult r;
-    try {
-      const FarmCapture capture{pieces, CaptureInput{name_, nano_}, link_type_, reader.snaplen(), o_.bpf};
-      r = run_packet_farm(o_, table_, *farm_, capture, out_, stop_);
-    } catch (const OutputError&) {
-      throw;
-    } catch (const Error&) {
-      return false;  // nothing was written
-    }
+    const FarmCapture capture{pieces, CaptureInput{name_, nano_}, link_type_, reader.filter()};
+    const FarmResult r = run_packet_farm(o_, table_, *farm_, capture, out_, stop_);
     if (!r.ran) return false;
     packets_ += r.packets;
     farm_bytes_ += r.bytes;
@@ -829,6 +816,7 @@ class CaptureRun {
   Output& out_;
   StopSignal& stop_;
   Notices& notices_;
+  std::vector<PacketPattern> names_;  // how the output names each pattern
   RecordScan records_;
   std::unique_ptr<PacketSink> sink_;
   std::size_t carry_ = 0;
@@ -862,7 +850,6 @@ class CaptureRun {
   std::size_t held_total_ = 0;    // single-pass --pcap-out: bytes held by undecided flows
   std::uint64_t flows_cut_ = 0;   // selected flows whose early packets were beyond the limits
   std::optional<PcapPieces::Cursor> cursor_;  // a mapped capture file's packets, when it is one
-  std::unique_ptr<BpfFilter> filter_;         // and the BPF filter run on them
   std::size_t released_ = 0;                  // the mapping's bytes given back so far
   std::unique_ptr<PacketFarmParts> farm_;  // capture files on many threads, when they can be
   std::uint64_t farm_bytes_ = 0;           // scanned by it
@@ -878,7 +865,7 @@ CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const Patter
                            Output& out, const std::optional<Colors>& colors, const CaptureThreads* threads,
                            StopSignal& stop, Notices& notices) {
   CaptureRun run(o, scanner, patterns, regex, out, colors, stop, notices);
-  if (threads != nullptr && threads->threads > 1 && packet_farm_applies(o)) run.use_farm(*threads, patterns, colors);
+  if (threads != nullptr && threads->threads > 1 && packet_farm_applies(o)) run.use_farm(*threads, colors);
   return run.run();
 }
 

@@ -60,14 +60,11 @@ constexpr auto kSpaceRetry = std::chrono::milliseconds(100);  // a lost wake-up 
 
 void check_bpf(const std::string& bpf) {
   if (bpf.empty()) return;
-  pcap_t* p = pcap_open_dead(DLT_EN10MB, 262144);
-  if (p == nullptr) throw ConfigError(bpf + ": libpcap could not make a handle to compile it");
-  bpf_program program{};
-  const int status = pcap_compile(p, &program, bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN);
-  const std::string why = status != 0 ? pcap_geterr(p) : "";
-  if (status == 0) pcap_freecode(&program);
-  pcap_close(p);
-  if (status != 0) throw ConfigError(bpf + ": " + why);
+  try {
+    const BpfFilter filter(DLT_EN10MB, 262144, bpf);
+  } catch (const ConfigError& e) {
+    throw ConfigError(without_option(e.what()));
+  }
 }
 
 void check_capture_file(const std::string& path, const std::string& bpf) {

@@ -7,9 +7,6 @@
 #include <cstring>
 #include <utility>
 
-#include <pcap/pcap.h>
-
-#include "gpufilter/core/errors.hpp"
 #include "mapped_file.hpp"
 
 namespace gpufilter {
@@ -135,35 +132,6 @@ std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond
   p->lengths_ = minor < 3 ? Lengths::kSwapped : minor == 3 ? Lengths::kMaybeSwapped : Lengths::kInOrder;
   if (p->size_ >= kFileHeader + kRecordHeader) p->first_seconds_ = p->load(kFileHeader);
   return p;
-}
-
-struct BpfFilter::Program {
-  pcap_t* dead = nullptr;
-  bpf_program code{};
-  ~Program() {
-    pcap_freecode(&code);
-    if (dead != nullptr) pcap_close(dead);
-  }
-};
-
-BpfFilter::BpfFilter(int link_type, int snaplen, const std::string& expression) {
-  if (expression.empty()) return;
-  auto program = std::make_unique<Program>();
-  program->dead = pcap_open_dead(link_type, snaplen);
-  if (program->dead == nullptr) throw ConfigError("BPF expression '" + expression + "': libpcap is out of memory");
-  if (pcap_compile(program->dead, &program->code, expression.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0)
-    throw ConfigError("BPF expression '" + expression + "': " + pcap_geterr(program->dead));
-  program_ = std::move(program);
-}
-
-BpfFilter::~BpfFilter() = default;
-
-bool BpfFilter::passes(const RawPacket& raw) const noexcept {
-  if (!program_) return true;
-  pcap_pkthdr h{};
-  h.caplen = raw.caplen;
-  h.len = raw.len;
-  return pcap_offline_filter(&program_->code, &h, raw.data.data()) != 0;
 }
 
 }  // namespace gpufilter

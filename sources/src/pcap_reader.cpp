@@ -23,16 +23,9 @@ namespace {
 
 // What a reader keeps beside its pcap_t (PcapReader::State is this).
 struct ReaderState {
-  bpf_program filter{};
-  bool filtering = false;   // a file with --bpf: next() runs `filter`
+  std::unique_ptr<BpfFilter> filter;  // a file with --bpf: next() runs it
   bool nanosecond = false;  // the source's own precision (timestamps are always scaled to ns)
   bool pcapng = false;
-  ReaderState() = default;
-  ReaderState(const ReaderState&) = delete;
-  ReaderState& operator=(const ReaderState&) = delete;
-  ~ReaderState() {
-    if (filtering) pcap_freecode(&filter);
-  }
 };
 
 // Standard input as a stdio stream that counts the bytes it hands to stdio, so ftell()
@@ -230,10 +223,7 @@ std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const
   std::unique_ptr<PcapReader> reader(new PcapReader());
   reader->pcap_ = p;
   reader->name_ = name;
-  if (!bpf.empty()) {
-    compile(p, bpf, state->filter);
-    state->filtering = true;
-  }
+  if (!bpf.empty()) state->filter = std::make_unique<BpfFilter>(pcap_datalink(p), pcap_snapshot(p), bpf);
   reader->state_ = std::move(state);
   return reader;
 }
@@ -321,13 +311,13 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
     const int status = pcap_next_ex(p, &header, &data);
     if (status == 1) {
       ++index_;
-      if (state != nullptr && state->filtering && pcap_offline_filter(&state->filter, header, data) == 0) continue;
       packet.index = index_;
       packet.seconds = static_cast<std::int64_t>(header->ts.tv_sec);
       packet.nanoseconds = static_cast<std::uint32_t>(nano ? header->ts.tv_usec : header->ts.tv_usec * 1000);
       packet.caplen = header->caplen;
       packet.len = header->len;
       packet.data = std::span<const std::uint8_t>(data, header->caplen);
+      if (state != nullptr && state->filter && !state->filter->passes(packet)) continue;
       return Read::kPacket;
     }
     if (status == 0) return Read::kIdle;  // a live read timed out
@@ -351,6 +341,34 @@ bool PcapReader::resume_at(std::uint64_t offset, std::uint64_t index) {
   if (file == nullptr || ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) return false;
   index_ = index - 1;
   return true;
+}
+
+const BpfFilter* PcapReader::filter() const noexcept { return state_ ? state_->filter.get() : nullptr; }
+
+struct BpfFilter::Program {
+  pcap_t* dead = nullptr;
+  bpf_program code{};
+  ~Program() {
+    pcap_freecode(&code);
+    if (dead != nullptr) pcap_close(dead);
+  }
+};
+
+// Compiled for a handle of the capture's link type and snaplen, as for the capture's own.
+BpfFilter::BpfFilter(int link_type, int snaplen, const std::string& expression)
+    : program_(std::make_unique<Program>()) {
+  program_->dead = pcap_open_dead(link_type, snaplen);
+  if (program_->dead == nullptr) throw ConfigError("--bpf " + expression + ": libpcap is out of memory");
+  compile(program_->dead, expression, program_->code);
+}
+
+BpfFilter::~BpfFilter() = default;
+
+bool BpfFilter::passes(const RawPacket& raw) const noexcept {
+  pcap_pkthdr h{};
+  h.caplen = raw.caplen;
+  h.len = raw.len;
+  return pcap_offline_filter(&program_->code, &h, raw.data.data()) != 0;
 }
 
 void PcapReader::break_loop() noexcept {

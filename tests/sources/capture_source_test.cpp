@@ -144,7 +144,9 @@ TEST(CaptureSource, PerPacketLinesAreThePayloadsLinesThroughATinyChannel) {
     EXPECT_EQ(tiny.counters.lines_too_long, dropped);
     EXPECT_GT(tiny.counters.packets, 0u);
     EXPECT_GT(tiny.seen.batches, expected.size() / 64);
-    if (std::string(name) == "pcap/smtp.pcap") EXPECT_GT(dropped, 0u);
+    if (std::string(name) == "pcap/smtp.pcap") {
+      EXPECT_GT(dropped, 0u);
+    }
   }
 }
 

@@ -98,20 +98,4 @@ class PcapPieces {
   bool nanosecond_ = false;
 };
 
-// libpcap's BPF program for a capture's link type, run on each packet as PcapReader runs
-// it (pcap_offline_filter only reads the program, so many threads may run one at once).
-class BpfFilter {
- public:
-  // Throws ConfigError when libpcap rejects `expression`; an empty one passes everything.
-  BpfFilter(int link_type, int snaplen, const std::string& expression);
-  ~BpfFilter();
-  BpfFilter(const BpfFilter&) = delete;
-  BpfFilter& operator=(const BpfFilter&) = delete;
-  bool passes(const RawPacket& raw) const noexcept;
-
- private:
-  struct Program;
-  std::unique_ptr<Program> program_;
-};
-
 }  // namespace gpufilter

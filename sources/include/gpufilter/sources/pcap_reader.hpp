@@ -27,6 +27,23 @@ class PcapError : public Error {
   std::uint64_t offset_;
 };
 
+// libpcap's BPF program for a capture's link type and snaplen, run on each packet (a
+// capture file's: a live capture's filter runs in the kernel). pcap_offline_filter only
+// reads the program, so many threads may run one at once (cli/packet_farm.hpp).
+class BpfFilter {
+ public:
+  // Throws ConfigError ("--bpf EXPR: why") when libpcap rejects `expression`.
+  BpfFilter(int link_type, int snaplen, const std::string& expression);
+  ~BpfFilter();
+  BpfFilter(const BpfFilter&) = delete;
+  BpfFilter& operator=(const BpfFilter&) = delete;
+  bool passes(const RawPacket& raw) const noexcept;
+
+ private:
+  struct Program;
+  std::unique_ptr<Program> program_;
+};
+
 class PcapReader {
  public:
   // Throws SourceError (cannot open: no such file, not a capture: with libpcap's reason),
@@ -59,6 +76,10 @@ class PcapReader {
   bool resume_at(std::uint64_t offset, std::uint64_t index);
   // Any thread (also a signal handler's pipe reader): makes a live next() return false.
   void break_loop() noexcept;
+
+  // A file's BPF filter, which read() runs and whoever reads the file otherwise (its
+  // mapping) runs too; null without one, and for a live capture (the kernel runs it).
+  const BpfFilter* filter() const noexcept;
 
   // libpcap's handle.
   void* handle() noexcept { return pcap_; }
