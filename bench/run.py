@@ -89,7 +89,7 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, help="Hyperscan and corpus threads (default: all cores)")
     p.add_argument("--device", help="gpufilter --device SPEC, also for the kernel bench")
     p.add_argument("--repeat", type=int, default=1, help="runs per tool and set; the best counts")
-    p.add_argument("--engine", choices=["auto", "cpu", "gpu"], help="gpufilter --engine (default: its own, auto)")
+    p.add_argument("--engine", choices=["auto", "cpu", "gpu", "both"], help="gpufilter --engine (default: its own, auto)")
     p.add_argument("--tools", default=",".join(TOOLS),
                    help=f"comma-separated tools to run, from {','.join(TOOLS)} (default: all); the others are "
                         "marked skipped, e.g. a second --engine pass without the peers")
@@ -290,7 +290,10 @@ def run_tool(a, tool, patterns, icase, corpus, out_dir, regex=False):
 def kernel_bench(a, patterns, icase, corpus):
     if a.kernel_bench is None or not a.kernel_bench.is_file():
         return {"status": "n/a"}
-    cmd = [a.kernel_bench] + ([f"--device={a.device}"] if a.device else []) + (["-i"] if icase else []) + [
+    # The kernel bench takes one device: the first of a list, a GPU for "all".
+    one = (a.device or "").split(",")[0]
+    one = "gpu" if one == "all" else one
+    cmd = [a.kernel_bench] + ([f"--device={one}"] if one else []) + (["-i"] if icase else []) + [
         "--bytes", str(min(a.size, KERNEL_BYTES)), "-f", patterns, corpus]
     try:
         r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=a.timeout, env=ENV)

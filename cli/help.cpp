@@ -79,12 +79,14 @@ GPU and streaming:
       --pattern-counts      after the output, print how often each pattern
                             occurs (every start position, overlaps included)
       --list-devices        list OpenCL platforms and devices and exit
-      --device=SPEC         gpu, cpu, or PLATFORM:DEVICE from --list-devices
-                            (default: $GPUFILTER_DEVICE, else the first GPU,
-                            else the first CPU device)
+      --device=SPEC         gpu, cpu, PLATFORM:DEVICE from --list-devices, or
+                            all (every GPU); several (repeated or a comma list)
+                            share the input (default: $GPUFILTER_DEVICE, else
+                            the first GPU, else the first CPU device)
       --chunk-size=SIZE     bytes per chunk (K, M, G suffixes)
       --slots=N             chunks in flight at once (default 4 on a GPU,
-                            3 on a CPU device, cores + 2 on the host engine)
+                            3 on a CPU device, per device; cores + 2 on the
+                            host engine)
       --engine=ENGINE       auto, opencl (the OpenCL device, a GPU or PoCL;
                             also 'gpu'), host (Hyperscan on every core;
                             also 'cpu') or both (the two together); auto picks

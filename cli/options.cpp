@@ -489,7 +489,7 @@ bool gpufilter_option(int c, Options& o) {
     case kHelpOption: o.help = true; break;
     case kPatternCountsOption: o.pattern_counts = true; break;
     case kListDevicesOption: o.list_devices = true; break;
-    case kDeviceOption: o.device = ::optarg; break;
+    case kDeviceOption: o.device += (o.device.empty() ? "" : ",") + std::string(::optarg); break;  // several: a list
     case kChunkSizeOption: o.chunk_bytes = size_argument(::optarg, "--chunk-size"); break;
     case kSlotsOption: o.slots = size_argument(::optarg, "--slots"); break;
     case kBatchTimeoutOption: {

@@ -59,7 +59,7 @@ _gpufilter() {
       _gpufilter_choices "auto opencl gpu host cpu both"; return ;;
     --device)
       # PLATFORM:DEVICE as --list-devices prints it; asking OpenCL here would be slow.
-      _gpufilter_choices "gpu cpu"; return ;;
+      _gpufilter_choices "gpu cpu all"; return ;;
     --interface)
       _gpufilter_choices "$(command ls /sys/class/net 2>/dev/null) any"; return ;;
     --listen)

@@ -53,7 +53,7 @@ complete -c gpufilter -l no-group-separator -d 'No separator between groups of c
 complete -c gpufilter -l color -l colour -f -a 'always never auto' -d 'Highlight the matching strings'
 complete -c gpufilter -l pattern-counts -d 'Print how often each pattern occurs'
 complete -c gpufilter -l list-devices -d 'List OpenCL platforms and devices and exit'
-complete -c gpufilter -l device -x -a 'gpu cpu' -d 'OpenCL device: gpu, cpu or PLATFORM:DEVICE'
+complete -c gpufilter -l device -x -a 'gpu cpu all' -d 'OpenCL device: gpu, cpu, all or PLATFORM:DEVICE'
 complete -c gpufilter -l chunk-size -x -d 'Bytes per chunk (K, M, G suffixes)'
 complete -c gpufilter -l slots -x -d 'Chunks in flight at once'
 complete -c gpufilter -l engine -x -a 'auto opencl gpu host cpu both' -d 'Which engine scans'

@@ -55,6 +55,35 @@ TEST(Device, BadSpecsAreNamedInTheError) {
   }
 }
 
+// --device lists: "all" is every GPU (every device where there is none), several specs are
+// each device once in the order named, and an empty entry or a missing device is named.
+TEST(Device, ListsOfDevices) {
+  auto devices = devices_or_skip();
+  if (!devices) GTEST_SKIP() << "no OpenCL platform";
+  bool any_gpu = false;
+  for (const auto& d : *devices) any_gpu = any_gpu || d.is_gpu;
+  std::size_t expected_all = 0;
+  for (const auto& d : *devices) expected_all += (d.is_gpu || !any_gpu) ? 1 : 0;
+  const auto all = gpufilter::find_devices("all");
+  EXPECT_EQ(all.size(), expected_all);
+  for (const auto& d : all) EXPECT_EQ(gpufilter::find_devices(gpufilter::spec_of(d)).front().name, d.name);
+  const std::string first = gpufilter::spec_of(devices->front());
+  EXPECT_EQ(gpufilter::find_devices(first + "," + first).size(), 1u);
+  EXPECT_EQ(gpufilter::find_devices("all," + first).size(), all.size() + (any_gpu && !devices->front().is_gpu ? 1 : 0));
+  EXPECT_EQ(gpufilter::find_devices("").front().name, DeviceContext().info().name);
+  for (const std::string& spec : std::vector<std::string>{first + ",,", "," + first, first + ",0:99", "all,bogus"}) {
+    try {
+      gpufilter::find_devices(spec);
+      FAIL() << "spec " << spec << " was accepted";
+    } catch (const gpufilter::NoDeviceError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find(spec) != std::string::npos || what.find("0:99") != std::string::npos ||
+                  what.find("bogus") != std::string::npos)
+          << what;
+    }
+  }
+}
+
 TEST(Device, KernelBuildErrorCarriesTheBuildLog) {
   auto devices = devices_or_skip();
   if (!devices) GTEST_SKIP() << "no OpenCL platform";

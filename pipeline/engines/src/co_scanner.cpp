@@ -85,9 +85,14 @@ void CoScanner::add_device(DeviceContext& device, const ScanProgram& program, st
     });
   }
   std::lock_guard lock(lanes_mutex_);
+  const std::size_t index = device_names_.size();
+  device_names_.push_back(device.info().name);
   for (auto& scanner : made) {
     DeviceScanner& lane = *scanner;
-    lanes_.push_back(Lane{std::move(scanner), std::thread([this, &lane] { lane_work(lane); })});
+    auto count = std::make_unique<LaneCount>();
+    LaneCount& counted = *count;
+    lanes_.push_back(Lane{std::move(scanner), index, std::move(count),
+                          std::thread([this, &lane, &counted] { lane_work(lane, counted); })});
   }
   lane_room_.fetch_add(lanes * lane_config.slots, std::memory_order_release);
 }
@@ -95,7 +100,7 @@ void CoScanner::add_device(DeviceContext& device, const ScanProgram& program, st
 // A lane: takes chunks from the shared queue while its device has room, completes its
 // oldest when it has none or the queue is empty. Nothing is thrown across the thread: a
 // failure is kept in the chunk's slot and raised by finish().
-void CoScanner::lane_work(DeviceScanner& device) {
+void CoScanner::lane_work(DeviceScanner& device, LaneCount& count) {
   std::deque<Slot*> mine;  // submitted to the device, oldest first
   auto settle = [](Slot& job, const auto& work) {
     try {
@@ -144,6 +149,8 @@ void CoScanner::lane_work(DeviceScanner& device) {
     });
     if (submitted) {
       mine.push_back(job);
+      count.chunks.fetch_add(1, std::memory_order_relaxed);
+      count.bytes.fetch_add(job->chunk_.size, std::memory_order_relaxed);
     } else {
       if (slot != nullptr) device.release(*slot);
       lane_pending_.fetch_sub(1, std::memory_order_relaxed);
@@ -216,6 +223,17 @@ std::vector<std::uint64_t> CoScanner::pattern_counts() {
   }
   report_fault();
   return counts;
+}
+
+std::vector<DeviceShare> CoScanner::device_shares() {
+  std::lock_guard lock(lanes_mutex_);
+  std::vector<DeviceShare> shares;
+  for (const std::string& name : device_names_) shares.push_back({name, 0, 0});
+  for (const Lane& lane : lanes_) {
+    shares[lane.device].chunks += lane.count->chunks.load(std::memory_order_relaxed);
+    shares[lane.device].bytes += lane.count->bytes.load(std::memory_order_relaxed);
+  }
+  return shares;
 }
 
 bool CoScanner::counts_exact() noexcept {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_share.hpp"
 #include "gpufilter/engines/engine.hpp"
 #include "gpufilter/hyperscan/host_scanner.hpp"
 #include "gpufilter/opencl/device_scanner.hpp"
@@ -53,24 +54,33 @@ class CoScanner final : public Scanner {
   // Chunks scanned so far by the devices' lanes and by the host engine.
   std::uint64_t device_chunks() const noexcept { return device_chunks_; }
   std::uint64_t host_chunks() const noexcept { return host_chunks_; }
+  // The chunks and bytes each device's lanes took, in the order the devices joined.
+  std::vector<DeviceShare> device_shares();
   void on_fault(DeviceFaultHandler handler) { on_fault_ = std::move(handler); }
 
  private:
   class Slot;
+  struct LaneCount {
+    std::atomic<std::uint64_t> chunks{0};
+    std::atomic<std::uint64_t> bytes{0};
+  };
   struct Lane {
     std::unique_ptr<DeviceScanner> scanner;
+    std::size_t device = 0;  // index in device_names_
+    std::unique_ptr<LaneCount> count;
     std::thread thread;
   };
   std::unique_ptr<ScanSlot> make_slot() override;
   void start(ScanSlot& slot) override;
   void finish(ScanSlot& slot, bool collect) override;
-  void lane_work(DeviceScanner& device);
+  void lane_work(DeviceScanner& device, LaneCount& count);
   void report_fault();
 
   HostScanner host_;
   moodycamel::BlockingConcurrentQueue<Slot*> lane_jobs_;  // nullptr: a lane's stop
   std::mutex lanes_mutex_;
   std::vector<Lane> lanes_;
+  std::vector<std::string> device_names_;  // the devices that joined, in order
   // A chunk goes to the lanes while they hold fewer than they have slots, counting each
   // until its lane completes it (not until it is delivered, which waits for every chunk
   // before it): so each engine's share follows its speed.

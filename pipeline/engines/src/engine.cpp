@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "co_scanner.hpp"
+#include "devices_scanner.hpp"
 #include "gpufilter/hyperscan/host_scanner.hpp"
 #include "gpufilter/opencl/device.hpp"
 #include "gpufilter/opencl/device_scanner.hpp"
@@ -44,6 +45,43 @@ std::string json_string(std::string_view text) {
 }
 
 std::string literals(std::size_t n) { return std::to_string(n) + (n == 1 ? " literal" : " literals"); }
+
+// Runs work(i) for every i below n, each on a thread of its own (on this one when n is 1:
+// opening a device and building its program take a driver's time, so several devices are
+// readied side by side). The first failure is thrown here, once every thread has ended.
+template <class Work>
+void on_threads(std::size_t n, const Work& work) {
+  if (n == 1) return work(0);
+  std::vector<std::exception_ptr> failed(n);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        work(i);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
+// `n` tables equal to `table` (one per device: a scan program takes its own).
+std::vector<PatternTable> copies(PatternTable table, std::size_t n) {
+  std::vector<PatternTable> out;
+  for (std::size_t i = 0; i + 1 < n; ++i) out.push_back(table);
+  if (n != 0) out.push_back(std::move(table));
+  return out;
+}
+
+// "NAME" for one device, "N devices: NAME, NAME" for several.
+std::string devices_name(const std::vector<DeviceInfo>& devices) {
+  if (devices.size() == 1) return devices.front().name;
+  std::string out = std::to_string(devices.size()) + " devices: ";
+  for (std::size_t i = 0; i < devices.size(); ++i) out += (i == 0 ? "" : ", ") + devices[i].name;
+  return out;
+}
 
 }  // namespace
 
@@ -118,12 +156,15 @@ struct Engines::Device {
 Engines::Engines(std::string device_spec) : spec_(std::move(device_spec)) {}
 Engines::~Engines() = default;
 
-bool Engines::device_opened() const noexcept { return device_ != nullptr || co_scanning_; }
+bool Engines::device_opened() const noexcept { return !devices_.empty() || co_scanning_; }
 
+// The first device named stands for them all in the choice of engine.
 DeviceKind Engines::device_kind() {
   if (!kind_) {
     try {
-      kind_ = find_device(spec_).is_gpu ? DeviceKind::kGpu : DeviceKind::kCpu;
+      const std::vector<DeviceInfo> found = find_devices(spec_);
+      kind_ = found.front().is_gpu ? DeviceKind::kGpu : DeviceKind::kCpu;
+      device_count_ = found.size();
     } catch (const NoDeviceError&) {
       if (!spec_.empty()) throw;  // a device was asked for by name
       kind_ = DeviceKind::kNone;
@@ -159,10 +200,11 @@ EnginePlan Engines::plan(const EngineRequest& request) {
       if (request.slots_per_lane != 0) plan.slots_per_lane = request.slots_per_lane;
     }
   } else {
-    // On a GPU, 64 MiB chunks and 4 slots keep the link busy (docs/PERFORMANCE.md).
+    // On a GPU, 64 MiB chunks and 4 slots keep the link busy (docs/PERFORMANCE.md); as
+    // many per device where several share the input.
     const bool gpu = device_kind() == DeviceKind::kGpu;
     s.chunk_bytes = request.chunk_bytes != 0 ? request.chunk_bytes : (gpu && !streams ? 64u << 20 : 4u << 20);
-    s.slots = request.slots != 0 ? request.slots : (gpu ? 4 : 3);
+    s.slots = (request.slots != 0 ? request.slots : (gpu ? 4 : 3)) * std::max<std::size_t>(device_count_, 1);
     s.host_scan_below = request.host_scan_below.value_or(kDefaultHostScanBelow);
     s.device_faults = request.device_faults;
   }
@@ -202,48 +244,77 @@ class HostEngine final : public Engine {
   HostScanner* host_scanner_ = nullptr;  // scanner_, once made
 };
 
+// One OpenCL device (DeviceScanner), or several sharing the input (DevicesScanner),
+// each with a scan program of its own, built side by side.
 class DeviceEngine final : public Engine {
  public:
-  DeviceEngine(const EnginePlan& plan, DeviceContext& device, double device_ms, const PatternSet& patterns,
-               MatchOptions match)
-      : Engine(EngineKind::kDevice, device.info().name, plan.reason, plan.scanning), device_(device) {
+  DeviceEngine(const EnginePlan& plan, std::vector<DeviceContext*> devices, double device_ms,
+               const PatternSet& patterns, MatchOptions match)
+      : Engine(EngineKind::kDevice, devices_name(infos(devices)), plan.reason, plan.scanning),
+        devices_(std::move(devices)) {
     timings_.device_ms = device_ms;
     Clock::time_point start = Clock::now();
     PatternTable table(patterns, match);
     timings_.table_ms = ms_since(start);
     start = Clock::now();
-    program_ = std::make_unique<ScanProgram>(device, std::move(table));
+    std::vector<PatternTable> tables = copies(std::move(table), devices_.size());
+    programs_.resize(devices_.size());
+    on_threads(devices_.size(), [&](std::size_t i) {
+      programs_[i] = std::make_unique<ScanProgram>(*devices_[i], std::move(tables[i]));
+    });
     timings_.program_ms = ms_since(start);
   }
-  // The scanner (the base's) goes first: chunks in flight still use the program.
+  // The scanner (the base's) goes first: chunks in flight still use the programs.
   ~DeviceEngine() override { scanner_.reset(); }
-  const PatternTable& table() const noexcept override { return program_->table(); }
+  const PatternTable& table() const noexcept override { return programs_.front()->table(); }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
     const ScanConfig scanning = scanning_for(locate, count_patterns);
     const Clock::time_point start = Clock::now();
-    auto scanner = std::make_unique<DeviceScanner>(device_, *program_, scanning);
+    if (devices_.size() == 1) {
+      auto scanner = std::make_unique<DeviceScanner>(*devices_.front(), *programs_.front(), scanning);
+      device_scanner_ = scanner.get();
+      scanner_ = std::move(scanner);
+    } else {
+      std::vector<const ScanProgram*> programs;
+      for (const auto& p : programs_) programs.push_back(p.get());
+      auto scanner = std::make_unique<DevicesScanner>(devices_, programs, scanning);
+      devices_scanner_ = scanner.get();
+      scanner_ = std::move(scanner);
+    }
     timings_.scanner_ms = ms_since(start);
-    device_scanner_ = scanner.get();
-    if (on_fault_) device_scanner_->on_fault(on_fault_);
-    scanner_ = std::move(scanner);
+    if (on_fault_) on_device_fault(on_fault_);
     return *scanner_;
   }
   void on_device_fault(DeviceFaultHandler handler) override {
     on_fault_ = std::move(handler);
     if (device_scanner_ != nullptr) device_scanner_->on_fault(on_fault_);
+    if (devices_scanner_ != nullptr) devices_scanner_->on_fault(on_fault_);
   }
-  bool counts_exact() const noexcept override { return device_scanner_ == nullptr || device_scanner_->counts_exact(); }
+  bool counts_exact() const noexcept override {
+    if (device_scanner_ != nullptr) return device_scanner_->counts_exact();
+    return devices_scanner_ == nullptr || devices_scanner_->counts_exact();
+  }
+  std::string stats_json() const override {
+    return devices_scanner_ != nullptr ? device_shares_json(devices_scanner_->shares()) : std::string();
+  }
 
  private:
-  DeviceContext& device_;
-  std::unique_ptr<ScanProgram> program_;
-  DeviceScanner* device_scanner_ = nullptr;
+  static std::vector<DeviceInfo> infos(const std::vector<DeviceContext*>& devices) {
+    std::vector<DeviceInfo> out;
+    for (const DeviceContext* d : devices) out.push_back(d->info());
+    return out;
+  }
+
+  std::vector<DeviceContext*> devices_;
+  std::vector<std::unique_ptr<ScanProgram>> programs_;
+  DeviceScanner* device_scanner_ = nullptr;    // one device
+  DevicesScanner* devices_scanner_ = nullptr;  // several
   DeviceFaultHandler on_fault_;
 };
 
-// The host engine at once, and an OpenCL device beside it once a thread of its own has
-// opened the device and built the scan program (CoScanner::add_device). A device that
-// cannot be opened leaves the host engine alone (--stats says why).
+// The host engine at once, and OpenCL devices beside it, each once a thread of its own has
+// opened it and built its scan program (CoScanner::add_device). A device that cannot be
+// opened leaves the others, or the host engine alone (--stats says why).
 class CoEngine final : public Engine {
  public:
   CoEngine(const EnginePlan& plan, std::string device_spec, const PatternSet& patterns, MatchOptions match)
@@ -254,15 +325,14 @@ class CoEngine final : public Engine {
     table_ = std::make_unique<PatternTable>(patterns, match);
     timings_.table_ms = ms_since(started_);
     starter_ = std::thread(
-        [this, spec = std::move(device_spec), table = *table_]() mutable { start_device(spec, std::move(table)); });
+        [this, spec = std::move(device_spec), table = *table_]() mutable { start_devices(spec, std::move(table)); });
   }
-  // The starter first (it may still be opening the device), then the scanner (its lanes
-  // scan with the program), then the program and the device.
+  // The starter first (it may still be opening devices), then the scanner (its lanes scan
+  // with the programs), then the programs and the devices.
   ~CoEngine() override {
     starter_.join();
     scanner_.reset();
-    program_.reset();
-    device_.reset();
+    devices_.clear();
   }
   const PatternTable& table() const noexcept override { return *table_; }
   Scanner& make_scanner(bool locate, bool count_patterns) override {
@@ -274,7 +344,7 @@ class CoEngine final : public Engine {
     std::lock_guard lock(mutex_);
     co_ = scanner.get();
     scanner_ = std::move(scanner);
-    if (program_) join();
+    for (auto& device : devices_) join(*device);
     return *scanner_;
   }
   void on_device_fault(DeviceFaultHandler handler) override {
@@ -286,46 +356,57 @@ class CoEngine final : public Engine {
     std::unique_lock lock(mutex_);
     settled_cv_.wait(lock, [this] { return settled_; });
   }
-  std::string stats_json() const override {
-    std::lock_guard lock(mutex_);
-    std::string s = ",\"device_joined\":" + std::string(joined_ ? "true" : "false");
-    if (joined_) s += ",\"device_joined_ms\":" + std::to_string(joined_ms_) + ",\"joined_device\":" + json_string(joined_name_);
-    if (!not_joined_.empty()) s += ",\"device_not_joined\":" + json_string(not_joined_);
-    if (co_ != nullptr)
-      s += ",\"device_chunks\":" + std::to_string(co_->device_chunks()) +
-           ",\"host_chunks\":" + std::to_string(co_->host_chunks());
-    return s;
-  }
+  std::string stats_json() const override;
 
  private:
-  void start_device(const std::string& spec, PatternTable table) {
-    std::string why_not;
+  struct Joining {
+    std::unique_ptr<DeviceContext> device;
+    std::unique_ptr<ScanProgram> program;
+    bool joined = false;
+    double joined_ms = 0;
+  };
+
+  // On the starter thread: finds the devices, then readies each on a thread of its own.
+  void start_devices(const std::string& spec, PatternTable table) {
+    std::vector<DeviceInfo> found;
     try {
-      auto device = std::make_unique<DeviceContext>(spec);
-      auto program = std::make_unique<ScanProgram>(*device, std::move(table));
-      std::lock_guard lock(mutex_);
-      device_ = std::move(device);
-      program_ = std::move(program);
-      if (co_ != nullptr) join();
+      found = find_devices(spec);
     } catch (const std::exception& e) {
-      why_not = e.what();
+      std::lock_guard lock(mutex_);
+      not_joined_ = e.what();
     }
+    std::vector<PatternTable> tables = copies(std::move(table), found.size());
+    on_threads(std::max<std::size_t>(found.size(), 1), [&](std::size_t i) {
+      if (i < found.size()) start_device(spec_of(found[i]), std::move(tables[i]));
+    });
     {
       std::lock_guard lock(mutex_);
-      if (!why_not.empty()) not_joined_ = why_not;
       settled_ = true;
     }
     settled_cv_.notify_all();
   }
-  // With mutex_ held: the device's lanes join the scanner.
-  void join() {
+  void start_device(const std::string& spec, PatternTable table) {
     try {
-      co_->add_device(*device_, *program_, lanes_, slots_per_lane_);
-      joined_ = true;
-      joined_ms_ = ms_since(started_);
-      joined_name_ = device_->info().name;
+      auto joining = std::make_unique<Joining>();
+      joining->device = std::make_unique<DeviceContext>(spec);
+      joining->program = std::make_unique<ScanProgram>(*joining->device, std::move(table));
+      std::lock_guard lock(mutex_);
+      devices_.push_back(std::move(joining));
+      if (co_ != nullptr) join(*devices_.back());
     } catch (const std::exception& e) {
-      not_joined_ = e.what();
+      std::lock_guard lock(mutex_);
+      if (not_joined_.empty()) not_joined_ = e.what();
+    }
+  }
+  // With mutex_ held: the device's lanes join the scanner.
+  void join(Joining& device) {
+    if (device.joined) return;
+    try {
+      co_->add_device(*device.device, *device.program, lanes_, slots_per_lane_);
+      device.joined = true;
+      device.joined_ms = ms_since(started_);
+    } catch (const std::exception& e) {
+      if (not_joined_.empty()) not_joined_ = e.what();
     }
   }
 
@@ -334,18 +415,35 @@ class CoEngine final : public Engine {
   std::size_t slots_per_lane_;
   std::unique_ptr<PatternTable> table_;
   DeviceFaultHandler on_fault_;
-  mutable std::mutex mutex_;  // guards what the starter thread sets
+  mutable std::mutex mutex_;  // guards what the starter threads set
   std::condition_variable settled_cv_;
   bool settled_ = false;
-  std::unique_ptr<DeviceContext> device_;
-  std::unique_ptr<ScanProgram> program_;
+  std::vector<std::unique_ptr<Joining>> devices_;  // readied, in the order they became ready
   CoScanner* co_ = nullptr;
-  bool joined_ = false;
-  double joined_ms_ = 0;
-  std::string joined_name_;
-  std::string not_joined_;
-  std::thread starter_;  // last: it starts when every member above is made
+  std::string not_joined_;  // the first device's failure, if any
+  std::thread starter_;     // last: it starts when every member above is made
 };
+
+std::string CoEngine::stats_json() const {
+  std::lock_guard lock(mutex_);
+  const Joining* first = nullptr;
+  std::string names;
+  for (const auto& d : devices_) {
+    if (!d->joined) continue;
+    if (first == nullptr) first = d.get();
+    names += (names.empty() ? "" : ", ") + d->device->info().name;
+  }
+  std::string s = ",\"device_joined\":" + std::string(first != nullptr ? "true" : "false");
+  if (first != nullptr)
+    s += ",\"device_joined_ms\":" + std::to_string(first->joined_ms) + ",\"joined_device\":" + json_string(names);
+  if (!not_joined_.empty()) s += ",\"device_not_joined\":" + json_string(not_joined_);
+  if (co_ != nullptr) {
+    s += ",\"device_chunks\":" + std::to_string(co_->device_chunks()) +
+         ",\"host_chunks\":" + std::to_string(co_->host_chunks());
+    if (devices_.size() > 1) s += device_shares_json(co_->device_shares());
+  }
+  return s;
+}
 
 }  // namespace
 
@@ -356,12 +454,19 @@ std::unique_ptr<Engine> Engines::compile(const EnginePlan& plan, const PatternSe
     return std::make_unique<CoEngine>(plan, spec_, patterns, match);
   }
   double device_ms = 0;
-  if (!device_) {
+  if (devices_.empty()) {
     const Clock::time_point start = Clock::now();
-    device_ = std::make_unique<Device>(spec_);
+    const std::vector<DeviceInfo> found = find_devices(spec_);
+    std::vector<std::unique_ptr<Device>> opened(found.size());
+    on_threads(found.size(), [&](std::size_t i) {
+      opened[i] = std::make_unique<Device>(spec_of(found[i]));
+    });
+    devices_ = std::move(opened);
     device_ms = ms_since(start);
   }
-  return std::make_unique<DeviceEngine>(plan, device_->context, device_ms, patterns, match);
+  std::vector<DeviceContext*> contexts;
+  for (const auto& d : devices_) contexts.push_back(&d->context);
+  return std::make_unique<DeviceEngine>(plan, std::move(contexts), device_ms, patterns, match);
 }
 
 }  // namespace gpufilter

@@ -1,5 +1,6 @@
 #include "gpufilter/opencl/device.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include "gpufilter/core/errors.hpp"
@@ -115,6 +116,37 @@ const Found& choose(const std::vector<Found>& devices, std::string_view spec) {
 }  // namespace
 
 DeviceInfo find_device(std::string_view spec) { return choose(all_devices(), spec).info; }
+
+std::vector<DeviceInfo> find_devices(std::string_view spec) {
+  const auto devices = all_devices();
+  std::vector<DeviceInfo> found;
+  auto add = [&](const DeviceInfo& info) {
+    for (const auto& f : found)
+      if (f.platform_index == info.platform_index && f.device_index == info.device_index) return;
+    found.push_back(info);
+  };
+  std::size_t at = 0;
+  do {
+    const std::size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string_view one = spec.substr(at, comma - at);
+    if (one == "all") {
+      if (devices.empty()) throw NoDeviceError("no OpenCL device found on any platform");
+      const bool any_gpu = std::any_of(devices.begin(), devices.end(), [](const Found& f) { return f.info.is_gpu; });
+      for (const auto& f : devices)
+        if (f.info.is_gpu || !any_gpu) add(f.info);
+    } else if (one.empty() && spec.size() > 0) {
+      throw NoDeviceError("invalid device list '" + std::string(spec) + "': an empty entry");
+    } else {
+      add(choose(devices, one).info);
+    }
+    at = comma + 1;
+  } while (at <= spec.size());
+  return found;
+}
+
+std::string spec_of(const DeviceInfo& device) {
+  return std::to_string(device.platform_index) + ":" + std::to_string(device.device_index);
+}
 
 DeviceContext::DeviceContext(std::string_view spec) {
   const auto devices = all_devices();

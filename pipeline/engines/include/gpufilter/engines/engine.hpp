@@ -187,7 +187,9 @@ class Engine {
 class Engines {
  public:
   // `device_spec`: gpu, cpu, PLATFORM:DEVICE, or empty for the first GPU, else the first
-  // CPU device.
+  // CPU device; "all" for every GPU (every device where there is none); several of these
+  // separated by commas. Several devices share the input: a device engine deals its
+  // chunks out to them in turn, a co-scanning one gives each its lanes.
   explicit Engines(std::string device_spec);
   ~Engines();
   Engines(const Engines&) = delete;
@@ -208,8 +210,9 @@ class Engines {
 
   struct Device;
   std::string spec_;
-  std::optional<DeviceKind> kind_;  // found once
-  std::unique_ptr<Device> device_;  // opened once
+  std::optional<DeviceKind> kind_;  // found once, of the first device named
+  std::size_t device_count_ = 1;     // devices named, found with kind_
+  std::vector<std::unique_ptr<Device>> devices_;  // opened once
   bool co_scanning_ = false;        // a co-scanning engine was built: it opens its own
 };
 

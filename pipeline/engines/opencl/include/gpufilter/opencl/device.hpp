@@ -19,6 +19,15 @@ std::vector<DeviceInfo> list_devices();
 // The device DeviceContext(spec) would open, without opening it. Throws NoDeviceError.
 DeviceInfo find_device(std::string_view spec);
 
+// The devices a --device spec names, without opening them: one spec as DeviceContext
+// takes it; "all", every GPU of every platform (every device where there is no GPU); or
+// several of these separated by commas. Each device once, in the order named. Throws
+// NoDeviceError.
+std::vector<DeviceInfo> find_devices(std::string_view spec);
+
+// The spec that names exactly `device`: "PLATFORM:DEVICE".
+std::string spec_of(const DeviceInfo& device);
+
 // How to install an OpenCL runtime; part of the NoDeviceError message.
 inline constexpr std::string_view kInstallHint =
     "no OpenCL platform found; install one, for example PoCL for the CPU "
