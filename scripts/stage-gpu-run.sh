@@ -11,6 +11,7 @@
 #   bash .device/gpu-latency.sh  bench/latency: write-to-output latency, pipe and TCP
 #   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
+#   bash .device/gpu-multi.sh    issue 21: tests on every GPU, bench/run.py on all GPUs and each alone
 #   bash .device/gpu-reliability.sh fuzz SECONDS   the long fuzz run on every core
 #   bash .device/gpu-reliability.sh soak SECONDS   bench/soak.sh on the GPU engine
 # The fuzz targets come from build-asan/fuzz (scripts/sanitize.sh address) when built.
@@ -33,7 +34,7 @@ cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
-  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh .device/
+  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/

@@ -53,10 +53,12 @@ void FileScan::drain() {
   while (scanner_.in_flight() > 0) deliver_oldest();
 }
 
-// A regular file: the ReadAhead thread fills up to kReadAhead slots ahead; this thread
-// submits them in order and delivers results whenever every slot is taken.
+// A regular file: the ReadAhead thread fills up to half the slots ahead (2 at least: 2 of
+// one GPU's 4, 4 of two GPUs' 8), so that it goes on reading while this thread submits
+// and delivers; this thread submits them in order and delivers results whenever every
+// slot is taken.
 void FileScan::read_file(Chunker& chunker, const std::string& name, std::string& read_error) {
-  constexpr std::size_t kReadAhead = 2;
+  const std::size_t kReadAhead = std::max<std::size_t>(2, scanner_.slot_count() / 2);
   ReadAhead ahead(chunker);
   // Every slot the reader holds comes back to the scanner, whatever ends the loop.
   auto reclaim = [&] {
