@@ -18,6 +18,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark ngrep
+  libssl-dev openssl   # https:// outputs; the tests make their CA and certificates with openssl
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   grep python3 ripgrep gnuplot-nox gzip zstd xz-utils bzip2 lz4
   clang libclang-rt-14-dev llvm

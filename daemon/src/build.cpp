@@ -79,6 +79,7 @@ Outputs build_outputs(const DaemonConfig& config) {
         am.timeout = o.timeout;
         am.generator_url = config.generator_url;
         am.queue = queue;
+        am.tls = o.tls;
         outputs.push_back(make_alertmanager_output(o.name, am));
         break;
       }
@@ -87,6 +88,7 @@ Outputs build_outputs(const DaemonConfig& config) {
         wh.url = o.url;
         wh.timeout = o.timeout;
         wh.queue = queue;
+        wh.tls = o.tls;
         // From the environment or a checked file, never from the configuration; errors
         // name the variable or the file, never the token.
         try {

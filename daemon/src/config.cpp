@@ -530,9 +530,28 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
   return r;
 }
 
+// An https:// output's tls: block: files resolved against the configuration's folder and
+// loaded now, so that --check and a reload refuse what the output would.
+void parse_output_tls(const At& at, const std::string& dir, OutputConfig& o) {
+  at.require_map({"ca_file", "cert_file", "key_file", "verify_hostname"});
+  if (o.kind == OutputConfig::Kind::kJsonl) at.fail("only an alertmanager or webhook output speaks TLS");
+  std::string scheme = o.url.substr(0, 8);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "https://") at.fail("is for an https:// url");
+  for (const auto& [key, field] : {std::pair{"ca_file", &TlsConfig::ca_file}, std::pair{"cert_file", &TlsConfig::cert_file},
+                                   std::pair{"key_file", &TlsConfig::key_file}})
+    if (at.has(key)) o.tls.*field = resolve(dir, at.child(key).text());
+  if (at.has("verify_hostname")) o.tls.verify_hostname = at.child("verify_hostname").boolean();
+  try {
+    check_tls(o.tls);
+  } catch (const ConfigError& e) {
+    at.fail(e.what());
+  }
+}
+
 OutputConfig parse_output(const At& at, const std::string& dir) {
   at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "bearer_token_file",
-                  "queue", "retry_backoff", "retry_max_backoff"});
+                  "queue", "retry_backoff", "retry_max_backoff", "tls"});
   OutputConfig o;
   if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook)");
   const std::string type = at.child("type").text();
@@ -587,6 +606,7 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
       at.child("bearer_token_file").fail(e.what());
     }
   }
+  if (at.has("tls")) parse_output_tls(at.child("tls"), dir, o);
   if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
   if (at.has("retry_backoff")) {
     o.retry_backoff = at.child("retry_backoff").duration();

@@ -67,7 +67,8 @@ void CounterCopier::copy_outputs() {
       log_.warn("output is failing; alerts are retried", {{"output", out->name()},
                                                           {"failures", std::to_string(s.failures)},
                                                           {"dropped", std::to_string(s.dropped)},
-                                                          {"queued", std::to_string(s.queued)}});
+                                                          {"queued", std::to_string(s.queued)},
+                                                          {"error", s.last_error}});
       reported_[i] = s;
       reported_at_[i] = Clock::now();
     }

@@ -1,7 +1,7 @@
 // The three AlertOutputs (JSON lines, Alertmanager, webhook) on one delivery machinery:
 // a bounded queue that drops its oldest alert when full, a delivery thread per output
 // that retries a failed delivery with exponential backoff, and drain() for shutdown.
-// HTTP is Boost.Beast over plain TCP, driven asynchronously on the delivery thread's own
+// HTTP is Boost.Beast over TCP (TLS through OpenSSL for https://), driven asynchronously on the delivery thread's own
 // io_context so that every wait ends at the request's timeout or at the drain/stop
 // deadline, whichever comes first. docs/ALERTS.md documents what goes on the wire.
 #include "gpufilter/daemon/outputs.hpp"
@@ -30,8 +30,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "gpufilter/core/errors.hpp"
 
@@ -41,6 +45,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Steady = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -161,6 +166,8 @@ class QueuedOutput : public AlertOutput {
   virtual std::optional<Steady::time_point> next_periodic() const { return std::nullopt; }
   virtual std::vector<Alert> take_periodic(Steady::time_point) { return {}; }
   virtual void periodic_failed() {}
+  // Delivery thread, after a failed deliver(): why it failed (OutputStats::last_error).
+  virtual std::string why_failed() const { return {}; }
 
  private:
   void lower_abort(Steady::time_point t) {
@@ -228,6 +235,7 @@ class QueuedOutput : public AlertOutput {
           stats_.delivered += n;
         } else {
           ++stats_.failures;
+          stats_.last_error = why_failed();
           stats_.dropped += displaced_;
           // Gone for good: counted by number, not only as one failed attempt.
           if (outcome == Outcome::kRejected) stats_.rejected += still_queued;
@@ -248,7 +256,10 @@ class QueuedOutput : public AlertOutput {
                                                active.begin() + static_cast<std::ptrdiff_t>(end)));
         }
         lock.lock();
-        if (outcome != Outcome::kDelivered) ++stats_.failures;
+        if (outcome != Outcome::kDelivered) {
+          ++stats_.failures;
+          stats_.last_error = why_failed();
+        }
         if (outcome == Outcome::kRetry) periodic_failed();
       }
       if (outcome == Outcome::kRetry) {
@@ -328,14 +339,15 @@ class JsonlOutput final : public QueuedOutput {
 // HTTP
 
 struct HttpUrl {
+  bool tls = false;         // https://
   std::string host;         // without brackets for IPv6
-  std::string port;         // "80" when not given
+  std::string port;         // "80" (http) or "443" (https) when not given
   std::string host_header;  // the URL's authority, as the Host header wants it
   std::string path;         // "/" when not given
   std::string query;        // with its '?', or empty
 };
 
-// http://HOST[:PORT][/path][?query]; a fragment is ignored (it never goes on the wire).
+// http(s)://HOST[:PORT][/path][?query]; a fragment is ignored (it never goes on the wire).
 HttpUrl parse_http_url(const std::string& url) {
   // Quoted without its password, and with control characters as \xNN: a CR or LF in the
   // URL must not start a line of its own in the message.
@@ -363,12 +375,12 @@ HttpUrl parse_http_url(const std::string& url) {
   // Before anything quotes a part of the authority (a "bad port"), which could be a part
   // of a password.
   if (redact_url(url) != url) fail("user information is not supported");
-  if (starts_with_ci("https://")) fail("https is not supported (plain http:// only; put a TLS proxy in front)");
-  if (!starts_with_ci("http://")) fail("not an http:// URL");
-  std::string rest = url.substr(7);
+  HttpUrl out;
+  out.tls = starts_with_ci("https://");
+  if (!out.tls && !starts_with_ci("http://")) fail("not an http:// or https:// URL");
+  std::string rest = url.substr(out.tls ? 8 : 7);
   rest = rest.substr(0, rest.find('#'));
   const std::size_t end = rest.find_first_of("/?");
-  HttpUrl out;
   const std::string authority = rest.substr(0, end);
   std::string target = end == std::string::npos ? "/" : rest.substr(end);
   if (target[0] == '?') target.insert(0, "/");
@@ -396,7 +408,7 @@ HttpUrl parse_http_url(const std::string& url) {
   }
   if (out.host.empty()) fail("no host");
   if (port.empty()) {
-    out.port = "80";
+    out.port = out.tls ? "443" : "80";
   } else {
     unsigned value = 0;
     for (const char c : port) {
@@ -410,18 +422,70 @@ HttpUrl parse_http_url(const std::string& url) {
   return out;
 }
 
-// One HTTP/1.1 connection, kept alive between requests, for the delivery thread only
-// (wake() aside). Every wait runs the private io_context until the operation completes,
-// the request's deadline passes (beast::tcp_stream's timer; ours for the resolver) or
-// abort_at() passes, whichever is first.
+// `path` can be opened for reading; else a ConfigError naming what it is for.
+void require_readable(const std::string& what, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ConfigError("tls: " + what + " " + path + ": " + std::strerror(errno));
+  ::close(fd);
+}
+
+// The TLS context of an https:// output (TlsConfig). Throws ConfigError naming the file
+// that cannot be used.
+std::shared_ptr<ssl::context> make_tls_context(const TlsConfig& tls) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  ctx->set_verify_mode(ssl::verify_peer);
+  boost::system::error_code ec;
+  const auto failed = [&](const std::string& what, const std::string& path, const std::string& as) {
+    return ConfigError("tls: " + what + " " + path + ": not " + as + " (" + ec.message() + ")");
+  };
+  if (tls.ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+    if (ec) throw ConfigError("tls: the system's CA certificates cannot be loaded (" + ec.message() + "); set ca_file");
+  } else {
+    require_readable("ca_file", tls.ca_file);
+    ctx->load_verify_file(tls.ca_file, ec);
+    if (ec) throw failed("ca_file", tls.ca_file, "PEM CA certificates");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty())
+    throw ConfigError("tls: cert_file and key_file go together (the client certificate of mutual TLS)");
+  if (!tls.cert_file.empty()) {
+    require_readable("cert_file", tls.cert_file);
+    require_readable("key_file", tls.key_file);
+    ctx->use_certificate_chain_file(tls.cert_file, ec);
+    if (ec) throw failed("cert_file", tls.cert_file, "a PEM certificate");
+    ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+    if (ec) {
+      // A key that loads on its own but not beside the certificate is another's key.
+      ssl::context alone(ssl::context::tls_client);
+      boost::system::error_code alone_ec;
+      alone.use_private_key_file(tls.key_file, ssl::context::pem, alone_ec);
+      ERR_clear_error();
+      if (!alone_ec) throw ConfigError("tls: key_file " + tls.key_file + " is not the key of cert_file " + tls.cert_file);
+      throw failed("key_file", tls.key_file, "a PEM private key (or it is encrypted)");
+    }
+  }
+  return ctx;
+}
+
+// One HTTP/1.1 connection, over TLS for an https:// URL, kept alive between requests,
+// for the delivery thread only (wake() aside). Every wait runs the private io_context
+// until the operation completes, the request's deadline passes (beast::tcp_stream's
+// timer; ours for the resolver) or abort_at() passes, whichever is first.
 class HttpClient {
  public:
-  HttpClient(HttpUrl url, milliseconds timeout, std::function<Steady::time_point()> abort_at)
-      : url_(std::move(url)), timeout_(timeout), abort_at_(std::move(abort_at)) {}
+  HttpClient(HttpUrl url, milliseconds timeout, std::function<Steady::time_point()> abort_at, const TlsConfig& tls)
+      : url_(std::move(url)),
+        timeout_(timeout),
+        abort_at_(std::move(abort_at)),
+        tls_(url_.tls ? make_tls_context(tls) : nullptr),
+        verify_hostname_(tls.verify_hostname) {}
   ~HttpClient() { close(); }
 
-  // The response's status code, or 0 when there was none (resolution, connection, timeout,
-  // a malformed response, the abort deadline). The response body is read and ignored.
+  // The response's status code, or 0 when there was none (resolution, connection, TLS
+  // handshake, timeout, a malformed response, the abort deadline); last_error() says why.
+  // The response body is read and ignored.
   unsigned post(const std::string& target, const std::string& body, const std::string& bearer_token) {
     http::request<http::string_body> request{http::verb::post, target, 11};
     request.set(http::field::host, url_.host_header);
@@ -433,43 +497,53 @@ class HttpClient {
     request.prepare_payload();
     const Steady::time_point deadline = later(Steady::now(), timeout_);
     for (int attempt = 0; attempt < 2; ++attempt) {
-      const bool reused = stream_.has_value();
+      const bool reused = connected();
       if (!reused && !connect(deadline)) return 0;
       beast::error_code ec;
       bool done = false;
-      stream_->expires_at(deadline);
-      http::async_write(*stream_, request, [&](beast::error_code e, std::size_t) {
-        ec = e;
-        done = true;
+      lowest().expires_at(deadline);
+      on_stream([&](auto& stream) {
+        http::async_write(stream, request, [&](beast::error_code e, std::size_t) {
+          ec = e;
+          done = true;
+        });
       });
-      wait(done, deadline, [&] { stream_->cancel(); });
+      wait(done, deadline, [&] { lowest().cancel(); });
       http::response_parser<http::string_body> parser;
       parser.body_limit(kResponseBodyLimit);
       if (!ec) {
         done = false;
-        stream_->expires_at(deadline);
-        http::async_read(*stream_, buffer_, parser, [&](beast::error_code e, std::size_t) {
-          ec = e;
-          done = true;
+        lowest().expires_at(deadline);
+        on_stream([&](auto& stream) {
+          http::async_read(stream, buffer_, parser, [&](beast::error_code e, std::size_t) {
+            ec = e;
+            done = true;
+          });
         });
-        wait(done, deadline, [&] { stream_->cancel(); });
+        wait(done, deadline, [&] { lowest().cancel(); });
       }
       if (!ec) {
         const unsigned status = parser.get().result_int();
         if (!parser.get().keep_alive()) close();
+        if (status < 200 || status >= 300) last_error_ = "HTTP " + std::to_string(status);
         return status;
       }
       close();
+      last_error_ = "request: " + ec.message();
       // A kept-alive connection that the server closed while it sat idle fails before
       // any byte of an answer: the server never saw this request, so send it once more
       // on a new connection rather than count a failure.
       const bool stale = reused && !parser.got_some() &&
                          (ec == http::error::end_of_stream || ec == asio::error::eof ||
-                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe);
+                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+                          ec == ssl::error::stream_truncated);
       if (!stale || Steady::now() >= std::min(deadline, abort_at_())) return 0;
     }
     return 0;
   }
+
+  // Why the last request failed (no answer, or a status other than 2xx).
+  const std::string& last_error() const noexcept { return last_error_; }
 
   // Any thread: wakes a wait so that it sees a new abort_at().
   void wake() noexcept {
@@ -495,8 +569,16 @@ class HttpClient {
     }
   }
 
+  bool connected() const noexcept { return plain_.has_value() || secure_.has_value(); }
+  beast::tcp_stream& lowest() { return secure_ ? beast::get_lowest_layer(*secure_) : *plain_; }
+  template <class Work>
+  void on_stream(const Work& work) {
+    if (secure_) work(*secure_);
+    else work(*plain_);
+  }
+
   // Resolves the host anew each time, so that a receiver whose address changes, or that
-  // comes up after gpufilterd, is reached.
+  // comes up after gpufilterd, is reached; then the TLS handshake for https://.
   bool connect(Steady::time_point deadline) {
     close();
     tcp::resolver resolver(ioc_);
@@ -509,38 +591,75 @@ class HttpClient {
       done = true;
     });
     wait(done, deadline, [&] { resolver.cancel(); });
-    if (ec) return false;
-    stream_.emplace(ioc_);
-    stream_->expires_at(deadline);
+    if (ec) {
+      last_error_ = "resolve " + url_.host + ": " + ec.message();
+      return false;
+    }
+    if (tls_) secure_.emplace(ioc_, *tls_);
+    else plain_.emplace(ioc_);
+    lowest().expires_at(deadline);
     done = false;
-    stream_->async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) {
+    lowest().async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) {
       ec = e;
       done = true;
     });
-    wait(done, deadline, [&] { stream_->cancel(); });
+    wait(done, deadline, [&] { lowest().cancel(); });
     if (ec) {
+      last_error_ = "connect " + url_.host + ":" + url_.port + ": " + ec.message();
       close();
       return false;
     }
+    if (secure_ && !handshake(deadline)) return false;
     buffer_.clear();
     return true;
   }
 
+  // The TLS handshake: SNI for a host name, the chain checked against the CAs, the name
+  // against the URL's host (a DNS name or an IP address) unless verify_hostname is off.
+  bool handshake(Steady::time_point deadline) {
+    beast::error_code ec;
+    beast::error_code not_ip;
+    (void)asio::ip::make_address(url_.host, not_ip);
+    if (not_ip && SSL_set_tlsext_host_name(secure_->native_handle(), url_.host.c_str()) != 1) {
+      last_error_ = "TLS: cannot set the server name " + url_.host;
+      close();
+      return false;
+    }
+    if (verify_hostname_) secure_->set_verify_callback(ssl::host_name_verification(url_.host));
+    bool done = false;
+    secure_->async_handshake(ssl::stream_base::client, [&](beast::error_code e) {
+      ec = e;
+      done = true;
+    });
+    wait(done, deadline, [&] { lowest().cancel(); });
+    if (ec) {
+      last_error_ = "TLS handshake with " + url_.host + ":" + url_.port + ": " + ec.message();
+      close();
+      return false;
+    }
+    return true;
+  }
+
   void close() noexcept {
-    if (!stream_) return;
+    if (!connected()) return;
     beast::error_code ignored;
-    stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_->socket().close(ignored);
-    stream_.reset();
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
+    plain_.reset();
+    secure_.reset();
     buffer_.clear();
   }
 
   const HttpUrl url_;
   const milliseconds timeout_;
   const std::function<Steady::time_point()> abort_at_;
+  const std::shared_ptr<ssl::context> tls_;  // https:// only
+  const bool verify_hostname_;
   asio::io_context ioc_;
-  std::optional<beast::tcp_stream> stream_;  // engaged while connected
+  std::optional<beast::tcp_stream> plain_;                   // engaged while connected over http://
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure_;  // ... over https://
   beast::flat_buffer buffer_;
+  std::string last_error_;
 };
 
 // 2xx: delivered. 5xx, 429 (Too Many Requests), 408 (Request Timeout) and no answer at
@@ -569,7 +688,7 @@ class AlertmanagerOutput final : public QueuedOutput {
       : QueuedOutput(std::move(name), config.queue),
         config_(std::move(config)),
         url_(parse_http_url(config_.url)),
-        client_(url_, config_.timeout, [this] { return abort_at(); }) {
+        client_(url_, config_.timeout, [this] { return abort_at(); }, config_.tls) {
     std::string prefix = url_.path;
     while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
     target_ = prefix + "/api/v2/alerts" + url_.query;
@@ -580,6 +699,7 @@ class AlertmanagerOutput final : public QueuedOutput {
  private:
   std::size_t max_batch() const override { return kAlertmanagerBatch; }
   void wake() noexcept override { client_.wake(); }
+  std::string why_failed() const override { return client_.last_error(); }
 
   Outcome deliver(const std::vector<Alert>& batch) override {
     return classify(client_.post(target_, payload(batch, SystemClock::now()), {}));
@@ -675,13 +795,14 @@ class WebhookOutput final : public QueuedOutput {
       : QueuedOutput(std::move(name), config.queue),
         config_(std::move(config)),
         url_(parse_http_url(config_.url)),
-        client_(url_, config_.timeout, [this] { return abort_at(); }) {
+        client_(url_, config_.timeout, [this] { return abort_at(); }, config_.tls) {
     start();
   }
   ~WebhookOutput() override { stop(); }
 
  private:
   void wake() noexcept override { client_.wake(); }
+  std::string why_failed() const override { return client_.last_error(); }
   Outcome deliver(const std::vector<Alert>& batch) override {
     return classify(client_.post(url_.path + url_.query, alert_json(batch.front()),
                                  config_.token ? config_.token->get() : config_.bearer_token));
@@ -710,6 +831,8 @@ std::string redact_url(std::string_view url) {
 }
 
 void check_http_url(const std::string& url) { (void)parse_http_url(url); }
+
+void check_tls(const TlsConfig& tls) { (void)make_tls_context(tls); }
 
 namespace {
 

@@ -527,10 +527,10 @@ rules:
 
 // What the outputs refuse when they are made is refused by the validation itself, so that
 // --check and a reload refuse it too, with the file and line.
-TEST_F(Config, OutputUrlsArePlainHttpWithAHostAndAPort) {
+TEST_F(Config, OutputUrlsAreHttpOrHttpsWithAHostAndAPort) {
   const std::string head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n";
   for (const std::string url : {"ftp://127.0.0.1/", "http://h:99999/", "http://h:-1/", "http://h:80abc/",
-                                "http://:80/", "http://[::1:9/x", "http://h/a b", "https://127.0.0.1:9093"}) {
+                                "http://:80/", "http://[::1:9/x", "http://h/a b", "https://:443/"}) {
     for (const std::string type : {"webhook", "alertmanager"}) {
       const std::string e = error_of(head + "  - type: " + type + "\n    url: \"" + url + "\"\n");
       EXPECT_NE(e.find("c.yaml:5: outputs[0].url: URL \"" + url + "\": "), std::string::npos) << e;
@@ -539,9 +539,32 @@ TEST_F(Config, OutputUrlsArePlainHttpWithAHostAndAPort) {
   const std::string crlf = error_of(head + "  - type: webhook\n    url: \"http://h/\\r\\nX: y\"\n");
   EXPECT_NE(crlf.find("URL \"http://h/\\x0d\\x0aX: y\": contains a space or a control character"),
             std::string::npos) << crlf;
-  EXPECT_NE(error_of(head + "  - type: webhook\n    url: https://h/\n").find("https is not supported"),
-            std::string::npos);
+  EXPECT_EQ(error_of(head + "  - type: webhook\n    url: https://h/\n"), "");
   EXPECT_EQ(error_of(head + "  - type: webhook\n    url: http://[::1]:9/x?y\n"), "");
+}
+
+// tls: belongs to an https:// alertmanager or webhook; its files are read at validation,
+// so --check and a reload name a missing or unusable one with the line.
+TEST_F(Config, TlsBlocksAreCheckedWithTheirFiles) {
+  const std::string head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n";
+  const auto with = [&](const std::string& url, const std::string& tls) {
+    return error_of(head + "  - type: webhook\n    url: " + url + "\n    tls: " + tls + "\n");
+  };
+  write("not-pem.txt", "hello\n");
+  EXPECT_NE(with("http://h/", "{verify_hostname: false}").find("outputs[0].tls: is for an https:// url"),
+            std::string::npos);
+  EXPECT_NE(with("https://h/", "{ca_file: missing.pem}").find("tls: ca_file " + dir_ + "/missing.pem" +
+                                                               ": No such file or directory"),
+            std::string::npos) << with("https://h/", "{ca_file: missing.pem}");
+  EXPECT_NE(with("https://h/", "{ca_file: not-pem.txt}").find("not PEM CA certificates"), std::string::npos)
+      << with("https://h/", "{ca_file: not-pem.txt}");
+  EXPECT_NE(with("https://h/", "{cert_file: not-pem.txt}").find("cert_file and key_file go together"),
+            std::string::npos);
+  EXPECT_NE(with("https://h/", "{verify_hostname: maybe}").find("is not true or false"), std::string::npos);
+  EXPECT_NE(with("https://h/", "{ca: x}").find("unknown key"), std::string::npos);
+  EXPECT_NE(error_of(head + "  - type: jsonl\n    tls: {verify_hostname: false}\n").find("only an alertmanager or webhook"),
+            std::string::npos);
+  EXPECT_EQ(with("https://h/", "{verify_hostname: false}"), "");
 }
 
 // An alerts file or a state file whose directory cannot exist (a file in its way) or that

@@ -375,6 +375,40 @@ server: 127.0.0.1:0
   EXPECT_EQ(*status, 0);
 }
 
+// An https:// webhook with mutual TLS, from the configuration to the receiver: the CA,
+// the client certificate and key given as tls: files; the alert arrives over TLS.
+TEST_F(Gpufilterd, HttpsWebhookWithMutualTls) {
+  if (gpufilter::test::pki().ca.empty()) GTEST_SKIP() << "no openssl command";
+  const auto& pki = gpufilter::test::pki();
+  HttpReceiver webhook(0, gpufilter::test::ReceiverTls{pki.server_cert, pki.server_key, pki.ca});
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: oom
+    patterns: [Out of memory]
+outputs:
+  - type: webhook
+    url: https://localhost:)" + std::to_string(webhook.port()) + R"(/hook
+    tls:
+      ca_file: )" + pki.ca + R"(
+      cert_file: )" + pki.client_cert + R"(
+      key_file: )" + pki.client_key + R"(
+server: 127.0.0.1:0
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  const int fd = tcp_connect(daemon.listening());
+  EXPECT_TRUE(write_all(fd, "fine\nOut of memory: killed 42\n"));
+  ASSERT_TRUE(webhook.wait_for_count(1, 20s)) << daemon.log();
+  EXPECT_EQ(json::parse(webhook.requests().front().body).at("rule"), "oom");
+  EXPECT_EQ(webhook.failed_handshakes(), 0u);
+  ::close(fd);
+  daemon.signal(SIGINT);
+  const std::optional<int> status = daemon.wait_exit(30s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << daemon.log();
+}
+
 // Parses "seq=N" out of alert lines: the sequence numbers each alert line carried.
 std::map<long, int> sequence_counts(const std::vector<json>& alerts, const std::string& rule) {
   std::map<long, int> seen;
@@ -637,7 +671,8 @@ TEST_F(Gpufilterd, CheckRefusesWhatTheStartRefusesWithTheSameReason) {
       head + rule + "server: 127.0.0.1:0\n",
       output("ftp://127.0.0.1/"), output("http://127.0.0.1:99999/"), output("http://127.0.0.1:-1/"),
       output("http://127.0.0.1:80abc/"), output("http://:80/"), output("http://[::1:9/x"),
-      output("http://127.0.0.1/a b"), output("http://127.0.0.1/\\r\\nX: y"), output("https://127.0.0.1:9093/"),
+      output("http://127.0.0.1/a b"), output("http://127.0.0.1/\\r\\nX: y"), output("https://:9093/"),
+      head + rule + "outputs: [{type: webhook, url: \"https://127.0.0.1/\", tls: {ca_file: missing.pem}}]\n",
       head + rule + "outputs: [{type: alertmanager, url: \"ftp://127.0.0.1:9093\"}]\n",
       head + rule + "outputs: [{type: jsonl, path: blocker/alerts.jsonl}]\n",
       "sources: [{follow: a.log, state: blocker/x.state}]\nengine: cpu\n" + rule,

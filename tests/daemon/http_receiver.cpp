@@ -4,9 +4,13 @@
 // waits for the configured delay, answers, and reads the next one while kept alive.
 #include "http_receiver.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -14,9 +18,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 namespace gpufilter::test {
 namespace {
@@ -24,6 +30,7 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -59,7 +66,11 @@ std::string HttpResponse::header(std::string_view name) const { return find_head
 // ---------------------------------------------------------------------------------------
 // The server
 
-class Session;
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void close() = 0;
+};
 
 // HttpReceiver::Impl is private to the class; the sessions need its state, so it lives
 // here and Impl is only its name inside HttpReceiver.
@@ -68,7 +79,8 @@ struct ReceiverState {
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::uint64_t connections = 0;
-  std::vector<std::weak_ptr<Session>> sessions;
+  std::vector<std::weak_ptr<SessionBase>> sessions;
+  std::unique_ptr<ssl::context> tls;  // https: the server's certificate, and a client CA
   bool stopping = false;
   std::mutex stop_mutex;  // stop() from two threads joins once
   std::thread thread;
@@ -83,31 +95,51 @@ struct ReceiverState {
   unsigned status = 200;
   std::chrono::milliseconds delay{0};
   bool keep_alive = true;
+  std::size_t failed_handshakes = 0;
 
   void accept();
 };
 
 struct HttpReceiver::Impl : ReceiverState {};
 
-class Session : public std::enable_shared_from_this<Session> {
+// One connection: plain (beast::tcp_stream) or TLS (beast::ssl_stream over it).
+template <class Stream>
+class Session : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, ReceiverState& owner, std::uint64_t id)
-      : owner_(owner), id_(id), stream_(std::move(socket)), timer_(owner.ioc) {}
+  template <class... Tls>
+  Session(tcp::socket socket, ReceiverState& owner, std::uint64_t id, Tls&... tls)
+      : owner_(owner), id_(id), stream_(std::move(socket), tls...), timer_(owner.ioc) {}
+
+  // TLS: the server's side of the handshake, then the requests.
+  void handshake() {
+    stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        {
+          std::lock_guard lock(self->owner_.mutex);
+          ++self->owner_.failed_handshakes;
+        }
+        self->owner_.changed.notify_all();
+        self->close();
+        return;
+      }
+      self->read();
+    });
+  }
 
   void read() {
     if (owner_.stopping) return;
     parser_.emplace();
     parser_->body_limit(64u << 20);
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
       self->on_read(ec);
     });
   }
 
-  void close() {
+  void close() override {
     beast::error_code ignored;
     timer_.cancel();
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).socket().close(ignored);
   }
 
  private:
@@ -149,7 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.prepare_payload();
     if (delay > std::chrono::milliseconds(0)) {
       timer_.expires_after(delay);
-      timer_.async_wait([self = shared_from_this()](beast::error_code e) {
+      timer_.async_wait([self = this->shared_from_this()](beast::error_code e) {
         if (e) {
           self->close();
           return;
@@ -162,7 +194,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write() {
-    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    http::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec || !self->keep_alive_) {
         self->close();
         return;
@@ -173,7 +205,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   ReceiverState& owner_;
   const std::uint64_t id_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -185,16 +217,36 @@ void ReceiverState::accept() {
   acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (stopping || !acceptor.is_open()) return;
     if (!ec) {
-      auto session = std::make_shared<Session>(std::move(socket), *this, ++connections);
-      std::erase_if(sessions, [](const std::weak_ptr<Session>& s) { return s.expired(); });
-      sessions.push_back(session);
-      session->read();
+      std::erase_if(sessions, [](const std::weak_ptr<SessionBase>& s) { return s.expired(); });
+      if (tls) {
+        auto session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(std::move(socket), *this,
+                                                                                         ++connections, *tls);
+        sessions.push_back(session);
+        session->handshake();
+      } else {
+        auto session = std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *this, ++connections);
+        sessions.push_back(session);
+        session->read();
+      }
     }
     accept();  // a failed accept (EMFILE, a reset before accept) does not end the server
   });
 }
 
-HttpReceiver::HttpReceiver(std::uint16_t port) : impl_(std::make_unique<Impl>()) {
+HttpReceiver::HttpReceiver(std::uint16_t port, const ReceiverTls& tls) : HttpReceiver(port, &tls) {}
+
+HttpReceiver::HttpReceiver(std::uint16_t port) : HttpReceiver(port, nullptr) {}
+
+HttpReceiver::HttpReceiver(std::uint16_t port, const ReceiverTls* tls) : impl_(std::make_unique<Impl>()) {
+  if (tls != nullptr) {
+    impl_->tls = std::make_unique<ssl::context>(ssl::context::tls_server);
+    impl_->tls->use_certificate_chain_file(tls->cert_file);
+    impl_->tls->use_private_key_file(tls->key_file, ssl::context::pem);
+    if (!tls->client_ca_file.empty()) {
+      impl_->tls->load_verify_file(tls->client_ca_file);
+      impl_->tls->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    }
+  }
   const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
   impl_->acceptor.open(endpoint.protocol());
   impl_->acceptor.set_option(asio::socket_base::reuse_address(true));
@@ -209,7 +261,14 @@ HttpReceiver::~HttpReceiver() { stop(); }
 
 std::uint16_t HttpReceiver::port() const { return impl_->port; }
 
-std::string HttpReceiver::url() const { return "http://127.0.0.1:" + std::to_string(impl_->port); }
+std::string HttpReceiver::url() const {
+  return (impl_->tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(impl_->port);
+}
+
+std::size_t HttpReceiver::failed_handshakes() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->failed_handshakes;
+}
 
 std::vector<ReceivedRequest> HttpReceiver::requests() const {
   std::lock_guard lock(impl_->mutex);
@@ -265,7 +324,7 @@ void HttpReceiver::stop() {
     impl->stopping = true;
     beast::error_code ignored;
     impl->acceptor.close(ignored);
-    for (const std::weak_ptr<Session>& weak : impl->sessions) {
+    for (const std::weak_ptr<SessionBase>& weak : impl->sessions) {
       if (auto session = weak.lock()) session->close();
     }
     // Handlers still queued only see closed sockets; they are destroyed with the
@@ -273,6 +332,39 @@ void HttpReceiver::stop() {
     impl->ioc.stop();
   });
   impl_->thread.join();
+}
+
+// ---------------------------------------------------------------------------------------
+// Certificates
+
+const TestPki& pki() {
+  static const TestPki made = [] {
+    TestPki p;
+    char pattern[] = "/tmp/gpufilter-pki-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) return p;
+    p.dir = pattern;
+    const std::string d = p.dir;
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    std::ofstream(d + "/server.ext") << "subjectAltName=DNS:localhost\n";
+    const std::string script =
+        "cd " + d + " && exec 2>openssl.log && "
+        "openssl req -x509 " + key + " -keyout ca.key -out ca.pem -days 2 -subj /CN=gpufilter-test-ca && "
+        "openssl req -x509 " + key + " -keyout other.key -out other.pem -days 2 -subj /CN=another-ca && "
+        "openssl req " + key + " -keyout server.key -out server.csr -subj /CN=localhost && "
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 "
+        "-extfile server.ext && "
+        "openssl req " + key + " -keyout client.key -out client.csr -subj /CN=gpufilterd && "
+        "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2";
+    if (std::system(("sh -c '" + script + "' >/dev/null").c_str()) != 0) return p;
+    p.ca = d + "/ca.pem";
+    p.other_ca = d + "/other.pem";
+    p.server_cert = d + "/server.pem";
+    p.server_key = d + "/server.key";
+    p.client_cert = d + "/client.pem";
+    p.client_key = d + "/client.key";
+    return p;
+  }();
+  return made;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -44,18 +44,31 @@ struct ReceivedRequest {
   bool has_header(std::string_view name) const;
 };
 
+// An https receiver: its certificate and key (PEM), and when client_ca_file is set, a
+// client certificate signed by that CA is required (mutual TLS).
+struct ReceiverTls {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+};
+
 class HttpReceiver {
  public:
   // Binds 127.0.0.1:`port` (0: a free port the system picks; SO_REUSEADDR, so a port a
   // stopped receiver used can be bound again) and serves on its own thread at once.
   // Throws boost::system::system_error when the port cannot be bound.
   explicit HttpReceiver(std::uint16_t port = 0);
+  // The same over TLS: url() says https://. Throws boost::system::system_error when a file
+  // cannot be used.
+  HttpReceiver(std::uint16_t port, const ReceiverTls& tls);
   ~HttpReceiver();  // stop()
   HttpReceiver(const HttpReceiver&) = delete;
   HttpReceiver& operator=(const HttpReceiver&) = delete;
 
   std::uint16_t port() const;
-  std::string url() const;  // "http://127.0.0.1:PORT", no trailing slash
+  std::string url() const;  // "http://127.0.0.1:PORT" (https:// with TLS), no trailing slash
+  // TLS handshakes that failed (either side refused the other's certificate).
+  std::size_t failed_handshakes() const;
 
   // Every request so far (a copy), in arrival order.
   std::vector<ReceivedRequest> requests() const;
@@ -83,9 +96,20 @@ class HttpReceiver {
   void stop();
 
  private:
+  HttpReceiver(std::uint16_t port, const ReceiverTls* tls);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// A CA, a receiver certificate for localhost (a DNS name only) signed by it, a client
+// certificate signed by it, and another CA that signed nothing: PEM files the openssl
+// command makes once per test binary in a temporary folder. Empty paths when openssl is
+// missing.
+struct TestPki {
+  std::string dir;
+  std::string ca, other_ca, server_cert, server_key, client_cert, client_key;
+};
+const TestPki& pki();
 
 struct HttpResponse {
   unsigned status = 0;  // 0: no response (see error)

@@ -296,8 +296,8 @@ TEST(OutputUrl, RedactHidesUserInformation) {
   EXPECT_EQ(redact_url("unix:/run/a@b.sock"), "unix:/run/a@b.sock");
 }
 
-TEST(OutputUrl, OnlyPlainHttpWithAHostIsAccepted) {
-  for (const std::string bad : {"https://127.0.0.1:9093", "ftp://127.0.0.1/", "127.0.0.1:9093", "http://",
+TEST(OutputUrl, OnlyHttpOrHttpsWithAHostIsAccepted) {
+  for (const std::string bad : {"https://", "ftp://127.0.0.1/", "127.0.0.1:9093", "http://",
                                 "http://:9093/", "http://host:0/", "http://host:65536/", "http://host:12ab/",
                                 "http://host:/", "http://user:pw@host/", "http://ho st/", "http://[::1/", ""}) {
     SCOPED_TRACE(bad);
@@ -315,6 +315,8 @@ TEST(OutputUrl, OnlyPlainHttpWithAHostIsAccepted) {
   EXPECT_NO_THROW(webhook("http://127.0.0.1"));
   EXPECT_NO_THROW(webhook("HTTP://localhost:8080/hook?x=1#frag"));
   EXPECT_NO_THROW(alertmanager("http://[::1]:9093/"));
+  EXPECT_NO_THROW(webhook("https://127.0.0.1:9093/hook"));  // TLS, the system's CAs
+  EXPECT_NO_THROW(alertmanager("HTTPS://[::1]/"));
   EXPECT_EQ(webhook("http://127.0.0.1")->name(), "hook");
   EXPECT_EQ(make_webhook_output("", WebhookConfig{"http://127.0.0.1/", "", milliseconds(100), {}, {}})->name(), "webhook");
 }
@@ -826,6 +828,118 @@ TEST(Destructor, StopsAtOnceWithAlertsPendingOrARequestHung) {
     out.reset();
     EXPECT_LT(Steady::now() - start, milliseconds(1000));
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// https:// outputs against a real TLS receiver, with the CA and certificates test::pki()
+// makes with the openssl command: the receiver's certificate names localhost (a DNS name
+// only), a client certificate for mutual TLS, and a second CA that signed nothing of ours.
+
+using test::pki;
+
+test::ReceiverTls server_tls(bool require_client = false) {
+  return {pki().server_cert, pki().server_key, require_client ? pki().ca : ""};
+}
+
+std::unique_ptr<AlertOutput> tls_webhook(const std::string& url, const TlsConfig& tls) {
+  WebhookConfig c;
+  c.url = url;
+  c.bearer_token = "tls-token";
+  c.timeout = milliseconds(5000);
+  c.queue = quick_queue();
+  c.tls = tls;
+  return make_webhook_output("hook", c);
+}
+
+std::string localhost_url(const HttpReceiver& r, const std::string& path) {
+  return "https://localhost:" + std::to_string(r.port()) + path;
+}
+
+TEST(TlsOutput, WebhookAndAlertmanagerOverHttpsWithTheirCa) {
+  if (pki().ca.empty()) GTEST_SKIP() << "no openssl command";
+  HttpReceiver receiver(0, server_tls());
+  EXPECT_EQ(receiver.url().rfind("https://", 0), 0u);
+  auto hook = tls_webhook(localhost_url(receiver, "/hook"), TlsConfig{pki().ca, "", "", true});
+  hook->publish(make_alert("tls"));
+  ASSERT_TRUE(receiver.wait_for_count(1, milliseconds(10000))) << hook->stats().last_error;
+  const ReceivedRequest r = receiver.requests().front();
+  EXPECT_EQ(r.target, "/hook");
+  EXPECT_EQ(r.header("authorization"), "Bearer tls-token");
+  EXPECT_EQ(Json::parse(r.body)["rule"], "tls");
+  AlertmanagerConfig am;
+  am.url = localhost_url(receiver, "");
+  am.queue = quick_queue();
+  am.tls.ca_file = pki().ca;
+  auto out = make_alertmanager_output("am", am);
+  out->publish(make_alert("am-tls"));
+  ASSERT_TRUE(receiver.wait_for_count(2, milliseconds(10000))) << out->stats().last_error;
+  EXPECT_EQ(receiver.requests()[1].target, "/api/v2/alerts");
+  EXPECT_TRUE(out->drain(milliseconds(2000)));
+  EXPECT_EQ(receiver.failed_handshakes(), 0u);
+}
+
+// A receiver whose chain no trusted CA signed, or whose name is not the URL's host, gets
+// nothing: each attempt fails at the handshake, is counted, retried, and says why.
+TEST(TlsOutput, AnUntrustedOrMisnamedReceiverGetsNothing) {
+  if (pki().ca.empty()) GTEST_SKIP() << "no openssl command";
+  HttpReceiver receiver(0, server_tls());
+  const std::string by_ip = "https://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
+  const std::vector<std::pair<std::string, TlsConfig>> refused = {
+      {localhost_url(receiver, "/hook"), TlsConfig{pki().other_ca, "", "", true}},  // another CA
+      {localhost_url(receiver, "/hook"), TlsConfig{}},                             // the system's CAs
+      {by_ip, TlsConfig{pki().ca, "", "", true}},                                  // 127.0.0.1 is not localhost
+  };
+  for (const auto& [url, tls] : refused) {
+    SCOPED_TRACE(url + " ca_file=" + tls.ca_file);
+    auto out = tls_webhook(url, tls);
+    out->publish(make_alert("refused"));
+    ASSERT_TRUE(eventually([&] { return out->stats().failures >= 2; }));
+    EXPECT_EQ(receiver.count(), 0u);
+    EXPECT_NE(out->stats().last_error.find("TLS handshake with "), std::string::npos) << out->stats().last_error;
+    EXPECT_NE(out->stats().last_error.find("certificate verify failed"), std::string::npos)
+        << out->stats().last_error;
+  }
+  // The name check off (verify_hostname: false): the chain alone is checked, and passes.
+  auto out = tls_webhook(by_ip, TlsConfig{pki().ca, "", "", false});
+  out->publish(make_alert("unnamed"));
+  ASSERT_TRUE(receiver.wait_for_count(1, milliseconds(10000))) << out->stats().last_error;
+}
+
+// Mutual TLS: a receiver that requires a client certificate refuses the output without
+// one and accepts it with cert_file and key_file.
+TEST(TlsOutput, MutualTlsPresentsTheClientCertificate) {
+  if (pki().ca.empty()) GTEST_SKIP() << "no openssl command";
+  HttpReceiver receiver(0, server_tls(/*require_client=*/true));
+  auto without = tls_webhook(localhost_url(receiver, "/hook"), TlsConfig{pki().ca, "", "", true});
+  without->publish(make_alert("no-cert"));
+  ASSERT_TRUE(eventually([&] { return without->stats().failures >= 1 && receiver.failed_handshakes() >= 1; }));
+  EXPECT_EQ(receiver.count(), 0u);
+  auto with = tls_webhook(localhost_url(receiver, "/hook"), TlsConfig{pki().ca, pki().client_cert, pki().client_key, true});
+  with->publish(make_alert("cert"));
+  ASSERT_TRUE(receiver.wait_for_count(1, milliseconds(10000))) << with->stats().last_error;
+  EXPECT_EQ(Json::parse(receiver.requests().front().body)["rule"], "cert");
+}
+
+TEST(TlsOutput, UnusableFilesAreConfigErrorsNamingThem) {
+  if (pki().ca.empty()) GTEST_SKIP() << "no openssl command";
+  const std::string url = "https://localhost:1/hook";
+  const auto error_of = [&](const TlsConfig& tls) -> std::string {
+    try {
+      tls_webhook(url, tls);
+      return "";
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+  };
+  EXPECT_NE(error_of({pki().dir + "/nope.pem", "", "", true}).find("tls: ca_file " + pki().dir + "/nope.pem: No such file"),
+            std::string::npos);
+  EXPECT_NE(error_of({pki().dir + "/server.ext", "", "", true}).find("not PEM CA certificates"), std::string::npos)
+      << error_of({pki().dir + "/server.ext", "", "", true});
+  EXPECT_NE(error_of({pki().ca, pki().client_cert, "", true}).find("cert_file and key_file go together"),
+            std::string::npos);
+  EXPECT_NE(error_of({pki().ca, pki().client_cert, pki().server_key, true}).find("is not the key of cert_file"),
+            std::string::npos) << error_of({pki().ca, pki().client_cert, pki().server_key, true});
+  EXPECT_EQ(error_of({pki().ca, pki().client_cert, pki().client_key, true}), "");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "gpufilter/regex/syntax.hpp"
 
 #include "gpufilter/daemon/log.hpp"
+#include "gpufilter/daemon/outputs.hpp"
 
 namespace gpufilter::daemon {
 
@@ -92,6 +93,7 @@ struct OutputConfig {
   std::size_t queue = 10000;
   Millis retry_backoff{200};        // the first retry's delay, doubled per failure ...
   Millis retry_max_backoff{30000};  // ... up to this
+  TlsConfig tls;  // https:// alertmanager and webhook URLs: CA, client certificate, name check
   bool operator==(const OutputConfig&) const = default;
 };
 

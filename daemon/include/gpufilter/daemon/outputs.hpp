@@ -4,7 +4,7 @@
 //   alertmanager  Prometheus Alertmanager API v2: POST {url}/api/v2/alerts; active alerts
 //                 are re-sent every resend_interval until resolved
 //   webhook       POST {url} with the alert_json() object; optional bearer token
-// HTTP is Boost.Beast over plain TCP (http:// URLs only).
+// HTTP is Boost.Beast over TCP, and over TLS (OpenSSL) for https:// URLs.
 #pragma once
 
 #include <chrono>
@@ -28,14 +28,32 @@ struct QueueConfig {
 // `path` "-": standard output. Throws ConfigError when the file cannot be opened.
 std::unique_ptr<AlertOutput> make_jsonl_output(std::string name, std::string path, QueueConfig queue = {});
 
+// TLS for an https:// URL. The receiver's certificate chain is checked against the
+// system's CA certificates, or against ca_file's (PEM) when set, and its name against the
+// URL's host (a DNS name or an IP address) unless verify_hostname is false. cert_file and
+// key_file (PEM, both or neither) present a client certificate: mutual TLS. The files are
+// read when the output is made; check_tls() reads them for --check and reload.
+struct TlsConfig {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  bool verify_hostname = true;
+  bool operator==(const TlsConfig&) const = default;
+};
+// Throws ConfigError naming the file that cannot be read or used (a missing CA file, a
+// certificate without its key, a key that is not the certificate's).
+void check_tls(const TlsConfig& tls);
+
 struct AlertmanagerConfig {
-  std::string url;  // http://HOST:PORT[/prefix]; alerts go to {url}/api/v2/alerts
+  std::string url;  // http(s)://HOST:PORT[/prefix]; alerts go to {url}/api/v2/alerts
   std::chrono::milliseconds resend_interval{60000};
   std::chrono::milliseconds timeout{5000};  // per request
   std::string generator_url;                // sent as generatorURL (e.g. http://host:9464/)
   QueueConfig queue;
+  TlsConfig tls;  // https:// URLs
 };
-// Throws ConfigError for a URL that is not http://HOST:PORT[/path].
+// Throws ConfigError for a URL that is not http(s)://HOST:PORT[/path], or TLS files that
+// cannot be used.
 std::unique_ptr<AlertOutput> make_alertmanager_output(std::string name, AlertmanagerConfig config);
 
 // A bearer token that can change while an output delivers: gpufilterd re-reads
@@ -60,12 +78,13 @@ class BearerToken {
 };
 
 struct WebhookConfig {
-  std::string url;           // http://HOST:PORT/path
+  std::string url;           // http(s)://HOST:PORT/path
   std::string bearer_token;  // empty: no Authorization header (unless `token` is set)
   std::chrono::milliseconds timeout{5000};
   QueueConfig queue;
   // When set, read at every request instead of bearer_token (empty: no header).
   std::shared_ptr<const BearerToken> token;
+  TlsConfig tls;  // https:// URLs
 };
 std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config);
 
@@ -74,7 +93,7 @@ std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig
 // a token), so that no password reaches a message, a log line, a metric or an alert.
 std::string redact_url(std::string_view url);
 // Refuses what the alertmanager and webhook outputs refuse: anything but
-// http://HOST[:PORT][/path][?query], https (no TLS yet), a bad port, user information,
+// http(s)://HOST[:PORT][/path][?query], a bad port, user information,
 // spaces and control characters. Throws ConfigError naming redact_url(url). The outputs
 // run it when they are made; the configuration's validation runs it for --check and reload.
 void check_http_url(const std::string& url);
