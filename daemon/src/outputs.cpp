@@ -7,6 +7,7 @@
 #include "gpufilter/daemon/outputs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -290,14 +291,19 @@ class QueuedOutput : public AlertOutput {
 // ---------------------------------------------------------------------------------------
 // JSON lines
 
+// A file output follows rotation: before each batch it checks that its path still names
+// the file it writes (same device and inode); when logrotate (or anyone) moved or removed
+// it, the path is opened anew, created if need be, and the batch goes there. While the
+// path cannot be opened the old file keeps the alerts. (copytruncate needs nothing: the
+// file is opened O_APPEND.)
 class JsonlOutput final : public QueuedOutput {
  public:
   JsonlOutput(std::string name, const std::string& path, QueueConfig queue)
-      : QueuedOutput(std::move(name), queue) {
+      : QueuedOutput(std::move(name), queue), path_(path) {
     if (path == "-") {
       fd_ = 1;
     } else {
-      fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      fd_ = open_file();
       if (fd_ < 0) {
         throw ConfigError("jsonl output \"" + path + "\": cannot open: " + std::strerror(errno));
       }
@@ -311,7 +317,34 @@ class JsonlOutput final : public QueuedOutput {
   }
 
  private:
+  // Opens path_ for appending and records which file it is; -1 (errno set) on failure.
+  int open_file() {
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0) {
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
+    return fd;
+  }
+
+  void follow_rotation() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) return;
+    const dev_t old_dev = dev_;
+    const ino_t old_ino = ino_;
+    const int fd = open_file();
+    if (fd < 0) {
+      dev_ = old_dev;
+      ino_ = old_ino;
+      return;  // the old file keeps the alerts; the next batch tries again
+    }
+    ::close(fd_);
+    fd_ = fd;
+  }
+
   Outcome deliver(const std::vector<Alert>& batch) override {
+    if (owned_) follow_rotation();
     for (const Alert& alert : batch) {
       // One write() per line: with O_APPEND the line lands whole even when other
       // processes append to the same file.
@@ -331,8 +364,11 @@ class JsonlOutput final : public QueuedOutput {
     return Outcome::kDelivered;
   }
 
+  const std::string path_;
   int fd_ = -1;
   bool owned_ = false;
+  dev_t dev_ = 0;  // the file fd_ writes
+  ino_t ino_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -272,6 +272,37 @@ TEST(JsonlOutput, AppendsOneParsableLinePerAlert) {
   std::filesystem::remove(path);
 }
 
+// logrotate's default (rename, then a new file) and a removed file: the next alert goes to
+// a file at the configured path again, each line exactly once, none lost.
+TEST(JsonlOutput, FollowsTheFileWhenItIsRotatedOrRemoved) {
+  const std::string path = temp_path("gpufilterd-rotated");
+  const auto lines_of = [](const std::string& file) {
+    std::vector<std::string> rules;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);) rules.push_back(Json::parse(line)["rule"].get<std::string>());
+    return rules;
+  };
+  auto out = make_jsonl_output("", path, quick_queue());
+  const auto publish = [&](const std::string& rule) {
+    out->publish(make_alert(rule));
+    const std::uint64_t target = out->stats().published;
+    ASSERT_TRUE(eventually([&] { return out->stats().delivered >= target; }));
+  };
+  publish("a");
+  publish("b");
+  std::filesystem::rename(path, path + ".1");  // logrotate: rename, then create
+  publish("c");
+  std::filesystem::remove(path);               // removed by hand
+  publish("d");
+  publish("e");
+  EXPECT_TRUE(out->drain(milliseconds(5000)));
+  EXPECT_EQ(lines_of(path + ".1"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(lines_of(path), (std::vector<std::string>{"d", "e"}));
+  EXPECT_EQ(out->stats().failures, 0u);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".1");
+}
+
 TEST(JsonlOutput, UnopenableFileIsAConfigErrorNamingIt) {
   const std::string path = "/nonexistent-gpufilterd-dir/alerts.jsonl";
   try {
