@@ -744,7 +744,7 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     std::size_t budget = kConfigLimit;
     refuse_duplicate_keys(top, budget);
     top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
-                     "engine", "device", "max_line_bytes", "max_connections", "drain_timeout"});
+                     "engine", "device", "max_line_bytes", "max_connections", "drain_timeout", "alert_state"});
     if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets, stdin or captures)");
     const At sources = top.child("sources");
     if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
@@ -774,6 +774,10 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
       }
     }
     if (top.has("reload_endpoint")) c.reload_endpoint = top.child("reload_endpoint").boolean();
+    if (top.has("alert_state")) {
+      c.alert_state = resolve(dir, top.child("alert_state").text());
+      check_writable_path(top.child("alert_state"), c.alert_state);
+    }
     if (top.has("generator_url")) {
       c.generator_url = top.child("generator_url").text();
       // The link goes into every alert, to every receiver: no password may ride along.

@@ -7,14 +7,20 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <cstdio>
 #include <functional>
 #include <string>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/sources/follow_state.hpp"
 #include "gpufilter/core/notices.hpp"
 
 namespace gpufilter::daemon {
+
+// An alert state file larger than this is not read (10,000 groups per rule, lines cut at
+// 4 KiB: tens of MiB at the very most).
+constexpr std::size_t kAlertStateLimit = 256u << 20;
 
 namespace {
 
@@ -153,6 +159,42 @@ void Daemon::build_alerting() {
       },
       &metrics_);
   consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_);
+  restore_alert_state();
+}
+
+// alert_state: the rules' windows, cooldowns and firing alerts from before the restart,
+// for rules whose definition is unchanged (the outputs adopt the firing alerts: nothing
+// is sent for them again); then saved by the scan thread every second while it changes
+// (save_follow_state: whole or not at all), and at the stop once the outputs drained.
+// A file that cannot be read or trusted is logged and the rules start afresh.
+void Daemon::restore_alert_state() {
+  if (config_.alert_state.empty()) return;
+  const std::string& path = config_.alert_state;
+  try {
+    std::string text;
+    // Trusted as a configuration file is: nobody else may write it.
+    if (std::filesystem::exists(path)) text = read_checked_file(path, FileTrust::kConfig, kAlertStateLimit);
+    if (!text.empty()) {
+      const std::vector<Alert> firing = rules_->restore_state(text, RuleEngine::Clock::now(), SystemClock::now());
+      for (const Alert& alert : firing)
+        for (auto& out : outputs_.outputs) out->adopt(alert);
+      log_.info("alert state restored", {{"file", path}, {"firing", std::to_string(firing.size())}});
+    }
+  } catch (const std::exception& e) {
+    log_.warn("alert state not restored; the rules start afresh", {{"file", path}, {"error", e.what()}});
+  }
+  rules_->persist([this](const std::string& text) { save_alert_state(text); }, std::chrono::seconds(1));
+}
+
+void Daemon::save_alert_state(const std::string& text) {
+  try {
+    save_follow_state(config_.alert_state, text);
+    if (alert_state_failing_) log_.info("alert state saved again", {{"file", config_.alert_state}});
+    alert_state_failing_ = false;
+  } catch (const std::exception& e) {
+    if (!alert_state_failing_) log_.error("alert state not saved", {{"file", config_.alert_state}, {"error", e.what()}});
+    alert_state_failing_ = true;
+  }
 }
 
 // The sources as one StreamSession: a Follower per `follow` block, one Listener for every
@@ -266,6 +308,10 @@ int Daemon::stop(int status) {
   rules_->tick(RuleEngine::Clock::now());
   // A drain that lost alerts is a failed shutdown for whoever supervises the process.
   if (drain_outputs() > 0 && status == 0) status = 3;
+  if (!config_.alert_state.empty()) {
+    save_alert_state(rules_->save_state(RuleEngine::Clock::now(), SystemClock::now()));
+    if (alert_state_failing_ && status == 0) status = 2;
+  }
   session_->join();
   session_->save_state([&](const Error& e) {
     log_.error("state not saved", {{"error", e.what()}});

@@ -119,6 +119,8 @@ class Daemon {
   void build_ops();
   bool build_scan();     // false: no OpenCL device (logged)
   void build_alerting();
+  void restore_alert_state();
+  void save_alert_state(const std::string& text);
   void build_sources();
   void start();
   int scan();
@@ -142,6 +144,7 @@ class Daemon {
   std::shared_ptr<ScanEngine> scanning_;
   Outputs outputs_;
   std::unique_ptr<RuleEngine> rules_;
+  bool alert_state_failing_ = false;  // a save failed and was logged; logged again once it works
   std::unique_ptr<RuleConsumer> consumer_;
   std::unique_ptr<Notices> notices_;
   std::unique_ptr<StreamSession> session_;

@@ -113,6 +113,16 @@ class QueuedOutput : public AlertOutput {
     }
   }
 
+  void adopt(const Alert& alert) noexcept override {
+    try {
+      std::lock_guard lock(mutex_);
+      accepted(alert);
+    } catch (...) {
+      // No memory to keep it: it is not re-sent; Alertmanager resolves it by itself.
+    }
+    cv_.notify_one();
+  }
+
   bool drain(milliseconds timeout) noexcept override {
     std::lock_guard join(join_mutex_);
     if (thread_.joinable()) {

@@ -256,6 +256,7 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   const RuleConfig& rule = rules_->rules()[r];
   RuleState& state = state_[rule.name];
   ++state.matches;
+  changed_ = true;
   std::map<std::string, std::string> captures;
   if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, text);
   std::optional<std::string> field = group_of(rule, source, text, captures);
@@ -301,6 +302,7 @@ void RuleEngine::resolve(const RuleConfig& rule, const std::string& group, Group
   Alert alert = make_alert(rule, group, g, Alert::State::kResolved);
   alert.ends_at = SystemClock::now();
   g.active = false;
+  changed_ = true;
   emit_(alert);
 }
 
@@ -335,6 +337,11 @@ void RuleEngine::tick(Clock::time_point now) {
       state.reported_suppressed = state.suppressed;
       state.reported_overflowed = state.overflowed;
     }
+  }
+  if (persist_ && changed_ && now - persisted_at_ >= persist_every_) {
+    persist_(save_state(now, SystemClock::now()));
+    changed_ = false;
+    persisted_at_ = now;
   }
 }
 

@@ -409,6 +409,123 @@ server: 127.0.0.1:0
   EXPECT_EQ(*status, 0) << daemon.log();
 }
 
+// alert_state: a restart in the middle of an alert storm does not alert again. A storm
+// rule fires once, gpufilterd stops (SIGTERM) and starts again: the storm goes on with no
+// second alert (its cooldown and firing state came back), and a slower rule's window
+// holds the matches from before the restart. After a kill -9 (the state saved within a
+// second) the same holds. Without alert_state, the control, the storm alerts again.
+TEST_F(Gpufilterd, AlertStateSurvivesARestartInAStorm) {
+  const auto configure = [&](bool keep) {
+    write_text(dir_ + "/gpufilterd.yaml", std::string(R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: storm
+    patterns: [Out of memory]
+    threshold: {count: 3, window: 1h}
+    cooldown: 1h
+    resolve_after: 1h
+  - name: slow
+    patterns: [disk full]
+    threshold: {count: 4, window: 1h}
+  - name: mark
+    patterns: [MARK]
+    cooldown: 0s
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+server: 127.0.0.1:0
+)") + (keep ? "alert_state: alerts.state\n" : ""));
+  };
+  const auto firing = [&](const std::string& rule) {
+    int n = 0;
+    for (const json& a : read_jsonl(dir_ + "/alerts.jsonl")) n += a.at("rule") == rule && a.at("state") == "firing";
+    return n;
+  };
+  // Sends `lines` and a marker, and waits until the marker's alert is written: every line
+  // before it was through the rules by then.
+  const auto run = [&](Daemon& daemon, const std::string& lines, const std::string& marker) {
+    const int fd = tcp_connect(daemon.listening());
+    EXPECT_TRUE(write_all(fd, lines + "MARK " + marker + "\n"));
+    const auto deadline = Clock::now() + 20s;
+    bool seen = false;
+    while (!seen && Clock::now() < deadline) {
+      for (const json& a : read_jsonl(dir_ + "/alerts.jsonl"))
+        seen = seen || (a.at("rule") == "mark" && a.at("line").get<std::string>().find(marker) != std::string::npos);
+      if (!seen) std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(seen) << marker << ": " << daemon.log();
+    ::close(fd);
+  };
+  std::string storm;
+  for (int i = 0; i < 20; ++i) storm += "Out of memory: killed " + std::to_string(i) + "\n";
+  configure(true);
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    run(daemon, storm + "disk full 1\ndisk full 2\n", "first");
+    EXPECT_EQ(firing("storm"), 1);
+    EXPECT_EQ(firing("slow"), 0);
+    daemon.signal(SIGTERM);
+    ASSERT_EQ(daemon.wait_exit(30s).value_or(-1), 0) << daemon.log();
+  }
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    ASSERT_TRUE(daemon.wait_log("alert state restored", 10s)) << daemon.log();
+    run(daemon, storm + "disk full 3\ndisk full 4\n", "second");
+    EXPECT_EQ(firing("storm"), 1) << "the restart alerted again";
+    EXPECT_EQ(firing("slow"), 1) << "the window lost its matches from before the restart";
+    std::this_thread::sleep_for(1500ms);  // the periodic save
+    daemon.signal(SIGKILL);
+    (void)daemon.wait_exit(30s);
+  }
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    run(daemon, storm, "third");
+    EXPECT_EQ(firing("storm"), 1) << "kill -9, then the restart alerted again";
+    daemon.signal(SIGTERM);
+    ASSERT_EQ(daemon.wait_exit(30s).value_or(-1), 0) << daemon.log();
+  }
+  configure(false);  // the control: without the state, the storm alerts anew
+  {
+    Daemon daemon(dir_ + "/gpufilterd.yaml");
+    run(daemon, storm, "fourth");
+    EXPECT_EQ(firing("storm"), 2);
+    daemon.signal(SIGTERM);
+    ASSERT_EQ(daemon.wait_exit(30s).value_or(-1), 0) << daemon.log();
+  }
+  const std::string saved = read_file(dir_ + "/alerts.state");
+  EXPECT_NE(saved.find("\"gpufilterd-alert-state 1\""), std::string::npos) << saved;
+}
+
+// A state file that cannot be read is logged and the rules start afresh; gpufilterd runs.
+TEST_F(Gpufilterd, AnUnreadableAlertStateStartsAfresh) {
+  write_text(dir_ + "/alerts.state", "{not json");
+  ::chmod((dir_ + "/alerts.state").c_str(), 0600);
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources:
+  - listen: tcp://127.0.0.1:0
+rules:
+  - name: oom
+    patterns: [Out of memory]
+outputs:
+  - type: jsonl
+    path: alerts.jsonl
+alert_state: alerts.state
+server: 127.0.0.1:0
+)");
+  Daemon daemon(dir_ + "/gpufilterd.yaml");
+  ASSERT_TRUE(daemon.wait_log("alert state not restored", 10s)) << daemon.log();
+  const int fd = tcp_connect(daemon.listening());
+  EXPECT_TRUE(write_all(fd, "Out of memory\n"));
+  const auto deadline = Clock::now() + 20s;
+  while (read_jsonl(dir_ + "/alerts.jsonl").empty() && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(read_jsonl(dir_ + "/alerts.jsonl").size(), 1u);
+  ::close(fd);
+  daemon.signal(SIGTERM);
+  ASSERT_EQ(daemon.wait_exit(30s).value_or(-1), 0) << daemon.log();
+  EXPECT_NE(read_file(dir_ + "/alerts.state").find("gpufilterd-alert-state"), std::string::npos);
+}
+
 // Parses "seq=N" out of alert lines: the sequence numbers each alert line carried.
 std::map<long, int> sequence_counts(const std::vector<json>& alerts, const std::string& rule) {
   std::map<long, int> seen;

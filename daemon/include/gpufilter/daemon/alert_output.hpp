@@ -33,6 +33,10 @@ class AlertOutput {
   virtual const std::string& name() const = 0;
   // Queues the alert; never blocks, never throws.
   virtual void publish(const Alert& alert) noexcept = 0;
+  // An alert that was firing before a restart (gpufilterd's alert_state): nothing is sent
+  // for it now, but an output that re-sends active alerts (Alertmanager) keeps it among
+  // them, so that it is re-sent, and resolved, as if the process had never stopped.
+  virtual void adopt(const Alert& alert) noexcept { (void)alert; }
   // Delivers what is queued, waiting at most `timeout`; true when nothing is left.
   // Stops the delivery thread afterwards (shutdown).
   virtual bool drain(std::chrono::milliseconds timeout) noexcept = 0;

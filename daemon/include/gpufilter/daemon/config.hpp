@@ -111,6 +111,9 @@ struct DaemonConfig {
   std::size_t max_line_bytes = 1u << 20;
   std::size_t max_connections = 1024;
   Millis drain_timeout{10000};            // SIGTERM: how long pending alerts may take
+  // Where the rules' state (threshold windows, cooldowns, firing alerts) is kept across
+  // restarts ("": not kept); saved every second while it changes and at the stop.
+  std::string alert_state;
 };
 
 // Reads `path` (read_checked_file, kConfig) and validates it. Throws ConfigError

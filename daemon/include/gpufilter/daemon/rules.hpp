@@ -124,6 +124,24 @@ class RuleEngine final : public Sink {
   void replace(std::shared_ptr<const RuleSet> rules, Clock::time_point now);
   const RuleSet& rules() const noexcept { return *rules_; }
 
+  // Across a restart (alert_state.cpp): the groups of every rule (threshold windows,
+  // cooldowns, firing alerts, suppressed counts) as JSON text, their times as ages at
+  // `now`/`wall`; and back, for the rules whose definition is unchanged (same name, same
+  // fingerprint), the time the process was down counting as time passed. restore_state()
+  // returns the alerts that were firing, for the outputs to adopt (nothing is sent for
+  // them); it throws ConfigError for text it cannot read, restoring nothing.
+  std::string save_state(Clock::time_point now, SystemClock::time_point wall) const;
+  std::vector<Alert> restore_state(std::string_view text, Clock::time_point now, SystemClock::time_point wall);
+  // Whether a line matched, an alert fired or resolved since saved() was last called.
+  bool changed() const noexcept { return changed_; }
+  void saved() noexcept { changed_ = false; }
+  // tick() hands save_state()'s text to `save` at most once per `every`, when changed().
+  // `save` runs on the scan thread and must not throw.
+  void persist(std::function<void(const std::string&)> save, std::chrono::milliseconds every) {
+    persist_ = std::move(save);
+    persist_every_ = every;
+  }
+
   // Totals for tests: matches, alerts fired, matches suppressed, per rule name.
   std::uint64_t matches(const std::string& rule) const;
   std::uint64_t alerts(const std::string& rule) const;
@@ -165,6 +183,10 @@ class RuleEngine final : public Sink {
   Emit emit_;
   Metrics* metrics_;
   std::map<std::string, RuleState> state_;  // by rule name
+  bool changed_ = false;  // a match, an alert or a resolution since the last saved()
+  std::function<void(const std::string&)> persist_;
+  std::chrono::milliseconds persist_every_{1000};
+  Clock::time_point persisted_at_{};
   std::vector<std::uint32_t> scratch_;
 };
 
