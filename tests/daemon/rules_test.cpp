@@ -230,6 +230,68 @@ TEST(RuleEngine, ReloadKeepsTheStateOfUnchangedRules) {
   EXPECT_EQ(rec.alerts[3].rule, "new");
 }
 
+// alert_state: what save_state() wrote comes back in a new engine for rules whose
+// definition is unchanged; the time between the save and the restore counts as passed
+// (a window slides past old hits, a cooldown runs out); a changed rule starts afresh; the
+// firing groups come back as alerts to adopt, not sent.
+TEST(RuleEngine, StateSavedAndRestoredAcrossARestart) {
+  RuleConfig storm = rule("storm", {"Out of memory"});
+  storm.cooldown = 10min;
+  storm.resolve_after = 1h;
+  RuleConfig slow = rule("slow", {"disk full"});
+  slow.threshold = ThresholdConfig{3, 1min, ThresholdConfig::GroupBy::kSource, "", ""};
+  RuleConfig changing = rule("changing", {"beta"});
+  changing.threshold = ThresholdConfig{2, 1h, ThresholdConfig::GroupBy::kNone, "", ""};
+  const Bound before({storm, slow, changing});
+  Recorder first;
+  RuleEngine engine(before.rules, first.emit());
+  const Clock::time_point t0 = Clock::now();
+  const SystemClock::time_point wall0 = SystemClock::now();
+  for (const char* l : {"Out of memory", "beta"}) engine.line("a.log", l, before.scan(l), t0);
+  for (const char* source : {"a.log", "a.log", "b.log"}) engine.line(source, "disk full", before.scan("disk full"), t0);
+  ASSERT_EQ(first.alerts.size(), 1u);
+  EXPECT_TRUE(engine.changed());
+  const std::string saved = engine.save_state(t0, wall0);
+
+  // Restored 30 s later (the process down meanwhile), with "changing" redefined.
+  RuleConfig changed = changing;
+  changed.patterns.push_back("gamma");
+  const Bound after({storm, slow, changed});
+  Recorder second;
+  RuleEngine restored(after.rules, second.emit());
+  const Clock::time_point t1 = Clock::now() + 1h;  // another process's clock
+  const std::vector<Alert> firing = restored.restore_state(saved, t1, wall0 + 30s);
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(firing[0].rule, "storm");
+  EXPECT_EQ(firing[0].fingerprint, first.alerts[0].fingerprint);
+  EXPECT_LT(std::chrono::abs(firing[0].starts_at - first.alerts[0].starts_at), 1ms);  // kept in ms
+  EXPECT_TRUE(second.alerts.empty());
+  restored.line("a.log", "Out of memory", after.scan("Out of memory"), t1);  // in the cooldown
+  EXPECT_TRUE(second.alerts.empty());
+  EXPECT_EQ(restored.suppressed("storm"), 1u);
+  restored.line("a.log", "disk full", after.scan("disk full"), t1);  // a.log's third within the minute
+  ASSERT_EQ(second.alerts.size(), 1u);
+  EXPECT_EQ(second.alerts[0].rule, "slow");
+  EXPECT_EQ(second.alerts[0].group, "a.log");
+  restored.line("x", "beta", after.scan("beta"), t1);  // changed: its first beta was forgotten
+  EXPECT_EQ(second.alerts.size(), 1u);
+  // 40 s later: b.log's one hit is 70 s old, out of the minute's window.
+  restored.line("b.log", "disk full", after.scan("disk full"), t1 + 40s);
+  restored.line("b.log", "disk full", after.scan("disk full"), t1 + 40s);
+  EXPECT_EQ(second.alerts.size(), 1u);
+  // The storm's cooldown (10 min from the first alert) runs out 9.5 min after the restore.
+  restored.line("a.log", "Out of memory", after.scan("Out of memory"), t1 + 9min + 31s);
+  ASSERT_EQ(second.alerts.size(), 2u);
+  EXPECT_EQ(second.alerts[1].rule, "storm");
+  EXPECT_EQ(second.alerts[1].suppressed, 1u);
+
+  Recorder third;
+  RuleEngine broken(after.rules, third.emit());
+  EXPECT_THROW(broken.restore_state("{\"format\": \"something else\"}", t1, wall0), ConfigError);
+  EXPECT_THROW(broken.restore_state("[1, 2", t1, wall0), ConfigError);
+  EXPECT_EQ(broken.save_state(t1, wall0).find("\"groups\""), std::string::npos);  // nothing restored
+}
+
 // The rules are a Sink: a line reaches them as a LineMatch with every occurrence in it,
 // and they say that they need the occurrences (SinkNeeds), not spans or pattern ids.
 TEST(RuleEngine, IsASinkThatNeedsOccurrences) {
