@@ -8,20 +8,6 @@
 
 namespace gpufilter {
 
-std::string device_shares_json(const std::vector<DeviceShare>& shares) {
-  std::string out = ",\"device_shares\":[";
-  for (std::size_t i = 0; i < shares.size(); ++i) {
-    std::string name;
-    for (const char c : shares[i].device) {
-      if (c == '"' || c == '\\') name += '\\';
-      if (static_cast<unsigned char>(c) >= 0x20) name += c;
-    }
-    out += (i == 0 ? "" : ",") + std::string("{\"device\":\"") + name + "\",\"chunks\":" +
-           std::to_string(shares[i].chunks) + ",\"bytes\":" + std::to_string(shares[i].bytes) + "}";
-  }
-  return out + "]";
-}
-
 class DevicesScanner::Slot final : public ScanSlot {
  public:
   Slot(std::size_t member, ScanSlot& inner) : member_(member), inner_(inner) { staging_ = inner.staging(); }

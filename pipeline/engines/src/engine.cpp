@@ -44,6 +44,18 @@ std::string json_string(std::string_view text) {
   return out + "\"";
 }
 
+}  // namespace
+
+std::string device_shares_json(const std::vector<DeviceShare>& shares) {
+  std::string out = ",\"device_shares\":[";
+  for (std::size_t i = 0; i < shares.size(); ++i)
+    out += (i == 0 ? "{\"device\":" : ",{\"device\":") + json_string(shares[i].device) +
+           ",\"chunks\":" + std::to_string(shares[i].chunks) + ",\"bytes\":" + std::to_string(shares[i].bytes) + "}";
+  return out + "]";
+}
+
+namespace {
+
 std::string literals(std::size_t n) { return std::to_string(n) + (n == 1 ? " literal" : " literals"); }
 
 // Runs work(i) for every i below n, each on a thread of its own (on this one when n is 1:
