@@ -11,6 +11,7 @@
 #include <new>
 
 #include "gpufilter/regex/line_regex.hpp"
+#include "expansion.hpp"
 #include "hs_select.hpp"
 #include "regex_internal.hpp"
 
@@ -194,6 +195,11 @@ class GnuRegex final : public LineRegex {
 void GnuRegex::compile_all() {
   const reg_syntax_t bits = syntax_bits(options_);
   std::vector<std::string> errors;
+  // Before glibc sees them: a pattern it would expand without bound (expansion.hpp).
+  for (std::size_t i = 0; i < patterns_.size(); ++i)
+    if (const std::optional<std::string> why = too_wide(patterns_[i], options_.syntax == Syntax::kExtended))
+      errors.push_back(with_origin(origins_, i, why->c_str()));
+  if (!errors.empty()) throw RegexError(std::move(errors));
   std::vector<DfaView> views;
   compiled_.reserve(patterns_.size());
   for (std::size_t i = 0; i < patterns_.size(); ++i) {

@@ -1,0 +1,168 @@
+#include "expansion.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+namespace gpufilter::regex {
+namespace {
+
+// The size of what is parsed so far at one group level, and of its last unit (what a
+// quantifier repeats).
+struct Level {
+  double nodes = 0;    // copies of atoms
+  double options = 0;  // the square of nested options, summed
+  double last_nodes = 0;
+  double last_options = 0;
+};
+
+class Estimate {
+ public:
+  Estimate() : levels_(1) {}
+
+  void atom() { add(1, 0); }
+  void open() { levels_.emplace_back(); }
+  void close() {
+    if (levels_.size() == 1) return atom();  // an unmatched ')' is a literal (ERE)
+    const Level inner = levels_.back();
+    levels_.pop_back();
+    add(inner.nodes + 1, inner.options);
+  }
+  // The last unit repeated at least `low` and at most `high` times (high < 0: no bound).
+  void repeat(double low, double high) {
+    Level& l = levels_.back();
+    // x{m,} is m copies and a starred one; x{m,n} n copies, the last n - m optional.
+    const double copies = high < 0 ? low + 1 : std::max(high, 1.0);
+    const double optional = high < 0 ? 0 : std::max(high - low, 0.0);
+    const double nodes = l.last_nodes * copies + 1;
+    const double options = l.last_options * copies + optional * optional * std::max(l.last_nodes, 1.0);
+    l.nodes += nodes - l.last_nodes;
+    l.options += options - l.last_options;
+    l.last_nodes = nodes;
+    l.last_options = options;
+  }
+  bool too_wide() const {
+    double nodes = 0, options = 0;
+    for (const Level& l : levels_) {
+      nodes += l.nodes;
+      options += l.options;
+    }
+    return nodes > kMaxExpandedNodes || options > kMaxNestedOptions;
+  }
+
+ private:
+  void add(double nodes, double options) {
+    Level& l = levels_.back();
+    l.nodes += nodes;
+    l.options += options;
+    l.last_nodes = nodes;
+    l.last_options = options;
+  }
+  std::vector<Level> levels_;
+};
+
+// A bracket expression from p[i] == '['; the index just past it (p.size() if unclosed).
+std::size_t past_bracket(std::string_view p, std::size_t i) {
+  ++i;
+  if (i < p.size() && p[i] == '^') ++i;
+  if (i < p.size() && p[i] == ']') ++i;
+  while (i < p.size() && p[i] != ']') {
+    if (p[i] == '[' && i + 1 < p.size() && (p[i + 1] == ':' || p[i + 1] == '=' || p[i + 1] == '.')) {
+      const char close[] = {p[i + 1], ']'};
+      const std::size_t end = p.find(std::string_view(close, 2), i + 2);
+      if (end == std::string_view::npos) return p.size();
+      i = end + 2;
+      continue;
+    }
+    ++i;
+  }
+  return i < p.size() ? i + 1 : p.size();
+}
+
+// An interval's body from p[i] (just past '{' or "\{") up to `close`: low and high (-1:
+// none), and the index past it; nullopt when it is no interval (ERE: a literal '{').
+constexpr double kDupMax = 32767;  // RE_DUP_MAX
+
+struct Interval {
+  double low = 0;
+  double high = -1;
+  std::size_t end = 0;
+};
+std::optional<Interval> interval(std::string_view p, std::size_t i, std::string_view close) {
+  Interval out;
+  const auto number = [&](double& value) {
+    const std::size_t start = i;
+    double v = 0;
+    while (i < p.size() && std::isdigit(static_cast<unsigned char>(p[i]))) v = std::min(v * 10 + (p[i++] - '0'), 1e9);
+    if (i > start) value = v;
+    return i > start;
+  };
+  const bool has_low = number(out.low);
+  if (i < p.size() && p[i] == ',') {
+    ++i;
+    if (!number(out.high)) out.high = -1;
+  } else {
+    if (!has_low) return std::nullopt;
+    out.high = out.low;
+  }
+  if (p.substr(i, close.size()) != close) return std::nullopt;
+  out.end = i + close.size();
+  // Past RE_DUP_MAX glibc refuses the interval itself, with its own message: leave it that.
+  if (out.low > kDupMax || out.high > kDupMax) out.low = out.high = 1;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> too_wide(std::string_view p, bool extended) {
+  Estimate e;
+  for (std::size_t i = 0; i < p.size();) {
+    const char c = p[i];
+    if (c == '[') {
+      i = past_bracket(p, i);
+      e.atom();
+      continue;
+    }
+    if (c == '\\' && i + 1 < p.size()) {
+      const char n = p[i + 1];
+      i += 2;
+      if (!extended && n == '(') e.open();
+      else if (!extended && n == ')') e.close();
+      else if (!extended && n == '+') e.repeat(1, -1);
+      else if (!extended && n == '?') e.repeat(0, 1);
+      else if (!extended && n == '{') {
+        if (const std::optional<Interval> r = interval(p, i, "\\}")) {
+          e.repeat(r->low, r->high);
+          i = r->end;
+        }
+      } else if (extended || n != '|') {
+        e.atom();
+      }
+    } else {
+      ++i;
+      if (c == '*') e.repeat(0, -1);
+      else if (extended && c == '+') e.repeat(1, -1);
+      else if (extended && c == '?') e.repeat(0, 1);
+      else if (extended && c == '(') e.open();
+      else if (extended && c == ')') e.close();
+      else if (extended && c == '{') {
+        if (const std::optional<Interval> r = interval(p, i, "}")) {
+          e.repeat(r->low, r->high);
+          i = r->end;
+        } else {
+          e.atom();
+        }
+      } else if (!(extended && c == '|')) {
+        e.atom();
+      }
+    }
+    if (e.too_wide())
+      return "the expression repeats too much for the regex matcher (more than " +
+             std::to_string(static_cast<long>(kMaxExpandedNodes)) +
+             " copies, or options nested too deep, once its repetitions are expanded); repeat less, "
+             "or nest fewer repetitions";
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpufilter::regex

@@ -1,0 +1,25 @@
+// How far glibc's regex compiler would expand a POSIX pattern, estimated before it runs.
+//
+// glibc (GNU grep's matcher too) copies a repeated subexpression once per repetition: x+
+// becomes x x*, x{m,n} n copies with the last n-m nested as options, and stacked or nested
+// repetitions multiply: "m" and 38 '+' asked for 2^38 nodes and exhausted memory (grep -E
+// 'm+++++++++++++++++++++++++' took 6.4 GB before it was stopped), "a{1,32767}" 7 GB, the
+// nested options costing the square of their number. too_wide() walks the pattern once,
+// as glibc parses it (groups, brackets, escapes, intervals), multiplies the sizes the
+// same way, and names the pattern when the copies or the options' square pass limits no
+// realistic pattern reaches (a{1,4000} and sixteen stacked '+' are taken).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpufilter::regex {
+
+inline constexpr double kMaxExpandedNodes = 1u << 17;     // copies of atoms in all
+inline constexpr double kMaxNestedOptions = 1u << 24;     // the square of nested options, summed
+
+// nullopt, or why the pattern is refused. `extended`: ERE (-E), else BRE (-G).
+std::optional<std::string> too_wide(std::string_view pattern, bool extended);
+
+}  // namespace gpufilter::regex
