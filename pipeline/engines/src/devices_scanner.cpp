@@ -62,7 +62,11 @@ DevicesScanner::~DevicesScanner() {
 // from it once, never released) and so its pinned staging.
 std::unique_ptr<ScanSlot> DevicesScanner::make_slot() {
   const std::size_t member = slots_made_++ % members_.size();
-  ScanSlot* inner = members_[member]->scanner->acquire();
+  ScanSlot* inner = nullptr;
+  {
+    std::lock_guard lock(members_[member]->mutex);
+    inner = members_[member]->scanner->acquire();
+  }
   if (inner == nullptr) throw Error("device " + members_[member]->name + " has no free scan slot");
   return std::make_unique<Slot>(member, *inner);
 }
@@ -89,10 +93,13 @@ void DevicesScanner::device_work(Member& member) {
   auto complete_oldest = [&] {
     Slot& job = *mine.front();
     mine.pop_front();
-    settle(job, [&] { move_results(member.scanner->complete_oldest(), job); });
-    // A device lost at this chunk gives the slot host staging for the next (the device
-    // may still read its pinned staging): the pipeline fills what the device scanner reads.
-    job.staging_ = job.inner_.staging();
+    {
+      std::lock_guard lock(member.mutex);
+      settle(job, [&] { move_results(member.scanner->complete_oldest(), job); });
+      // A device lost at this chunk gives the slot host staging for the next (the device
+      // may still read its pinned staging): the pipeline fills what the device scanner reads.
+      job.staging_ = job.inner_.staging();
+    }
     done(job);
   };
   for (;;) {
@@ -109,6 +116,7 @@ void DevicesScanner::device_work(Member& member) {
     }
     bool submitted = false;
     settle(*job, [&] {
+      std::lock_guard lock(member.mutex);
       member.scanner->submit(job->inner_);
       submitted = true;
     });
@@ -150,6 +158,7 @@ void DevicesScanner::report_faults() {
 std::vector<std::uint64_t> DevicesScanner::pattern_counts() {
   std::vector<std::uint64_t> counts;
   for (auto& member : members_) {
+    std::lock_guard lock(member->mutex);
     const std::vector<std::uint64_t> theirs = member->scanner->pattern_counts();
     counts.resize(std::max(counts.size(), theirs.size()), 0);
     for (std::size_t i = 0; i < theirs.size(); ++i) counts[i] += theirs[i];
@@ -159,7 +168,10 @@ std::vector<std::uint64_t> DevicesScanner::pattern_counts() {
 }
 
 bool DevicesScanner::counts_exact() const noexcept {
-  return std::all_of(members_.begin(), members_.end(), [](const auto& m) { return m->scanner->counts_exact(); });
+  return std::all_of(members_.begin(), members_.end(), [](const auto& m) {
+    std::lock_guard lock(m->mutex);
+    return m->scanner->counts_exact();
+  });
 }
 
 std::vector<DeviceShare> DevicesScanner::shares() const {

@@ -48,6 +48,9 @@ class DevicesScanner final : public Scanner {
  private:
   class Slot;
   struct Member {
+    // The pipeline thread makes slots (acquire) while the device's thread submits and
+    // completes: each call into the device scanner holds this.
+    mutable std::mutex mutex;
     std::unique_ptr<DeviceScanner> scanner;
     std::string name;
     std::uint64_t chunks = 0;  // counted on the pipeline thread
