@@ -1,4 +1,5 @@
 #include "co_scanner.hpp"
+#include "handed_job.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -102,15 +103,6 @@ void CoScanner::add_device(DeviceContext& device, const ScanProgram& program, st
 // failure is kept in the chunk's slot and raised by finish().
 void CoScanner::lane_work(DeviceScanner& device, LaneCount& count) {
   std::deque<Slot*> mine;  // submitted to the device, oldest first
-  auto settle = [](Slot& job, const auto& work) {
-    try {
-      work();
-    } catch (const std::bad_alloc&) {
-      job.error_ = "memory exhausted";
-    } catch (const std::exception& e) {
-      job.error_ = e.what();
-    }
-  };
   auto complete_oldest = [&] {
     Slot& job = *mine.front();
     mine.pop_front();
@@ -122,8 +114,7 @@ void CoScanner::lane_work(DeviceScanner& device, LaneCount& count) {
       device.release(done);
     });
     lane_pending_.fetch_sub(1, std::memory_order_relaxed);
-    job.done_.store(true, std::memory_order_release);
-    job.done_.notify_one();
+    finished(job);
   };
   for (;;) {
     Slot* job = nullptr;
@@ -154,8 +145,7 @@ void CoScanner::lane_work(DeviceScanner& device, LaneCount& count) {
     } else {
       if (slot != nullptr) device.release(*slot);
       lane_pending_.fetch_sub(1, std::memory_order_relaxed);
-      job->done_.store(true, std::memory_order_release);
-      job->done_.notify_one();
+      finished(*job);
     }
   }
 }

@@ -1,4 +1,5 @@
 #include "devices_scanner.hpp"
+#include "handed_job.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -77,19 +78,6 @@ std::unique_ptr<ScanSlot> DevicesScanner::make_slot() {
 // raised by finish().
 void DevicesScanner::device_work(Member& member) {
   std::deque<Slot*> mine;  // submitted, oldest first
-  auto settle = [](Slot& job, const auto& work) {
-    try {
-      work();
-    } catch (const std::bad_alloc&) {
-      job.error_ = "memory exhausted";
-    } catch (const std::exception& e) {
-      job.error_ = e.what();
-    }
-  };
-  auto done = [](Slot& job) {
-    job.done_.store(true, std::memory_order_release);
-    job.done_.notify_one();
-  };
   auto complete_oldest = [&] {
     Slot& job = *mine.front();
     mine.pop_front();
@@ -100,7 +88,7 @@ void DevicesScanner::device_work(Member& member) {
       // may still read its pinned staging): the pipeline fills what the device scanner reads.
       job.staging_ = job.inner_.staging();
     }
-    done(job);
+    finished(job);
   };
   for (;;) {
     Slot* job = nullptr;
@@ -121,7 +109,7 @@ void DevicesScanner::device_work(Member& member) {
       submitted = true;
     });
     if (submitted) mine.push_back(job);
-    else done(*job);
+    else finished(*job);
   }
 }
 

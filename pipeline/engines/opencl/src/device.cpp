@@ -115,8 +115,6 @@ const Found& choose(const std::vector<Found>& devices, std::string_view spec) {
 
 }  // namespace
 
-DeviceInfo find_device(std::string_view spec) { return choose(all_devices(), spec).info; }
-
 std::vector<DeviceInfo> find_devices(std::string_view spec) {
   const auto devices = all_devices();
   std::vector<DeviceInfo> found;

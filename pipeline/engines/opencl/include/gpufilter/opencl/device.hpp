@@ -16,9 +16,6 @@ namespace gpufilter {
 // Every device of every platform. Throws NoDeviceError when there is no platform at all.
 std::vector<DeviceInfo> list_devices();
 
-// The device DeviceContext(spec) would open, without opening it. Throws NoDeviceError.
-DeviceInfo find_device(std::string_view spec);
-
 // The devices a --device spec names, without opening them: one spec as DeviceContext
 // takes it; "all", every GPU of every platform (every device where there is no GPU); or
 // several of these separated by commas. Each device once, in the order named. Throws
