@@ -20,6 +20,7 @@ packages=(
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark ngrep
   libssl-dev openssl   # https:// outputs; the tests make their CA and certificates with openssl
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
+  librdkafka-dev kcat   # Kafka sources and outputs; the tests produce and read topics with kcat
   grep python3 ripgrep gnuplot-nox gzip zstd xz-utils bzip2 lz4
   clang libclang-rt-14-dev llvm
   scdoc dpkg-dev man-db lintian   # the man pages, the .deb's dependencies and checks, tests/install/

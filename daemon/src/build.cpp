@@ -106,6 +106,28 @@ Outputs build_outputs(const DaemonConfig& config) {
   return built;
 }
 
+DeliveryGate::Mark OutputsGate::mark() const {
+  Mark mark;
+  for (const auto& out : outputs_) mark.push_back(out->stats().published);
+  return mark;
+}
+
+bool OutputsGate::settled(const Mark& mark) const {
+  for (std::size_t i = 0; i < outputs_.size() && i < mark.size(); ++i) {
+    const OutputStats s = outputs_[i]->stats();
+    if (s.published - s.queued < mark[i]) return false;
+  }
+  return true;
+}
+
+bool OutputsGate::congested() const {
+  for (const auto& out : outputs_) {
+    const OutputStats s = out->stats();
+    if (s.capacity > 0 && 2 * s.queued >= s.capacity) return true;
+  }
+  return false;
+}
+
 void describe_metrics(Metrics& m) {
   using T = Metrics::Type;
   m.describe("gpufilterd_lines_scanned_total", T::kCounter,
@@ -136,6 +158,14 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_source_tcp_flows_total", T::kCounter, "TCP flows seen by the captures with stream: true.");
   m.describe("gpufilterd_source_tcp_gaps_total", T::kCounter,
              "Gaps (bytes never captured) skipped in TCP flows of the captures with stream: true.");
+  m.describe("gpufilterd_kafka_records_total", T::kCounter, "Records read from the kafka sources.");
+  m.describe("gpufilterd_kafka_bytes_total", T::kCounter, "Bytes of the records' values read from the kafka sources.");
+  m.describe("gpufilterd_kafka_rebalances_total", T::kCounter, "Partition assignments and revocations.");
+  m.describe("gpufilterd_kafka_commits_total", T::kCounter, "Offset commits that succeeded.");
+  m.describe("gpufilterd_kafka_commit_failures_total", T::kCounter, "Offset commits that failed.");
+  m.describe("gpufilterd_kafka_consumer_lag", T::kGauge,
+             "Records behind the end of the assigned partitions (librdkafka's statistics, each second).");
+  m.describe("gpufilterd_kafka_partitions", T::kGauge, "Partitions assigned to this instance now.");
   m.describe("gpufilterd_batch_latency_seconds", T::kHistogram, "From a batch's submit to its delivery.",
              {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
   m.describe("gpufilterd_scan_busy_seconds_total", T::kCounter, "Seconds with a batch in flight on the scan engine.");

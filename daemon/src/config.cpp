@@ -25,6 +25,7 @@
 #include "gpufilter/regex/capture_regex.hpp"
 #include "gpufilter/sources/capture_source.hpp"
 #include "gpufilter/sources/file_trust.hpp"
+#include "gpufilter/sources/kafka_source.hpp"
 #include "gpufilter/sources/listener.hpp"
 
 namespace gpufilter::daemon {
@@ -342,6 +343,45 @@ void parse_capture(const At& at, const std::string& dir, SourceConfig& s) {
   }
 }
 
+// `kafka: {brokers, topics, group_id, settings, secrets_file}`. librdkafka checks every
+// property now (without connecting), so that --check and a reload see a bad one with the
+// file and line; a setting that looks like a secret belongs in secrets_file.
+void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
+  at.require_map({"kafka"});
+  const At k = at.child("kafka");
+  k.require_map({"brokers", "topics", "group_id", "settings", "secrets_file"});
+  s.kind = SourceConfig::Kind::kKafka;
+  KafkaSourceConfig& c = s.kafka;
+  if (!k.has("brokers")) k.fail("needs brokers (HOST:PORT, or a list of them)");
+  for (const std::string& b : k.child("brokers").strings()) c.brokers += (c.brokers.empty() ? "" : ",") + b;
+  if (!k.has("topics")) k.fail("needs topics (a name or a list of names)");
+  c.topics = k.child("topics").strings();
+  for (std::size_t i = 0; i < c.topics.size(); ++i)
+    if (c.topics[i].empty()) k.child("topics").fail("an empty topic name");
+  if (k.has("group_id")) c.group_id = k.child("group_id").text();
+  if (c.group_id.empty()) k.fail("needs a group_id: the instances of one group share the topics' partitions");
+  if (k.has("settings")) {
+    c.settings = k.child("settings").string_map();
+    for (const auto& [key, value] : c.settings)
+      if (looks_like_secret(key))
+        k.child("settings").child(key).fail("secrets are not accepted in the configuration file: put it in "
+                                            "secrets_file (key=value lines, mode 0600)");
+  }
+  if (k.has("secrets_file")) c.secrets_file = resolve(dir, k.child("secrets_file").text());
+  try {
+    KafkaConfig check;
+    check.brokers = c.brokers;
+    check.topics = c.topics;
+    check.group_id = c.group_id;
+    check.settings = kafka_settings(c);
+    check_kafka(check);
+  } catch (const ConfigError& e) {
+    std::string why = e.what();
+    if (why.starts_with("kafka: ")) why.erase(0, 7);
+    k.fail(why);
+  }
+}
+
 SourceConfig parse_source(const At& at, const std::string& dir) {
   SourceConfig s;
   if (at.has("follow")) {
@@ -377,8 +417,10 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     if (!at.child("stdin").boolean()) at.child("stdin").fail("only \"stdin: true\" means something");
   } else if (at.has("pcap") || at.has("interface")) {
     parse_capture(at, dir, s);
+  } else if (at.has("kafka")) {
+    parse_kafka(at, dir, s);
   } else {
-    at.fail("a source needs one of follow, listen, stdin, pcap or interface");
+    at.fail("a source needs one of follow, listen, stdin, pcap, interface or kafka");
   }
   return s;
 }
@@ -627,6 +669,27 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          event_time == o.event_time && ignore_case == o.ignore_case && word == o.word &&
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
+}
+
+std::vector<std::pair<std::string, std::string>> kafka_settings(const KafkaSourceConfig& kafka) {
+  std::vector<std::pair<std::string, std::string>> all(kafka.settings.begin(), kafka.settings.end());
+  if (kafka.secrets_file.empty()) return all;
+  const std::string text = read_checked_file(kafka.secrets_file, FileTrust::kSecret, 1u << 20);
+  std::size_t begin = 0;
+  for (int line = 1; begin < text.size(); ++line) {
+    std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string_view l(text.data() + begin, end - begin);
+    begin = end + 1;
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    const std::size_t first = l.find_first_not_of(" \t");
+    if (first == std::string_view::npos || l[first] == '#') continue;
+    const std::size_t eq = l.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      throw ConfigError(kafka.secrets_file + ":" + std::to_string(line) + ": expected key=value");
+    all.emplace_back(std::string(l.substr(0, eq)), std::string(l.substr(eq + 1)));
+  }
+  return all;
 }
 
 std::optional<Millis> parse_duration(const std::string& text) {

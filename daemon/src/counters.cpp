@@ -35,8 +35,9 @@ void CounterCopier::copy() {
     metrics_.set("gpufilterd_source_tcp_flows_total", {}, static_cast<double>(c.capture.flows));
     metrics_.set("gpufilterd_source_tcp_gaps_total", {}, static_cast<double>(c.capture.gaps));
   }
-  const std::uint64_t too_long =
-      c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long + c.capture.lines_too_long;
+  if (session_.consuming()) copy_kafka(c.kafka);
+  const std::uint64_t too_long = c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long +
+                                 c.capture.lines_too_long + c.kafka.lines_too_long;
   metrics_.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long));
   metrics_.set("gpufilterd_source_rotations_total", {}, static_cast<double>(c.follow.rotations));
   copy_outputs();
@@ -52,6 +53,16 @@ void CounterCopier::copy() {
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) copy();
   });
+}
+
+void CounterCopier::copy_kafka(const KafkaSource::Counters& k) {
+  metrics_.set("gpufilterd_kafka_records_total", {}, static_cast<double>(k.records));
+  metrics_.set("gpufilterd_kafka_bytes_total", {}, static_cast<double>(k.bytes));
+  metrics_.set("gpufilterd_kafka_rebalances_total", {}, static_cast<double>(k.rebalances));
+  metrics_.set("gpufilterd_kafka_commits_total", {}, static_cast<double>(k.commits));
+  metrics_.set("gpufilterd_kafka_commit_failures_total", {}, static_cast<double>(k.commit_failures));
+  metrics_.set("gpufilterd_kafka_consumer_lag", {}, static_cast<double>(k.lag));
+  metrics_.set("gpufilterd_kafka_partitions", {}, static_cast<double>(k.partitions));
 }
 
 void CounterCopier::copy_outputs() {

@@ -61,6 +61,17 @@ CaptureConfig capture_config(const SourceConfig& s, const DaemonConfig& config) 
   return c;
 }
 
+KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std::shared_ptr<const DeliveryGate> gate) {
+  KafkaConfig k;
+  k.brokers = s.kafka.brokers;
+  k.topics = s.kafka.topics;
+  k.group_id = s.kafka.group_id;
+  k.settings = kafka_settings(s.kafka);
+  k.max_line_bytes = config.max_line_bytes;
+  k.gate = std::move(gate);
+  return k;
+}
+
 }  // namespace
 
 Daemon::Daemon(std::string config_path, SignalPipe signals)
@@ -199,7 +210,8 @@ void Daemon::save_alert_state(const std::string& text) {
 
 // The sources as one StreamSession: a Follower per `follow` block, one Listener for every
 // `listen` URL, standard input, a CaptureSource per `pcap` or `interface` block (opened
-// here: a capture that cannot be opened stops the start); then the scan loop that takes
+// here: a capture that cannot be opened stops the start), a KafkaSource per `kafka` block
+// (its offsets wait for the outputs: OutputsGate); then the scan loop that takes
 // their lines.
 void Daemon::build_sources() {
   StreamSessionConfig session;
@@ -223,6 +235,10 @@ void Daemon::build_sources() {
       case SourceConfig::Kind::kPcap:
       case SourceConfig::Kind::kInterface:
         session_->add_capture(capture_config(s, config_), *notices_);
+        break;
+      case SourceConfig::Kind::kKafka:
+        if (!gate_) gate_ = std::make_shared<OutputsGate>(outputs_.outputs);
+        session_->add_kafka(kafka_config(s, config_, gate_), *notices_);
         break;
     }
   }

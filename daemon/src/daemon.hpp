@@ -55,6 +55,20 @@ struct Outputs {
 };
 Outputs build_outputs(const DaemonConfig& config);
 
+// The kafka sources' at-least-once gate over the outputs: a mark is what each output had
+// been given (published); it is settled once each has delivered, dropped or given up on
+// that many (their queues are first in, first out).
+class OutputsGate final : public DeliveryGate {
+ public:
+  explicit OutputsGate(const std::vector<std::unique_ptr<AlertOutput>>& outputs) : outputs_(outputs) {}
+  Mark mark() const override;
+  bool settled(const Mark& mark) const override;
+  bool congested() const override;  // an output's queue is half full
+
+ private:
+  const std::vector<std::unique_ptr<AlertOutput>>& outputs_;
+};
+
 void describe_metrics(Metrics& m);
 
 // ---- CounterCopier (counters.cpp): reader and output counters into the metrics, every
@@ -69,6 +83,7 @@ class CounterCopier {
  private:
   using Clock = std::chrono::steady_clock;
   void copy();
+  void copy_kafka(const KafkaSource::Counters& k);
   void copy_outputs();
 
   StreamSession& session_;
@@ -147,6 +162,7 @@ class Daemon {
   bool alert_state_failing_ = false;  // a save failed and was logged; logged again once it works
   std::unique_ptr<RuleConsumer> consumer_;
   std::unique_ptr<Notices> notices_;
+  std::shared_ptr<OutputsGate> gate_;  // the kafka sources': offsets wait for the outputs
   std::unique_ptr<StreamSession> session_;
   std::unique_ptr<StreamScan> loop_;
   std::unique_ptr<CounterCopier> counters_;

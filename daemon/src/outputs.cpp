@@ -143,6 +143,7 @@ class QueuedOutput : public AlertOutput {
     std::lock_guard lock(mutex_);
     OutputStats s = stats_;
     s.queued = queue_.size();
+    s.capacity = config_.capacity;
     return s;
   }
 

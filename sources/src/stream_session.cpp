@@ -35,6 +35,10 @@ void StreamSession::add_capture(CaptureConfig config, Notices& notices) {
   captures_.push_back(std::make_unique<CaptureSource>(io_, channel_, std::move(config), notices));
 }
 
+void StreamSession::add_kafka(KafkaConfig config, Notices& notices) {
+  kafkas_.push_back(std::make_unique<KafkaSource>(channel_, std::move(config), notices));
+}
+
 void StreamSession::start(const std::function<void(const std::string&)>& on_listening) {
   if (listener_) {
     listener_->start();
@@ -43,7 +47,7 @@ void StreamSession::start(const std::function<void(const std::string&)>& on_list
   }
   for (auto& f : followers_) f->start();
   // Standard input and capture files as the only sources: their end is the end of the run.
-  const bool finite = followers_.empty() && !listener_ &&
+  const bool finite = followers_.empty() && !listener_ && kafkas_.empty() &&
                       std::none_of(captures_.begin(), captures_.end(), [](const auto& c) { return c->live(); });
   if (stdin_) {
     stdin_->start();
@@ -55,6 +59,7 @@ void StreamSession::start(const std::function<void(const std::string&)>& on_list
     if (finite) c->on_end([this] { end_when_all_ended(); });
     c->start();
   }
+  for (auto& k : kafkas_) k->start();
   if (config_.stop != nullptr) {
     stop_watch_.assign(::dup(config_.stop->fd()));
     stop_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
@@ -68,6 +73,7 @@ void StreamSession::on_space() {
   if (listener_) listener_->on_space();
   if (stdin_) stdin_->on_space();
   for (auto& c : captures_) c->on_space();
+  for (auto& k : kafkas_) k->on_space();
 }
 
 bool StreamSession::readers_stopped() const {
@@ -75,6 +81,8 @@ bool StreamSession::readers_stopped() const {
     if (!f->stopped()) return false;
   for (const auto& c : captures_)
     if (!c->stopped()) return false;
+  for (const auto& k : kafkas_)
+    if (!k->stopped()) return false;
   return (!listener_ || listener_->stopped()) && (!stdin_ || stdin_->stopped());
 }
 
@@ -104,6 +112,7 @@ void StreamSession::stop_readers() {
   if (listener_) listener_->stop();
   if (stdin_) stdin_->stop();
   for (auto& c : captures_) c->stop();
+  for (auto& k : kafkas_) k->stop();
   finish_when_stopped();
 }
 
@@ -149,17 +158,16 @@ void StreamSession::join() {
 }
 
 void StreamSession::save_state(const std::function<void(const Error&)>& on_error) {
-  for (auto& f : followers_) {
-    if (!on_error) {
-      f->save_state();
-      continue;
-    }
+  const auto save = [&](const std::function<void()>& one) {
+    if (!on_error) return one();
     try {
-      f->save_state();
+      one();
     } catch (const Error& e) {
       on_error(e);
     }
-  }
+  };
+  for (auto& f : followers_) save([&] { f->save_state(); });
+  for (auto& k : kafkas_) save([&] { k->close(); });
 }
 
 StreamSession::Counters StreamSession::counters() const {
@@ -178,6 +186,17 @@ StreamSession::Counters StreamSession::counters() const {
     c.capture.lines_too_long += one.lines_too_long;
     c.capture.flows += one.flows;
     c.capture.gaps += one.gaps;
+  }
+  for (const auto& kafka : kafkas_) {
+    const KafkaSource::Counters one = kafka->counters();
+    c.kafka.records += one.records;
+    c.kafka.bytes += one.bytes;
+    c.kafka.lines_too_long += one.lines_too_long;
+    c.kafka.rebalances += one.rebalances;
+    c.kafka.commits += one.commits;
+    c.kafka.commit_failures += one.commit_failures;
+    c.kafka.lag += one.lag;
+    c.kafka.partitions += one.partitions;
   }
   return c;
 }

@@ -21,6 +21,7 @@ struct OutputStats {
   std::uint64_t dropped = 0;    // alerts dropped because the queue was full
   std::uint64_t rejected = 0;   // alerts dropped because the receiver refused them for good (4xx)
   std::uint64_t queued = 0;     // alerts waiting now
+  std::uint64_t capacity = 0;   // the most that may wait (beyond it the oldest is dropped)
   // Why the last failed attempt failed ("connect: Connection refused", "TLS handshake:
   // certificate verify failed", "HTTP 500"), for the log; "" before any failure.
   std::string last_error;

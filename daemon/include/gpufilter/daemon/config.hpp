@@ -24,8 +24,20 @@ namespace gpufilter::daemon {
 
 using Millis = std::chrono::milliseconds;
 
+// A `kafka:` source (sources/kafka_source.hpp): librdkafka's properties beyond ours come
+// from `settings` (anything that is no secret) and `secrets_file` (a file only gpufilterd
+// can read, with `key=value` lines: sasl.password, ssl.key.password ...).
+struct KafkaSourceConfig {
+  std::string brokers;
+  std::vector<std::string> topics;
+  std::string group_id;
+  std::map<std::string, std::string> settings;
+  std::string secrets_file;  // "" none
+  bool operator==(const KafkaSourceConfig&) const = default;
+};
+
 struct SourceConfig {
-  enum class Kind { kFollow, kListen, kStdin, kPcap, kInterface };
+  enum class Kind { kFollow, kListen, kStdin, kPcap, kInterface, kKafka };
   Kind kind = Kind::kFollow;
   std::vector<std::string> paths;  // follow: the files
   std::string url;                 // listen: tcp://, udp://, unix:
@@ -35,6 +47,7 @@ struct SourceConfig {
   std::string capture;             // pcap: the capture file; interface: the interface's name
   std::string bpf;                 // pcap, interface: a BPF filter ("" none)
   bool stream = false;             // pcap, interface: per TCP flow direction, not per packet
+  KafkaSourceConfig kafka;         // kafka
   bool operator==(const SourceConfig&) const = default;
 };
 
@@ -144,6 +157,10 @@ std::string read_checked_file(const std::string& path, FileTrust trust, std::siz
 // when the variable is unset or empty, the file is refused, or the token is empty or
 // holds a space or a control character (it goes into an HTTP header).
 std::string read_bearer_token(const OutputConfig& output);
+// A kafka source's librdkafka properties: `settings`, then the `key=value` lines of
+// `secrets_file` (read_checked_file, kSecret; blank lines and '#' comments skipped).
+// Throws ConfigError naming the file and line (never a value).
+std::vector<std::pair<std::string, std::string>> kafka_settings(const KafkaSourceConfig& kafka);
 // "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration
 // (also inf, nan, and anything over 100 years).
 std::optional<Millis> parse_duration(const std::string& text);

@@ -5,12 +5,12 @@
 // channel.finish(), so the consumer scans what is left and returns. The state files are
 // saved last, by the front end's call, once what they name is written.
 //
-//   add_follower / add_listener / add_stdin / add_capture    build the readers (each may throw)
+//   add_follower / add_listener / add_stdin / add_capture / add_kafka   build the readers (each may throw)
 //   start()     the listener binds, the followers, standard input and the captures open
 //   run_io()    the I/O thread; the consumer then runs on the caller's thread
 //   join()      the I/O thread ends; save_state()
 //
-// A capture reads on a thread of its own (capture_source.hpp); the session wakes it from
+// A capture or a Kafka source reads on a thread of its own; the session wakes it from
 // on_space() and stops it with the others. The stop comes from request_stop() (any
 // thread), from the StopSignal when one is given, or, when the only readers are standard
 // input and capture files (no follower, listener or live capture), from the end of all of
@@ -38,6 +38,7 @@
 #include "gpufilter/core/stop_signal.hpp"
 #include "gpufilter/sources/capture_source.hpp"
 #include "gpufilter/sources/follower.hpp"
+#include "gpufilter/sources/kafka_source.hpp"
 #include "gpufilter/sources/listener.hpp"
 #include "gpufilter/sources/stdin_reader.hpp"
 
@@ -74,6 +75,7 @@ class StreamSession {
   void add_listener(ListenConfig config, Notices& notices);  // at most one
   void add_stdin(std::size_t max_line_bytes, int fd = STDIN_FILENO);  // a duplicate of `fd` is read
   void add_capture(CaptureConfig config, Notices& notices);  // opens the capture file or interface
+  void add_kafka(KafkaConfig config, Notices& notices);      // makes the consumer (no connection yet)
 
   // The listener binds (SourceError) and each bound URL goes to `on_listening`; then the
   // followers and standard input start. Before run_io().
@@ -86,18 +88,22 @@ class StreamSession {
   // Ends the I/O thread; never throws (for the consumer's failure path).
   void end_io() noexcept;
 
-  // Each follower's state file, once the I/O thread has ended. A failure goes to
-  // `on_error` and the others are still saved; without one it is thrown (ConfigError).
+  // Each follower's state file, and each Kafka source's last commit (KafkaSource::close),
+  // once the I/O thread has ended and what was scanned is delivered. A failure goes to
+  // `on_error` and the others are still saved; without one it is thrown (ConfigError,
+  // SourceError).
   void save_state(const std::function<void(const Error&)>& on_error = {});
 
   bool following() const noexcept { return !followers_.empty(); }
   bool listening() const noexcept { return listener_ != nullptr; }
   bool capturing() const noexcept { return !captures_.empty(); }
+  bool consuming() const noexcept { return !kafkas_.empty(); }
   struct Counters {
     Follower::Counters follow;  // summed over the followers
     Listener::Counters listen;
     std::uint64_t stdin_lines_too_long = 0;
     CaptureSource::Counters capture;  // summed over the captures
+    KafkaSource::Counters kafka;      // summed over the Kafka sources
   };
   // On the I/O thread, or before or after it runs.
   Counters counters() const;
@@ -117,6 +123,7 @@ class StreamSession {
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<StdinReader> stdin_;
   std::vector<std::unique_ptr<CaptureSource>> captures_;  // declared after channel_: joined before it goes
+  std::vector<std::unique_ptr<KafkaSource>> kafkas_;      // likewise
   bool stopping_ = false;
   boost::asio::steady_timer stop_check_;
   boost::asio::posix::stream_descriptor stop_watch_;

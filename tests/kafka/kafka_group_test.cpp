@@ -1,0 +1,264 @@
+// gpufilterd instances sharing a topic as one Kafka consumer group, with real parts: a
+// Kafka-protocol broker in a process of its own (kafka_broker.cpp: librdkafka's mock
+// cluster), records produced by Debian's kcat, three gpufilterd processes with one
+// group_id, each alerting every record to a JSON-lines file. One member is killed with
+// SIGKILL while records flow; the others take its partitions over. Every record is
+// alerted at least once (none lost), and a record alerted twice is one the killed member
+// alerted and had not committed. A member started after the others stopped reads nothing
+// again: their offsets were committed at the stop.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr int kPartitions = 6;
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/gpufilter-kafka-XXXXXX";
+  return ::mkdtemp(pattern);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The broker process: its bootstrap servers from its first line; it ends when its
+// standard input closes (the destructor, or this process's end).
+class Broker {
+ public:
+  explicit Broker(const std::string& topic) {
+    child_ = spawn_process({KAFKA_BROKER_BINARY, topic + ":" + std::to_string(kPartitions)});
+    std::string line;
+    char c = 0;
+    while (::read(child_.out, &c, 1) == 1 && c != '\n') line += c;
+    bootstraps_ = line;
+  }
+  ~Broker() {
+    ::close(child_.in);
+    ::kill(child_.pid, SIGTERM);
+    int status = 0;
+    ::waitpid(child_.pid, &status, 0);
+    ::close(child_.out);
+    ::close(child_.err);
+  }
+  const std::string& bootstraps() const { return bootstraps_; }
+
+ private:
+  SpawnedProcess child_{};
+  std::string bootstraps_;
+};
+
+// One gpufilterd, its log in a file (nothing to drain), killed if the test leaves it.
+class Member {
+ public:
+  Member(const std::string& dir, const std::string& name, const std::string& brokers) : dir_(dir), name_(name) {
+    const std::string config = dir + "/" + name + ".yaml";
+    std::ofstream(config) << "sources:\n"
+                          << "  - kafka:\n"
+                          << "      brokers: \"" << brokers << "\"\n"
+                          << "      topics: logs\n"
+                          << "      group_id: sequence-test\n"
+                          << "      settings: {session.timeout.ms: \"3000\", heartbeat.interval.ms: \"300\", "
+                             "auto.commit.interval.ms: \"200\"}\n"
+                          << "rules:\n"
+                          << "  - name: every-record\n"
+                          << "    regex: 'seq [0-9]+'\n"
+                          << "    cooldown: 0s\n"
+                          << "outputs:\n"
+                          << "  - {type: jsonl, path: " << output() << ", queue: 1000000}\n"
+                          << "server: 127.0.0.1:0\n";
+    ::chmod(config.c_str(), 0644);
+    const SpawnedProcess child = spawn_process(
+        {"/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>\"$2\" >/dev/null", GPUFILTERD_BINARY, config, log_path()});
+    pid_ = child.pid;
+    ::close(child.in);
+    ::close(child.out);
+    ::close(child.err);
+  }
+  ~Member() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+  }
+  std::string output() const { return dir_ + "/" + name_ + ".jsonl"; }
+  std::string log_path() const { return dir_ + "/" + name_ + ".log"; }
+  std::string log() const { return read_file(log_path()); }
+  void signal(int number) const { ::kill(pid_, number); }
+  std::optional<int> wait_exit(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  // The sequence numbers alerted so far, in the order written.
+  std::vector<long> alerted() const {
+    std::vector<long> seqs;
+    const std::string text = read_file(output());
+    static const std::regex line_re(R"re("line":"seq ([0-9]+)")re");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line_re); it != std::sregex_iterator(); ++it)
+      seqs.push_back(std::stol((*it)[1].str()));
+    return seqs;
+  }
+
+ private:
+  std::string dir_;
+  std::string name_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+// Records "seq FIRST" .. "seq LAST" to the topic through kcat.
+void produce(const std::string& brokers, long first, long last) {
+  std::string records;
+  for (long i = first; i <= last; ++i) records += "seq " + std::to_string(i) + "\n";
+  const ProcessResult r = run_process({"/usr/bin/kcat", "-P", "-b", brokers, "-t", "logs"}, records);
+  ASSERT_EQ(r.status, 0) << r.err;
+}
+
+std::map<long, int> counts(const std::vector<const Member*>& members) {
+  std::map<long, int> c;
+  for (const Member* m : members)
+    for (const long s : m->alerted()) ++c[s];
+  return c;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNotCommitted) {
+  const std::string dir = temp_dir();
+  Broker broker("logs");
+  ASSERT_FALSE(broker.bootstraps().empty());
+  Member a(dir, "a", broker.bootstraps()), b(dir, "b", broker.bootstraps()), c(dir, "c", broker.bootstraps());
+  const std::vector<const Member*> all{&a, &b, &c};
+
+  // Until the group settled with every member holding partitions: each one alerts.
+  long produced = 0;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        produce(broker.bootstraps(), produced + 1, produced + 300);
+        produced += 300;
+        std::this_thread::sleep_for(300ms);
+        return !a.alerted().empty() && !b.alerted().empty() && !c.alerted().empty();
+      },
+      60s))
+      << a.log() << b.log() << c.log();
+  ASSERT_TRUE(wait_until([&] { return counts(all).size() == static_cast<std::size_t>(produced); }, 30s));
+
+  // Records flow while `a` is killed.
+  const long settled_end = produced;
+  std::thread producer([&, first = produced + 1] {
+    for (long i = 0; i < 20; ++i) {
+      produce(broker.bootstraps(), first + i * 500, first + i * 500 + 499);
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  // Killed once it alerted some of them, while the producer goes on.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        const std::vector<long> seqs = a.alerted();
+        return std::any_of(seqs.begin(), seqs.end(), [&](long s) { return s > settled_end; });
+      },
+      30s));
+  a.signal(SIGKILL);
+  EXPECT_EQ(a.wait_exit(10s), 128 + SIGKILL);
+  producer.join();
+  produced += 10000;
+  // After the group noticed (session.timeout.ms), more records go to the survivors.
+  std::this_thread::sleep_for(4s);
+  produce(broker.bootstraps(), produced + 1, produced + 5000);
+  produced += 5000;
+
+  ASSERT_TRUE(wait_until([&] { return counts(all).size() == static_cast<std::size_t>(produced); }, 60s))
+      << "alerted " << counts(all).size() << " of " << produced << "\n" << b.log() << c.log();
+  b.signal(SIGTERM);
+  c.signal(SIGTERM);
+  EXPECT_EQ(b.wait_exit(30s), 0) << b.log();
+  EXPECT_EQ(c.wait_exit(30s), 0) << c.log();
+
+  const std::map<long, int> seen = counts(all);
+  const std::vector<long> by_a = a.alerted();
+  const std::set<long> from_a(by_a.begin(), by_a.end());
+  std::size_t once = 0, twice = 0, more = 0, lost = 0, twice_not_a = 0;
+  for (long s = 1; s <= produced; ++s) {
+    const auto it = seen.find(s);
+    const int n = it == seen.end() ? 0 : it->second;
+    if (n == 0) ++lost;
+    if (n == 1) ++once;
+    if (n == 2) ++twice;
+    if (n > 2) ++more;
+    if (n >= 2 && from_a.count(s) == 0) ++twice_not_a;
+  }
+  const std::size_t a_mid_stream = static_cast<std::size_t>(
+      std::count_if(by_a.begin(), by_a.end(), [&](long s) { return s > settled_end; }));
+  std::printf("kafka consumer group: produced %ld, alerted once %zu, twice %zu, more %zu, lost %zu "
+              "(the killed member alerted %zu, %zu of them while records flowed)\n",
+              produced, once, twice, more, lost, by_a.size(), a_mid_stream);
+  EXPECT_GT(a_mid_stream, 0u) << "the member was killed before it read anything of the stream";
+  EXPECT_EQ(lost, 0u);
+  EXPECT_EQ(more, 0u);
+  EXPECT_EQ(twice_not_a, 0u) << "a record alerted twice that the killed member never alerted";
+  EXPECT_LT(twice, by_a.size() + 1);
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(produced));
+
+  // The survivors committed what they alerted when they stopped: a new member reads only
+  // what is produced now.
+  Member d(dir, "d", broker.bootstraps());
+  produce(broker.bootstraps(), produced + 1, produced + 10);
+  ASSERT_TRUE(wait_until([&] { return d.alerted().size() >= 10; }, 60s)) << d.log();
+  std::this_thread::sleep_for(500ms);
+  const std::vector<long> by_d = d.alerted();
+  EXPECT_EQ(by_d.size(), 10u);
+  EXPECT_EQ(std::count_if(by_d.begin(), by_d.end(), [&](long s) { return s <= produced; }), 0)
+      << "records read again after the group's graceful stop";
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(30s), 0) << d.log();
+  if (::testing::Test::HasFailure()) {
+    std::printf("kept for a look: %s\n", dir.c_str());
+  } else {
+    std::system(("rm -rf " + dir).c_str());
+  }
+}
+
+}  // namespace
+}  // namespace gpufilter::test
