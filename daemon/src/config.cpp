@@ -343,6 +343,13 @@ void parse_capture(const At& at, const std::string& dir, SourceConfig& s) {
   }
 }
 
+// librdkafka's properties that hold a secret: passwords, private keys, SASL and OAuth
+// configurations.
+bool kafka_secret(const std::string& key) {
+  return looks_like_secret(key) || key.starts_with("ssl.key") || key.find("keystore") != std::string::npos ||
+         key.starts_with("sasl.oauthbearer") || key.starts_with("sasl.kerberos.keytab");
+}
+
 // `kafka: {brokers, topics, group_id, settings, secrets_file}`. librdkafka checks every
 // property now (without connecting), so that --check and a reload see a bad one with the
 // file and line; a setting that looks like a secret belongs in secrets_file.
@@ -363,7 +370,7 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
   if (k.has("settings")) {
     c.settings = k.child("settings").string_map();
     for (const auto& [key, value] : c.settings)
-      if (looks_like_secret(key))
+      if (kafka_secret(key))
         k.child("settings").child(key).fail("secrets are not accepted in the configuration file: put it in "
                                             "secrets_file (key=value lines, mode 0600)");
   }
@@ -373,7 +380,8 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
     check.brokers = c.brokers;
     check.topics = c.topics;
     check.group_id = c.group_id;
-    check.settings = kafka_settings(c);
+    check.settings.assign(c.settings.begin(), c.settings.end());
+    check.secrets = kafka_secrets(c);
     check_kafka(check);
   } catch (const ConfigError& e) {
     std::string why = e.what();
@@ -671,8 +679,8 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
 }
 
-std::vector<std::pair<std::string, std::string>> kafka_settings(const KafkaSourceConfig& kafka) {
-  std::vector<std::pair<std::string, std::string>> all(kafka.settings.begin(), kafka.settings.end());
+std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaSourceConfig& kafka) {
+  std::vector<std::pair<std::string, std::string>> all;
   if (kafka.secrets_file.empty()) return all;
   const std::string text = read_checked_file(kafka.secrets_file, FileTrust::kSecret, 1u << 20);
   std::size_t begin = 0;

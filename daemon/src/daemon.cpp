@@ -66,7 +66,8 @@ KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std:
   k.brokers = s.kafka.brokers;
   k.topics = s.kafka.topics;
   k.group_id = s.kafka.group_id;
-  k.settings = kafka_settings(s.kafka);
+  k.settings.assign(s.kafka.settings.begin(), s.kafka.settings.end());
+  k.secrets = kafka_secrets(s.kafka);
   k.max_line_bytes = config.max_line_bytes;
   k.gate = std::move(gate);
   return k;

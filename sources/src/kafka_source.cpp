@@ -53,6 +53,11 @@ std::unique_ptr<RdKafka::Conf> consumer_conf(const KafkaConfig& c) {
       throw ConfigError("kafka: settings: enable.auto.offset.store: gpufilter stores offsets itself (at least once)");
     set(*conf, key, value, "kafka: settings: ");
   }
+  for (const auto& [key, value] : c.secrets) {
+    std::string why;
+    if (conf->set(key, value, why) != RdKafka::Conf::CONF_OK)
+      throw ConfigError("kafka: secrets_file: " + key + ": refused by librdkafka (an unknown property or a bad value)");
+  }
   return conf;
 }
 
@@ -76,6 +81,7 @@ void check_kafka(const KafkaConfig& config) { (void)consumer_conf(config); }
 struct Partition {
   StreamId stream = kNoStream;
   std::uint64_t bytes = 0;  // the stream offset after the last line handed on
+  std::uint64_t skipped = 0;  // over-long lines not yet told to the channel (with the next line)
   // Per record handed on: (stream offset after its lines, Kafka offset after it).
   std::deque<std::pair<std::uint64_t, std::int64_t>> ends;
   std::uint64_t marked = 0;  // the acknowledgement last marked
@@ -113,7 +119,7 @@ struct KafkaSource::Impl final : RdKafka::RebalanceCb, RdKafka::EventCb, RdKafka
   void assign(std::vector<RdKafka::TopicPartition*>& list);
   void revoke(std::vector<RdKafka::TopicPartition*>& list);
   void record(const RdKafka::Message& m);
-  void hand_on(Partition& p, std::string_view lines, std::uint64_t skipped);
+  void hand_on(Partition& p, std::string_view lines);
   void wait_while_congested();
   void mark_and_settle(Partition& p);
   void store(bool all);
@@ -223,7 +229,6 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
   Partition& p = it->second;
   wait_while_congested();
   ++records;
-  std::uint64_t skipped = 0;
   if (m.payload() != nullptr) {
     std::string_view value(static_cast<const char*>(m.payload()), m.len());
     bytes += value.size();
@@ -238,11 +243,10 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
     while (begin < value.size()) {
       const std::size_t end = value.find('\n', begin) + 1;
       if (end - begin > self.config_.max_line_bytes) {
-        ++skipped;
+        ++p.skipped;
         ++too_long;
       } else {
-        hand_on(p, value.substr(begin, end - begin), skipped);
-        skipped = 0;
+        hand_on(p, value.substr(begin, end - begin));
       }
       begin = end;
     }
@@ -251,16 +255,16 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
 }
 
 // Waits for room as long as it takes, unless stopping (then what is held still goes).
-void KafkaSource::Impl::hand_on(Partition& p, std::string_view lines, std::uint64_t skipped) {
+void KafkaSource::Impl::hand_on(Partition& p, std::string_view lines) {
   for (;;) {
     {
       std::lock_guard lock(mutex);
       space = false;
     }
-    const std::size_t n = self.channel_.append(p.stream, p.bytes, lines, skipped);
+    const std::size_t n = self.channel_.append(p.stream, p.bytes, lines, p.skipped);
     p.bytes += n;
     lines.remove_prefix(n);
-    if (n > 0) skipped = 0;
+    if (n > 0) p.skipped = 0;
     if (lines.empty() || abandon.load()) return;
     std::unique_lock lock(mutex);
     space_cv.wait_for(lock, std::chrono::milliseconds(100), [this] { return space; });

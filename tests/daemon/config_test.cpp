@@ -188,7 +188,7 @@ TEST_F(Config, MistakesNameFileLineAndKey) {
       {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: webhook\n", "a webhook output needs a url"},
       {head + "  - name: a\n    patterns: [x]\nengine: quantum\n", "engine: \"quantum\" is not auto, gpu or cpu"},
       {"sources:\n  - tail: x\nrules: [{name: a, patterns: [x]}]\n",
-       "2: sources[0]: a source needs one of follow, listen, stdin, pcap or interface"},
+       "2: sources[0]: a source needs one of follow, listen, stdin, pcap, interface or kafka"},
       {"rules: [{name: a, patterns: [x]}]\n", "sources: missing"},
       {"sources: [{stdin: true}]\n", "rules: missing"},
       {"sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}\n", "c.yaml:"},  // YAML syntax
@@ -572,6 +572,49 @@ TEST_F(Config, TlsBlocksAreCheckedWithTheirFiles) {
   EXPECT_NE(error_of(head + "  - type: jsonl\n    tls: {verify_hostname: false}\n").find("only an alertmanager or webhook"),
             std::string::npos);
   EXPECT_EQ(with("https://h/", "{verify_hostname: false}"), "");
+}
+
+// A kafka source: what librdkafka refuses is named with the file and line; secrets belong
+// in secrets_file (private), never in settings, and are never quoted.
+TEST_F(Config, KafkaSourcesAreCheckedByLibrdkafkaAndKeepSecretsOut) {
+  const std::string tail = "rules: [{name: a, patterns: [x]}]\n";
+  const auto with = [&](const std::string& kafka) { return error_of("sources:\n  - kafka: " + kafka + "\n" + tail); };
+  EXPECT_EQ(with("{brokers: \"k1:9092\", topics: logs, group_id: g}"), "");
+  EXPECT_EQ(with("{brokers: [k1:9092, k2:9092], topics: [a, b], group_id: g, settings: {fetch.max.bytes: \"1048576\"}}"),
+            "");
+  std::string e = with("{brokers: k:9092, topics: logs, group_id: g, settings: {session.timeout.ms: soon}}");
+  EXPECT_NE(e.find("c.yaml:2: sources[0].kafka: settings: session.timeout.ms: "), std::string::npos) << e;
+  e = with("{brokers: k:9092, topics: logs, group_id: g, settings: {no.such.thing: \"1\"}}");
+  EXPECT_NE(e.find("no.such.thing"), std::string::npos) << e;
+  e = with("{brokers: k:9092, topics: logs}");
+  EXPECT_NE(e.find("needs a group_id"), std::string::npos) << e;
+  e = with("{topics: logs, group_id: g}");
+  EXPECT_NE(e.find("needs brokers"), std::string::npos) << e;
+  e = with("{brokers: k:9092, topics: logs, group_id: g, partitions: 3}");
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+  e = with("{brokers: k:9092, topics: logs, group_id: g, settings: {sasl.password: hunter2-secret}}");
+  EXPECT_NE(e.find("sources[0].kafka.settings.sasl.password: secrets are not accepted"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
+  write("kafka.secrets", "# SASL\nsasl.username=svc\nsasl.password=hunter2-secret\n", 0644);
+  e = with("{brokers: k:9092, topics: logs, group_id: g, secrets_file: kafka.secrets}");
+  EXPECT_NE(e.find("chmod 600"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
+  write("kafka.secrets", "# SASL\nsasl.username=svc\nsasl.password=hunter2-secret\n", 0600);
+  const DaemonConfig c = load_config(
+      write("c.yaml", "sources:\n  - kafka: {brokers: k:9092, topics: logs, group_id: g, secrets_file: kafka.secrets}\n" + tail));
+  const auto secrets = kafka_secrets(c.sources[0].kafka);
+  ASSERT_EQ(secrets.size(), 2u);
+  EXPECT_EQ(secrets[1], (std::pair<std::string, std::string>{"sasl.password", "hunter2-secret"}));
+  write("kafka.secrets", "session.timeout.ms=hunter2-secret\n", 0600);
+  e = with("{brokers: k:9092, topics: logs, group_id: g, secrets_file: kafka.secrets}");
+  EXPECT_NE(e.find("secrets_file: session.timeout.ms: refused by librdkafka"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
+  e = with("{brokers: k:9092, topics: logs, group_id: g, settings: {ssl.key.pem: PRIVATE}}");
+  EXPECT_NE(e.find("secrets are not accepted"), std::string::npos) << e;
+  write("kafka.secrets", "sasl.password hunter2-secret\n", 0600);
+  e = with("{brokers: k:9092, topics: logs, group_id: g, secrets_file: kafka.secrets}");
+  EXPECT_NE(e.find("kafka.secrets:1: expected key=value"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
 }
 
 // An alerts file or a state file whose directory cannot exist (a file in its way) or that

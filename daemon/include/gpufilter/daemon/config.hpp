@@ -157,10 +157,10 @@ std::string read_checked_file(const std::string& path, FileTrust trust, std::siz
 // when the variable is unset or empty, the file is refused, or the token is empty or
 // holds a space or a control character (it goes into an HTTP header).
 std::string read_bearer_token(const OutputConfig& output);
-// A kafka source's librdkafka properties: `settings`, then the `key=value` lines of
-// `secrets_file` (read_checked_file, kSecret; blank lines and '#' comments skipped).
+// A kafka source's secret librdkafka properties: the `key=value` lines of `secrets_file`
+// (read_checked_file, kSecret; blank lines and '#' comments skipped; none without one).
 // Throws ConfigError naming the file and line (never a value).
-std::vector<std::pair<std::string, std::string>> kafka_settings(const KafkaSourceConfig& kafka);
+std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaSourceConfig& kafka);
 // "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration
 // (also inf, nan, and anything over 100 years).
 std::optional<Millis> parse_duration(const std::string& text);

@@ -71,6 +71,9 @@ struct KafkaConfig {
   // Further librdkafka properties, set after ours (security.protocol, sasl.*, ssl.*,
   // session.timeout.ms, ...): a user's setting wins. Never logged (they may hold secrets).
   std::vector<std::pair<std::string, std::string>> settings;
+  // Likewise, but secret (sasl.password ...): set last; a value librdkafka refuses is
+  // named by its key only, never quoted.
+  std::vector<std::pair<std::string, std::string>> secrets;
   std::size_t max_line_bytes = 1u << 20;
   std::shared_ptr<const DeliveryGate> gate;  // null: acknowledged is settled
 };
