@@ -122,8 +122,13 @@ Following files and listening on sockets (docs/STREAMING.md):
                             HOST is 127.0.0.1, every address only when
                             written: 0.0.0.0 or [::]); TCP and unix also
                             take RFC 6587 octet-counted syslog frames
+      --kafka=URL           read Kafka records as lines (one stream per
+                            partition): kafka://HOST:PORT/TOPIC[,TOPIC]
+                            [?group=NAME&PROPERTY=VALUE...]; with a group,
+                            offsets are committed once lines are written;
+                            without one, topics are read from their start
       --max-line-bytes=SIZE  drop (and count) longer lines of followed
-                            files and sockets (default 1M)
+                            files, sockets and records (default 1M)
       --max-connections=N   at most N open connections (default 1024)
 SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0.
 

@@ -434,7 +434,7 @@ int search(cli::Options& o) {
   // start-up is a stop too.
   const std::size_t given_patterns = prepare_patterns(o);
   if (nothing_can_be_selected(o)) return 1;
-  const bool streams = o.follow || !o.listen.empty();
+  const bool streams = o.follow || !o.listen.empty() || !o.kafka.empty();
   const bool captures = !o.pcaps.empty() || !o.interface.empty();
   // With -r and no operand, the working directory (FileWalk); else standard input.
   if (o.files.empty() && !streams && !captures && o.directories != cli::Directories::kRecurse)

@@ -37,6 +37,7 @@ enum LongOnly {
   kStateOption,
   kPollIntervalOption,
   kListenOption,
+  kKafkaOption,
   kMaxLineBytesOption,
   kMaxConnectionsOption,
   kJsonOption,
@@ -122,6 +123,7 @@ const option kLongOptions[] = {
     {"state", required_argument, nullptr, kStateOption},
     {"poll-interval", required_argument, nullptr, kPollIntervalOption},
     {"listen", required_argument, nullptr, kListenOption},
+    {"kafka", required_argument, nullptr, kKafkaOption},
     {"max-line-bytes", required_argument, nullptr, kMaxLineBytesOption},
     {"max-connections", required_argument, nullptr, kMaxConnectionsOption},
     {"json", no_argument, nullptr, kJsonOption},
@@ -269,14 +271,16 @@ void check_capture_options(const Options& o) {
 
 // Options that make no sense together are refused before anything is read.
 void check_combinations(const Options& o) {
-  const bool streams = o.follow || !o.listen.empty();
+  const bool streams = o.follow || !o.listen.empty() || !o.kafka.empty();
   if (o.follow && o.files.empty()) throw UsageError("--follow needs FILE operands to follow", true);
   if (!o.follow) {
     if (o.from_start) throw UsageError("--from-start works with --follow only", true);
     if (!o.state_path.empty()) throw UsageError("--state works with --follow only", true);
     if (o.poll_interval_ms) throw UsageError("--poll-interval works with --follow only", true);
-    if (!o.listen.empty() && !o.files.empty())
-      throw UsageError("FILE operands with --listen are followed: add --follow", true);
+    if ((!o.listen.empty() || !o.kafka.empty()) && !o.files.empty())
+      throw UsageError(std::string("FILE operands with ") + (o.listen.empty() ? "--kafka" : "--listen") +
+                           " are followed: add --follow",
+                       true);
   }
   if (o.follow && std::find(o.files.begin(), o.files.end(), "-") != o.files.end())
     throw UsageError("--follow cannot follow standard input; name files", true);
@@ -285,13 +289,15 @@ void check_combinations(const Options& o) {
     // -c and -o have a JSON form (json_printer.hpp); a list of names has none.
     if (o.list != ListMode::kNone) throw UsageError("--json cannot be combined with -l or -L", true);
   }
-  if (streams && o.pattern_counts) throw UsageError("--pattern-counts cannot be combined with --follow or --listen", true);
-  if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow or --listen", true);
+  if (streams && o.pattern_counts)
+    throw UsageError("--pattern-counts cannot be combined with --follow, --listen or --kafka", true);
+  if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow, --listen or --kafka", true);
   const bool captures = !o.pcaps.empty() || !o.interface.empty();
   if (o.decompress && (streams || captures))
-    throw UsageError("--decompress reads FILE operands and standard input: not with --follow, --listen or captures", true);
+    throw UsageError("--decompress reads FILE operands and standard input: not with --follow, --listen, --kafka or captures",
+                     true);
   if (captures) {
-    if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow or --listen", true);
+    if (streams) throw UsageError("--pcap and --interface cannot be combined with --follow, --listen or --kafka", true);
     if (o.null_data) throw UsageError("-z (--null-data) cannot be combined with --pcap or --interface", true);
     check_capture_options(o);
   } else {
@@ -530,6 +536,7 @@ bool gpufilter_option(int c, Options& o) {
       break;
     }
     case kListenOption: o.listen.emplace_back(::optarg); break;
+    case kKafkaOption: o.kafka.emplace_back(::optarg); break;
     case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
     case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
     case kJsonOption: o.json = true; break;

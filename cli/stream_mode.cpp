@@ -109,13 +109,14 @@ StreamResult run_streams(const cli::Options& o, Scanner& scanner, const SearchOp
     session.add_follower(follow_config(o), notices);
   }
   if (!o.listen.empty()) session.add_listener(listen_config(o), notices);
+  for (const std::string& url : o.kafka) session.add_kafka(parse_kafka_url(url, o.max_line_bytes), notices);
   session.start([&](const std::string& url) { notices.notice("listening on " + url); });
 
   StreamGrepConfig piping;
   piping.stop_on_first_selected = searching.stop_on_first && o.quiet;
   // With -m, -l or -L every followed file can be decided, and then nothing is left to do.
   const bool decidable = searching.stop_on_first || searching.max_count != SearchOptions{}.max_count;
-  if (o.follow && o.listen.empty() && decidable) piping.inputs_to_decide = o.files.size();
+  if (o.follow && o.listen.empty() && o.kafka.empty() && decidable) piping.inputs_to_decide = o.files.size();
   StreamGrep pipeline(scanner, searching, sink, session.channel(), piping);
   pipeline.on_decided([&] { session.request_stop(); });
 

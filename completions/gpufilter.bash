@@ -64,6 +64,8 @@ _gpufilter() {
       _gpufilter_choices "$(command ls /sys/class/net 2>/dev/null) any"; return ;;
     --listen)
       _gpufilter_choices "tcp:// udp:// unix:"; compopt -o nospace 2>/dev/null; return ;;
+    --kafka)
+      _gpufilter_choices "kafka://"; compopt -o nospace 2>/dev/null; return ;;
     -e | --regexp | -m | --max-count | -A | --after-context | -B | --before-context | \
     -C | --context | --label | --group-separator | --include | --exclude | --exclude-dir | \
     --chunk-size | --slots | -j | --threads | --batch-timeout | --host-scan-below | --poll-interval | \
@@ -87,7 +89,7 @@ _gpufilter() {
       --pattern-counts --list-devices --device= --chunk-size= --slots= --engine= --stats
       --batch-timeout= --host-scan-below= --json --no-progress -j --threads= --decompress -z --null-data
       -u --unix-byte-offsets
-      --follow --from-start --state= --poll-interval= --listen= --max-line-bytes=
+      --follow --from-start --state= --poll-interval= --listen= --kafka= --max-line-bytes=
       --max-connections=
       --pcap= --interface= --bpf= --match-frame --stream -X --hex --escapes --pcap-out=
       --hexdump --byline --time= --max-packets=" -- "$cur"))

@@ -71,6 +71,7 @@ complete -c gpufilter -l from-start -d 'With --follow, read what the files hold 
 complete -c gpufilter -l state -r -F -d 'With --follow, keep each file position in FILE'
 complete -c gpufilter -l poll-interval -x -d 'With --follow, poll every MS instead of inotify'
 complete -c gpufilter -l listen -x -a 'tcp:// udp:// unix:' -d 'Read lines from a socket URL'
+complete -c gpufilter -l kafka -x -a 'kafka://' -d 'Read Kafka records as lines'
 complete -c gpufilter -l max-line-bytes -x -d 'Drop longer lines of followed files and sockets'
 complete -c gpufilter -l max-connections -x -d 'At most N open connections'
 complete -c gpufilter -l pcap -r -F -d 'Filter the packets of a pcap or pcapng FILE'

@@ -77,6 +77,65 @@ bool rebalancing(RdKafka::ErrorCode err) {
 
 void check_kafka(const KafkaConfig& config) { (void)consumer_conf(config); }
 
+namespace {
+
+std::vector<std::string> split(std::string_view text, char at) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = text.find(at, begin);
+    parts.emplace_back(text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
+    if (end == std::string_view::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+bool secret_property(const std::string& key) {
+  for (const char* word : {"password", "secret", "token", "ssl.key", "keystore", "sasl.oauthbearer", "keytab", "jaas"})
+    if (key.find(word) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+KafkaConfig parse_kafka_url(const std::string& url, std::size_t max_line_bytes) {
+  const auto fail = [&](const std::string& why) -> ConfigError {
+    return ConfigError("--kafka " + url.substr(0, url.find('?')) + ": " + why);
+  };
+  constexpr std::string_view scheme = "kafka://";
+  if (!url.starts_with(scheme)) throw fail("expected kafka://HOST:PORT/TOPIC[?group=NAME]");
+  const std::string_view rest = std::string_view(url).substr(scheme.size());
+  const std::size_t slash = rest.find('/');
+  const std::size_t query = rest.find('?');
+  if (slash == std::string_view::npos || slash == 0 || (query != std::string_view::npos && query < slash))
+    throw fail("expected kafka://HOST:PORT/TOPIC[?group=NAME]");
+  KafkaConfig c;
+  c.max_line_bytes = max_line_bytes;
+  c.brokers = std::string(rest.substr(0, slash));
+  const std::string_view topics = rest.substr(slash + 1, query == std::string_view::npos ? query : query - slash - 1);
+  for (const std::string& t : split(topics, ','))
+    if (t.empty()) throw fail("names an empty topic");
+    else c.topics.push_back(t);
+  if (query != std::string_view::npos) {
+    for (const std::string& pair : split(rest.substr(query + 1), '&')) {
+      const std::size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0) throw fail("expected KEY=VALUE in the query, not \"" + pair + "\"");
+      const std::string key = pair.substr(0, eq);
+      if (secret_property(key)) throw fail(key + ": secrets do not belong on a command line");
+      if (key == "group") c.group_id = pair.substr(eq + 1);
+      else c.settings.emplace_back(key, pair.substr(eq + 1));
+    }
+  }
+  try {
+    check_kafka(c);
+  } catch (const ConfigError& e) {
+    std::string why = e.what();
+    if (why.starts_with("kafka: ")) why.erase(0, 7);
+    throw fail(why);
+  }
+  return c;
+}
+
 // One assigned partition: its stream, where its next line goes, and what waits to be stored.
 struct Partition {
   StreamId stream = kNoStream;

@@ -100,6 +100,7 @@ struct Options {
   std::string state_path;          // --state FILE
   std::optional<std::uint64_t> poll_interval_ms;  // --poll-interval: poll instead of inotify
   std::vector<std::string> listen;  // --listen URL...
+  std::vector<std::string> kafka;   // --kafka URL...
   std::uint64_t max_line_bytes = 1u << 20;
   std::uint64_t max_connections = 1024;
   bool json = false;               // --json: one JSON object per line

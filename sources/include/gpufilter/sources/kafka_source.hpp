@@ -83,6 +83,13 @@ struct KafkaConfig {
 // session.timeout.ms: Invalid value ..."), or a missing brokers/topics.
 void check_kafka(const KafkaConfig& config);
 
+// gpufilter --kafka URL: kafka://HOST:PORT[,HOST:PORT...]/TOPIC[,TOPIC...][?KEY=VALUE&...]
+// where `group=NAME` joins that consumer group (its offsets committed as the lines are
+// written) and every other KEY is a librdkafka property (not a secret: those are refused).
+// Without a group the topics are read from their start, nothing committed. Throws
+// ConfigError ("--kafka URL: why"), checked as check_kafka() does.
+KafkaConfig parse_kafka_url(const std::string& url, std::size_t max_line_bytes);
+
 class KafkaSource {
  public:
   // Makes the consumer (no connection yet). Throws ConfigError (check_kafka's), SourceError.

@@ -1,0 +1,111 @@
+// gpufilter --kafka against a Kafka-protocol broker process (kafka_broker.cpp), records
+// produced by Debian's kcat: the lines grep would select, from every partition; with
+// ?group= the offsets are committed once the lines are written, so a second run reads
+// only what is new; and URL mistakes are exit status 2 with the URL named.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "testutil/running_gpufilter.hpp"
+#include "testutil/testutil.hpp"
+
+namespace gpufilter::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Broker {
+ public:
+  Broker() {
+    child_ = spawn_process({KAFKA_BROKER_BINARY, "logs:3"});
+    char c = 0;
+    while (::read(child_.out, &c, 1) == 1 && c != '\n') bootstraps_ += c;
+  }
+  ~Broker() {
+    ::close(child_.in);
+    ::kill(child_.pid, SIGTERM);
+    int status = 0;
+    ::waitpid(child_.pid, &status, 0);
+    ::close(child_.out);
+    ::close(child_.err);
+  }
+  const std::string& bootstraps() const { return bootstraps_; }
+  void produce(const std::string& records) const {
+    const ProcessResult r = run_process({"/usr/bin/kcat", "-P", "-b", bootstraps_, "-t", "logs"}, records);
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+
+ private:
+  SpawnedProcess child_{};
+  std::string bootstraps_;
+};
+
+std::vector<std::string> sorted_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+std::string numbered(int first, int last) {
+  std::string s;
+  for (int i = first; i <= last; ++i) s += "request " + std::to_string(i) + (i % 7 == 0 ? " ERROR\n" : " ok\n");
+  return s;
+}
+
+// Runs gpufilter ARGS until it has printed `lines` lines, then SIGTERM: its output.
+std::string run_until(const std::vector<std::string>& args, std::size_t lines) {
+  RunningGpufilter g(args);
+  EXPECT_TRUE(g.wait_for([&](const std::string& out, const std::string&) {
+    return static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) >= lines;
+  }, 60s)) << g.err();
+  std::this_thread::sleep_for(300ms);  // nothing more comes
+  g.signal(SIGTERM);
+  EXPECT_EQ(g.wait_exit(30s), 0) << g.err();
+  return g.out();
+}
+
+TEST(KafkaCli, SelectsWhatGrepSelectsFromEveryPartitionAndResumesInItsGroup) {
+  Broker broker;
+  broker.produce(numbered(1, 700));
+  const ProcessResult grep = run_process({grep_binary(), "ERROR"}, numbered(1, 700));
+  const std::string url = "kafka://" + broker.bootstraps() + "/logs";
+  EXPECT_EQ(sorted_lines(run_until({"-h", "-F", "ERROR", "--kafka", url}, 100)), sorted_lines(grep.out));
+  // In a group: a second run reads only what was produced after the first one stopped.
+  EXPECT_EQ(sorted_lines(run_until({"-h", "ERROR", "--kafka", url + "?group=cli&session.timeout.ms=6000"}, 100)),
+            sorted_lines(grep.out));
+  broker.produce(numbered(701, 714));
+  EXPECT_EQ(sorted_lines(run_until({"-h", "ERROR", "--kafka", url + "?group=cli"}, 2)),
+            (std::vector<std::string>{"request 707 ERROR", "request 714 ERROR"}));
+}
+
+TEST(KafkaCli, UrlMistakesAreExitStatusTwoNamingTheUrl) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"kafka://127.0.0.1:9", "expected kafka://HOST:PORT/TOPIC"},
+      {"http://127.0.0.1:9/logs", "expected kafka://HOST:PORT/TOPIC"},
+      {"kafka://127.0.0.1:9/logs,", "names an empty topic"},
+      {"kafka://127.0.0.1:9/logs?sasl.password=hunter2", "secrets do not belong on a command line"},
+      {"kafka://127.0.0.1:9/logs?fetch.wait.max.ms=soon", "fetch.wait.max.ms"},
+      {"kafka://127.0.0.1:9/logs?novalue", "expected KEY=VALUE"},
+  };
+  for (const auto& [url, why] : bad) {
+    const ProcessResult r = run_process({gpufilter_binary(), "x", "--kafka", url});
+    EXPECT_EQ(r.status, 2) << url;
+    EXPECT_NE(r.err.find(why), std::string::npos) << url << ": " << r.err;
+    EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << r.err;
+  }
+  const ProcessResult r = run_process({gpufilter_binary(), "x", "--kafka", "kafka://127.0.0.1:9/logs", "file.log"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("FILE operands with --kafka are followed"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpufilter::test
