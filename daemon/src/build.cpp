@@ -101,6 +101,7 @@ Outputs build_outputs(const DaemonConfig& config) {
         outputs.push_back(make_webhook_output(o.name, wh));
         break;
       }
+      case OutputConfig::Kind::kKafka: outputs.push_back(make_kafka_output(o.name, kafka_output_config(o))); break;
     }
   }
   return built;
@@ -115,7 +116,7 @@ DeliveryGate::Mark OutputsGate::mark() const {
 bool OutputsGate::settled(const Mark& mark) const {
   for (std::size_t i = 0; i < outputs_.size() && i < mark.size(); ++i) {
     const OutputStats s = outputs_[i]->stats();
-    if (s.published - s.queued < mark[i]) return false;
+    if (s.settled < mark[i]) return false;
   }
   return true;
 }

@@ -350,23 +350,11 @@ bool kafka_secret(const std::string& key) {
          key.starts_with("sasl.oauthbearer") || key.starts_with("sasl.kerberos.keytab");
 }
 
-// `kafka: {brokers, topics, group_id, settings, secrets_file}`. librdkafka checks every
-// property now (without connecting), so that --check and a reload see a bad one with the
-// file and line; a setting that looks like a secret belongs in secrets_file.
-void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
-  at.require_map({"kafka"});
-  const At k = at.child("kafka");
-  k.require_map({"brokers", "topics", "group_id", "settings", "secrets_file"});
-  s.kind = SourceConfig::Kind::kKafka;
-  KafkaSourceConfig& c = s.kafka;
+// What a kafka source and a kafka output share: brokers (one or a list), settings (no
+// secrets: they belong in secrets_file) and secrets_file.
+void parse_kafka_client(const At& k, const std::string& dir, KafkaClientConfig& c) {
   if (!k.has("brokers")) k.fail("needs brokers (HOST:PORT, or a list of them)");
   for (const std::string& b : k.child("brokers").strings()) c.brokers += (c.brokers.empty() ? "" : ",") + b;
-  if (!k.has("topics")) k.fail("needs topics (a name or a list of names)");
-  c.topics = k.child("topics").strings();
-  for (std::size_t i = 0; i < c.topics.size(); ++i)
-    if (c.topics[i].empty()) k.child("topics").fail("an empty topic name");
-  if (k.has("group_id")) c.group_id = k.child("group_id").text();
-  if (c.group_id.empty()) k.fail("needs a group_id: the instances of one group share the topics' partitions");
   if (k.has("settings")) {
     c.settings = k.child("settings").string_map();
     for (const auto& [key, value] : c.settings)
@@ -375,6 +363,31 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
                                             "secrets_file (key=value lines, mode 0600)");
   }
   if (k.has("secrets_file")) c.secrets_file = resolve(dir, k.child("secrets_file").text());
+}
+
+// librdkafka's message without our "kafka: " prefix.
+std::string librdkafka_why(const ConfigError& e) {
+  std::string why = e.what();
+  if (why.starts_with("kafka: ")) why.erase(0, 7);
+  return why;
+}
+
+// `kafka: {brokers, topics, group_id, settings, secrets_file}`. librdkafka checks every
+// property now (without connecting), so that --check and a reload see a bad one with the
+// file and line; a setting that looks like a secret belongs in secrets_file.
+void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
+  at.require_map({"kafka"});
+  const At k = at.child("kafka");
+  k.require_map({"brokers", "topics", "group_id", "settings", "secrets_file"});
+  s.kind = SourceConfig::Kind::kKafka;
+  KafkaClientConfig& c = s.kafka;
+  parse_kafka_client(k, dir, c);
+  if (!k.has("topics")) k.fail("needs topics (a name or a list of names)");
+  c.topics = k.child("topics").strings();
+  for (std::size_t i = 0; i < c.topics.size(); ++i)
+    if (c.topics[i].empty()) k.child("topics").fail("an empty topic name");
+  if (k.has("group_id")) c.group_id = k.child("group_id").text();
+  if (c.group_id.empty()) k.fail("needs a group_id: the instances of one group share the topics' partitions");
   try {
     KafkaConfig check;
     check.brokers = c.brokers;
@@ -384,9 +397,7 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
     check.secrets = kafka_secrets(c);
     check_kafka(check);
   } catch (const ConfigError& e) {
-    std::string why = e.what();
-    if (why.starts_with("kafka: ")) why.erase(0, 7);
-    k.fail(why);
+    k.fail(librdkafka_why(e));
   }
 }
 
@@ -599,16 +610,39 @@ void parse_output_tls(const At& at, const std::string& dir, OutputConfig& o) {
   }
 }
 
+// `type: kafka`: alerts produced to `topic`, keyed by the group or by `key_label`.
+OutputConfig parse_kafka_output(const At& at, const std::string& dir) {
+  at.require_map({"type", "name", "brokers", "topic", "key_label", "settings", "secrets_file", "queue", "timeout"});
+  OutputConfig o;
+  o.kind = OutputConfig::Kind::kKafka;
+  o.name = at.has("name") ? at.child("name").text() : "kafka";
+  parse_kafka_client(at, dir, o.kafka);
+  if (!at.has("topic")) at.fail("a kafka output needs a topic");
+  o.kafka.topics = {at.child("topic").text()};
+  if (at.has("key_label")) o.key_label = at.child("key_label").text();
+  if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
+  o.timeout = Millis(30000);
+  if (at.has("timeout")) o.timeout = at.child("timeout").duration();
+  try {
+    check_kafka_output(kafka_output_config(o));
+  } catch (const ConfigError& e) {
+    at.fail(e.what());
+  }
+  return o;
+}
+
 OutputConfig parse_output(const At& at, const std::string& dir) {
+  if (at.has("type") && at.child("type").node.IsScalar() && at.child("type").text() == "kafka")
+    return parse_kafka_output(at, dir);
   at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "bearer_token_file",
                   "queue", "retry_backoff", "retry_max_backoff", "tls"});
   OutputConfig o;
-  if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook)");
+  if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook, kafka)");
   const std::string type = at.child("type").text();
   if (type == "jsonl") o.kind = OutputConfig::Kind::kJsonl;
   else if (type == "alertmanager") o.kind = OutputConfig::Kind::kAlertmanager;
   else if (type == "webhook") o.kind = OutputConfig::Kind::kWebhook;
-  else at.child("type").fail("\"" + type + "\" is not jsonl, alertmanager or webhook");
+  else at.child("type").fail("\"" + type + "\" is not jsonl, alertmanager, webhook or kafka");
   o.name = at.has("name") ? at.child("name").text() : type;
   if (at.has("path")) {
     if (o.kind != OutputConfig::Kind::kJsonl) at.child("path").fail("only a jsonl output has a path");
@@ -679,7 +713,19 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
 }
 
-std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaSourceConfig& kafka) {
+KafkaOutputConfig kafka_output_config(const OutputConfig& o) {
+  KafkaOutputConfig k;
+  k.brokers = o.kafka.brokers;
+  k.topic = o.kafka.topics.empty() ? std::string() : o.kafka.topics[0];
+  k.key_label = o.key_label;
+  k.settings.assign(o.kafka.settings.begin(), o.kafka.settings.end());
+  k.secrets = kafka_secrets(o.kafka);
+  k.queue = o.queue;
+  k.timeout = o.timeout;
+  return k;
+}
+
+std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaClientConfig& kafka) {
   std::vector<std::pair<std::string, std::string>> all;
   if (kafka.secrets_file.empty()) return all;
   const std::string text = read_checked_file(kafka.secrets_file, FileTrust::kSecret, 1u << 20);

@@ -56,8 +56,8 @@ struct Outputs {
 Outputs build_outputs(const DaemonConfig& config);
 
 // The kafka sources' at-least-once gate over the outputs: a mark is what each output had
-// been given (published); it is settled once each has delivered, dropped or given up on
-// that many (their queues are first in, first out).
+// been given (published); it is settled once each has settled (OutputStats::settled)
+// that many.
 class OutputsGate final : public DeliveryGate {
  public:
   explicit OutputsGate(const std::vector<std::unique_ptr<AlertOutput>>& outputs) : outputs_(outputs) {}

@@ -144,6 +144,7 @@ class QueuedOutput : public AlertOutput {
     OutputStats s = stats_;
     s.queued = queue_.size();
     s.capacity = config_.capacity;
+    s.settled = s.published - s.queued;  // first in, first out: the queue holds the latest
     return s;
   }
 

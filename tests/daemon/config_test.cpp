@@ -611,6 +611,18 @@ TEST_F(Config, KafkaSourcesAreCheckedByLibrdkafkaAndKeepSecretsOut) {
   EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
   e = with("{brokers: k:9092, topics: logs, group_id: g, settings: {ssl.key.pem: PRIVATE}}");
   EXPECT_NE(e.find("secrets are not accepted"), std::string::npos) << e;
+  // A kafka output: the producer's properties are checked the same way.
+  const std::string head = "sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}]\noutputs:\n";
+  EXPECT_EQ(error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, key_label: host, queue: 1000}\n"), "");
+  e = error_of(head + "  - {type: kafka, brokers: k:9092}\n");
+  EXPECT_NE(e.find("outputs[0]: a kafka output needs a topic"), std::string::npos) << e;
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, settings: {acks: some}}\n");
+  EXPECT_NE(e.find("outputs[0]: settings: acks: "), std::string::npos) << e;
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, url: http://x:1/}\n");
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: a, settings: {sasl.password: hunter2-secret}}\n");
+  EXPECT_NE(e.find("secrets are not accepted"), std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2-secret"), std::string::npos) << e;
   write("kafka.secrets", "sasl.password hunter2-secret\n", 0600);
   e = with("{brokers: k:9092, topics: logs, group_id: g, secrets_file: kafka.secrets}");
   EXPECT_NE(e.find("kafka.secrets:1: expected key=value"), std::string::npos) << e;

@@ -349,7 +349,7 @@ TEST(OutputUrl, OnlyHttpOrHttpsWithAHostIsAccepted) {
   EXPECT_NO_THROW(webhook("https://127.0.0.1:9093/hook"));  // TLS, the system's CAs
   EXPECT_NO_THROW(alertmanager("HTTPS://[::1]/"));
   EXPECT_EQ(webhook("http://127.0.0.1")->name(), "hook");
-  EXPECT_EQ(make_webhook_output("", WebhookConfig{"http://127.0.0.1/", "", milliseconds(100), {}, {}})->name(), "webhook");
+  EXPECT_EQ(make_webhook_output("", WebhookConfig{"http://127.0.0.1/", "", milliseconds(100), {}, {}, {}})->name(), "webhook");
 }
 
 // ---------------------------------------------------------------------------------------

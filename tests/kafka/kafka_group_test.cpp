@@ -1,7 +1,7 @@
 // gpufilterd instances sharing a topic as one Kafka consumer group, with real parts: a
 // Kafka-protocol broker in a process of its own (kafka_broker.cpp: librdkafka's mock
 // cluster), records produced by Debian's kcat, three gpufilterd processes with one
-// group_id, each alerting every record to a JSON-lines file. One member is killed with
+// group_id, each alerting every record to a JSON-lines file and to an alerts topic. One member is killed with
 // SIGKILL while records flow; the others take its partitions over. Every record is
 // alerted at least once (none lost), and a record alerted twice is one the killed member
 // alerted and had not committed. A member started after the others stopped reads nothing
@@ -53,7 +53,7 @@ std::string read_file(const std::string& path) {
 class Broker {
  public:
   explicit Broker(const std::string& topic) {
-    child_ = spawn_process({KAFKA_BROKER_BINARY, topic + ":" + std::to_string(kPartitions)});
+    child_ = spawn_process({KAFKA_BROKER_BINARY, topic + ":" + std::to_string(kPartitions), "alerts:3"});
     std::string line;
     char c = 0;
     while (::read(child_.out, &c, 1) == 1 && c != '\n') line += c;
@@ -92,6 +92,7 @@ class Member {
                           << "    cooldown: 0s\n"
                           << "outputs:\n"
                           << "  - {type: jsonl, path: " << output() << ", queue: 1000000}\n"
+                          << "  - {type: kafka, brokers: \"" << brokers << "\", topic: alerts, queue: 1000000}\n"
                           << "server: 127.0.0.1:0\n";
     ::chmod(config.c_str(), 0644);
     const SpawnedProcess child = spawn_process(
@@ -240,6 +241,15 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   EXPECT_EQ(twice_not_a, 0u) << "a record alerted twice that the killed member never alerted";
   EXPECT_LT(twice, by_a.size() + 1);
   EXPECT_EQ(seen.size(), static_cast<std::size_t>(produced));
+
+  // The kafka output of the same members: every record's alert is on the alerts topic.
+  const ProcessResult topic =
+      run_process({"/usr/bin/kcat", "-C", "-b", broker.bootstraps(), "-t", "alerts", "-e", "-q"});
+  std::set<long> on_topic;
+  static const std::regex line_re(R"re("line":"seq ([0-9]+)")re");
+  for (auto it = std::sregex_iterator(topic.out.begin(), topic.out.end(), line_re); it != std::sregex_iterator(); ++it)
+    on_topic.insert(std::stol((*it)[1].str()));
+  EXPECT_EQ(on_topic.size(), static_cast<std::size_t>(produced));
 
   // The survivors committed what they alerted when they stopped: a new member reads only
   // what is produced now.

@@ -21,7 +21,10 @@ struct OutputStats {
   std::uint64_t dropped = 0;    // alerts dropped because the queue was full
   std::uint64_t rejected = 0;   // alerts dropped because the receiver refused them for good (4xx)
   std::uint64_t queued = 0;     // alerts waiting now
-  std::uint64_t capacity = 0;   // the most that may wait (beyond it the oldest is dropped)
+  std::uint64_t capacity = 0;   // the most that may wait (beyond it alerts are dropped)
+  // The first `settled` alerts published have all left for good (delivered, dropped or
+  // rejected): what the kafka sources' offsets wait for.
+  std::uint64_t settled = 0;
   // Why the last failed attempt failed ("connect: Connection refused", "TLS handshake:
   // certificate verify failed", "HTTP 500"), for the log; "" before any failure.
   std::string last_error;

@@ -24,16 +24,16 @@ namespace gpufilter::daemon {
 
 using Millis = std::chrono::milliseconds;
 
-// A `kafka:` source (sources/kafka_source.hpp): librdkafka's properties beyond ours come
+// A `kafka:` source (sources/kafka_source.hpp) or output: librdkafka's properties beyond ours come
 // from `settings` (anything that is no secret) and `secrets_file` (a file only gpufilterd
 // can read, with `key=value` lines: sasl.password, ssl.key.password ...).
-struct KafkaSourceConfig {
+struct KafkaClientConfig {
   std::string brokers;
   std::vector<std::string> topics;
   std::string group_id;
   std::map<std::string, std::string> settings;
   std::string secrets_file;  // "" none
-  bool operator==(const KafkaSourceConfig&) const = default;
+  bool operator==(const KafkaClientConfig&) const = default;
 };
 
 struct SourceConfig {
@@ -47,7 +47,7 @@ struct SourceConfig {
   std::string capture;             // pcap: the capture file; interface: the interface's name
   std::string bpf;                 // pcap, interface: a BPF filter ("" none)
   bool stream = false;             // pcap, interface: per TCP flow direction, not per packet
-  KafkaSourceConfig kafka;         // kafka
+  KafkaClientConfig kafka;         // kafka
   bool operator==(const SourceConfig&) const = default;
 };
 
@@ -92,7 +92,7 @@ struct RuleConfig {
 };
 
 struct OutputConfig {
-  enum class Kind { kJsonl, kAlertmanager, kWebhook };
+  enum class Kind { kJsonl, kAlertmanager, kWebhook, kKafka };
   Kind kind = Kind::kJsonl;
   std::string name;  // defaults to the kind
   std::string path = "-";  // jsonl: "-" is standard output
@@ -107,6 +107,8 @@ struct OutputConfig {
   Millis retry_backoff{200};        // the first retry's delay, doubled per failure ...
   Millis retry_max_backoff{30000};  // ... up to this
   TlsConfig tls;  // https:// alertmanager and webhook URLs: CA, client certificate, name check
+  KafkaClientConfig kafka;  // kafka: brokers, topics[0] (the topic), settings, secrets_file
+  std::string key_label;    // kafka: the label whose value keys the record ("": the group)
   bool operator==(const OutputConfig&) const = default;
 };
 
@@ -160,7 +162,9 @@ std::string read_bearer_token(const OutputConfig& output);
 // A kafka source's secret librdkafka properties: the `key=value` lines of `secrets_file`
 // (read_checked_file, kSecret; blank lines and '#' comments skipped; none without one).
 // Throws ConfigError naming the file and line (never a value).
-std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaSourceConfig& kafka);
+std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaClientConfig& kafka);
+// A kafka output's producer settings, its secrets read (kafka_secrets).
+KafkaOutputConfig kafka_output_config(const OutputConfig& output);
 // "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration
 // (also inf, nan, and anything over 100 years).
 std::optional<Millis> parse_duration(const std::string& text);

@@ -1,9 +1,10 @@
-// The three kinds of AlertOutput gpufilterd delivers to (alert_output.hpp has the
-// contract: bounded queue, own delivery thread, retry with backoff, drop-oldest counted).
+// The kinds of AlertOutput gpufilterd delivers to (alert_output.hpp has the contract:
+// bounded queue, own delivery thread, retry with backoff, drops counted).
 //   jsonl         one alert_json() object per line, to standard output or a file
 //   alertmanager  Prometheus Alertmanager API v2: POST {url}/api/v2/alerts; active alerts
 //                 are re-sent every resend_interval until resolved
 //   webhook       POST {url} with the alert_json() object; optional bearer token
+//   kafka         the alert_json() object produced to a topic (kafka_output.cpp)
 // HTTP is Boost.Beast over TCP, and over TLS (OpenSSL) for https:// URLs.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "gpufilter/daemon/alert_output.hpp"
 
@@ -87,6 +89,23 @@ struct WebhookConfig {
   TlsConfig tls;  // https:// URLs
 };
 std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config);
+
+// Alerts produced to a Kafka topic by an idempotent producer (librdkafka), keyed by the
+// alert's group or by one of its labels. librdkafka's queue is the output's (at most
+// `queue` alerts; a full one drops the new alert, counted); a send is retried for up to
+// `timeout`, then the alert is dropped and counted as a failure.
+struct KafkaOutputConfig {
+  std::string brokers;
+  std::string topic;
+  std::string key_label;  // "": the alert's group
+  std::vector<std::pair<std::string, std::string>> settings;  // librdkafka properties
+  std::vector<std::pair<std::string, std::string>> secrets;   // likewise, never quoted
+  std::size_t queue = 10000;
+  std::chrono::milliseconds timeout{30000};
+};
+// Throws ConfigError ("settings: KEY: why", "secrets_file: KEY: refused ...").
+void check_kafka_output(const KafkaOutputConfig& config);
+std::unique_ptr<AlertOutput> make_kafka_output(std::string name, KafkaOutputConfig config);
 
 // `url` as it may be printed: the user information before an '@' in the authority is
 // replaced ("http://ops:***@host:9093", "http://***@host/" for a user alone, which may be
