@@ -343,6 +343,11 @@ void parse_capture(const At& at, const std::string& dir, SourceConfig& s) {
   }
 }
 
+bool is_kafka_field(const std::string& n) {
+  return n == "kafka.topic" || n == "kafka.partition" || n == "kafka.offset" || n == "kafka.key" ||
+         (n.starts_with("kafka.header.") && n.size() > 13);
+}
+
 // librdkafka's properties that hold a secret: passwords, private keys, SASL and OAuth
 // configurations.
 bool kafka_secret(const std::string& key) {
@@ -534,6 +539,14 @@ void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
   for (const auto* m : {&r.labels, &r.annotations})
     for (const auto& [key, value] : *m)
       for (const std::string& n : template_names(value)) used.push_back(n);
+  // "kafka.key" and the like are a Kafka record's fields, not groups of a regex.
+  std::erase_if(used, [&](const std::string& n) {
+    if (!n.starts_with("kafka.")) return false;
+    if (!is_kafka_field(n))
+      at.fail("\"" + n + "\" is no Kafka record field (kafka.topic, kafka.partition, kafka.offset, kafka.key, "
+              "kafka.header.NAME)");
+    return true;
+  });
   if (!used.empty() && r.regexes.empty()) at.fail("names the group \"" + used.front() + "\" but has no regex");
   if (!used.empty() && r.invert) at.fail("an invert rule matches lines its regexes do not: it has no groups to use");
   for (std::size_t i = 0; i < r.regexes.size(); ++i) {
@@ -711,6 +724,18 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          event_time == o.event_time && ignore_case == o.ignore_case && word == o.word &&
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
+}
+
+bool reads_kafka_fields(const std::vector<RuleConfig>& rules) {
+  for (const RuleConfig& r : rules) {
+    if (r.threshold.group_by == ThresholdConfig::GroupBy::kCapture && r.threshold.capture.starts_with("kafka."))
+      return true;
+    for (const auto* m : {&r.labels, &r.annotations})
+      for (const auto& [key, value] : *m)
+        for (const std::string& n : template_names(value))
+          if (n.starts_with("kafka.")) return true;
+  }
+  return false;
 }
 
 KafkaOutputConfig kafka_output_config(const OutputConfig& o) {

@@ -70,6 +70,7 @@ KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std:
   k.secrets = kafka_secrets(s.kafka);
   k.max_line_bytes = config.max_line_bytes;
   k.gate = std::move(gate);
+  k.record_fields = reads_kafka_fields(config.rules);
   return k;
 }
 

@@ -246,19 +246,22 @@ Alert RuleEngine::make_alert(const RuleConfig& rule, const std::string& group, c
 }
 
 void RuleEngine::line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
-                      Clock::time_point now) {
+                      Clock::time_point now, const RecordFields* fields) {
   if (occurrences.empty() && !rules_->asks_every_line()) return;
   rules_->matching_rules(text, occurrences, scratch_);
-  for (const std::uint32_t r : scratch_) matched(r, source, text, now);
+  for (const std::uint32_t r : scratch_) matched(r, source, text, now, fields);
 }
 
-void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now) {
+void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
+                         const RecordFields* fields) {
   const RuleConfig& rule = rules_->rules()[r];
   RuleState& state = state_[rule.name];
   ++state.matches;
   changed_ = true;
   std::map<std::string, std::string> captures;
   if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, text);
+  if (fields != nullptr)
+    for (const auto& [name, value] : fields->values) captures.emplace(name, value);
   std::optional<std::string> field = group_of(rule, source, text, captures);
   if (!field) return;  // grouped by a field this line does not hold: in no group's count
   std::string group = std::move(*field);
@@ -413,6 +416,7 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   CutLine<Occurrence> line;
   LineMatch match{};
   match.source = input.name;
+  match.fields = entry.fields.get();
   Sink& rules = engine_;
   std::uint64_t lines = 0;
   while (cutter.next(line)) {

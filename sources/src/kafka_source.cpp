@@ -29,6 +29,32 @@ constexpr std::size_t kMaxMarks = 64;
 constexpr auto kRevokeWait = std::chrono::milliseconds(1000);
 // How long the last commit may wait for a rebalance that refuses it.
 constexpr auto kCloseWait = std::chrono::milliseconds(5000);
+// A record's fields (KafkaConfig::record_fields): its producer chooses their sizes. (headers()
+// is not const in librdkafka's C++ API.)
+constexpr std::size_t kMaxHeaders = 32;
+constexpr std::size_t kMaxFieldBytes = 1024;
+
+std::shared_ptr<const RecordFields> fields_of(RdKafka::Message& m) {
+  auto f = std::make_shared<RecordFields>();
+  const auto cut = [](const void* data, std::size_t size) {
+    return std::string(static_cast<const char*>(data), std::min(size, kMaxFieldBytes));
+  };
+  f->values.emplace_back("kafka.topic", m.topic_name());
+  f->values.emplace_back("kafka.partition", std::to_string(m.partition()));
+  f->values.emplace_back("kafka.offset", std::to_string(m.offset()));
+  if (m.key_pointer() != nullptr) f->values.emplace_back("kafka.key", cut(m.key_pointer(), m.key_len()));
+  if (RdKafka::Headers* headers = m.headers()) {
+    std::size_t n = 0;
+    for (const RdKafka::Headers::Header& h : headers->get_all()) {
+      if (n++ == kMaxHeaders) break;
+      std::string name = "kafka.header.";  // appended: GCC 12's -Wrestrict misreads "..." + key
+      name += h.key();
+      const bool seen = std::any_of(f->values.begin(), f->values.end(), [&](const auto& v) { return v.first == name; });
+      if (!seen) f->values.emplace_back(name, h.value() == nullptr ? std::string() : cut(h.value(), h.value_size()));
+    }
+  }
+  return f;
+}
 
 void set(RdKafka::Conf& conf, const std::string& key, const std::string& value, const std::string& where) {
   std::string why;
@@ -177,8 +203,8 @@ struct KafkaSource::Impl final : RdKafka::RebalanceCb, RdKafka::EventCb, RdKafka
 
   void assign(std::vector<RdKafka::TopicPartition*>& list);
   void revoke(std::vector<RdKafka::TopicPartition*>& list);
-  void record(const RdKafka::Message& m);
-  void hand_on(Partition& p, std::string_view lines);
+  void record(RdKafka::Message& m);
+  void hand_on(Partition& p, std::string_view lines, const std::shared_ptr<const RecordFields>& fields);
   void wait_while_congested();
   void mark_and_settle(Partition& p);
   void store(bool all);
@@ -281,7 +307,7 @@ void KafkaSource::Impl::statistics(const std::string& json) {
   }
 }
 
-void KafkaSource::Impl::record(const RdKafka::Message& m) {
+void KafkaSource::Impl::record(RdKafka::Message& m) {
   auto it = partitions.find({m.topic_name(), m.partition()});
   // Revoked meanwhile, or read while closing: left to the partition's next owner.
   if (it == partitions.end() || closing) return;
@@ -289,6 +315,7 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
   wait_while_congested();
   ++records;
   if (m.payload() != nullptr) {
+    const std::shared_ptr<const RecordFields> fields = self.config_.record_fields ? fields_of(m) : nullptr;
     std::string_view value(static_cast<const char*>(m.payload()), m.len());
     bytes += value.size();
     std::string line;
@@ -305,7 +332,7 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
         ++p.skipped;
         ++too_long;
       } else {
-        hand_on(p, value.substr(begin, end - begin));
+        hand_on(p, value.substr(begin, end - begin), fields);
       }
       begin = end;
     }
@@ -314,13 +341,13 @@ void KafkaSource::Impl::record(const RdKafka::Message& m) {
 }
 
 // Waits for room as long as it takes, unless stopping (then what is held still goes).
-void KafkaSource::Impl::hand_on(Partition& p, std::string_view lines) {
+void KafkaSource::Impl::hand_on(Partition& p, std::string_view lines, const std::shared_ptr<const RecordFields>& fields) {
   for (;;) {
     {
       std::lock_guard lock(mutex);
       space = false;
     }
-    const std::size_t n = self.channel_.append(p.stream, p.bytes, lines, p.skipped);
+    const std::size_t n = self.channel_.append(p.stream, p.bytes, lines, p.skipped, fields);
     p.bytes += n;
     lines.remove_prefix(n);
     if (n > 0) p.skipped = 0;

@@ -96,6 +96,24 @@ TEST(RecordChannel, LinesOfOneStreamMergeOnlyWhenContiguous) {
   EXPECT_EQ(batch->entries[3].skipped, 1u);
 }
 
+TEST(RecordChannel, LinesOfDifferentRecordsKeepTheirOwnFields) {
+  RecordChannel channel(RecordChannel::Config{64, 2});
+  const StreamId a = channel.new_stream_id();
+  auto one = std::make_shared<gpufilter::RecordFields>(gpufilter::RecordFields{{{"kafka.key", "one"}}});
+  auto two = std::make_shared<gpufilter::RecordFields>(gpufilter::RecordFields{{{"kafka.key", "two"}}});
+  channel.append(a, 0, "r1 line 1\n", 0, one);
+  channel.append(a, 10, "r1 line 2\n", 0, one);  // the same record: one entry
+  channel.append(a, 20, "r2\n", 0, two);         // contiguous, but another record
+  channel.append(a, 23, "plain\n");              // no fields: another entry
+  RecordBatch* batch = channel.take(milliseconds(0));
+  ASSERT_NE(batch, nullptr);
+  ASSERT_EQ(batch->entries.size(), 3u);
+  EXPECT_EQ(bytes_of(*batch, batch->entries[0]), "r1 line 1\nr1 line 2\n");
+  EXPECT_EQ(batch->entries[0].fields, one);
+  EXPECT_EQ(batch->entries[1].fields, two);
+  EXPECT_EQ(batch->entries[2].fields, nullptr);
+}
+
 TEST(RecordChannel, RefusesPiecesThatAreNotWholeLines) {
   RecordChannel channel(RecordChannel::Config{8, 2});
   EXPECT_THROW(channel.append(1, 0, "no newline"), std::invalid_argument);

@@ -576,6 +576,18 @@ TEST_F(Config, TlsBlocksAreCheckedWithTheirFiles) {
 
 // A kafka source: what librdkafka refuses is named with the file and line; secrets belong
 // in secrets_file (private), never in settings, and are never quoted.
+// {{kafka.key}} and the other record fields need no regex; a misspelt one is refused.
+TEST_F(Config, RulesMayReadKafkaRecordFields) {
+  const std::string head = "sources: [{stdin: true}]\nrules:\n";
+  const DaemonConfig c = load_config(write("c.yaml", head + "  - name: a\n    patterns: [x]\n"
+                                                     "    labels: {tenant: \"{{kafka.key}}\", h: \"{{kafka.header.trace-id}}\"}\n"
+                                                     "    threshold: {group_by: {capture: kafka.partition}}\n"));
+  EXPECT_TRUE(reads_kafka_fields(c.rules));
+  EXPECT_FALSE(reads_kafka_fields(load_config(write("c.yaml", head + "  - {name: a, patterns: [x]}\n")).rules));
+  const std::string e = error_of(head + "  - {name: a, patterns: [x], labels: {k: \"{{kafka.keys}}\"}}\n");
+  EXPECT_NE(e.find("\"kafka.keys\" is no Kafka record field"), std::string::npos) << e;
+}
+
 TEST_F(Config, KafkaSourcesAreCheckedByLibrdkafkaAndKeepSecretsOut) {
   const std::string tail = "rules: [{name: a, patterns: [x]}]\n";
   const auto with = [&](const std::string& kafka) { return error_of("sources:\n  - kafka: " + kafka + "\n" + tail); };

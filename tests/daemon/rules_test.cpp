@@ -162,6 +162,31 @@ TEST(RuleEngine, CooldownGivesOneAlertPerIntervalAndCountsTheRest) {
   EXPECT_EQ(rec.alerts[1].starts_at, rec.alerts[0].starts_at);  // still the same firing alert
 }
 
+// A Kafka record's fields (RecordFields) are read as named groups are: in labels and
+// for grouping, by literal rules too.
+TEST(RuleEngine, RecordFieldsFillLabelsAndGroups) {
+  RuleConfig r = rule("denied", {"denied"});
+  r.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+  r.threshold.capture = "kafka.key";
+  r.labels = {{"tenant", "{{kafka.key}}"}, {"at", "{{kafka.partition}}/{{kafka.offset}}"}};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  const RecordFields a{{{"kafka.key", "acme"}, {"kafka.partition", "3"}, {"kafka.offset", "41"}}};
+  const RecordFields b{{{"kafka.key", "initech"}, {"kafka.partition", "0"}, {"kafka.offset", "7"}}};
+  const RecordFields keyless{{{"kafka.partition", "1"}, {"kafka.offset", "9"}}};
+  engine.line("kafka:t/3", "access denied", bound.scan("access denied"), t0, &a);
+  engine.line("kafka:t/0", "access denied", bound.scan("access denied"), t0, &b);
+  engine.line("kafka:t/1", "access denied", bound.scan("access denied"), t0, &keyless);  // no key: no group
+  ASSERT_EQ(rec.alerts.size(), 2u);
+  EXPECT_EQ(rec.alerts[0].group, "acme");
+  EXPECT_EQ(rec.alerts[0].labels.at("tenant"), "acme");
+  EXPECT_EQ(rec.alerts[0].labels.at("at"), "3/41");
+  EXPECT_EQ(rec.alerts[1].group, "initech");
+  EXPECT_EQ(rec.alerts[1].labels.at("at"), "0/7");
+}
+
 TEST(RuleEngine, QuietGroupsResolve) {
   RuleConfig r = rule("disk", {"disk full"});
   r.resolve_after = 5s;

@@ -90,6 +90,7 @@ class Member {
                           << "  - name: every-record\n"
                           << "    regex: 'seq [0-9]+'\n"
                           << "    cooldown: 0s\n"
+                          << "    labels: {partition: \"{{kafka.partition}}\"}\n"
                           << "outputs:\n"
                           << "  - {type: jsonl, path: " << output() << ", queue: 1000000}\n"
                           << "  - {type: kafka, brokers: \"" << brokers << "\", topic: alerts, queue: 1000000}\n"
@@ -250,6 +251,17 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   for (auto it = std::sregex_iterator(topic.out.begin(), topic.out.end(), line_re); it != std::sregex_iterator(); ++it)
     on_topic.insert(std::stol((*it)[1].str()));
   EXPECT_EQ(on_topic.size(), static_cast<std::size_t>(produced));
+  // Each alert's partition label (a record field) is the partition of its source.
+  static const std::regex partition_re(R"re("partition":"([0-9]+)".*"source":"kafka:logs/([0-9]+)")re");
+  std::size_t labelled = 0;
+  for (const Member* m : all) {
+    const std::string text = read_file(m->output());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), partition_re); it != std::sregex_iterator(); ++it) {
+      EXPECT_EQ((*it)[1].str(), (*it)[2].str());
+      ++labelled;
+    }
+  }
+  EXPECT_EQ(labelled, static_cast<std::size_t>(produced) + twice);
 
   // The survivors committed what they alerted when they stopped: a new member reads only
   // what is produced now.

@@ -194,6 +194,34 @@ TEST(KafkaSource, AnOffsetIsCommittedOnlyOnceTheGateSettlesItsRecords) {
   EXPECT_EQ(read_all(cluster, true, 4), "new\n");
 }
 
+TEST(KafkaSource, RecordFieldsGoWithTheirLines) {
+  Cluster cluster(1);
+  cluster.produce(0, "no key");
+  cluster.flush();
+  RecordChannel channel({1 << 16, 3});
+  channel.set_space_callback([] {});
+  Collected notices;
+  KafkaConfig c = config(cluster);
+  c.record_fields = true;
+  KafkaSource source(channel, c, notices);
+  source.start();
+  std::vector<std::shared_ptr<const RecordFields>> fields;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (fields.empty() && std::chrono::steady_clock::now() < deadline) {
+    RecordBatch* batch = channel.take(50ms);
+    if (batch == nullptr) continue;
+    for (const BatchEntry& e : batch->entries)
+      if (e.kind == BatchEntry::Kind::kLines) fields.push_back(e.fields);
+    channel.recycle(batch);
+  }
+  source.stop();
+  ASSERT_EQ(fields.size(), 1u);
+  ASSERT_NE(fields[0], nullptr);
+  EXPECT_EQ(fields[0]->values, (std::vector<std::pair<std::string, std::string>>{
+                                   {"kafka.topic", "t"}, {"kafka.partition", "0"}, {"kafka.offset", "0"}}));
+  source.close();
+}
+
 TEST(KafkaSource, SettingsLibrdkafkaRefusesAreConfigErrors) {
   KafkaConfig c;
   c.brokers = "127.0.0.1:1";

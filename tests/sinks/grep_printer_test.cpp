@@ -40,7 +40,7 @@ TEST(GrepPrinter, LinesWithFileNameNumberAndOffset) {
   p.printer.matched(line("ERROR here", 17, 3));
   p.printer.context_break();
   p.printer.matched(line("ERROR again", 90, 9));
-  p.printer.finish(InputSummary{"app.log", 2, false, {}});
+  p.printer.finish(InputSummary{"app.log", 2, false, {}, {}});
   EXPECT_EQ(p.all(), "app.log-2-10-before\napp.log:3:17:ERROR here\n--\napp.log:9:90:ERROR again\n");
 }
 
@@ -62,28 +62,28 @@ TEST(GrepPrinter, CountAndFileLists) {
   Printed c(count);
   c.printer.begin(InputInfo{"a.log"});
   c.printer.matched(line("hit", 0, 1));  // counted by the pipeline, not printed
-  c.printer.finish(InputSummary{"a.log", 7, false, {}});
+  c.printer.finish(InputSummary{"a.log", 7, false, {}, {}});
   EXPECT_EQ(c.all(), "a.log:7\n");
 
   PrinterOptions with;
   with.mode = PrinterOptions::Mode::kFilesWithMatches;
   Printed l(with);
-  l.printer.finish(InputSummary{"yes.log", 1, false, {}});
-  l.printer.finish(InputSummary{"no.log", 0, false, {}});
+  l.printer.finish(InputSummary{"yes.log", 1, false, {}, {}});
+  l.printer.finish(InputSummary{"no.log", 0, false, {}, {}});
   EXPECT_EQ(l.all(), "yes.log\n");
 
   PrinterOptions without;
   without.mode = PrinterOptions::Mode::kFilesWithoutMatch;
   Printed big_l(without);
-  big_l.printer.finish(InputSummary{"yes.log", 1, false, {}});
-  big_l.printer.finish(InputSummary{"no.log", 0, false, {}});
+  big_l.printer.finish(InputSummary{"yes.log", 1, false, {}, {}});
+  big_l.printer.finish(InputSummary{"no.log", 0, false, {}, {}});
   EXPECT_EQ(big_l.all(), "no.log\n");
 }
 
 TEST(GrepPrinter, BinaryMatchIsANoticeOnTheErrorOutput) {
   Printed p(PrinterOptions{});
   p.printer.begin(InputInfo{"blob.bin"});
-  p.printer.finish(InputSummary{"blob.bin", 1, true, {}});
+  p.printer.finish(InputSummary{"blob.bin", 1, true, {}, {}});
   EXPECT_EQ(p.all(), "");
   EXPECT_EQ(p.errors.text(), "gpufilter: blob.bin: binary file matches\n");
 }

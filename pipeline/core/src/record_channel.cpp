@@ -53,7 +53,7 @@ void RecordChannel::close(StreamId stream, bool ends_input) {
 }
 
 std::size_t RecordChannel::append(StreamId stream, std::uint64_t offset, std::string_view lines,
-                                  std::uint64_t skipped) {
+                                  std::uint64_t skipped, const std::shared_ptr<const RecordFields>& fields) {
   if (lines.empty()) return 0;
   if (lines.back() != '\n') throw std::invalid_argument("RecordChannel::append: lines must end in a newline");
   std::size_t taken = 0;
@@ -83,7 +83,7 @@ std::size_t RecordChannel::append(StreamId stream, std::uint64_t offset, std::st
     BatchEntry* last = b->entries.empty() ? nullptr : &b->entries.back();
     const bool extend = last != nullptr && last->kind == BatchEntry::Kind::kLines && last->stream == stream &&
                         last->end == b->size && last->offset + (last->end - last->begin) == at &&
-                        (skipped == 0 || taken > 0);
+                        (skipped == 0 || taken > 0) && last->fields == fields;
     if (extend) {
       last->end += fit;
     } else {
@@ -94,6 +94,7 @@ std::size_t RecordChannel::append(StreamId stream, std::uint64_t offset, std::st
       e.end = b->size + fit;
       e.offset = at;
       e.skipped = taken == 0 ? skipped : 0;
+      e.fields = fields;
       b->entries.push_back(std::move(e));
     }
     b->size += fit;

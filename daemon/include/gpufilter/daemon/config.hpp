@@ -163,6 +163,9 @@ std::string read_bearer_token(const OutputConfig& output);
 // (read_checked_file, kSecret; blank lines and '#' comments skipped; none without one).
 // Throws ConfigError naming the file and line (never a value).
 std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaClientConfig& kafka);
+// Whether a rule reads a Kafka record's fields ({{kafka.key}} in a label, group_by
+// {capture: kafka.partition} ...): the kafka sources then hand them on with each record.
+bool reads_kafka_fields(const std::vector<RuleConfig>& rules);
 // A kafka output's producer settings, its secrets read (kafka_secrets).
 KafkaOutputConfig kafka_output_config(const OutputConfig& output);
 // "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration

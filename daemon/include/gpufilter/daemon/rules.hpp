@@ -111,12 +111,13 @@ class RuleEngine final : public Sink {
   // The Sink seam: a line of any stream with every occurrence in it, now.
   SinkNeeds needs() const override { return SinkNeeds{.occurrences = true}; }
   Flow matched(const LineMatch& line) override {
-    this->line(line.source, line.line, line.occurrences, Clock::now());
+    this->line(line.source, line.line, line.occurrences, Clock::now(), line.fields);
     return Flow::kContinue;
   }
-  // One line of `source` (without its '\n') with its occurrences, at `now`.
+  // One line of `source` (without its '\n') with its occurrences, at `now`; `fields`: its
+  // record's (a Kafka record's key ...), read by the rules as named groups are.
   void line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
-            Clock::time_point now);
+            Clock::time_point now, const RecordFields* fields = nullptr);
   // Resolves groups quiet for their rule's resolve_after; pushes counters to the metrics.
   void tick(Clock::time_point now);
   // A reload: rules with the same definition keep their state (windows, active alerts,
@@ -175,7 +176,8 @@ class RuleEngine final : public Sink {
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
                                       const std::map<std::string, std::string>& captures) const;
-  void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now);
+  void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
+               const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
   void resolve(const RuleConfig& rule, const std::string& group, Group& g);
 

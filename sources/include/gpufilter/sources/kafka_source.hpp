@@ -76,6 +76,10 @@ struct KafkaConfig {
   std::vector<std::pair<std::string, std::string>> secrets;
   std::size_t max_line_bytes = 1u << 20;
   std::shared_ptr<const DeliveryGate> gate;  // null: acknowledged is settled
+  // Hand each record's fields on with its lines (RecordFields): kafka.topic,
+  // kafka.partition, kafka.offset, kafka.key (when it has one) and kafka.header.NAME per
+  // header (the first kMaxHeaders; a key or header value cut to kMaxFieldBytes).
+  bool record_fields = false;
 };
 
 // Builds (never connects) a consumer configuration as the source would: throws

@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpufilter/core/record_fields.hpp"
+
 namespace gpufilter {
 
 using StreamId = std::uint64_t;
@@ -50,6 +52,9 @@ struct BatchEntry {
   StreamId continues = kNoStream;
   // kClose: false when the input goes on in a later stream (see `continues`).
   bool ends_input = true;
+  // kLines: the fields of the record these lines are (null: none); lines of different
+  // records never share an entry.
+  std::shared_ptr<const RecordFields> fields;
 };
 
 struct RecordBatch {
@@ -78,8 +83,10 @@ class RecordChannel {
   // Appends whole lines of one stream (`lines` must end in '\n'; each line shorter than
   // batch_bytes). Returns the bytes taken, always a whole number of lines; fewer than
   // given when every batch is in use. `offset`: where lines[0] lies in the stream;
-  // `skipped`: over-long lines dropped just before.
-  std::size_t append(StreamId stream, std::uint64_t offset, std::string_view lines, std::uint64_t skipped = 0);
+  // `skipped`: over-long lines dropped just before; `fields`: the record's (its lines
+  // get entries of their own).
+  std::size_t append(StreamId stream, std::uint64_t offset, std::string_view lines, std::uint64_t skipped = 0,
+                     const std::shared_ptr<const RecordFields>& fields = nullptr);
   // Called once, from the consumer's thread, after an append() came up short and a batch
   // became free; the producer should post its retry to its own thread. Set before use.
   void set_space_callback(std::function<void()> callback);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "gpufilter/core/chunk.hpp"
+#include "gpufilter/core/record_fields.hpp"
 
 namespace gpufilter {
 
@@ -50,6 +51,8 @@ struct LineMatch {
   // A '\n' ended the line in the input: false only for an input's last line when the
   // input lacks a final newline (--json writes the line with its terminator, as rg does).
   bool terminated = true;
+  // The fields of the record the line is part of (a Kafka record's key ...), or null.
+  const RecordFields* fields = nullptr;
 };
 
 struct InputInfo {
