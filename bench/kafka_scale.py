@@ -2,37 +2,43 @@
 """gpufilterd reading a Kafka topic: throughput of 1 instance and of N instances in one group.
 
     /usr/bin/python3 bench/kafka_scale.py [--records 2000000] [--partitions 12]
-        [--instances 1,2,3] [--engines cpu] [--json FILE]
+        [--instances 1,2,3] [--engines cpu] [--repeat 3] [--setting KEY=VALUE] [--json FILE]
 
-What it measures, in one run (standard library only; kcat, the test broker and gpufilterd):
-1. Starts gpufilter-test-kafka-broker (librdkafka's mock cluster in a process of its own)
-   with topic `logs` of P partitions, and produces the records once with kcat, one kcat per
-   partition, timed (the producer's rate). The records are Loghub lines (--corpus), repeated
-   up to --records (or --bytes), dealt to the partitions in blocks of 1,000 lines. The mock
-   keeps at most 5 MiB of stored batches per partition and silently drops the oldest
-   beyond that (rdkafka_mock.c), so batches are zstd-compressed by default
-   (--compression) and the script checks every partition still starts at offset 0.
-2. The reference: `kcat -C -e -o beginning > /dev/null`, a bare librdkafka consumer of the
-   whole topic from the same broker, timed (best of --kcat-runs).
-3. For each engine and each N: N gpufilterd in a new consumer group (so each run reads the
-   topic from its beginning), started together. Every partition starts with a marker record
-   and ends with one; a rule alerts once per marker, and its alert's `starts_at` (the
-   daemon's clock when it matched the line, in ms) times the first record matched and the
-   last partition's end. Throughput = records / (last end marker - first begin marker),
-   precise to about 10 ms. The window from the metrics (sum of gpufilterd_kafka_records_total
-   first > 0, then >= the records produced; copied once a second, polled every --poll s) is
-   printed beside it as a check (precise to about 1.2 s). Per instance: its share of the
-   records, its partitions, its rebalances; records read twice (after a rebalance); CPU of
-   the instances and of the broker during the window (/proc).
-4. A model: each instance alone does T1; with P partitions dealt evenly over N instances,
-   the run ends when the busiest instance (ceil(P/N) partitions) finishes, so at most
-   P/ceil(P/N) instances' worth (N when N divides P, P when N >= P); no more than the broker
-   serves to a bare consumer (kcat); and no more than the host's cores allow at the CPU cost
-   per record measured with one instance (gpufilterd + broker). Predicted = the least of the
-   three; the table says which one binds.
+Standard library only; needs kcat, gpufilterd and gpufilter-test-kafka-broker (both copied
+into a private temporary folder first, so that the build folder may be rebuilt meanwhile).
 
-Binaries are copied into a private temporary folder first and run from there. Prints a
-table; --json FILE writes every figure and the machine (cores, CPU model, date).
+1. Topic. The broker (librdkafka's mock cluster in a process of its own) serves topic `logs`
+   of P partitions. The records are Loghub lines (--corpus) repeated up to --records (or
+   --bytes), dealt to the partitions in blocks of 1,000 lines, plus a begin and an end
+   marker record per partition; one `kcat -P -p N` per partition produces them, timed.
+   The mock keeps at most 5 MiB of stored batches per partition and silently drops the
+   oldest past that, so batches are zstd-compressed (--compression; 2M lines need ~2.5 MiB
+   a partition at P=12) and the script checks with kcat -Q that every partition still
+   holds offsets 0..end.
+2. References, best of --kcat-runs each: `kcat -C -e -o beginning > /dev/null`, one bare
+   librdkafka consumer of the whole topic (the "x kcat" column), and P of them at once,
+   one per partition (what the broker served to bare consumers: the model's broker bound).
+3. Runs. For each round (--repeat), engine and N: N gpufilterd in a NEW consumer group (so
+   each run reads the topic from its beginning), started together. A rule alerts once per
+   marker; its alert's starts_at (the daemon's clock when it matched the line, in ms) gives
+   the first record matched and the end of the last partition: records/s = records /
+   (last end marker - first begin marker), good to about 10 ms. The window from the metrics
+   (the sum of gpufilterd_kafka_records_total first > 0, then >= the records produced;
+   copied once a second, polled every --poll s) is printed beside it as a check, good to
+   about 1.2 s. Per instance: its share of the records, partitions, rebalances; records
+   read twice (rebalances); CPU of the instances, of the broker and of everything else on
+   the host during the window (/proc), since other work on the host skews the figures.
+   The table shows the median round; the JSON has every round and its progress.
+4. Model: each instance alone does T1 (the N=1 median); with P partitions dealt evenly the
+   run ends when the busiest instance (ceil(P/N) partitions) ends, so at most
+   T1 * P/ceil(P/N) (N*T1 when N divides P, P*T1 when N >= P) ["instances"]; no more than
+   the broker served P parallel bare consumers ["broker"]; no more than the host's cores
+   allow at the CPU per record measured at N=1, gpufilterd + broker ["cpu"]. Predicted =
+   the least of the three; the "limit" column names it.
+
+--setting KEY=VALUE passes a librdkafka consumer property to gpufilterd and to the kcat
+consumers (e.g. queued.min.messages=1000000: librdkafka before 2.4 stops fetching a
+partition for 1 s whenever its consumer queue holds queued.min.messages records).
 """
 import argparse
 import datetime
@@ -72,20 +78,27 @@ def parse_args(argv):
     p.add_argument("--corpus", default=str(REPO.parent / "shared/corpus/loghub"),
                    help="folder of Loghub logs (*_2k.log)")
     p.add_argument("--records", type=int, default=2_000_000, help="records to produce (2000000)")
-    p.add_argument("--bytes", type=int, default=0, help="stop at this many value bytes instead")
+    p.add_argument("--bytes", type=int, default=0, help="produce this many bytes of log lines instead")
     p.add_argument("--partitions", type=int, default=12)
     p.add_argument("--instances", default="1,2,3", help="comma-separated instance counts")
     p.add_argument("--engines", default="cpu", help="comma-separated: cpu, gpu, auto")
     p.add_argument("--compression", default="zstd", help="producer codec: zstd, lz4, gzip, snappy, none")
     p.add_argument("--repeat", type=int, default=3, help="rounds of every (engine, N); the median is shown")
     p.add_argument("--kcat-runs", type=int, default=2, help="runs of each bare-consumer reference (best kept)")
+    p.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                   help="a librdkafka consumer property for gpufilterd and the kcat consumers (repeatable)")
     p.add_argument("--poll", type=float, default=0.2, help="metrics poll interval, s")
     p.add_argument("--timeout", type=float, default=180, help="per gpufilterd run, s")
     p.add_argument("--json", help="write all figures here")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = p.parse_args(argv)
-    a.instances = [int(x) for x in a.instances.split(",") if x]
+    try:
+        a.instances = [int(x) for x in a.instances.split(",") if x]
+    except ValueError:
+        p.error("--instances takes numbers separated by commas")
     a.engines = [x for x in a.engines.split(",") if x]
+    if any("=" not in kv for kv in a.setting):
+        p.error("--setting takes KEY=VALUE")
     if min([a.records, a.partitions, a.repeat, a.kcat_runs] + a.instances) < 1 or not a.instances:
         p.error("--records, --partitions, --instances, --repeat and --kcat-runs must be positive")
     return a
@@ -133,6 +146,13 @@ def cpu_seconds(pid):
         return 0.0
 
 
+def host_busy_seconds():
+    """CPU seconds the whole host spent busy (all cores, /proc/stat: not idle or iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLK_TCK
+
+
 def stage_binaries(args, tmp):
     """Copies gpufilterd and the broker into TMP/bin (the build folder may be rebuilt)."""
     bindir = tmp / "bin"
@@ -177,7 +197,7 @@ def write_partitions(lines, args, tmp):
         for p in range(args.partitions):
             put(p, f"{MARKER} begin key=begin-{p}".encode())
         data_bytes, i = 0, 0
-        while i < args.records and (args.bytes <= 0 or data_bytes < args.bytes):
+        while (data_bytes < args.bytes) if args.bytes > 0 else (i < args.records):
             line = lines[i % len(lines)]
             put((i // BLOCK) % args.partitions, line)
             data_bytes += len(line)
@@ -251,6 +271,8 @@ def time_kcat(args, brokers, broker_pid, parallel):
     """Bare consumers reading the whole topic to /dev/null: one kcat -C of every partition,
     or (PARALLEL) one kcat -C -p per partition at once. Wall seconds and CPU seconds."""
     base = [args.kcat, "-C", "-b", brokers, "-t", TOPIC, "-e", "-q", "-o", "beginning"]
+    for kv in args.setting:
+        base += ["-X", kv]
     cmds = [base + ["-p", str(p)] for p in range(args.partitions)] if parallel else [base]
     b0, r0, t0 = cpu_seconds(broker_pid), os.times(), time.monotonic()
     procs = [spawn(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for cmd in cmds]
@@ -277,12 +299,14 @@ def bare_consumers(args, brokers, broker_pid, records):
 
 # ---------------------------------------------------------------- gpufilterd
 
-def write_config(folder, brokers, group, engine):
+def write_config(folder, brokers, group, engine, extra):
     """A gpufilterd configuration of one kafka source, the example rules and the markers'."""
     alerts = folder / "alerts.jsonl"
+    settings = dict([("session.timeout.ms", "6000"), ("heartbeat.interval.ms", "500")] +
+                    [kv.split("=", 1) for kv in extra])
+    settings = ", ".join(f'{k}: "{v}"' for k, v in settings.items())
     text = f"""sources:
-  - kafka: {{brokers: "{brokers}", topics: {TOPIC}, group_id: "{group}",
-             settings: {{session.timeout.ms: "6000", heartbeat.interval.ms: "500"}}}}
+  - kafka: {{brokers: "{brokers}", topics: {TOPIC}, group_id: "{group}", settings: {{{settings}}}}}
 rules:
   - name: errors
     patterns: ["ERROR", "Failed password"]
@@ -305,9 +329,9 @@ engine: {engine}
 class Instance:
     """One gpufilterd: its process, its log, its metrics port, its alerts read so far."""
 
-    def __init__(self, binary, folder, brokers, group, engine):
+    def __init__(self, binary, folder, brokers, group, engine, settings):
         folder.mkdir()
-        self.config, self.alerts = write_config(folder, brokers, group, engine)
+        self.config, self.alerts = write_config(folder, brokers, group, engine, settings)
         self.log = folder / "stderr.log"
         self.alerts_offset = 0
         self.port = None
@@ -331,9 +355,11 @@ class Instance:
 
     def metrics(self):
         """The kafka counters from /metrics, each summed over its label sets."""
-        url = f"http://127.0.0.1:{self.port}/metrics"
-        with urllib.request.urlopen(url, timeout=2) as r:
-            text = r.read().decode()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+                text = r.read().decode()
+        except OSError as e:
+            raise BenchError(f"GET /metrics of port {self.port}: {e}\n{self.log_tail()}") from e
         wanted = ("gpufilterd_kafka_records_total", "gpufilterd_kafka_bytes_total", "gpufilterd_kafka_partitions",
                   "gpufilterd_kafka_rebalances_total", "gpufilterd_kafka_consumer_lag",
                   "gpufilterd_scan_busy_seconds_total", "gpufilterd_bytes_scanned_total")
@@ -368,7 +394,7 @@ def start_instances(args, staged, brokers, tmp, engine, n):
     group = f"bench-{engine}-{n}-{uuid.uuid4().hex[:8]}"
     runs = tmp / group
     runs.mkdir()
-    instances = [Instance(staged["gpufilterd"], runs / f"i{i}", brokers, group, engine) for i in range(n)]
+    instances = [Instance(staged["gpufilterd"], runs / f"i{i}", brokers, group, engine, args.setting) for i in range(n)]
     deadline = time.monotonic() + 60
     while not all(inst.check_started() for inst in instances):
         if time.monotonic() > deadline:
@@ -380,11 +406,13 @@ def start_instances(args, staged, brokers, tmp, engine, n):
 def poll(instances, broker_pid, markers):
     """One sample: the time, each instance's metrics and CPU, the broker's CPU; new marker
     alerts go into MARKERS (key -> earliest time seen)."""
-    t = time.time()
-    sample = {"t": t, "metrics": [inst.metrics() for inst in instances],
-              "cpu": [cpu_seconds(inst.proc.pid) for inst in instances], "broker_cpu": cpu_seconds(broker_pid)}
     for inst in instances:
         inst.check_started()
+    t = time.time()
+    sample = {"t": t, "metrics": [inst.metrics() for inst in instances],
+              "cpu": [cpu_seconds(inst.proc.pid) for inst in instances], "broker_cpu": cpu_seconds(broker_pid),
+              "host_cpu": host_busy_seconds()}
+    for inst in instances:
         for key, when in inst.new_marker_alerts():
             markers[key] = min(when, markers.get(key, when))
     return sample
@@ -445,6 +473,7 @@ def summarize_run(args, engine, n, group, instances, samples, markers, data):
     gcpu = sum(cpu_at(samples, end, lambda s, i=i: s["cpu"][i]) - cpu_at(samples, begin, lambda s, i=i: s["cpu"][i])
                for i in range(n))
     bcpu = cpu_at(samples, end, lambda s: s["broker_cpu"]) - cpu_at(samples, begin, lambda s: s["broker_cpu"])
+    hcpu = cpu_at(samples, end, lambda s: s["host_cpu"]) - cpu_at(samples, begin, lambda s: s["host_cpu"])
     return {
         "engine": engine, "instances": n, "partitions": args.partitions, "group": group,
         "seconds": wall, "records_per_s": data["records"] / wall, "mb_per_s": data["bytes"] / wall / 1e6,
@@ -454,7 +483,10 @@ def summarize_run(args, engine, n, group, instances, samples, markers, data):
         "records_counted": counted, "records_read_twice": counted - data["records"],
         "bytes_counted": sum(m["gpufilterd_kafka_bytes_total"] for m in final),
         "gpufilterd_cpu_s": gcpu, "broker_cpu_s": bcpu,
-        "gpufilterd_cores": gcpu / wall, "broker_cores": bcpu / wall, "per_instance": per,
+        "gpufilterd_cores": gcpu / wall, "broker_cores": bcpu / wall, "host_busy_cores": hcpu / wall,
+        "other_cores": (hcpu - gcpu - bcpu) / wall, "per_instance": per,
+        "progress": [(round(s["t"] - begin, 3), [m["gpufilterd_kafka_records_total"] for m in s["metrics"]],
+                      [m["gpufilterd_kafka_consumer_lag"] for m in s["metrics"]]) for s in samples],
     }
 
 
@@ -529,15 +561,15 @@ def table_row(r):
             f"{r['vs_one_instance']:.2f}" if pred else "-", f"{r['vs_bare_consumer']:.2f}",
             f"{pred:,.0f}" if pred else "-", f"{r['records_per_s'] / pred:.2f}" if pred else "-",
             r.get("limit", "-"), f"{r['gpufilterd_cores']:.2f}", f"{r['broker_cores']:.2f}",
-            f"{r['records_read_twice']:,.0f}", shares)
+            f"{r['other_cores']:.2f}", f"{r['records_read_twice']:,.0f}", shares)
 
 
 def print_table(rows):
     head = ("engine", "inst", "parts", "records/s", "range", "MB/s", "x1 inst", "x kcat", "predicted", "meas/pred",
-            "limit", "gpufilterd cores", "broker cores", "read twice", "share/partitions/rebalances")
+            "limit", "gpufilterd cores", "broker cores", "other cores", "read twice", "share/partitions/rebalances")
     lines = [head] + [table_row(r) for r in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    left = {0, 1, 2, 10, 14}
+    left = {0, 1, 2, 10, 15}
     print()
     for k, line in enumerate(lines):
         print(" | ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
@@ -549,13 +581,19 @@ def print_report(data, produce_s, refs, rows, runs, cores):
     """References, the table, each run's figures, and how precise they are."""
     print_references(data, produce_s, refs)
     print_table(rows)
-    print("\nruns (records/s from the markers; from the metrics, +-1.2 s on the window; start = spawn to first record):")
+    print("\nruns (records/s from the markers; from the metrics, +-1.2 s on the window; start: spawn to the first "
+          "record matched, mostly the group join):")
     for r in runs:
         metric = f"{r['metrics_records_per_s']:,.0f} over {r['metrics_window_s']:.1f} s" \
             if r["metrics_records_per_s"] else "- (window under one poll)"
         print(f"  {r['engine']} N={r['instances']} round {r['round']}: {r['records_per_s']:,.0f} over "
               f"{r['seconds']:.3f} s; metrics {metric}; start {r['start_to_first_record_s']:.1f} s; "
+              f"cores: gpufilterd {r['gpufilterd_cores']:.2f}, other {r['other_cores']:.2f}; "
               f"exit {r['exit_codes']}")
+    busy = max(r["other_cores"] for r in runs)
+    if busy > 0.25:
+        print(f"\nWARNING: other processes kept up to {busy:.2f} of {cores} cores busy during a run; "
+              "rounds that overlap them are slower (see 'other' per run).")
     print(f"\nrecords/s: records / (first begin marker .. last end marker matched), alert times in ms, so about "
           f"+-10 ms on the window; the median of the rounds (range beside it). Host: {cores} usable cores.\n"
           "predicted = min(T1 * P/ceil(P/N) [instances], P parallel kcat consumers [broker], "

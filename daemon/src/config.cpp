@@ -381,7 +381,7 @@ std::string librdkafka_why(const ConfigError& e) {
 // property now (without connecting), so that --check and a reload see a bad one with the
 // file and line; a setting that looks like a secret belongs in secrets_file.
 void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
-  at.require_map({"kafka"});
+  at.require_map({"kafka", "multiline"});
   const At k = at.child("kafka");
   k.require_map({"brokers", "topics", "group_id", "settings", "secrets_file"});
   s.kind = SourceConfig::Kind::kKafka;
@@ -406,10 +406,36 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
   }
 }
 
+// `multiline: {start, continuation, max_lines, max_bytes, timeout}`: the regexes are
+// compiled now, so that --check names one that does not.
+MultilineConfig parse_multiline(const At& at) {
+  at.require_map({"start", "continuation", "max_lines", "max_bytes", "timeout"});
+  MultilineConfig m;
+  if (at.has("start")) m.start = at.child("start").text();
+  if (at.has("continuation")) m.continuation = at.child("continuation").text();
+  if (m.start.empty() && m.continuation.empty()) at.fail("needs start or continuation (a regex), or both");
+  if (at.has("max_lines")) m.max_lines = at.child("max_lines").number(1, 100'000);
+  if (at.has("max_bytes")) m.max_bytes = at.child("max_bytes").number(1, 64u << 20);
+  if (at.has("timeout")) m.timeout = at.child("timeout").duration();
+  try {
+    (void)Multiline(m);
+  } catch (const regex::RegexError& e) {
+    std::string why;
+    for (const std::string& message : e.messages()) why += (why.empty() ? "" : "; ") + message;
+    at.fail("does not compile: " + why);
+  }
+  return m;
+}
+
 SourceConfig parse_source(const At& at, const std::string& dir) {
   SourceConfig s;
+  if (at.has("multiline")) {
+    if (!at.has("follow") && !at.has("stdin") && !at.has("kafka"))
+      at.child("multiline").fail("joins the lines of follow, stdin and kafka sources only");
+    s.multiline = parse_multiline(at.child("multiline"));
+  }
   if (at.has("follow")) {
-    at.require_map({"follow", "state", "from_start", "poll_interval"});
+    at.require_map({"follow", "state", "from_start", "poll_interval", "multiline"});
     s.kind = SourceConfig::Kind::kFollow;
     for (const std::string& p : at.child("follow").strings()) s.paths.push_back(resolve(dir, p));
     if (s.paths.empty()) at.child("follow").fail("names no file");
@@ -436,7 +462,7 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
       at.child("listen").fail(why);
     }
   } else if (at.has("stdin")) {
-    at.require_map({"stdin"});
+    at.require_map({"stdin", "multiline"});
     s.kind = SourceConfig::Kind::kStdin;
     if (!at.child("stdin").boolean()) at.child("stdin").fail("only \"stdin: true\" means something");
   } else if (at.has("pcap") || at.has("interface")) {

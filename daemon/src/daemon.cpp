@@ -61,7 +61,8 @@ CaptureConfig capture_config(const SourceConfig& s, const DaemonConfig& config) 
   return c;
 }
 
-KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std::shared_ptr<const DeliveryGate> gate) {
+KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std::shared_ptr<const DeliveryGate> gate,
+                         std::uint32_t origin) {
   KafkaConfig k;
   k.brokers = s.kafka.brokers;
   k.topics = s.kafka.topics;
@@ -71,6 +72,7 @@ KafkaConfig kafka_config(const SourceConfig& s, const DaemonConfig& config, std:
   k.max_line_bytes = config.max_line_bytes;
   k.gate = std::move(gate);
   k.record_fields = reads_kafka_fields(config.rules);
+  k.origin = origin;
   return k;
 }
 
@@ -171,7 +173,11 @@ void Daemon::build_alerting() {
         for (auto& out : outputs_.outputs) out->publish(alert);
       },
       &metrics_);
-  consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_);
+  // Each source's joining of lines into records, by its index (BatchEntry::origin - 1).
+  std::vector<std::shared_ptr<const Multiline>> multiline;
+  for (const SourceConfig& s : config_.sources)
+    multiline.push_back(s.multiline ? std::make_shared<const Multiline>(*s.multiline) : nullptr);
+  consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_, std::move(multiline));
   restore_alert_state();
 }
 
@@ -226,26 +232,33 @@ void Daemon::build_sources() {
   ListenConfig listening;
   listening.max_line_bytes = config_.max_line_bytes;
   listening.max_connections = config_.max_connections;
-  bool use_stdin = false;
-  for (const SourceConfig& s : config_.sources) {
+  std::uint32_t stdin_origin = 0;  // standard input is read once, however many stdin sources
+  for (std::size_t i = 0; i < config_.sources.size(); ++i) {
+    const SourceConfig& s = config_.sources[i];
+    const auto origin = static_cast<std::uint32_t>(i + 1);  // BatchEntry::origin: RuleConsumer's multiline
     switch (s.kind) {
-      case SourceConfig::Kind::kFollow:
-        session_->add_follower(follow_config(s, config_.max_line_bytes), *notices_);
+      case SourceConfig::Kind::kFollow: {
+        FollowConfig f = follow_config(s, config_.max_line_bytes);
+        f.origin = origin;
+        session_->add_follower(std::move(f), *notices_);
         break;
+      }
       case SourceConfig::Kind::kListen: listening.urls.push_back(parse_listen_url(s.url)); break;
-      case SourceConfig::Kind::kStdin: use_stdin = true; break;
+      case SourceConfig::Kind::kStdin:
+        if (stdin_origin == 0 || s.multiline) stdin_origin = origin;
+        break;
       case SourceConfig::Kind::kPcap:
       case SourceConfig::Kind::kInterface:
         session_->add_capture(capture_config(s, config_), *notices_);
         break;
       case SourceConfig::Kind::kKafka:
         if (!gate_) gate_ = std::make_shared<OutputsGate>(outputs_.outputs);
-        session_->add_kafka(kafka_config(s, config_, gate_), *notices_);
+        session_->add_kafka(kafka_config(s, config_, gate_, origin), *notices_);
         break;
     }
   }
   if (!listening.urls.empty()) session_->add_listener(std::move(listening), *notices_);
-  if (use_stdin) session_->add_stdin(config_.max_line_bytes);
+  if (stdin_origin != 0) session_->add_stdin(config_.max_line_bytes, STDIN_FILENO, stdin_origin);
   session_->start([this](const std::string& url) { log_.info("listening", {{"url", url}}); });
   loop_ = std::make_unique<StreamScan>(engine_->engine->scanner(), *consumer_, session_->channel());
 }

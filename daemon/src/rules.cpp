@@ -383,7 +383,8 @@ std::uint64_t RuleEngine::suppressed(const std::string& rule) const {
 
 // ---- RuleConsumer ----------------------------------------------------------------------
 
-RuleConsumer::RuleConsumer(RuleEngine& engine, Metrics* metrics) : engine_(engine), metrics_(metrics) {}
+RuleConsumer::RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<std::shared_ptr<const Multiline>> multiline)
+    : engine_(engine), metrics_(metrics), multiline_(std::move(multiline)) {}
 
 std::string RuleConsumer::source_label(const std::string& name) {
   for (const char* scheme : {"tcp", "udp", "unix"}) {
@@ -400,12 +401,35 @@ std::string RuleConsumer::source_label(const std::string& name) {
 }
 
 void RuleConsumer::open(const BatchEntry& entry) {
-  inputs_[entry.stream] = Input{entry.name, source_label(entry.name)};
-  if (entry.continues != kNoStream) inputs_.erase(entry.continues);
+  Input input{entry.name, source_label(entry.name), nullptr};
+  if (entry.origin > 0 && entry.origin <= multiline_.size() && multiline_[entry.origin - 1])
+    input.joiner = std::make_unique<Joiner>(multiline_[entry.origin - 1]);
+  // A rotated file's next stream goes on with the record being joined.
+  if (entry.continues != kNoStream) {
+    const auto it = inputs_.find(entry.continues);
+    if (it != inputs_.end() && it->second.joiner && input.joiner) input.joiner = std::move(it->second.joiner);
+    inputs_.erase(entry.continues);
+  }
+  inputs_[entry.stream] = std::move(input);
 }
 
 void RuleConsumer::close(const BatchEntry& entry) {
-  if (entry.ends_input) inputs_.erase(entry.stream);
+  if (!entry.ends_input) return;
+  const auto it = inputs_.find(entry.stream);
+  if (it == inputs_.end()) return;
+  if (it->second.joiner) it->second.joiner->flush([&](const Joiner::Record& r) { record(it->second, r); });
+  inputs_.erase(it);
+}
+
+// A joined record to the rules, as one line that holds '\n's.
+void RuleConsumer::record(const Input& input, const Joiner::Record& r) {
+  LineMatch match{};
+  match.source = input.name;
+  match.line = r.text;
+  match.offset = r.offset;
+  match.occurrences = r.occurrences;
+  match.fields = r.fields;
+  static_cast<Sink&>(engine_).matched(match);
 }
 
 void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<const Occurrence> occurrences) {
@@ -419,12 +443,18 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   match.fields = entry.fields.get();
   Sink& rules = engine_;
   std::uint64_t lines = 0;
+  const RuleEngine::Clock::time_point now = RuleEngine::Clock::now();
   while (cutter.next(line)) {
+    ++lines;
+    if (input.joiner) {
+      input.joiner->line(line.text, line.occurrences, line.offset, entry.fields, now,
+                         [&](const Joiner::Record& r) { record(input, r); });
+      continue;
+    }
     match.line = line.text;
     match.offset = line.offset;
     match.occurrences = line.occurrences;
     rules.matched(match);
-    ++lines;
   }
   auto& c = counts_[input.label];
   c.first += lines;
@@ -435,6 +465,9 @@ void RuleConsumer::tick() {
   const RuleEngine::Clock::time_point now = RuleEngine::Clock::now();
   if (now - last_tick_ < std::chrono::milliseconds(50)) return;
   last_tick_ = now;
+  for (auto& [stream, input] : inputs_)
+    if (input.joiner && input.joiner->due(now))
+      input.joiner->flush([&, &in = input](const Joiner::Record& r) { record(in, r); });
   engine_.tick(now);
   if (metrics_ == nullptr) return;
   for (auto& [label, c] : counts_) {

@@ -543,7 +543,7 @@ void Follower::Impl::follow(Input& in, Opened file, std::uint64_t start) {
   in.vanished = false;
   in.last_notice.clear();
   in.segments.push_back(std::move(s));
-  channel.open(in.segments.back().id, in.path, in.continues);
+  channel.open(in.segments.back().id, in.path, in.continues, config.origin);
   in.continues = kNoStream;
   // Before the first read: a write after that read must wake us.
   watch_file(in);
@@ -754,7 +754,7 @@ void Follower::Impl::guarded(Input& in, void (Impl::*step)(Input&)) noexcept {
         end_segment(in, /*ends_input=*/true);
       } else if (in.continues != kNoStream) {
         const StreamId id = channel.new_stream_id();  // see finish_for_stop()
-        channel.open(id, in.path, in.continues);
+        channel.open(id, in.path, in.continues, config.origin);
         channel.close(id, /*ends_input=*/true);
         in.continues = kNoStream;
       }
@@ -815,7 +815,7 @@ void Follower::Impl::finish_for_stop(Input& in) {
     // The file vanished and nothing took its place: its stream closed with the input
     // going on. An empty stream continuing it ends the input.
     const StreamId id = channel.new_stream_id();
-    channel.open(id, in.path, in.continues);
+    channel.open(id, in.path, in.continues, config.origin);
     channel.close(id, /*ends_input=*/true);
     in.continues = kNoStream;
   }

@@ -237,7 +237,8 @@ void KafkaSource::Impl::assign(std::vector<RdKafka::TopicPartition*>& list) {
     Partition& p = partitions[{tp->topic(), tp->partition()}];
     if (p.stream != kNoStream) continue;
     p.stream = self.channel_.new_stream_id();
-    self.channel_.open(p.stream, "kafka:" + tp->topic() + "/" + std::to_string(tp->partition()));
+    self.channel_.open(p.stream, "kafka:" + tp->topic() + "/" + std::to_string(tp->partition()), kNoStream,
+                       self.config_.origin);
   }
 }
 

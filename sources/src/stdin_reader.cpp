@@ -15,13 +15,13 @@ constexpr std::size_t kReadBytes = 64u << 10;  // room for one read
 }  // namespace
 
 StdinReader::StdinReader(asio::io_context& io, RecordChannel& channel, std::size_t max_line_bytes, int fd,
-                         std::string name)
-    : channel_(channel), stream_(io), framer_(max_line_bytes), fd_(fd), name_(std::move(name)) {}
+                         std::string name, std::uint32_t origin)
+    : channel_(channel), stream_(io), framer_(max_line_bytes), fd_(fd), name_(std::move(name)), origin_(origin) {}
 
 void StdinReader::start() {
   id_ = channel_.new_stream_id();
   stream_.assign(::dup(fd_));
-  channel_.open(id_, name_);
+  channel_.open(id_, name_, kNoStream, origin_);
   open_ = true;
   read();
 }

@@ -27,8 +27,8 @@ void StreamSession::add_listener(ListenConfig config, Notices& notices) {
   listener_ = std::make_unique<Listener>(io_, channel_, std::move(config), notices);
 }
 
-void StreamSession::add_stdin(std::size_t max_line_bytes, int fd) {
-  stdin_ = std::make_unique<StdinReader>(io_, channel_, max_line_bytes, fd);
+void StreamSession::add_stdin(std::size_t max_line_bytes, int fd, std::uint32_t origin) {
+  stdin_ = std::make_unique<StdinReader>(io_, channel_, max_line_bytes, fd, "stdin", origin);
 }
 
 void StreamSession::add_capture(CaptureConfig config, Notices& notices) {

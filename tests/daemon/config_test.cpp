@@ -576,6 +576,20 @@ TEST_F(Config, TlsBlocksAreCheckedWithTheirFiles) {
 
 // A kafka source: what librdkafka refuses is named with the file and line; secrets belong
 // in secrets_file (private), never in settings, and are never quoted.
+TEST_F(Config, MultilineIsForFollowStdinAndKafkaWithRegexesThatCompile) {
+  const std::string tail = "rules: [{name: a, patterns: [x]}]\n";
+  EXPECT_EQ(error_of("sources:\n  - stdin: true\n    multiline: {start: '^\\S', max_lines: 50, timeout: 2s}\n" + tail), "");
+  std::string e = error_of("sources:\n  - listen: tcp://127.0.0.1:0\n    multiline: {start: '^x'}\n" + tail);
+  EXPECT_NE(e.find("c.yaml:3: sources[0].multiline: joins the lines of follow, stdin and kafka sources only"),
+            std::string::npos) << e;
+  e = error_of("sources:\n  - stdin: true\n    multiline: {start: '(unclosed'}\n" + tail);
+  EXPECT_NE(e.find("sources[0].multiline: does not compile: "), std::string::npos) << e;
+  e = error_of("sources:\n  - stdin: true\n    multiline: {max_lines: 5}\n" + tail);
+  EXPECT_NE(e.find("needs start or continuation"), std::string::npos) << e;
+  e = error_of("sources:\n  - stdin: true\n    multiline: {start: x, max_lines: 0}\n" + tail);
+  EXPECT_NE(e.find("out of range"), std::string::npos) << e;
+}
+
 // {{kafka.key}} and the other record fields need no regex; a misspelt one is refused.
 TEST_F(Config, RulesMayReadKafkaRecordFields) {
   const std::string head = "sources: [{stdin: true}]\nrules:\n";

@@ -711,6 +711,88 @@ reload_endpoint: true
   EXPECT_EQ(daemon.wait_exit(30s), 0);
 }
 
+// A log of Java stack traces among ordinary lines: `trace` is 1 + frames lines, a
+// "Caused by:" in the middle of the long ones; every third trace is the pool's.
+std::string stack_trace_log(int traces, int& pool_traces, std::vector<int>& pool_lines) {
+  std::string log;
+  for (int i = 0; i < traces; ++i) {
+    log += "2026-11-28 10:00:" + std::to_string(i % 60) + " INFO request " + std::to_string(i) + " ok\n";
+    const bool pool = i % 3 == 0;
+    const int frames = 1 + (i * 7) % 30;
+    log += "2026-11-28 10:00:" + std::to_string(i % 60) + " ERROR request " + std::to_string(i) + " failed\n";
+    log += pool ? "java.lang.IllegalStateException: pool exhausted\n" : "java.io.IOException: broken pipe\n";
+    for (int f = 0; f < frames; ++f) {
+      if (f == 10) log += "Caused by: java.net.SocketTimeoutException: connect timed out\n";
+      log += "\tat com.acme.Frame" + std::to_string(f) + ".call(Frame.java:" + std::to_string(f + 1) + ")\n";
+    }
+    if (pool) {
+      ++pool_traces;
+      pool_lines.push_back(2 + frames + (frames > 10 ? 1 : 0));
+    }
+  }
+  return log;
+}
+
+std::string multiline_config(const std::string& source) {
+  return "sources:\n" + source +
+         "    multiline: {start: '^\\d{4}-\\d\\d-\\d\\d ', timeout: 300ms}\n"
+         "rules:\n"
+         "  - name: pool-exhausted\n"
+         "    regex: 'IllegalStateException: pool exhausted\\n\\tat (?P<frame>[\\w.]+)'\n"
+         "    labels: {first_frame: \"{{frame}}\"}\n"
+         "    cooldown: 0s\n"
+         "outputs:\n  - {type: jsonl, path: \"-\"}\n"
+         "server: 127.0.0.1:0\n";
+}
+
+// multiline: joins each stack trace into one record: the rule fires once per trace, its
+// alert holding the whole trace, from standard input and from a followed file whose last
+// trace only the timeout ends.
+TEST_F(Gpufilterd, AStackTraceRuleFiresOncePerTrace) {
+  int pool_traces = 0;
+  std::vector<int> pool_lines;
+  const std::string log = stack_trace_log(300, pool_traces, pool_lines);
+  write_text(dir_ + "/stdin.yaml", multiline_config("  - stdin: true\n"));
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/stdin.yaml"}, log);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<int> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    const json a = json::parse(line);
+    const std::string text = a.at("line").get<std::string>();
+    lines.push_back(static_cast<int>(std::count(text.begin(), text.end(), '\n')) + 1);
+    EXPECT_EQ(a.at("labels").at("first_frame"), "com.acme.Frame0.call");
+  }
+  EXPECT_EQ(static_cast<int>(lines.size()), pool_traces);
+  EXPECT_EQ(lines, pool_lines);
+
+  // A followed file: the last trace has no line after it; the timeout hands it on.
+  write_text(dir_ + "/app.log", "");
+  write_text(dir_ + "/follow.yaml", multiline_config("  - follow: " + dir_ + "/app.log\n"));
+  const SpawnedProcess child = spawn_process({gpufilterd_binary(), "--config", dir_ + "/follow.yaml"});
+  ::close(child.in);
+  std::this_thread::sleep_for(1s);  // it follows from the end: start before writing
+  int expected = 0;
+  std::vector<int> expected_lines;
+  append_text(dir_ + "/app.log", stack_trace_log(4, expected, expected_lines));  // 0 and 3 are the pool's
+  std::string out;
+  char buffer[65536];
+  const auto deadline = Clock::now() + 30s;
+  while (std::count(out.begin(), out.end(), '\n') < expected && Clock::now() < deadline) {
+    pollfd p{child.out, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      const ssize_t n = ::read(child.out, buffer, sizeof buffer);
+      if (n > 0) out.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+  ::kill(child.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.out);
+  ::close(child.err);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), expected) << out;
+}
+
 // A restart resumes from the state file: lines written while the daemon was down are
 // read, and none is alerted twice.
 TEST_F(Gpufilterd, RestartResumesFromState) {

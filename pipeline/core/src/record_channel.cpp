@@ -29,12 +29,13 @@ RecordBatch* RecordChannel::current_locked() {
   return current_;
 }
 
-void RecordChannel::open(StreamId stream, std::string name, StreamId continues) {
+void RecordChannel::open(StreamId stream, std::string name, StreamId continues, std::uint32_t origin) {
   BatchEntry e;
   e.kind = BatchEntry::Kind::kOpen;
   e.stream = stream;
   e.name = std::move(name);
   e.continues = continues;
+  e.origin = origin;
   std::lock_guard lock(mutex_);
   if (RecordBatch* b = current_locked()) b->entries.push_back(std::move(e));
   else pending_.push_back(std::move(e));

@@ -18,6 +18,7 @@
 #include "gpufilter/regex/syntax.hpp"
 
 #include "gpufilter/daemon/log.hpp"
+#include "gpufilter/daemon/multiline.hpp"
 #include "gpufilter/daemon/outputs.hpp"
 
 namespace gpufilter::daemon {
@@ -48,6 +49,8 @@ struct SourceConfig {
   std::string bpf;                 // pcap, interface: a BPF filter ("" none)
   bool stream = false;             // pcap, interface: per TCP flow direction, not per packet
   KafkaClientConfig kafka;         // kafka
+  // follow, stdin, kafka: lines joined into records (multiline.hpp); none when unset.
+  std::optional<MultilineConfig> multiline;
   bool operator==(const SourceConfig&) const = default;
 };
 

@@ -46,6 +46,7 @@
 #include "gpufilter/daemon/alert.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/metrics.hpp"
+#include "gpufilter/daemon/multiline.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/regex/capture_regex.hpp"
@@ -196,7 +197,9 @@ class RuleEngine final : public Sink {
 // the RuleEngine; per-source line and byte counts to the metrics.
 class RuleConsumer final : public StreamConsumer {
  public:
-  RuleConsumer(RuleEngine& engine, Metrics* metrics);
+  // `multiline`: by BatchEntry::origin - 1, the joining of each source's inputs (null:
+  // none, every line is a record).
+  RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<std::shared_ptr<const Multiline>> multiline = {});
 
   // The scanner it is fed by must locate occurrences, whatever the rules: a line is
   // found by where its occurrences are, and rules confirm case and -w at them. (The
@@ -218,9 +221,12 @@ class RuleConsumer final : public StreamConsumer {
   struct Input {
     std::string name;
     std::string label;
+    std::unique_ptr<Joiner> joiner;  // a multiline source's
   };
+  void record(const Input& input, const Joiner::Record& r);
   RuleEngine& engine_;
   Metrics* metrics_;
+  std::vector<std::shared_ptr<const Multiline>> multiline_;
   std::unordered_map<StreamId, Input> inputs_;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts_;  // label -> lines, bytes (unreported)
   std::vector<Occurrence> scratch_;

@@ -37,6 +37,7 @@ struct FollowConfig {
   std::size_t max_line_bytes = 1u << 20;
   std::size_t read_bytes = 1u << 20;              // one read() of a file
   std::chrono::milliseconds state_interval{100};  // how often the state file is rewritten
+  std::uint32_t origin = 0;  // BatchEntry::origin of its streams
 };
 
 class Follower {

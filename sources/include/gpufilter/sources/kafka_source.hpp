@@ -80,6 +80,7 @@ struct KafkaConfig {
   // kafka.partition, kafka.offset, kafka.key (when it has one) and kafka.header.NAME per
   // header (the first kMaxHeaders; a key or header value cut to kMaxFieldBytes).
   bool record_fields = false;
+  std::uint32_t origin = 0;  // BatchEntry::origin of its streams
 };
 
 // Builds (never connects) a consumer configuration as the source would: throws

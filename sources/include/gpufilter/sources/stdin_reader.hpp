@@ -26,7 +26,7 @@ class StdinReader {
  public:
   // Reads a duplicate of `fd` as the stream named `name`.
   StdinReader(boost::asio::io_context& io, RecordChannel& channel, std::size_t max_line_bytes, int fd = STDIN_FILENO,
-              std::string name = "stdin");
+              std::string name = "stdin", std::uint32_t origin = 0);
   StdinReader(const StdinReader&) = delete;
   StdinReader& operator=(const StdinReader&) = delete;
 
@@ -55,6 +55,7 @@ class StdinReader {
   LineFramer framer_;
   int fd_;
   std::string name_;
+  std::uint32_t origin_ = 0;
   StreamId id_ = kNoStream;
   bool open_ = false;
   bool parked_ = false;    // lines wait for room: resumed by on_space()

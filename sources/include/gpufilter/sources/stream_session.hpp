@@ -73,7 +73,8 @@ class StreamSession {
   // Build, before start(). Each throws what its reader's constructor throws.
   void add_follower(FollowConfig config, Notices& notices);
   void add_listener(ListenConfig config, Notices& notices);  // at most one
-  void add_stdin(std::size_t max_line_bytes, int fd = STDIN_FILENO);  // a duplicate of `fd` is read
+  // A duplicate of `fd` is read; `origin`: BatchEntry::origin of its stream.
+  void add_stdin(std::size_t max_line_bytes, int fd = STDIN_FILENO, std::uint32_t origin = 0);
   void add_capture(CaptureConfig config, Notices& notices);  // opens the capture file or interface
   void add_kafka(KafkaConfig config, Notices& notices);      // makes the consumer (no connection yet)
 

@@ -50,6 +50,9 @@ struct BatchEntry {
   // stream whose input this one carries on (a followed file after rotation), or kNoStream.
   std::string name;
   StreamId continues = kNoStream;
+  // kOpen: which configured source the input comes from (gpufilterd: its index + 1, for
+  // what a source asks of its records, such as multiline:); 0 when none says.
+  std::uint32_t origin = 0;
   // kClose: false when the input goes on in a later stream (see `continues`).
   bool ends_input = true;
   // kLines: the fields of the record these lines are (null: none); lines of different
@@ -78,7 +81,7 @@ class RecordChannel {
   StreamId new_stream_id() noexcept { return next_id_.fetch_add(1) + 1; }
 
   // ---- Producer side (reader threads). Never blocks, never throws but bad_alloc.
-  void open(StreamId stream, std::string name, StreamId continues = kNoStream);
+  void open(StreamId stream, std::string name, StreamId continues = kNoStream, std::uint32_t origin = 0);
   void close(StreamId stream, bool ends_input = true);
   // Appends whole lines of one stream (`lines` must end in '\n'; each line shorter than
   // batch_bytes). Returns the bytes taken, always a whole number of lines; fewer than
