@@ -42,6 +42,7 @@ partition for 1 s whenever its consumer queue holds queued.min.messages records)
 """
 import argparse
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -601,7 +602,7 @@ def print_report(data, produce_s, refs, rows, runs, cores):
           "Cores: CPU seconds / window.")
 
 
-def machine_info(gpufilterd):
+def machine_info(gpufilterd, source):
     model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                   if ln.startswith("model name")), platform.processor())
     commit = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True,
@@ -609,7 +610,11 @@ def machine_info(gpufilterd):
     version = subprocess.run([gpufilterd, "--version"], capture_output=True, text=True).stdout.strip()
     return {"nproc": os.cpu_count(), "cpus_usable": len(os.sched_getaffinity(0)), "cpu_model": model,
             "kernel": platform.release(), "python": platform.python_version(), "commit": commit,
-            "gpufilterd": version, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            "gpufilterd": version, "gpufilterd_path": source,
+            "gpufilterd_sha256": hashlib.sha256(Path(gpufilterd).read_bytes()).hexdigest(),
+            "gpufilterd_mtime": datetime.datetime.fromtimestamp(Path(gpufilterd).stat().st_mtime,
+                                                                datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_average": os.getloadavg(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 def prepare_topic(args, staged, tmp):
@@ -655,7 +660,7 @@ def main(argv):
         add_model(rows, refs, args.partitions, cores)
         print_report(data, produce_s, refs, rows, runs, cores)
         if args.json:
-            summary = {"machine": machine_info(staged["gpufilterd"]), "args": vars(args), "topic": data,
+            summary = {"machine": machine_info(staged["gpufilterd"], args.gpufilterd), "args": vars(args), "topic": data,
                        "produce_s": produce_s, "producer_records_per_s": data["records"] / produce_s,
                        "bare_consumers": refs, "summary": rows, "runs": runs}
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")

@@ -41,6 +41,7 @@ std::string definition(const RuleConfig& r) {
       r.threshold.capture);
   add(std::to_string(r.cooldown.count()) + "/" + std::to_string(r.resolve_after.count()));
   if (r.event_time) add(r.event_time->capture + "/" + r.event_time->format);
+  if (!r.field.empty()) add("f" + r.field);  // only when set: older state files stay valid
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
   return hex;

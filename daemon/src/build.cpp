@@ -159,6 +159,8 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_source_tcp_flows_total", T::kCounter, "TCP flows seen by the captures with stream: true.");
   m.describe("gpufilterd_source_tcp_gaps_total", T::kCounter,
              "Gaps (bytes never captured) skipped in TCP flows of the captures with stream: true.");
+  m.describe("gpufilterd_source_json_invalid_total", T::kCounter,
+             "Records of format: json sources that were not a JSON object (or too long): matched as text.");
   m.describe("gpufilterd_kafka_records_total", T::kCounter, "Records read from the kafka sources.");
   m.describe("gpufilterd_kafka_bytes_total", T::kCounter, "Bytes of the records' values read from the kafka sources.");
   m.describe("gpufilterd_kafka_rebalances_total", T::kCounter, "Partition assignments and revocations.");

@@ -381,7 +381,7 @@ std::string librdkafka_why(const ConfigError& e) {
 // property now (without connecting), so that --check and a reload see a bad one with the
 // file and line; a setting that looks like a secret belongs in secrets_file.
 void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
-  at.require_map({"kafka", "multiline"});
+  at.require_map({"kafka", "multiline", "format", "json_max_bytes"});
   const At k = at.child("kafka");
   k.require_map({"brokers", "topics", "group_id", "settings", "secrets_file"});
   s.kind = SourceConfig::Kind::kKafka;
@@ -427,6 +427,21 @@ MultilineConfig parse_multiline(const At& at) {
   return m;
 }
 
+// `format: json` (and `json_max_bytes`), for follow, stdin and kafka sources.
+void parse_format(const At& at, SourceConfig& s) {
+  if (at.has("format")) {
+    if (!at.has("follow") && !at.has("stdin") && !at.has("kafka"))
+      at.child("format").fail("is for follow, stdin and kafka sources only");
+    const std::string f = at.child("format").text();
+    if (f == "json") s.json = true;
+    else if (f != "text") at.child("format").fail("\"" + f + "\" is not json or text");
+  }
+  if (at.has("json_max_bytes")) {
+    if (!s.json) at.child("json_max_bytes").fail("applies to format: json");
+    s.json_max_bytes = at.child("json_max_bytes").number(1, 64u << 20);
+  }
+}
+
 SourceConfig parse_source(const At& at, const std::string& dir) {
   SourceConfig s;
   if (at.has("multiline")) {
@@ -434,8 +449,9 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
       at.child("multiline").fail("joins the lines of follow, stdin and kafka sources only");
     s.multiline = parse_multiline(at.child("multiline"));
   }
+  parse_format(at, s);
   if (at.has("follow")) {
-    at.require_map({"follow", "state", "from_start", "poll_interval", "multiline"});
+    at.require_map({"follow", "state", "from_start", "poll_interval", "multiline", "format", "json_max_bytes"});
     s.kind = SourceConfig::Kind::kFollow;
     for (const std::string& p : at.child("follow").strings()) s.paths.push_back(resolve(dir, p));
     if (s.paths.empty()) at.child("follow").fail("names no file");
@@ -462,7 +478,7 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
       at.child("listen").fail(why);
     }
   } else if (at.has("stdin")) {
-    at.require_map({"stdin", "multiline"});
+    at.require_map({"stdin", "multiline", "format", "json_max_bytes"});
     s.kind = SourceConfig::Kind::kStdin;
     if (!at.child("stdin").boolean()) at.child("stdin").fail("only \"stdin: true\" means something");
   } else if (at.has("pcap") || at.has("interface")) {
@@ -565,8 +581,10 @@ void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
   for (const auto* m : {&r.labels, &r.annotations})
     for (const auto& [key, value] : *m)
       for (const std::string& n : template_names(value)) used.push_back(n);
-  // "kafka.key" and the like are a Kafka record's fields, not groups of a regex.
+  // "kafka.key" and the like are a Kafka record's fields, "json.NAME" a JSON record's:
+  // not groups of a regex.
   std::erase_if(used, [&](const std::string& n) {
+    if (n.starts_with("json.") && n.size() > 5) return true;
     if (!n.starts_with("kafka.")) return false;
     if (!is_kafka_field(n))
       at.fail("\"" + n + "\" is no Kafka record field (kafka.topic, kafka.partition, kafka.offset, kafka.key, "
@@ -596,7 +614,7 @@ void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
 
 RuleConfig parse_rule(const At& at, const std::string& dir) {
   at.require_map({"name", "patterns", "patterns_file", "regex", "regex_file", "syntax", "time", "ignore_case", "word",
-                  "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after"});
+                  "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after", "field"});
   RuleConfig r;
   r.where = at.file + ":" + std::to_string(at.node.Mark().line + 1);
   if (!at.has("name")) at.fail("a rule needs a name");
@@ -619,6 +637,10 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
   if (at.has("ignore_case")) r.ignore_case = at.child("ignore_case").boolean();
   if (at.has("word")) r.word = at.child("word").boolean();
   if (at.has("invert")) r.invert = at.child("invert").boolean();
+  if (at.has("field")) {
+    r.field = at.child("field").text();
+    if (r.field.empty()) at.child("field").fail("names no field");
+  }
   if (at.has("threshold")) r.threshold = parse_threshold(at.child("threshold"));
   if (at.has("severity")) r.severity = at.child("severity").text();
   if (at.has("labels")) r.labels = at.child("labels").string_map();
@@ -749,7 +771,8 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
   return name == o.name && patterns == o.patterns && regexes == o.regexes && syntax == o.syntax &&
          event_time == o.event_time && ignore_case == o.ignore_case && word == o.word &&
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
-         annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after;
+         annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after &&
+         field == o.field;
 }
 
 bool reads_kafka_fields(const std::vector<RuleConfig>& rules) {

@@ -173,11 +173,12 @@ void Daemon::build_alerting() {
         for (auto& out : outputs_.outputs) out->publish(alert);
       },
       &metrics_);
-  // Each source's joining of lines into records, by its index (BatchEntry::origin - 1).
-  std::vector<std::shared_ptr<const Multiline>> multiline;
+  // What each source asks of its records, by its index (BatchEntry::origin - 1).
+  std::vector<RecordShape> shapes;
   for (const SourceConfig& s : config_.sources)
-    multiline.push_back(s.multiline ? std::make_shared<const Multiline>(*s.multiline) : nullptr);
-  consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_, std::move(multiline));
+    shapes.push_back(RecordShape{s.multiline ? std::make_shared<const Multiline>(*s.multiline) : nullptr, s.json,
+                                 s.json_max_bytes});
+  consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_, std::move(shapes));
   restore_alert_state();
 }
 

@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "gpufilter/grep/line_occurrences.hpp"
+#include <nlohmann/json.hpp>
+
 #include "gpufilter/grep/word.hpp"
 #include "gpufilter/regex/factors.hpp"
 
@@ -76,13 +78,19 @@ std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
 RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
   for (std::uint32_t r = 0; r < rules_.size(); ++r) {
     const RuleConfig& rule = rules_[r];
+    if (!rule.field.empty()) {
+      // Matched against a field's value on the host (matches()), never in the scan.
+      field_rules_.push_back(r);
+      if (!rule.regexes.empty()) add_regex_rule(r, false);
+      continue;
+    }
     any_ignore_case_ = any_ignore_case_ || rule.ignore_case;
     if (rule.invert) invert_.push_back(r);
     for (std::uint32_t p = 0; p < rule.patterns.size(); ++p) {
       patterns_.add(rule.patterns[p]);
       given_.push_back(Ref{r, p});
     }
-    if (!rule.regexes.empty()) add_regex_rule(r);
+    if (!rule.regexes.empty()) add_regex_rule(r, true);
   }
   // Every rule a regex without a factor: the engines still need a set to scan.
   if (patterns_.empty()) {
@@ -93,7 +101,7 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
 
 // Its regexes compiled as load_config() checked them, and their required factors added to
 // the one pattern set, so that the scan finds the lines worth asking.
-void RuleSet::add_regex_rule(std::uint32_t r) {
+void RuleSet::add_regex_rule(std::uint32_t r, bool scanned) {
   const RuleConfig& rule = rules_[r];
   auto compiled = std::make_unique<RegexRule>();
   regex::FactorOptions options;
@@ -103,11 +111,14 @@ void RuleSet::add_regex_rule(std::uint32_t r) {
   for (const std::string& p : rule.regexes) {
     const std::string text = rule.syntax == regex::Syntax::kPerl ? regex::with_host_tags(p) : p;
     compiled->regexes.push_back(std::make_unique<regex::CaptureRegex>(text, rule.syntax, rule.ignore_case, rule.word));
+    if (!scanned) continue;
     const auto found = regex::required_factors(text, rule.syntax, options);
     if (!found) every_line = true;
     else factors.insert(factors.end(), found->begin(), found->end());
   }
-  if (every_line) {
+  if (!scanned) {
+    // A field rule: compiled only.
+  } else if (every_line) {
     unfiltered_.push_back(r);
   } else {
     std::sort(factors.begin(), factors.end());
@@ -137,6 +148,25 @@ std::map<std::string, std::string> RuleSet::captures(std::uint32_t rule, std::st
     break;
   }
   return out;
+}
+
+bool RuleSet::matches(std::uint32_t r, std::string_view text) const {
+  const RuleConfig& rule = rules_[r];
+  bool any = !rule.regexes.empty() && regex_matches(r, text);
+  const auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  for (std::size_t p = 0; p < rule.patterns.size() && !any; ++p) {
+    const std::string& needle = rule.patterns[p];
+    const auto equal = [&](char a, char b) { return rule.ignore_case ? fold(a) == fold(b) : a == b; };
+    for (auto at = std::search(text.begin(), text.end(), needle.begin(), needle.end(), equal); at != text.end();
+         at = std::search(at + 1, text.end(), needle.begin(), needle.end(), equal)) {
+      const std::size_t begin = static_cast<std::size_t>(at - text.begin());
+      if (!rule.word || is_whole_word(text, begin, begin + needle.size())) {
+        any = true;
+        break;
+      }
+    }
+  }
+  return any != rule.invert;
 }
 
 void RuleSet::bind(const PatternTable& table) {
@@ -247,19 +277,38 @@ Alert RuleEngine::make_alert(const RuleConfig& rule, const std::string& group, c
 
 void RuleEngine::line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
                       Clock::time_point now, const RecordFields* fields) {
-  if (occurrences.empty() && !rules_->asks_every_line()) return;
-  rules_->matching_rules(text, occurrences, scratch_);
-  for (const std::uint32_t r : scratch_) matched(r, source, text, now, fields);
+  if (!occurrences.empty() || rules_->asks_every_line()) {
+    rules_->matching_rules(text, occurrences, scratch_);
+    for (const std::uint32_t r : scratch_) matched(r, source, text, now, fields, text);
+  }
+  if (fields != nullptr && !rules_->field_rules().empty()) field_rules(source, text, now, *fields);
 }
 
+// The rules of a JSON field: each looks at its field's value ("json." + field), if the
+// record has that field, on the host.
+void RuleEngine::field_rules(std::string_view source, std::string_view text, Clock::time_point now,
+                             const RecordFields& fields) {
+  for (const std::uint32_t r : rules_->field_rules()) {
+    const std::string& field = rules_->rules()[r].field;
+    for (const auto& [name, value] : fields.values) {
+      if (name.size() != field.size() + 5 || !name.starts_with("json.") || name.compare(5, field.size(), field) != 0)
+        continue;
+      if (rules_->matches(r, value)) matched(r, source, text, now, &fields, value);
+      break;
+    }
+  }
+}
+
+// `matched_text`: what the rule matched (the line, or a JSON field's value): where its
+// regex's groups are read.
 void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
-                         const RecordFields* fields) {
+                         const RecordFields* fields, std::string_view matched_text) {
   const RuleConfig& rule = rules_->rules()[r];
   RuleState& state = state_[rule.name];
   ++state.matches;
   changed_ = true;
   std::map<std::string, std::string> captures;
-  if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, text);
+  if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, matched_text);
   if (fields != nullptr)
     for (const auto& [name, value] : fields->values) captures.emplace(name, value);
   std::optional<std::string> field = group_of(rule, source, text, captures);
@@ -383,8 +432,37 @@ std::uint64_t RuleEngine::suppressed(const std::string& rule) const {
 
 // ---- RuleConsumer ----------------------------------------------------------------------
 
-RuleConsumer::RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<std::shared_ptr<const Multiline>> multiline)
-    : engine_(engine), metrics_(metrics), multiline_(std::move(multiline)) {}
+RuleConsumer::RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<RecordShape> shapes)
+    : engine_(engine), metrics_(metrics), shapes_(std::move(shapes)) {}
+
+namespace {
+
+void add_json_fields(const nlohmann::json& object, const std::string& prefix, int depth, RecordFields& out) {
+  for (const auto& [key, value] : object.items()) {
+    std::string name = prefix;
+    name += key;
+    if (value.is_object()) {
+      if (depth < 8) add_json_fields(value, name + ".", depth + 1, out);
+    } else if (value.is_string()) {
+      out.values.emplace_back(std::move(name), value.get<std::string>());
+    } else if (!value.is_array()) {
+      out.values.emplace_back(std::move(name), value.dump());
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const RecordFields> json_fields(std::string_view text, std::size_t max_bytes,
+                                                const RecordFields* base) {
+  if (text.size() > max_bytes) return nullptr;
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) return nullptr;
+  auto fields = std::make_shared<RecordFields>();
+  if (base != nullptr) fields->values = base->values;
+  add_json_fields(parsed, "json.", 1, *fields);
+  return fields;
+}
 
 std::string RuleConsumer::source_label(const std::string& name) {
   for (const char* scheme : {"tcp", "udp", "unix"}) {
@@ -401,9 +479,11 @@ std::string RuleConsumer::source_label(const std::string& name) {
 }
 
 void RuleConsumer::open(const BatchEntry& entry) {
-  Input input{entry.name, source_label(entry.name), nullptr};
-  if (entry.origin > 0 && entry.origin <= multiline_.size() && multiline_[entry.origin - 1])
-    input.joiner = std::make_unique<Joiner>(multiline_[entry.origin - 1]);
+  Input input{entry.name, source_label(entry.name), nullptr, nullptr};
+  if (entry.origin > 0 && entry.origin <= shapes_.size()) {
+    input.shape = &shapes_[entry.origin - 1];
+    if (input.shape->multiline) input.joiner = std::make_unique<Joiner>(input.shape->multiline);
+  }
   // A rotated file's next stream goes on with the record being joined.
   if (entry.continues != kNoStream) {
     const auto it = inputs_.find(entry.continues);
@@ -429,6 +509,17 @@ void RuleConsumer::record(const Input& input, const Joiner::Record& r) {
   match.offset = r.offset;
   match.occurrences = r.occurrences;
   match.fields = r.fields;
+  deliver(input, match);
+}
+
+// A record to the rules; a JSON source's parsed first (its fields, or counted as invalid).
+void RuleConsumer::deliver(const Input& input, LineMatch& match) {
+  std::shared_ptr<const RecordFields> json;
+  if (input.shape != nullptr && input.shape->json) {
+    json = json_fields(match.line, input.shape->json_max_bytes, match.fields);
+    if (json) match.fields = json.get();
+    else ++json_invalid_;
+  }
   static_cast<Sink&>(engine_).matched(match);
 }
 
@@ -441,7 +532,6 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   LineMatch match{};
   match.source = input.name;
   match.fields = entry.fields.get();
-  Sink& rules = engine_;
   std::uint64_t lines = 0;
   const RuleEngine::Clock::time_point now = RuleEngine::Clock::now();
   while (cutter.next(line)) {
@@ -454,7 +544,8 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
     match.line = line.text;
     match.offset = line.offset;
     match.occurrences = line.occurrences;
-    rules.matched(match);
+    match.fields = entry.fields.get();
+    deliver(input, match);
   }
   auto& c = counts_[input.label];
   c.first += lines;
@@ -470,6 +561,8 @@ void RuleConsumer::tick() {
       input.joiner->flush([&, &in = input](const Joiner::Record& r) { record(in, r); });
   engine_.tick(now);
   if (metrics_ == nullptr) return;
+  if (json_invalid_ > 0) metrics_->add("gpufilterd_source_json_invalid_total", {}, static_cast<double>(json_invalid_));
+  json_invalid_ = 0;
   for (auto& [label, c] : counts_) {
     metrics_->add("gpufilterd_lines_scanned_total", {{"source", label}}, static_cast<double>(c.first));
     metrics_->add("gpufilterd_bytes_scanned_total", {{"source", label}}, static_cast<double>(c.second));

@@ -590,6 +590,19 @@ TEST_F(Config, MultilineIsForFollowStdinAndKafkaWithRegexesThatCompile) {
   EXPECT_NE(e.find("out of range"), std::string::npos) << e;
 }
 
+TEST_F(Config, JsonFormatAndFieldRules) {
+  const std::string rules = "rules: [{name: a, field: message, patterns: [x], labels: {s: \"{{json.service}}\"}}]\n";
+  EXPECT_EQ(error_of("sources:\n  - stdin: true\n    format: json\n    json_max_bytes: 65536\n" + rules), "");
+  std::string e = error_of("sources:\n  - listen: tcp://127.0.0.1:0\n    format: json\n" + rules);
+  EXPECT_NE(e.find("sources[0].format: is for follow, stdin and kafka sources only"), std::string::npos) << e;
+  e = error_of("sources:\n  - stdin: true\n    format: xml\n" + rules);
+  EXPECT_NE(e.find("\"xml\" is not json or text"), std::string::npos) << e;
+  e = error_of("sources:\n  - stdin: true\n    json_max_bytes: 10\n" + rules);
+  EXPECT_NE(e.find("applies to format: json"), std::string::npos) << e;
+  e = error_of("sources: [{stdin: true}]\nrules: [{name: a, field: '', patterns: [x]}]\n");
+  EXPECT_NE(e.find("names no field"), std::string::npos) << e;
+}
+
 // {{kafka.key}} and the other record fields need no regex; a misspelt one is refused.
 TEST_F(Config, RulesMayReadKafkaRecordFields) {
   const std::string head = "sources: [{stdin: true}]\nrules:\n";

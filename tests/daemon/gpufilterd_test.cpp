@@ -793,6 +793,37 @@ TEST_F(Gpufilterd, AStackTraceRuleFiresOncePerTrace) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), expected) << out;
 }
 
+// format: json: rules match a field's value and take labels from fields; a line that is
+// no JSON object is counted and still matched as text; with multiline, a pretty-printed
+// object spread over lines is one record.
+TEST_F(Gpufilterd, JsonRecordsLetRulesMatchAFieldAndLabelFromFields) {
+  write_text(dir_ + "/json.yaml",
+             "sources:\n  - stdin: true\n    format: json\n    multiline: {start: '^\\{', timeout: 200ms}\n"
+             "rules:\n"
+             "  - name: declined\n    field: message\n    regex: 'declined \\((?P<reason>\\w+)\\)'\n"
+             "    labels: {service: \"{{json.service}}\", reason: \"{{reason}}\", status: \"{{json.http.status}}\"}\n"
+             "    cooldown: 0s\n"
+             "  - name: text\n    patterns: [plain text line]\n    cooldown: 0s\n"
+             "outputs:\n  - {type: jsonl, path: \"-\"}\nserver: 127.0.0.1:0\n");
+  const std::string input =
+      "{\"service\":\"checkout\",\"message\":\"card declined (fraud)\",\"http\":{\"status\":402}}\n"
+      "{\"service\":\"cart\",\"message\":\"fine\",\"note\":\"declined (not the message)\"}\n"
+      "{\n  \"service\": \"billing\",\n  \"message\": \"card declined (expired)\"\n}\n"
+      "{ a plain text line that only looks like JSON\n";
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/json.yaml"}, input);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<json> alerts;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) alerts.push_back(json::parse(line));
+  ASSERT_EQ(alerts.size(), 3u) << r.out;
+  EXPECT_EQ(alerts[0].at("labels").at("service"), "checkout");
+  EXPECT_EQ(alerts[0].at("labels").at("reason"), "fraud");
+  EXPECT_EQ(alerts[0].at("labels").at("status"), "402");
+  EXPECT_EQ(alerts[1].at("labels").at("service"), "billing");
+  EXPECT_EQ(alerts[1].at("labels").at("reason"), "expired");
+  EXPECT_EQ(alerts[2].at("rule"), "text");
+}
+
 // A restart resumes from the state file: lines written while the daemon was down are
 // read, and none is alerted twice.
 TEST_F(Gpufilterd, RestartResumesFromState) {

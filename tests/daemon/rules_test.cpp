@@ -187,6 +187,69 @@ TEST(RuleEngine, RecordFieldsFillLabelsAndGroups) {
   EXPECT_EQ(rec.alerts[1].labels.at("at"), "0/7");
 }
 
+TEST(JsonRecords, MembersBecomeFieldsAndAnythingElseIsNone) {
+  const RecordFields base{{{"kafka.key", "k"}}};
+  const auto f = json_fields(R"({"msg":"caf\u00e9 \"quoted\"","n":42,"ok":true,"nil":null,"list":[1,2],)"
+                             R"("http":{"status":502,"req":{"path":"/pay"}}})",
+                             1 << 20, &base);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->values, (std::vector<std::pair<std::string, std::string>>{{"kafka.key", "k"},
+                                                                        {"json.http.req.path", "/pay"},
+                                                                        {"json.http.status", "502"},
+                                                                        {"json.msg", "caf\xc3\xa9 \"quoted\""},
+                                                                        {"json.n", "42"},
+                                                                        {"json.nil", "null"},
+                                                                        {"json.ok", "true"}}));
+  EXPECT_EQ(json_fields("not json", 1 << 20, nullptr), nullptr);
+  EXPECT_EQ(json_fields("[1,2]", 1 << 20, nullptr), nullptr);
+  EXPECT_EQ(json_fields(R"({"a":1} trailing)", 1 << 20, nullptr), nullptr);
+  EXPECT_EQ(json_fields(R"({"a":"long enough"})", 10, nullptr), nullptr);
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1";
+  for (int i = 0; i < 100000; ++i) deep += "}";
+  const auto nested = json_fields(deep, 1 << 20, nullptr);  // no stack runs out; depth 8 kept
+  ASSERT_NE(nested, nullptr);
+  EXPECT_TRUE(nested->values.empty());
+}
+
+// A rule with field: matches that field's value on the host, not the line: literal
+// (case, -w), regex (its groups read from the value), invert; a record without the
+// field is matched by no such rule.
+TEST(RuleEngine, FieldRulesMatchTheFieldsValue) {
+  RuleConfig literal = rule("literal", {"DECLINED"});
+  literal.field = "message";
+  literal.ignore_case = true;
+  literal.word = true;
+  RuleConfig re = rule("regex", {});
+  re.field = "message";
+  re.regexes = {"order (?P<order>\\d+)"};
+  re.labels = {{"order", "{{order}}"}, {"service", "{{json.service}}"}};
+  RuleConfig quiet = rule("not-ok", {"ok"});
+  quiet.field = "status";
+  quiet.invert = true;
+  const Bound bound({literal, re, quiet});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const Clock::time_point t0 = Clock::now();
+  const auto send = [&](const std::string& line) {
+    const auto f = json_fields(line, 1 << 20, nullptr);
+    engine.line("s", line, bound.scan(line), t0, f.get());
+  };
+  send(R"({"service":"pay","message":"payment declined, order 17","status":"ok"})");
+  send(R"({"service":"pay","message":"undeclined","note":"DECLINED order 9","status":"failed"})");
+  send(R"({"service":"pay","status":"ok"})");
+  std::vector<std::string> fired;
+  for (const Alert& a : rec.alerts) fired.push_back(a.rule);
+  EXPECT_EQ(fired, (std::vector<std::string>{"literal", "regex", "not-ok"}));
+  ASSERT_EQ(rec.alerts.size(), 3u);
+  EXPECT_EQ(rec.alerts[1].labels.at("order"), "17");
+  EXPECT_EQ(rec.alerts[1].labels.at("service"), "pay");
+  // Without fields (a text source), no field rule looks.
+  engine.line("s", "payment declined, order 1", bound.scan("payment declined, order 1"), t0 + 1s);
+  EXPECT_EQ(rec.alerts.size(), 3u);
+}
+
 TEST(RuleEngine, QuietGroupsResolve) {
   RuleConfig r = rule("disk", {"disk full"});
   r.resolve_after = 5s;

@@ -51,6 +51,11 @@ struct SourceConfig {
   KafkaClientConfig kafka;         // kafka
   // follow, stdin, kafka: lines joined into records (multiline.hpp); none when unset.
   std::optional<MultilineConfig> multiline;
+  // follow, stdin, kafka: `format: json`: each record is parsed as a JSON object (at most
+  // json_max_bytes); its fields reach the rules (json.NAME, rules' field:). A record that
+  // is not one is counted and matched as text.
+  bool json = false;
+  std::size_t json_max_bytes = 1u << 20;
   bool operator==(const SourceConfig&) const = default;
 };
 
@@ -83,6 +88,9 @@ struct RuleConfig {
   bool ignore_case = false;
   bool word = false;
   bool invert = false;  // the rule matches lines holding none of its patterns
+  // A field of a `format: json` source's records (dotted for nested objects: "http.path"):
+  // the rule matches that field's decoded value, not the line ("": the line).
+  std::string field;
   ThresholdConfig threshold;
   std::string severity = "warning";
   std::map<std::string, std::string> labels;

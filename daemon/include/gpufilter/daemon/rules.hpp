@@ -76,6 +76,11 @@ class RuleSet {
   bool asks_every_line() const noexcept { return !invert_.empty() || !unfiltered_.empty(); }
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
+  // Rules with a `field:` (JSON records): not in the scan; matches() decides on the host.
+  const std::vector<std::uint32_t>& field_rules() const noexcept { return field_rules_; }
+  // Whether `rule` matches `text` (a field's value), its patterns or regexes searched on
+  // the host, case, -w and invert as the scan's confirmation applies them.
+  bool matches(std::uint32_t rule, std::string_view text) const;
 
  private:
   static constexpr std::uint32_t kFactor = 0xffffffffu;  // Ref::pattern of a regex's factor
@@ -89,13 +94,14 @@ class RuleSet {
     std::vector<std::unique_ptr<regex::CaptureRegex>> regexes;
   };
   bool regex_matches(std::uint32_t rule, std::string_view line) const;
-  void add_regex_rule(std::uint32_t r);
+  void add_regex_rule(std::uint32_t r, bool scanned);
   std::vector<RuleConfig> rules_;
   PatternSet patterns_;
   std::vector<Ref> given_;                       // per pattern of patterns_, in order
   std::vector<std::vector<Ref>> by_unique_;      // per unique id of the bound table
   std::vector<std::uint32_t> invert_;            // rules with invert: true
   std::vector<std::uint32_t> unfiltered_;        // regex rules asked about every line
+  std::vector<std::uint32_t> field_rules_;       // rules with a field: (host only)
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
@@ -178,7 +184,8 @@ class RuleEngine final : public Sink {
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
                                       const std::map<std::string, std::string>& captures) const;
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
-               const RecordFields* fields);
+               const RecordFields* fields, std::string_view matched_text);
+  void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
   void resolve(const RuleConfig& rule, const std::string& group, Group& g);
 
@@ -195,11 +202,23 @@ class RuleEngine final : public Sink {
 
 // The StreamConsumer of gpufilterd: lines of every stream, with their occurrences, to
 // the RuleEngine; per-source line and byte counts to the metrics.
+// What a source asks of its records (by BatchEntry::origin - 1): joined lines
+// (multiline: null for none) and JSON objects (json_fields).
+struct RecordShape {
+  std::shared_ptr<const Multiline> multiline;
+  bool json = false;
+  std::size_t json_max_bytes = 1u << 20;
+};
+
+// A JSON object's members as fields "json.NAME" (nested objects "json.a.b", to depth 8;
+// strings decoded, numbers, true, false and null as written; arrays left out), after
+// `base`'s fields; null when `text` is longer than max_bytes or not a JSON object.
+std::shared_ptr<const RecordFields> json_fields(std::string_view text, std::size_t max_bytes,
+                                                const RecordFields* base);
+
 class RuleConsumer final : public StreamConsumer {
  public:
-  // `multiline`: by BatchEntry::origin - 1, the joining of each source's inputs (null:
-  // none, every line is a record).
-  RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<std::shared_ptr<const Multiline>> multiline = {});
+  RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<RecordShape> shapes = {});
 
   // The scanner it is fed by must locate occurrences, whatever the rules: a line is
   // found by where its occurrences are, and rules confirm case and -w at them. (The
@@ -222,11 +241,14 @@ class RuleConsumer final : public StreamConsumer {
     std::string name;
     std::string label;
     std::unique_ptr<Joiner> joiner;  // a multiline source's
+    const RecordShape* shape = nullptr;
   };
   void record(const Input& input, const Joiner::Record& r);
+  void deliver(const Input& input, LineMatch& match);
   RuleEngine& engine_;
   Metrics* metrics_;
-  std::vector<std::shared_ptr<const Multiline>> multiline_;
+  std::vector<RecordShape> shapes_;
+  std::uint64_t json_invalid_ = 0;  // unreported
   std::unordered_map<StreamId, Input> inputs_;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts_;  // label -> lines, bytes (unreported)
   std::vector<Occurrence> scratch_;
