@@ -335,6 +335,7 @@ class Instance:
         self.config, self.alerts = write_config(folder, brokers, group, engine, settings)
         self.log = folder / "stderr.log"
         self.alerts_offset = 0
+        self.first_marker = None  # when this instance matched its first marker
         self.port = None
         self.started_at = time.time()
         with open(self.log, "wb") as err:
@@ -343,6 +344,11 @@ class Instance:
 
     def log_tail(self):
         return self.log.read_text(errors="replace")[-1500:]
+
+    def complaints(self):
+        """Its log's warnings and errors, the last three."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [ln for ln in lines if "level=warn" in ln or "level=error" in ln][-3:]
 
     def check_started(self):
         """True once the log says started (and the metrics port is known)."""
@@ -416,6 +422,7 @@ def poll(instances, broker_pid, markers):
     for inst in instances:
         for key, when in inst.new_marker_alerts():
             markers[key] = min(when, markers.get(key, when))
+            inst.first_marker = min(when, inst.first_marker or when)
     return sample
 
 
@@ -479,6 +486,7 @@ def summarize_run(args, engine, n, group, instances, samples, markers, data):
         "engine": engine, "instances": n, "partitions": args.partitions, "group": group,
         "seconds": wall, "records_per_s": data["records"] / wall, "mb_per_s": data["bytes"] / wall / 1e6,
         "start_to_first_record_s": begin - min(inst.started_at for inst in instances),
+        "join_skew_s": max((inst.first_marker or end) for inst in instances) - begin,
         "metrics_window_s": (m_full - m_first) if m_first and m_full else None,
         "metrics_records_per_s": data["records"] / (m_full - m_first) if m_first and m_full else None,
         "records_counted": counted, "records_read_twice": counted - data["records"],
@@ -503,6 +511,7 @@ def run_group(args, staged, brokers, broker_pid, tmp, engine, n, data):
                 inst.proc.send_signal(signal.SIGTERM)
         codes = [stop(inst.proc, wait=30) for inst in instances]
     result["exit_codes"] = codes
+    result["exit_complaints"] = {i: inst.complaints() for i, inst in enumerate(instances) if codes[i] != 0}
     return result
 
 
@@ -578,10 +587,7 @@ def print_table(rows):
             print("-+-".join("-" * w for w in widths))
 
 
-def print_report(data, produce_s, refs, rows, runs, cores):
-    """References, the table, each run's figures, and how precise they are."""
-    print_references(data, produce_s, refs)
-    print_table(rows)
+def print_runs(runs):
     print("\nruns (records/s from the markers; from the metrics, +-1.2 s on the window; start: spawn to the first "
           "record matched, mostly the group join):")
     for r in runs:
@@ -589,8 +595,19 @@ def print_report(data, produce_s, refs, rows, runs, cores):
             if r["metrics_records_per_s"] else "- (window under one poll)"
         print(f"  {r['engine']} N={r['instances']} round {r['round']}: {r['records_per_s']:,.0f} over "
               f"{r['seconds']:.3f} s; metrics {metric}; start {r['start_to_first_record_s']:.1f} s; "
+              f"last instance's first record +{r['join_skew_s']:.2f} s; "
               f"cores: gpufilterd {r['gpufilterd_cores']:.2f}, other {r['other_cores']:.2f}; "
               f"exit {r['exit_codes']}")
+        for i, lines in r["exit_complaints"].items():
+            for line in lines:
+                print(f"    instance {i}: {line}")
+
+
+def print_report(data, produce_s, refs, rows, runs, cores):
+    """References, the table, each run's figures, and how precise they are."""
+    print_references(data, produce_s, refs)
+    print_table(rows)
+    print_runs(runs)
     busy = max(r["other_cores"] for r in runs)
     if busy > 0.25:
         print(f"\nWARNING: other processes kept up to {busy:.2f} of {cores} cores busy during a run; "
