@@ -73,14 +73,15 @@ class BenchError(Exception):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--gpufilterd", default=str(REPO / "build/gpufilterd"))
-    p.add_argument("--broker", default=str(REPO / "build/tests/kafka/gpufilter-test-kafka-broker"))
+    p.add_argument("--gpufilterd", default=str(REPO / "build/gpufilterd"), help="copied, then run (build/gpufilterd)")
+    p.add_argument("--broker", default=str(REPO / "build/tests/kafka/gpufilter-test-kafka-broker"),
+                   help="the test broker, copied, then run")
     p.add_argument("--kcat", default="/usr/bin/kcat")
     p.add_argument("--corpus", default=str(REPO.parent / "shared/corpus/loghub"),
                    help="folder of Loghub logs (*_2k.log)")
     p.add_argument("--records", type=int, default=2_000_000, help="records to produce (2000000)")
     p.add_argument("--bytes", type=int, default=0, help="produce this many bytes of log lines instead")
-    p.add_argument("--partitions", type=int, default=12)
+    p.add_argument("--partitions", type=int, default=12, help="partitions of the topic (12)")
     p.add_argument("--instances", default="1,2,3", help="comma-separated instance counts")
     p.add_argument("--engines", default="cpu", help="comma-separated: cpu, gpu, auto")
     p.add_argument("--compression", default="zstd", help="producer codec: zstd, lz4, gzip, snappy, none")
@@ -608,12 +609,17 @@ def print_report(data, produce_s, refs, rows, runs, cores):
     print_references(data, produce_s, refs)
     print_table(rows)
     print_runs(runs)
+    short = min([r["seconds"] for r in runs] + [ref["seconds"] for ref in refs.values()])
+    if short < 1.0:
+        print(f"\nWARNING: a window lasted {short:.2f} s: fetch round trips and start-up weigh on it; "
+              "use more --records (the mock holds ~3M lines at P=12 with zstd) or more --partitions.")
     busy = max(r["other_cores"] for r in runs)
     if busy > 0.25:
         print(f"\nWARNING: other processes kept up to {busy:.2f} of {cores} cores busy during a run; "
               "rounds that overlap them are slower (see 'other' per run).")
     print(f"\nrecords/s: records / (first begin marker .. last end marker matched), alert times in ms, so about "
-          f"+-10 ms on the window; the median of the rounds (range beside it). Host: {cores} usable cores.\n"
+          f"+-10 ms on the window; the median of the rounds (range beside it). MB/s: value bytes produced / window "
+          f"(= gpufilterd_kafka_bytes_total when no record is read twice). Host: {cores} usable cores.\n"
           "predicted = min(T1 * P/ceil(P/N) [instances], P parallel kcat consumers [broker], "
           "cores / (gpufilterd+broker CPU per record at N=1) [cpu]); 'limit' names the least. "
           "Cores: CPU seconds / window.")
@@ -631,7 +637,8 @@ def machine_info(gpufilterd, source):
             "gpufilterd_sha256": hashlib.sha256(Path(gpufilterd).read_bytes()).hexdigest(),
             "gpufilterd_mtime": datetime.datetime.fromtimestamp(Path(gpufilterd).stat().st_mtime,
                                                                 datetime.timezone.utc).isoformat(timespec="seconds"),
-            "load_average": os.getloadavg(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            "load_average": os.getloadavg(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
 def prepare_topic(args, staged, tmp):
@@ -677,8 +684,9 @@ def main(argv):
         add_model(rows, refs, args.partitions, cores)
         print_report(data, produce_s, refs, rows, runs, cores)
         if args.json:
-            summary = {"machine": machine_info(staged["gpufilterd"], args.gpufilterd), "args": vars(args), "topic": data,
-                       "produce_s": produce_s, "producer_records_per_s": data["records"] / produce_s,
+            summary = {"machine": machine_info(staged["gpufilterd"], args.gpufilterd), "args": vars(args),
+                       "topic": data, "produce_s": produce_s,
+                       "producer_records_per_s": data["records"] / produce_s,
                        "bare_consumers": refs, "summary": rows, "runs": runs}
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
         return 0

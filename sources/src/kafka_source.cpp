@@ -300,7 +300,13 @@ void KafkaSource::Impl::statistics(const std::string& json) {
     for (const auto& [topic, t] : stats.value("topics", nlohmann::json::object()).items())
       for (const auto& [id, part] : t.value("partitions", nlohmann::json::object()).items()) {
         if (id == "-1" || part.value("fetch_state", "") == "none") continue;
-        sum += std::max<std::int64_t>(part.value("consumer_lag", std::int64_t{0}), 0);
+        // consumer_lag counts from the committed offset (none before the first commit):
+        // from what was read instead, the partition's start when nothing was.
+        const std::int64_t end = part.value("hi_offset", std::int64_t{-1});
+        const std::int64_t read = std::max({part.value("app_offset", std::int64_t{-1}),
+                                            part.value("committed_offset", std::int64_t{-1}),
+                                            part.value("lo_offset", std::int64_t{0})});
+        if (end >= 0) sum += std::max<std::int64_t>(end - read, 0);
       }
     lag = sum;
   } catch (const std::exception&) {
@@ -512,10 +518,16 @@ void KafkaSource::close() {
   }
   s.consumer->close();
   s.consumer.reset();
-  if (!committed)
-    throw SourceError(name_, EIO,
-                      name_ + ": the last offset commit failed (" + RdKafka::err2str(s.last_commit_error) +
-                          "); the records after the previous one will be read again");
+  if (committed) return;
+  const std::string why = name_ + ": the last offset commit failed (" + RdKafka::err2str(s.last_commit_error) +
+                          "); the records after the previous one will be read again";
+  // The whole group stopping at once keeps rebalancing: the group re-reads (at least once),
+  // which is worth a notice, not a failed stop.
+  if (rebalancing(s.last_commit_error)) {
+    notices_.notice(why);
+    return;
+  }
+  throw SourceError(name_, EIO, why);
 }
 
 KafkaSource::Counters KafkaSource::counters() const noexcept {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "broker_process.hpp"
 #include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
@@ -20,32 +21,6 @@ namespace gpufilter::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-class Broker {
- public:
-  Broker() {
-    child_ = spawn_process({KAFKA_BROKER_BINARY, "logs:3"});
-    char c = 0;
-    while (::read(child_.out, &c, 1) == 1 && c != '\n') bootstraps_ += c;
-  }
-  ~Broker() {
-    ::close(child_.in);
-    ::kill(child_.pid, SIGTERM);
-    int status = 0;
-    ::waitpid(child_.pid, &status, 0);
-    ::close(child_.out);
-    ::close(child_.err);
-  }
-  const std::string& bootstraps() const { return bootstraps_; }
-  void produce(const std::string& records) const {
-    const ProcessResult r = run_process({"/usr/bin/kcat", "-P", "-b", bootstraps_, "-t", "logs"}, records);
-    ASSERT_EQ(r.status, 0) << r.err;
-  }
-
- private:
-  SpawnedProcess child_{};
-  std::string bootstraps_;
-};
 
 std::vector<std::string> sorted_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -74,15 +49,15 @@ std::string run_until(const std::vector<std::string>& args, std::size_t lines) {
 }
 
 TEST(KafkaCli, SelectsWhatGrepSelectsFromEveryPartitionAndResumesInItsGroup) {
-  Broker broker;
-  broker.produce(numbered(1, 700));
+  BrokerProcess broker({"logs:3"});
+  broker.produce("logs", numbered(1, 700));
   const ProcessResult grep = run_process({grep_binary(), "ERROR"}, numbered(1, 700));
   const std::string url = "kafka://" + broker.bootstraps() + "/logs";
   EXPECT_EQ(sorted_lines(run_until({"-h", "-F", "ERROR", "--kafka", url}, 100)), sorted_lines(grep.out));
   // In a group: a second run reads only what was produced after the first one stopped.
   EXPECT_EQ(sorted_lines(run_until({"-h", "ERROR", "--kafka", url + "?group=cli&session.timeout.ms=6000"}, 100)),
             sorted_lines(grep.out));
-  broker.produce(numbered(701, 714));
+  broker.produce("logs", numbered(701, 714));
   EXPECT_EQ(sorted_lines(run_until({"-h", "ERROR", "--kafka", url + "?group=cli"}, 2)),
             (std::vector<std::string>{"request 707 ERROR", "request 714 ERROR"}));
 }

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker_process.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -47,32 +48,6 @@ std::string read_file(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-// The broker process: its bootstrap servers from its first line; it ends when its
-// standard input closes (the destructor, or this process's end).
-class Broker {
- public:
-  explicit Broker(const std::string& topic) {
-    child_ = spawn_process({KAFKA_BROKER_BINARY, topic + ":" + std::to_string(kPartitions), "alerts:3"});
-    std::string line;
-    char c = 0;
-    while (::read(child_.out, &c, 1) == 1 && c != '\n') line += c;
-    bootstraps_ = line;
-  }
-  ~Broker() {
-    ::close(child_.in);
-    ::kill(child_.pid, SIGTERM);
-    int status = 0;
-    ::waitpid(child_.pid, &status, 0);
-    ::close(child_.out);
-    ::close(child_.err);
-  }
-  const std::string& bootstraps() const { return bootstraps_; }
-
- private:
-  SpawnedProcess child_{};
-  std::string bootstraps_;
-};
 
 // One gpufilterd, its log in a file (nothing to drain), killed if the test leaves it.
 class Member {
@@ -144,11 +119,10 @@ class Member {
 };
 
 // Records "seq FIRST" .. "seq LAST" to the topic through kcat.
-void produce(const std::string& brokers, long first, long last) {
+void produce(const BrokerProcess& broker, long first, long last) {
   std::string records;
   for (long i = first; i <= last; ++i) records += "seq " + std::to_string(i) + "\n";
-  const ProcessResult r = run_process({"/usr/bin/kcat", "-P", "-b", brokers, "-t", "logs"}, records);
-  ASSERT_EQ(r.status, 0) << r.err;
+  broker.produce("logs", records);
 }
 
 std::map<long, int> counts(const std::vector<const Member*>& members) {
@@ -169,7 +143,7 @@ bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds lim
 
 TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNotCommitted) {
   const std::string dir = temp_dir();
-  Broker broker("logs");
+  BrokerProcess broker({"logs:" + std::to_string(kPartitions), "alerts:3"});
   ASSERT_FALSE(broker.bootstraps().empty());
   Member a(dir, "a", broker.bootstraps()), b(dir, "b", broker.bootstraps()), c(dir, "c", broker.bootstraps());
   const std::vector<const Member*> all{&a, &b, &c};
@@ -178,7 +152,7 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   long produced = 0;
   ASSERT_TRUE(wait_until(
       [&] {
-        produce(broker.bootstraps(), produced + 1, produced + 300);
+        produce(broker, produced + 1, produced + 300);
         produced += 300;
         std::this_thread::sleep_for(300ms);
         return !a.alerted().empty() && !b.alerted().empty() && !c.alerted().empty();
@@ -191,7 +165,7 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   const long settled_end = produced;
   std::thread producer([&, first = produced + 1] {
     for (long i = 0; i < 20; ++i) {
-      produce(broker.bootstraps(), first + i * 500, first + i * 500 + 499);
+      produce(broker, first + i * 500, first + i * 500 + 499);
       std::this_thread::sleep_for(50ms);
     }
   });
@@ -208,7 +182,7 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   produced += 10000;
   // After the group noticed (session.timeout.ms), more records go to the survivors.
   std::this_thread::sleep_for(4s);
-  produce(broker.bootstraps(), produced + 1, produced + 5000);
+  produce(broker, produced + 1, produced + 5000);
   produced += 5000;
 
   ASSERT_TRUE(wait_until([&] { return counts(all).size() == static_cast<std::size_t>(produced); }, 60s))
@@ -244,11 +218,10 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   EXPECT_EQ(seen.size(), static_cast<std::size_t>(produced));
 
   // The kafka output of the same members: every record's alert is on the alerts topic.
-  const ProcessResult topic =
-      run_process({"/usr/bin/kcat", "-C", "-b", broker.bootstraps(), "-t", "alerts", "-e", "-q"});
+  const std::string topic = broker.consume("alerts");
   std::set<long> on_topic;
   static const std::regex line_re(R"re("line":"seq ([0-9]+)")re");
-  for (auto it = std::sregex_iterator(topic.out.begin(), topic.out.end(), line_re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(topic.begin(), topic.end(), line_re); it != std::sregex_iterator(); ++it)
     on_topic.insert(std::stol((*it)[1].str()));
   EXPECT_EQ(on_topic.size(), static_cast<std::size_t>(produced));
   // Each alert's partition label (a record field) is the partition of its source.
@@ -266,7 +239,7 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   // The survivors committed what they alerted when they stopped: a new member reads only
   // what is produced now.
   Member d(dir, "d", broker.bootstraps());
-  produce(broker.bootstraps(), produced + 1, produced + 10);
+  produce(broker, produced + 1, produced + 10);
   ASSERT_TRUE(wait_until([&] { return d.alerted().size() >= 10; }, 60s)) << d.log();
   std::this_thread::sleep_for(500ms);
   const std::vector<long> by_d = d.alerted();

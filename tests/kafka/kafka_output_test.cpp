@@ -18,6 +18,7 @@
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/daemon/outputs.hpp"
+#include "broker_process.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -25,28 +26,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using daemon::Alert;
-
-class Broker {
- public:
-  Broker() {
-    child_ = spawn_process({KAFKA_BROKER_BINARY, "alerts:3"});
-    char c = 0;
-    while (::read(child_.out, &c, 1) == 1 && c != '\n') bootstraps_ += c;
-  }
-  ~Broker() {
-    ::close(child_.in);
-    ::kill(child_.pid, SIGTERM);
-    int status = 0;
-    ::waitpid(child_.pid, &status, 0);
-    ::close(child_.out);
-    ::close(child_.err);
-  }
-  const std::string& bootstraps() const { return bootstraps_; }
-
- private:
-  SpawnedProcess child_{};
-  std::string bootstraps_;
-};
 
 Alert alert(int i) {
   Alert a;
@@ -60,7 +39,7 @@ Alert alert(int i) {
 }
 
 TEST(KafkaOutput, EveryAlertArrivesOnceKeyedByItsGroup) {
-  Broker broker;
+  BrokerProcess broker({"alerts:3"});
   daemon::KafkaOutputConfig config;
   config.brokers = broker.bootstraps();
   config.topic = "alerts";
@@ -72,11 +51,8 @@ TEST(KafkaOutput, EveryAlertArrivesOnceKeyedByItsGroup) {
   EXPECT_EQ(s.delivered, 500u);
   EXPECT_EQ(s.settled, 500u);
   EXPECT_EQ(s.dropped, 0u);
-  const ProcessResult read = run_process(
-      {"/usr/bin/kcat", "-C", "-b", broker.bootstraps(), "-t", "alerts", "-e", "-q", "-f", "%k\t%s\n"});
-  ASSERT_EQ(read.status, 0) << read.err;
   std::map<std::string, int> lines;
-  std::istringstream in(read.out);
+  std::istringstream in(broker.consume("alerts", "%k\t%s\n"));
   for (std::string record; std::getline(in, record);) {
     const std::size_t tab = record.find('\t');
     const nlohmann::json j = nlohmann::json::parse(record.substr(tab + 1));
@@ -88,7 +64,7 @@ TEST(KafkaOutput, EveryAlertArrivesOnceKeyedByItsGroup) {
 }
 
 TEST(KafkaOutput, KeyedByALabelWhenAsked) {
-  Broker broker;
+  BrokerProcess broker({"alerts:3"});
   daemon::KafkaOutputConfig config;
   config.brokers = broker.bootstraps();
   config.topic = "alerts";
@@ -96,10 +72,9 @@ TEST(KafkaOutput, KeyedByALabelWhenAsked) {
   auto out = daemon::make_kafka_output("kafka", config);
   for (int i = 0; i < 10; ++i) out->publish(alert(i));
   EXPECT_TRUE(out->drain(30s));
-  const ProcessResult read =
-      run_process({"/usr/bin/kcat", "-C", "-b", broker.bootstraps(), "-t", "alerts", "-e", "-q", "-f", "%k\n"});
-  EXPECT_EQ(std::count(read.out.begin(), read.out.end(), 'e'), 5 * 2);  // "even" x5 has two
-  EXPECT_NE(read.out.find("odd"), std::string::npos);
+  const std::string keys = broker.consume("alerts", "%k\n");
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), 'e'), 5 * 2);  // "even" x5 has two
+  EXPECT_NE(keys.find("odd"), std::string::npos);
 }
 
 TEST(KafkaOutput, AnUnreachableBrokerFailsAfterTheTimeoutAndAFullQueueDropsAtOnce) {

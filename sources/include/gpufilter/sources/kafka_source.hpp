@@ -116,7 +116,8 @@ class KafkaSource {
   void on_space();
   // After stop() and once what was scanned is delivered (gpufilterd: after the outputs'
   // drain): stores and commits what is settled, then leaves the group. Throws SourceError
-  // when the commit fails (the records after the last commit will be read again).
+  // when the commit fails (the records after the last commit will be read again), but
+  // for a group still rebalancing (all members stopping at once): that is a notice.
   void close();
 
   struct Counters {
