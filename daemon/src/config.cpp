@@ -348,12 +348,8 @@ bool is_kafka_field(const std::string& n) {
          (n.starts_with("kafka.header.") && n.size() > 13);
 }
 
-// librdkafka's properties that hold a secret: passwords, private keys, SASL and OAuth
-// configurations.
-bool kafka_secret(const std::string& key) {
-  return looks_like_secret(key) || key.starts_with("ssl.key") || key.find("keystore") != std::string::npos ||
-         key.starts_with("sasl.oauthbearer") || key.starts_with("sasl.kerberos.keytab");
-}
+// librdkafka's properties that hold a secret (kafka_source.hpp decides), or look like one.
+bool kafka_secret(const std::string& key) { return looks_like_secret(key) || kafka_secret_property(key); }
 
 // What a kafka source and a kafka output share: brokers (one or a list), settings (no
 // secrets: they belong in secrets_file) and secrets_file.
@@ -427,11 +423,14 @@ MultilineConfig parse_multiline(const At& at) {
   return m;
 }
 
+// The sources whose streams carry their origin (BatchEntry::origin): only their records
+// can be joined (multiline:) or parsed (format:).
+bool shapes_records(const At& at) { return at.has("follow") || at.has("stdin") || at.has("kafka"); }
+
 // `format: json` (and `json_max_bytes`), for follow, stdin and kafka sources.
 void parse_format(const At& at, SourceConfig& s) {
   if (at.has("format")) {
-    if (!at.has("follow") && !at.has("stdin") && !at.has("kafka"))
-      at.child("format").fail("is for follow, stdin and kafka sources only");
+    if (!shapes_records(at)) at.child("format").fail("is for follow, stdin and kafka sources only");
     const std::string f = at.child("format").text();
     if (f == "json") s.json = true;
     else if (f != "text") at.child("format").fail("\"" + f + "\" is not json or text");
@@ -445,8 +444,7 @@ void parse_format(const At& at, SourceConfig& s) {
 SourceConfig parse_source(const At& at, const std::string& dir) {
   SourceConfig s;
   if (at.has("multiline")) {
-    if (!at.has("follow") && !at.has("stdin") && !at.has("kafka"))
-      at.child("multiline").fail("joins the lines of follow, stdin and kafka sources only");
+    if (!shapes_records(at)) at.child("multiline").fail("joins the lines of follow, stdin and kafka sources only");
     s.multiline = parse_multiline(at.child("multiline"));
   }
   parse_format(at, s);

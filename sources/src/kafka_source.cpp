@@ -116,13 +116,13 @@ std::vector<std::string> split(std::string_view text, char at) {
   }
 }
 
-bool secret_property(const std::string& key) {
+}  // namespace
+
+bool kafka_secret_property(const std::string& key) {
   for (const char* word : {"password", "secret", "token", "ssl.key", "keystore", "sasl.oauthbearer", "keytab", "jaas"})
     if (key.find(word) != std::string::npos) return true;
   return false;
 }
-
-}  // namespace
 
 KafkaConfig parse_kafka_url(const std::string& url, std::size_t max_line_bytes) {
   const auto fail = [&](const std::string& why) -> ConfigError {
@@ -147,7 +147,7 @@ KafkaConfig parse_kafka_url(const std::string& url, std::size_t max_line_bytes) 
       const std::size_t eq = pair.find('=');
       if (eq == std::string::npos || eq == 0) throw fail("expected KEY=VALUE in the query, not \"" + pair + "\"");
       const std::string key = pair.substr(0, eq);
-      if (secret_property(key)) throw fail(key + ": secrets do not belong on a command line");
+      if (kafka_secret_property(key)) throw fail(key + ": secrets do not belong on a command line");
       if (key == "group") c.group_id = pair.substr(eq + 1);
       else c.settings.emplace_back(key, pair.substr(eq + 1));
     }
@@ -191,6 +191,7 @@ struct KafkaSource::Impl final : RdKafka::RebalanceCb, RdKafka::EventCb, RdKafka
   bool fatal = false;
   std::atomic<bool> abandon{false};  // the destructor: hand nothing more on
   bool closing = false;              // close(): partitions assigned now are not read
+  std::string terminated;            // a record's value with the '\n' it lacked
   RdKafka::ErrorCode last_commit_error = RdKafka::ERR_NO_ERROR;
 
   explicit Impl(KafkaSource& s) : self(s) {}
@@ -325,11 +326,9 @@ void KafkaSource::Impl::record(RdKafka::Message& m) {
     const std::shared_ptr<const RecordFields> fields = self.config_.record_fields ? fields_of(m) : nullptr;
     std::string_view value(static_cast<const char*>(m.payload()), m.len());
     bytes += value.size();
-    std::string line;
     if (value.empty() || value.back() != '\n') {
-      line.reserve(value.size() + 1);
-      line.assign(value).push_back('\n');
-      value = line;
+      terminated.assign(value).push_back('\n');  // reused: no allocation per record
+      value = terminated;
     }
     // Whole lines only; one over the bound is skipped and counted, as the readers do.
     std::size_t begin = 0;

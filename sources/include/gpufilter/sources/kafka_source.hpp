@@ -88,6 +88,11 @@ struct KafkaConfig {
 // session.timeout.ms: Invalid value ..."), or a missing brokers/topics.
 void check_kafka(const KafkaConfig& config);
 
+// Whether a librdkafka property holds a secret (passwords, private keys, SASL, OAuth and
+// Kerberos settings): such a property is refused on a command line and in gpufilterd's
+// settings (secrets_file takes it), and never quoted.
+bool kafka_secret_property(const std::string& key);
+
 // gpufilter --kafka URL: kafka://HOST:PORT[,HOST:PORT...]/TOPIC[,TOPIC...][?KEY=VALUE&...]
 // where `group=NAME` joins that consumer group (its offsets committed as the lines are
 // written) and every other KEY is a librdkafka property (not a secret: those are refused).
