@@ -298,8 +298,11 @@ void KafkaSource::Impl::statistics(const std::string& json) {
   try {
     const nlohmann::json stats = nlohmann::json::parse(json);
     std::int64_t sum = 0;
-    for (const auto& [topic, t] : stats.value("topics", nlohmann::json::object()).items())
-      for (const auto& [id, part] : t.value("partitions", nlohmann::json::object()).items()) {
+    // value() returns a copy: kept in named objects, as items() only refers to its json.
+    const nlohmann::json topics = stats.value("topics", nlohmann::json::object());
+    for (const auto& [topic, t] : topics.items()) {
+      const nlohmann::json parts = t.value("partitions", nlohmann::json::object());
+      for (const auto& [id, part] : parts.items()) {
         if (id == "-1" || part.value("fetch_state", "") == "none") continue;
         // consumer_lag counts from the committed offset (none before the first commit):
         // from what was read instead, the partition's start when nothing was.
@@ -309,6 +312,7 @@ void KafkaSource::Impl::statistics(const std::string& json) {
                                             part.value("lo_offset", std::int64_t{0})});
         if (end >= 0) sum += std::max<std::int64_t>(end - read, 0);
       }
+    }
     lag = sum;
   } catch (const std::exception&) {
     // A statistics document we cannot read changes nothing.
