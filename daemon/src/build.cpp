@@ -139,7 +139,7 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_alerts_suppressed_total", T::kCounter, "Matches not alerted during a cooldown, by rule.");
   m.describe("gpufilterd_rule_groups_overflowed_total", T::kCounter,
              "Matches counted in the group (other) because the rule tracked 10,000 groups already.");
-  m.describe("gpufilterd_output_published_total", T::kCounter, "Alerts given to an output.");
+  m.describe("gpufilterd_output_published_total", T::kCounter, "Alerts (and, for a kafka output sending records, records) given to an output.");
   m.describe("gpufilterd_output_delivered_total", T::kCounter, "Deliveries an output completed.");
   m.describe("gpufilterd_output_failures_total", T::kCounter, "Delivery attempts that failed (retries count).");
   m.describe("gpufilterd_output_dropped_total", T::kCounter,

@@ -669,9 +669,28 @@ void parse_output_tls(const At& at, const std::string& dir, OutputConfig& o) {
   }
 }
 
-// `type: kafka`: alerts produced to `topic`, keyed by the group or by `key_label`.
+// `send: alerts | records | [alerts, records]`: what a kafka output produces.
+void parse_kafka_send(const At& at, OutputConfig& o) {
+  o.send_alerts = false;
+  const auto one = [&](const At& item) {
+    const std::string what = item.text();
+    if (what == "alerts") o.send_alerts = true;
+    else if (what == "records") o.send_records = true;
+    else item.fail("\"" + what + "\" is neither alerts nor records");
+  };
+  if (at.node.IsSequence()) {
+    for (std::size_t i = 0; i < at.node.size(); ++i) one(at.item(i));
+  } else {
+    one(at);
+  }
+  if (!o.send_alerts && !o.send_records) at.fail("a kafka output sends alerts, records or both");
+}
+
+// `type: kafka`: alerts produced to `topic`, keyed by the group or by `key_label`; and/or
+// the selected records, keyed by `record_key`.
 OutputConfig parse_kafka_output(const At& at, const std::string& dir) {
-  at.require_map({"type", "name", "brokers", "topic", "key_label", "settings", "secrets_file", "queue", "timeout"});
+  at.require_map({"type", "name", "brokers", "topic", "key_label", "send", "record_key", "settings", "secrets_file",
+                  "queue", "timeout"});
   OutputConfig o;
   o.kind = OutputConfig::Kind::kKafka;
   o.name = at.has("name") ? at.child("name").text() : "kafka";
@@ -679,6 +698,11 @@ OutputConfig parse_kafka_output(const At& at, const std::string& dir) {
   if (!at.has("topic")) at.fail("a kafka output needs a topic");
   o.kafka.topics = {at.child("topic").text()};
   if (at.has("key_label")) o.key_label = at.child("key_label").text();
+  if (at.has("send")) parse_kafka_send(at.child("send"), o);
+  if (at.has("record_key")) {
+    if (!o.send_records) at.child("record_key").fail("only records have a record_key (send: records)");
+    o.record_key = at.child("record_key").text();
+  }
   if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
   o.timeout = Millis(30000);
   if (at.has("timeout")) o.timeout = at.child("timeout").duration();
@@ -790,6 +814,9 @@ KafkaOutputConfig kafka_output_config(const OutputConfig& o) {
   k.brokers = o.kafka.brokers;
   k.topic = o.kafka.topics.empty() ? std::string() : o.kafka.topics[0];
   k.key_label = o.key_label;
+  k.alerts = o.send_alerts;
+  k.records = o.send_records;
+  k.record_key = o.record_key;
   k.settings.assign(o.kafka.settings.begin(), o.kafka.settings.end());
   k.secrets = kafka_secrets(o.kafka);
   k.queue = o.queue;

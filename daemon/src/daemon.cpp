@@ -173,6 +173,7 @@ void Daemon::build_alerting() {
         for (auto& out : outputs_.outputs) out->publish(alert);
       },
       &metrics_);
+  select_records();
   // What each source asks of its records, by its index (BatchEntry::origin - 1).
   std::vector<RecordShape> shapes;
   for (const SourceConfig& s : config_.sources)
@@ -180,6 +181,25 @@ void Daemon::build_alerting() {
                                  s.json_max_bytes});
   consumer_ = std::make_unique<RuleConsumer>(*rules_, &metrics_, std::move(shapes));
   restore_alert_state();
+}
+
+// Outputs that take records (kafka `send: records`) get every record a rule matched, in
+// the scan's order, before the scan acknowledges it (so a kafka source's offsets wait for
+// them as for alerts). Named groups are read only when a record_key asks for a {{NAME}}.
+void Daemon::select_records() {
+  bool any = false;
+  bool captures = false;
+  for (const OutputConfig& o : config_.outputs) {
+    any = any || o.send_records;
+    captures = captures || (o.send_records && o.record_key.find("{{") != std::string::npos);
+  }
+  if (!any) return;
+  rules_->on_selected(
+      [this](const SelectedRecord& record) {
+        for (auto& out : outputs_.outputs)
+          if (out->takes_records()) out->publish_record(record);
+      },
+      captures);
 }
 
 // alert_state: the rules' windows, cooldowns and firing alerts from before the restart,

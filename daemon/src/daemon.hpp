@@ -134,6 +134,7 @@ class Daemon {
   void build_ops();
   bool build_scan();     // false: no OpenCL device (logged)
   void build_alerting();
+  void select_records();
   void restore_alert_state();
   void save_alert_state(const std::string& text);
   void build_sources();

@@ -1,6 +1,6 @@
-// The kafka output (outputs.hpp): alerts produced to a topic by librdkafka's idempotent
-// producer. publish() hands the alert's JSON to librdkafka's own bounded queue and never
-// blocks; a full queue drops the alert and counts it. librdkafka retries a failed send
+// The kafka output (outputs.hpp): alerts and/or selected records produced to a topic by
+// librdkafka's idempotent producer. publish() and publish_record() hand the message to
+// librdkafka's own bounded queue and never block; a full queue drops it and counts it. librdkafka retries a failed send
 // until message.timeout.ms (the output's timeout), in order per partition; a delivery
 // report ends each alert: delivered, or failed and dropped. A thread serves the reports.
 //
@@ -65,23 +65,30 @@ class KafkaOutput final : public AlertOutput, public RdKafka::DeliveryReportCb, 
   const std::string& name() const override { return name_; }
 
   void publish(const Alert& alert) noexcept override {
+    if (!config_.alerts) return;
     try {
-      const std::string value = alert_json(alert);
-      const std::string key = key_of(alert);
-      std::uint64_t number = 0;
-      {
-        std::lock_guard lock(mutex_);
-        number = stats_.published++;
-        waiting_.insert(number);
-      }
-      const RdKafka::ErrorCode err = producer_->produce(
-          config_.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
-          value.size(), key.empty() ? nullptr : key.data(), key.size(), 0, reinterpret_cast<void*>(number));
-      if (err != RdKafka::ERR_NO_ERROR) ended(number, err, false);
+      produce(alert_json(alert), key_of(alert), nullptr);
     } catch (...) {
-      std::lock_guard lock(mutex_);
-      ++stats_.published;
-      ++stats_.dropped;  // no memory for the copy: the alert is lost, and counted
+      lost();
+    }
+  }
+
+  bool takes_records() const noexcept override { return config_.records; }
+
+  void publish_record(const SelectedRecord& record) noexcept override {
+    if (!config_.records) return;
+    try {
+      std::string rules;
+      for (const std::string_view name : record.rules) {
+        if (!rules.empty()) rules += ',';
+        rules += name;
+      }
+      std::unique_ptr<RdKafka::Headers> headers(RdKafka::Headers::create());
+      headers->add("gpufilter.source", std::string(record.source));
+      headers->add("gpufilter.rules", rules);
+      produce(record.text, filled(config_.record_key, record.captures), std::move(headers));
+    } catch (...) {
+      lost();
     }
   }
 
@@ -123,6 +130,29 @@ class KafkaOutput final : public AlertOutput, public RdKafka::DeliveryReportCb, 
     if (config_.key_label.empty()) return alert.group;
     const auto it = alert.labels.find(config_.key_label);
     return it == alert.labels.end() ? std::string() : it->second;
+  }
+
+  // One message to librdkafka's queue, numbered in publish order; librdkafka owns the
+  // headers once it took the message.
+  void produce(std::string_view value, const std::string& key, std::unique_ptr<RdKafka::Headers> headers) {
+    std::uint64_t number = 0;
+    {
+      std::lock_guard lock(mutex_);
+      number = stats_.published++;
+      waiting_.insert(number);
+    }
+    const RdKafka::ErrorCode err = producer_->produce(
+        config_.topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()),
+        value.size(), key.empty() ? nullptr : key.data(), key.size(), 0, headers.get(), reinterpret_cast<void*>(number));
+    if (err == RdKafka::ERR_NO_ERROR) (void)headers.release();
+    else ended(number, err, false);
+  }
+
+  // No memory for the copy: the message is lost, and counted.
+  void lost() noexcept {
+    std::lock_guard lock(mutex_);
+    ++stats_.published;
+    ++stats_.dropped;
   }
 
   void ended(std::uint64_t number, RdKafka::ErrorCode err, bool attempted) noexcept {

@@ -33,23 +33,6 @@ std::string hex_fingerprint(const std::string& rule, const std::string& group) {
   return out;
 }
 
-// A label or annotation template with each {{NAME}} replaced by what that group took
-// (cut to 256 bytes: the log's writer chooses it).
-std::string filled(const std::string& text, const std::map<std::string, std::string>& captures) {
-  std::string out;
-  std::size_t at = 0;
-  for (std::size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", at)) {
-    const std::size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) break;
-    out.append(text, at, open - at);
-    const auto it = captures.find(text.substr(open + 2, close - open - 2));
-    if (it != captures.end()) out.append(it->second, 0, 256);
-    at = close + 2;
-  }
-  out.append(text, at);
-  return out;
-}
-
 // The log's own clock: what the group took, read with the rule's strptime format; nullopt
 // when it does not parse. Without a year in the format, the current one (syslog's lines).
 std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
@@ -277,11 +260,38 @@ Alert RuleEngine::make_alert(const RuleConfig& rule, const std::string& group, c
 
 void RuleEngine::line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
                       Clock::time_point now, const RecordFields* fields) {
+  selected_.clear();
   if (!occurrences.empty() || rules_->asks_every_line()) {
     rules_->matching_rules(text, occurrences, scratch_);
     for (const std::uint32_t r : scratch_) matched(r, source, text, now, fields, text);
+    if (select_) selected_.assign(scratch_.begin(), scratch_.end());
   }
   if (fields != nullptr && !rules_->field_rules().empty()) field_rules(source, text, now, *fields);
+  if (select_ && !selected_.empty()) select(source, text, fields);
+}
+
+// The record to the outputs that take records: its rules in the configuration's order,
+// its fields and (when a record key asks for them) the named groups of its first regex
+// rule that matched the record itself (not a JSON field).
+void RuleEngine::select(std::string_view source, std::string_view text, const RecordFields* fields) {
+  std::sort(selected_.begin(), selected_.end());
+  SelectedRecord& r = selection_;
+  r.source = source;
+  r.text = text;
+  r.rules.clear();
+  r.captures.clear();
+  for (const std::uint32_t i : selected_) r.rules.push_back(rules_->rules()[i].name);
+  if (select_captures_) {
+    for (const std::uint32_t i : selected_) {
+      const RuleConfig& rule = rules_->rules()[i];
+      if (rule.regexes.empty() || rule.invert || !rule.field.empty()) continue;
+      r.captures = rules_->captures(i, text);
+      break;
+    }
+    if (fields != nullptr)
+      for (const auto& [name, value] : fields->values) r.captures.emplace(name, value);
+  }
+  select_(r);
 }
 
 // The rules of a JSON field: each looks at its field's value ("json." + field), if the
@@ -293,7 +303,10 @@ void RuleEngine::field_rules(std::string_view source, std::string_view text, Clo
     for (const auto& [name, value] : fields.values) {
       if (name.size() != field.size() + 5 || !name.starts_with("json.") || name.compare(5, field.size(), field) != 0)
         continue;
-      if (rules_->matches(r, value)) matched(r, source, text, now, &fields, value);
+      if (rules_->matches(r, value)) {
+        matched(r, source, text, now, &fields, value);
+        if (select_) selected_.push_back(r);
+      }
       break;
     }
   }
@@ -525,7 +538,7 @@ void RuleConsumer::deliver(const Input& input, LineMatch& match) {
 
 void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<const Occurrence> occurrences) {
   const auto it = inputs_.find(entry.stream);
-  static const Input unknown{"(unknown)", "(unknown)"};
+  static const Input unknown{"(unknown)", "(unknown)", nullptr, nullptr};
   const Input& input = it == inputs_.end() ? unknown : it->second;
   LineCutter<Occurrence> cutter(std::string_view(piece.data, piece.size), piece.offset, occurrences, scratch_);
   CutLine<Occurrence> line;

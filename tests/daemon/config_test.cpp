@@ -655,6 +655,19 @@ TEST_F(Config, KafkaSourcesAreCheckedByLibrdkafkaAndKeepSecretsOut) {
   EXPECT_EQ(error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, key_label: host, queue: 1000}\n"), "");
   e = error_of(head + "  - {type: kafka, brokers: k:9092}\n");
   EXPECT_NE(e.find("outputs[0]: a kafka output needs a topic"), std::string::npos) << e;
+  // What it sends: alerts (default), records, or both; only records have a record_key.
+  const DaemonConfig both = load_config(write(
+      "o.yaml", head + "  - {type: kafka, brokers: k:9092, topic: t, send: [alerts, records], record_key: '{{u}}'}\n"));
+  EXPECT_TRUE(both.outputs[0].send_alerts && both.outputs[0].send_records);
+  EXPECT_EQ(both.outputs[0].record_key, "{{u}}");
+  const DaemonConfig records = load_config(write("o.yaml", head + "  - {type: kafka, brokers: k:9092, topic: t, send: records}\n"));
+  EXPECT_TRUE(!records.outputs[0].send_alerts && records.outputs[0].send_records);
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: t, send: lines}\n");
+  EXPECT_NE(e.find("outputs[0].send: \"lines\" is neither alerts nor records"), std::string::npos) << e;
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: t, send: []}\n");
+  EXPECT_NE(e.find("outputs[0].send: a kafka output sends alerts, records or both"), std::string::npos) << e;
+  e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: t, record_key: x}\n");
+  EXPECT_NE(e.find("outputs[0].record_key: only records have a record_key"), std::string::npos) << e;
   e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, settings: {acks: some}}\n");
   EXPECT_NE(e.find("outputs[0]: settings: acks: "), std::string::npos) << e;
   e = error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, url: http://x:1/}\n");

@@ -52,31 +52,33 @@ std::string read_file(const std::string& path) {
 // One gpufilterd, its log in a file (nothing to drain), killed if the test leaves it.
 class Member {
  public:
+  // The group's member of the sequence test.
   Member(const std::string& dir, const std::string& name, const std::string& brokers) : dir_(dir), name_(name) {
-    const std::string config = dir + "/" + name + ".yaml";
-    std::ofstream(config) << "sources:\n"
-                          << "  - kafka:\n"
-                          << "      brokers: \"" << brokers << "\"\n"
-                          << "      topics: logs\n"
-                          << "      group_id: sequence-test\n"
-                          << "      settings: {session.timeout.ms: \"3000\", heartbeat.interval.ms: \"300\", "
-                             "auto.commit.interval.ms: \"200\"}\n"
-                          << "rules:\n"
-                          << "  - name: every-record\n"
-                          << "    regex: 'seq [0-9]+'\n"
-                          << "    cooldown: 0s\n"
-                          << "    labels: {partition: \"{{kafka.partition}}\"}\n"
-                          << "outputs:\n"
-                          << "  - {type: jsonl, path: " << output() << ", queue: 1000000}\n"
-                          << "  - {type: kafka, brokers: \"" << brokers << "\", topic: alerts, queue: 1000000}\n"
-                          << "server: 127.0.0.1:0\n";
-    ::chmod(config.c_str(), 0644);
-    const SpawnedProcess child = spawn_process(
-        {"/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>\"$2\" >/dev/null", GPUFILTERD_BINARY, config, log_path()});
-    pid_ = child.pid;
-    ::close(child.in);
-    ::close(child.out);
-    ::close(child.err);
+    std::ostringstream config;
+    config << "sources:\n"
+           << "  - kafka:\n"
+           << "      brokers: \"" << brokers << "\"\n"
+           << "      topics: logs\n"
+           << "      group_id: sequence-test\n"
+           << "      settings: {session.timeout.ms: \"3000\", heartbeat.interval.ms: \"300\", "
+              "auto.commit.interval.ms: \"200\"}\n"
+           << "rules:\n"
+           << "  - name: every-record\n"
+           << "    regex: 'seq [0-9]+'\n"
+           << "    cooldown: 0s\n"
+           << "    labels: {partition: \"{{kafka.partition}}\"}\n"
+           << "outputs:\n"
+           << "  - {type: jsonl, path: " << output() << ", queue: 1000000}\n"
+           << "  - {type: kafka, brokers: \"" << brokers << "\", topic: alerts, queue: 1000000}\n"
+           << "server: 127.0.0.1:0\n";
+    start(config.str());
+  }
+  // One with its own configuration.
+  struct Config {
+    std::string text;
+  };
+  Member(const std::string& dir, const std::string& name, const Config& config) : dir_(dir), name_(name) {
+    start(config.text);
   }
   ~Member() {
     if (!exited_) {
@@ -85,6 +87,9 @@ class Member {
       ::waitpid(pid_, &status, 0);
     }
   }
+  Member(const Member&) = delete;
+  Member& operator=(const Member&) = delete;
+
   std::string output() const { return dir_ + "/" + name_ + ".jsonl"; }
   std::string log_path() const { return dir_ + "/" + name_ + ".log"; }
   std::string log() const { return read_file(log_path()); }
@@ -112,6 +117,18 @@ class Member {
   }
 
  private:
+  void start(const std::string& text) {
+    const std::string config = dir_ + "/" + name_ + ".yaml";
+    std::ofstream(config) << text;
+    ::chmod(config.c_str(), 0644);
+    const SpawnedProcess child = spawn_process(
+        {"/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>\"$2\" >/dev/null", GPUFILTERD_BINARY, config, log_path()});
+    pid_ = child.pid;
+    ::close(child.in);
+    ::close(child.out);
+    ::close(child.err);
+  }
+
   std::string dir_;
   std::string name_;
   pid_t pid_ = -1;
@@ -130,6 +147,15 @@ std::map<long, int> counts(const std::vector<const Member*>& members) {
   for (const Member* m : members)
     for (const long s : m->alerted()) ++c[s];
   return c;
+}
+
+// The first few sequence numbers up to `last` that no member alerted.
+std::string missing(const std::map<long, int>& seen, long last) {
+  std::string out;
+  int n = 0;
+  for (long s = 1; s <= last && n < 20; ++s)
+    if (seen.count(s) == 0) out += std::to_string(s) + (++n < 20 ? " " : " ...");
+  return out;
 }
 
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
@@ -159,7 +185,9 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
       },
       60s))
       << a.log() << b.log() << c.log();
-  ASSERT_TRUE(wait_until([&] { return counts(all).size() == static_cast<std::size_t>(produced); }, 30s));
+  ASSERT_TRUE(wait_until([&] { return counts(all).size() == static_cast<std::size_t>(produced); }, 30s))
+      << "alerted " << counts(all).size() << " of " << produced << ", missing " << missing(counts(all), produced)
+      << "\n" << a.log() << b.log() << c.log();
 
   // Records flow while `a` is killed.
   const long settled_end = produced;
@@ -253,6 +281,71 @@ TEST(KafkaGroup, AMemberKilledMidStreamLosesNoRecordAndDuplicatesOnlyWhatItHadNo
   } else {
     std::system(("rm -rf " + dir).c_str());
   }
+}
+
+// `send: records`: every record some rule matches (before thresholds) is produced to the
+// output's topic, the records grep -E selects with the rules' expressions, keyed by a named
+// group, with its source and rules as headers; no alert goes there.
+TEST(KafkaGroup, SelectedRecordsGoToATopicKeyedByAGroupWithTheirRules) {
+  const std::string dir = temp_dir();
+  BrokerProcess broker({"logs:3", "selected:2"});
+  std::string records;
+  for (int i = 1; i <= 3000; ++i) {
+    records += "seq " + std::to_string(i) + " user=u" + std::to_string(i % 17) + " action=" +
+               (i % 7 == 0 ? "failed" : i % 2 == 0 ? "login" : "logout");
+    if (i % 11 == 0) records += " disk full";
+    records += '\n';
+  }
+  broker.produce("logs", records);
+  std::ostringstream config;
+  config << "sources:\n"
+         << "  - kafka: {brokers: \"" << broker.bootstraps() << "\", topics: logs, group_id: records-test}\n"
+         << "rules:\n"
+         << "  - name: failed-login\n"
+         << "    regex: 'user=(?<user>u[0-9]+) action=failed'\n"
+         << "    threshold: {count: 100000, window: 1h}\n"
+         << "  - name: disk\n"
+         << "    patterns: disk full\n"
+         << "outputs:\n"
+         << "  - {type: kafka, brokers: \"" << broker.bootstraps()
+         << "\", topic: selected, send: records, record_key: \"{{user}}\"}\n"
+         << "server: 127.0.0.1:0\n";
+  Member m(dir, "records", Member::Config{config.str()});
+  const ProcessResult grep = run_process({"/usr/bin/grep", "-E", "user=u[0-9]+ action=failed|disk full"}, records);
+  const auto expected = static_cast<std::size_t>(std::count(grep.out.begin(), grep.out.end(), '\n'));
+  ASSERT_GT(expected, 500u);
+  std::string topic;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        topic = broker.consume("selected", "%k\t%h\t%s\n");
+        return static_cast<std::size_t>(std::count(topic.begin(), topic.end(), '\n')) >= expected;
+      },
+      60s))
+      << m.log();
+  m.signal(SIGTERM);
+  EXPECT_EQ(m.wait_exit(30s), 0) << m.log();
+
+  std::multiset<std::string> got;
+  std::istringstream in(topic);
+  static const std::regex message_re(
+      R"re(([^\t]*)\tgpufilter\.source=kafka:logs/[0-2],gpufilter\.rules=([a-z,-]+)\t(.*))re");
+  for (std::string message; std::getline(in, message);) {
+    std::smatch part;
+    ASSERT_TRUE(std::regex_match(message, part, message_re)) << message;
+    const std::string line = part[3].str();
+    const bool failed = line.find("action=failed") != std::string::npos;
+    const bool disk = line.find("disk full") != std::string::npos;
+    EXPECT_EQ(part[2].str(), failed && disk ? "failed-login,disk" : failed ? "failed-login" : "disk") << line;
+    EXPECT_EQ(part[1].str(), failed ? line.substr(line.find("user=") + 5, line.find(" action") - line.find("user=") - 5)
+                                 : "")
+        << line;
+    got.insert(line);
+  }
+  std::multiset<std::string> want;
+  std::istringstream lines(grep.out);
+  for (std::string line; std::getline(lines, line);) want.insert(line);
+  EXPECT_EQ(got, want);
+  if (!::testing::Test::HasFailure()) std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

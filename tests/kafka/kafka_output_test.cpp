@@ -63,6 +63,34 @@ TEST(KafkaOutput, EveryAlertArrivesOnceKeyedByItsGroup) {
   for (const auto& [line, n] : lines) EXPECT_EQ(n, 1) << line;
 }
 
+// `send: records`: a record's bytes as they are (newline-free, any byte), keyed by the
+// filled record_key, its source and rules as headers; alerts are not sent then, and
+// records count among published and settled.
+TEST(KafkaOutput, RecordsGoAsTheirBytesWithKeyAndHeaders) {
+  BrokerProcess broker({"records:1"});
+  daemon::KafkaOutputConfig config;
+  config.brokers = broker.bootstraps();
+  config.topic = "records";
+  config.alerts = false;
+  config.records = true;
+  config.record_key = "{{kafka.key}}/{{user}}";
+  auto out = daemon::make_kafka_output("kafka", config);
+  EXPECT_TRUE(out->takes_records());
+  out->publish(alert(1));
+  daemon::SelectedRecord r;
+  r.source = "kafka:logs/2";
+  r.rules = {"a", "b"};
+  r.captures = {{"kafka.key", "k1"}, {"user", "root"}};
+  const std::string text = "failed \xff\x01 for root";
+  r.text = text;
+  out->publish_record(r);
+  EXPECT_TRUE(out->drain(30s));
+  EXPECT_EQ(out->stats().published, 1u);
+  EXPECT_EQ(out->stats().settled, 1u);
+  EXPECT_EQ(broker.consume("records", "%k|%h|%s\n"),
+            "k1/root|gpufilter.source=kafka:logs/2,gpufilter.rules=a,b|" + text + "\n");
+}
+
 TEST(KafkaOutput, KeyedByALabelWhenAsked) {
   BrokerProcess broker({"alerts:3"});
   daemon::KafkaOutputConfig config;

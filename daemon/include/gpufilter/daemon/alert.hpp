@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace gpufilter::daemon {
 
@@ -29,6 +31,22 @@ struct Alert {
   SystemClock::time_point ends_at{};    // resolved: when it was resolved; firing: unset (epoch)
   std::string fingerprint;  // stable per (rule, group): hex of a hash of both
 };
+
+// A record (a line, or a multiline source's joined lines) that one or more rules
+// matched, before thresholds and cooldowns: what an output that takes records (a kafka
+// output's `send: records`) forwards. Valid only during the call it is given to.
+struct SelectedRecord {
+  std::string_view source;              // its input ("kafka:logs/3", "auth.log")
+  std::string_view text;                // the record, without its final '\n'
+  std::vector<std::string_view> rules;  // the names of the rules that matched it, in order
+  // Its fields (kafka.key, json.NAME ...) and what the named groups of the first regex
+  // rule that matched it took: what {{NAME}} in a record key reads.
+  std::map<std::string, std::string> captures;
+};
+
+// A template with each {{NAME}} replaced by `values`' NAME (cut to 256 bytes: the log's
+// writer chooses it); an unknown NAME is replaced by nothing.
+std::string filled(const std::string& text, const std::map<std::string, std::string>& values);
 
 // RFC 3339 UTC with milliseconds: "2026-11-21T09:58:04.123Z".
 std::string rfc3339(SystemClock::time_point t);

@@ -1,5 +1,5 @@
-// AlertOutput: where alerts go (outputs.hpp has the three kinds: JSON lines, Alertmanager,
-// webhook). publish() never blocks the caller (the scan thread): each output has a bounded
+// AlertOutput: where alerts go (outputs.hpp has the four kinds: JSON lines, Alertmanager,
+// webhook, Kafka; a Kafka output can take the selected records too). publish() never blocks the caller (the scan thread): each output has a bounded
 // queue and its own delivery thread; a failing delivery is retried with exponential
 // backoff; when the queue is full the oldest alert is dropped and counted. Matching never
 // waits for an output.
@@ -37,6 +37,10 @@ class AlertOutput {
   virtual const std::string& name() const = 0;
   // Queues the alert; never blocks, never throws.
   virtual void publish(const Alert& alert) noexcept = 0;
+  // Whether the output forwards selected records (SelectedRecord), and one of them: never
+  // blocks, never throws. A record counts among `published` and `settled` as an alert does.
+  virtual bool takes_records() const noexcept { return false; }
+  virtual void publish_record(const SelectedRecord& record) noexcept { (void)record; }
   // An alert that was firing before a restart (gpufilterd's alert_state): nothing is sent
   // for it now, but an output that re-sends active alerts (Alertmanager) keeps it among
   // them, so that it is re-sent, and resolved, as if the process had never stopped.

@@ -120,6 +120,9 @@ struct OutputConfig {
   TlsConfig tls;  // https:// alertmanager and webhook URLs: CA, client certificate, name check
   KafkaClientConfig kafka;  // kafka: brokers, topics[0] (the topic), settings, secrets_file
   std::string key_label;    // kafka: the label whose value keys the record ("": the group)
+  bool send_alerts = true;   // kafka `send`: alerts, records, or both
+  bool send_records = false;
+  std::string record_key;    // kafka: the template whose value keys a selected record
   bool operator==(const OutputConfig&) const = default;
 };
 

@@ -90,14 +90,20 @@ struct WebhookConfig {
 };
 std::unique_ptr<AlertOutput> make_webhook_output(std::string name, WebhookConfig config);
 
-// Alerts produced to a Kafka topic by an idempotent producer (librdkafka), keyed by the
-// alert's group or by one of its labels. librdkafka's queue is the output's (at most
-// `queue` alerts; a full one drops the new alert, counted); a send is retried for up to
-// `timeout`, then the alert is dropped and counted as a failure.
+// Alerts and/or selected records produced to a Kafka topic by an idempotent producer
+// (librdkafka). An alert is its alert_json() object, keyed by its group or by one of its
+// labels; a record is its bytes, keyed by `record_key` filled from its fields and named
+// groups, with the headers gpufilter.source and gpufilter.rules (the names, comma-separated).
+// librdkafka's queue is the output's (at most `queue` messages; a full one drops the new
+// message, counted); a send is retried for up to `timeout`, then it is dropped and counted
+// as a failure.
 struct KafkaOutputConfig {
   std::string brokers;
   std::string topic;
   std::string key_label;  // "": the alert's group
+  bool alerts = true;     // produce the alerts
+  bool records = false;   // produce the selected records
+  std::string record_key;  // a template ("{{kafka.key}}", "{{host}}"); "": no key
   std::vector<std::pair<std::string, std::string>> settings;  // librdkafka properties
   std::vector<std::pair<std::string, std::string>> secrets;   // likewise, never quoted
   std::size_t queue = 10000;

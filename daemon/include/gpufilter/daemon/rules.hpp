@@ -125,6 +125,14 @@ class RuleEngine final : public Sink {
   // record's (a Kafka record's key ...), read by the rules as named groups are.
   void line(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
             Clock::time_point now, const RecordFields* fields = nullptr);
+  // Every record that one or more rules matched, as it is matched (before thresholds and
+  // cooldowns), for the outputs that take records; with `captures`, SelectedRecord's
+  // captures are filled (a pass of the first matching regex rule). Runs on the scan thread.
+  using Select = std::function<void(const SelectedRecord&)>;
+  void on_selected(Select select, bool captures) {
+    select_ = std::move(select);
+    select_captures_ = captures;
+  }
   // Resolves groups quiet for their rule's resolve_after; pushes counters to the metrics.
   void tick(Clock::time_point now);
   // A reload: rules with the same definition keep their state (windows, active alerts,
@@ -186,6 +194,7 @@ class RuleEngine final : public Sink {
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
                const RecordFields* fields, std::string_view matched_text);
   void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
+  void select(std::string_view source, std::string_view text, const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
   void resolve(const RuleConfig& rule, const std::string& group, Group& g);
 
@@ -198,6 +207,10 @@ class RuleEngine final : public Sink {
   std::chrono::milliseconds persist_every_{1000};
   Clock::time_point persisted_at_{};
   std::vector<std::uint32_t> scratch_;
+  Select select_;
+  bool select_captures_ = false;
+  std::vector<std::uint32_t> selected_;  // the rules that matched the current record
+  SelectedRecord selection_;             // reused
 };
 
 // The StreamConsumer of gpufilterd: lines of every stream, with their occurrences, to
