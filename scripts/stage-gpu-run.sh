@@ -12,6 +12,7 @@
 #   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
 #   bash .device/gpu-multi.sh    issue 21: tests on every GPU, bench/run.py on all GPUs and each alone
+#   bash .device/gpu-kafka.sh    issue 20: bench/kafka_scale.py, 1-3 gpufilterd per engine in a group
 #   bash .device/gpu-reliability.sh fuzz SECONDS   the long fuzz run on every core
 #   bash .device/gpu-reliability.sh soak SECONDS   bench/soak.sh on the GPU engine
 # The fuzz targets come from build-asan/fuzz (scripts/sanitize.sh address) when built.
@@ -34,7 +35,8 @@ cp ../shared/corpus/text/sherlock-nul.txt .device/corpus/text/
 cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
-  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh .device/
+  scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
+  scripts/gpu-kafka.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/
@@ -43,6 +45,10 @@ if compgen -G 'build-asan/fuzz/*_fuzz' >/dev/null; then  # built, not merely beg
 fi
 cp ../shared/corpus/pcap/* .device/corpus/pcap/
 cp "$(command -v rg)" .device/bin/rg
+# Kafka (bench/kafka_scale.py): the test broker, kcat and librdkafka with what it links.
+cp "$build"/tests/kafka/gpufilter-test-kafka-broker /usr/bin/kcat .device/bin/
+cp -L /lib/x86_64-linux-gnu/librdkafka.so.1 /lib/x86_64-linux-gnu/librdkafka++.so.1 /lib/x86_64-linux-gnu/libyajl.so.2 \
+  /lib/x86_64-linux-gnu/libsasl2.so.2 .device/lib/
 cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 \
   /lib/x86_64-linux-gnu/libpcap.so.0.8 /lib/x86_64-linux-gnu/libdbus-1.so.3 \
   /lib/x86_64-linux-gnu/libzstd.so.1 /lib/x86_64-linux-gnu/liblz4.so.1 /lib/x86_64-linux-gnu/liblzma.so.5 \
