@@ -21,6 +21,7 @@ packages=(
   libssl-dev openssl   # https:// outputs; the tests make their CA and certificates with openssl
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   librdkafka-dev kcat   # Kafka sources and outputs; the tests produce and read topics with kcat
+  fail2ban   # its filters (read at run time) and, for the tests, fail2ban-regex and its sample logs
   grep python3 ripgrep gnuplot-nox gzip zstd xz-utils bzip2 lz4
   clang libclang-rt-14-dev llvm
   scdoc dpkg-dev man-db lintian   # the man pages, the .deb's dependencies and checks, tests/install/
@@ -37,6 +38,11 @@ install_missing() {
   [ "$(id -u)" -ne 0 ] && sudo=(sudo)
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # fail2ban is installed for its files, not its service: one that this run installed is
+  # stopped and left disabled, so that it bans nobody on a build machine.
+  if [[ " ${missing[*]} " == *" fail2ban "* ]] && command -v systemctl >/dev/null; then
+    "${sudo[@]}" systemctl disable --now fail2ban >/dev/null 2>&1 || true
+  fi
 }
 
 build() {

@@ -1,0 +1,79 @@
+// gpufilter::fail2ban: fail2ban 1.0.2 filters, read from the user's fail2ban installation
+// as fail2ban reads them (ini.hpp, reader.hpp), their regexes run through PCRE2
+// (pyregex.hpp, tags.hpp), and each log line processed as fail2ban's Filter.processLine
+// does: the date found and cut out of the line (date.hpp), the ignoreregex, prefregex and
+// failregex tried in fail2ban's order, multi-line buffers (maxlines, <SKIPLINES>) and
+// connection ids (<F-MLFID>, <F-NOFAIL>, <F-MLFFORGET>, <F-MLFGAINED>) carried from line
+// to line. No name is ever resolved: a <HOST> that matched a host name reports the name.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufilter/fail2ban/errors.hpp"
+
+namespace gpufilter::fail2ban {
+
+struct FilterOptions {
+  std::string config_dir = "/etc/fail2ban";  // holds filter.d/
+  // The jail's filter options, as in `filter = sshd[mode=aggressive]` (mode, logtype, ...).
+  std::map<std::string, std::string> values;
+  // fail2ban-regex's default (and the samples test's): every failregex is tried on a line,
+  // not only up to the first that matched.
+  bool check_all_regex = false;
+  // A multi-line failure still waiting for its address is not reported (fail2ban's default).
+  bool ignore_pending = true;
+  // MyTime: "now" for the assumed year/day and the 60-second reuse of the last date;
+  // unset, the clock's time.
+  std::optional<double> now;
+};
+
+class Filter {
+ public:
+  struct Failure {
+    std::size_t failregex = 0;  // index into failregex()
+    std::string id;             // fail2ban's failure id: the address (as fail2ban prints it), name or F-ID
+    std::string host;           // the address or host name matched (<HOST>, <ADDR>, ...), if any
+    std::string user;           // <F-USER>, or <F-ALT_USER>
+    std::map<std::string, std::string> fields;  // every named group that took part (and fail2ban's own keys)
+    std::vector<std::string> users;             // multi-line: the users seen on one connection id
+    std::size_t attempts = 0;                   // lines fail2ban keeps as this failure's matches
+    std::optional<double> time;                 // UTC seconds; nullopt: the line had no usable date
+    bool nofail = false;                        // check_all_regex only: a match that is not a failure
+    bool pending = false;                       // ignore_pending = false only: no id known yet
+  };
+  struct Outcome {
+    std::vector<Failure> failures;
+    bool ignored = false;  // an ignoreregex matched
+    bool matched = false;  // a failregex matched (even one that yields no failure)
+  };
+
+  // name_or_path: "sshd" (read from options.config_dir/filter.d/) or a path to a .conf
+  // file (its config dir is the folder above filter.d). Throws Fail2banError.
+  static Filter load(const std::string& name_or_path, const FilterOptions& options = {});
+
+  Filter(Filter&&) noexcept;
+  Filter& operator=(Filter&&) noexcept;
+  ~Filter();
+
+  // One line without its '\n'.
+  Outcome line(std::string_view text);
+  // A line whose time is already known (the journal): no date is looked for in it.
+  Outcome line(std::string_view text, double time);
+
+  const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
+  const std::vector<std::string>& ignoreregex() const;
+  std::size_t maxlines() const;
+
+ private:
+  struct Impl;
+  explicit Filter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpufilter::fail2ban

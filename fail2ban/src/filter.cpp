@@ -1,0 +1,506 @@
+#include "gpufilter/fail2ban/filter.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <list>
+#include <set>
+#include <stdexcept>
+
+#include "gpufilter/fail2ban/date.hpp"
+#include "gpufilter/fail2ban/pyregex.hpp"
+#include "gpufilter/fail2ban/reader.hpp"
+#include "gpufilter/fail2ban/tags.hpp"
+
+namespace gpufilter::fail2ban {
+namespace {
+
+using TupleLine = std::array<std::string, 3>;  // (before the date, the date, after it)
+using Lines = std::vector<TupleLine>;
+using Groups = std::map<std::string, std::optional<std::string>>;
+
+std::string joined(const TupleLine& t) { return t[0] + t[2]; }
+
+std::string lines_buffer(const Lines& lines) {  // Regex._tupleLinesBuf
+  std::string buf;
+  for (std::size_t i = 0; i < lines.size(); ++i) buf += (i ? "\n" : "") + joined(lines[i]);
+  return buf + "\n";
+}
+
+bool truthy(const Groups& g, const std::string& key) {
+  const auto it = g.find(key);
+  return it != g.end() && it->second && !it->second->empty();
+}
+
+std::optional<std::string> get(const Groups& g, const std::string& key) {
+  const auto it = g.find(key);
+  return it == g.end() ? std::nullopt : it->second;
+}
+
+// IPAddr(ip, cidr) as fail2ban prints it: inet_ntop of the parsed address, "/plen" when a
+// <CIDR> narrowed it; text that does not parse stays as it is.
+std::string address_text(const std::string& ip, bool v6, const std::optional<std::string>& cidr) {
+  unsigned char bytes[16] = {};
+  const int family = v6 ? AF_INET6 : AF_INET;
+  if (inet_pton(family, ip.c_str(), bytes) != 1) return ip;
+  const int bits = v6 ? 128 : 32;
+  int plen = bits;
+  if (cidr && !cidr->empty()) plen = std::min(bits, std::stoi(*cidr));
+  for (int b = plen; b < bits; ++b) bytes[b / 8] = static_cast<unsigned char>(bytes[b / 8] & ~(0x80 >> (b % 8)));
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(family, bytes, text, sizeof text);
+  return std::string(text) + (plen < bits && plen > 0 ? "/" + std::to_string(plen) : "");
+}
+
+// One failure's data as fail2ban's `fail` dict: groups, then the keys fail2ban adds.
+struct FailData {
+  Groups g;
+  std::optional<std::set<std::string>> users;
+  std::optional<Lines> matches, nofail_matches;
+  bool mlfpending = false;
+};
+using FailPtr = std::shared_ptr<FailData>;
+
+// A compiled failregex/ignoreregex/prefregex and what its last search found.
+struct Rx {
+  std::string text;
+  PyRegex re;
+  std::vector<std::pair<std::string, std::string>> alt;  // alt_NAME[_n] group -> NAME
+  Rx(std::string t, bool multiline) : text(std::move(t)), re(text, multiline) {
+    for (const auto& [k, n] : re.names()) {
+      if (k.rfind("tuple_", 0) == 0) throw std::invalid_argument("tuple_ groups are not supported");
+      if (k.rfind("alt_", 0) != 0 || k.size() <= 4) continue;
+      std::string name = k.substr(4);
+      const std::size_t us = name.rfind('_');
+      if (us != std::string::npos && us + 1 < name.size() &&
+          std::all_of(name.begin() + static_cast<std::ptrdiff_t>(us) + 1, name.end(), ::isdigit)) {
+        name.resize(us);
+      }
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      alt.emplace_back(k, name == "id" ? "fid" : name == "port" ? "fport" : name);
+    }
+  }
+};
+
+struct Hit {
+  Groups groups;
+  Lines matched, unmatched;
+};
+
+Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
+  Groups g = rx.re.groupdict(m);
+  for (const auto& [k, n] : rx.alt) {
+    const auto v = get(g, k);
+    if (v && !v->empty() && !truthy(g, n)) g[n] = v;
+  }
+  return g;
+}
+
+std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
+  std::string skipped;
+  for (int n = 0; rx.re.has_group("skiplines" + std::to_string(n)); ++n) {
+    if (auto v = rx.re.group(m, "skiplines" + std::to_string(n))) skipped += *v;
+  }
+  std::vector<std::string> out;  // str.splitlines()
+  std::size_t at = 0;
+  while (at < skipped.size()) {
+    const std::size_t nl = skipped.find('\n', at);
+    out.push_back(skipped.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return out;
+}
+
+// Regex.search(buf, orgLines): the match, and which buffered lines it covered.
+std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org) {
+  const PyRegex::Match m = rx.re.search(buf);
+  if (!m) return std::nullopt;
+  Hit hit{groups_with_alt(rx, m), {}, {}};
+  if (org.size() <= 1) {
+    hit.matched = org;
+    return hit;
+  }
+  const std::size_t before = buf.rfind('\n', m.start());
+  const std::size_t line_start = before == std::string::npos ? 0 : before + 1;
+  const std::size_t after = buf.find('\n', m.end() == 0 ? buf.size() - 1 : m.end() - 1);
+  const std::size_t line_end = after == std::string::npos ? buf.size() : after + 1;
+  const auto count1 = static_cast<std::size_t>(std::count(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  const auto count2 = static_cast<std::size_t>(std::count(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(line_end), '\n'));
+  hit.matched.assign(org.begin() + static_cast<std::ptrdiff_t>(std::min(count1, org.size())),
+                     org.begin() + static_cast<std::ptrdiff_t>(std::min(count2, org.size())));
+  hit.unmatched.assign(org.begin(), org.begin() + static_cast<std::ptrdiff_t>(std::min(count1, org.size())));
+  std::size_t n = 0;
+  for (const std::string& skipped : skipped_lines(rx, m)) {
+    for (std::size_t k = n; k < hit.matched.size(); ++k) {
+      if (joined(hit.matched[k]) == skipped) {
+        hit.unmatched.push_back(hit.matched[k]);
+        hit.matched.erase(hit.matched.begin() + static_cast<std::ptrdiff_t>(k));
+        n = k;
+        break;
+      }
+    }
+  }
+  if (count2 < org.size()) hit.unmatched.insert(hit.unmatched.end(), org.begin() + static_cast<std::ptrdiff_t>(count2), org.end());
+  return hit;
+}
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Utils.Cache(maxCount=100, maxTime=5*60) of multi-line failures by connection id.
+class MlfidCache {
+ public:
+  FailPtr get(const std::string& id) {
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return nullptr;
+    if (it->second.second <= wall_now()) {
+      entries_.erase(it);
+      return nullptr;
+    }
+    return it->second.first;
+  }
+  void set(const std::string& id, FailPtr fail) {
+    if (entries_.size() >= 100 && !entries_.count(id)) {
+      const double now = wall_now();
+      for (auto it = entries_.begin(); it != entries_.end();) it = it->second.second <= now ? entries_.erase(it) : std::next(it);
+      while (entries_.size() >= 100) {
+        entries_.erase(std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
+                         return a.second.second < b.second.second;
+                       }));
+      }
+    }
+    entries_[id] = {std::move(fail), wall_now() + 300};
+  }
+  void unset(const std::string& id) { entries_.erase(id); }
+  bool used = false;
+
+ private:
+  std::map<std::string, std::pair<FailPtr, double>> entries_;
+};
+
+}  // namespace
+
+struct Filter::Impl {
+  FilterOptions options;
+  std::optional<Rx> pref;
+  std::vector<Rx> fail, ignore;
+  std::vector<std::string> fail_text, ignore_text;
+  std::size_t maxlines = 1;
+  DateDetector dates;
+  Lines buffer;
+  std::string last_time_text;
+  double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
+  MlfidCache mlfid;
+  Outcome* out = nullptr;
+
+  double now() const { return options.now ? *options.now : wall_now(); }
+  Outcome process(std::string_view text, std::optional<double> known);
+  void find_failure(TupleLine tuple, std::optional<double> date);
+  std::optional<std::size_t> ignore_line(std::string buf, Lines org, const Hit* failed);
+  FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
+  enum class Next { kGoOn, kSkip, kReturn };
+  Next emit(std::size_t index, FailPtr data, const std::optional<std::string>& mlfid, std::optional<double> date);
+  void apply(const FilterDefinition& def);
+};
+
+std::optional<std::size_t> Filter::Impl::ignore_line(std::string buf, Lines org, const Hit* failed) {
+  if (failed != nullptr && maxlines > 1) {  // multi-line: only the lines the failregex covered
+    org = failed->matched;
+    buf = lines_buffer(org);
+  }
+  std::optional<std::size_t> found;
+  for (std::size_t i = 0; i < ignore.size(); ++i) {
+    if (!search(ignore[i], buf, org)) continue;
+    found = i;
+    out->ignored = true;
+    if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) buffer = failed->unmatched;
+    if (!options.check_all_regex) break;
+  }
+  return found;
+}
+
+FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, const Hit& hit) {
+  FailPtr cur = std::move(fail_in);
+  FailPtr cached = mlfid.used ? mlfid.get(id) : nullptr;
+  std::optional<std::set<std::string>>* users = nullptr;
+  int flags = 0;
+  const auto update_users = [](FailData& f, const std::optional<std::string>& user) {
+    if (user && !user->empty()) {
+      if (!f.users || f.users->empty()) f.users = std::set<std::string>{};
+      f.users->insert(*user);
+    }
+    return &f.users;
+  };
+  if (truthy(cur->g, "mlfgained")) {
+    flags |= 8 | 1;
+    if (!truthy(cur->g, "nofail")) cur->g["nofail"] = cur->g["mlfgained"];
+  } else if (truthy(cur->g, "nofail")) {
+    flags |= 1;
+  }
+  if (truthy(cur->g, "mlfforget")) flags |= 2;
+  cur->g.erase("mlfforget");
+  if (cached) {
+    users = update_users(*cached, get(cur->g, "user"));
+    if (truthy(cached->g, "nofail")) flags |= 4;
+    if (truthy(cached->g, "mlfgained")) flags |= 4;
+    cached->g.erase("nofail");
+    cached->g.erase("mlfgained");
+    if (flags & 8) cached->mlfpending = false;
+    if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
+    for (const auto& [k, v] : cur->g) {
+      if (v) cached->g[k] = v;
+    }
+    cur = cached;
+    if (flags & 2) mlfid.unset(id);
+  } else if (!(flags & 2)) {
+    users = update_users(*cur, get(cur->g, "user"));
+    mlfid.used = true;
+    mlfid.set(id, cur);
+  }
+  const bool pending = cur->mlfpending;
+  cur->mlfpending = false;
+  if (pending || (users != nullptr && *users && users->value().size() > 1)) {
+    cur->g.erase("nofail");
+    cur->g.erase("mlfgained");
+    flags &= ~(8 | 1);
+  }
+  if ((flags & 1) == 0) {
+    Lines m = cur->nofail_matches.value_or(Lines{});
+    cur->nofail_matches.reset();
+    const Lines had = cur->matches.value_or(Lines{});
+    m.insert(m.end(), had.begin(), had.end());
+    if ((flags & 8) == 0) m.insert(m.end(), hit.matched.begin(), hit.matched.end());
+    cur->matches = m;
+  } else if ((flags & 3) == 1) {
+    Lines m = cur->nofail_matches.value_or(Lines{});
+    m.insert(m.end(), hit.matched.begin(), hit.matched.end());
+    cur->nofail_matches = m;
+  }
+  return cur;
+}
+
+// The failure id and the Failure handed out; kSkip: on to the next failregex (fail2ban's
+// getFailID() raised), kReturn: findFailure returns at once.
+Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, const std::optional<std::string>& mlfid_value,
+                        std::optional<double> date) {
+  std::optional<std::string> fid = get(data->g, "fid"), ip;
+  Failure f;
+  if (auto v4 = get(data->g, "ip4")) {
+    ip = address_text(*v4, false, get(data->g, "cidr"));
+  } else if (auto v6 = get(data->g, "ip6")) {
+    ip = address_text(*v6, true, get(data->g, "cidr"));
+  } else if (auto dns = get(data->g, "dns")) {
+    ip = dns;
+  } else {
+    if (!fid && !mlfid_value) return Next::kSkip;  // getFailID() raises: fail2ban logs it and goes on
+    ip = fid;
+  }
+  if (!ip) {
+    data->mlfpending = true;
+    if (!options.check_all_regex && options.ignore_pending) return Next::kReturn;
+    f.pending = true;
+  } else {
+    f.host = get(data->g, "ip4") || get(data->g, "ip6") || get(data->g, "dns") ? *ip : std::string();
+    if (!fid || *fid == *ip) {
+      f.id = *ip;
+    } else {
+      f.fields["ip"] = *ip;
+      f.id = *fid;
+    }
+  }
+  f.failregex = index;
+  f.time = date;
+  f.nofail = truthy(data->g, "nofail");
+  for (const auto& [k, v] : data->g) {
+    if (v) f.fields.emplace(k, *v);
+  }
+  if (data->users) f.users.assign(data->users->begin(), data->users->end());
+  f.attempts = data->matches ? data->matches->size() : 0;
+  f.user = f.fields.count("user") ? f.fields["user"] : std::string();
+  out->failures.push_back(std::move(f));
+  return Next::kGoOn;
+}
+
+void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
+  if (maxlines > 1) {
+    buffer.push_back(std::move(tuple));
+    if (buffer.size() > maxlines) buffer.erase(buffer.begin(), buffer.end() - static_cast<std::ptrdiff_t>(maxlines));
+  } else {
+    buffer = {std::move(tuple)};
+  }
+  const Lines org = buffer;
+  std::optional<std::string> buf = lines_buffer(org);
+  if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(*buf, org, nullptr)) return;
+  Groups pre;
+  if (pref) {
+    auto hit = search(*pref, *buf, org);
+    if (!hit) return;
+    pre = hit->groups;
+    const auto content = get(pre, "content");
+    pre.erase("content");
+    if (content && !content->empty()) {
+      buffer = {TupleLine{"", "", *content}};
+      buf.reset();
+    }
+  }
+  for (std::size_t i = 0; i < fail.size(); ++i) {
+    if (!buf) buf = lines_buffer(buffer);
+    auto hit = search(fail[i], *buf, org);
+    if (!hit) continue;
+    out->matched = true;
+    if (!ignore.empty() && ignore_line(*buf, org, &*hit)) {
+      buf.reset();
+      if (!options.check_all_regex) break;
+      continue;
+    }
+    if (!options.check_all_regex || maxlines > 1) {
+      buffer = hit->unmatched;
+      buf.reset();
+    }
+    auto data = std::make_shared<FailData>();
+    data->g = pre;
+    for (const auto& [k, v] : hit->groups) data->g[k] = v;
+    const auto mlfid_value = get(data->g, "mlfid");
+    if (mlfid_value) {
+      data = merge_failure(*mlfid_value, data, *hit);
+      if (truthy(data->g, "nofail") && !options.check_all_regex) return;
+    } else {
+      data->matches = hit->matched;
+    }
+    // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
+    // it returned; a Failure is a copy already.
+    const Next next = emit(i, data, mlfid_value, date);
+    if (next == Next::kReturn) return;
+    if (next == Next::kSkip) continue;
+    if (!options.check_all_regex) break;
+  }
+}
+
+Filter::Outcome Filter::Impl::process(std::string_view text, std::optional<double> known) {
+  Outcome result;
+  out = &result;
+  const std::string line(text);
+  const double t_now = now();
+  TupleLine tuple{"", "", line};
+  std::optional<double> date;
+  if (known) {
+    date = known;
+    last_date = *known;
+  } else if (const auto found = dates.find(line, t_now)) {
+    tuple = {line.substr(0, found->start), line.substr(found->start, found->end - found->start), line.substr(found->end)};
+    if (!tuple[1].empty()) {
+      date = found->time;
+      if (date) {
+        last_time_text = tuple[1];
+        last_date = *date;
+      }
+    } else if (last_date != 0 && last_date > t_now - 60) {
+      tuple = {"", last_time_text, line};
+      date = last_date;
+    } else {
+      date = t_now;
+    }
+  }
+  if (!date && last_date != 0 && last_date > t_now - 60) {  // no date: the last one, if recent
+    tuple = {"", last_time_text, line};
+    date = last_date;
+  }
+  find_failure(std::move(tuple), date);
+  out = nullptr;
+  return result;
+}
+
+namespace {
+
+void add_regex(std::vector<Rx>& list, std::vector<std::string>& texts, const std::string& value, bool multiline,
+               const std::string& usedns, const std::string& file, const char* what) {
+  const std::string resolved = resolve_tags(value, usedns);
+  if (resolved.find_first_not_of(" \t\r\n") == std::string::npos) throw Fail2banError(file, 0, "Cannot add empty regex");
+  try {
+    list.emplace_back(resolved, multiline);
+  } catch (const std::invalid_argument& e) {
+    throw Fail2banError(file, 0, std::string("cannot use ") + what + " '" + value + "': " + e.what());
+  }
+  texts.push_back(resolved);
+}
+
+bool has_failure_id(const PyRegex& re) {
+  for (const char* g : {"fid", "ip4", "ip6", "dns", "mlfid"}) {
+    if (re.has_group(g)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// The filter's [Definition] applied in the order fail2ban's stream applies it: maxlines and
+// prefregex first (a failregex is compiled multi-line when maxlines > 1), then the rest.
+void Filter::Impl::apply(const FilterDefinition& def) {
+  Impl& impl = *this;
+  const std::string usedns = def.usedns.value_or("warn");
+  if (def.maxlines) {
+    if (*def.maxlines <= 0) throw Fail2banError(def.file, 0, "maxlines must be integer greater than zero");
+    impl.maxlines = static_cast<std::size_t>(*def.maxlines);
+  }
+  if (def.prefregex && !def.prefregex->empty()) {
+    std::vector<Rx> one;
+    std::vector<std::string> unused;
+    add_regex(one, unused, *def.prefregex, false, usedns, def.file, "prefregex");
+    impl.pref.emplace(std::move(one.front()));
+  }
+  for (const std::string& r : def.failregex) {
+    add_regex(impl.fail, impl.fail_text, r, impl.maxlines > 1, usedns, def.file, "failregex");
+    if (!has_failure_id(impl.fail.back().re) && !(impl.pref && has_failure_id(impl.pref->re))) {
+      throw Fail2banError(def.file, 0, "No failure-id group in '" + impl.fail_text.back() + "'");
+    }
+  }
+  for (const std::string& r : def.ignoreregex) add_regex(impl.ignore, impl.ignore_text, r, false, usedns, def.file, "ignoreregex");
+  if (def.datepattern) {
+    std::string rest = *def.datepattern;
+    for (std::size_t at = 0; at <= rest.size();) {
+      std::size_t nl = rest.find('\n', at);
+      if (nl == std::string::npos) nl = rest.size();
+      std::string p = rest.substr(at, nl - at);
+      p.erase(0, p.find_first_not_of(" \t\r\n\f\v"));
+      p.erase(p.find_last_not_of(" \t\r\n\f\v") + 1);
+      at = nl + 1;
+      if (p.empty()) continue;
+      try {
+        impl.dates.append(p);
+      } catch (const std::invalid_argument& e) {
+        throw Fail2banError(def.file, 0, std::string("datepattern: ") + e.what());
+      }
+    }
+  }
+}
+
+Filter::Filter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Filter::Filter(Filter&&) noexcept = default;
+Filter& Filter::operator=(Filter&&) noexcept = default;
+Filter::~Filter() = default;
+
+Filter Filter::load(const std::string& name_or_path, const FilterOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  std::string dir = options.config_dir, name = name_or_path;
+  if (name_or_path.find('/') != std::string::npos) {  // a file: <dir>/filter.d/<name>.conf
+    const std::filesystem::path p(name_or_path);
+    name = p.stem().string();
+    dir = p.parent_path().parent_path().string();
+  }
+  impl->apply(read_filter(dir, name, options.values));
+  return Filter(std::move(impl));
+}
+
+Filter::Outcome Filter::line(std::string_view text) { return impl_->process(text, std::nullopt); }
+Filter::Outcome Filter::line(std::string_view text, double time) { return impl_->process(text, time); }
+const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
+const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
+std::size_t Filter::maxlines() const { return impl_->maxlines; }
+
+}  // namespace gpufilter::fail2ban

@@ -1,0 +1,250 @@
+#include "gpufilter/fail2ban/pyregex.hpp"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <cctype>
+#include <new>
+#include <stdexcept>
+
+namespace gpufilter::fail2ban {
+namespace {
+
+// PCRE2 refuses group names over 32 bytes; Python has no such limit.
+constexpr std::size_t kMaxGroupName = 32;
+
+bool is_hex(std::string_view s) {
+  for (const char c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// An escape outside or inside a class: \Z is Python's end of string (PCRE2's \z; PCRE2's
+// \Z also matches before a final newline), \u and \U are Python's code point escapes.
+std::size_t translate_escape(std::string_view p, std::size_t i, bool in_class, std::string& out) {
+  if (i + 1 >= p.size()) throw std::invalid_argument("bad escape (end of pattern)");
+  const char n = p[i + 1];
+  if (n == 'Z' && !in_class) {
+    out += "\\z";
+    return i + 2;
+  }
+  if (n == 'u' || n == 'U') {
+    const std::size_t digits = n == 'u' ? 4 : 8;
+    const std::string_view hex = p.substr(i + 2, digits);
+    if (hex.size() != digits || !is_hex(hex)) throw std::invalid_argument("incomplete escape \\" + std::string(1, n));
+    out += "\\x{" + std::string(hex) + "}";
+    return i + 2 + digits;
+  }
+  if (n == 'N') throw std::invalid_argument("named Unicode escape \\N{...} has no PCRE2 form");
+  out += p.substr(i, 2);
+  return i + 2;
+}
+
+// (?flags) or (?flags:...): PCRE2 knows i, m, s and x as Python does; u (Unicode) is what
+// PCRE2_UCP gives every pattern here; a (ASCII) and L (locale) have no PCRE2 form.
+std::size_t translate_flags(std::string_view p, std::size_t i, bool at_start, std::string& out) {
+  std::size_t j = i + 2;
+  std::string flags;
+  while (j < p.size() && (std::isalpha(static_cast<unsigned char>(p[j])) || p[j] == '-')) flags += p[j++];
+  if (j >= p.size() || (p[j] != ')' && p[j] != ':')) {
+    out += p.substr(i, 2);
+    return i + 2;
+  }
+  std::string kept;
+  for (const char f : flags) {
+    if (f == 'a' || f == 'L') throw std::invalid_argument("inline flag (?" + std::string(1, f) + ") has no PCRE2 form");
+    if (f != 'u') kept += f;
+  }
+  if (p[j] == ')') {
+    // Python 3.11 refuses global flags anywhere but at the start of the expression.
+    if (!at_start) throw std::invalid_argument("global flags not at the start of the expression");
+    if (!kept.empty()) out += "(?" + kept + ")";
+    return j + 1;
+  }
+  out += "(?" + kept + ":";
+  return j + 1;
+}
+
+std::size_t translate_group(std::string_view p, std::size_t i, bool at_start, std::string& out) {
+  if (p.substr(i, 4) == "(?P<") {
+    const std::size_t close = p.find('>', i + 4);
+    if (close != std::string_view::npos && close - (i + 4) > kMaxGroupName) {
+      throw std::invalid_argument("group name longer than PCRE2's 32 characters");
+    }
+  }
+  // (?(name)yes|no): PCRE2 reads (?(R...) and (?(DEFINE) specially; (?(<name>) is exact.
+  if (p.substr(i, 3) == "(?(") {
+    std::size_t j = i + 3;
+    while (j < p.size() && (std::isalnum(static_cast<unsigned char>(p[j])) || p[j] == '_')) ++j;
+    if (j < p.size() && p[j] == ')' && j > i + 3 && !std::isdigit(static_cast<unsigned char>(p[i + 3]))) {
+      out += "(?(<" + std::string(p.substr(i + 3, j - i - 3)) + ">)";
+      return j + 1;
+    }
+  }
+  if (i + 2 < p.size() && (std::isalpha(static_cast<unsigned char>(p[i + 2])) || p[i + 2] == '-') && p[i + 2] != 'P') {
+    return translate_flags(p, i, at_start, out);
+  }
+  out += "(";
+  return i + 1;
+}
+
+// {,n} is {0,n} in Python; PCRE2 10.42 reads it as literal text.
+std::size_t translate_brace(std::string_view p, std::size_t i, std::string& out) {
+  std::size_t j = i + 1;
+  if (j < p.size() && p[j] == ',') {
+    std::size_t k = j + 1;
+    while (k < p.size() && std::isdigit(static_cast<unsigned char>(p[k]))) ++k;
+    if (k > j + 1 && k < p.size() && p[k] == '}') {
+      out += "{0" + std::string(p.substr(j, k + 1 - j));
+      return k + 1;
+    }
+  }
+  out += '{';
+  return i + 1;
+}
+
+}  // namespace
+
+std::string translate_python_regex(std::string_view p) {
+  std::string out;
+  out.reserve(p.size() + 16);
+  bool in_class = false;
+  std::size_t class_body = 0;
+  for (std::size_t i = 0; i < p.size();) {
+    const char c = p[i];
+    if (c == '\\') {
+      i = translate_escape(p, i, in_class, out);
+    } else if (in_class) {
+      if (c == ']' && i > class_body) in_class = false;
+      // Python reads "[:" inside a class as two characters, PCRE2 as a POSIX class.
+      out += (c == '[') ? std::string("\\[") : std::string(1, c);
+      ++i;
+    } else if (c == '[') {
+      in_class = true;
+      out += c;
+      ++i;
+      if (i < p.size() && p[i] == '^') out += p[i++];
+      class_body = i;  // a ']' right at the start is a literal in both
+    } else if (c == '(' && i + 1 < p.size() && p[i + 1] == '?') {
+      const bool at_start = out.find_first_not_of("()?imsxu") == std::string::npos || out.empty();
+      i = translate_group(p, i, at_start, out);
+    } else if (c == '{') {
+      i = translate_brace(p, i, out);
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  if (in_class) throw std::invalid_argument("unterminated character set");
+  return out;
+}
+
+struct PyRegex::Code {
+  pcre2_code* code = nullptr;
+  pcre2_match_data* data = nullptr;
+  ~Code() {
+    if (data != nullptr) pcre2_match_data_free(data);
+    if (code != nullptr) pcre2_code_free(code);
+  }
+};
+
+PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
+    : code_(std::make_unique<Code>()), pattern_(python_pattern) {
+  const std::string text = translate_python_regex(python_pattern);
+  pcre2_compile_context* context = pcre2_compile_context_create(nullptr);
+  if (context == nullptr) throw std::bad_alloc();
+  pcre2_set_newline(context, PCRE2_NEWLINE_LF);
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  // Python matches str (code points) with Unicode \w, \d, \s and \b; a log line that is not
+  // valid UTF-8 is still searched, its bad bytes matching nothing but themselves.
+  const std::uint32_t options =
+      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (multiline ? PCRE2_MULTILINE : 0u);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), options, &error, &offset, context);
+  pcre2_compile_context_free(context);
+  if (code_->code == nullptr) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof message);
+    throw std::invalid_argument(std::string(reinterpret_cast<const char*>(message)) + " at offset " +
+                                std::to_string(offset) + " of " + text);
+  }
+  pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE);  // a failure only leaves the interpreter
+  code_->data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
+  if (code_->data == nullptr) throw std::bad_alloc();
+  std::uint32_t count = 0, entry_size = 0;
+  PCRE2_SPTR table = nullptr;
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMECOUNT, &count);
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMEENTRYSIZE, &entry_size);
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMETABLE, &table);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const PCRE2_SPTR entry = table + static_cast<std::size_t>(i) * entry_size;
+    names_[reinterpret_cast<const char*>(entry + 2)] = (static_cast<std::size_t>(entry[0]) << 8) | entry[1];
+  }
+}
+
+PyRegex::PyRegex(PyRegex&&) noexcept = default;
+PyRegex& PyRegex::operator=(PyRegex&&) noexcept = default;
+PyRegex::~PyRegex() = default;
+
+PyRegex::Match PyRegex::search(std::string_view subject, std::size_t pos, std::size_t endpos) const {
+  Match m;
+  m.subject = subject;
+  const std::size_t length = std::min(endpos, subject.size());
+  if (pos > length) return m;
+  const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(subject.data()), length, pos, 0, code_->data,
+                             nullptr);
+  if (rc <= 0) return m;  // no match, or a match limit: both are "not found" here
+  std::uint32_t groups = 0;
+  pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &groups);
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(code_->data);
+  m.groups.resize(groups + 1);
+  for (std::uint32_t g = 0; g <= groups; ++g) {
+    if (g < static_cast<std::uint32_t>(rc) && ov[2 * g] != PCRE2_UNSET) {
+      m.groups[g] = {static_cast<std::ptrdiff_t>(ov[2 * g]), static_cast<std::ptrdiff_t>(ov[2 * g + 1])};
+    }
+  }
+  m.ok = true;
+  return m;
+}
+
+std::optional<std::string> PyRegex::Match::group(std::size_t g) const {
+  if (g >= groups.size() || !groups[g].set()) return std::nullopt;
+  return std::string(subject.substr(start(g), end(g) - start(g)));
+}
+
+std::map<std::string, std::optional<std::string>> PyRegex::groupdict(const Match& m) const {
+  std::map<std::string, std::optional<std::string>> out;
+  for (const auto& [name, number] : names_) out[name] = m.group(number);
+  return out;
+}
+
+std::optional<std::string> PyRegex::group(const Match& m, const std::string& name) const {
+  const auto it = names_.find(name);
+  if (it == names_.end()) return std::nullopt;
+  return m.group(it->second);
+}
+
+std::string py_sub(const PyRegex& re, std::string_view text,
+                   const std::function<std::string(const PyRegex::Match&)>& fn, std::size_t count) {
+  std::string out;
+  std::size_t pos = 0, last = 0, done = 0;
+  while (pos <= text.size()) {
+    const PyRegex::Match m = re.search(text, pos);
+    if (!m) break;
+    out.append(text.substr(last, m.start() - last));
+    out += fn(m);
+    last = m.end();
+    if (count != 0 && ++done >= count) break;
+    if (m.end() == m.start()) {
+      if (m.end() < text.size()) out += text[m.end()];
+      last = pos = m.end() + 1;
+    } else {
+      pos = m.end();
+    }
+  }
+  if (last < text.size()) out.append(text.substr(last));
+  return out;
+}
+
+}  // namespace gpufilter::fail2ban

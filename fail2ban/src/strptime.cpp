@@ -1,0 +1,270 @@
+#include "gpufilter/fail2ban/strptime.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <set>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+namespace gpufilter::fail2ban {
+namespace {
+
+struct Field {
+  const char* key;
+  const char* regex;
+  const char* name;
+};
+
+// Python 3.11 _strptime.TimeRE (C locale) as fail2ban 1.0.2 changes it; ExY is built below.
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = {
+      {"ExZ", R"((?P<Z>[A-Z](?:[A-Z]{2,4})?))", "ExZone name"},
+      {"Exz", R"((?P<z>(?:[A-Z](?:[A-Z]{2,4})?)?[+-][01]\d(?::?\d{2})?|[A-Z](?:[A-Z]{2,4})?))", "ExZone offset"},
+      {"Exd", R"((?P<d>[1-2]\d|0[1-9]|3[0-1]))", "ExDay"},
+      {"Exm", R"((?P<m>0[1-9]|1[0-2]))", "ExMonth"},
+      {"ExH", R"((?P<H>[0-1]\d|2[0-3]))", "Ex24hour"},
+      {"Exk", R"( ?(?P<H>[0-1]?\d|2[0-3]))", "%Exk"},
+      {"Exl", R"( ?(?P<I>1[0-2]|\d))", "Ex%l"},
+      {"ExM", R"((?P<M>[0-5]\d))", "ExMinute"},
+      {"ExS", R"((?P<S>[0-5]\d|6[0-1]))", "ExSecond"},
+      {"ExY", "", "ExYear"},
+      {"Exy", R"((?P<y>\d{2}))", "ExYear2"},
+      {"d", R"((?P<d>[1-2]\d|[0 ]?[1-9]|3[0-1]))", "Day"},
+      {"f", R"((?P<f>[0-9]{1,6}))", "Microseconds"},
+      {"H", R"((?P<H>[0-1]?\d|2[0-3]))", "24hour"},
+      {"I", R"((?P<I>1[0-2]|0[1-9]|[1-9]))", "12hour"},
+      {"G", R"((?P<G>\d\d\d\d))", "%G"},
+      {"j", R"((?P<j>36[0-6]|3[0-5]\d|[1-2]\d\d|0[1-9]\d|00[1-9]|[1-9]\d|0[1-9]|[1-9]))", "Yearday"},
+      {"m", R"((?P<m>0?[1-9]|1[0-2]))", "Month"},
+      {"M", R"((?P<M>[0-5]?\d))", "Minute"},
+      {"S", R"((?P<S>[0-5]?\d|6[0-1]))", "Second"},
+      {"U", R"((?P<U>5[0-3]|[0-4]\d|\d))", "Yearweek"},
+      {"w", R"((?P<w>[0-6]))", "Weekday"},
+      {"u", R"((?P<u>[1-7]))", "%u"},
+      {"V", R"((?P<V>5[0-3]|0[1-9]|[1-4]\d|\d))", "%V"},
+      {"y", R"((?P<y>\d\d))", "Year2"},
+      {"Y", R"((?P<Y>\d{4}))", "Year"},
+      {"z", R"((?P<z>Z|UTC|GMT|[+-][01]\d(?::?\d{2})?))", "Zone offset"},
+      {"A", "(?P<A>wednesday|thursday|saturday|tuesday|monday|friday|sunday)", "DAYNAME"},
+      {"a", "(?P<a>mon|tue|wed|thu|fri|sat|sun)", "DAY"},
+      {"B", "(?P<B>september|february|november|december|january|october|august|march|april|june|july|may)", "MONTH"},
+      {"b", "(?P<b>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)", "MON"},
+      {"p", "(?P<p>am|pm)", "AMPM"},
+      {"Z", R"((?P<Z>Z|[A-Z]{3,5}))", "Zone name"},
+      {"%", "%", "%"},
+      {"W", R"((?P<W>5[0-3]|[0-4]\d|\d))", "Yearweek"},
+      {"c",
+       R"((?P<a>mon|tue|wed|thu|fri|sat|sun)\s+(?P<b>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\s+(?P<d>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])\s+(?P<H>2[0-3]|[0-1]\d|\d):(?P<M>[0-5]\d|\d):(?P<S>6[0-1]|[0-5]\d|\d)\s+(?P<Y>\d\d\d\d))",
+       "%c"},
+      {"x", R"((?P<m>1[0-2]|0[1-9]|[1-9])/(?P<d>3[0-1]|[1-2]\d|0[1-9]|[1-9]| [1-9])/(?P<y>\d\d))", "%x"},
+      {"X", R"((?P<H>2[0-3]|[0-1]\d|\d):(?P<M>[0-5]\d|\d):(?P<S>6[0-1]|[0-5]\d|\d))", "%X"},
+      {"k", R"( ?(?P<H>[0-2]?\d))", "%k"},
+      {"l", R"( ?(?P<I>1?\d))", "%l"},
+  };
+  return table;
+}
+
+// ExY: four-digit years of the centuries fail2ban expects (2000 to three years ahead),
+// as _getYearCentRE() builds it from the current year.
+std::string year_regex() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  const int year = tm.tm_year + 1900;
+  std::set<std::string> cents{std::to_string(year - 1).substr(0, 3), std::to_string(year + 3).substr(0, 3)};
+  for (int y = 2000; y < year + 1; y += 3) cents.insert(std::to_string(y).substr(0, 3));
+  std::string alt;
+  for (const auto& c : cents) alt += (alt.empty() ? "" : "|") + c;
+  return R"((?P<Y>(?:)" + alt + R"()\d))";
+}
+
+// TZ_ABBR_OFFS: fail2ban's fixed offsets of zone abbreviations, in hours.
+double zone_hours(const std::string& abbr, bool& known) {
+  static const std::vector<std::pair<double, std::vector<std::string>>> zones = {
+      {-12, {"Y"}}, {-11, {"X", "NUT", "SST"}}, {-10, {"W", "CKT", "HAST", "HST", "TAHT", "TKT"}},
+      {-9, {"V", "AKST", "GAMT", "GIT", "HADT", "HNY"}}, {-8, {"U", "AKDT", "CIST", "HAY", "HNP", "PST", "PT"}},
+      {-7, {"T", "HAP", "HNR", "MST", "PDT"}}, {-6, {"S", "CST", "EAST", "GALT", "HAR", "HNC", "MDT"}},
+      {-5, {"R", "CDT", "COT", "EASST", "ECT", "EST", "ET", "HAC", "HNE", "PET"}},
+      {-4, {"Q", "AST", "BOT", "CLT", "COST", "EDT", "FKT", "GYT", "HAE", "HNA", "PYT"}},
+      {-3, {"P", "ADT", "ART", "BRT", "CLST", "FKST", "GFT", "HAA", "PMST", "PYST", "SRT", "UYT", "WGT"}},
+      {-2, {"O", "BRST", "FNT", "PMDT", "UYST", "WGST"}}, {-1, {"N", "AZOT", "CVT", "EGT"}},
+      {0, {"Z", "EGST", "GMT", "UTC", "WET", "WT"}}, {1, {"A", "CET", "DFT", "WAT", "WEDT", "WEST"}},
+      {2, {"B", "CAT", "CEDT", "CEST", "EET", "SAST", "WAST"}}, {3, {"C", "EAT", "EEDT", "EEST", "IDT", "MSK"}},
+      {4, {"D", "AMT", "AZT", "GET", "GST", "KUYT", "MSD", "MUT", "RET", "SAMT", "SCT"}},
+      {5, {"E", "AMST", "AQTT", "AZST", "HMT", "MAWT", "MVT", "PKT", "TFT", "TJT", "TMT", "UZT", "YEKT"}},
+      {6, {"F", "ALMT", "BIOT", "BTT", "IOT", "KGT", "NOVT", "OMST", "YEKST"}},
+      {7, {"G", "CXT", "DAVT", "HOVT", "ICT", "KRAT", "NOVST", "OMSST", "THA", "WIB"}},
+      {8, {"H", "ACT", "AWST", "BDT", "BNT", "CAST", "HKT", "IRKT", "KRAST", "MYT", "PHT", "SGT", "ULAT", "WITA", "WST"}},
+      {9, {"I", "AWDT", "IRKST", "JST", "KST", "PWT", "TLT", "WDT", "WIT", "YAKT"}},
+      {10, {"K", "AEST", "ChST", "PGT", "VLAT", "YAKST", "YAPT"}},
+      {11, {"L", "AEDT", "LHDT", "MAGT", "NCT", "PONT", "SBT", "VLAST", "VUT"}},
+      {12, {"M", "ANAST", "ANAT", "FJT", "GILT", "MAGST", "MHT", "NZST", "PETST", "PETT", "TVT", "WFT"}},
+      {13, {"FJST", "NZDT"}}, {11.5, {"NFT"}}, {10.5, {"ACDT", "LHST"}}, {9.5, {"ACST"}}, {6.5, {"CCT", "MMT"}},
+      {5.75, {"NPT"}}, {5.5, {"SLT"}}, {4.5, {"AFT", "IRDT"}}, {3.5, {"IRST"}}, {-2.5, {"HAT", "NDT"}},
+      {-3.5, {"HNT", "NST", "NT"}}, {-4.5, {"HLV", "VET"}}, {-9.5, {"MART", "MIT"}},
+  };
+  known = true;
+  if (abbr.empty()) return 0;
+  for (const auto& [hours, names] : zones) {
+    if (std::find(names.begin(), names.end(), abbr) != names.end()) return hours;
+  }
+  known = false;
+  return 0;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// zone2offset(validateTimeZone(z)): FIXED_OFFSET_TZ_RE = ([A-Z](?:[A-Z]{2,4})?)?([+-][01]\d(?::?\d{2})?)?$
+std::optional<int> zone_offset_minutes(const std::string& z) {
+  std::size_t i = 0;
+  while (i < z.size() && i < 5 && std::isupper(static_cast<unsigned char>(z[i]))) ++i;
+  if (i == 2) i = 1;  // the abbreviation is 1, 3, 4 or 5 letters
+  const std::string abbr = z.substr(0, i), off = z.substr(i);
+  bool known = false;
+  const double hours = zone_hours(abbr, known);
+  if (!known) return std::nullopt;  // Python: KeyError, the line is not dated
+  int minutes = static_cast<int>(hours * 60);
+  if (off.empty()) return minutes;
+  if (off.size() < 3 || (off[0] != '+' && off[0] != '-') || (off[1] != '0' && off[1] != '1') || !all_digits(off.substr(1, 2))) {
+    return std::nullopt;
+  }
+  const int sign = off[0] == '-' ? -1 : 1;
+  if (off.size() == 3) return minutes + sign * std::stoi(off.substr(1, 2)) * 60;
+  const std::string mm = off[3] == ':' ? off.substr(4) : off.substr(3);
+  if (mm.size() != 2 || !all_digits(mm)) return std::nullopt;
+  return minutes + sign * (std::stoi(off.substr(1, 2)) * 60 + std::stoi(mm));
+}
+
+int month_index(std::string v, bool full) {
+  static const char* const names[] = {"january", "february", "march",     "april",   "may",      "june",
+                                      "july",    "august",   "september", "october", "november", "december"};
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (int i = 0; i < 12; ++i) {
+    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return i + 1;
+  }
+  return 0;
+}
+
+// A naive datetime as seconds, fields read through timegm (no zone involved).
+std::int64_t naive(int year, int month, int day, int hour, int minute, int second) {
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<std::int64_t>(timegm(&tm));
+}
+
+bool valid_date(int year, int month, int day) {
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (year < 1 || year > 9999 || month < 1 || month > 12 || day < 1) return false;
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return day <= days[month - 1] + (month == 2 && leap ? 1 : 0);
+}
+
+struct Fields {
+  std::optional<int> year, month, day, tz;
+  int hour = 0, minute = 0, second = 0;
+  bool bad = false;
+};
+
+Fields read_fields(const std::map<std::string, std::optional<std::string>>& groups) {
+  Fields f;
+  const auto num = [](const std::string& s) { return std::stoi(s); };
+  for (const auto& [key, val] : groups) {
+    if (!val) continue;
+    const std::string& v = *val;
+    if (key == "y") f.year = num(v) <= 2000 ? num(v) + 2000 : num(v);
+    if (key == "Y") f.year = num(v);
+    if (key == "m") f.month = num(v);
+    if (key == "B" || key == "b") f.month = month_index(v, key == "B");
+    if (key == "d") f.day = num(v);
+    if (key == "H") f.hour = num(v);
+    if (key == "I") {
+      f.hour = num(v);
+      std::string p = groups.count("p") && groups.at("p") ? *groups.at("p") : "";
+      for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if ((p.empty() || p == "am") && f.hour == 12) f.hour = 0;
+      if (p == "pm" && f.hour != 12) f.hour += 12;
+    }
+    if (key == "M") f.minute = num(v);
+    if (key == "S") f.second = num(v);
+    if (key == "z" || key == "Z") {
+      if (v == "Z" || v == "UTC" || v == "GMT") {
+        f.tz = 0;
+      } else {
+        f.tz = zone_offset_minutes(v);
+        if (!f.tz) f.bad = true;
+      }
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+PatternParts expand_time_fields(const std::string& pattern) {
+  PatternParts out;
+  for (std::size_t i = 0; i < pattern.size();) {
+    if (pattern[i] != '%') {
+      out.regex += pattern[i];
+      out.name += pattern[i++];
+      continue;
+    }
+    const Field* hit = nullptr;
+    for (const Field& f : fields()) {
+      if (pattern.compare(i + 1, std::char_traits<char>::length(f.key), f.key) == 0) {
+        hit = &f;
+        break;
+      }
+    }
+    if (hit == nullptr) throw std::invalid_argument("unknown field or unescaped percent char at " + pattern.substr(i));
+    out.regex += std::string_view(hit->key) == "ExY" ? year_regex() : std::string(hit->regex);
+    out.name += hit->name;
+    i += 1 + std::char_traits<char>::length(hit->key);
+  }
+  return out;
+}
+
+std::optional<double> strptime_groups(const std::map<std::string, std::optional<std::string>>& groups, double now) {
+  const Fields f = read_fields(groups);
+  if (f.bad) return std::nullopt;
+  const std::time_t now_t = static_cast<std::time_t>(now);
+  std::tm local{};
+  localtime_r(&now_t, &local);
+  const std::int64_t now_naive =
+      naive(local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec);
+  const int year = f.year.value_or(local.tm_year + 1900);
+  int month = f.month.value_or(0), day = f.day.value_or(0);
+  const bool assume_today = !f.month && !f.day;
+  if (assume_today) {
+    month = local.tm_mon + 1;
+    day = local.tm_mday;
+  }
+  if (!valid_date(year, month, day)) return std::nullopt;
+  std::int64_t result = naive(year, month, day, f.hour, f.minute, f.second);
+  if (f.tz) result -= static_cast<std::int64_t>(*f.tz) * 60;
+  if (assume_today && result > now_naive) result -= 86400;
+  if (!f.year && result > now_naive + 86400) {
+    // date_result.replace(year=year-1, month=month, day=day): the time of day stays shifted.
+    if (!valid_date(year - 1, month, day)) return std::nullopt;
+    const std::time_t shifted = static_cast<std::time_t>(result);
+    std::tm t{};
+    gmtime_r(&shifted, &t);
+    result = naive(year - 1, month, day, t.tm_hour, t.tm_min, t.tm_sec);
+  }
+  if (f.tz) return static_cast<double>(result);
+  const std::time_t r = static_cast<std::time_t>(result);
+  std::tm t{};
+  gmtime_r(&r, &t);
+  t.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&t));
+}
+
+}  // namespace gpufilter::fail2ban
