@@ -112,8 +112,19 @@ _gpufilterd() {
         COMPREPLY+=("$prefix$w")
       done
       return ;;
+    --test-filter)
+      # fail2ban's filters, by name.
+      COMPREPLY=($(compgen -W "$(ls /etc/fail2ban/filter.d 2>/dev/null | sed -n 's/\.conf$//p')" -- "$cur"))
+      return ;;
+    --out)
+      COMPREPLY=($(compgen -W "ip id user msg json" -- "$cur"))
+      return ;;
+    --fail2ban-dir)
+      compopt -o dirnames 2>/dev/null
+      COMPREPLY=($(compgen -d -- "$cur"))
+      return ;;
   esac
-  COMPREPLY=($(compgen -W "--config --check --help --version" -- "$cur"))
+  COMPREPLY=($(compgen -W "--config --check --test-filter --fail2ban-dir --out --help --version" -- "$cur"))
 }
 
 complete -F _gpufilter gpufilter

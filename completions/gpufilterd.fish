@@ -5,3 +5,7 @@ complete -c gpufilterd -l config -r -F -d 'The YAML configuration'
 complete -c gpufilterd -l check -d 'Validate the configuration and exit'
 complete -c gpufilterd -l help -d 'Display the help text and exit'
 complete -c gpufilterd -l version -d 'Display the version and exit'
+complete -c gpufilterd -l test-filter -r -d 'A fail2ban filter over a log, as fail2ban-regex' \
+  -a '(string replace -r "\.conf\$" "" (path basename /etc/fail2ban/filter.d/*.conf 2>/dev/null))'
+complete -c gpufilterd -l fail2ban-dir -r -a '(__fish_complete_directories)' -d 'Where filter.d/ is'
+complete -c gpufilterd -l out -x -a 'ip id user msg json' -d 'One line per failure'

@@ -21,9 +21,11 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "daemon.hpp"
+#include "test_filter.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/log.hpp"
 #include "gpufilter/core/std_descriptors.hpp"
@@ -58,9 +60,12 @@ void take_signals_in_one_thread() {
 int usage(int status) {
   std::fputs(
       "Usage: gpufilterd --config FILE [--check]\n"
+      "       gpufilterd --test-filter FILTER LOG [--fail2ban-dir DIR] [--out ip|id|user|msg|json]\n"
       "Watch log streams and emit alerts, per the rules in FILE (docs/DAEMON.md).\n"
       "  --config FILE   the YAML configuration\n"
       "  --check         validate FILE and exit (0: valid, 2: not)\n"
+      "  --test-filter   a fail2ban filter (sshd, sshd[mode=aggressive], a path) over LOG (- for\n"
+      "                  standard input) as fail2ban-regex shows it; --out prints each failure\n"
       "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0\n"
       "(3 when alerts were still queued at the end of drain_timeout; 2 on trouble).\n",
       status == 0 ? stdout : stderr);
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
   gpufilter::reopen_closed_standard_descriptors();
   std::optional<std::string> config_path;
   bool check = false;
+  if (argc > 1 && std::string_view(argv[1]) == "--test-filter") return gpufilter::daemon::test_filter(argc, argv, 2);
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" || a.rfind("--config=", 0) == 0) {

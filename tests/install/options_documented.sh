@@ -17,7 +17,7 @@ has() {
 }
 
 help=$("$gpufilter" --help)
-longs=$(grep -oE -- '--[a-z][a-z-]*[a-z]' <<<"$help" | sort -u)
+longs=$(grep -oE -- '--[a-z][a-z0-9-]*[a-z]' <<<"$help" | sort -u)
 # Short options start a line of the help: "  -E, --extended-regexp", "  -I   ...".
 shorts=$(grep -oE -- '^  -[A-Za-z]([, ]|$)' <<<"$help" | cut -c4 | sort -u)
 [ "$(wc -w <<<"$longs")" -gt 60 ] || { echo "too few long options read from --help: $longs" >&2; exit 1; }
@@ -38,7 +38,7 @@ for s in $shorts; do
 done
 
 dhelp=$("$gpufilterd" --help)
-for o in $(grep -oE -- '--[a-z][a-z-]*[a-z]' <<<"$dhelp" | sort -u) --help --version; do
+for o in $(grep -oE -- '--[a-z][a-z0-9-]*[a-z]' <<<"$dhelp" | sort -u) --help --version; do
   has "$src/docs/man/gpufilterd.8.scd" "\*$o\*" "gpufilterd $o"
   has "$src/completions/gpufilter.bash" "(^|[^a-z-])$o([^a-z-]|$)" "gpufilterd $o"
   has "$src/completions/_gpufilter" "(^|[^a-z-])$o([^a-z-]|$)" "gpufilterd $o"
