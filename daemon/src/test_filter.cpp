@@ -100,10 +100,17 @@ std::string address(const fail2ban::Filter::Failure& f) {
   return ip.empty() ? f.id : ip;
 }
 
+// fail2ban-regex -o user: Python's None for a failure without one.
+std::string user_of(const fail2ban::Filter::Failure& f) {
+  const auto it = f.fields.find("user");
+  if (it != f.fields.end()) return it->second;
+  return f.user.empty() ? "None" : f.user;
+}
+
 void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_t number, const std::string& line) {
   if (a.out == "ip") std::cout << address(f) << '\n';
   else if (a.out == "id") std::cout << f.id << '\n';
-  else if (a.out == "user") std::cout << f.user << '\n';
+  else if (a.out == "user") std::cout << user_of(f) << '\n';
   else if (a.out == "msg") std::cout << line << '\n';
   else {
     nlohmann::json j{{"line", number}, {"id", f.id}, {"ip", address(f)}, {"failregex", f.failregex + 1}, {"msg", line}};

@@ -497,8 +497,17 @@ Filter Filter::load(const std::string& name_or_path, const FilterOptions& option
   return Filter(std::move(impl));
 }
 
-Filter::Outcome Filter::line(std::string_view text) { return impl_->process(text, std::nullopt); }
-Filter::Outcome Filter::line(std::string_view text, double time) { return impl_->process(text, time); }
+// fail2ban reads a log as text: a line that is not valid UTF-8 is decoded with Python's
+// "replace" (after its strict attempt fails), each invalid sequence becoming U+FFFD, which
+// its regexes then match as a character (\S, .). The same is done here, only when needed.
+Filter::Outcome Filter::line(std::string_view text) {
+  if (valid_utf8(text)) return impl_->process(text, std::nullopt);
+  return impl_->process(utf8_replaced(text), std::nullopt);
+}
+Filter::Outcome Filter::line(std::string_view text, double time) {
+  if (valid_utf8(text)) return impl_->process(text, time);
+  return impl_->process(utf8_replaced(text), time);
+}
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }

@@ -143,9 +143,29 @@ std::string translate_python_regex(std::string_view p) {
 struct PyRegex::Code {
   pcre2_code* code = nullptr;
   pcre2_match_data* data = nullptr;
+  // Made at the first line that outgrows JIT's default 32 KiB stack (a long line under a
+  // backtracking pattern): Python's re has no such limit, so neither may a match here.
+  pcre2_match_context* context = nullptr;
+  pcre2_jit_stack* stack = nullptr;
   ~Code() {
+    if (context != nullptr) pcre2_match_context_free(context);
+    if (stack != nullptr) pcre2_jit_stack_free(stack);
     if (data != nullptr) pcre2_match_data_free(data);
     if (code != nullptr) pcre2_code_free(code);
+  }
+  // pcre2_match(), again with a JIT stack of up to 64 MiB, then through the interpreter
+  // (its heap limit, 20 MB by default), when a limit stopped it.
+  int match(PCRE2_SPTR subject, std::size_t length, std::size_t pos) {
+    int rc = pcre2_match(code, subject, length, pos, 0, data, context);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && stack == nullptr) {
+      stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
+      context = pcre2_match_context_create(nullptr);
+      if (stack == nullptr || context == nullptr) throw std::bad_alloc();
+      pcre2_jit_stack_assign(context, nullptr, stack);
+      rc = pcre2_match(code, subject, length, pos, 0, data, context);
+    }
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, context);
+    return rc;
   }
 };
 
@@ -192,8 +212,7 @@ PyRegex::Match PyRegex::search(std::string_view subject, std::size_t pos, std::s
   m.subject = subject;
   const std::size_t length = std::min(endpos, subject.size());
   if (pos > length) return m;
-  const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(subject.data()), length, pos, 0, code_->data,
-                             nullptr);
+  const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(subject.data()), length, pos);
   if (rc <= 0) return m;  // no match, or a match limit: both are "not found" here
   std::uint32_t groups = 0;
   pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &groups);
@@ -244,6 +263,59 @@ std::string py_sub(const PyRegex& re, std::string_view text,
     }
   }
   if (last < text.size()) out.append(text.substr(last));
+  return out;
+}
+
+namespace {
+
+// The length of the valid UTF-8 sequence at text[i] (1-4), or 0 with `subpart` set to how
+// many bytes form its maximal invalid subpart (at least 1), as Unicode and CPython count.
+std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size_t& subpart) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = b(i);
+  subpart = 1;
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if (i + k >= text.size() || b(i + k) < (k == 1 ? lo : 0x80) || b(i + k) > (k == 1 ? hi : 0xBF)) {
+      subpart = k;
+      return 0;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view text) {
+  std::size_t subpart = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i, subpart);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string utf8_replaced(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  std::size_t subpart = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence(text, i, subpart);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      i += subpart;
+    } else {
+      out.append(text, i, n);
+      i += n;
+    }
+  }
   return out;
 }
 

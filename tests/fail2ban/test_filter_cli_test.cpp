@@ -3,8 +3,10 @@
 // against --out ip, as sorted counts), on fail2ban's own sample logs and on the OpenSSH
 // Loghub log; then the mistakes a user makes, each exit status 2 with a message.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -51,8 +53,8 @@ struct Case {
 
 class TestFilterCli : public ::testing::TestWithParam<Case> {};
 
-TEST_P(TestFilterCli, SameAsFail2banRegex) {
-  const Case& c = GetParam();
+// The summary, and the address and user of every failure, against fail2ban-regex's.
+void compare(const Case& c) {
   ASSERT_TRUE(fs::exists(kRegexTool)) << kRegexTool << " is missing: install Debian's fail2ban (README's set-up)";
   ASSERT_TRUE(fs::exists(c.log)) << c.log;
   const std::string conf = "/etc/fail2ban/filter.d/" + c.filter + ".conf";
@@ -67,6 +69,33 @@ TEST_P(TestFilterCli, SameAsFail2banRegex) {
   const ProcessResult our_ips = run_process({GPUFILTERD_BINARY, "--test-filter", c.filter, c.log, "--out", "ip"});
   ASSERT_EQ(our_ips.status, 0) << our_ips.err;
   EXPECT_EQ(counts(our_ips.out), counts(their_ips.out));
+  const ProcessResult their_users = run_process({kRegexTool, "-r", "-o", "user", c.log, conf});
+  const ProcessResult our_users = run_process({GPUFILTERD_BINARY, "--test-filter", c.filter, c.log, "--out", "user"});
+  EXPECT_EQ(counts(our_users.out), counts(their_users.out));
+}
+
+TEST_P(TestFilterCli, SameAsFail2banRegex) { compare(GetParam()); }
+
+// What an attacker writes into an auth log: user names holding " from ADDRESS", bytes
+// that are not UTF-8 (fail2ban matches them as U+FFFD), NUL bytes, 100 KB lines.
+TEST(TestFilterCliHostile, ForgedAndMalformedLinesGetFail2bansAnswers) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/hostile.log";
+  std::string text;
+  for (int i = 0; i < 40; ++i) {
+    const std::string head = "Dec 10 06:55:" + std::string(i < 10 ? "0" : "") + std::to_string(i) + " LabSZ sshd[" +
+                             std::to_string(24000 + i) + "]: ";
+    const std::string n = std::to_string(i);
+    text += head + "Failed password for invalid user x from 1.2.3.4 from 10.0.0." + n + " port 22 ssh2\n";
+    text += head + "Invalid user  from 10.1.0." + n + " from 1.2.3.4\n";
+    text += head + "Failed password for r\xff\xfeo\xe2\x82ot from 10.2.0." + n + " port 22 ssh2\n";
+    text += head + "Failed password for root from 10.3.0." + n + " port 22 ssh2 " + std::string(100000, 'A') + "\n";
+    text += head + "Failed password for ro" + std::string(1, '\0') + "ot from 10.4.0." + n + " port 22 ssh2\n";
+  }
+  std::ofstream(log, std::ios::binary) << text;
+  compare({"sshd", log});
+  std::filesystem::remove_all(dir);
 }
 
 std::vector<Case> cases() {

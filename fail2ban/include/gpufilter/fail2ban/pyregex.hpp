@@ -66,4 +66,9 @@ class PyRegex {
 std::string py_sub(const PyRegex& re, std::string_view text,
                    const std::function<std::string(const PyRegex::Match&)>& fn, std::size_t count = 0);
 
+// Whether `text` is valid UTF-8; and `text` with each invalid sequence replaced by U+FFFD
+// as Python's bytes.decode("utf-8", "replace") does (one per maximal invalid subpart).
+bool valid_utf8(std::string_view text);
+std::string utf8_replaced(std::string_view text);
+
 }  // namespace gpufilter::fail2ban
