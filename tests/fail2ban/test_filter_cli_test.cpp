@@ -50,6 +50,7 @@ struct Case {
   std::string filter;
   std::string log;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.filter << " on " << c.log; }
 
 class TestFilterCli : public ::testing::TestWithParam<Case> {};
 
