@@ -1,4 +1,5 @@
 #include "gpufilter/daemon/config.hpp"
+#include "gpufilter/fail2ban/filter.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -572,6 +573,8 @@ void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
     if (!t.has("capture") || !t.has("format")) t.fail("needs capture (a named group) and format (strptime's)");
     r.event_time = EventTimeConfig{t.child("capture").text(), t.child("format").text()};
   }
+  // A fail2ban rule's {{NAME}} are its failures' fields (host, ip, user, F-* groups).
+  if (!r.fail2ban_filter.empty()) return;
   const At where = at.has("regex") ? at.child("regex") : at.has("regex_file") ? at.child("regex_file") : at;
   std::vector<std::string> used;
   if (r.threshold.group_by == ThresholdConfig::GroupBy::kCapture) used.push_back(r.threshold.capture);
@@ -610,14 +613,41 @@ void parse_rule_regexes(const At& at, const std::string& dir, RuleConfig& r) {
   }
 }
 
-RuleConfig parse_rule(const At& at, const std::string& dir) {
+// `fail2ban_filter: NAME` (and fail2ban_options): the filter is loaded now, so that --check
+// and a reload refuse one fail2ban cannot read; its failures are grouped by their address.
+void parse_fail2ban_rule(const At& at, const std::string& dir, const std::string& fail2ban_dir, RuleConfig& r) {
+  for (const char* key : {"patterns", "patterns_file", "regex", "regex_file", "syntax", "time", "ignore_case", "word",
+                          "invert", "field"})
+    if (at.has(key)) at.child(key).fail("a fail2ban_filter rule takes its matching from the filter");
+  r.fail2ban_filter = at.child("fail2ban_filter").text();
+  if (r.fail2ban_filter.find('/') != std::string::npos) r.fail2ban_filter = resolve(dir, r.fail2ban_filter);
+  if (at.has("fail2ban_options")) r.fail2ban_options = at.child("fail2ban_options").string_map();
+  r.fail2ban_dir = fail2ban_dir;
+  try {
+    fail2ban::FilterOptions options;
+    options.config_dir = r.fail2ban_dir;
+    options.values = r.fail2ban_options;
+    (void)fail2ban::Filter::load(r.fail2ban_filter, options);
+  } catch (const std::exception& e) {
+    at.child("fail2ban_filter").fail(e.what());
+  }
+  if (r.threshold.group_by == ThresholdConfig::GroupBy::kNone && !at.has("threshold")) {
+    r.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+    r.threshold.capture = "host";
+  }
+}
+
+RuleConfig parse_rule(const At& at, const std::string& dir, const std::string& fail2ban_dir) {
   at.require_map({"name", "patterns", "patterns_file", "regex", "regex_file", "syntax", "time", "ignore_case", "word",
-                  "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after", "field"});
+                  "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after", "field",
+                  "fail2ban_filter", "fail2ban_options"});
   RuleConfig r;
   r.where = at.file + ":" + std::to_string(at.node.Mark().line + 1);
   if (!at.has("name")) at.fail("a rule needs a name");
   r.name = at.child("name").text();
   if (r.name.empty()) at.child("name").fail("must not be empty");
+  if (at.has("threshold")) r.threshold = parse_threshold(at.child("threshold"));
+  if (at.has("fail2ban_filter")) parse_fail2ban_rule(at, dir, fail2ban_dir, r);
   if (at.has("patterns")) r.patterns = at.child("patterns").strings();
   if (at.has("patterns_file")) {
     const std::vector<std::string> more =
@@ -626,8 +656,8 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
   }
   const bool regexes = at.has("regex") || at.has("regex_file");
   if (regexes && !r.patterns.empty()) at.fail("rule \"" + r.name + "\" has patterns and regexes: give one kind (a rule per kind)");
-  if (r.patterns.empty() && !regexes)
-    at.fail("rule \"" + r.name + "\" has no patterns (patterns, patterns_file, regex or regex_file)");
+  if (r.patterns.empty() && !regexes && r.fail2ban_filter.empty())
+    at.fail("rule \"" + r.name + "\" has no patterns (patterns, patterns_file, regex, regex_file or fail2ban_filter)");
   for (std::size_t i = 0; i < r.patterns.size(); ++i) {
     if (r.patterns[i].empty()) at.child("patterns").fail("an empty pattern would match every line");
     if (r.patterns[i].find('\n') != std::string::npos) at.child("patterns").fail("a pattern holds a newline");
@@ -639,7 +669,6 @@ RuleConfig parse_rule(const At& at, const std::string& dir) {
     r.field = at.child("field").text();
     if (r.field.empty()) at.child("field").fail("names no field");
   }
-  if (at.has("threshold")) r.threshold = parse_threshold(at.child("threshold"));
   if (at.has("severity")) r.severity = at.child("severity").text();
   if (at.has("labels")) r.labels = at.child("labels").string_map();
   if (at.has("annotations")) r.annotations = at.child("annotations").string_map();
@@ -794,7 +823,8 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          event_time == o.event_time && ignore_case == o.ignore_case && word == o.word &&
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after &&
-         field == o.field;
+         field == o.field && fail2ban_filter == o.fail2ban_filter && fail2ban_options == o.fail2ban_options &&
+         fail2ban_dir == o.fail2ban_dir;
 }
 
 bool reads_kafka_fields(const std::vector<RuleConfig>& rules) {
@@ -960,17 +990,20 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     std::size_t budget = kConfigLimit;
     refuse_duplicate_keys(top, budget);
     top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
-                     "engine", "device", "max_line_bytes", "max_connections", "drain_timeout", "alert_state"});
+                     "engine", "device", "max_line_bytes", "max_connections", "drain_timeout", "alert_state",
+                     "fail2ban_dir"});
     if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets, stdin or captures)");
     const At sources = top.child("sources");
     if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
     for (std::size_t i = 0; i < sources.node.size(); ++i) c.sources.push_back(parse_source(sources.item(i), dir));
     if (!top.has("rules")) top.fail("rules: missing");
+    const std::string fail2ban_dir =
+        top.has("fail2ban_dir") ? resolve(dir, top.child("fail2ban_dir").text()) : std::string("/etc/fail2ban");
     const At rules = top.child("rules");
     if (!rules.node.IsSequence() || rules.node.size() == 0) rules.fail("expected a non-empty list");
     std::set<std::string> names;
     for (std::size_t i = 0; i < rules.node.size(); ++i) {
-      c.rules.push_back(parse_rule(rules.item(i), dir));
+      c.rules.push_back(parse_rule(rules.item(i), dir, fail2ban_dir));
       if (!names.insert(c.rules.back().name).second)
         rules.item(i).child("name").fail("rule name \"" + c.rules.back().name + "\" is used twice");
     }

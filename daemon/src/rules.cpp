@@ -61,6 +61,15 @@ std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
 RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
   for (std::uint32_t r = 0; r < rules_.size(); ++r) {
     const RuleConfig& rule = rules_[r];
+    if (!rule.fail2ban_filter.empty()) {
+      // Loaded as load_config() checked it; every line goes to it on the host.
+      fail2ban::FilterOptions options;
+      options.config_dir = rule.fail2ban_dir;
+      options.values = rule.fail2ban_options;
+      fail2ban_[r] = std::make_unique<fail2ban::Filter>(fail2ban::Filter::load(rule.fail2ban_filter, options));
+      fail2ban_rules_.push_back(r);
+      continue;
+    }
     if (!rule.field.empty()) {
       // Matched against a field's value on the host (matches()), never in the scan.
       field_rules_.push_back(r);
@@ -267,6 +276,7 @@ void RuleEngine::line(std::string_view source, std::string_view text, std::span<
     if (select_) selected_.assign(scratch_.begin(), scratch_.end());
   }
   if (fields != nullptr && !rules_->field_rules().empty()) field_rules(source, text, now, *fields);
+  for (const std::uint32_t r : rules_->fail2ban_rules()) fail2ban_rule(r, source, text, now, fields);
   if (select_ && !selected_.empty()) select(source, text, fields);
 }
 
@@ -294,6 +304,36 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
   select_(r);
 }
 
+fail2ban::Filter::Outcome RuleSet::fail2ban_line(std::uint32_t rule, std::string_view line) const {
+  return fail2ban_.at(rule)->line(line);
+}
+
+// Each failure a rule's fail2ban filter finds in the line is a match of the rule: its
+// group the failure's address ({{host}}), its time the line's (fail2ban's findtime and
+// bantime follow the log's clock). A match marked <F-NOFAIL> is none.
+void RuleEngine::fail2ban_rule(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
+                               const RecordFields* fields) {
+  // fail2ban reads a line without its end: a CRLF log's '\r' is not part of it.
+  std::string_view line = text;
+  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const fail2ban::Filter::Outcome o = rules_->fail2ban_line(r, line);
+  bool failed = false;
+  for (const fail2ban::Filter::Failure& f : o.failures) {
+    if (f.nofail) continue;
+    Failure failure;
+    failure.captures = f.fields;
+    failure.captures["host"] = f.id;
+    if (!f.user.empty()) failure.captures["user"] = f.user;
+    failure.captures["failregex"] = std::to_string(f.failregex + 1);
+    if (f.time)
+      failure.time = SystemClock::time_point(
+          std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(*f.time)));
+    matched(r, source, text, now, fields, text, &failure);
+    failed = true;
+  }
+  if (failed && select_) selected_.push_back(r);
+}
+
 // The rules of a JSON field: each looks at its field's value ("json." + field), if the
 // record has that field, on the host.
 void RuleEngine::field_rules(std::string_view source, std::string_view text, Clock::time_point now,
@@ -315,13 +355,14 @@ void RuleEngine::field_rules(std::string_view source, std::string_view text, Clo
 // `matched_text`: what the rule matched (the line, or a JSON field's value): where its
 // regex's groups are read.
 void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
-                         const RecordFields* fields, std::string_view matched_text) {
+                         const RecordFields* fields, std::string_view matched_text, const Failure* failure) {
   const RuleConfig& rule = rules_->rules()[r];
   RuleState& state = state_[rule.name];
   ++state.matches;
   changed_ = true;
   std::map<std::string, std::string> captures;
-  if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, matched_text);
+  if (failure != nullptr) captures = failure->captures;
+  else if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, matched_text);
   if (fields != nullptr)
     for (const auto& [name, value] : fields->values) captures.emplace(name, value);
   std::optional<std::string> field = group_of(rule, source, text, captures);
@@ -333,7 +374,9 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   }
   // The window, the cooldown and startsAt follow the log's clock when the rule reads it
   // (a replayed log alerts as it did when it was written); resolution stays on ours.
-  const std::optional<SystemClock::time_point> logged = rule.event_time ? event_time(*rule.event_time, captures) : std::nullopt;
+  const std::optional<SystemClock::time_point> logged = failure != nullptr ? failure->time
+                                                       : rule.event_time ? event_time(*rule.event_time, captures)
+                                                                         : std::nullopt;
   const Clock::time_point when =
       logged ? Clock::time_point(std::chrono::duration_cast<Clock::duration>(logged->time_since_epoch())) : now;
   Group& g = state.groups[group];

@@ -655,6 +655,19 @@ TEST_F(Config, KafkaSourcesAreCheckedByLibrdkafkaAndKeepSecretsOut) {
   EXPECT_EQ(error_of(head + "  - {type: kafka, brokers: k:9092, topic: alerts, key_label: host, queue: 1000}\n"), "");
   e = error_of(head + "  - {type: kafka, brokers: k:9092}\n");
   EXPECT_NE(e.find("outputs[0]: a kafka output needs a topic"), std::string::npos) << e;
+  // A fail2ban_filter rule: the filter is loaded at validation; grouped by host.
+  const DaemonConfig jail = load_config(write(
+      "j.yaml", "sources: [{stdin: true}]\nrules:\n  - {name: ssh, fail2ban_filter: sshd, fail2ban_options: {mode: aggressive}}\n"));
+  EXPECT_EQ(jail.rules[0].fail2ban_filter, "sshd");
+  EXPECT_EQ(jail.rules[0].fail2ban_options.at("mode"), "aggressive");
+  EXPECT_EQ(jail.rules[0].threshold.capture, "host");
+  e = error_of("sources: [{stdin: true}]\nrules:\n  - {name: ssh, fail2ban_filter: no-such-filter}\n");
+  EXPECT_NE(e.find("rules[0].fail2ban_filter: "), std::string::npos) << e;
+  EXPECT_NE(e.find("no-such-filter"), std::string::npos) << e;
+  e = error_of("sources: [{stdin: true}]\nrules:\n  - {name: ssh, fail2ban_filter: sshd, patterns: [x]}\n");
+  EXPECT_NE(e.find("rules[0].patterns: a fail2ban_filter rule takes its matching from the filter"), std::string::npos) << e;
+  e = error_of("sources: [{stdin: true}]\nfail2ban_dir: /nonexistent\nrules:\n  - {name: ssh, fail2ban_filter: sshd}\n");
+  EXPECT_NE(e.find("/nonexistent"), std::string::npos) << e;
   // What it sends: alerts (default), records, or both; only records have a record_key.
   const DaemonConfig both = load_config(write(
       "o.yaml", head + "  - {type: kafka, brokers: k:9092, topic: t, send: [alerts, records], record_key: '{{u}}'}\n"));

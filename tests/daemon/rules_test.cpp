@@ -250,6 +250,41 @@ TEST(RuleEngine, FieldRulesMatchTheFieldsValue) {
   EXPECT_EQ(rec.alerts.size(), 3u);
 }
 
+// A fail2ban_filter rule: each failure the stock sshd filter finds is a match, grouped by
+// its address; with threshold 1 and no cooldown, one alert per failure, so the alerts per
+// group are fail2ban-regex -o ip's counts per address on the same log.
+TEST(RuleEngine, Fail2banFilterFailuresAreMatchesGroupedByTheirHost) {
+  RuleConfig r = rule("sshd", {});
+  r.fail2ban_filter = "sshd";
+  r.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+  r.threshold.capture = "host";
+  r.labels = {{"user", "{{user}}"}, {"address", "{{host}}"}};
+  const Bound bound({r});
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const std::string path = gpufilter::test::corpus_path("loghub/OpenSSH_2k.log");
+  std::string text = gpufilter::test::read_file(path);
+  text.erase(text.rfind('\n') + 1);  // fail2ban does not read a last line without its newline
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) engine.line("auth.log", line, bound.scan(line), Clock::now());
+  std::map<std::string, int> ours;
+  for (const Alert& a : rec.alerts) {
+    ++ours[a.group];
+    EXPECT_EQ(a.labels.at("address"), a.group);
+  }
+  const gpufilter::test::ProcessResult theirs =
+      gpufilter::test::run_process({"/usr/bin/fail2ban-regex", "-r", "-o", "ip", path, "/etc/fail2ban/filter.d/sshd.conf"});
+  ASSERT_EQ(theirs.status, 0) << theirs.err;
+  std::map<std::string, int> want;
+  std::istringstream ips(theirs.out);
+  for (std::string ip; std::getline(ips, ip);) ++want[ip];
+  EXPECT_EQ(ours, want);
+  EXPECT_GT(want.size(), 10u);
+  // The user a failure names is a label.
+  EXPECT_TRUE(std::any_of(rec.alerts.begin(), rec.alerts.end(),
+                          [](const Alert& a) { return a.labels.at("user") == "webmaster"; }));
+}
+
 TEST(RuleEngine, QuietGroupsResolve) {
   RuleConfig r = rule("disk", {"disk full"});
   r.resolve_after = 5s;

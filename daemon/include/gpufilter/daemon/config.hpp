@@ -91,6 +91,12 @@ struct RuleConfig {
   // A field of a `format: json` source's records (dotted for nested objects: "http.path"):
   // the rule matches that field's decoded value, not the line ("": the line).
   std::string field;
+  // Or a fail2ban filter (docs/DAEMON.md): its name in fail2ban_dir/filter.d/ or a path,
+  // with the jail's options (mode: aggressive). Each failure it finds in a line is a match,
+  // grouped by the failure's address ({{host}}), at the time the line says.
+  std::string fail2ban_filter;
+  std::map<std::string, std::string> fail2ban_options;
+  std::string fail2ban_dir = "/etc/fail2ban";
   ThresholdConfig threshold;
   std::string severity = "warning";
   std::map<std::string, std::string> labels;

@@ -47,6 +47,7 @@
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/multiline.hpp"
+#include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/regex/capture_regex.hpp"
@@ -72,8 +73,16 @@ class RuleSet {
   // Regexes keep match state: call from one thread (the scan thread).
   void matching_rules(std::string_view line, std::span<const Occurrence> occurrences,
                       std::vector<std::uint32_t>& out) const;
-  // Some rule must look at every line: an invert rule, or a regex without a factor.
-  bool asks_every_line() const noexcept { return !invert_.empty() || !unfiltered_.empty(); }
+  // Some rule must look at every line: an invert rule, a regex without a factor, or a
+  // fail2ban filter.
+  bool asks_every_line() const noexcept {
+    return !invert_.empty() || !unfiltered_.empty() || !fail2ban_rules_.empty();
+  }
+  // Rules with a fail2ban_filter: every line goes to their filter, on the host.
+  const std::vector<std::uint32_t>& fail2ban_rules() const noexcept { return fail2ban_rules_; }
+  // What `rule`'s filter makes of `line`: fail2ban's failures in it. The filter keeps
+  // multi-line state from line to line, as fail2ban's does per jail: one thread.
+  fail2ban::Filter::Outcome fail2ban_line(std::uint32_t rule, std::string_view line) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
   // Rules with a `field:` (JSON records): not in the scan; matches() decides on the host.
@@ -102,6 +111,8 @@ class RuleSet {
   std::vector<std::uint32_t> invert_;            // rules with invert: true
   std::vector<std::uint32_t> unfiltered_;        // regex rules asked about every line
   std::vector<std::uint32_t> field_rules_;       // rules with a field: (host only)
+  std::vector<std::uint32_t> fail2ban_rules_;    // rules with a fail2ban_filter (host only)
+  std::map<std::uint32_t, std::unique_ptr<fail2ban::Filter>> fail2ban_;  // by rule
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
@@ -191,8 +202,15 @@ class RuleEngine final : public Sink {
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
                                       const std::map<std::string, std::string>& captures) const;
+  // A fail2ban failure: its fields (host, ip, user, F-* groups) and the line's time.
+  struct Failure {
+    std::map<std::string, std::string> captures;
+    std::optional<SystemClock::time_point> time;
+  };
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
-               const RecordFields* fields, std::string_view matched_text);
+               const RecordFields* fields, std::string_view matched_text, const Failure* failure = nullptr);
+  void fail2ban_rule(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
+                     const RecordFields* fields);
   void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
   void select(std::string_view source, std::string_view text, const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
