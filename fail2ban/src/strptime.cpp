@@ -232,6 +232,37 @@ PatternParts expand_time_fields(const std::string& pattern) {
   return out;
 }
 
+namespace {
+
+// A naive local time as UTC seconds: mktime() with the zone deciding DST. glibc's mktime
+// re-reads /etc/localtime (a stat) at every call, which was a fifth of a filter's time; a
+// log's lines share their minutes, and no zone changes its offset inside a minute, so the
+// minute's start is asked once and the seconds added.
+double local_seconds(std::int64_t naive_seconds) {
+  struct Minute {
+    std::int64_t naive = -1;
+    std::time_t utc = -1;
+  };
+  thread_local Minute last;
+  const std::int64_t second = ((naive_seconds % 60) + 60) % 60;
+  const std::int64_t minute = naive_seconds - second;
+  if (last.utc == -1 || last.naive != minute) {
+    const std::time_t r = static_cast<std::time_t>(minute);
+    std::tm t{};
+    gmtime_r(&r, &t);
+    t.tm_isdst = -1;
+    const std::time_t utc = std::mktime(&t);
+    if (utc == -1) {  // not representable: ask for the exact time, uncached
+      t.tm_sec = static_cast<int>(second);
+      return static_cast<double>(std::mktime(&t));
+    }
+    last = Minute{minute, utc};
+  }
+  return static_cast<double>(last.utc + second);
+}
+
+}  // namespace
+
 std::optional<double> strptime_groups(const std::map<std::string, std::optional<std::string>>& groups, double now) {
   const Fields f = read_fields(groups);
   if (f.bad) return std::nullopt;
@@ -260,11 +291,7 @@ std::optional<double> strptime_groups(const std::map<std::string, std::optional<
     result = naive(year - 1, month, day, t.tm_hour, t.tm_min, t.tm_sec);
   }
   if (f.tz) return static_cast<double>(result);
-  const std::time_t r = static_cast<std::time_t>(result);
-  std::tm t{};
-  gmtime_r(&r, &t);
-  t.tm_isdst = -1;
-  return static_cast<double>(std::mktime(&t));
+  return local_seconds(result);
 }
 
 }  // namespace gpufilter::fail2ban
