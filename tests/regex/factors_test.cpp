@@ -216,8 +216,19 @@ TEST(Factors, Perl) {
   EXPECT_EQ(perl("[[:alpha:]]bc"), set({"bc"}));
   EXPECT_EQ(perl("\\d+abc\\w\\s\\bxyz"), set({"abc"}));
   EXPECT_EQ(perl("\\d+abcd\\w\\s\\bxyz"), set({"abcd"}));
+  // A lookaround matches the empty string: its neighbours stay adjacent, its content adds nothing.
+  EXPECT_EQ(perl("abc(?=x)"), set({"abc"}));
+  EXPECT_EQ(perl("ab(?!x)cd"), set({"abcd"}));
+  EXPECT_EQ(perl("(?<=x)abc"), set({"abc"}));
+  EXPECT_EQ(perl("a(?<!x|yz)bc(?=(?:d|e)f)"), set({"abc"}));
+  EXPECT_EQ(perl("(?:[0-9a-f]{1,4}|(?<=:):)host"), set({"host"}));
+  EXPECT_EQ(perl("(?=abc)"), kNone);
+  // A conditional group is one of its branches, or nothing: optional.
+  EXPECT_EQ(perl("(?<u>x)?abc(?(<u>)def|ghi)jk"), set({"abc"}));
+  EXPECT_EQ(perl("(a)?(?(1)bc|de)fgh"), set({"fgh"}));
+  EXPECT_EQ(perl("ab(?(?=x)c|d)"), kNone);
   // Not understood: give up on the whole pattern.
-  for (const char* p : {"(?i)abc", "abc(?=x)", "abc(?!x)", "(?<=x)abc", "(?<!x)abc", "\\x41bc", "abc\\p{L}",
+  for (const char* p : {"(?i)abc", "\\x41bc", "abc\\p{L}",
                         "abc\\N{U+41}", "ab\\Kcd", "(*UTF)abc", "abc\\Edef", "ab{,3}cd", "ab{ 2 }cd", "abc\\1",
                         "(?#c)abc", "(?i:abc)", "abc(?1)", "\\cJabc"})
     EXPECT_EQ(perl(p), kNone) << p;
@@ -422,7 +433,7 @@ void perl_property(std::uint64_t base, int cases, Stats& stats) {
   const std::vector<std::string> atoms = {
       "a", "b", "c", "a", "b", "c", "ab", "A", ".", "[ab]", "[^a]", "[]a]", "[\\]a]", "[[:alpha:]]", "\\d", "\\w",
       "\\s", "\\W", "\\.", "\\*", "\\(", "\\{", "\\Qa.\\E", "\\Q\\E", "\\Qb", "^", "$", "\\b", "\\B", "\\A", "\\z",
-      "\\Z", "{", "}", "{x}", "]", ",", "1", "(?:a|b)", "(?<n>c)", "(?|a|bc)", "(?>ab|a)"};
+      "\\Z", "{", "}", "{x}", "]", ",", "1", "(?:a|b)", "(?<n>c)", "(?|a|bc)", "(?>ab|a)", "(?=a)", "(?!b)", "(?<=c)", "(?<!a)", "(?=ab|c)", "(?(<n>)ab|c)", "(?(<n>)bc)", "(?(DEFINE)ab)"};
   const std::vector<std::string> quants = {"*", "+", "?", "*?", "+?", "??", "*+", "++", "?+", "{2}", "{1,2}", "{0,1}",
                                            "{2,}", "{0}", "{1}?"};
   for (int n = 0; n < cases; ++n) {

@@ -36,7 +36,9 @@ struct Info {
 // How often a quantified atom occurs: exactly once, at least once, or maybe never.
 enum class Quant { kOnce, kRepeated, kOptional };
 
-enum class Tok { kAtom, kBreak, kOpen, kClose, kAlt, kQuant, kEnd, kGiveUp };
+// kAssert opens a lookaround group: zero-width, its content read and dropped. kCond opens a
+// conditional group, which matches one of its branches or, with one branch, maybe nothing.
+enum class Tok { kAtom, kBreak, kOpen, kAssert, kCond, kClose, kAlt, kQuant, kEnd, kGiveUp };
 
 struct Token {
   Tok kind = Tok::kEnd;
@@ -452,11 +454,28 @@ class PerlLexer final : public Lexer {
   }
 
   // A group from pos_ at '('. Capturing, "(?:", atomic "(?>", branch reset "(?|" and named
-  // groups match what their content matches; any other "(?" or "(*" gives up.
+  // groups match what their content matches. A lookaround ("(?=", "(?!", "(?<=", "(?<!")
+  // matches the empty string: dropping it only widens what the pattern matches, so its
+  // neighbours stay adjacent (fail2ban's <HOST> holds "(?<=:)"). A conditional group
+  // "(?(1)...|...)", "(?(<name>)...)" is read as its branches, all of them optional; one
+  // whose condition is an assertion or a callout ("(?(?") gives up, as does any other "(?"
+  // or "(*".
   Token group() {
     const std::string_view rest = p_.substr(pos_ + 1);
     std::size_t skip = 1;
     if (rest.starts_with('*')) return make(Tok::kGiveUp);
+    if (rest.starts_with("?(")) {
+      const std::size_t end = rest.find(')', 2);
+      if (rest.starts_with("?(?") || end == std::string_view::npos) return make(Tok::kGiveUp);
+      pos_ += end + 2;
+      ++depth_;
+      return make(Tok::kCond);
+    }
+    if (rest.starts_with("?=") || rest.starts_with("?!") || rest.starts_with("?<=") || rest.starts_with("?<!")) {
+      pos_ += rest[1] == '<' ? 4 : 3;
+      ++depth_;
+      return make(Tok::kAssert);
+    }
     if (rest.starts_with('?')) {
       if (rest.starts_with("?:") || rest.starts_with("?>") || rest.starts_with("?|")) {
         skip = 3;
@@ -527,6 +546,7 @@ class Parser {
 
   std::optional<Info> concatenation(std::size_t depth) {
     Sequence sequence(options_);
+    bool maybe_absent = false;  // the atom is a conditional group
     for (;;) {
       Info atom;
       switch (token_.kind) {
@@ -534,16 +554,19 @@ class Parser {
         case Tok::kGiveUp: return std::nullopt;
         case Tok::kAtom: atom.exact = Set{token_.bytes}; break;
         case Tok::kBreak: case Tok::kQuant: break;  // a quantifier with nothing before: a break
-        case Tok::kOpen: {
+        case Tok::kOpen: case Tok::kAssert: case Tok::kCond: {
           if (depth >= kMaxDepth) return std::nullopt;
+          const Tok kind = token_.kind;
           advance();
           std::optional<Info> inner = alternation(depth + 1);
           if (!inner || token_.kind != Tok::kClose) return std::nullopt;
-          atom = std::move(*inner);
+          atom = kind == Tok::kAssert ? Info{Set{std::string()}, std::nullopt} : std::move(*inner);
+          maybe_absent = kind == Tok::kCond;
           break;
         }
       }
-      Quant quant = token_.kind == Tok::kQuant ? Quant::kOptional : Quant::kOnce;
+      Quant quant = token_.kind == Tok::kQuant || maybe_absent ? Quant::kOptional : Quant::kOnce;
+      maybe_absent = false;
       advance();
       while (token_.kind == Tok::kQuant) {
         quant = combine(quant, token_.quant);
