@@ -68,6 +68,12 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
       options.values = rule.fail2ban_options;
       fail2ban_[r] = std::make_unique<fail2ban::Filter>(fail2ban::Filter::load(rule.fail2ban_filter, options));
       fail2ban_rules_.push_back(r);
+      if (const auto& literals = fail2ban_[r]->literals()) {
+        for (const std::string& l : *literals) {
+          patterns_.add(l);
+          given_.push_back(Ref{r, kLiteral});
+        }
+      }
       continue;
     }
     if (!rule.field.empty()) {
@@ -177,7 +183,7 @@ void RuleSet::matching_rules(std::string_view line, std::span<const Occurrence> 
   for (const Occurrence& o : occurrences) {
     const std::size_t at = o.position;
     for (const Ref& ref : by_unique_[o.pattern]) {
-      if (ref.rule == kNoRule) continue;
+      if (ref.rule == kNoRule || ref.pattern == kLiteral) continue;
       if (ref.pattern == kFactor) {
         regex_candidates_.push_back(ref.rule);
         continue;
@@ -276,7 +282,7 @@ void RuleEngine::line(std::string_view source, std::string_view text, std::span<
     if (select_) selected_.assign(scratch_.begin(), scratch_.end());
   }
   if (fields != nullptr && !rules_->field_rules().empty()) field_rules(source, text, now, *fields);
-  for (const std::uint32_t r : rules_->fail2ban_rules()) fail2ban_rule(r, source, text, now, fields);
+  for (const std::uint32_t r : rules_->fail2ban_rules()) fail2ban_rule(r, source, text, occurrences, now, fields);
   if (select_ && !selected_.empty()) select(source, text, fields);
 }
 
@@ -304,19 +310,32 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
   select_(r);
 }
 
-fail2ban::Filter::Outcome RuleSet::fail2ban_line(std::uint32_t rule, std::string_view line) const {
-  return fail2ban_.at(rule)->line(line);
+fail2ban::Filter::Outcome RuleSet::fail2ban_line(std::uint32_t rule, std::string_view line,
+                                                 std::span<const Occurrence> occurrences) const {
+  fail2ban::Filter& filter = *fail2ban_.at(rule);
+  if (!filter.literals()) return filter.line(line);
+  literals_at_.clear();
+  for (const Occurrence& o : occurrences) {
+    for (const Ref& ref : by_unique_[o.pattern]) {
+      if (ref.rule == rule && ref.pattern == kLiteral) {
+        literals_at_.push_back(o.position);
+        break;
+      }
+    }
+  }
+  return filter.line(line, literals_at_);
 }
 
 // Each failure a rule's fail2ban filter finds in the line is a match of the rule: its
 // group the failure's address ({{host}}), its time the line's (fail2ban's findtime and
 // bantime follow the log's clock). A match marked <F-NOFAIL> is none.
-void RuleEngine::fail2ban_rule(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
+void RuleEngine::fail2ban_rule(std::uint32_t r, std::string_view source, std::string_view text,
+                               std::span<const Occurrence> occurrences, Clock::time_point now,
                                const RecordFields* fields) {
   // fail2ban reads a line without its end: a CRLF log's '\r' is not part of it.
   std::string_view line = text;
   while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const fail2ban::Filter::Outcome o = rules_->fail2ban_line(r, line);
+  const fail2ban::Filter::Outcome o = rules_->fail2ban_line(r, line, occurrences);
   bool failed = false;
   for (const fail2ban::Filter::Failure& f : o.failures) {
     if (f.nofail) continue;

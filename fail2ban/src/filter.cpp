@@ -14,6 +14,7 @@
 #include "gpufilter/fail2ban/pyregex.hpp"
 #include "gpufilter/fail2ban/reader.hpp"
 #include "gpufilter/fail2ban/tags.hpp"
+#include "gpufilter/regex/factors.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -196,10 +197,12 @@ struct Filter::Impl {
   std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
+  std::optional<std::vector<std::string>> literals;
   Outcome* out = nullptr;
 
   double now() const { return options.now ? *options.now : wall_now(); }
-  Outcome process(std::string_view text, std::optional<double> known);
+  Outcome process(std::string_view text, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr);
+  void find_literals();
   void find_failure(TupleLine tuple, std::optional<double> date);
   std::optional<std::size_t> ignore_line(std::string buf, Lines org, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
@@ -381,7 +384,8 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
   }
 }
 
-Filter::Outcome Filter::Impl::process(std::string_view text, std::optional<double> known) {
+Filter::Outcome Filter::Impl::process(std::string_view text, std::optional<double> known,
+                                      const std::span<const std::size_t>* literals_at) {
   Outcome result;
   out = &result;
   const std::string line(text);
@@ -410,7 +414,15 @@ Filter::Outcome Filter::Impl::process(std::string_view text, std::optional<doubl
     tuple = {"", last_time_text, line};
     date = last_date;
   }
-  find_failure(std::move(tuple), date);
+  // The regexes see the text around the date (tuple[0] + tuple[2]). With nothing before the
+  // date, that is the line's end from tuple[2]'s start, where a literal must then lie; a
+  // date inside the line could join a literal's halves, and such a line is searched.
+  const auto worth_searching = [&] {
+    if (literals_at == nullptr || !tuple[0].empty()) return true;
+    const std::size_t from = line.size() - tuple[2].size();
+    return std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= from; });
+  };
+  if (worth_searching()) find_failure(std::move(tuple), date);
   out = nullptr;
   return result;
 }
@@ -477,6 +489,32 @@ void Filter::Impl::apply(const FilterDefinition& def) {
       }
     }
   }
+  find_literals();
+}
+
+// Filter::literals(): the required factors of the regexes a line meets first, read from
+// the PCRE2 form that matches (Syntax::kPerl, UTF-8). A factor holding a newline is never
+// in one line; a multi-line filter buffers every line, so neither is filtered.
+void Filter::Impl::find_literals() {
+  if (maxlines > 1) return;
+  std::vector<const Rx*> regexes;
+  for (const Rx& rx : fail) regexes.push_back(&rx);
+  if (!ignore.empty() && ignore.size() + 2 < fail.size())  // find_failure() tries these first
+    for (const Rx& rx : ignore) regexes.push_back(&rx);
+  regex::FactorOptions utf8;
+  utf8.utf8 = true;
+  std::vector<std::string> all;
+  for (const Rx* rx : regexes) {
+    const auto factors = regex::required_factors(translate_python_regex(rx->text), regex::Syntax::kPerl, utf8);
+    if (!factors) return;
+    for (const std::string& f : *factors) {
+      if (f.find('\n') != std::string::npos) return;
+      all.push_back(f);
+    }
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  literals = std::move(all);
 }
 
 Filter::Filter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -508,6 +546,11 @@ Filter::Outcome Filter::line(std::string_view text, double time) {
   if (valid_utf8(text)) return impl_->process(text, time);
   return impl_->process(utf8_replaced(text), time);
 }
+Filter::Outcome Filter::line(std::string_view text, std::span<const std::size_t> found) {
+  if (!impl_->literals || !valid_utf8(text)) return line(text);  // U+FFFD would move the offsets
+  return impl_->process(text, std::nullopt, &found);
+}
+const std::optional<std::vector<std::string>>& Filter::literals() const { return impl_->literals; }
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }

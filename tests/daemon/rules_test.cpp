@@ -285,6 +285,44 @@ TEST(RuleEngine, Fail2banFilterFailuresAreMatchesGroupedByTheirHost) {
                           [](const Alert& a) { return a.labels.at("user") == "webmaster"; }));
 }
 
+// fail2ban filters in one scan with other rules (one read for all jails): their literals
+// join the pattern set, a line without one meets only the date detector, and the answers
+// stay fail2ban-regex's, also when another rule makes the scan fold case.
+TEST(RuleEngine, Fail2banFiltersShareTheScanWithOtherRules) {
+  RuleConfig sshd = rule("sshd", {});
+  sshd.fail2ban_filter = "sshd";
+  sshd.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+  sshd.threshold.capture = "host";
+  RuleConfig pam = rule("pam", {});
+  pam.fail2ban_filter = "pam-generic";
+  pam.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+  pam.threshold.capture = "host";
+  RuleConfig closed = rule("closed", {"CONNECTION CLOSED"});
+  closed.ignore_case = true;
+  const Bound bound({sshd, pam, closed});
+  EXPECT_GT(bound.rules->patterns().size(), 10u);  // the filters' literals are in the scan
+  Recorder rec;
+  RuleEngine engine(bound.rules, rec.emit());
+  const std::string path = gpufilter::test::corpus_path("loghub/OpenSSH_2k.log");
+  std::string text = gpufilter::test::read_file(path);
+  text.erase(text.rfind('\n') + 1);
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) engine.line("auth.log", line, bound.scan(line), Clock::now());
+  for (const char* filter : {"sshd", "pam-generic"}) {
+    std::map<std::string, int> ours, want;
+    for (const Alert& a : rec.alerts)
+      if (a.rule == (std::string(filter) == "sshd" ? "sshd" : "pam")) ++ours[a.group];
+    const gpufilter::test::ProcessResult theirs = gpufilter::test::run_process(
+        {"/usr/bin/fail2ban-regex", "-r", "-o", "ip", path, std::string("/etc/fail2ban/filter.d/") + filter + ".conf"});
+    ASSERT_EQ(theirs.status, 0) << theirs.err;
+    std::istringstream ips(theirs.out);
+    for (std::string ip; std::getline(ips, ip);) ++want[ip];
+    EXPECT_EQ(ours, want) << filter;
+    EXPECT_FALSE(want.empty()) << filter;
+  }
+  EXPECT_GT(engine.matches("closed"), 0u);
+}
+
 TEST(RuleEngine, QuietGroupsResolve) {
   RuleConfig r = rule("disk", {"disk full"});
   r.resolve_after = 5s;

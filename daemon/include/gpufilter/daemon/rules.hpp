@@ -81,8 +81,12 @@ class RuleSet {
   // Rules with a fail2ban_filter: every line goes to their filter, on the host.
   const std::vector<std::uint32_t>& fail2ban_rules() const noexcept { return fail2ban_rules_; }
   // What `rule`'s filter makes of `line`: fail2ban's failures in it. The filter keeps
-  // multi-line state from line to line, as fail2ban's does per jail: one thread.
-  fail2ban::Filter::Outcome fail2ban_line(std::uint32_t rule, std::string_view line) const;
+  // multi-line state from line to line, as fail2ban's does per jail: one thread. The
+  // filter's literals (Filter::literals()) are in the scan's pattern set: `occurrences`
+  // (the line's, as for matching_rules) tell it where they are, and a line without one
+  // meets only the date detector, not the regexes.
+  fail2ban::Filter::Outcome fail2ban_line(std::uint32_t rule, std::string_view line,
+                                          std::span<const Occurrence> occurrences) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
   // Rules with a `field:` (JSON records): not in the scan; matches() decides on the host.
@@ -93,6 +97,7 @@ class RuleSet {
 
  private:
   static constexpr std::uint32_t kFactor = 0xffffffffu;  // Ref::pattern of a regex's factor
+  static constexpr std::uint32_t kLiteral = 0xfffffffeu;  // Ref::pattern of a fail2ban filter's literal
   static constexpr std::uint32_t kNoRule = 0xffffffffu;  // Ref::rule of the placeholder pattern
   struct Ref {
     std::uint32_t rule;
@@ -113,6 +118,7 @@ class RuleSet {
   std::vector<std::uint32_t> field_rules_;       // rules with a field: (host only)
   std::vector<std::uint32_t> fail2ban_rules_;    // rules with a fail2ban_filter (host only)
   std::map<std::uint32_t, std::unique_ptr<fail2ban::Filter>> fail2ban_;  // by rule
+  mutable std::vector<std::size_t> literals_at_;  // scratch of fail2ban_line()
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
@@ -209,8 +215,8 @@ class RuleEngine final : public Sink {
   };
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
                const RecordFields* fields, std::string_view matched_text, const Failure* failure = nullptr);
-  void fail2ban_rule(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
-                     const RecordFields* fields);
+  void fail2ban_rule(std::uint32_t rule, std::string_view source, std::string_view text,
+                     std::span<const Occurrence> occurrences, Clock::time_point now, const RecordFields* fields);
   void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
   void select(std::string_view source, std::string_view text, const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;

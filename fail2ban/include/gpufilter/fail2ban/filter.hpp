@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,19 @@ class Filter {
   Outcome line(std::string_view text);
   // A line whose time is already known (the journal): no date is looked for in it.
   Outcome line(std::string_view text, double time);
+
+  // The literals that let a scan skip lines (issue 23's "one read for all jails"): a line
+  // in which this filter finds anything (a failure, a failregex match, an ignoreregex that
+  // ignores it) holds one of them after its date is cut out. They are the required factors
+  // (regex/factors.hpp) of every failregex, and of every ignoreregex where fail2ban tries
+  // those first. nullopt when some regex has none, or for a multi-line filter (maxlines >
+  // 1: every line joins the buffer). Found once, when the filter is loaded.
+  const std::optional<std::vector<std::string>>& literals() const;
+  // line(text) for a line in which a scan found literals() at the byte offsets `found`
+  // (their starts, in any order; empty: none). The date is still looked for in every line,
+  // as fail2ban's detector learns from each; the regexes run only when a literal lies
+  // where they look: the same Outcome as line(text), exactly.
+  Outcome line(std::string_view text, std::span<const std::size_t> found);
 
   const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
   const std::vector<std::string>& ignoreregex() const;
