@@ -102,6 +102,16 @@ Outputs build_outputs(const DaemonConfig& config) {
         break;
       }
       case OutputConfig::Kind::kKafka: outputs.push_back(make_kafka_output(o.name, kafka_output_config(o))); break;
+      case OutputConfig::Kind::kExec: {
+        ExecOutputConfig ex;
+        ex.fire = o.fire;
+        ex.resolve = o.resolve;
+        ex.timeout = o.timeout;
+        ex.concurrency = o.concurrency;
+        ex.queue = queue;
+        outputs.push_back(make_exec_output(o.name, ex));
+        break;
+      }
     }
   }
   return built;

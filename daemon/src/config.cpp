@@ -743,18 +743,74 @@ OutputConfig parse_kafka_output(const At& at, const std::string& dir) {
   return o;
 }
 
+// `queue`, `retry_backoff` and `retry_max_backoff`: the delivery queue of every output but kafka.
+void parse_output_queue(const At& at, OutputConfig& o) {
+  if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
+  if (at.has("retry_backoff")) {
+    o.retry_backoff = at.child("retry_backoff").duration();
+    if (o.retry_backoff < Millis(1)) at.child("retry_backoff").fail("must be at least 1ms");
+  }
+  if (at.has("retry_max_backoff")) o.retry_max_backoff = at.child("retry_max_backoff").duration();
+  if (o.retry_max_backoff < o.retry_backoff) {
+    at.child(at.has("retry_max_backoff") ? "retry_max_backoff" : "retry_backoff")
+        .fail("retry_max_backoff must not be below retry_backoff");
+  }
+}
+
+// `fire:` or `resolve:` of an exec output: a list, the program then its arguments (a
+// string alone is refused: no shell would split it); the program is found now
+// (find_exec_command), so that --check and a reload refuse a missing one.
+std::vector<std::string> parse_exec_command(const At& at, const std::string& dir) {
+  if (!at.node.IsSequence())
+    at.fail("expected a list: the program, then its arguments, one item each (no shell splits a string)");
+  std::vector<std::string> argv = at.strings();
+  if (argv.empty()) at.fail("names no command (a list: the program, then its arguments)");
+  const At program = at.item(0);
+  if (argv[0].find('<') != std::string::npos || argv[0].find("{{") != std::string::npos)
+    program.fail("the program itself cannot hold a tag");
+  try {
+    argv[0] = find_exec_command(argv[0], dir);
+  } catch (const ConfigError& e) {
+    program.fail(e.what());
+  }
+  return argv;
+}
+
+// `type: exec`: fail2ban-style actions, a program run per firing (`fire`) and resolved
+// (`resolve`) alert with its arguments filled from the alert (outputs.hpp).
+OutputConfig parse_exec_output(const At& at, const std::string& dir) {
+  at.require_map({"type", "name", "fire", "resolve", "timeout", "concurrency", "queue", "retry_backoff",
+                  "retry_max_backoff"});
+  OutputConfig o;
+  o.kind = OutputConfig::Kind::kExec;
+  o.name = at.has("name") ? at.child("name").text() : "exec";
+  if (!at.has("fire")) at.fail("an exec output needs fire: the program to run for each firing alert, as a list");
+  o.fire = parse_exec_command(at.child("fire"), dir);
+  if (at.has("resolve")) o.resolve = parse_exec_command(at.child("resolve"), dir);
+  o.timeout = Millis(10000);
+  if (at.has("timeout")) {
+    o.timeout = at.child("timeout").duration();
+    if (o.timeout < Millis(1)) at.child("timeout").fail("must be at least 1ms");
+  }
+  if (at.has("concurrency")) o.concurrency = at.child("concurrency").number(1, 1024);
+  parse_output_queue(at, o);
+  return o;
+}
+
 OutputConfig parse_output(const At& at, const std::string& dir) {
   if (at.has("type") && at.child("type").node.IsScalar() && at.child("type").text() == "kafka")
     return parse_kafka_output(at, dir);
+  if (at.has("type") && at.child("type").node.IsScalar() && at.child("type").text() == "exec")
+    return parse_exec_output(at, dir);
   at.require_map({"type", "name", "path", "url", "resend_interval", "timeout", "bearer_token_env", "bearer_token_file",
                   "queue", "retry_backoff", "retry_max_backoff", "tls"});
   OutputConfig o;
-  if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook, kafka)");
+  if (!at.has("type")) at.fail("an output needs a type (jsonl, alertmanager, webhook, kafka, exec)");
   const std::string type = at.child("type").text();
   if (type == "jsonl") o.kind = OutputConfig::Kind::kJsonl;
   else if (type == "alertmanager") o.kind = OutputConfig::Kind::kAlertmanager;
   else if (type == "webhook") o.kind = OutputConfig::Kind::kWebhook;
-  else at.child("type").fail("\"" + type + "\" is not jsonl, alertmanager, webhook or kafka");
+  else at.child("type").fail("\"" + type + "\" is not jsonl, alertmanager, webhook, kafka or exec");
   o.name = at.has("name") ? at.child("name").text() : type;
   if (at.has("path")) {
     if (o.kind != OutputConfig::Kind::kJsonl) at.child("path").fail("only a jsonl output has a path");
@@ -803,16 +859,7 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
     }
   }
   if (at.has("tls")) parse_output_tls(at.child("tls"), dir, o);
-  if (at.has("queue")) o.queue = at.child("queue").number(1, 10'000'000);
-  if (at.has("retry_backoff")) {
-    o.retry_backoff = at.child("retry_backoff").duration();
-    if (o.retry_backoff < Millis(1)) at.child("retry_backoff").fail("must be at least 1ms");
-  }
-  if (at.has("retry_max_backoff")) o.retry_max_backoff = at.child("retry_max_backoff").duration();
-  if (o.retry_max_backoff < o.retry_backoff) {
-    at.child(at.has("retry_max_backoff") ? "retry_max_backoff" : "retry_backoff")
-        .fail("retry_max_backoff must not be below retry_backoff");
-  }
+  parse_output_queue(at, o);
   return o;
 }
 

@@ -1752,6 +1752,63 @@ outputs:
   std::printf("%zu addresses alerted\n", groups.size());
 }
 
+// A fail2ban jail end to end: the stock sshd filter (read from /etc/fail2ban), maxretry 3
+// as the rule's threshold, and an exec output (fail2ban's actionban) whose command gets
+// the offending address, the jail's name, the failures and the user as arguments. The
+// address below the threshold is not banned; standard input's end drains the output.
+TEST_F(Gpufilterd, AFail2banRuleBansTheOffendingAddressThroughAnExecOutput) {
+  if (!std::filesystem::exists("/etc/fail2ban/filter.d/sshd.conf")) GTEST_SKIP() << "no fail2ban";
+  write_text(dir_ + "/ban", "#!/bin/sh\nprintf '%s\\0' \"$@\" >> \"$0.log\"\n", 0755);
+  write_text(dir_ + "/gpufilterd.yaml", R"(
+sources: [{stdin: true}]
+engine: cpu
+server: 127.0.0.1:0
+rules:
+  - name: sshd
+    fail2ban_filter: sshd
+    threshold: {count: 3, window: 10m, group_by: {capture: host}}
+    cooldown: 10m
+    labels: {user: "{{user}}"}
+outputs:
+  - type: exec
+    name: ban
+    fire: [./ban, ban, <ip>, <name>, <failures>, <F-USER>]
+    timeout: 5s
+)");
+  std::string input;
+  for (int i = 0; i < 4; ++i)
+    input += "Dec 10 11:00:0" + std::to_string(i) + " LabSZ sshd[2420" + std::to_string(i) +
+             "]: Failed password for root from 203.0.113.7 port 5000" + std::to_string(i) + " ssh2\n";
+  for (int i = 0; i < 2; ++i)
+    input += "Dec 10 11:00:1" + std::to_string(i) + " LabSZ sshd[2430" + std::to_string(i) +
+             "]: Failed password for admin from 198.51.100.9 port 4000" + std::to_string(i) + " ssh2\n";
+  const ProcessResult r = run_process({gpufilterd_binary(), "--config", dir_ + "/gpufilterd.yaml"}, input);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string expected;
+  for (const char* arg : {"ban", "203.0.113.7", "sshd", "3", "root"}) expected += std::string(arg) + '\0';
+  EXPECT_EQ(read_file(dir_ + "/ban.log"), expected) << r.err;
+}
+
+// examples/daemon/fail2ban-nft.yaml passes --check where nft is installed; elsewhere
+// --check refuses it for nft alone, and passes with another program in nft's place.
+TEST_F(Gpufilterd, TheFail2banNftExampleChecks) {
+  if (!std::filesystem::exists("/etc/fail2ban/filter.d/sshd.conf")) GTEST_SKIP() << "no fail2ban";
+  const std::string example = source_dir() + "/examples/daemon/fail2ban-nft.yaml";
+  const ProcessResult check = run_process({gpufilterd_binary(), "--config", example, "--check"});
+  if (std::filesystem::exists("/usr/sbin/nft")) {
+    EXPECT_EQ(check.status, 0) << check.err;
+  } else {
+    EXPECT_EQ(check.status, 2);
+    EXPECT_NE(check.err.find("outputs[0].fire[0]: command /usr/sbin/nft: No such file or directory"),
+              std::string::npos) << check.err;
+  }
+  std::string text = read_file(example);
+  for (std::size_t at; (at = text.find("/usr/sbin/nft")) != std::string::npos;) text.replace(at, 13, "/bin/true");
+  write_text(dir_ + "/fail2ban-nft.yaml", text);
+  const ProcessResult replaced = run_process({gpufilterd_binary(), "--config", dir_ + "/fail2ban-nft.yaml", "--check"});
+  EXPECT_EQ(replaced.status, 0) << replaced.err;
+}
+
 // ---------------------------------------------------------------------------------------
 // Captures: `pcap:` and `interface:` sources. The oracle is tshark: its own decoder gives
 // each frame's TCP and UDP payload, and its `-z follow,tcp,raw` each flow direction's

@@ -38,7 +38,7 @@ files=(
   share/doc/gpufilter/examples/gpufilterd.yaml share/doc/gpufilter/examples/demo.yaml
   share/doc/gpufilter/examples/gpufilterd.service share/doc/gpufilter/examples/k8s-sidecar.yaml
   share/doc/gpufilter/examples/rules/ssh-bruteforce.txt share/doc/gpufilter/examples/rules/kernel-errors.txt
-  share/doc/gpufilter/examples/rules/http-5xx.txt
+  share/doc/gpufilter/examples/rules/http-5xx.txt share/doc/gpufilter/examples/fail2ban-nft.yaml
 )
 man_files=(share/man/man1/gpufilter.1.gz share/man/man8/gpufilterd.8.gz share/man/man5/gpufilterd.yaml.5.gz)
 [ "$man_pages" = ON ] && files+=("${man_files[@]}")

@@ -1,5 +1,5 @@
-// AlertOutput: where alerts go (outputs.hpp has the four kinds: JSON lines, Alertmanager,
-// webhook, Kafka; a Kafka output can take the selected records too). publish() never blocks the caller (the scan thread): each output has a bounded
+// AlertOutput: where alerts go (outputs.hpp has the five kinds: JSON lines, Alertmanager,
+// webhook, Kafka, exec; a Kafka output can take the selected records too). publish() never blocks the caller (the scan thread): each output has a bounded
 // queue and its own delivery thread; a failing delivery is retried with exponential
 // backoff; when the queue is full the oldest alert is dropped and counted. Matching never
 // waits for an output.

@@ -109,7 +109,7 @@ struct RuleConfig {
 };
 
 struct OutputConfig {
-  enum class Kind { kJsonl, kAlertmanager, kWebhook, kKafka };
+  enum class Kind { kJsonl, kAlertmanager, kWebhook, kKafka, kExec };
   Kind kind = Kind::kJsonl;
   std::string name;  // defaults to the kind
   std::string path = "-";  // jsonl: "-" is standard output
@@ -129,6 +129,12 @@ struct OutputConfig {
   bool send_alerts = true;   // kafka `send`: alerts, records, or both
   bool send_records = false;
   std::string record_key;    // kafka: the template whose value keys a selected record
+  // exec: the argument vectors run per firing and per resolved alert (fire[0] and
+  // resolve[0] are absolute paths once validated: find_exec_command), at most
+  // `concurrency` at once; `timeout` is per command (10s).
+  std::vector<std::string> fire;
+  std::vector<std::string> resolve;
+  std::size_t concurrency = 4;
   bool operator==(const OutputConfig&) const = default;
 };
 

@@ -5,6 +5,8 @@
 //                 are re-sent every resend_interval until resolved
 //   webhook       POST {url} with the alert_json() object; optional bearer token
 //   kafka         the alert_json() object produced to a topic (kafka_output.cpp)
+//   exec          a program run per firing (and resolved) alert, its arguments filled
+//                 from the alert: fail2ban's ban and unban actions (exec_output.cpp)
 // HTTP is Boost.Beast over TCP, and over TLS (OpenSSL) for https:// URLs.
 #pragma once
 
@@ -112,6 +114,55 @@ struct KafkaOutputConfig {
 // Throws ConfigError ("settings: KEY: why", "secrets_file: KEY: refused ...").
 void check_kafka_output(const KafkaOutputConfig& config);
 std::unique_ptr<AlertOutput> make_kafka_output(std::string name, KafkaOutputConfig config);
+
+// A program run for each firing alert (`fire`) and, when given, each resolved one
+// (`resolve`): fail2ban's actionban and actionunban. Each is an argument vector, never a
+// shell command line: every argument stays one argument whatever the alert puts into it.
+// Tags filled in every argument (as fail2ban's action tags), other <...> text is left:
+//   <ip>        the failure's address: the label `ip` when the alert has one, else its
+//               group (a fail2ban_filter rule groups by the address). Must be an IPv4 or
+//               IPv6 address: an alert whose <ip> is not one (a host name, "(other)") runs
+//               nothing and is counted as rejected
+//   <family>    inet4 or inet6, of <ip>
+//   <name>      the rule's name (fail2ban's jail name)
+//   <failures>  the matches that fired the alert
+//   <time>      when the group started firing, in Unix seconds
+//   <group>     the alert's group as it is (what the log's writer chose: do not give it to a
+//               program that parses its arguments as commands, as nft does)
+//   <state>     firing or resolved
+//   <user>, <F-USER>, <F-NAME>  the label `user` (`name`, lower case): a rule sets it from
+//               its captures (labels: {user: "{{user}}"}); empty when the alert has none
+//   {{LABEL}}   the alert's label LABEL (filled(), cut to 256 bytes)
+// A command runs with standard input from /dev/null, in a new process group, in "/",
+// with PATH (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin) as its whole
+// environment (gpufilterd's may hold a webhook's token), no other descriptor open and no
+// signal blocked or ignored. Exit status 0 is delivered; another status, a signal, or
+// `timeout` passing (SIGTERM to the process group, SIGKILL a second later) is a failure,
+// retried with the queue's backoff; OutputStats::last_error says why ("/usr/sbin/nft
+// (fire): exit status 1: Error: ..."), with the first line of the command's standard
+// error (at most 4 KiB of its output is kept, the rest read and discarded).
+// At most `concurrency` commands run at once; the alerts of one (rule, group) run one at
+// a time in the order they were published (an unban never overtakes its ban, and a
+// failing ban holds back that group's later commands, not other groups'). A resolved
+// alert without a `resolve` command counts as delivered at once.
+struct ExecOutputConfig {
+  std::vector<std::string> fire;     // [0] an absolute path (find_exec_command)
+  std::vector<std::string> resolve;  // empty: nothing runs when an alert resolves
+  std::chrono::milliseconds timeout{10000};
+  std::size_t concurrency = 4;
+  QueueConfig queue;
+};
+// The program `command` names, as the exec output runs it: an absolute path as it is, a
+// relative one with a '/' against `base_dir` (the configuration's directory), a bare name
+// looked up in PATH (gpufilterd's, or the default above). Throws ConfigError naming it when
+// it is missing, not a regular file, not executable, or could be changed by someone other
+// than root and gpufilterd's user (owned by another user, writable by group or others, or
+// under a directory they may write): gpufilterd often runs as root.
+std::string find_exec_command(const std::string& command, const std::string& base_dir);
+// Throws ConfigError for what make_exec_output refuses (no fire command, a command that
+// find_exec_command refuses or that holds a tag, a zero timeout or concurrency).
+void check_exec_output(const ExecOutputConfig& config);
+std::unique_ptr<AlertOutput> make_exec_output(std::string name, ExecOutputConfig config);
 
 // `url` as it may be printed: the user information before an '@' in the authority is
 // replaced ("http://ops:***@host:9093", "http://***@host/" for a user alone, which may be
