@@ -227,6 +227,9 @@ TEST(Factors, Perl) {
   EXPECT_EQ(perl("(?<u>x)?abc(?(<u>)def|ghi)jk"), set({"abc"}));
   EXPECT_EQ(perl("(a)?(?(1)bc|de)fgh"), set({"fgh"}));
   EXPECT_EQ(perl("ab(?(?=x)c|d)"), kNone);
+  // A back-reference by name matches what its group took: a break.
+  EXPECT_EQ(perl("(?P<c>[0-9]+): error:(?P=c):SSL"), set({": error:"}));
+  EXPECT_EQ(perl("(?P<c>x)abc(?P=c)+de"), set({"xabc"}));
   // Not understood: give up on the whole pattern.
   for (const char* p : {"(?i)abc", "\\x41bc", "abc\\p{L}",
                         "abc\\N{U+41}", "ab\\Kcd", "(*UTF)abc", "abc\\Edef", "ab{,3}cd", "ab{ 2 }cd", "abc\\1",
@@ -433,7 +436,7 @@ void perl_property(std::uint64_t base, int cases, Stats& stats) {
   const std::vector<std::string> atoms = {
       "a", "b", "c", "a", "b", "c", "ab", "A", ".", "[ab]", "[^a]", "[]a]", "[\\]a]", "[[:alpha:]]", "\\d", "\\w",
       "\\s", "\\W", "\\.", "\\*", "\\(", "\\{", "\\Qa.\\E", "\\Q\\E", "\\Qb", "^", "$", "\\b", "\\B", "\\A", "\\z",
-      "\\Z", "{", "}", "{x}", "]", ",", "1", "(?:a|b)", "(?<n>c)", "(?|a|bc)", "(?>ab|a)", "(?=a)", "(?!b)", "(?<=c)", "(?<!a)", "(?=ab|c)", "(?(<n>)ab|c)", "(?(<n>)bc)", "(?(DEFINE)ab)"};
+      "\\Z", "{", "}", "{x}", "]", ",", "1", "(?:a|b)", "(?<n>c)", "(?|a|bc)", "(?>ab|a)", "(?=a)", "(?!b)", "(?<=c)", "(?<!a)", "(?=ab|c)", "(?(<n>)ab|c)", "(?(<n>)bc)", "(?(DEFINE)ab)", "(?P=n)"};
   const std::vector<std::string> quants = {"*", "+", "?", "*?", "+?", "??", "*+", "++", "?+", "{2}", "{1,2}", "{0,1}",
                                            "{2,}", "{0}", "{1}?"};
   for (int n = 0; n < cases; ++n) {

@@ -458,12 +458,18 @@ class PerlLexer final : public Lexer {
   // matches the empty string: dropping it only widens what the pattern matches, so its
   // neighbours stay adjacent (fail2ban's <HOST> holds "(?<=:)"). A conditional group
   // "(?(1)...|...)", "(?(<name>)...)" is read as its branches, all of them optional; one
-  // whose condition is an assertion or a callout ("(?(?") gives up, as does any other "(?"
-  // or "(*".
+  // whose condition is an assertion or a callout ("(?(?") gives up. "(?P=name)" is a
+  // back-reference: a break. Any other "(?" or "(*" gives up.
   Token group() {
     const std::string_view rest = p_.substr(pos_ + 1);
     std::size_t skip = 1;
     if (rest.starts_with('*')) return make(Tok::kGiveUp);
+    if (rest.starts_with("?P=")) {  // a back-reference by name: something not fixed
+      const std::size_t end = rest.find(')');
+      if (end == std::string_view::npos) return make(Tok::kGiveUp);
+      pos_ += end + 2;
+      return make(Tok::kBreak);
+    }
     if (rest.starts_with("?(")) {
       const std::size_t end = rest.find(')', 2);
       if (rest.starts_with("?(?") || end == std::string_view::npos) return make(Tok::kGiveUp);
