@@ -68,6 +68,13 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
       options.values = rule.fail2ban_options;
       fail2ban_[r] = std::make_unique<fail2ban::Filter>(fail2ban::Filter::load(rule.fail2ban_filter, options));
       fail2ban_rules_.push_back(r);
+      date_reader_.push_back(fail2ban_rules_.size() - 1);
+      for (std::size_t i = 0; i + 1 < fail2ban_rules_.size(); ++i) {
+        if (fail2ban_.at(fail2ban_rules_[i])->date_key() == fail2ban_[r]->date_key()) {
+          date_reader_.back() = i;
+          break;
+        }
+      }
       if (const auto& literals = fail2ban_[r]->literals()) {
         for (const std::string& l : *literals) {
           patterns_.add(l);
@@ -90,6 +97,9 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
     }
     if (!rule.regexes.empty()) add_regex_rule(r, true);
   }
+  fail2ban_index_.assign(rules_.size(), SIZE_MAX);
+  for (std::size_t i = 0; i < fail2ban_rules_.size(); ++i) fail2ban_index_[fail2ban_rules_[i]] = i;
+  literals_at_.resize(fail2ban_rules_.size());
   // Every rule a regex without a factor: the engines still need a set to scan.
   if (patterns_.empty()) {
     patterns_.add("");
@@ -282,7 +292,7 @@ void RuleEngine::line(std::string_view source, std::string_view text, std::span<
     if (select_) selected_.assign(scratch_.begin(), scratch_.end());
   }
   if (fields != nullptr && !rules_->field_rules().empty()) field_rules(source, text, now, *fields);
-  for (const std::uint32_t r : rules_->fail2ban_rules()) fail2ban_rule(r, source, text, occurrences, now, fields);
+  if (!rules_->fail2ban_rules().empty()) fail2ban_rules(source, text, occurrences, now, fields);
   if (select_ && !selected_.empty()) select(source, text, fields);
 }
 
@@ -310,47 +320,55 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
   select_(r);
 }
 
-fail2ban::Filter::Outcome RuleSet::fail2ban_line(std::uint32_t rule, std::string_view line,
-                                                 std::span<const Occurrence> occurrences) const {
-  fail2ban::Filter& filter = *fail2ban_.at(rule);
-  if (!filter.literals()) return filter.line(line);
-  literals_at_.clear();
+const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view line,
+                                                                      std::span<const Occurrence> occurrences) const {
+  for (auto& at : literals_at_) at.clear();
   for (const Occurrence& o : occurrences) {
-    for (const Ref& ref : by_unique_[o.pattern]) {
-      if (ref.rule == rule && ref.pattern == kLiteral) {
-        literals_at_.push_back(o.position);
-        break;
-      }
-    }
+    for (const Ref& ref : by_unique_[o.pattern])
+      if (ref.pattern == kLiteral) literals_at_[fail2ban_index_[ref.rule]].push_back(o.position);
   }
-  return filter.line(line, literals_at_);
+  dated_.clear();
+  outcomes_.resize(fail2ban_rules_.size());
+  for (std::size_t i = 0; i < fail2ban_rules_.size(); ++i) {
+    const std::size_t reader = date_reader_[i];
+    auto it = std::find_if(dated_.begin(), dated_.end(), [&](const auto& d) { return d.first == reader; });
+    if (it == dated_.end()) {
+      dated_.emplace_back(reader, fail2ban_.at(fail2ban_rules_[reader])->date_line(line));
+      it = dated_.end() - 1;
+    }
+    outcomes_[i] = fail2ban_.at(fail2ban_rules_[i])->line(it->second, literals_at_[i]);
+  }
+  return outcomes_;
 }
 
 // Each failure a rule's fail2ban filter finds in the line is a match of the rule: its
 // group the failure's address ({{host}}), its time the line's (fail2ban's findtime and
 // bantime follow the log's clock). A match marked <F-NOFAIL> is none.
-void RuleEngine::fail2ban_rule(std::uint32_t r, std::string_view source, std::string_view text,
-                               std::span<const Occurrence> occurrences, Clock::time_point now,
-                               const RecordFields* fields) {
+void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
+                                std::span<const Occurrence> occurrences, Clock::time_point now,
+                                const RecordFields* fields) {
   // fail2ban reads a line without its end: a CRLF log's '\r' is not part of it.
   std::string_view line = text;
   while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const fail2ban::Filter::Outcome o = rules_->fail2ban_line(r, line, occurrences);
-  bool failed = false;
-  for (const fail2ban::Filter::Failure& f : o.failures) {
-    if (f.nofail) continue;
-    Failure failure;
-    failure.captures = f.fields;
-    failure.captures["host"] = f.id;
-    if (!f.user.empty()) failure.captures["user"] = f.user;
-    failure.captures["failregex"] = std::to_string(f.failregex + 1);
-    if (f.time)
-      failure.time = SystemClock::time_point(
-          std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(*f.time)));
-    matched(r, source, text, now, fields, text, &failure);
-    failed = true;
+  const std::vector<fail2ban::Filter::Outcome>& outcomes = rules_->fail2ban_lines(line, occurrences);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    const std::uint32_t r = rules_->fail2ban_rules()[i];
+    bool failed = false;
+    for (const fail2ban::Filter::Failure& f : outcomes[i].failures) {
+      if (f.nofail) continue;
+      Failure failure;
+      failure.captures = f.fields;
+      failure.captures["host"] = f.id;
+      if (!f.user.empty()) failure.captures["user"] = f.user;
+      failure.captures["failregex"] = std::to_string(f.failregex + 1);
+      if (f.time)
+        failure.time = SystemClock::time_point(
+            std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(*f.time)));
+      matched(r, source, text, now, fields, text, &failure);
+      failed = true;
+    }
+    if (failed && select_) selected_.push_back(r);
   }
-  if (failed && select_) selected_.push_back(r);
 }
 
 // The rules of a JSON field: each looks at its field's value ("json." + field), if the

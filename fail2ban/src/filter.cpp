@@ -193,6 +193,7 @@ struct Filter::Impl {
   std::vector<std::string> fail_text, ignore_text;
   std::size_t maxlines = 1;
   DateDetector dates;
+  std::string date_key;  // the datepattern lines appended to `dates`
   Lines buffer;
   std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
@@ -201,7 +202,9 @@ struct Filter::Impl {
   Outcome* out = nullptr;
 
   double now() const { return options.now ? *options.now : wall_now(); }
-  Outcome process(std::string_view text, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr);
+  Outcome process(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr,
+                  const std::optional<DateDetector::Found>* given_date = nullptr,
+                  std::optional<double> given_now = std::nullopt);
   void find_literals();
   void find_failure(TupleLine tuple, std::optional<double> date);
   std::optional<std::size_t> ignore_line(std::string buf, Lines org, const Hit* failed);
@@ -384,45 +387,54 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
   }
 }
 
-Filter::Outcome Filter::Impl::process(std::string_view text, std::optional<double> known,
-                                      const std::span<const std::size_t>* literals_at) {
+Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<double> known,
+                                      const std::span<const std::size_t>* literals_at,
+                                      const std::optional<DateDetector::Found>* given_date,
+                                      std::optional<double> given_now) {
   Outcome result;
-  out = &result;
-  const std::string line(text);
-  const double t_now = now();
-  TupleLine tuple{"", "", line};
+  const double t_now = given_now ? *given_now : now();
+  const auto recent = [&] { return last_date != 0 && last_date > t_now - 60; };
+  // The line as fail2ban's tuple: [0, start) before the date, [start, end) the date, the
+  // rest after it; `reuse`: ("", the last date's text, the whole line).
+  std::size_t start = 0, end = 0;
+  bool reuse = false;
   std::optional<double> date;
   if (known) {
     date = known;
     last_date = *known;
-  } else if (const auto found = dates.find(line, t_now)) {
-    tuple = {line.substr(0, found->start), line.substr(found->start, found->end - found->start), line.substr(found->end)};
-    if (!tuple[1].empty()) {
+  } else if (const auto found = given_date != nullptr ? *given_date : dates.find(line, t_now)) {
+    start = found->start;
+    end = found->end;
+    if (end > start) {
       date = found->time;
       if (date) {
-        last_time_text = tuple[1];
+        last_time_text.assign(line.substr(start, end - start));
         last_date = *date;
       }
-    } else if (last_date != 0 && last_date > t_now - 60) {
-      tuple = {"", last_time_text, line};
+    } else if (recent()) {
+      reuse = true;
       date = last_date;
     } else {
       date = t_now;
     }
   }
-  if (!date && last_date != 0 && last_date > t_now - 60) {  // no date: the last one, if recent
-    tuple = {"", last_time_text, line};
+  if (!date && recent()) {  // no date: the last one, if recent
+    reuse = true;
     date = last_date;
   }
-  // The regexes see the text around the date (tuple[0] + tuple[2]). With nothing before the
-  // date, that is the line's end from tuple[2]'s start, where a literal must then lie; a
-  // date inside the line could join a literal's halves, and such a line is searched.
-  const auto worth_searching = [&] {
-    if (literals_at == nullptr || !tuple[0].empty()) return true;
-    const std::size_t from = line.size() - tuple[2].size();
-    return std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= from; });
-  };
-  if (worth_searching()) find_failure(std::move(tuple), date);
+  if (reuse) start = end = 0;
+  // The regexes see the text around the date. With nothing before the date, that is the
+  // line from `end`, where a literal must then lie; a date inside the line could join a
+  // literal's halves, and such a line is searched.
+  const bool worth_searching =
+      literals_at == nullptr || start != 0 ||
+      std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= end; });
+  if (!worth_searching) return result;
+  TupleLine tuple = reuse ? TupleLine{"", last_time_text, std::string(line)}
+                          : TupleLine{std::string(line.substr(0, start)), std::string(line.substr(start, end - start)),
+                                      std::string(line.substr(end))};
+  out = &result;
+  find_failure(std::move(tuple), date);
   out = nullptr;
   return result;
 }
@@ -484,6 +496,7 @@ void Filter::Impl::apply(const FilterDefinition& def) {
       if (p.empty()) continue;
       try {
         impl.dates.append(p);
+        impl.date_key += p + "\n";
       } catch (const std::invalid_argument& e) {
         throw Fail2banError(def.file, 0, std::string("datepattern: ") + e.what());
       }
@@ -551,6 +564,19 @@ Filter::Outcome Filter::line(std::string_view text, std::span<const std::size_t>
   return impl_->process(text, std::nullopt, &found);
 }
 const std::optional<std::vector<std::string>>& Filter::literals() const { return impl_->literals; }
+const std::string& Filter::date_key() const { return impl_->date_key; }
+Filter::DatedLine Filter::date_line(std::string_view raw) {
+  DatedLine dated;
+  dated.replaced = !valid_utf8(raw);
+  dated.text = dated.replaced ? utf8_replaced(raw) : std::string(raw);
+  dated.now = impl_->now();
+  dated.date = impl_->dates.find(dated.text, dated.now);
+  return dated;
+}
+Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
+  const bool filtered = impl_->literals && !dated.replaced;
+  return impl_->process(dated.text, std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
+}
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }

@@ -80,13 +80,14 @@ class RuleSet {
   }
   // Rules with a fail2ban_filter: every line goes to their filter, on the host.
   const std::vector<std::uint32_t>& fail2ban_rules() const noexcept { return fail2ban_rules_; }
-  // What `rule`'s filter makes of `line`: fail2ban's failures in it. The filter keeps
-  // multi-line state from line to line, as fail2ban's does per jail: one thread. The
-  // filter's literals (Filter::literals()) are in the scan's pattern set: `occurrences`
-  // (the line's, as for matching_rules) tell it where they are, and a line without one
-  // meets only the date detector, not the regexes.
-  fail2ban::Filter::Outcome fail2ban_line(std::uint32_t rule, std::string_view line,
-                                          std::span<const Occurrence> occurrences) const;
+  // What each fail2ban rule's filter makes of `line` (in fail2ban_rules() order): fail2ban's
+  // failures in it. The filters keep multi-line state from line to line, as fail2ban's do
+  // per jail: one thread. Their literals (Filter::literals()) are in the scan's pattern set:
+  // `occurrences` (the line's, as for matching_rules) tell each where its own are, and a
+  // line without one meets only the date detector, not its regexes. Filters with the same
+  // date settings share one date detection per line (Filter::date_line()).
+  const std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view line,
+                                                               std::span<const Occurrence> occurrences) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
   // Rules with a `field:` (JSON records): not in the scan; matches() decides on the host.
@@ -118,7 +119,14 @@ class RuleSet {
   std::vector<std::uint32_t> field_rules_;       // rules with a field: (host only)
   std::vector<std::uint32_t> fail2ban_rules_;    // rules with a fail2ban_filter (host only)
   std::map<std::uint32_t, std::unique_ptr<fail2ban::Filter>> fail2ban_;  // by rule
-  mutable std::vector<std::size_t> literals_at_;  // scratch of fail2ban_line()
+  // Per index of fail2ban_rules_: the index whose filter reads the dates of its date_key().
+  std::vector<std::size_t> date_reader_;
+  std::vector<std::size_t> fail2ban_index_;  // per rule: its index in fail2ban_rules_ (or none)
+  // Scratch of fail2ban_lines(): per fail2ban rule, its literals' offsets and its outcome;
+  // the lines dated once per line, by reading index.
+  mutable std::vector<std::vector<std::size_t>> literals_at_;
+  mutable std::vector<fail2ban::Filter::Outcome> outcomes_;
+  mutable std::vector<std::pair<std::size_t, fail2ban::Filter::DatedLine>> dated_;
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
@@ -215,8 +223,8 @@ class RuleEngine final : public Sink {
   };
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
                const RecordFields* fields, std::string_view matched_text, const Failure* failure = nullptr);
-  void fail2ban_rule(std::uint32_t rule, std::string_view source, std::string_view text,
-                     std::span<const Occurrence> occurrences, Clock::time_point now, const RecordFields* fields);
+  void fail2ban_rules(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
+                      Clock::time_point now, const RecordFields* fields);
   void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
   void select(std::string_view source, std::string_view text, const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;

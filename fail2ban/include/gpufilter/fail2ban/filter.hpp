@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpufilter/fail2ban/date.hpp"
 #include "gpufilter/fail2ban/errors.hpp"
 
 namespace gpufilter::fail2ban {
@@ -79,6 +80,21 @@ class Filter {
   // as fail2ban's detector learns from each; the regexes run only when a literal lies
   // where they look: the same Outcome as line(text), exactly.
   Outcome line(std::string_view text, std::span<const std::size_t> found);
+
+  // One date detection for many filters (gpufilterd's rules, every stock filter at once):
+  // filters with the same date_key() (the same datepattern lines, or none) have detectors
+  // configured alike, which fed the same lines give the same answers; one of them reads a
+  // line's date with date_line() (its detector learning from it, as line() does) and each
+  // takes it with line(DatedLine, found), which is line(text, found) otherwise.
+  struct DatedLine {
+    std::string text;       // as the filter reads it: invalid UTF-8 replaced
+    bool replaced = false;  // then the raw line's offsets do not apply to text
+    std::optional<DateDetector::Found> date;
+    double now = 0;  // MyTime.time() when it was read: every filter's "now" for the line
+  };
+  const std::string& date_key() const;
+  DatedLine date_line(std::string_view raw);
+  Outcome line(const DatedLine& dated, std::span<const std::size_t> found);
 
   const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
   const std::vector<std::string>& ignoreregex() const;
