@@ -362,7 +362,11 @@ server: 127.0.0.1:0
   const auto deadline = Clock::now() + 10s;
   do {
     page = http_request("GET", "http://" + server + "/metrics").body;
-    if (metric(page, "gpufilterd_output_failures_total{output=\"webhook\"}").value_or(0) >= 2.0) break;
+    // The receiver has answered the third request; the output counts the delivery once it
+    // has read that answer, which may be after the next push to the page.
+    if (metric(page, "gpufilterd_output_failures_total{output=\"webhook\"}").value_or(0) >= 2.0 &&
+        metric(page, "gpufilterd_output_delivered_total{output=\"webhook\"}").value_or(0) >= 1.0)
+      break;
     std::this_thread::sleep_for(100ms);
   } while (Clock::now() < deadline);
   EXPECT_EQ(metric(page, "gpufilterd_alerts_total{rule=\"oom\",state=\"firing\"}"), 1.0);
