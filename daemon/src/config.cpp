@@ -1,4 +1,5 @@
 #include "gpufilter/daemon/config.hpp"
+#include "fail2ban_jails.hpp"
 #include "gpufilter/fail2ban/filter.hpp"
 
 #include <fcntl.h>
@@ -637,6 +638,26 @@ void parse_fail2ban_rule(const At& at, const std::string& dir, const std::string
   }
 }
 
+// `fail2ban: {jails: DIR, only: [NAMES], from_start: BOOL, state: FILE}`: fail2ban's
+// jails as sources and rules (fail2ban_jails.hpp), read now, so that --check and a reload
+// refuse a jail fail2ban would refuse, naming the jail, the file and the reason.
+void parse_fail2ban_jails(const At& at, const std::string& dir, const std::string& fail2ban_dir, DaemonConfig& c) {
+  at.require_map({"jails", "only", "from_start", "state"});
+  JailsConfig jails;
+  jails.dir = at.has("jails") ? resolve(dir, at.child("jails").text()) : fail2ban_dir;
+  if (at.has("only")) jails.only = at.child("only").strings();
+  if (at.has("from_start")) jails.from_start = at.child("from_start").boolean();
+  if (at.has("state")) {
+    jails.state = resolve(dir, at.child("state").text());
+    check_writable_path(at.child("state"), jails.state);
+  }
+  try {
+    add_fail2ban_jails(jails, c);
+  } catch (const ConfigError& e) {
+    at.fail(e.what());
+  }
+}
+
 RuleConfig parse_rule(const At& at, const std::string& dir, const std::string& fail2ban_dir) {
   at.require_map({"name", "patterns", "patterns_file", "regex", "regex_file", "syntax", "time", "ignore_case", "word",
                   "invert", "threshold", "severity", "labels", "annotations", "cooldown", "resolve_after", "field",
@@ -871,7 +892,7 @@ bool RuleConfig::same_as(const RuleConfig& o) const {
          invert == o.invert && threshold == o.threshold && severity == o.severity && labels == o.labels &&
          annotations == o.annotations && cooldown == o.cooldown && resolve_after == o.resolve_after &&
          field == o.field && fail2ban_filter == o.fail2ban_filter && fail2ban_options == o.fail2ban_options &&
-         fail2ban_dir == o.fail2ban_dir;
+         fail2ban_dir == o.fail2ban_dir && ignore_hosts == o.ignore_hosts && only_sources == o.only_sources;
 }
 
 bool reads_kafka_fields(const std::vector<RuleConfig>& rules) {
@@ -1038,22 +1059,27 @@ DaemonConfig parse_config(const std::string& yaml, const std::string& path) {
     refuse_duplicate_keys(top, budget);
     top.require_map({"sources", "rules", "outputs", "server", "reload_endpoint", "generator_url", "log_format",
                      "engine", "device", "max_line_bytes", "max_connections", "drain_timeout", "alert_state",
-                     "fail2ban_dir"});
-    if (!top.has("sources")) top.fail("sources: missing (followed files, listen sockets, stdin or captures)");
+                     "fail2ban_dir", "fail2ban"});
+    // fail2ban's jails bring their own sources and rules: then neither list is required.
+    const bool jails = top.has("fail2ban");
+    if (!top.has("sources") && !jails) top.fail("sources: missing (followed files, listen sockets, stdin or captures)");
     const At sources = top.child("sources");
-    if (!sources.node.IsSequence() || sources.node.size() == 0) sources.fail("expected a non-empty list");
-    for (std::size_t i = 0; i < sources.node.size(); ++i) c.sources.push_back(parse_source(sources.item(i), dir));
-    if (!top.has("rules")) top.fail("rules: missing");
+    if (top.has("sources") && (!sources.node.IsSequence() || sources.node.size() == 0))
+      sources.fail("expected a non-empty list");
+    for (std::size_t i = 0; top.has("sources") && i < sources.node.size(); ++i)
+      c.sources.push_back(parse_source(sources.item(i), dir));
+    if (!top.has("rules") && !jails) top.fail("rules: missing");
     const std::string fail2ban_dir =
         top.has("fail2ban_dir") ? resolve(dir, top.child("fail2ban_dir").text()) : std::string("/etc/fail2ban");
     const At rules = top.child("rules");
-    if (!rules.node.IsSequence() || rules.node.size() == 0) rules.fail("expected a non-empty list");
+    if (top.has("rules") && (!rules.node.IsSequence() || rules.node.size() == 0)) rules.fail("expected a non-empty list");
     std::set<std::string> names;
-    for (std::size_t i = 0; i < rules.node.size(); ++i) {
+    for (std::size_t i = 0; top.has("rules") && i < rules.node.size(); ++i) {
       c.rules.push_back(parse_rule(rules.item(i), dir, fail2ban_dir));
       if (!names.insert(c.rules.back().name).second)
         rules.item(i).child("name").fail("rule name \"" + c.rules.back().name + "\" is used twice");
     }
+    if (jails) parse_fail2ban_jails(top.child("fail2ban"), dir, fail2ban_dir, c);
     if (top.has("outputs")) {
       const At outputs = top.child("outputs");
       if (!outputs.node.IsSequence()) outputs.fail("expected a list");

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "gpufilter/grep/line_occurrences.hpp"
 #include <nlohmann/json.hpp>
 
+#include "gpufilter/fail2ban/jails.hpp"
 #include "gpufilter/grep/word.hpp"
 #include "gpufilter/regex/factors.hpp"
 
@@ -394,6 +396,15 @@ void RuleEngine::field_rules(std::string_view source, std::string_view text, Clo
 void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
                          const RecordFields* fields, std::string_view matched_text, const Failure* failure) {
   const RuleConfig& rule = rules_->rules()[r];
+  // A jail reads only its own logpath files, and its ignoreip hosts' failures are not
+  // counted (fail2ban's Filter.inIgnoreIPList, before the failure manager sees them).
+  if (!rule.only_sources.empty() &&
+      std::find(rule.only_sources.begin(), rule.only_sources.end(), source) == rule.only_sources.end())
+    return;
+  if (failure != nullptr && !rule.ignore_hosts.empty()) {
+    const auto host = failure->captures.find("host");
+    if (host != failure->captures.end() && fail2ban::ignored(rule.ignore_hosts, host->second)) return;
+  }
   RuleState& state = state_[rule.name];
   ++state.matches;
   changed_ = true;
@@ -421,18 +432,32 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   g.last_line.assign(text.data(), std::min<std::size_t>(text.size(), 4096));
   g.last_source.assign(source);
   g.captures = std::move(captures);
-  // Throttle: one alert per group per cooldown; the matches in between are counted.
-  if (g.active && when < g.last_alert + rule.cooldown && when >= g.last_alert) {
-    ++g.suppressed;
-    ++state.suppressed;
-    return;
+  if (rule.threshold.fail2ban) {
+    // A failure without a date is fail2ban's "now".
+    const Clock::time_point at = logged ? when
+                                        : Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                                              SystemClock::now().time_since_epoch()));
+    if (!jail_bans(rule, g, at)) {
+      if (g.active && at <= g.ban_end) {
+        ++g.suppressed;
+        ++state.suppressed;
+      }
+      return;
+    }
+  } else {
+    // Throttle: one alert per group per cooldown; the matches in between are counted.
+    if (g.active && when < g.last_alert + rule.cooldown && when >= g.last_alert) {
+      ++g.suppressed;
+      ++state.suppressed;
+      return;
+    }
+    g.hits.push_back(when);
+    const Clock::duration window = rule.threshold.window;
+    while (!g.hits.empty() && window.count() > 0 && (g.hits.front() <= when - window || g.hits.front() > when))
+      g.hits.pop_front();
+    if (g.hits.size() > rule.threshold.count) g.hits.pop_front();
+    if (g.hits.size() < rule.threshold.count) return;
   }
-  g.hits.push_back(when);
-  const Clock::duration window = rule.threshold.window;
-  while (!g.hits.empty() && window.count() > 0 && (g.hits.front() <= when - window || g.hits.front() > when))
-    g.hits.pop_front();
-  if (g.hits.size() > rule.threshold.count) g.hits.pop_front();
-  if (g.hits.size() < rule.threshold.count) return;
   if (!g.active) g.starts_at = logged ? *logged : SystemClock::now();
   g.active = true;
   const Alert alert = make_alert(rule, group, g, Alert::State::kFiring);
@@ -441,6 +466,48 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   g.hits.clear();
   ++state.alerts;
   emit_(alert);
+}
+
+// fail2ban's FailManager.addFailure/cleanup/toBan and BanManager.addBanTicket for one
+// failure of `g`'s host at `when` (the log's clock): whether it starts a ban (an alert).
+// Not a sliding window: the count of a host whose first failure is older than findtime is
+// scaled to the findtime (FailTicket.adjustTime: round(retry / (when - first) * findtime),
+// Python's round, half to even), and a host quiet for findtime starts afresh (cleanup).
+// A ban lasts bantime from the failure that reached maxretry; reaching it again during the
+// ban prolongs the ban (when + bantime) without a new alert.
+bool RuleEngine::jail_bans(const RuleConfig& rule, Group& g, Clock::time_point when) {
+  using Seconds = std::chrono::duration<double>;
+  const Clock::duration findtime = rule.threshold.window;
+  Clock::time_point& last = g.hits.empty() ? when : g.hits.back();
+  if (g.hits.empty() || last <= when - findtime) {
+    g.hits.assign(1, when);
+    g.retry = 1;
+    g.first = when;
+  } else {
+    if (when > last) {
+      if (g.first < when - findtime) {
+        const double scaled = static_cast<double>(g.retry) / Seconds(when - g.first).count() * Seconds(findtime).count();
+        g.retry = static_cast<std::uint64_t>(std::nearbyint(scaled));  // round half to even, as Python's round()
+        g.first = when - findtime;
+      }
+      last = when;
+    }
+    ++g.retry;
+  }
+  if (g.retry < rule.threshold.count) return false;
+  // toBan: the failures go to the ban and are forgotten (the alert's `matches`: their count).
+  const std::uint64_t failures = g.retry;
+  g.hits.clear();
+  g.retry = 0;
+  const Clock::time_point end = rule.cooldown >= kPermanentBan ? Clock::time_point::max() : when + rule.cooldown;
+  if (g.active && when <= g.ban_end) {
+    g.ban_end = std::max(g.ban_end, end);
+    return false;
+  }
+  g.ban_end = end;
+  g.hits.assign(failures, when);
+  g.active = false;  // the earlier ban is over on the log's clock: this one starts now (startsAt)
+  return true;
 }
 
 void RuleEngine::resolve(const RuleConfig& rule, const std::string& group, Group& g) {
@@ -463,7 +530,7 @@ void RuleEngine::tick(Clock::time_point now) {
       // window on the log's clock is not emptied by ours: such a group is forgotten once
       // quiet for resolve_after.
       const Clock::duration window = rule.threshold.window;
-      if (rule.event_time) {
+      if (rule.event_time || !rule.fail2ban_filter.empty()) {
         if (!group.active && now - group.last_match >= rule.resolve_after) group.hits.clear();
       } else {
         while (!group.hits.empty() && window.count() > 0 && group.hits.front() <= now - window) group.hits.pop_front();

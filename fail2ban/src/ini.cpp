@@ -190,6 +190,20 @@ std::vector<std::string> ConfigParser::read(const std::vector<std::string>& file
 
 bool ConfigParser::has_section(const std::string& section) const { return sections_.count(section) != 0; }
 
+std::vector<std::string> ConfigParser::sections() const {
+  std::vector<std::string> out;
+  for (const auto& [name, s] : sections_)
+    if (name != "INCLUDES" && !name.starts_with("KNOWN/")) out.push_back(name);
+  return out;
+}
+
+const ConfigParser::Value* ConfigParser::defined(const std::string& section, const std::string& option) const {
+  const auto s = sections_.find(section);
+  if (s == sections_.end()) return nullptr;
+  const auto o = s->second.find(lower(option));
+  return o == s->second.end() ? nullptr : &o->second;
+}
+
 std::vector<std::string> ConfigParser::options(const std::string& section) const {
   std::vector<std::string> out;
   const auto it = sections_.find(section);

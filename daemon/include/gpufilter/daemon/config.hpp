@@ -66,6 +66,9 @@ struct ThresholdConfig {
   GroupBy group_by = GroupBy::kNone;
   std::string field_after;  // kField: the group is the token after this prefix in the line
   std::string capture;      // kCapture: the group is what this named group of the rule's regex took
+  // A fail2ban jail's counting (failmanager.py, banmanager.py) instead of the sliding window
+  // and the cooldown: count = maxretry, window = findtime, the rule's cooldown = bantime.
+  bool fail2ban = false;
   bool operator==(const ThresholdConfig&) const = default;
 };
 
@@ -97,6 +100,12 @@ struct RuleConfig {
   std::string fail2ban_filter;
   std::map<std::string, std::string> fail2ban_options;
   std::string fail2ban_dir = "/etc/fail2ban";
+  // A jail's ignoreip (fail2ban::parse_ignore: addresses, CIDR, names as text): failures
+  // of these hosts are not counted. Only for fail2ban_filter rules.
+  std::vector<std::string> ignore_hosts;
+  // The sources whose lines the rule reads (their names: a followed file's path); empty:
+  // every source. A jail reads only its logpath files.
+  std::vector<std::string> only_sources;
   ThresholdConfig threshold;
   std::string severity = "warning";
   std::map<std::string, std::string> labels;

@@ -199,6 +199,11 @@ class RuleEngine final : public Sink {
     std::string last_line;
     std::string last_source;
     std::map<std::string, std::string> captures;  // of the last matching line (regex rules)
+    // threshold.fail2ban: the host's FailTicket (hits: its last failure; retry, first) and
+    // the end of its ban (on the log's clock).
+    std::uint64_t retry = 0;
+    Clock::time_point first{};
+    Clock::time_point ban_end{};
   };
   struct RuleState {
     std::unordered_map<std::string, Group> groups;
@@ -229,6 +234,11 @@ class RuleEngine final : public Sink {
   void select(std::string_view source, std::string_view text, const RecordFields* fields);
   Alert make_alert(const RuleConfig& rule, const std::string& group, const Group& g, Alert::State state) const;
   void resolve(const RuleConfig& rule, const std::string& group, Group& g);
+
+  // A jail's failure (threshold.fail2ban): whether it bans the host now. A cooldown this
+  // long is bantime -1, a ban that never ends.
+  static constexpr Millis kPermanentBan{36500LL * 86'400'000};
+  bool jail_bans(const RuleConfig& rule, Group& g, Clock::time_point when);
 
   std::shared_ptr<const RuleSet> rules_;
   Emit emit_;

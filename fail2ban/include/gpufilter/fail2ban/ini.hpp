@@ -28,6 +28,10 @@ class ConfigParser {
   std::vector<std::string> read(const std::vector<std::string>& files);
 
   bool has_section(const std::string& section) const;
+  // The sections read, in name order, without [DEFAULT], [INCLUDES] and the KNOWN/ copies.
+  std::vector<std::string> sections() const;
+  // Where the section's own `option` was last defined (no [DEFAULT] lookup), or nullptr.
+  const Value* defined(const std::string& section, const std::string& option) const;
   // The section's own option names (no [DEFAULT] ones), in name order.
   std::vector<std::string> options(const std::string& section) const;
   // ConfigParser.get(section, option, vars=vars) with fail2ban's interpolation; nullopt

@@ -1,0 +1,177 @@
+#include "fail2ban_jails.hpp"
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/fail2ban/filter.hpp"
+#include "gpufilter/fail2ban/ini.hpp"
+#include "gpufilter/fail2ban/jails.hpp"
+
+namespace gpufilter::daemon {
+namespace {
+
+using fail2ban::Jail;
+
+std::string named(const Jail& jail) { return "jail [" + jail.name + "] (" + jail.where + ")"; }
+
+// JailReader._glob: the files a logpath names now; dangling links are left out, as
+// fail2ban leaves them out (with a warning). Files created later under a glob need a reload.
+std::vector<std::string> expand(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) {
+      struct stat st {};
+      if (::stat(g.gl_pathv[i], &st) == 0) out.emplace_back(g.gl_pathv[i]);
+    }
+  }
+  ::globfree(&g);
+  return out;
+}
+
+// What a jail may set that gpufilterd does not do as fail2ban would: refused by name, so
+// that no jail runs with a meaning other than the one its author gave it.
+void refuse_unsupported(const Jail& jail) {
+  const std::string backend = jail.backend.substr(0, jail.backend.find('['));
+  if (backend.starts_with("systemd"))
+    throw ConfigError(named(jail) + ": backend " + jail.backend +
+                      " reads the systemd journal, which gpufilterd does not read; set backend = auto (or polling) and "
+                      "a logpath for this jail in jail.local, or leave it out of `only`");
+  if (backend != "auto" && backend != "polling" && backend != "pyinotify" && backend != "gamin")
+    throw ConfigError(named(jail) + ": backend \"" + jail.backend + "\" is not auto, polling, pyinotify, gamin or systemd");
+  for (const auto& [key, value] : jail.filter_overrides) {
+    if (key == "journalmatch") continue;  // the journal's only: fail2ban ignores it for files too
+    throw ConfigError(named(jail) + ": " + key + " set in the jail (over its filter's) is not supported; put it in "
+                      "filter.d/" + jail.filter + ".local instead");
+  }
+  if (jail.usedns && *jail.usedns != "warn" && *jail.usedns != "yes")
+    throw ConfigError(named(jail) + ": usedns = " + *jail.usedns + " is not supported (gpufilterd never resolves names "
+                      "and reports a name as the failure's host, as usedns = warn does without the lookup)");
+  for (const auto& [key, value] : jail.other) {
+    const bool off = value == "false" || value == "0" || value == "no" || value == "off";
+    if (key == "bantime.increment" && !off)
+      throw ConfigError(named(jail) + ": bantime.increment needs fail2ban's ban database; gpufilterd bans for bantime");
+    if (key == "ignorecommand")
+      throw ConfigError(named(jail) + ": ignorecommand is not supported (gpufilterd runs no command to decide a failure)");
+    if (key == "logtimezone")
+      throw ConfigError(named(jail) + ": logtimezone is not supported (set the filter's datepattern with %z)");
+  }
+  if (jail.maxretry < 1) throw ConfigError(named(jail) + ": maxretry " + std::to_string(jail.maxretry) + " is below 1");
+  if (!(jail.findtime > 0)) throw ConfigError(named(jail) + ": findtime must be above 0");
+  if (jail.bantime < 0 && jail.bantime != -1)
+    throw ConfigError(named(jail) + ": bantime below 0 other than -1 (permanent) would end every ban at once");
+}
+
+// fail2ban skips an [INCLUDES] file that does not exist, and the filter then fails on what
+// it lacked (an interpolation key, a tag): the error names the missing file too.
+std::string missing_includes(const std::string& dir, const std::string& filter) {
+  const std::string file = filter.find('/') != std::string::npos ? filter : dir + "/filter.d/" + filter + ".conf";
+  std::string missing;
+  try {
+    fail2ban::ConfigParser cfg;
+    if (cfg.read({file}).empty() || !cfg.has_section("INCLUDES")) return missing;
+    for (const char* key : {"before", "after"}) {
+      std::istringstream lines(cfg.get("INCLUDES", key).value_or(""));
+      for (std::string item; std::getline(lines, item);) {
+        if (item.empty()) continue;
+        const std::string path = item[0] == '/' ? item : std::filesystem::path(file).parent_path().string() + "/" + item;
+        if (!std::filesystem::exists(path)) missing += (missing.empty() ? "" : ", ") + path;
+      }
+    }
+  } catch (const std::exception&) {
+    return missing;
+  }
+  return missing.empty() ? missing : " (its [INCLUDES] names " + missing + ", which does not exist)";
+}
+
+Millis millis(double seconds) { return Millis(static_cast<std::int64_t>(std::llround(seconds * 1000))); }
+
+// The rule of one jail: its filter (loaded now, so that --check and a reload refuse one
+// fail2ban cannot read), maxretry/findtime as the threshold, bantime as the cooldown.
+RuleConfig jail_rule(const Jail& jail, const std::string& dir, const std::vector<std::string>& files) {
+  RuleConfig r;
+  r.name = jail.name;
+  r.where = jail.where;
+  if (jail.filter.empty())
+    throw ConfigError(named(jail) + ": no filter (fail2ban runs such a jail finding nothing)");
+  r.fail2ban_filter = jail.filter;
+  r.fail2ban_options = jail.filter_options;
+  r.fail2ban_dir = dir;
+  try {
+    fail2ban::FilterOptions options;
+    options.config_dir = dir;
+    options.values = r.fail2ban_options;
+    (void)fail2ban::Filter::load(r.fail2ban_filter, options);
+  } catch (const std::exception& e) {
+    throw ConfigError(named(jail) + ": filter " + jail.filter + ": " + e.what() + missing_includes(dir, jail.filter));
+  }
+  r.threshold.count = static_cast<std::uint64_t>(jail.maxretry);
+  r.threshold.window = millis(jail.findtime);
+  r.threshold.group_by = ThresholdConfig::GroupBy::kCapture;
+  r.threshold.capture = "host";
+  r.threshold.fail2ban = true;
+  const Millis ban = jail.bantime == -1 ? Millis(36500LL * 86'400'000) : millis(jail.bantime);
+  r.cooldown = ban;
+  r.resolve_after = std::max(ban, Millis(1));  // the unban: bantime after the host's last failure
+  r.labels = {{"jail", jail.name}, {"filter", jail.filter}, {"user", "{{user}}"}};
+  r.ignore_hosts = jail.ignoreip;
+  r.only_sources = files;
+  return r;
+}
+
+}  // namespace
+
+void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config) {
+  std::vector<Jail> read;
+  try {
+    read = fail2ban::read_jails(jails.dir, jails.only);
+  } catch (const fail2ban::Fail2banError& e) {
+    throw ConfigError(std::string("fail2ban jails: ") + e.what());
+  }
+  if (read.empty())
+    throw ConfigError("fail2ban jails: " + jails.dir + " enables no jail (enabled = true in jail.local or jail.d/)");
+  // Every file once: those a source already follows, then one source per backend kind.
+  std::vector<std::string> followed;
+  for (const SourceConfig& s : config.sources)
+    if (s.kind == SourceConfig::Kind::kFollow) followed.insert(followed.end(), s.paths.begin(), s.paths.end());
+  SourceConfig notify, polling;
+  notify.from_start = polling.from_start = jails.from_start;
+  notify.state = jails.state;
+  polling.poll_interval = Millis(1000);  // fail2ban's polling backend looks every second
+  for (const Jail& jail : read) {
+    refuse_unsupported(jail);
+    std::vector<std::string> files;
+    for (const std::string& p : jail.logpaths)
+      for (std::string& f : expand(p))
+        if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(std::move(f));
+    if (files.empty()) {
+      std::string paths;
+      for (const std::string& p : jail.logpaths) paths += (paths.empty() ? "" : ", ") + p;
+      throw ConfigError(named(jail) + ": no log file matches logpath " + (paths.empty() ? "(none set)" : paths) +
+                        " (fail2ban refuses to start it: \"Have not found any log file for " + jail.name + " jail\")");
+    }
+    for (const RuleConfig& r : config.rules)
+      if (r.name == jail.name)
+        throw ConfigError(named(jail) + ": a rule named \"" + jail.name + "\" exists already (" + r.where + ")");
+    SourceConfig& into = jail.backend == "polling" ? polling : notify;
+    for (const std::string& f : files) {
+      if (std::find(followed.begin(), followed.end(), f) != followed.end()) continue;
+      followed.push_back(f);
+      into.paths.push_back(f);
+    }
+    config.rules.push_back(jail_rule(jail, jails.dir, files));
+  }
+  if (!notify.paths.empty()) config.sources.push_back(std::move(notify));
+  if (!polling.paths.empty()) {
+    if (!jails.state.empty()) polling.state = jails.state + ".polling";
+    config.sources.push_back(std::move(polling));
+  }
+}
+
+}  // namespace gpufilter::daemon

@@ -1,0 +1,27 @@
+// The `fail2ban:` block of gpufilterd's configuration: fail2ban's enabled jails
+// (fail2ban/jails.hpp) become followed sources and fail2ban_filter rules (docs/DAEMON.md,
+// "fail2ban jails", has the mapping and what is refused).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufilter/daemon/config.hpp"
+
+namespace gpufilter::daemon {
+
+struct JailsConfig {
+  std::string dir = "/etc/fail2ban";  // holds jail.conf, jail.local, jail.d/, filter.d/
+  std::vector<std::string> only;      // these jails, enabled or not (empty: the enabled ones)
+  bool from_start = false;            // read the logpath files from their start (a replay)
+  std::string state;                  // the follow sources' --state file ("" none)
+};
+
+// Adds a rule per jail and follows its files (a file already followed by a source of
+// `config`, or by another jail, is read once). Throws ConfigError naming the jail, the
+// file and the reason: a missing filter, a filter fail2ban cannot load (a missing include,
+// an invalid regex), a logpath matching no file, a systemd backend, options refused.
+void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config);
+
+}  // namespace gpufilter::daemon
