@@ -72,7 +72,9 @@ RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
       fail2ban_rules_.push_back(r);
       date_reader_.push_back(fail2ban_rules_.size() - 1);
       for (std::size_t i = 0; i + 1 < fail2ban_rules_.size(); ++i) {
-        if (fail2ban_.at(fail2ban_rules_[i])->date_key() == fail2ban_[r]->date_key()) {
+        // Alike detectors agree only when fed the same lines: the same sources too.
+        if (fail2ban_.at(fail2ban_rules_[i])->date_key() == fail2ban_[r]->date_key() &&
+            rules_[fail2ban_rules_[i]].only_sources == rule.only_sources) {
           date_reader_.back() = i;
           break;
         }
@@ -322,7 +324,7 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
   select_(r);
 }
 
-const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view line,
+const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
                                                                       std::span<const Occurrence> occurrences) const {
   for (auto& at : literals_at_) at.clear();
   for (const Occurrence& o : occurrences) {
@@ -332,6 +334,13 @@ const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::strin
   dated_.clear();
   outcomes_.resize(fail2ban_rules_.size());
   for (std::size_t i = 0; i < fail2ban_rules_.size(); ++i) {
+    // A jail's filter reads only its own files' lines: its multi-line buffer and its date
+    // detector learn from nothing else, as fail2ban's do.
+    const std::vector<std::string>& only = rules_[fail2ban_rules_[i]].only_sources;
+    if (!only.empty() && std::find(only.begin(), only.end(), source) == only.end()) {
+      outcomes_[i] = {};
+      continue;
+    }
     const std::size_t reader = date_reader_[i];
     auto it = std::find_if(dated_.begin(), dated_.end(), [&](const auto& d) { return d.first == reader; });
     if (it == dated_.end()) {
@@ -352,7 +361,7 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
   // fail2ban reads a line without its end: a CRLF log's '\r' is not part of it.
   std::string_view line = text;
   while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const std::vector<fail2ban::Filter::Outcome>& outcomes = rules_->fail2ban_lines(line, occurrences);
+  const std::vector<fail2ban::Filter::Outcome>& outcomes = rules_->fail2ban_lines(source, line, occurrences);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const std::uint32_t r = rules_->fail2ban_rules()[i];
     bool failed = false;

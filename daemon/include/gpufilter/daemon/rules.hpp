@@ -80,13 +80,13 @@ class RuleSet {
   }
   // Rules with a fail2ban_filter: every line goes to their filter, on the host.
   const std::vector<std::uint32_t>& fail2ban_rules() const noexcept { return fail2ban_rules_; }
-  // What each fail2ban rule's filter makes of `line` (in fail2ban_rules() order): fail2ban's
-  // failures in it. The filters keep multi-line state from line to line, as fail2ban's do
+  // What each fail2ban rule's filter makes of `line` of `source` (in fail2ban_rules()
+  // order; nothing for a rule whose only_sources leave `source` out): fail2ban's failures in it. The filters keep multi-line state from line to line, as fail2ban's do
   // per jail: one thread. Their literals (Filter::literals()) are in the scan's pattern set:
   // `occurrences` (the line's, as for matching_rules) tell each where its own are, and a
   // line without one meets only the date detector, not its regexes. Filters with the same
   // date settings share one date detection per line (Filter::date_line()).
-  const std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view line,
+  const std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
                                                                std::span<const Occurrence> occurrences) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
