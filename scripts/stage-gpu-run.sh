@@ -13,6 +13,7 @@
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
 #   bash .device/gpu-multi.sh    issue 21: tests on every GPU, bench/run.py on all GPUs and each alone
 #   bash .device/gpu-kafka.sh    issue 20: bench/kafka_scale.py, 1-3 gpufilterd per engine in a group
+#   bash .device/gpu-fail2ban.sh issue 23: bench/fail2ban_bench.py, sshd and every stock filter at once
 #   bash .device/gpu-reliability.sh fuzz SECONDS   the long fuzz run on every core
 #   bash .device/gpu-reliability.sh soak SECONDS   bench/soak.sh on the GPU engine
 # The fuzz targets come from build-asan/fuzz (scripts/sanitize.sh address) when built.
@@ -36,7 +37,7 @@ cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
   scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
-  scripts/gpu-kafka.sh .device/
+  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/
@@ -44,6 +45,8 @@ if compgen -G 'build-asan/fuzz/*_fuzz' >/dev/null; then  # built, not merely beg
   mkdir -p .device/fuzz && cp build-asan/fuzz/*_fuzz .device/fuzz/
 fi
 cp ../shared/corpus/pcap/* .device/corpus/pcap/
+# fail2ban's filters (bench/fail2ban_bench.py, gpufilterd's fail2ban_dir): Debian's, read there.
+cp -rL /etc/fail2ban .device/fail2ban
 cp "$(command -v rg)" .device/bin/rg
 # Kafka (bench/kafka_scale.py): the test broker, kcat and librdkafka with what it links.
 cp "$build"/tests/kafka/gpufilter-test-kafka-broker /usr/bin/kcat .device/bin/
