@@ -8,7 +8,8 @@
 // Ages are taken at the save; at the restore they are counted back from the restore's own
 // moment, the time the process was down included, so that a window keeps sliding and a
 // cooldown keeps running while gpufilterd is down. A rule that reads the log's clock
-// (event_time) keeps its hits and last alert as log times ("hits_ms", "last_alert_ms").
+// (event_time, a fail2ban filter) keeps its hits and last alert as log times ("hits_ms",
+// "last_alert_ms"); a jail also its failure count, first failure and ban's end.
 // "definition" fingerprints everything that decides when a rule fires: a rule changed
 // while gpufilterd was down starts afresh, as at a reload.
 #include <nlohmann/json.hpp>
@@ -42,10 +43,21 @@ std::string definition(const RuleConfig& r) {
   add(std::to_string(r.cooldown.count()) + "/" + std::to_string(r.resolve_after.count()));
   if (r.event_time) add(r.event_time->capture + "/" + r.event_time->format);
   if (!r.field.empty()) add("f" + r.field);  // only when set: older state files stay valid
+  if (!r.fail2ban_filter.empty()) {
+    std::string options;
+    for (const auto& [k, v] : r.fail2ban_options) options += k + "=" + v + ",";
+    std::string hosts;
+    for (const auto& h : r.ignore_hosts) hosts += h + ",";
+    add("b" + r.fail2ban_filter + "[" + options + "]" + r.fail2ban_dir + (r.threshold.fail2ban ? "/jail/" : "/") + hosts);
+  }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
   return hex;
 }
+
+// Rules whose times are the log's (a `time:` capture, fail2ban's dates): their hits and
+// last alert are kept as log times, not as ages on our clock.
+bool on_log_clock(const RuleConfig& rule) { return rule.event_time.has_value() || !rule.fail2ban_filter.empty(); }
 
 }  // namespace
 
@@ -54,7 +66,7 @@ std::string RuleEngine::save_state(Clock::time_point now, SystemClock::time_poin
   for (const RuleConfig& rule : rules_->rules()) {
     const auto it = state_.find(rule.name);
     if (it == state_.end()) continue;
-    const bool log_clock = rule.event_time.has_value();
+    const bool log_clock = on_log_clock(rule);
     Json groups = Json::array();
     for (const auto& [name, g] : it->second.groups) {
       if (!g.active && g.hits.empty()) continue;  // nothing a restart would miss
@@ -71,6 +83,11 @@ std::string RuleEngine::save_state(Clock::time_point now, SystemClock::time_poin
                         {"last_line", g.last_line},
                         {"last_source", g.last_source},
                         {"captures", g.captures}});
+      if (rule.threshold.fail2ban) {  // fail2ban's FailTicket and the ban's end (-1: never)
+        groups.back()["retry"] = g.retry;
+        groups.back()["first_ms"] = ms(g.first.time_since_epoch());
+        groups.back()["ban_end_ms"] = g.ban_end == Clock::time_point::max() ? -1 : ms(g.ban_end.time_since_epoch());
+      }
     }
     if (!groups.empty()) rules.push_back({{"name", rule.name}, {"definition", definition(rule)}, {"groups", groups}});
   }
@@ -95,7 +112,7 @@ std::vector<Alert> RuleEngine::restore_state(std::string_view text, Clock::time_
       const auto rule = std::find_if(rules_->rules().begin(), rules_->rules().end(),
                                      [&](const RuleConfig& c) { return c.name == name; });
       if (rule == rules_->rules().end() || definition(*rule) != r.at("definition").get<std::string>()) continue;
-      const bool log_clock = rule->event_time.has_value();
+      const bool log_clock = on_log_clock(*rule);
       RuleState& rs = restored[name];
       for (const Json& j : r.at("groups")) {
         if (rs.groups.size() >= kMaxGroups) break;
@@ -113,6 +130,12 @@ std::vector<Alert> RuleEngine::restore_state(std::string_view text, Clock::time_
         g.last_line = j.at("last_line").get<std::string>();
         g.last_source = j.at("last_source").get<std::string>();
         g.captures = j.at("captures").get<std::map<std::string, std::string>>();
+        if (rule->threshold.fail2ban) {
+          g.retry = j.at("retry").get<std::uint64_t>();
+          g.first = Clock::time_point(std::chrono::milliseconds(j.at("first_ms").get<std::int64_t>()));
+          const std::int64_t end = j.at("ban_end_ms").get<std::int64_t>();
+          g.ban_end = end < 0 ? Clock::time_point::max() : Clock::time_point(std::chrono::milliseconds(end));
+        }
         const std::string group = j.at("group").get<std::string>();
         if (g.active) firing.push_back(make_alert(*rule, group, g, Alert::State::kFiring));
         rs.groups.emplace(group, std::move(g));

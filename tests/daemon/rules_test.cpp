@@ -453,6 +453,50 @@ TEST(RuleEngine, StateSavedAndRestoredAcrossARestart) {
   EXPECT_EQ(broken.save_state(t1, wall0).find("\"groups\""), std::string::npos);  // nothing restored
 }
 
+// A jail across a restart: its failure counts, first failures and bans (on the log's
+// clock, not ours) come back, so a restart neither forgets two failures nor re-bans a
+// banned host; a permanent ban stays permanent.
+TEST(RuleEngine, JailCountsAndBansSurviveARestart) {
+  RuleConfig jail = rule("sshd", {});
+  jail.fail2ban_filter = "sshd";
+  jail.threshold = ThresholdConfig{3, 10min, ThresholdConfig::GroupBy::kCapture, "", "host"};
+  jail.threshold.fail2ban = true;
+  jail.cooldown = 10min;  // bantime
+  RuleConfig forever = jail;
+  forever.name = "forever";
+  forever.cooldown = std::chrono::duration_cast<Millis>(36500LL * 24h);  // bantime = -1
+  const auto line = [](const char* ip, int minute) {
+    return "2024-01-10 10:" + std::string(minute < 10 ? "0" : "") + std::to_string(minute) +
+           ":00 myhost sshd[4242]: Failed password for root from " + ip + " port 22 ssh2";
+  };
+  const Bound bound({jail, forever});
+  const SystemClock::time_point wall = SystemClock::now();
+  std::string saved;
+  std::vector<Alert> alerts;
+  const auto run = [&](std::initializer_list<std::pair<const char*, int>> failures) {
+    Recorder rec;
+    RuleEngine engine(bound.rules, rec.emit());
+    const Clock::time_point now = Clock::now() + std::chrono::hours(alerts.size() + 1);  // another process
+    if (!saved.empty()) engine.restore_state(saved, now, wall);
+    for (const auto& [ip, minute] : failures) {
+      const std::string l = line(ip, minute);
+      engine.line("auth.log", l, bound.scan(l), now);
+    }
+    saved = engine.save_state(now, wall);
+    alerts.insert(alerts.end(), rec.alerts.begin(), rec.alerts.end());
+    return rec.alerts.size();
+  };
+  EXPECT_EQ(run({{"192.0.2.1", 0}, {"192.0.2.1", 1}}), 0u);
+  EXPECT_EQ(run({{"192.0.2.1", 2}}), 2u);  // the third failure: both jails ban
+  EXPECT_EQ(run({{"192.0.2.1", 3}, {"192.0.2.1", 4}, {"192.0.2.1", 5}}), 0u);  // banned: the ban grows to 15m
+  EXPECT_EQ(run({{"192.0.2.1", 14}, {"192.0.2.1", 14}, {"192.0.2.1", 14}}), 0u);  // still banned: on to 24m
+  // The ban ended at 24m: sshd bans again, forever does not.
+  EXPECT_EQ(run({{"192.0.2.1", 40}, {"192.0.2.1", 41}, {"192.0.2.1", 42}}), 1u);
+  ASSERT_EQ(alerts.size(), 3u);
+  EXPECT_EQ(alerts[2].rule, "sshd");
+  EXPECT_EQ(alerts[2].group, "192.0.2.1");
+}
+
 // The rules are a Sink: a line reaches them as a LineMatch with every occurrence in it,
 // and they say that they need the occurrences (SinkNeeds), not spans or pattern ids.
 TEST(RuleEngine, IsASinkThatNeedsOccurrences) {
