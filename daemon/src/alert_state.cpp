@@ -55,10 +55,6 @@ std::string definition(const RuleConfig& r) {
   return hex;
 }
 
-// Rules whose times are the log's (a `time:` capture, fail2ban's dates): their hits and
-// last alert are kept as log times, not as ages on our clock.
-bool on_log_clock(const RuleConfig& rule) { return rule.event_time.has_value() || !rule.fail2ban_filter.empty(); }
-
 }  // namespace
 
 std::string RuleEngine::save_state(Clock::time_point now, SystemClock::time_point wall) const {
@@ -66,7 +62,7 @@ std::string RuleEngine::save_state(Clock::time_point now, SystemClock::time_poin
   for (const RuleConfig& rule : rules_->rules()) {
     const auto it = state_.find(rule.name);
     if (it == state_.end()) continue;
-    const bool log_clock = on_log_clock(rule);
+    const bool log_clock = rule.log_clock();
     Json groups = Json::array();
     for (const auto& [name, g] : it->second.groups) {
       if (!g.active && g.hits.empty()) continue;  // nothing a restart would miss
@@ -112,7 +108,7 @@ std::vector<Alert> RuleEngine::restore_state(std::string_view text, Clock::time_
       const auto rule = std::find_if(rules_->rules().begin(), rules_->rules().end(),
                                      [&](const RuleConfig& c) { return c.name == name; });
       if (rule == rules_->rules().end() || definition(*rule) != r.at("definition").get<std::string>()) continue;
-      const bool log_clock = on_log_clock(*rule);
+      const bool log_clock = rule->log_clock();
       RuleState& rs = restored[name];
       for (const Json& j : r.at("groups")) {
         if (rs.groups.size() >= kMaxGroups) break;

@@ -405,11 +405,8 @@ void RuleEngine::field_rules(std::string_view source, std::string_view text, Clo
 void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
                          const RecordFields* fields, std::string_view matched_text, const Failure* failure) {
   const RuleConfig& rule = rules_->rules()[r];
-  // A jail reads only its own logpath files, and its ignoreip hosts' failures are not
-  // counted (fail2ban's Filter.inIgnoreIPList, before the failure manager sees them).
-  if (!rule.only_sources.empty() &&
-      std::find(rule.only_sources.begin(), rule.only_sources.end(), source) == rule.only_sources.end())
-    return;
+  // A jail's ignoreip hosts' failures are not counted (fail2ban's Filter.inIgnoreIPList,
+  // before the failure manager sees them); its own files alone reach it (fail2ban_lines()).
   if (failure != nullptr && !rule.ignore_hosts.empty()) {
     const auto host = failure->captures.find("host");
     if (host != failure->captures.end() && fail2ban::ignored(rule.ignore_hosts, host->second)) return;
@@ -539,7 +536,7 @@ void RuleEngine::tick(Clock::time_point now) {
       // window on the log's clock is not emptied by ours: such a group is forgotten once
       // quiet for resolve_after.
       const Clock::duration window = rule.threshold.window;
-      if (rule.event_time || !rule.fail2ban_filter.empty()) {
+      if (rule.log_clock()) {
         if (!group.active && now - group.last_match >= rule.resolve_after) group.hits.clear();
       } else {
         while (!group.hits.empty() && window.count() > 0 && group.hits.front() <= now - window) group.hits.pop_front();

@@ -560,22 +560,22 @@ Filter::Outcome Filter::line(std::string_view text, double time) {
   return impl_->process(utf8_replaced(text), time);
 }
 Filter::Outcome Filter::line(std::string_view text, std::span<const std::size_t> found) {
-  if (!impl_->literals || !valid_utf8(text)) return line(text);  // U+FFFD would move the offsets
-  return impl_->process(text, std::nullopt, &found);
+  return line(date_line(text), found);
 }
 const std::optional<std::vector<std::string>>& Filter::literals() const { return impl_->literals; }
 const std::string& Filter::date_key() const { return impl_->date_key; }
 Filter::DatedLine Filter::date_line(std::string_view raw) {
   DatedLine dated;
-  dated.replaced = !valid_utf8(raw);
-  dated.text = dated.replaced ? utf8_replaced(raw) : std::string(raw);
+  dated.raw = raw;
+  dated.was_replaced = !valid_utf8(raw);
+  if (dated.was_replaced) dated.replaced = utf8_replaced(raw);
   dated.now = impl_->now();
-  dated.date = impl_->dates.find(dated.text, dated.now);
+  dated.date = impl_->dates.find(dated.text(), dated.now);
   return dated;
 }
 Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
-  const bool filtered = impl_->literals && !dated.replaced;
-  return impl_->process(dated.text, std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
+  const bool filtered = impl_->literals && !dated.was_replaced;
+  return impl_->process(dated.text(), std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
 }
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }

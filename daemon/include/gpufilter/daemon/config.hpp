@@ -115,6 +115,9 @@ struct RuleConfig {
   std::string where;              // "FILE:LINE" of the rule, for messages
   // Same definition (where aside): a reload keeps such a rule's threshold state.
   bool same_as(const RuleConfig& other) const;
+  // Its windows and cooldowns follow the log's clock: a `time:` capture, a fail2ban
+  // filter's dates (the threshold's pruning and the alert state read this).
+  bool log_clock() const { return event_time.has_value() || !fail2ban_filter.empty(); }
 };
 
 struct OutputConfig {

@@ -86,11 +86,15 @@ class Filter {
   // configured alike, which fed the same lines give the same answers; one of them reads a
   // line's date with date_line() (its detector learning from it, as line() does) and each
   // takes it with line(DatedLine, found), which is line(text, found) otherwise.
+  // It views the raw line (valid for as long as that is), copied only where invalid
+  // UTF-8 had to be replaced.
   struct DatedLine {
-    std::string text;       // as the filter reads it: invalid UTF-8 replaced
-    bool replaced = false;  // then the raw line's offsets do not apply to text
+    std::string_view raw;
+    std::string replaced;   // the line with invalid UTF-8 replaced, when it held some
+    bool was_replaced = false;  // then the raw line's offsets do not apply to text()
     std::optional<DateDetector::Found> date;
     double now = 0;  // MyTime.time() when it was read: every filter's "now" for the line
+    std::string_view text() const { return was_replaced ? std::string_view(replaced) : raw; }
   };
   const std::string& date_key() const;
   DatedLine date_line(std::string_view raw);
