@@ -124,11 +124,17 @@ run_worker() {
     run=$((run + 1))
     local log="$scratch/logs/$t.$w.$run.log"
     status=0
-    { time "$bin" "$scratch/corpus/$t" "${seeds[@]}" "${dict[@]}" -max_total_time="$left" \
+    # The outer limit: libFuzzer's own -timeout and -rss_limit_mb stop a slow or greedy
+    # input, but on running out of memory it first prints a heap profile, which for a
+    # 2 GB heap of small blocks took an hour (a CI run); killed past its time plus two
+    # minutes, the run counts as failed and its log says so.
+    { time timeout -k 10 $((left + 120)) "$bin" "$scratch/corpus/$t" "${seeds[@]}" "${dict[@]}" -max_total_time="$left" \
         -max_len="$(max_len "$t")" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$scratch/artifacts/$t.$w.$run-" > "$log" 2>&1 || status=$?; } 2>> "$scratch/logs/$t.$w.cpu"
     executions=$((executions + $(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1 | grep . || echo 0)))
     if [ "$status" -ne 0 ]; then
+      { [ "$status" = 124 ] || [ "$status" = 137 ]; } && \
+        echo "fuzz.sh: $t fuzz: killed after $((left + 120)) s (exit $status): an input ran past -timeout or -rss_limit_mb and was not stopped" >> "$log"
       failures=$((failures + 1))
       [ "$restart" = 1 ] && [ "$failures" -lt 100 ] || break
     fi

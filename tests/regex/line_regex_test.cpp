@@ -88,6 +88,31 @@ TEST(LineRegex, RepetitionsExpandedBeyondBoundsAreRefused) {
   EXPECT_EQ(errors_of({"a{1,40000}"}, Syntax::kExtended), std::vector<std::string>{"Regular expression too big"});
 }
 
+// With -w or -x a stray ')' closes the group the wrapper puts around the whole expression,
+// so what follows it repeats everything before: regex_fuzz found "m+++++++)" and fourteen
+// '+' under -E -w -x taking glibc past 2 GB. The wrapped text is measured too.
+TEST(LineRegex, AStrayParenUnderWordOrLineRepeatsTheWrapperAndIsMeasured) {
+  const std::string pattern = "m+++++++)" + std::string(14, '+');
+  for (const bool word : {false, true}) {
+    RegexOptions o;
+    o.syntax = Syntax::kExtended;
+    o.word = word;
+    o.whole_line = !word;
+    try {
+      compile({pattern}, o);
+      ADD_FAILURE() << "compiled";
+    } catch (const RegexError& e) {
+      ASSERT_EQ(e.messages().size(), 1u);
+      EXPECT_NE(e.messages()[0].find("repeats too much"), std::string::npos) << e.messages()[0];
+    }
+  }
+  EXPECT_TRUE(errors_of({pattern}, Syntax::kExtended).empty());  // without a wrapper: 2^15 copies of ')'
+  RegexOptions o;
+  o.syntax = Syntax::kExtended;
+  o.whole_line = true;
+  EXPECT_NO_THROW(compile({"m+)+"}, o));
+}
+
 TEST(LineRegex, EveryBadPatternIsNamedWithItsFileAndLine) {
   const std::vector<PatternOrigin> origins{{"", 0}, {"pats", 1}, {"pats", 2}};
   EXPECT_EQ(errors_of({"a\\(", "ok", "[x"}, Syntax::kBasic, origins),

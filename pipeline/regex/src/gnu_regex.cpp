@@ -237,7 +237,12 @@ void GnuRegex::compile_all() {
   if (wrap && stray) {
     std::string joined;
     for (std::size_t i = 0; i < patterns_.size(); ++i) joined += (i ? "\n" : "") + patterns_[i];
-    const DfaView whole = dfa_view(wrapped(joined, options_), options_.syntax, options_.utf8, options_.ignore_case);
+    // A stray ')' closes the wrapper's group, so what follows it repeats the whole
+    // wrapped text: "m+++++++)" and fourteen '+' under -w is 2^22 copies (fuzzing found it).
+    const std::string text = wrapped(joined, options_);
+    if (const std::optional<std::string> why = too_wide(text, options_.syntax == Syntax::kExtended))
+      throw RegexError({*why + " (with -w or -x a stray ')' closes the group around the whole expression)"});
+    const DfaView whole = dfa_view(text, options_.syntax, options_.utf8, options_.ignore_case);
     select_texts_->push_back(whole.select);  // the whole list's text, after the patterns'
     if (compile_whole_list()) {
       whole_list_ = true;
