@@ -201,7 +201,9 @@ namespace {
 
 constexpr const char* kRefusedConstructs[] = {"repeating an anchor or a word assertion",
                                               "inside an expression is not supported with -z",
-                                              "beside a bracket expression in a UTF-8 locale"};
+                                              "beside a bracket expression in a UTF-8 locale",
+                                              "repeats too much for the regex matcher",
+                                              "of what can match the empty string too deep for the regex matcher"};
 
 // Runs `grep grep_matcher args...` once and `gpufilter [matcher] args...` per knob set and
 // reports each difference; `matcher` empty: gpufilter gets none.

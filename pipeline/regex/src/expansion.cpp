@@ -14,23 +14,53 @@ struct Level {
   double options = 0;  // the square of nested options, summed
   double last_nodes = 0;
   double last_options = 0;
+  // Repetitions of what can match the empty string, nested: glibc's epsilon closures grow
+  // exponentially in their depth ("(^|$)*+++" ran for more than ten minutes).
+  // Only repetitions that copy their operand count ('+', "{2,}"; '*' and '?' do not), and
+  // those over an anchor separately: they cost the most.
+  int height = 0;               // the deepest at this level
+  int last_height = 0;          // of the last unit
+  int anchored_height = 0;      // the same, over operands that hold an anchor
+  int last_anchored_height = 0;
+  bool anchor = false;          // an anchor at this level or inside it
+  bool last_anchor = false;     // in the last unit
+  bool last_nullable = true;    // the last unit can match empty (true: there is none yet)
+  bool has_last = false;        // a unit to repeat (not at the start of an alternative)
+  int solid_units = 0;          // units of the current alternative that cannot match empty
+  bool nullable_alt = false;    // an earlier alternative can match empty
 };
 
 class Estimate {
  public:
-  Estimate() : levels_(1) {}
+  explicit Estimate(bool extended) : levels_(1), extended_(extended) {}
 
-  void atom() { add(1, 0); }
+  void atom() { add(1, 0, false, {}); }
+  void anchor() {  // ^ $ \< \> \b \B: a position, empty
+    anchored_ = true;
+    add(0, 0, true, {0, 0, true});
+  }
   void open() { levels_.emplace_back(); }
   void close() {
     if (levels_.size() == 1) return atom();  // an unmatched ')' is a literal (ERE)
     const Level inner = levels_.back();
     levels_.pop_back();
-    add(inner.nodes + 1, inner.options);
+    add(inner.nodes + 1, inner.options, inner.nullable_alt || inner.solid_units == 0,
+        {inner.height, inner.anchored_height, inner.anchor});
+  }
+  void alternative() {  // '|', '\|' or a newline between patterns
+    Level& l = levels_.back();
+    l.nullable_alt = l.nullable_alt || l.solid_units == 0;
+    l.solid_units = 0;
+    l.has_last = false;
   }
   // The last unit repeated at least `low` and at most `high` times (high < 0: no bound).
+  // With no unit before it glibc skips the operator (ERE) or reads it as a character (BRE).
   void repeat(double low, double high) {
     Level& l = levels_.back();
+    if (!l.has_last) {
+      if (!extended_) atom();
+      return;
+    }
     // x{m,} is m copies and a starred one; x{m,n} n copies, the last n - m optional.
     const double copies = high < 0 ? low + 1 : std::max(high, 1.0);
     const double optional = high < 0 ? 0 : std::max(high - low, 0.0);
@@ -40,6 +70,16 @@ class Estimate {
     l.options += options - l.last_options;
     l.last_nodes = nodes;
     l.last_options = options;
+    if (l.last_nullable && (high < 0 ? low >= 1 : high >= 2)) {
+      l.last_height += 1;
+      if (l.last_anchor) l.last_anchored_height += 1;
+    }
+    l.height = std::max(l.height, l.last_height);
+    l.anchored_height = std::max(l.anchored_height, l.last_anchored_height);
+    if (!l.last_nullable && low == 0) {
+      l.last_nullable = true;
+      --l.solid_units;
+    }
   }
   bool too_wide() const {
     double nodes = 0, options = 0;
@@ -49,16 +89,40 @@ class Estimate {
     }
     return nodes > kMaxExpandedNodes || options > kMaxNestedOptions;
   }
+  bool too_deep() const {
+    int height = 0, anchored = 0;
+    for (const Level& l : levels_) {
+      height = std::max(height, l.height);
+      anchored = std::max(anchored, l.anchored_height);
+    }
+    return anchored > kMaxNullableRepeatDepthOverAnchors ||
+           height > (anchored_ ? kMaxNullableRepeatDepthAnchored : kMaxNullableRepeatDepth);
+  }
 
  private:
-  void add(double nodes, double options) {
+  struct Depth {
+    int height = 0, anchored_height = 0;
+    bool anchor = false;
+  };
+  void add(double nodes, double options, bool nullable, Depth d) {
     Level& l = levels_.back();
     l.nodes += nodes;
     l.options += options;
     l.last_nodes = nodes;
     l.last_options = options;
+    l.last_nullable = nullable;
+    l.last_height = d.height;
+    l.last_anchored_height = d.anchored_height;
+    l.last_anchor = d.anchor;
+    l.height = std::max(l.height, d.height);
+    l.anchored_height = std::max(l.anchored_height, d.anchored_height);
+    l.anchor = l.anchor || d.anchor;
+    l.has_last = true;
+    if (!nullable) ++l.solid_units;
   }
   std::vector<Level> levels_;
+  bool extended_;
+  bool anchored_ = false;  // an anchor anywhere in the pattern
 };
 
 // A bracket expression from p[i] == '['; the index just past it (p.size() if unclosed).
@@ -115,7 +179,7 @@ std::optional<Interval> interval(std::string_view p, std::size_t i, std::string_
 }  // namespace
 
 std::optional<std::string> too_wide(std::string_view p, bool extended) {
-  Estimate e;
+  Estimate e(extended);
   for (std::size_t i = 0; i < p.size();) {
     const char c = p[i];
     if (c == '[') {
@@ -128,6 +192,8 @@ std::optional<std::string> too_wide(std::string_view p, bool extended) {
       i += 2;
       if (!extended && n == '(') e.open();
       else if (!extended && n == ')') e.close();
+      else if (!extended && n == '|') e.alternative();
+      else if (n == '<' || n == '>' || n == 'b' || n == 'B' || n == '`' || n == '\'') e.anchor();
       else if (!extended && n == '+') e.repeat(1, -1);
       else if (!extended && n == '?') e.repeat(0, 1);
       else if (!extended && n == '{') {
@@ -152,10 +218,18 @@ std::optional<std::string> too_wide(std::string_view p, bool extended) {
         } else {
           e.atom();
         }
-      } else if (!(extended && c == '|')) {
+      } else if ((extended && c == '|') || c == '\n') {
+        e.alternative();
+      } else if (c == '^' || c == '$') {
+        e.anchor();
+      } else {
         e.atom();
       }
     }
+    if (e.too_deep())
+      return "the expression nests repetitions ('+' or intervals) of what can match the empty string too "
+             "deep for the regex matcher, which takes exponential time to compile them; nest fewer "
+             "repetitions";
     if (e.too_wide())
       return "the expression repeats too much for the regex matcher (more than " +
              std::to_string(static_cast<long>(kMaxExpandedNodes)) +
