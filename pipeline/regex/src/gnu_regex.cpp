@@ -195,9 +195,12 @@ class GnuRegex final : public LineRegex {
 void GnuRegex::compile_all() {
   const reg_syntax_t bits = syntax_bits(options_);
   std::vector<std::string> errors;
-  // Before glibc sees them: a pattern it would expand without bound (expansion.hpp).
+  // Before glibc sees them: a pattern it would expand without bound (expansion.hpp), as
+  // compiled for selection: with -w/-x inside the wrapper, whose anchors count.
+  const bool wrap = options_.word || options_.whole_line;
   for (std::size_t i = 0; i < patterns_.size(); ++i)
-    if (const std::optional<std::string> why = too_wide(patterns_[i], options_.syntax == Syntax::kExtended))
+    if (const std::optional<std::string> why =
+            too_wide(wrap ? wrapped(patterns_[i], options_) : patterns_[i], options_.syntax == Syntax::kExtended))
       errors.push_back(with_origin(origins_, i, why->c_str()));
   if (!errors.empty()) throw RegexError(std::move(errors));
   std::vector<DfaView> views;
@@ -231,7 +234,6 @@ void GnuRegex::compile_all() {
     compile_fast(views);
     return;
   }
-  const bool wrap = options_.word || options_.whole_line;
   bool stray = false;
   for (const DfaView& v : views) stray = stray || v.stray_close;
   if (wrap && stray) {
