@@ -16,8 +16,7 @@ struct Level {
   double last_options = 0;
   // Repetitions of what can match the empty string, nested: glibc's epsilon closures grow
   // exponentially in their depth ("(^|$)*+++" ran for more than ten minutes).
-  // Only repetitions that copy their operand count ('+', "{2,}"; '*' and '?' do not), and
-  // those over an anchor separately: they cost the most.
+  // Those over an anchor also separately: they cost the most.
   int height = 0;               // the deepest at this level
   int last_height = 0;          // of the last unit
   int anchored_height = 0;      // the same, over operands that hold an anchor
@@ -70,7 +69,7 @@ class Estimate {
     l.options += options - l.last_options;
     l.last_nodes = nodes;
     l.last_options = options;
-    if (l.last_nullable && (high < 0 ? low >= 1 : high >= 2)) {
+    if (l.last_nullable) {
       l.last_height += 1;
       if (l.last_anchor) l.last_anchored_height += 1;
     }
@@ -227,7 +226,7 @@ std::optional<std::string> too_wide(std::string_view p, bool extended) {
       }
     }
     if (e.too_deep())
-      return "the expression nests repetitions ('+' or intervals) of what can match the empty string too "
+      return "the expression nests repetitions of what can match the empty string too "
              "deep for the regex matcher, which takes exponential time to compile them; nest fewer "
              "repetitions";
     if (e.too_wide())
