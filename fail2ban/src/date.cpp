@@ -64,6 +64,7 @@ struct DateTemplate {
   std::size_t group_index = 1;
   bool long_form = false;
   std::unique_ptr<PyRegex> compiled;
+  mutable PyRegex::GroupViews groups;  // date()'s, kept for its capacity
 
   // DateTemplate.setRegex.
   void set_regex(std::string r, Bound begin, bool end) {
@@ -110,7 +111,10 @@ struct DateTemplate {
   }
 
   std::optional<double> date(const PyRegex::Match& m, double now) const {
-    if (kind == Kind::kPattern) return strptime_groups(compiled->groupdict(m), now);
+    if (kind == Kind::kPattern) {
+      compiled->group_views(m, groups);
+      return strptime_groups(NamedGroupViews(groups), now);
+    }
     const std::string v = m.group(group_index).value_or("");
     if (kind == Kind::kTai64n) return v.size() >= 17 ? std::optional<double>(std::stoll(v.substr(2, 15), nullptr, 16))
                                                      : std::nullopt;

@@ -9,6 +9,9 @@
 #include <list>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gpufilter/fail2ban/date.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
@@ -21,7 +24,42 @@ namespace {
 
 using TupleLine = std::array<std::string, 3>;  // (before the date, the date, after it)
 using Lines = std::vector<TupleLine>;
-using Groups = std::map<std::string, std::optional<std::string>>;
+// A match's named groups (Python's groupdict()), in name order as a dict of them would be
+// iterated here: a filter has a few dozen, so a sorted vector (one allocation, not one
+// map node per group per line).
+class Groups {
+ public:
+  using Entry = std::pair<std::string, std::optional<std::string>>;
+  Groups() = default;
+  explicit Groups(const PyRegex::GroupViews& views) {
+    entries_.reserve(views.size());
+    for (const auto& [k, v] : views) entries_.emplace_back(std::string(k), v ? std::optional<std::string>(*v) : std::nullopt);
+  }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  std::vector<Entry>::const_iterator find(std::string_view key) const {
+    const auto it = lower(key);
+    return it != entries_.end() && it->first == key ? it : entries_.end();
+  }
+  // The entry of `key`, added unset when missing (may move the others: no reference to
+  // one entry is kept across another's insertion).
+  std::optional<std::string>& operator[](std::string_view key) {
+    auto it = entries_.begin() + (lower(key) - entries_.cbegin());
+    if (it == entries_.end() || it->first != key) it = entries_.insert(it, Entry(std::string(key), std::nullopt));
+    return it->second;
+  }
+  void erase(std::string_view key) {
+    const auto it = find(key);
+    if (it != entries_.end()) entries_.erase(it);
+  }
+
+ private:
+  std::vector<Entry>::const_iterator lower(std::string_view key) const {
+    return std::lower_bound(entries_.begin(), entries_.end(), key,
+                            [](const Entry& e, std::string_view k) { return std::string_view(e.first) < k; });
+  }
+  std::vector<Entry> entries_;
+};
 
 std::string joined(const TupleLine& t) { return t[0] + t[2]; }
 
@@ -31,12 +69,12 @@ std::string lines_buffer(const Lines& lines) {  // Regex._tupleLinesBuf
   return buf + "\n";
 }
 
-bool truthy(const Groups& g, const std::string& key) {
+bool truthy(const Groups& g, std::string_view key) {
   const auto it = g.find(key);
   return it != g.end() && it->second && !it->second->empty();
 }
 
-std::optional<std::string> get(const Groups& g, const std::string& key) {
+std::optional<std::string> get(const Groups& g, std::string_view key) {
   const auto it = g.find(key);
   return it == g.end() ? std::nullopt : it->second;
 }
@@ -92,7 +130,9 @@ struct Hit {
 };
 
 Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
-  Groups g = rx.re.groupdict(m);
+  thread_local PyRegex::GroupViews views;
+  rx.re.group_views(m, views);
+  Groups g(views);
   for (const auto& [k, n] : rx.alt) {
     const auto v = get(g, k);
     if (v && !v->empty() && !truthy(g, n)) g[n] = v;
@@ -244,7 +284,7 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
   };
   if (truthy(cur->g, "mlfgained")) {
     flags |= 8 | 1;
-    if (!truthy(cur->g, "nofail")) cur->g["nofail"] = cur->g["mlfgained"];
+    if (!truthy(cur->g, "nofail")) cur->g["nofail"] = get(cur->g, "mlfgained");
   } else if (truthy(cur->g, "nofail")) {
     flags |= 1;
   }

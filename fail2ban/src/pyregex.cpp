@@ -238,6 +238,17 @@ std::map<std::string, std::optional<std::string>> PyRegex::groupdict(const Match
   return out;
 }
 
+void PyRegex::group_views(const Match& m, GroupViews& out) const {
+  out.clear();
+  out.reserve(names_.size());
+  for (const auto& [name, number] : names_) {
+    if (number < m.groups.size() && m.groups[number].set())
+      out.emplace_back(name, m.subject.substr(m.start(number), m.end(number) - m.start(number)));
+    else
+      out.emplace_back(name, std::nullopt);
+  }
+}
+
 std::optional<std::string> PyRegex::group(const Match& m, const std::string& name) const {
   const auto it = names_.find(name);
   if (it == names_.end()) return std::nullopt;

@@ -174,21 +174,26 @@ struct Fields {
   bool bad = false;
 };
 
-Fields read_fields(const std::map<std::string, std::optional<std::string>>& groups) {
+Fields read_fields(NamedGroupViews groups) {
   Fields f;
-  const auto num = [](const std::string& s) { return std::stoi(s); };
+  const auto num = [](std::string_view s) { return std::stoi(std::string(s)); };
+  const auto value = [&](std::string_view key) -> std::optional<std::string_view> {
+    for (const auto& [k, v] : groups)
+      if (k == key) return v;
+    return std::nullopt;
+  };
   for (const auto& [key, val] : groups) {
     if (!val) continue;
-    const std::string& v = *val;
+    const std::string_view v = *val;
     if (key == "y") f.year = num(v) <= 2000 ? num(v) + 2000 : num(v);
     if (key == "Y") f.year = num(v);
     if (key == "m") f.month = num(v);
-    if (key == "B" || key == "b") f.month = month_index(v, key == "B");
+    if (key == "B" || key == "b") f.month = month_index(std::string(v), key == "B");
     if (key == "d") f.day = num(v);
     if (key == "H") f.hour = num(v);
     if (key == "I") {
       f.hour = num(v);
-      std::string p = groups.count("p") && groups.at("p") ? *groups.at("p") : "";
+      std::string p(value("p").value_or(""));
       for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if ((p.empty() || p == "am") && f.hour == 12) f.hour = 0;
       if (p == "pm" && f.hour != 12) f.hour += 12;
@@ -199,7 +204,7 @@ Fields read_fields(const std::map<std::string, std::optional<std::string>>& grou
       if (v == "Z" || v == "UTC" || v == "GMT") {
         f.tz = 0;
       } else {
-        f.tz = zone_offset_minutes(v);
+        f.tz = zone_offset_minutes(std::string(v));
         if (!f.tz) f.bad = true;
       }
     }
@@ -264,11 +269,23 @@ double local_seconds(std::int64_t naive_seconds) {
 }  // namespace
 
 std::optional<double> strptime_groups(const std::map<std::string, std::optional<std::string>>& groups, double now) {
+  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> views;
+  for (const auto& [k, v] : groups) views.emplace_back(k, v ? std::optional<std::string_view>(*v) : std::nullopt);
+  return strptime_groups(NamedGroupViews(views), now);
+}
+
+std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
   const Fields f = read_fields(groups);
   if (f.bad) return std::nullopt;
+  // `now` is the same second for many lines in a row: localtime_r once per second.
+  thread_local std::time_t cached_t = -1;
+  thread_local std::tm cached{};
   const std::time_t now_t = static_cast<std::time_t>(now);
-  std::tm local{};
-  localtime_r(&now_t, &local);
+  if (now_t != cached_t) {
+    localtime_r(&now_t, &cached);
+    cached_t = now_t;
+  }
+  const std::tm local = cached;
   const std::int64_t now_naive =
       naive(local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec);
   const int year = f.year.value_or(local.tm_year + 1900);

@@ -53,6 +53,9 @@ class PyRegex {
   bool has_group(const std::string& name) const { return names_.count(name) != 0; }
   // groupdict(): every named group, unset ones as nullopt.
   std::map<std::string, std::optional<std::string>> groupdict(const Match& m) const;
+  // The same in name order without a copy: views of the names and of m.subject.
+  using GroupViews = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
+  void group_views(const Match& m, GroupViews& out) const;
   std::optional<std::string> group(const Match& m, const std::string& name) const;
 
  private:
