@@ -119,6 +119,25 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
   }
 }
 
+// A repetition of a repetition: ERE "j+?" is "(j+)?", which matches the empty string; read
+// as PCRE's lazy "j+?" (Hyperscan's text) it did not (regex_fuzz: an empty line under -w).
+TEST(LineRegex, StackedQuantifiersRepeatTheRepetition) {
+  for (const auto& [pattern, syntax] : std::vector<std::pair<std::string, Syntax>>{
+           {"j+?", Syntax::kExtended}, {"j*?", Syntax::kExtended}, {"(ab)+?", Syntax::kExtended},
+           {"j{2}?", Syntax::kExtended}, {"j\\+\\?", Syntax::kBasic}, {"\\(ab\\)\\{2\\}*", Syntax::kBasic}}) {
+    for (const bool whole_line : {false, true}) {
+      RegexOptions o;
+      o.syntax = syntax;
+      o.whole_line = whole_line;
+      o.word = !whole_line;
+      const auto r = compile({pattern}, o);
+      const std::vector<std::uint32_t> all{0};
+      EXPECT_TRUE(r->selects(0, "")) << pattern;
+      EXPECT_TRUE(r->selects_any("", all, nullptr)) << pattern << (whole_line ? " -x" : " -w");
+    }
+  }
+}
+
 // With -w or -x a stray ')' closes the group the wrapper puts around the whole expression,
 // so what follows it repeats everything before: regex_fuzz found "m+++++++)" and fourteen
 // '+' under -E -w -x taking glibc past 2 GB. The wrapped text is measured too.

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpufilter/regex/line_regex.hpp"
 #include "regex_internal.hpp"
@@ -147,6 +148,8 @@ class Reader {
     after_open_ = false;
     has_atom_ = true;
     zero_width_ = zero_width;
+    quantified_ = false;
+    atom_start_ = view_.pcre.size();
     view_.select.append(text);
     view_.pcre.append(pcre);
     if (!zero_width) start_ = false;
@@ -162,15 +165,26 @@ class Reader {
     view_.pcre.append(pcre);
     start_ = after_open_ = true;
     has_atom_ = false;
+    quantified_ = false;
   }
   void close(std::string_view text) {
     --depth_;
     atom(text, ")", false);  // the group is the atom
+    if (!group_starts_.empty()) {
+      atom_start_ = group_starts_.back();
+      group_starts_.pop_back();
+    }
+  }
+  void open_group(std::string_view text) {
+    group_starts_.push_back(view_.pcre.size());
+    open(text, "(?:");
   }
   // A repetition operator on the atom before it: its glibc text and Hyperscan's.
   void repeat(std::string_view text, std::string_view pcre, const char* warning) {
     after_open_ = false;
     if (start_ && !ere_) {  // a BRE operator where an expression starts is a literal
+      atom_start_ = view_.pcre.size();
+      quantified_ = false;
       for (char c : text)
         if (c != '\\') view_.pcre += pcre_byte(static_cast<unsigned char>(c));
       view_.select.append(text);
@@ -195,7 +209,14 @@ class Reader {
       return;
     }
     view_.select.append(text);
+    // A quantifier after a quantifier repeats the repetition (ERE "j+?" is "(j+)?"); in
+    // PCRE it would make the first lazy or possessive: the repetition is grouped first.
+    if (quantified_) {
+      view_.pcre.insert(atom_start_, "(?:");
+      view_.pcre.append(")");
+    }
     view_.pcre.append(pcre);
+    quantified_ = true;
   }
   void interval(std::size_t from, std::size_t end, bool bk, const char* warning);
   bool escape(std::size_t& i);
@@ -212,6 +233,9 @@ class Reader {
   bool has_atom_ = false;   // the current expression has an atom for an operator to repeat
   bool zero_width_ = true;
   int depth_ = 0;
+  bool quantified_ = false;         // the last token was a repetition operator
+  std::size_t atom_start_ = 0;      // where the last atom's Hyperscan text begins
+  std::vector<std::size_t> group_starts_;  // where each open group's "(?:" begins
   bool interval_repeats_nothing_ = false;  // an ERE "{m,n}" with no atom before it
   bool utf8_bracket_ = false;              // a bracket expression in a UTF-8 locale
 };
@@ -253,7 +277,7 @@ bool Reader::escape(std::size_t& i) {
   const std::string_view text = p_.substr(i - 1, 2);
   if (!ere_ && n == '(') {
     ++depth_;
-    open(text, "(?:");
+    open_group(text);
   } else if (!ere_ && n == ')') {
     if (depth_ == 0 && !view_.error) view_.error = "Unmatched ) or \\)";
     close(text);
@@ -321,7 +345,7 @@ DfaView Reader::read() {
       }
     } else if (ere_ && c == '(') {
       ++depth_;
-      open("(", "(?:");
+      open_group("(");
     } else if (ere_ && c == ')') {
       if (depth_ == 0) {
         literal("\\)", ')');  // closes nothing: a literal ')'
