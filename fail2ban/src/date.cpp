@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 
 #include "gpufilter/fail2ban/strptime.hpp"
@@ -65,6 +66,14 @@ struct DateTemplate {
   bool long_form = false;
   std::unique_ptr<PyRegex> compiled;
   mutable PyRegex::GroupViews groups;  // date()'s, kept for its capacity
+  // The last date read: lines in a row share their timestamp, so its text (with `now`'s
+  // second, which decides the assumed year and day) gives the same time again.
+  struct LastDate {
+    std::string text;
+    std::int64_t now = -1;
+    std::optional<double> time;
+  };
+  mutable LastDate last;
 
   // DateTemplate.setRegex.
   void set_regex(std::string r, Bound begin, bool end) {
@@ -113,7 +122,21 @@ struct DateTemplate {
   std::optional<double> date(const PyRegex::Match& m, double now) const {
     if (kind == Kind::kPattern) {
       compiled->group_views(m, groups);
-      return strptime_groups(NamedGroupViews(groups), now);
+      // Only when every field lies inside the match is the match's text the whole key.
+      const bool inside = std::all_of(groups.begin(), groups.end(), [&](const auto& g) {
+        return !g.second || (g.second->data() >= m.subject.data() + m.start() &&
+                             g.second->data() + g.second->size() <= m.subject.data() + m.end());
+      });
+      const std::string_view text = m.subject.substr(m.start(), m.end() - m.start());
+      const auto second = static_cast<std::int64_t>(now);
+      if (inside && last.now == second && last.text == text) return last.time;
+      const std::optional<double> time = strptime_groups(NamedGroupViews(groups), now);
+      if (inside) {
+        last.text.assign(text);
+        last.now = second;
+        last.time = time;
+      }
+      return time;
     }
     const std::string v = m.group(group_index).value_or("");
     if (kind == Kind::kTai64n) return v.size() >= 17 ? std::optional<double>(std::stoll(v.substr(2, 15), nullptr, 16))
