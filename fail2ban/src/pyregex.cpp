@@ -232,12 +232,6 @@ std::optional<std::string> PyRegex::Match::group(std::size_t g) const {
   return std::string(subject.substr(start(g), end(g) - start(g)));
 }
 
-std::map<std::string, std::optional<std::string>> PyRegex::groupdict(const Match& m) const {
-  std::map<std::string, std::optional<std::string>> out;
-  for (const auto& [name, number] : names_) out[name] = m.group(number);
-  return out;
-}
-
 void PyRegex::group_views(const Match& m, GroupViews& out) const {
   out.clear();
   out.reserve(names_.size());

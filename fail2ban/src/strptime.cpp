@@ -268,12 +268,6 @@ double local_seconds(std::int64_t naive_seconds) {
 
 }  // namespace
 
-std::optional<double> strptime_groups(const std::map<std::string, std::optional<std::string>>& groups, double now) {
-  std::vector<std::pair<std::string_view, std::optional<std::string_view>>> views;
-  for (const auto& [k, v] : groups) views.emplace_back(k, v ? std::optional<std::string_view>(*v) : std::nullopt);
-  return strptime_groups(NamedGroupViews(views), now);
-}
-
 std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
   const Fields f = read_fields(groups);
   if (f.bad) return std::nullopt;

@@ -51,9 +51,8 @@ class PyRegex {
   // Named groups: name -> group number (Python's groupindex).
   const std::map<std::string, std::size_t>& names() const { return names_; }
   bool has_group(const std::string& name) const { return names_.count(name) != 0; }
-  // groupdict(): every named group, unset ones as nullopt.
-  std::map<std::string, std::optional<std::string>> groupdict(const Match& m) const;
-  // The same in name order without a copy: views of the names and of m.subject.
+  // groupdict() in name order, without a copy: views of the names and of m.subject, unset
+  // groups as nullopt.
   using GroupViews = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
   void group_views(const Match& m, GroupViews& out) const;
   std::optional<std::string> group(const Match& m, const std::string& name) const;

@@ -4,7 +4,6 @@
 // assumed as fail2ban assumes them.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -20,12 +19,12 @@ struct PatternParts {
 // Throws std::invalid_argument on an unknown %-field (fail2ban: "unescaped percent char").
 PatternParts expand_time_fields(const std::string& pattern);
 
+// A date match's named groups in name order, as PyRegex::group_views() gives them.
+using NamedGroupViews = std::span<const std::pair<std::string_view, std::optional<std::string_view>>>;
+
 // reGroupDictStrptime(): UTC seconds from the named groups of a date match; `now` is
 // MyTime.time(). Naive times are local (the process's TZ). nullopt where Python raises
 // ValueError (no such day, an unknown zone form).
-// The groups in name order, as PyRegex::group_views() gives them.
-using NamedGroupViews = std::span<const std::pair<std::string_view, std::optional<std::string_view>>>;
 std::optional<double> strptime_groups(NamedGroupViews groups, double now);
-std::optional<double> strptime_groups(const std::map<std::string, std::optional<std::string>>& groups, double now);
 
 }  // namespace gpufilter::fail2ban
