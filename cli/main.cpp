@@ -53,14 +53,15 @@ constexpr int kTrouble = 2;
 using Clock = std::chrono::steady_clock;
 Clock::time_point g_started;  // main() entry, for --stats
 
-// SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0.
+// SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0. Only once the
+// scan begins: until then (options, pattern compile, engine build) they end the process
+// at once, as they end grep, and a slow compile can be interrupted.
 StopSignal* g_stop = nullptr;
 StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
 extern "C" void on_stop_signal(int) {
   if (g_stop != nullptr) g_stop->request();
 }
-void install_stop_handlers(StopSignal& stop) {
-  g_stop = &stop;
+void install_stop_handlers() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
@@ -491,6 +492,7 @@ int search(cli::Options& o) {
   piping.progress = &bytes_done;
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;
+  install_stop_handlers();
   StderrNotices notices(o.no_messages);
   Outcome outcome;
   RegexCounts farm_counts;
@@ -585,7 +587,7 @@ int main(int argc, char** argv) {
     message(e.what());
     return kTrouble;
   }
-  install_stop_handlers(*stop);
+  g_stop = &*stop;
   cli::Options options;
   try {
     options = cli::parse(argc, argv);

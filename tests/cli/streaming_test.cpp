@@ -356,6 +356,24 @@ TEST_F(Streaming, StopSignalsFinishWhatWasReadAndExitZero) {
   }
 }
 
+// Before the scan begins (here: still reading the patterns of -f - from a pipe that stays
+// open), SIGINT and SIGTERM end gpufilter at once, as they end grep: a slow start (a large
+// pattern list, a device build) can be interrupted. It used to take the signal as "stop
+// reading" and go on until the patterns ended.
+TEST_F(Streaming, StopSignalsBeforeTheScanEndTheProcess) {
+  for (const int number : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE("signal " + std::to_string(number));
+    Child child({"--engine=cpu", "-f", "-", "/dev/null"});
+    ASSERT_TRUE(child.write_all("first pattern\n"));
+    ASSERT_TRUE(child.wait_stdin_drained(milliseconds(60000)));
+    std::this_thread::sleep_for(milliseconds(50));
+    child.signal(number);
+    const std::optional<int> status = child.wait_exit(milliseconds(5000));
+    ASSERT_TRUE(status.has_value()) << "gpufilter went on reading its patterns after the signal";
+    EXPECT_EQ(*status, 128 + number);
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test
 
