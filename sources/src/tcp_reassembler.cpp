@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -43,17 +44,18 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 
+// Eight bytes at a time: FNV-1a's byte loop over the 40 bytes was a fifth of --stream's
+// time. The key has no padding (4 + 16 + 16 + 2 + 2 bytes).
 struct KeyHash {
   std::size_t operator()(const Key& key) const noexcept {
-    std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-    const auto mix = [&h](std::uint64_t byte) { h = (h ^ byte) * 1099511628211ull; };
-    for (std::uint8_t b : key.low_address) mix(b);
-    for (std::uint8_t b : key.high_address) mix(b);
-    mix(key.low_port & 0xff);
-    mix(key.low_port >> 8);
-    mix(key.high_port & 0xff);
-    mix(key.high_port >> 8);
-    mix(static_cast<std::uint64_t>(key.version));
+    static_assert(sizeof(Key) == 40);
+    std::uint64_t words[5];
+    std::memcpy(words, &key, sizeof words);
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (const std::uint64_t w : words) {
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
     return static_cast<std::size_t>(h);
   }
 };
