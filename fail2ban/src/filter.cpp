@@ -235,6 +235,9 @@ struct Filter::Impl {
   DateDetector dates;
   std::string date_key;  // the datepattern lines appended to `dates`
   Lines buffer;
+  // Multi-line (maxlines > 1): per buffered line, whether it may hold one of `literals`
+  // (false only where a scan said it holds none). Lines put back by a match count as true.
+  std::vector<bool> marks;
   std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
@@ -246,7 +249,8 @@ struct Filter::Impl {
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);
   void find_literals();
-  void find_failure(TupleLine tuple, std::optional<double> date);
+  void find_failure(TupleLine tuple, std::optional<double> date, std::optional<bool> holds_literal);
+  void replaced_buffer() { marks.assign(buffer.size(), true); }
   std::optional<std::size_t> ignore_line(std::string buf, Lines org, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
@@ -264,7 +268,10 @@ std::optional<std::size_t> Filter::Impl::ignore_line(std::string buf, Lines org,
     if (!search(ignore[i], buf, org)) continue;
     found = i;
     out->ignored = true;
-    if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) buffer = failed->unmatched;
+    if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
+      buffer = failed->unmatched;
+      replaced_buffer();
+    }
     if (!options.check_all_regex) break;
   }
   return found;
@@ -372,10 +379,20 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, const std
   return Next::kGoOn;
 }
 
-void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
+// `holds_literal`: whether a scan found one of `literals` in this line (nullopt: no scan).
+void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date, std::optional<bool> holds_literal) {
   if (maxlines > 1) {
     buffer.push_back(std::move(tuple));
-    if (buffer.size() > maxlines) buffer.erase(buffer.begin(), buffer.end() - static_cast<std::ptrdiff_t>(maxlines));
+    marks.push_back(holds_literal.value_or(true));
+    if (buffer.size() > maxlines) {
+      const auto cut = static_cast<std::ptrdiff_t>(buffer.size() - maxlines);
+      buffer.erase(buffer.begin(), buffer.begin() + cut);
+      marks.erase(marks.begin(), marks.begin() + cut);
+    }
+    // None of the buffered lines holds a literal: neither the regexes tried first (the
+    // prefregex, or the failregexes, and the ignoreregexes tried before them) can match,
+    // and a search that finds nothing changes nothing but the buffer.
+    if (holds_literal && std::none_of(marks.begin(), marks.end(), [](bool m) { return m; })) return;
   } else {
     buffer = {std::move(tuple)};
   }
@@ -391,6 +408,7 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
     pre.erase("content");
     if (content && !content->empty()) {
       buffer = {TupleLine{"", "", *content}};
+      replaced_buffer();
       buf.reset();
     }
   }
@@ -406,6 +424,7 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date) {
     }
     if (!options.check_all_regex || maxlines > 1) {
       buffer = hit->unmatched;
+      replaced_buffer();
       buf.reset();
     }
     auto data = std::make_shared<FailData>();
@@ -465,16 +484,17 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
   if (reuse) start = end = 0;
   // The regexes see the text around the date. With nothing before the date, that is the
   // line from `end`, where a literal must then lie; a date inside the line could join a
-  // literal's halves, and such a line is searched.
-  const bool worth_searching =
+  // literal's halves, and such a line is searched. A multi-line filter buffers the line
+  // all the same (find_failure()).
+  const bool holds_literal =
       literals_at == nullptr || start != 0 ||
       std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= end; });
-  if (!worth_searching) return result;
+  if (!holds_literal && maxlines == 1) return result;
   TupleLine tuple = reuse ? TupleLine{"", last_time_text, std::string(line)}
                           : TupleLine{std::string(line.substr(0, start)), std::string(line.substr(start, end - start)),
                                       std::string(line.substr(end))};
   out = &result;
-  find_failure(std::move(tuple), date);
+  find_failure(std::move(tuple), date, literals_at != nullptr ? std::optional<bool>(holds_literal) : std::nullopt);
   out = nullptr;
   return result;
 }
@@ -546,12 +566,17 @@ void Filter::Impl::apply(const FilterDefinition& def) {
 }
 
 // Filter::literals(): the required factors of the regexes a line meets first, read from
-// the PCRE2 form that matches (Syntax::kPerl, UTF-8). A factor holding a newline is never
-// in one line; a multi-line filter buffers every line, so neither is filtered.
+// the PCRE2 form that matches (Syntax::kPerl, UTF-8). Multi-line (maxlines > 1): the
+// buffer meets the prefregex first where there is one (its match replaces the buffer, so
+// it alone decides whether anything changes), and a factor that spans lines is
+// represented by its longest piece within one line.
 void Filter::Impl::find_literals() {
-  if (maxlines > 1) return;
   std::vector<const Rx*> regexes;
-  for (const Rx& rx : fail) regexes.push_back(&rx);
+  if (maxlines > 1 && pref) {
+    regexes.push_back(&*pref);
+  } else {
+    for (const Rx& rx : fail) regexes.push_back(&rx);
+  }
   if (!ignore.empty() && ignore.size() + 2 < fail.size())  // find_failure() tries these first
     for (const Rx& rx : ignore) regexes.push_back(&rx);
   regex::FactorOptions utf8;
@@ -561,8 +586,19 @@ void Filter::Impl::find_literals() {
     const auto factors = regex::required_factors(translate_python_regex(rx->text), regex::Syntax::kPerl, utf8);
     if (!factors) return;
     for (const std::string& f : *factors) {
-      if (f.find('\n') != std::string::npos) return;
-      all.push_back(f);
+      if (f.find('\n') == std::string::npos) {
+        all.push_back(f);
+        continue;
+      }
+      if (maxlines == 1) return;  // never in one line
+      std::string_view longest;
+      for (std::size_t at = 0; at <= f.size();) {
+        const std::size_t nl = std::min(f.find('\n', at), f.size());
+        if (nl - at > longest.size()) longest = std::string_view(f).substr(at, nl - at);
+        at = nl + 1;
+      }
+      if (longest.empty()) return;
+      all.emplace_back(longest);
     }
   }
   std::sort(all.begin(), all.end());

@@ -105,6 +105,55 @@ TEST(Fail2banLiterals, SkippingLinesWithoutLiteralsChangesNoAnswer) {
   EXPECT_GE(filtered, filters / 2);
 }
 
+// A multi-line filter (maxlines > 1) searches its buffer only while a buffered line holds
+// a literal. Its sample log with lines that hold none put between its lines, 0 to
+// maxlines + 1 of them in turn (so a failure's lines fall inside and outside the window),
+// answers as the filter that searches every buffer.
+TEST(Fail2banLiterals, MultiLineFiltersSkipOnlyBuffersWithoutLiterals) {
+  ASSERT_TRUE(fs::is_directory(kLogs)) << kLogs << " is missing: install Debian's fail2ban 1.0.2 (README's set-up)";
+  setenv("TZ", "CET-01CEST-02,M3.5.0,M10.5.0", 1);
+  tzset();
+  int multi_line = 0;
+  std::size_t failures = 0;
+  for (const auto& e : fs::directory_iterator(kLogs)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || !fs::exists("/etc/fail2ban/filter.d/" + name + ".conf")) continue;
+    for (const bool check_all : {true, false}) {
+      FilterOptions options;
+      options.check_all_regex = check_all;
+      options.now = kTestNow;
+      std::optional<Filter> every, some;
+      try {
+        every.emplace(Filter::load(name, options));
+        some.emplace(Filter::load(name, options));
+      } catch (const Fail2banError&) {
+        continue;
+      }
+      if (some->maxlines() < 2 || !some->literals()) continue;
+      multi_line += check_all ? 1 : 0;
+      std::vector<std::string> input;
+      std::ifstream in(e.path());
+      std::size_t k = 0;
+      for (std::string line; std::getline(in, line); ++k) {
+        while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
+        input.push_back(line);
+        for (std::size_t n = 0; n < k % (some->maxlines() + 2); ++n)
+          input.push_back("Aug 14 11:59:5" + std::to_string(n % 10) + " host daemon[7]: nothing to see " +
+                          std::to_string(n));
+      }
+      for (const std::string& line : input) {
+        const Filter::Outcome want = every->line(line);
+        failures += want.failures.size();
+        ASSERT_EQ(describe(some->line(line, found_in(line, *some->literals()))), describe(want))
+            << name << (check_all ? " (every failregex)" : "") << ": " << line;
+      }
+    }
+  }
+  std::cout << multi_line << " multi-line filters with literals, " << failures << " failures\n";
+  EXPECT_GE(multi_line, 3);
+  EXPECT_GT(failures, 10u);
+}
+
 // Every stock filter at once, as gpufilterd runs them: one date detection per line for the
 // filters with the same date settings, literals as a scan finds them. Each filter's answers
 // are those it gives alone, reading every line with its own detector, over sample logs one

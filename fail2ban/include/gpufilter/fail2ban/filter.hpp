@@ -72,8 +72,10 @@ class Filter {
   // in which this filter finds anything (a failure, a failregex match, an ignoreregex that
   // ignores it) holds one of them after its date is cut out. They are the required factors
   // (regex/factors.hpp) of every failregex, and of every ignoreregex where fail2ban tries
-  // those first. nullopt when some regex has none, or for a multi-line filter (maxlines >
-  // 1: every line joins the buffer). Found once, when the filter is loaded.
+  // those first; for a multi-line filter (maxlines > 1) with a prefregex, the prefregex's
+  // instead of the failregexes', and the buffer is searched only while one of its lines
+  // holds one (every line still joins the buffer). nullopt when some regex has none.
+  // Found once, when the filter is loaded.
   const std::optional<std::vector<std::string>>& literals() const;
   // line(text) for a line in which a scan found literals() at the byte offsets `found`
   // (their starts, in any order; empty: none). The date is still looked for in every line,
