@@ -324,44 +324,14 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
   select_(r);
 }
 
-const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
-                                                                      std::span<const Occurrence> occurrences) const {
-  for (auto& at : literals_at_) at.clear();
-  for (const Occurrence& o : occurrences) {
-    for (const Ref& ref : by_unique_[o.pattern])
-      if (ref.pattern == kLiteral) literals_at_[fail2ban_index_[ref.rule]].push_back(o.position);
-  }
-  dated_.clear();
-  outcomes_.resize(fail2ban_rules_.size());
-  for (std::size_t i = 0; i < fail2ban_rules_.size(); ++i) {
-    // A jail's filter reads only its own files' lines: its multi-line buffer and its date
-    // detector learn from nothing else, as fail2ban's do.
-    const std::vector<std::string>& only = rules_[fail2ban_rules_[i]].only_sources;
-    if (!only.empty() && std::find(only.begin(), only.end(), source) == only.end()) {
-      outcomes_[i] = {};
-      continue;
-    }
-    const std::size_t reader = date_reader_[i];
-    auto it = std::find_if(dated_.begin(), dated_.end(), [&](const auto& d) { return d.first == reader; });
-    if (it == dated_.end()) {
-      dated_.emplace_back(reader, fail2ban_.at(fail2ban_rules_[reader])->date_line(line));
-      it = dated_.end() - 1;
-    }
-    outcomes_[i] = fail2ban_.at(fail2ban_rules_[i])->line(it->second, literals_at_[i]);
-  }
-  return outcomes_;
-}
-
 // Each failure a rule's fail2ban filter finds in the line is a match of the rule: its
 // group the failure's address ({{host}}), its time the line's (fail2ban's findtime and
 // bantime follow the log's clock). A match marked <F-NOFAIL> is none.
 void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
                                 std::span<const Occurrence> occurrences, Clock::time_point now,
                                 const RecordFields* fields) {
-  // fail2ban reads a line without its end: a CRLF log's '\r' is not part of it.
-  std::string_view line = text;
-  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  const std::vector<fail2ban::Filter::Outcome>& outcomes = rules_->fail2ban_lines(source, line, occurrences);
+  const std::vector<fail2ban::Filter::Outcome>& outcomes =
+      rules_->fail2ban_lines(source, RuleSet::fail2ban_text(text), occurrences);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const std::uint32_t r = rules_->fail2ban_rules()[i];
     bool failed = false;
@@ -694,6 +664,12 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   static const Input unknown{"(unknown)", "(unknown)", nullptr, nullptr};
   const Input& input = it == inputs_.end() ? unknown : it->second;
   LineCutter<Occurrence> cutter(std::string_view(piece.data, piece.size), piece.offset, occurrences, scratch_);
+  auto& c = counts_[input.label];
+  c.second += piece.size;
+  if (!input.joiner && engine_.rules().fail2ban_in_parallel()) {
+    c.first += lines_in_batches(input, entry, cutter);
+    return;
+  }
   CutLine<Occurrence> line;
   LineMatch match{};
   match.source = input.name;
@@ -713,9 +689,57 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
     match.fields = entry.fields.get();
     deliver(input, match);
   }
-  auto& c = counts_[input.label];
   c.first += lines;
-  c.second += piece.size;
+}
+
+// The lines of a piece, a batch at a time: the fail2ban filters' outcomes of the whole
+// batch made side by side on the pool, then each line delivered as lines() delivers it.
+std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntry& entry,
+                                             LineCutter<Occurrence>& cutter) {
+  if (!pool_) pool_ = std::make_unique<WorkerPool>(WorkerPool::default_threads());
+  Gathered& g = gathered_;
+  std::uint64_t lines = 0;
+  CutLine<Occurrence> line;
+  for (bool more = true; more;) {
+    g.lines.clear();
+    g.offsets.clear();
+    g.occurrences.clear();
+    g.starts.clear();
+    while (g.lines.size() < kFail2banBatch && (more = cutter.next(line))) {
+      g.lines.push_back(line.text);
+      g.offsets.push_back(line.offset);
+      g.starts.push_back(g.occurrences.size());
+      g.occurrences.insert(g.occurrences.end(), line.occurrences.begin(), line.occurrences.end());
+    }
+    if (g.lines.empty()) break;
+    lines += g.lines.size();
+    g.starts.push_back(g.occurrences.size());
+    deliver_gathered(input, entry);
+  }
+  return lines;
+}
+
+void RuleConsumer::deliver_gathered(const Input& input, const BatchEntry& entry) {
+  Gathered& g = gathered_;
+  const auto occurrences_of = [&](std::size_t j) {
+    return std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]);
+  };
+  std::vector<std::string_view> texts(g.lines.size());
+  std::vector<std::span<const Occurrence>> spans(g.lines.size());
+  for (std::size_t j = 0; j < g.lines.size(); ++j) {
+    texts[j] = RuleSet::fail2ban_text(g.lines[j]);
+    spans[j] = occurrences_of(j);
+  }
+  engine_.rules().prepare_fail2ban(input.name, texts, spans, *pool_);
+  LineMatch match{};
+  match.source = input.name;
+  for (std::size_t j = 0; j < g.lines.size(); ++j) {
+    match.line = g.lines[j];
+    match.offset = g.offsets[j];
+    match.occurrences = spans[j];
+    match.fields = entry.fields.get();
+    deliver(input, match);
+  }
 }
 
 void RuleConsumer::tick() {

@@ -323,6 +323,63 @@ TEST(RuleEngine, Fail2banFiltersShareTheScanWithOtherRules) {
   EXPECT_GT(engine.matches("closed"), 0u);
 }
 
+// Several fail2ban filters' outcomes made a batch of lines at a time, the date readers and
+// then the filters side by side on a pool (RuleSet::prepare_fail2ban(), as RuleConsumer
+// does), are those made line by line: sample logs of single-line and multi-line filters
+// one after the other, batches of odd sizes, lines of two sources (one jail reads only one).
+TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
+  std::vector<RuleConfig> configs;
+  for (const char* filter : {"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"}) {
+    RuleConfig r = rule(filter, {});
+    r.fail2ban_filter = filter;
+    configs.push_back(r);
+  }
+  configs[1].only_sources = {"auth.log"};
+  const Bound by_line(configs), by_batch(configs);
+  std::vector<std::string> lines;
+  const std::string logs = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
+  for (const std::string path : {logs + "sshd", logs + "slapd", logs + "mongodb-auth", logs + "pam-generic",
+                                 logs + "dovecot", gpufilter::test::corpus_path("loghub/OpenSSH_2k.log")}) {
+    std::istringstream in(gpufilter::test::read_file(path));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  const auto describe = [](const std::vector<fail2ban::Filter::Outcome>& outcomes) {
+    std::string s;
+    for (const fail2ban::Filter::Outcome& o : outcomes) {
+      s += o.matched ? "m" : "-";
+      s += o.ignored ? "i" : "-";
+      for (const fail2ban::Filter::Failure& f : o.failures)
+        s += " " + std::to_string(f.failregex) + ":" + f.id + ":" + f.user + ":" +
+             (f.time ? std::to_string(*f.time) : "none") + ":" + std::to_string(f.attempts);
+      s += " |";
+    }
+    return s;
+  };
+  WorkerPool pool(3);
+  std::size_t failures = 0;
+  for (std::size_t at = 0, k = 0; at < lines.size(); ++k) {
+    const std::size_t n = std::min<std::size_t>(lines.size() - at, 1 + (k * 37) % 101);
+    const std::string source = k % 5 == 3 ? "other.log" : "auth.log";
+    std::vector<std::vector<Occurrence>> found(n);
+    std::vector<std::string_view> texts(n);
+    std::vector<std::span<const Occurrence>> spans(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      texts[j] = RuleSet::fail2ban_text(lines[at + j]);
+      found[j] = by_batch.scan(lines[at + j]);
+      spans[j] = found[j];
+    }
+    by_batch.rules->prepare_fail2ban(source, texts, spans, pool);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::string want = describe(by_line.rules->fail2ban_lines(source, texts[j], by_line.scan(lines[at + j])));
+      ASSERT_EQ(describe(by_batch.rules->fail2ban_lines(source, texts[j], spans[j])), want)
+          << source << " line " << at + j << ": " << lines[at + j];
+      failures += static_cast<std::size_t>(std::count(want.begin(), want.end(), ':')) / 4;
+    }
+    at += n;
+  }
+  EXPECT_GT(failures, 500u);
+}
+
 TEST(RuleEngine, QuietGroupsResolve) {
   RuleConfig r = rule("disk", {"disk full"});
   r.resolve_after = 5s;

@@ -43,11 +43,13 @@
 #include <vector>
 
 #include "gpufilter/core/sink.hpp"
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/daemon/alert.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/multiline.hpp"
 #include "gpufilter/fail2ban/filter.hpp"
+#include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 #include "gpufilter/regex/capture_regex.hpp"
@@ -88,6 +90,16 @@ class RuleSet {
   // date settings share one date detection per line (Filter::date_line()).
   const std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
                                                                std::span<const Occurrence> occurrences) const;
+  // The text a filter reads of a line: without a CRLF log's '\r'.
+  static std::string_view fail2ban_text(std::string_view text);
+  // Whether prepare_fail2ban() pays: more than one filter.
+  bool fail2ban_in_parallel() const noexcept;
+  // Lines of one source about to be given to fail2ban_lines() in this order (each as
+  // fail2ban_text(), valid until then): their outcomes made now, the date readers side by
+  // side on `pool`'s threads, then the filters side by side, each filter still reading the
+  // lines in order; fail2ban_lines() hands them out. Same outcomes as line by line.
+  void prepare_fail2ban(std::string_view source, std::span<const std::string_view> lines,
+                        std::span<const std::span<const Occurrence>> occurrences, WorkerPool& pool) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
   std::map<std::string, std::string> captures(std::uint32_t rule, std::string_view line) const;
   // Rules with a `field:` (JSON records): not in the scan; matches() decides on the host.
@@ -127,6 +139,18 @@ class RuleSet {
   mutable std::vector<std::vector<std::size_t>> literals_at_;
   mutable std::vector<fail2ban::Filter::Outcome> outcomes_;
   mutable std::vector<std::pair<std::size_t, fail2ban::Filter::DatedLine>> dated_;
+  // prepare_fail2ban()'s lines and their outcomes ([line][fail2ban rule]), handed out from
+  // `next`; its scratch: per fail2ban rule (line, offset) of its literals, per reader the
+  // dated lines.
+  struct Prepared {
+    std::vector<std::string_view> lines;
+    std::vector<std::vector<fail2ban::Filter::Outcome>> outcomes;
+    std::size_t next = 0;
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> literals;
+    std::vector<std::vector<fail2ban::Filter::DatedLine>> dated;
+  };
+  mutable Prepared prepared_;
+  bool fail2ban_reads(std::size_t i, std::string_view source) const;
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
@@ -300,6 +324,19 @@ class RuleConsumer final : public StreamConsumer {
   };
   void record(const Input& input, const Joiner::Record& r);
   void deliver(const Input& input, LineMatch& match);
+  // Several fail2ban filters: lines gathered (at most kFail2banBatch), their filters' outcomes
+  // made on the pool (RuleSet::prepare_fail2ban()), then delivered in order.
+  static constexpr std::size_t kFail2banBatch = 1024;
+  struct Gathered {
+    std::vector<std::string_view> lines;
+    std::vector<std::uint64_t> offsets;
+    std::vector<Occurrence> occurrences;
+    std::vector<std::size_t> starts;  // per line, its first in `occurrences`
+  };
+  std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
+  void deliver_gathered(const Input& input, const BatchEntry& entry);
+  std::unique_ptr<WorkerPool> pool_;  // made at the first batch
+  Gathered gathered_;
   RuleEngine& engine_;
   Metrics* metrics_;
   std::vector<RecordShape> shapes_;
