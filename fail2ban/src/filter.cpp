@@ -52,6 +52,25 @@ class Groups {
     const auto it = find(key);
     if (it != entries_.end()) entries_.erase(it);
   }
+  // Python's dict.update(other), or with `set_only` only other's set entries: one merge of
+  // the two sorted vectors, not an insertion per key.
+  void update(const Groups& other, bool set_only = false) {
+    std::vector<Entry> merged;
+    merged.reserve(entries_.size() + other.entries_.size());
+    auto a = entries_.begin();
+    for (const Entry& b : other.entries_) {
+      for (; a != entries_.end() && a->first < b.first; ++a) merged.push_back(std::move(*a));
+      const bool same = a != entries_.end() && a->first == b.first;
+      if (set_only && !b.second) {
+        if (same) merged.push_back(std::move(*a++));
+        continue;
+      }
+      if (same) ++a;
+      merged.push_back(b);
+    }
+    for (; a != entries_.end(); ++a) merged.push_back(std::move(*a));
+    entries_ = std::move(merged);
+  }
 
  private:
   std::vector<Entry>::const_iterator lower(std::string_view key) const {
@@ -305,9 +324,7 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
     cached->g.erase("mlfgained");
     if (flags & 8) cached->mlfpending = false;
     if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
-    for (const auto& [k, v] : cur->g) {
-      if (v) cached->g[k] = v;
-    }
+    cached->g.update(cur->g, true);
     cur = cached;
     if (flags & 2) mlfid.unset(id);
   } else if (!(flags & 2)) {
@@ -429,7 +446,7 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date, std
     }
     auto data = std::make_shared<FailData>();
     data->g = pre;
-    for (const auto& [k, v] : hit->groups) data->g[k] = v;
+    data->g.update(hit->groups);
     const auto mlfid_value = get(data->g, "mlfid");
     if (mlfid_value) {
       data = merge_failure(*mlfid_value, data, *hit);
