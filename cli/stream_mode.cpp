@@ -2,6 +2,8 @@
 // the --stats fields and notices of what the readers dropped.
 #include "stream_mode.hpp"
 
+#include "gpufilter/sources/kafka_module.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -109,7 +111,7 @@ StreamResult run_streams(const cli::Options& o, Scanner& scanner, const SearchOp
     session.add_follower(follow_config(o), notices);
   }
   if (!o.listen.empty()) session.add_listener(listen_config(o), notices);
-  for (const std::string& url : o.kafka) session.add_kafka(parse_kafka_url(url, o.max_line_bytes), notices);
+  for (const std::string& url : o.kafka) session.add_kafka(open_kafka_url(session.channel(), url, o.max_line_bytes, notices));
   session.start([&](const std::string& url) { notices.notice("listening on " + url); });
 
   StreamGrepConfig piping;

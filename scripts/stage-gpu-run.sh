@@ -23,7 +23,7 @@ build=${GPUFILTER_BUILD_DIR:-build}
 scripts/bootstrap.sh build
 rm -rf .device && mkdir -p .device/tests .device/corpus/loghub .device/corpus/text .device/corpus/pcap .device/bin .device/lib
 grep -qx '.device/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '.device/' >> .git/info/exclude; }
-cp "$build/gpufilter" "$build/gpufilterd" .device/
+cp "$build/gpufilter" "$build/gpufilterd" "$build/gpufilter-kafka.so" .device/
 # The test binaries that reach OpenCL (the engines, the drive loops, the CLI, the daemon
 # and the permutations); the folders of pure host code (sources, sinks, grep, core,
 # patterns) stay here, where CI runs them, so that .device fits what the device tool

@@ -274,7 +274,7 @@ void Daemon::build_sources() {
         break;
       case SourceConfig::Kind::kKafka:
         if (!gate_) gate_ = std::make_shared<OutputsGate>(outputs_.outputs);
-        session_->add_kafka(kafka_config(s, config_, gate_, origin), *notices_);
+        session_->add_kafka(std::make_unique<KafkaSource>(session_->channel(), kafka_config(s, config_, gate_, origin), *notices_));
         break;
     }
   }

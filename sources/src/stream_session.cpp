@@ -35,9 +35,7 @@ void StreamSession::add_capture(CaptureConfig config, Notices& notices) {
   captures_.push_back(std::make_unique<CaptureSource>(io_, channel_, std::move(config), notices));
 }
 
-void StreamSession::add_kafka(KafkaConfig config, Notices& notices) {
-  kafkas_.push_back(std::make_unique<KafkaSource>(channel_, std::move(config), notices));
-}
+void StreamSession::add_kafka(std::unique_ptr<KafkaReader> reader) { kafkas_.push_back(std::move(reader)); }
 
 void StreamSession::start(const std::function<void(const std::string&)>& on_listening) {
   if (listener_) {
@@ -188,7 +186,7 @@ StreamSession::Counters StreamSession::counters() const {
     c.capture.gaps += one.gaps;
   }
   for (const auto& kafka : kafkas_) {
-    const KafkaSource::Counters one = kafka->counters();
+    const KafkaReader::Counters one = kafka->counters();
     c.kafka.records += one.records;
     c.kafka.bytes += one.bytes;
     c.kafka.lines_too_long += one.lines_too_long;

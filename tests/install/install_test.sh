@@ -27,7 +27,7 @@ step "cmake --install $build --prefix $prefix"
 
 step "the installed files"
 files=(
-  bin/gpufilter bin/gpufilterd
+  bin/gpufilter bin/gpufilterd lib/gpufilter/gpufilter-kafka.so
   share/bash-completion/completions/gpufilter share/bash-completion/completions/gpufilterd
   share/zsh/vendor-completions/_gpufilter
   share/fish/vendor_completions.d/gpufilter.fish share/fish/vendor_completions.d/gpufilterd.fish
@@ -78,6 +78,9 @@ step "the installed binaries run"
 shows "$("$prefix/bin/gpufilter" --version)" '^gpufilter [0-9]' || fail "gpufilter --version"
 shows "$("$prefix/bin/gpufilter" --help)" '--engine=ENGINE' || fail "gpufilter --help"
 [ "$(printf 'a\nfoo bar\nb\n' | "$prefix/bin/gpufilter" --engine=host -n foo)" = "2:foo bar" ] || fail "gpufilter foo"
+# --kafka loads lib/gpufilter/gpufilter-kafka.so: a property librdkafka refuses is its answer.
+kafka_err=$("$prefix/bin/gpufilter" --kafka 'kafka://127.0.0.1:1/t?no.such.property=1' x 2>&1 </dev/null || true)
+shows "$kafka_err" 'No such configuration property' || fail "gpufilter --kafka (the module): $kafka_err"
 shows "$("$prefix/bin/gpufilterd" --version)" '^gpufilterd [0-9]' || fail "gpufilterd --version"
 shows "$("$prefix/bin/gpufilterd" --help)" '--config' || fail "gpufilterd --help"
 # The installed example with its rules/ beside it (relative paths are the config's).
@@ -131,7 +134,7 @@ echo "${deb##*/}"
 dpkg-deb -I "$deb" >"$tmp/info.txt"
 sed -n '/^ Package:/p;/^ Version:/p;/^ Depends:/p;/^ Recommends:/p' "$tmp/info.txt"
 # Dependencies come from dpkg-shlibdeps: the libraries the binaries link.
-for dependency in libc6 libstdc++6 libhyperscan5 libyaml-cpp ocl-icd-libopencl1 libpcap; do
+for dependency in libc6 libstdc++6 libhyperscan5 libyaml-cpp ocl-icd-libopencl1 libpcap 'librdkafka++1'; do
   grep -q "^ Depends:.*$dependency" "$tmp/info.txt" || fail "Depends lacks $dependency (dpkg-shlibdeps missing? apt-get install dpkg-dev)"
 done
 grep -q '^ Recommends: pocl-opencl-icd | opencl-icd' "$tmp/info.txt" || fail "Recommends lacks pocl-opencl-icd | opencl-icd"

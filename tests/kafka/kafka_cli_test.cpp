@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -80,6 +81,33 @@ TEST(KafkaCli, UrlMistakesAreExitStatusTwoNamingTheUrl) {
   const ProcessResult r = run_process({gpufilter_binary(), "x", "--kafka", "kafka://127.0.0.1:9/logs", "file.log"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("FILE operands with --kafka are followed"), std::string::npos) << r.err;
+}
+
+// librdkafka (and the TLS and SASL libraries it brings) is loaded only for --kafka, from
+// the module beside the executable: a search without --kafka does not load it, and an
+// executable without the module says so for --kafka, exit status 2.
+TEST(KafkaCli, KafkaSupportIsLoadedOnlyForKafka) {
+  const ProcessResult plain = run_process({gpufilter_binary(), "--engine=host", "foo"}, "foo\n", {"LD_DEBUG=files"});
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.err.find("libpcre2"), std::string::npos) << "LD_DEBUG=files said nothing:\n" << plain.err;
+  EXPECT_EQ(plain.err.find("librdkafka"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("libssl"), std::string::npos) << plain.err;
+
+  const ProcessResult kafka = run_process({gpufilter_binary(), "x", "--kafka", "kafka://127.0.0.1:9/logs?no.such.property=1"},
+                                          "", {"LD_DEBUG=files"});
+  EXPECT_EQ(kafka.status, 2);
+  EXPECT_NE(kafka.err.find("gpufilter-kafka.so"), std::string::npos) << kafka.err;
+  EXPECT_NE(kafka.err.find("librdkafka"), std::string::npos) << kafka.err;
+
+  const TempDir dir;
+  const std::string alone = dir.path() + "/gpufilter";
+  std::filesystem::copy_file(gpufilter_binary(), alone);
+  std::filesystem::permissions(alone, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+  const ProcessResult missing = run_process({alone, "x", "--kafka", "kafka://127.0.0.1:9/logs"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--kafka: Kafka support is missing"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("gpufilter-kafka.so"), std::string::npos) << missing.err;
+  EXPECT_EQ(run_process({alone, "--engine=host", "foo"}, "foo\n").status, 0);
 }
 
 }  // namespace

@@ -100,30 +100,26 @@ bool kafka_secret_property(const std::string& key);
 // ConfigError ("--kafka URL: why"), checked as check_kafka() does.
 KafkaConfig parse_kafka_url(const std::string& url, std::size_t max_line_bytes);
 
-class KafkaSource {
+// What StreamSession asks of a Kafka source: KafkaSource, linked in (gpufilterd) or made
+// by the module that gpufilter loads for --kafka (kafka_module.hpp).
+class KafkaReader {
  public:
-  // Makes the consumer (no connection yet). Throws ConfigError (check_kafka's), SourceError.
-  KafkaSource(RecordChannel& channel, KafkaConfig config, Notices& notices);
-  ~KafkaSource();  // ends the thread; closes the consumer without committing more
-  KafkaSource(const KafkaSource&) = delete;
-  KafkaSource& operator=(const KafkaSource&) = delete;
-
+  virtual ~KafkaReader() = default;
   // "kafka:TOPIC,TOPIC": for messages.
-  const std::string& name() const noexcept { return name_; }
-
+  virtual const std::string& name() const noexcept = 0;
   // Subscribes and starts the consumer thread. Once, after the channel's space callback is set.
-  void start();
+  virtual void start() = 0;
   // Any thread: stop consuming; what is held is handed on, then the streams close.
-  void stop() noexcept;
+  virtual void stop() noexcept = 0;
   // True once every stream is closed and the thread is done (or before start()).
-  bool stopped() const noexcept { return done_.load(std::memory_order_acquire); }
+  virtual bool stopped() const noexcept = 0;
   // Any thread: the channel has room again.
-  void on_space();
+  virtual void on_space() = 0;
   // After stop() and once what was scanned is delivered (gpufilterd: after the outputs'
   // drain): stores and commits what is settled, then leaves the group. Throws SourceError
   // when the commit fails (the records after the last commit will be read again), but
   // for a group still rebalancing (all members stopping at once): that is a notice.
-  void close();
+  virtual void close() = 0;
 
   struct Counters {
     std::uint64_t records = 0;         // records read
@@ -135,7 +131,24 @@ class KafkaSource {
     std::int64_t lag = 0;              // records behind the partitions' ends (last statistics)
     std::uint64_t partitions = 0;      // assigned now
   };
-  Counters counters() const noexcept;  // any thread
+  virtual Counters counters() const noexcept = 0;  // any thread
+};
+
+class KafkaSource final : public KafkaReader {
+ public:
+  // Makes the consumer (no connection yet). Throws ConfigError (check_kafka's), SourceError.
+  KafkaSource(RecordChannel& channel, KafkaConfig config, Notices& notices);
+  ~KafkaSource() override;  // ends the thread; closes the consumer without committing more
+  KafkaSource(const KafkaSource&) = delete;
+  KafkaSource& operator=(const KafkaSource&) = delete;
+
+  const std::string& name() const noexcept override { return name_; }
+  void start() override;
+  void stop() noexcept override;
+  bool stopped() const noexcept override { return done_.load(std::memory_order_acquire); }
+  void on_space() override;
+  void close() override;
+  Counters counters() const noexcept override;
 
  private:
   struct Impl;

@@ -76,7 +76,8 @@ class StreamSession {
   // A duplicate of `fd` is read; `origin`: BatchEntry::origin of its stream.
   void add_stdin(std::size_t max_line_bytes, int fd = STDIN_FILENO, std::uint32_t origin = 0);
   void add_capture(CaptureConfig config, Notices& notices);  // opens the capture file or interface
-  void add_kafka(KafkaConfig config, Notices& notices);      // makes the consumer (no connection yet)
+  // A Kafka consumer (KafkaSource, or one made by kafka_module.hpp's open_kafka_url()).
+  void add_kafka(std::unique_ptr<KafkaReader> reader);
 
   // The listener binds (SourceError) and each bound URL goes to `on_listening`; then the
   // followers and standard input start. Before run_io().
@@ -104,7 +105,7 @@ class StreamSession {
     Listener::Counters listen;
     std::uint64_t stdin_lines_too_long = 0;
     CaptureSource::Counters capture;  // summed over the captures
-    KafkaSource::Counters kafka;      // summed over the Kafka sources
+    KafkaReader::Counters kafka;      // summed over the Kafka sources
   };
   // On the I/O thread, or before or after it runs.
   Counters counters() const;
@@ -124,7 +125,7 @@ class StreamSession {
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<StdinReader> stdin_;
   std::vector<std::unique_ptr<CaptureSource>> captures_;  // declared after channel_: joined before it goes
-  std::vector<std::unique_ptr<KafkaSource>> kafkas_;      // likewise
+  std::vector<std::unique_ptr<KafkaReader>> kafkas_;      // likewise
   bool stopping_ = false;
   boost::asio::steady_timer stop_check_;
   boost::asio::posix::stream_descriptor stop_watch_;
