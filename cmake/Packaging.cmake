@@ -31,8 +31,9 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# useradd, for the unit's user (postinst).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd")
+# useradd, for the unit's user (postinst); libpcap, which the programs load when a capture
+# needs it (not linked, so dpkg-shlibdeps does not see it).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd, libpcap0.8 (>= 1.5.1)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pocl-opencl-icd | opencl-icd")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "clinfo")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/postinst;${PROJECT_SOURCE_DIR}/cmake/deb/postrm")

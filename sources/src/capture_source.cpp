@@ -2,9 +2,9 @@
 // through TcpReassembler and a LineFramer each) -> RecordChannel, on a thread of its own
 // (capture_source.hpp). Everything but start(), stop(), on_space(), stopped() and
 // counters() runs on that thread.
+#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/capture_source.hpp"
 
-#include <pcap/pcap.h>
 #include <sys/stat.h>
 
 #include <algorithm>

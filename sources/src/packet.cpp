@@ -2,10 +2,10 @@
 // where the transport payload lies in the frame. Captures are hostile input: every read
 // is bounds-checked against the captured bytes, and a length field never takes the
 // payload past what was captured (a snaplen-cut packet keeps the bytes it has).
+#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/packet.hpp"
 
 #include <arpa/inet.h>
-#include <pcap/pcap.h>
 
 #include <algorithm>
 
@@ -252,7 +252,8 @@ bool link_type_supported(int link_type) noexcept {
 }
 
 std::string link_type_name(int link_type) {
-  if (const char* name = pcap_datalink_val_to_name(link_type)) return name;
+  const Libpcap* pcap = try_libpcap();
+  if (const char* name = pcap != nullptr ? pcap->pcap_datalink_val_to_name(link_type) : nullptr) return name;
   return "link type " + std::to_string(link_type);
 }
 

@@ -4,10 +4,10 @@
 // it, and a truncated or corrupt record is reported at that start. BPF filters on files
 // are run by us (pcap_offline_filter) rather than installed with pcap_setfilter, so every
 // record passes through next() and packet indexes stay equal to tshark's frame numbers.
+#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 
 #include <fcntl.h>
-#include <pcap/pcap.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,13 +146,13 @@ BlockProblem problem_offset(FILE* file, std::uint64_t start, bool pcapng, bool s
 }
 
 std::string geterr(pcap_t* p) {
-  const char* text = pcap_geterr(p);
+  const char* text = libpcap().pcap_geterr(p);
   return text != nullptr ? text : "";
 }
 
 // Compiles `bpf` for `p`; a rejected expression is the user's setting.
 void compile(pcap_t* p, const std::string& bpf, bpf_program& program) {
-  if (pcap_compile(p, &program, bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
+  if (libpcap().pcap_compile(p, &program, bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
     throw ConfigError("--bpf " + bpf + ": " + geterr(p));
   }
 }
@@ -203,7 +203,7 @@ std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const
   }
 
   char errbuf[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* p = pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+  pcap_t* p = libpcap().pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (p == nullptr) {
     // libpcap leaves the stream to us when it fails. A header cut short is a truncated
     // capture; anything else (a text file, an unknown version) is not a capture at all.
@@ -223,30 +223,30 @@ std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const
   std::unique_ptr<PcapReader> reader(new PcapReader());
   reader->pcap_ = p;
   reader->name_ = name;
-  if (!bpf.empty()) state->filter = std::make_unique<BpfFilter>(pcap_datalink(p), pcap_snapshot(p), bpf);
+  if (!bpf.empty()) state->filter = std::make_unique<BpfFilter>(libpcap().pcap_datalink(p), libpcap().pcap_snapshot(p), bpf);
   reader->state_ = std::move(state);
   return reader;
 }
 
 std::unique_ptr<PcapReader> PcapReader::open_live(const std::string& interface, const std::string& bpf, int snaplen) {
   char errbuf[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* p = pcap_create(interface.c_str(), errbuf);
+  pcap_t* p = libpcap().pcap_create(interface.c_str(), errbuf);
   if (p == nullptr) throw SourceError(interface, ENODEV, interface + ": " + errbuf);
   std::unique_ptr<PcapReader> reader(new PcapReader());
   reader->pcap_ = p;
   reader->name_ = interface;
   reader->live_ = true;
-  pcap_set_snaplen(p, snaplen > 0 ? snaplen : 262144);
-  pcap_set_promisc(p, 0);
+  libpcap().pcap_set_snaplen(p, snaplen > 0 ? snaplen : 262144);
+  libpcap().pcap_set_promisc(p, 0);
   // Immediate mode hands each packet on as it comes; the timeout only bounds how long a
   // read waits, so that break_loop() is seen even when nothing arrives.
-  pcap_set_immediate_mode(p, 1);
-  pcap_set_timeout(p, 100);
-  pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO);  // where the platform can; else micro
-  const int status = pcap_activate(p);
+  libpcap().pcap_set_immediate_mode(p, 1);
+  libpcap().pcap_set_timeout(p, 100);
+  libpcap().pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO);  // where the platform can; else micro
+  const int status = libpcap().pcap_activate(p);
   if (status < 0) {
     std::string why = geterr(p);
-    if (why.empty()) why = pcap_statustostr(status);
+    if (why.empty()) why = libpcap().pcap_statustostr(status);
     switch (status) {
       case PCAP_ERROR_PERM_DENIED:
       case PCAP_ERROR_PROMISC_PERM_DENIED:
@@ -261,13 +261,13 @@ std::unique_ptr<PcapReader> PcapReader::open_live(const std::string& interface, 
     }
   }
   auto state = std::make_unique<PcapReader::State>();
-  state->nanosecond = pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
+  state->nanosecond = libpcap().pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
   if (!bpf.empty()) {
     // Live: the kernel runs the filter, so unwanted packets are never copied to us.
     bpf_program program{};
     compile(p, bpf, program);
-    const int set = pcap_setfilter(p, &program);
-    pcap_freecode(&program);
+    const int set = libpcap().pcap_setfilter(p, &program);
+    libpcap().pcap_freecode(&program);
     if (set != 0) throw ConfigError("--bpf " + bpf + ": " + geterr(p));
   }
   reader->state_ = std::move(state);
@@ -278,12 +278,12 @@ PcapReader::PcapReader() = default;
 
 PcapReader::~PcapReader() {
   state_.reset();
-  if (pcap_ != nullptr) pcap_close(static_cast<pcap_t*>(pcap_));
+  if (pcap_ != nullptr) libpcap().pcap_close(static_cast<pcap_t*>(pcap_));
 }
 
-int PcapReader::link_type() const noexcept { return pcap_datalink(static_cast<pcap_t*>(pcap_)); }
+int PcapReader::link_type() const noexcept { return libpcap().pcap_datalink(static_cast<pcap_t*>(pcap_)); }
 
-int PcapReader::snaplen() const noexcept { return pcap_snapshot(static_cast<pcap_t*>(pcap_)); }
+int PcapReader::snaplen() const noexcept { return libpcap().pcap_snapshot(static_cast<pcap_t*>(pcap_)); }
 
 bool PcapReader::nanosecond() const noexcept {
   const ReaderState* state = state_.get();
@@ -300,15 +300,15 @@ bool PcapReader::next(RawPacket& packet) {
 PcapReader::Read PcapReader::read(RawPacket& packet) {
   auto* p = static_cast<pcap_t*>(pcap_);
   ReaderState* const state = state_.get();
-  FILE* const file = live_ ? nullptr : pcap_file(p);
-  const bool nano = pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
+  FILE* const file = live_ ? nullptr : libpcap().pcap_file(p);
+  const bool nano = libpcap().pcap_get_tstamp_precision(p) == PCAP_TSTAMP_PRECISION_NANO;
   for (;;) {
     // Where the next record starts (reading a file, one record per pcap_next_ex call
     // since no filter is installed in libpcap): the offset a failure is reported at.
     const off_t start = file != nullptr ? ::ftello(file) : -1;
     pcap_pkthdr* header = nullptr;
     const u_char* data = nullptr;
-    const int status = pcap_next_ex(p, &header, &data);
+    const int status = libpcap().pcap_next_ex(p, &header, &data);
     if (status == 1) {
       ++index_;
       packet.index = index_;
@@ -324,20 +324,20 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
     if (status == PCAP_ERROR_BREAK) {
       // The end of a file, or break_loop() on a live capture; libpcap clears the break
       // request as it reports it, so it is made again to keep later calls returning false.
-      if (live_) pcap_breakloop(p);
+      if (live_) libpcap().pcap_breakloop(p);
       return Read::kEnd;
     }
     if (live_) throw SourceError(name_, EIO, name_ + ": " + geterr(p));
     // ftell works on files and (through the cookie) on standard input; -1 would mean a
     // stream that cannot say where it is, reported at 0 rather than at a made-up place.
     const auto at = static_cast<std::uint64_t>(std::max<off_t>(start, 0));
-    throw PcapError(name_, problem_offset(file, at, state != nullptr && state->pcapng, pcap_is_swapped(p) == 1).offset,
+    throw PcapError(name_, problem_offset(file, at, state != nullptr && state->pcapng, libpcap().pcap_is_swapped(p) == 1).offset,
                     geterr(p));
   }
 }
 
 bool PcapReader::resume_at(std::uint64_t offset, std::uint64_t index) {
-  FILE* const file = live_ ? nullptr : pcap_file(static_cast<pcap_t*>(pcap_));
+  FILE* const file = live_ ? nullptr : libpcap().pcap_file(static_cast<pcap_t*>(pcap_));
   if (file == nullptr || ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) return false;
   index_ = index - 1;
   return true;
@@ -349,15 +349,15 @@ struct BpfFilter::Program {
   pcap_t* dead = nullptr;
   bpf_program code{};
   ~Program() {
-    pcap_freecode(&code);
-    if (dead != nullptr) pcap_close(dead);
+    libpcap().pcap_freecode(&code);
+    if (dead != nullptr) libpcap().pcap_close(dead);
   }
 };
 
 // Compiled for a handle of the capture's link type and snaplen, as for the capture's own.
 BpfFilter::BpfFilter(int link_type, int snaplen, const std::string& expression)
     : program_(std::make_unique<Program>()) {
-  program_->dead = pcap_open_dead(link_type, snaplen);
+  program_->dead = libpcap().pcap_open_dead(link_type, snaplen);
   if (program_->dead == nullptr) throw ConfigError("--bpf " + expression + ": libpcap is out of memory");
   compile(program_->dead, expression, program_->code);
 }
@@ -368,11 +368,11 @@ bool BpfFilter::passes(const RawPacket& raw) const noexcept {
   pcap_pkthdr h{};
   h.caplen = raw.caplen;
   h.len = raw.len;
-  return pcap_offline_filter(&program_->code, &h, raw.data.data()) != 0;
+  return libpcap().pcap_offline_filter(&program_->code, &h, raw.data.data()) != 0;
 }
 
 void PcapReader::break_loop() noexcept {
-  if (pcap_ != nullptr) pcap_breakloop(static_cast<pcap_t*>(pcap_));
+  if (pcap_ != nullptr) libpcap().pcap_breakloop(static_cast<pcap_t*>(pcap_));
 }
 
 }  // namespace gpufilter

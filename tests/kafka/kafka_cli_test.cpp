@@ -84,14 +84,17 @@ TEST(KafkaCli, UrlMistakesAreExitStatusTwoNamingTheUrl) {
 }
 
 // librdkafka (and the TLS and SASL libraries it brings) is loaded only for --kafka, from
-// the module beside the executable: a search without --kafka does not load it, and an
-// executable without the module says so for --kafka, exit status 2.
+// the module beside the executable: a search without --kafka does not load it (nor
+// libpcap), and an executable without the module says so for --kafka, exit status 2.
 TEST(KafkaCli, KafkaSupportIsLoadedOnlyForKafka) {
   const ProcessResult plain = run_process({gpufilter_binary(), "--engine=host", "foo"}, "foo\n", {"LD_DEBUG=files"});
   EXPECT_EQ(plain.status, 0) << plain.err;
   EXPECT_NE(plain.err.find("libpcre2"), std::string::npos) << "LD_DEBUG=files said nothing:\n" << plain.err;
   EXPECT_EQ(plain.err.find("librdkafka"), std::string::npos) << plain.err;
   EXPECT_EQ(plain.err.find("libssl"), std::string::npos) << plain.err;
+  // Nor libpcap (and its D-Bus and systemd libraries), loaded when a capture needs it.
+  EXPECT_EQ(plain.err.find("libpcap"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("libdbus"), std::string::npos) << plain.err;
 
   const ProcessResult kafka = run_process({gpufilter_binary(), "x", "--kafka", "kafka://127.0.0.1:9/logs?no.such.property=1"},
                                           "", {"LD_DEBUG=files"});
