@@ -1,6 +1,5 @@
 // PcapWriter over libpcap: a dead pcap_t carries the link type, snaplen and precision,
 // and pcap_dump writes through a stdio stream whose errors are checked after every call.
-#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sinks/pcap_writer.hpp"
 
 #include <fcntl.h>
@@ -9,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+
+#include "gpufilter/core/libpcap.hpp"
 
 namespace gpufilter {
 

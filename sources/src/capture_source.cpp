@@ -2,7 +2,6 @@
 // through TcpReassembler and a LineFramer each) -> RecordChannel, on a thread of its own
 // (capture_source.hpp). Everything but start(), stop(), on_space(), stopped() and
 // counters() runs on that thread.
-#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/capture_source.hpp"
 
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 #include <boost/asio/post.hpp>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/line_framer.hpp"
 #include "gpufilter/sources/packet.hpp"
 

@@ -2,12 +2,13 @@
 // where the transport payload lies in the frame. Captures are hostile input: every read
 // is bounds-checked against the captured bytes, and a length field never takes the
 // payload past what was captured (a snaplen-cut packet keeps the bytes it has).
-#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/packet.hpp"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
+
+#include "gpufilter/core/libpcap.hpp"
 
 namespace gpufilter {
 

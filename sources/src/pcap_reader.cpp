@@ -4,7 +4,6 @@
 // it, and a truncated or corrupt record is reported at that start. BPF filters on files
 // are run by us (pcap_offline_filter) rather than installed with pcap_setfilter, so every
 // record passes through next() and packet indexes stay equal to tshark's frame numbers.
-#include "gpufilter/core/libpcap.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
 
 #include <fcntl.h>
@@ -16,6 +15,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "gpufilter/core/libpcap.hpp"
 
 namespace gpufilter {
 
