@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -66,12 +67,28 @@ const std::vector<Field>& fields() {
   return table;
 }
 
+// glibc's mktime and localtime_r read the zone (TZ, /etc/localtime) under a lock of their
+// own, which ThreadSanitizer does not see: gpufilterd's filters date lines on several
+// threads at once, so these calls take this lock too. They are rare (the callers cache
+// per minute and per second).
+std::mutex& zone_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::time_t locked_mktime(std::tm* t) {
+  const std::lock_guard lock(zone_mutex());
+  return std::mktime(t);
+}
+void locked_localtime(std::time_t t, std::tm* out) {
+  const std::lock_guard lock(zone_mutex());
+  localtime_r(&t, out);
+}
+
 // ExY: four-digit years of the centuries fail2ban expects (2000 to three years ahead),
 // as _getYearCentRE() builds it from the current year.
 std::string year_regex() {
-  const std::time_t t = std::time(nullptr);
   std::tm tm{};
-  localtime_r(&t, &tm);
+  locked_localtime(std::time(nullptr), &tm);
   const int year = tm.tm_year + 1900;
   std::set<std::string> cents{std::to_string(year - 1).substr(0, 3), std::to_string(year + 3).substr(0, 3)};
   for (int y = 2000; y < year + 1; y += 3) cents.insert(std::to_string(y).substr(0, 3));
@@ -256,10 +273,10 @@ double local_seconds(std::int64_t naive_seconds) {
     std::tm t{};
     gmtime_r(&r, &t);
     t.tm_isdst = -1;
-    const std::time_t utc = std::mktime(&t);
+    const std::time_t utc = locked_mktime(&t);
     if (utc == -1) {  // not representable: ask for the exact time, uncached
       t.tm_sec = static_cast<int>(second);
-      return static_cast<double>(std::mktime(&t));
+      return static_cast<double>(locked_mktime(&t));
     }
     last = Minute{minute, utc};
   }
@@ -276,7 +293,7 @@ std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
   thread_local std::tm cached{};
   const std::time_t now_t = static_cast<std::time_t>(now);
   if (now_t != cached_t) {
-    localtime_r(&now_t, &cached);
+    locked_localtime(now_t, &cached);
     cached_t = now_t;
   }
   const std::tm local = cached;
