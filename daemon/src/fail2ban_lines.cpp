@@ -28,7 +28,7 @@ const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::strin
   Prepared& p = prepared_;
   if (p.next < p.lines.size()) {
     if (p.lines[p.next].data() == line.data() && p.lines[p.next].size() == line.size()) {
-      outcomes_ = std::move(p.outcomes[p.next++]);
+      outcomes_.swap(p.outcomes[p.next++]);  // the slot keeps the old vector's memory for the next batch
       return outcomes_;
     }
     p.lines.clear();  // not the lines prepared (never so from RuleConsumer): read as they come

@@ -724,8 +724,10 @@ void RuleConsumer::deliver_gathered(const Input& input, const BatchEntry& entry)
   const auto occurrences_of = [&](std::size_t j) {
     return std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]);
   };
-  std::vector<std::string_view> texts(g.lines.size());
-  std::vector<std::span<const Occurrence>> spans(g.lines.size());
+  std::vector<std::string_view>& texts = g.texts;
+  std::vector<std::span<const Occurrence>>& spans = g.spans;
+  texts.resize(g.lines.size());
+  spans.resize(g.lines.size());
   for (std::size_t j = 0; j < g.lines.size(); ++j) {
     texts[j] = RuleSet::fail2ban_text(g.lines[j]);
     spans[j] = occurrences_of(j);

@@ -332,6 +332,8 @@ class RuleConsumer final : public StreamConsumer {
     std::vector<std::uint64_t> offsets;
     std::vector<Occurrence> occurrences;
     std::vector<std::size_t> starts;  // per line, its first in `occurrences`
+    std::vector<std::string_view> texts;  // per line, fail2ban_text()
+    std::vector<std::span<const Occurrence>> spans;  // per line, its occurrences
   };
   std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
   void deliver_gathered(const Input& input, const BatchEntry& entry);
