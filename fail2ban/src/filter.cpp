@@ -83,9 +83,12 @@ class Groups {
 std::string joined(const TupleLine& t) { return t[0] + t[2]; }
 
 std::string lines_buffer(const Lines& lines) {  // Regex._tupleLinesBuf
+  std::size_t size = lines.size();
+  for (const TupleLine& t : lines) size += t[0].size() + t[2].size();
   std::string buf;
-  for (std::size_t i = 0; i < lines.size(); ++i) buf += (i ? "\n" : "") + joined(lines[i]);
-  return buf + "\n";
+  buf.reserve(size);
+  for (std::size_t i = 0; i < lines.size(); ++i) (buf += i ? "\n" : "").append(lines[i][0]).append(lines[i][2]);
+  return buf += '\n';
 }
 
 bool truthy(const Groups& g, std::string_view key) {
@@ -100,7 +103,25 @@ std::optional<std::string> get(const Groups& g, std::string_view key) {
 
 // IPAddr(ip, cidr) as fail2ban prints it: inet_ntop of the parsed address, "/plen" when a
 // <CIDR> narrowed it; text that does not parse stays as it is.
+bool canonical_ipv4(std::string_view ip) {  // 4 decimal parts 0-255, no leading zero: inet_ntop's own text
+  int parts = 0;
+  for (std::size_t at = 0; at <= ip.size(); ++at, ++parts) {
+    const std::size_t dot = std::min(ip.find('.', at), ip.size());
+    const std::string_view part = ip.substr(at, dot - at);
+    if (part.empty() || part.size() > 3 || (part.size() > 1 && part[0] == '0')) return false;
+    int value = 0;
+    for (const char c : part) {
+      if (c < '0' || c > '9') return false;
+      value = value * 10 + (c - '0');
+    }
+    if (value > 255) return false;
+    at = dot;
+  }
+  return parts == 4;
+}
+
 std::string address_text(const std::string& ip, bool v6, const std::optional<std::string>& cidr) {
+  if (!v6 && (!cidr || cidr->empty()) && canonical_ipv4(ip)) return ip;
   unsigned char bytes[16] = {};
   const int family = v6 ? AF_INET6 : AF_INET;
   if (inet_pton(family, ip.c_str(), bytes) != 1) return ip;
@@ -117,7 +138,8 @@ std::string address_text(const std::string& ip, bool v6, const std::optional<std
 struct FailData {
   Groups g;
   std::optional<std::set<std::string>> users;
-  std::optional<Lines> matches, nofail_matches;
+  // How many lines fail2ban keeps as the failure's matches (only their number is reported).
+  std::optional<std::size_t> matches, nofail_matches;
   bool mlfpending = false;
 };
 using FailPtr = std::shared_ptr<FailData>;
@@ -145,7 +167,9 @@ struct Rx {
 
 struct Hit {
   Groups groups;
-  Lines matched, unmatched;
+  std::size_t matched = 0;  // how many buffered lines the match covered
+  Lines covered;            // those lines, where more than one was buffered
+  Lines unmatched;          // the others, which stay buffered
 };
 
 Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
@@ -179,31 +203,30 @@ std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
 std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org) {
   const PyRegex::Match m = rx.re.search(buf);
   if (!m) return std::nullopt;
-  Hit hit{groups_with_alt(rx, m), {}, {}};
-  if (org.size() <= 1) {
-    hit.matched = org;
-    return hit;
-  }
+  Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
+  if (org.size() <= 1) return hit;
   const std::size_t before = buf.rfind('\n', m.start());
   const std::size_t line_start = before == std::string::npos ? 0 : before + 1;
   const std::size_t after = buf.find('\n', m.end() == 0 ? buf.size() - 1 : m.end() - 1);
   const std::size_t line_end = after == std::string::npos ? buf.size() : after + 1;
   const auto count1 = static_cast<std::size_t>(std::count(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
   const auto count2 = static_cast<std::size_t>(std::count(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(line_end), '\n'));
-  hit.matched.assign(org.begin() + static_cast<std::ptrdiff_t>(std::min(count1, org.size())),
-                     org.begin() + static_cast<std::ptrdiff_t>(std::min(count2, org.size())));
+  Lines& matched = hit.covered;
+  matched.assign(org.begin() + static_cast<std::ptrdiff_t>(std::min(count1, org.size())),
+                 org.begin() + static_cast<std::ptrdiff_t>(std::min(count2, org.size())));
   hit.unmatched.assign(org.begin(), org.begin() + static_cast<std::ptrdiff_t>(std::min(count1, org.size())));
   std::size_t n = 0;
   for (const std::string& skipped : skipped_lines(rx, m)) {
-    for (std::size_t k = n; k < hit.matched.size(); ++k) {
-      if (joined(hit.matched[k]) == skipped) {
-        hit.unmatched.push_back(hit.matched[k]);
-        hit.matched.erase(hit.matched.begin() + static_cast<std::ptrdiff_t>(k));
+    for (std::size_t k = n; k < matched.size(); ++k) {
+      if (joined(matched[k]) == skipped) {
+        hit.unmatched.push_back(matched[k]);
+        matched.erase(matched.begin() + static_cast<std::ptrdiff_t>(k));
         n = k;
         break;
       }
     }
   }
+  hit.matched = matched.size();
   if (count2 < org.size()) hit.unmatched.insert(hit.unmatched.end(), org.begin() + static_cast<std::ptrdiff_t>(count2), org.end());
   return hit;
 }
@@ -270,18 +293,19 @@ struct Filter::Impl {
   void find_literals();
   void find_failure(TupleLine tuple, std::optional<double> date, std::optional<bool> holds_literal);
   void replaced_buffer() { marks.assign(buffer.size(), true); }
-  std::optional<std::size_t> ignore_line(std::string buf, Lines org, const Hit* failed);
+  std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
   Next emit(std::size_t index, FailPtr data, const std::optional<std::string>& mlfid, std::optional<double> date);
   void apply(const FilterDefinition& def);
 };
 
-std::optional<std::size_t> Filter::Impl::ignore_line(std::string buf, Lines org, const Hit* failed) {
-  if (failed != nullptr && maxlines > 1) {  // multi-line: only the lines the failregex covered
-    org = failed->matched;
-    buf = lines_buffer(org);
-  }
+std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed) {
+  // Multi-line: only the lines the failregex covered (all of them where only one was buffered).
+  const bool covered = failed != nullptr && maxlines > 1;
+  const Lines& org = covered && all.size() > 1 ? failed->covered : all;
+  const std::string covered_buf = covered ? lines_buffer(org) : std::string();
+  const std::string& buf = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
     if (!search(ignore[i], buf, org)) continue;
@@ -340,16 +364,12 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
     flags &= ~(8 | 1);
   }
   if ((flags & 1) == 0) {
-    Lines m = cur->nofail_matches.value_or(Lines{});
+    std::size_t m = cur->nofail_matches.value_or(0) + cur->matches.value_or(0);
     cur->nofail_matches.reset();
-    const Lines had = cur->matches.value_or(Lines{});
-    m.insert(m.end(), had.begin(), had.end());
-    if ((flags & 8) == 0) m.insert(m.end(), hit.matched.begin(), hit.matched.end());
+    if ((flags & 8) == 0) m += hit.matched;
     cur->matches = m;
   } else if ((flags & 3) == 1) {
-    Lines m = cur->nofail_matches.value_or(Lines{});
-    m.insert(m.end(), hit.matched.begin(), hit.matched.end());
-    cur->nofail_matches = m;
+    cur->nofail_matches = cur->nofail_matches.value_or(0) + hit.matched;
   }
   return cur;
 }
@@ -390,7 +410,7 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, const std
     if (v) f.fields.emplace(k, *v);
   }
   if (data->users) f.users.assign(data->users->begin(), data->users->end());
-  f.attempts = data->matches ? data->matches->size() : 0;
+  f.attempts = data->matches.value_or(0);
   f.user = f.fields.count("user") ? f.fields["user"] : std::string();
   out->failures.push_back(std::move(f));
   return Next::kGoOn;
