@@ -23,8 +23,8 @@ bool RuleSet::fail2ban_reads(std::size_t i, std::string_view source) const {
   return only.empty() || std::find(only.begin(), only.end(), source) != only.end();
 }
 
-const std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
-                                                                      std::span<const Occurrence> occurrences) const {
+std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
+                                                                std::span<const Occurrence> occurrences) const {
   Prepared& p = prepared_;
   if (p.next < p.lines.size()) {
     if (p.lines[p.next].data() == line.data() && p.lines[p.next].size() == line.size()) {

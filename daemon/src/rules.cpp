@@ -330,15 +330,15 @@ void RuleEngine::select(std::string_view source, std::string_view text, const Re
 void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
                                 std::span<const Occurrence> occurrences, Clock::time_point now,
                                 const RecordFields* fields) {
-  const std::vector<fail2ban::Filter::Outcome>& outcomes =
+  std::vector<fail2ban::Filter::Outcome>& outcomes =
       rules_->fail2ban_lines(source, RuleSet::fail2ban_text(text), occurrences);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const std::uint32_t r = rules_->fail2ban_rules()[i];
     bool failed = false;
-    for (const fail2ban::Filter::Failure& f : outcomes[i].failures) {
+    for (fail2ban::Filter::Failure& f : outcomes[i].failures) {
       if (f.nofail) continue;
       Failure failure;
-      failure.captures = f.fields;
+      failure.captures = std::move(f.fields);  // the outcome is the RuleSet's scratch: read once
       failure.captures["host"] = f.id;
       if (!f.user.empty()) failure.captures["user"] = f.user;
       failure.captures["failregex"] = std::to_string(f.failregex + 1);

@@ -82,13 +82,20 @@ class Groups {
 
 std::string joined(const TupleLine& t) { return t[0] + t[2]; }
 
-std::string lines_buffer(const Lines& lines) {  // Regex._tupleLinesBuf
+// Regex._tupleLinesBuf, into `buf` (its memory reused).
+void fill_lines_buffer(const Lines& lines, std::string& buf) {
   std::size_t size = lines.size();
   for (const TupleLine& t : lines) size += t[0].size() + t[2].size();
-  std::string buf;
+  buf.clear();
   buf.reserve(size);
   for (std::size_t i = 0; i < lines.size(); ++i) (buf += i ? "\n" : "").append(lines[i][0]).append(lines[i][2]);
-  return buf += '\n';
+  buf += '\n';
+}
+
+std::string lines_buffer(const Lines& lines) {
+  std::string buf;
+  fill_lines_buffer(lines, buf);
+  return buf;
 }
 
 bool truthy(const Groups& g, std::string_view key) {
@@ -277,6 +284,12 @@ struct Filter::Impl {
   DateDetector dates;
   std::string date_key;  // the datepattern lines appended to `dates`
   Lines buffer;
+  // Per line's scratch, their memory reused from line to line: the line as a tuple, the
+  // buffer as it was when the line came (the lines a match covers are counted in it), and
+  // the text searched.
+  TupleLine tuple;
+  Lines org;
+  std::string buf;
   // Multi-line (maxlines > 1): per buffered line, whether it may hold one of `literals`
   // (false only where a scan said it holds none). Lines put back by a match count as true.
   std::vector<bool> marks;
@@ -291,7 +304,7 @@ struct Filter::Impl {
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);
   void find_literals();
-  void find_failure(TupleLine tuple, std::optional<double> date, std::optional<bool> holds_literal);
+  void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
   void replaced_buffer() { marks.assign(buffer.size(), true); }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
@@ -416,10 +429,11 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, const std
   return Next::kGoOn;
 }
 
-// `holds_literal`: whether a scan found one of `literals` in this line (nullopt: no scan).
-void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date, std::optional<bool> holds_literal) {
+// The line is `tuple`. `holds_literal`: whether a scan found one of `literals` in it
+// (nullopt: no scan).
+void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> holds_literal) {
   if (maxlines > 1) {
-    buffer.push_back(std::move(tuple));
+    buffer.push_back(tuple);
     marks.push_back(holds_literal.value_or(true));
     if (buffer.size() > maxlines) {
       const auto cut = static_cast<std::ptrdiff_t>(buffer.size() - maxlines);
@@ -431,38 +445,44 @@ void Filter::Impl::find_failure(TupleLine tuple, std::optional<double> date, std
     // and a search that finds nothing changes nothing but the buffer.
     if (holds_literal && std::none_of(marks.begin(), marks.end(), [](bool m) { return m; })) return;
   } else {
-    buffer = {std::move(tuple)};
+    buffer.resize(1);
+    buffer[0].swap(tuple);
   }
-  const Lines org = buffer;
-  std::optional<std::string> buf = lines_buffer(org);
-  if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(*buf, org, nullptr)) return;
+  org = buffer;
+  fill_lines_buffer(org, buf);
+  bool stale = false;  // buf is no longer the buffer's text
+  if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
   Groups pre;
   if (pref) {
-    auto hit = search(*pref, *buf, org);
+    auto hit = search(*pref, buf, org);
     if (!hit) return;
     pre = hit->groups;
     const auto content = get(pre, "content");
     pre.erase("content");
     if (content && !content->empty()) {
-      buffer = {TupleLine{"", "", *content}};
+      buffer.resize(1);
+      buffer[0][0].clear();
+      buffer[0][1].clear();
+      buffer[0][2] = *content;
       replaced_buffer();
-      buf.reset();
+      stale = true;
     }
   }
   for (std::size_t i = 0; i < fail.size(); ++i) {
-    if (!buf) buf = lines_buffer(buffer);
-    auto hit = search(fail[i], *buf, org);
+    if (stale) fill_lines_buffer(buffer, buf);
+    stale = false;
+    auto hit = search(fail[i], buf, org);
     if (!hit) continue;
     out->matched = true;
-    if (!ignore.empty() && ignore_line(*buf, org, &*hit)) {
-      buf.reset();
+    if (!ignore.empty() && ignore_line(buf, org, &*hit)) {
+      stale = true;
       if (!options.check_all_regex) break;
       continue;
     }
     if (!options.check_all_regex || maxlines > 1) {
       buffer = hit->unmatched;
       replaced_buffer();
-      buf.reset();
+      stale = true;
     }
     auto data = std::make_shared<FailData>();
     data->g = pre;
@@ -527,11 +547,17 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
       literals_at == nullptr || start != 0 ||
       std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= end; });
   if (!holds_literal && maxlines == 1) return result;
-  TupleLine tuple = reuse ? TupleLine{"", last_time_text, std::string(line)}
-                          : TupleLine{std::string(line.substr(0, start)), std::string(line.substr(start, end - start)),
-                                      std::string(line.substr(end))};
+  if (reuse) {
+    tuple[0].clear();
+    tuple[1] = last_time_text;
+    tuple[2] = line;
+  } else {
+    tuple[0] = line.substr(0, start);
+    tuple[1] = line.substr(start, end - start);
+    tuple[2] = line.substr(end);
+  }
   out = &result;
-  find_failure(std::move(tuple), date, literals_at != nullptr ? std::optional<bool>(holds_literal) : std::nullopt);
+  find_failure(date, literals_at != nullptr ? std::optional<bool>(holds_literal) : std::nullopt);
   out = nullptr;
   return result;
 }

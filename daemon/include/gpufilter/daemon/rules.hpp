@@ -87,9 +87,10 @@ class RuleSet {
   // per jail: one thread. Their literals (Filter::literals()) are in the scan's pattern set:
   // `occurrences` (the line's, as for matching_rules) tell each where its own are, and a
   // line without one meets only the date detector, not its regexes. Filters with the same
-  // date settings share one date detection per line (Filter::date_line()).
-  const std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
-                                                               std::span<const Occurrence> occurrences) const;
+  // date settings share one date detection per line (Filter::date_line()). The outcomes
+  // are scratch, valid until the next call: the caller may take them apart.
+  std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
+                                                         std::span<const Occurrence> occurrences) const;
   // The text a filter reads of a line: without a CRLF log's '\r'.
   static std::string_view fail2ban_text(std::string_view text);
   // Whether prepare_fail2ban() pays: more than one filter.
