@@ -661,6 +661,30 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
 }
 
 // ---------------------------------------------------------------------------------------
+// -w with several patterns where grep's regex matcher decides (a UTF-8 locale): grep walks
+// one regex of all the patterns, whose longest match at a place can hide the empty match
+// of a pattern that alone would be selected there ("ß?" beside "\W" on "\t2\tß").
+
+TEST(RegexWordPatterns, SeveralPatternsAreWalkedAsOneRegex) {
+  const std::string input = "\t2\t\xc3\x9f\xc3\x84\xc3\x84\n-xa\nfoo bar\n\t2\xff\t\xc3\x9f\n x\ta\nab\n\n";
+  const std::vector<Args> cases = {
+      {"-E", "-w", "-e", "\xc3\x9f?", "-e", "\\W"},   {"-E", "-w", "-c", "-e", "(-x)?", "-e", "-"},
+      {"-E", "-w", "-v", "-e", "x*", "-e", "\\W"},      {"-G", "-w", "-e", "a\\?", "-e", "[[:space:]]"},
+      {"-E", "-w", "-e", "foo", "-e", "b?"},              {"-E", "-w", "-n", "-e", "(ab)?", "-e", "a"},
+      {"-G", "-w", "-e", "x*", "-e", "\\(a\\)\\1"}, {"-E", "-w", "-o", "-e", "\xc3\x9f?", "-e", "\\W"}};
+  Tally tally;
+  for (const Args& args : cases) {
+    for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+      ++tally.cases;
+      if (!expect_same_with(args[0], Args(args.begin() + 1, args.end()), input, {{"3", "2", "cpu"}, {"", "", "gpu"}},
+                            "-w with several patterns", locale_env(l)))
+        ++tally.differing;
+    }
+  }
+  report_tally("-w with several patterns", tally);
+}
+
+// ---------------------------------------------------------------------------------------
 // The Loghub logs, with regexes made from their EventTemplate column.
 
 bool corpus_present() { return std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good(); }

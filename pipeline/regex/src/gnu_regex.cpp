@@ -115,6 +115,7 @@ class GnuRegex final : public LineRegex {
 
   bool selects(std::size_t i, std::string_view line) override {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
+    if (joined_walk_ && !backref_[i]) return joined_selects(line);
     Compiled& c = compiled(i);
     if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size()) >= 0;
     return selects_by_regex(c.exact, line);
@@ -138,7 +139,7 @@ class GnuRegex final : public LineRegex {
       : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
         select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
         backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), in_fast_(from.in_fast_),
-        ascii_only_(from.ascii_only_) {
+        ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_) {
     compiled_.resize(patterns_.size());
     if (whole_list_) compile_whole_list();
     if (from.fast_) fast_ = from.fast_->clone();
@@ -153,6 +154,8 @@ class GnuRegex final : public LineRegex {
   bool compile_whole_list();
   void compile_combined();
   bool selects_by_regex(GnuPattern& p, std::string_view line);
+  bool joined_selects(std::string_view line);
+  bool matches_empty(GnuPattern& p);
   void compile_fast(const std::vector<DfaView>& views);
   bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                    std::vector<std::uint32_t>* ids) override;
@@ -190,6 +193,12 @@ class GnuRegex final : public LineRegex {
   bool lines_mode_ = false;  // fast_ is a multi-line database of every pattern (select_lines)
   std::vector<bool> in_fast_;
   bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
+  // -w decided by grep's regex matcher (not its DFA), with several backref-free patterns
+  // of which one matches the empty string: grep walks one regex of them all (the joined
+  // pattern, RE_NEWLINE_ALT), whose longest match can hide a pattern's empty one that its
+  // own walk accepts ("-w -e 'ß?' -e '\W'" in UTF-8 selects no "\t2\tß"). Those patterns
+  // then decide a line together, through that regex alone.
+  bool joined_walk_ = false;
 };
 
 void GnuRegex::compile_all() {
@@ -231,7 +240,10 @@ void GnuRegex::compile_all() {
   }
   select_texts_->assign(patterns_.size(), std::string());
   if (!dfa_supported_) {
-    compile_fast(views);
+    if (options_.word && !options_.whole_line && backref_free_.size() > 1)
+      joined_walk_ = std::any_of(backref_free_.begin(), backref_free_.end(),
+                                 [&](std::uint32_t i) { return matches_empty(compiled_[i]->exact); });
+    if (!joined_walk_) compile_fast(views);
     return;
   }
   bool stray = false;
@@ -403,6 +415,23 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
     if (ids != nullptr) std::sort(ids->begin(), ids->end());
     return any;
   }
+  if (joined_walk_) {  // the backref-free candidates together, then each backref one
+    bool any = false;
+    bool joined = false, asked = false;
+    for (std::uint32_t i : candidates) {
+      if (!backref_[i]) {
+        if (!asked) joined = joined_selects(line);
+        asked = true;
+        if (!joined) continue;
+      } else if (!selects(i, line)) {
+        continue;
+      }
+      if (ids == nullptr) return true;
+      any = true;
+      ids->push_back(i);
+    }
+    return any;
+  }
   // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
   // glibc); glibc for the others among the candidates.
   const bool fast = fast_ && line.size() <= 0xffffffffu &&
@@ -453,6 +482,27 @@ bool GnuRegex::selects_by_regex(GnuPattern& p, std::string_view line) {
   if (!options_.whole_line && !options_.word) return true;
   if (options_.whole_line) return length == n;
   return word_walk(p, line, 0, n + 1, match, length);
+}
+
+// Whether the pattern matches the empty string somewhere: alone, at a line's edges, between
+// words and at their edges (where \<, \>, \b, ^ and $ match).
+bool GnuRegex::matches_empty(GnuPattern& p) {
+  for (const std::string_view probe : {"", " ", "a", " a ", "a a", "-"}) {
+    for (std::size_t from = 0; from <= probe.size(); ++from) {
+      const regoff_t start = p.search(probe, from, probe.size() - from);
+      if (start < 0) break;
+      if (p.match_end() == start) return true;
+      from = static_cast<std::size_t>(start);
+    }
+  }
+  return false;
+}
+
+// The line as grep's regex matcher selects it for the backref-free patterns under -w
+// (joined_walk_): one walk of their joined regex.
+bool GnuRegex::joined_selects(std::string_view line) {
+  if (!combined_tried_) compile_combined();
+  return combined_ && selects_by_regex(*combined_, line);
 }
 
 // EGexecute's -w loop: from a match at `match`, try shorter matches at the same place,
