@@ -191,16 +191,26 @@ struct Fields {
   bool bad = false;
 };
 
+// std::stoi of a field's text: its digits read here (the date regexes take digits, "%d" a
+// leading space too, which stoi reads).
+int field_number(std::string_view s) {
+  if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::stoi(std::string(s));
+  int value = 0;
+  for (const char c : s) value = value * 10 + (c - '0');
+  return value;
+}
+
 Fields read_fields(NamedGroupViews groups) {
   Fields f;
-  const auto num = [](std::string_view s) { return std::stoi(std::string(s)); };
+  const auto num = field_number;
   const auto value = [&](std::string_view key) -> std::optional<std::string_view> {
     for (const auto& [k, v] : groups)
       if (k == key) return v;
     return std::nullopt;
   };
   for (const auto& [key, val] : groups) {
-    if (!val) continue;
+    if (!val || key.size() != 1 || std::string_view("yYmBbdHIMSzZ").find(key[0]) == std::string_view::npos) continue;
     const std::string_view v = *val;
     if (key == "y") f.year = num(v) <= 2000 ? num(v) + 2000 : num(v);
     if (key == "Y") f.year = num(v);

@@ -1,0 +1,45 @@
+// The text helpers fail2ban's reading rests on, against independent answers: valid_utf8()
+// (which skips ASCII eight bytes at a time) against utf8_replaced() (which decodes every
+// sequence), and strptime_groups()'s numbers against std::stoi's reading.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpufilter/fail2ban/pyregex.hpp"
+#include "gpufilter/fail2ban/strptime.hpp"
+
+namespace gpufilter::fail2ban {
+namespace {
+
+TEST(Fail2banText, ValidUtf8AgreesWithTheDecoderAroundEveryAsciiRun) {
+  const std::vector<std::string> pieces = {"a", "0123456", "01234567", "012345678", "\xc3\xa9", "\xe2\x82\xac",
+                                           "\xf0\x9f\x98\x80", "\xff", "\xc3", "\xe2\x82", "\x80", "\xed\xa0\x80",
+                                           "\xc0\xaf", "\xf4\x90\x80\x80", ""};
+  std::mt19937 rng(23);
+  for (int n = 0; n < 20000; ++n) {
+    std::string text;
+    const int parts = static_cast<int>(rng() % 6);
+    for (int k = 0; k < parts; ++k) text += pieces[rng() % pieces.size()];
+    EXPECT_EQ(valid_utf8(text), utf8_replaced(text) == text) << testing::PrintToString(text);
+  }
+}
+
+TEST(Fail2banText, DateFieldsReadAsStoiReadsThem) {
+  using Groups = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
+  const double now = 1764400000;  // 2025-11-29
+  const auto at = [&](std::string_view day, std::string_view hour) {
+    const Groups g = {{"H", hour}, {"M", "07"}, {"S", "09"}, {"Y", "2025"}, {"d", day}, {"m", "03"}, {"z", "+0000"}};
+    return strptime_groups(NamedGroupViews(g), now);
+  };
+  ASSERT_TRUE(at("05", "01"));
+  EXPECT_EQ(*at("05", "01"), 1741136829.0);  // 2025-03-05 01:07:09 UTC
+  EXPECT_EQ(at(" 5", "01"), at("05", "01"));  // "%d" takes a leading space
+  EXPECT_EQ(at("5", "1"), at("05", "01"));
+}
+
+}  // namespace
+}  // namespace gpufilter::fail2ban
