@@ -660,6 +660,32 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
   report_tally("invalid UTF-8 lines", tally);
 }
 
+// grep does not print a line with an encoding error, and its "last output" stays before
+// it: the next group is not adjacent ("--"), trailing context stalls on such a line, and
+// after a selected one it runs from the last output on (the input's first lines when
+// nothing was printed). Random inputs with such lines under every context option.
+TEST(RegexEncodingErrors, ContextAroundLinesGrepDoesNotPrint) {
+  const std::vector<std::string> lines = {"a", "b\xff", "c", "ab", "\xc3\xa9 b", "a\xc3", "", "d a", "\xff a", "bb"};
+  const std::vector<Args> options = {{"-A1"}, {"-A2"}, {"-B1"}, {"-C1"}, {"-A1", "-m2"}, {"-A3", "-m1"},
+                                     {"-v", "-A1"}, {"-n", "-B2", "-A1"}, {"-o", "-A1"}, {"-c", "-A1"}};
+  const std::vector<Args> patterns = {{"-F", "a"}, {"-G", "b"}, {"-E", "a|d"}, {"-F", "-e", "a", "-e", "bb"}};
+  std::mt19937 rng(41);
+  Tally tally;
+  for (int n = 0; n < 80; ++n) {
+    std::string input;
+    const std::size_t count = 3 + rng() % 10;
+    for (std::size_t k = 0; k < count; ++k) input += lines[rng() % lines.size()] + "\n";
+    const Args& pattern = patterns[rng() % patterns.size()];
+    Args args = options[rng() % options.size()];
+    args.insert(args.end(), pattern.begin() + 1, pattern.end());
+    ++tally.cases;
+    if (!expect_same_with(pattern[0], args, input, {{"", "", "cpu"}, {"5", "2", "gpu"}}, "lines grep does not print",
+                          locale_env(Locale::kUtf8)))
+      ++tally.differing;
+  }
+  report_tally("context around lines grep does not print", tally);
+}
+
 // ---------------------------------------------------------------------------------------
 // -w with several patterns where grep's regex matcher decides (a UTF-8 locale): grep walks
 // one regex of all the patterns, whose longest match at a place can hide the empty match

@@ -49,7 +49,11 @@ void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t>
   name_ = name;
   used_here_ = false;
   next_number_ = 1;
-  last_output_number_ = 0;
+  lastout_set_ = false;
+  lastout_ = 1;
+  last_selected_ = 0;
+  lagging_bytes_ = 0;
+  lagging_.clear();
   selected_ = 0;
   after_last_selected_ = 0;
   pending_after_ = 0;
@@ -191,8 +195,12 @@ void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence>
   }
 }
 
-void Searcher::start_group(std::uint64_t first_number) {
-  if (options_.group_separators && used_ && (last_output_number_ == 0 || first_number != last_output_number_ + 1))
+// grep's prtext: the group of selected line `number` begins with its leading context,
+// which reaches back `before` lines but not past the last output (lastout_, even one that
+// stalled on a line it could not print); it is adjacent to that output, or "--" comes first.
+void Searcher::start_group(std::uint64_t number) {
+  const std::uint64_t back = number > options_.before ? number - options_.before : 1;
+  if (options_.group_separators && used_ && (!lastout_set_ || std::max(back, lastout_) != lastout_))
     sink_.context_break();
 }
 
@@ -230,12 +238,20 @@ bool Searcher::encoding_error(std::string_view text, std::span<const MatchSpan>&
   return true;
 }
 
-void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+// Whether the line was printed. One grep does not print (an encoding error) leaves its
+// "last output" where it was: the next group is not adjacent to it ("--"), and trailing
+// context stalls on it (line(), catch_up()). With -o grep prints the line's good parts
+// and counts it printed.
+bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
                     std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated) {
   if (encoding_error(text, spans, selected)) {
-    last_output_number_ = number;  // hidden, but adjacent lines form one group (no "--")
     used_ = used_here_ = true;
-    return;
+    if (!options_.only_matching) return false;
+    lastout_set_ = true;
+    lastout_ = number + 1;
+    lagging_.clear();
+    lagging_bytes_ = 0;
+    return true;
   }
   LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
   m.source = name_;
@@ -246,8 +262,54 @@ void Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
   } else {
     sink_.context(m);
   }
-  last_output_number_ = number;
+  lastout_set_ = true;
+  lastout_ = number + 1;
+  lagging_.clear();
+  lagging_bytes_ = 0;
   used_ = used_here_ = true;
+  return true;
+}
+
+// A line not printed, kept while it follows the last output closely: grep's trailing
+// context after a selected line it could not print starts at its last output, and each
+// such line moves that on by `after` lines at most. Bounded: 64 times `after` lines and
+// 4 MiB (past that, the lines such a run of unprintable selected lines would print are
+// not kept, and are not printed).
+bool Searcher::lags(std::uint64_t number, std::size_t size) const noexcept {
+  constexpr std::size_t kLaggingBytes = std::size_t{4} << 20;
+  return options_.after > 0 && number == lastout_ + lagging_.size() && lagging_.size() < 64 * options_.after &&
+         lagging_bytes_ + size <= kLaggingBytes;
+}
+
+void Searcher::lag(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
+                   std::span<const std::uint32_t> ids) {
+  if (!lags(number, text.size())) return;
+  lagging_bytes_ += text.size();
+  lagging_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}, {ids.begin(), ids.end()}});
+}
+
+// grep's prpending() after a selected line it could not print: up to `after` lines from
+// its last output on (lines before that selected line, even the input's first ones when
+// nothing was printed yet), until one it cannot print; it then spends the count on that
+// one, as at the latest on the selected line itself. No trailing context follows.
+void Searcher::catch_up() {
+  if (options_.after == 0) return;
+  lastout_set_ = true;  // prpending() starts from the buffer's first line when nothing was printed
+  std::deque<StoredLine> lines;
+  lines.swap(lagging_);
+  auto it = lines.begin();
+  for (std::size_t left = options_.after; left > 0 && it != lines.end(); --left, ++it)
+    if (!emit(it->text, it->offset, it->number, false, it->spans, it->ids, true)) break;
+  lagging_.assign(std::make_move_iterator(it), std::make_move_iterator(lines.end()));
+  lagging_bytes_ = 0;
+  for (const StoredLine& l : lagging_) lagging_bytes_ += l.text.size();
+  pending_after_ = 0;
+}
+
+// With -v grep prints a run of selected lines at once, and its trailing context follows
+// the run: caught up (catch_up()) when the run's last line was not printed.
+void Searcher::end_run() {
+  if (options_.invert && pending_after_ > 0 && last_selected_ != 0 && lastout_ <= last_selected_) catch_up();
 }
 
 void Searcher::enter_binary() {
@@ -337,40 +399,58 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   };
 
   if (draining_) {
-    emit(text, offset, number, false, spans_for(false), ids(), terminated);
-    if (--pending_after_ == 0) done_ = true;
+    // grep spends the count on a line it cannot print
+    if (!emit(text, offset, number, false, spans_for(false), ids(), terminated) || --pending_after_ == 0) {
+      pending_after_ = 0;
+      done_ = true;
+    }
     return;
   }
   if (selected) {
     ++selected_;
     after_last_selected_ = offset + text.size() + (terminated ? 1 : 0);
     if (!quiet_) {
-      start_group(before_.empty() ? number : before_.front().number);
+      const bool run_goes_on = options_.invert && last_selected_ != 0 && number == last_selected_ + 1;
+      if (!run_goes_on) start_group(number);  // -v: a run of selected lines is one group
       for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
       before_.clear();
-      emit(text, offset, number, true, spans_for(true), ids(), terminated);
       pending_after_ = options_.after;
+      if (!emit(text, offset, number, true, spans_for(true), ids(), terminated)) {
+        if (!options_.invert) catch_up();  // -v: where the run ends (end_run())
+        lag(text, offset, number, {}, {});
+      }
+      last_selected_ = number;
     }
     used_ = used_here_ = true;  // grep's separator rule counts lines it selected but did not print
     if (stop_on_first_) {
       done_ = true;
     } else if (selected_ >= options_.max_count) {
+      end_run();
       if (!quiet_ && pending_after_ > 0) draining_ = true;
       else done_ = true;
     }
     return;
   }
   if (quiet_) return;
+  end_run();
   if (pending_after_ > 0) {
     --pending_after_;
-    emit(text, offset, number, false, spans_for(false), ids(), terminated);
-  } else if (options_.before > 0) {
-    if (before_.size() == options_.before) before_.pop_front();
-    auto spans = spans_for(false);
+    const auto spans = spans_for(false);
     const auto line_ids = ids();
+    if (emit(text, offset, number, false, spans, line_ids, terminated)) return;
+    pending_after_ = 0;  // grep spends the count on a line it cannot print
+    lag(text, offset, number, spans, line_ids);
+    return;
+  }
+  if (options_.before == 0 && !lags(number, text.size())) return;
+  const auto spans = spans_for(false);
+  const auto line_ids = ids();
+  if (options_.before > 0) {
+    if (before_.size() == options_.before) before_.pop_front();
     before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()},
                                  {line_ids.begin(), line_ids.end()}});
   }
+  lag(text, offset, number, spans, line_ids);
 }
 
 bool Searcher::fast_path() const noexcept {
@@ -775,6 +855,7 @@ Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {
 
 InputSummary Searcher::finish_input() {
   if (open_ && !done_) complete_open_line(false);
+  if (!done_ && !in_binary_) end_run();
   open_ = false;
   spool_.clear();
   open_occurrences_.clear();

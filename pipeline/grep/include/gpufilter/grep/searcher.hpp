@@ -129,9 +129,14 @@ class Searcher final : public ChunkConsumer {
   // grep's rule for output with encoding errors in a UTF-8 locale: true when this line is
   // not printed; with -o, `spans` loses the parts that are not valid UTF-8.
   bool encoding_error(std::string_view text, std::span<const MatchSpan>& spans, bool selected);
-  void emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
+  bool emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
             std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated);
-  void start_group(std::uint64_t first_number);
+  bool lags(std::uint64_t number, std::size_t size) const noexcept;
+  void lag(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
+           std::span<const std::uint32_t> ids);
+  void catch_up();
+  void end_run();
+  void start_group(std::uint64_t number);
   std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
   // A line can be selected without any occurrence: the empty pattern, or a regex that has
@@ -175,7 +180,11 @@ class Searcher final : public ChunkConsumer {
 
   // Per input.
   std::uint64_t next_number_ = 1;
-  std::uint64_t last_output_number_ = 0;  // 0: nothing output yet in this input
+  bool lastout_set_ = false;              // grep's lastout is set (else nothing output yet)
+  std::uint64_t lastout_ = 1;             // ... the line after the last printed
+  std::uint64_t last_selected_ = 0;       // the last selected line's number (0: none)
+  std::deque<StoredLine> lagging_;        // lines from lastout_ on, not printed (lag())
+  std::size_t lagging_bytes_ = 0;
   std::uint64_t selected_ = 0;
   std::uint64_t after_last_selected_ = 0;  // the input offset just past the last selected line
   std::size_t pending_after_ = 0;
