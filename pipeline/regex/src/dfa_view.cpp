@@ -324,9 +324,11 @@ DfaView Reader::read() {
     } else if (c == '\\') {
       if (!escape(i)) break;
     } else if (c == '^' && (ere_ || after_open_)) {
+      view_.anchor = true;
       if (i != 0) view_.inner_anchor = true;
       atom("^", "^", true);
     } else if (c == '$' && anchor_end(i)) {
+      view_.anchor = true;
       if (i + 1 != p_.size()) view_.inner_anchor = true;
       atom("$", "$", true);
     } else if (c == '*') {

@@ -237,6 +237,10 @@ void GnuRegex::compile_all() {
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
     if (options_.null_data && views[i].inner_anchor)
       throw RegexError({with_origin(origins_, i, "an anchor ('^' or '$') inside an expression is not supported with -z")});
+    if (options_.null_data && options_.word && !options_.whole_line && views[i].anchor)
+      throw RegexError({with_origin(
+          origins_, i,
+          "an anchor ('^' or '$') inside an expression is not supported with -z (with -w every anchor is inside one)")});
   }
   select_texts_->assign(patterns_.size(), std::string());
   if (!dfa_supported_) {

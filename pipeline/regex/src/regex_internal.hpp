@@ -40,6 +40,7 @@ struct DfaView {
   // line may hold '\n', and glibc's matcher lets such an anchor match next to a '\n' it
   // has consumed ("a.^b", "a$.") where grep's DFA does not: refused with -z.
   bool inner_anchor = false;
+  bool anchor = false;  // any anchor: under -w (grep's wrapper consumes a character first) every one is inner
 };
 DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
 
