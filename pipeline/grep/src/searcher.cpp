@@ -52,7 +52,6 @@ void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t>
   lastout_set_ = false;
   lastout_ = 1;
   last_selected_ = 0;
-  lagging_bytes_ = 0;
   lagging_.clear();
   selected_ = 0;
   after_last_selected_ = 0;
@@ -250,7 +249,6 @@ bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
     lastout_set_ = true;
     lastout_ = number + 1;
     lagging_.clear();
-    lagging_bytes_ = 0;
     return true;
   }
   LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
@@ -265,7 +263,6 @@ bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
   lastout_set_ = true;
   lastout_ = number + 1;
   lagging_.clear();
-  lagging_bytes_ = 0;
   used_ = used_here_ = true;
   return true;
 }
@@ -277,15 +274,16 @@ bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
 // not kept, and are not printed).
 bool Searcher::lags(std::uint64_t number, std::size_t size) const noexcept {
   constexpr std::size_t kLaggingBytes = std::size_t{4} << 20;
-  return options_.after > 0 && number == lastout_ + lagging_.size() && lagging_.size() < 64 * options_.after &&
-         lagging_bytes_ + size <= kLaggingBytes;
+  // Only where encoding_error() can hide a line.
+  if (!options_.utf8 || options_.binary_files == BinaryFiles::kText || options_.only_matching) return false;
+  const std::size_t kept = lagging_.lines.size();
+  return options_.after > 0 && number == lastout_ + kept && kept < 64 * options_.after &&
+         lagging_.bytes.size() + size <= kLaggingBytes;
 }
 
 void Searcher::lag(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
                    std::span<const std::uint32_t> ids) {
-  if (!lags(number, text.size())) return;
-  lagging_bytes_ += text.size();
-  lagging_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}, {ids.begin(), ids.end()}});
+  if (lags(number, text.size())) lagging_.add(text, offset, number, spans, ids);
 }
 
 // grep's prpending() after a selected line it could not print: up to `after` lines from
@@ -295,14 +293,18 @@ void Searcher::lag(std::string_view text, std::uint64_t offset, std::uint64_t nu
 void Searcher::catch_up() {
   if (options_.after == 0) return;
   lastout_set_ = true;  // prpending() starts from the buffer's first line when nothing was printed
-  std::deque<StoredLine> lines;
-  lines.swap(lagging_);
-  auto it = lines.begin();
-  for (std::size_t left = options_.after; left > 0 && it != lines.end(); --left, ++it)
-    if (!emit(it->text, it->offset, it->number, false, it->spans, it->ids, true)) break;
-  lagging_.assign(std::make_move_iterator(it), std::make_move_iterator(lines.end()));
-  lagging_bytes_ = 0;
-  for (const StoredLine& l : lagging_) lagging_bytes_ += l.text.size();
+  Lagging kept;
+  std::swap(kept, lagging_);  // emit() clears lagging_
+  std::size_t k = 0;
+  for (std::size_t left = options_.after; left > 0 && k < kept.lines.size(); --left, ++k) {
+    const Lagging::Line& l = kept.lines[k];
+    if (!emit(kept.text(l), l.offset, l.number, false, l.spans, l.ids, true)) break;
+  }
+  lagging_.clear();
+  for (; k < kept.lines.size(); ++k) {
+    const Lagging::Line& l = kept.lines[k];
+    lagging_.add(kept.text(l), l.offset, l.number, l.spans, l.ids);
+  }
   pending_after_ = 0;
 }
 

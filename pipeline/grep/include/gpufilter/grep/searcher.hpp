@@ -183,8 +183,29 @@ class Searcher final : public ChunkConsumer {
   bool lastout_set_ = false;              // grep's lastout is set (else nothing output yet)
   std::uint64_t lastout_ = 1;             // ... the line after the last printed
   std::uint64_t last_selected_ = 0;       // the last selected line's number (0: none)
-  std::deque<StoredLine> lagging_;        // lines from lastout_ on, not printed (lag())
-  std::size_t lagging_bytes_ = 0;
+  // Lines from lastout_ on, not printed (lag()): their bytes one after another in one
+  // buffer, so that keeping them allocates nothing per line.
+  struct Lagging {
+    struct Line {
+      std::size_t at = 0, size = 0;
+      std::uint64_t offset = 0, number = 0;
+      std::vector<MatchSpan> spans;
+      std::vector<std::uint32_t> ids;
+    };
+    std::string bytes;
+    std::vector<Line> lines;
+    void clear() noexcept {
+      bytes.clear();
+      lines.clear();
+    }
+    void add(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
+             std::span<const std::uint32_t> ids) {
+      lines.push_back(Line{bytes.size(), text.size(), offset, number, {spans.begin(), spans.end()}, {ids.begin(), ids.end()}});
+      bytes.append(text);
+    }
+    std::string_view text(const Line& l) const { return std::string_view(bytes).substr(l.at, l.size); }
+  };
+  Lagging lagging_;
   std::uint64_t selected_ = 0;
   std::uint64_t after_last_selected_ = 0;  // the input offset just past the last selected line
   std::size_t pending_after_ = 0;
