@@ -663,7 +663,9 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
 // grep does not print a line with an encoding error, and its "last output" stays before
 // it: the next group is not adjacent ("--"), trailing context stalls on such a line, and
 // after a selected one it runs from the last output on (the input's first lines when
-// nothing was printed). Random inputs with such lines under every context option.
+// nothing was printed; grep reads an unterminated last line in a buffer of its own, which
+// forgets a last output it does not reach). Random inputs with such lines under every
+// context option.
 TEST(RegexEncodingErrors, ContextAroundLinesGrepDoesNotPrint) {
   const std::vector<std::string> lines = {"a", "b\xff", "c", "ab", "\xc3\xa9 b", "a\xc3", "", "d a", "\xff a", "bb"};
   const std::vector<Args> options = {{"-A1"}, {"-A2"}, {"-B1"}, {"-C1"}, {"-A1", "-m2"}, {"-A3", "-m1"},
@@ -675,6 +677,7 @@ TEST(RegexEncodingErrors, ContextAroundLinesGrepDoesNotPrint) {
     std::string input;
     const std::size_t count = 3 + rng() % 10;
     for (std::size_t k = 0; k < count; ++k) input += lines[rng() % lines.size()] + "\n";
+    if (rng() % 3 == 0) input.pop_back();  // an unterminated last line: a read buffer of its own in grep
     const Args& pattern = patterns[rng() % patterns.size()];
     Args args = options[rng() % options.size()];
     args.insert(args.end(), pattern.begin() + 1, pattern.end());

@@ -314,6 +314,26 @@ void Searcher::end_run() {
   if (options_.invert && pending_after_ > 0 && last_selected_ != 0 && lastout_ <= last_selected_) catch_up();
 }
 
+// grep reads an unterminated last line as a buffer of its own: it first ends what it read
+// (a -v run's trailing context), keeps up to `before` lines before the line (not past its
+// last output), and forgets its last output unless those lines reach it; its late context
+// (catch_up()) then starts at the first line kept.
+void Searcher::last_buffer(std::uint64_t number) {
+  end_run();
+  last_selected_ = 0;
+  const std::uint64_t back = number > options_.before ? number - options_.before : 1;
+  const std::uint64_t begin = lastout_set_ ? std::max(back, lastout_) : back;
+  if (lastout_set_ && begin == lastout_) return;
+  lastout_set_ = false;
+  lastout_ = begin;
+  lagging_.clear();
+  for (const StoredLine& l : before_) {
+    if (l.number < begin) continue;
+    if (!lags(l.number, l.text.size())) break;  // only the lines from `begin` on, without a gap
+    lagging_.add(l.text, l.offset, l.number, l.spans, l.ids);
+  }
+}
+
 void Searcher::enter_binary() {
   in_binary_ = true;
   before_.clear();
@@ -386,6 +406,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     binary_record(text, offset, occurrences, terminated);
     return;
   }
+  if (!terminated && !quiet_) last_buffer(number);
   const bool matched = decide(text, occurrences);
   const bool selected = matched != options_.invert;
   auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {

@@ -136,6 +136,7 @@ class Searcher final : public ChunkConsumer {
            std::span<const std::uint32_t> ids);
   void catch_up();
   void end_run();
+  void last_buffer(std::uint64_t number);
   void start_group(std::uint64_t number);
   std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
