@@ -108,9 +108,8 @@ std::optional<std::string> get(const Groups& g, std::string_view key) {
   return it == g.end() ? std::nullopt : it->second;
 }
 
-// IPAddr(ip, cidr) as fail2ban prints it: inet_ntop of the parsed address, "/plen" when a
-// <CIDR> narrowed it; text that does not parse stays as it is.
-bool canonical_ipv4(std::string_view ip) {  // 4 decimal parts 0-255, no leading zero: inet_ntop's own text
+// Four decimal parts 0-255 without a leading zero: the text inet_ntop makes of it.
+bool canonical_ipv4(std::string_view ip) {
   int parts = 0;
   for (std::size_t at = 0; at <= ip.size(); ++at, ++parts) {
     const std::size_t dot = std::min(ip.find('.', at), ip.size());
@@ -127,6 +126,8 @@ bool canonical_ipv4(std::string_view ip) {  // 4 decimal parts 0-255, no leading
   return parts == 4;
 }
 
+// IPAddr(ip, cidr) as fail2ban prints it: inet_ntop of the parsed address, "/plen" when a
+// <CIDR> narrowed it; text that does not parse stays as it is.
 std::string address_text(const std::string& ip, bool v6, const std::optional<std::string>& cidr) {
   if (!v6 && (!cidr || cidr->empty()) && canonical_ipv4(ip)) return ip;
   unsigned char bytes[16] = {};
