@@ -317,12 +317,12 @@ struct Filter::Impl {
 std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed) {
   // Multi-line: only the lines the failregex covered (all of them where only one was buffered).
   const bool covered = failed != nullptr && maxlines > 1;
-  const Lines& org = covered && all.size() > 1 ? failed->covered : all;
-  const std::string covered_buf = covered ? lines_buffer(org) : std::string();
-  const std::string& buf = covered ? covered_buf : all_buf;
+  const Lines& lines = covered && all.size() > 1 ? failed->covered : all;
+  const std::string covered_buf = covered ? lines_buffer(lines) : std::string();
+  const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
-    if (!search(ignore[i], buf, org)) continue;
+    if (!search(ignore[i], text, lines)) continue;
     found = i;
     out->ignored = true;
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {

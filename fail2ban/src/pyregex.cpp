@@ -4,10 +4,10 @@
 #include <pcre2.h>
 
 #include <cctype>
-#include <cstdint>
-#include <cstring>
 #include <new>
 #include <stdexcept>
+
+#include "gpufilter/core/utf8.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -300,19 +300,9 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size_t& sub
 }  // namespace
 
 bool valid_utf8(std::string_view text) {
+  if (all_ascii(text)) return true;  // most log lines, eight bytes at a time
   std::size_t subpart = 0;
   for (std::size_t i = 0; i < text.size();) {
-    // ASCII (most of a log) eight bytes at a time
-    std::uint64_t word = 0;
-    for (; i + 8 <= text.size(); i += 8) {
-      std::memcpy(&word, text.data() + i, 8);
-      if ((word & 0x8080808080808080ull) != 0) break;
-    }
-    if (i == text.size()) break;
-    if (static_cast<unsigned char>(text[i]) < 0x80) {
-      ++i;
-      continue;
-    }
     const std::size_t n = utf8_sequence(text, i, subpart);
     if (n == 0) return false;
     i += n;

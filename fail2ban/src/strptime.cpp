@@ -201,39 +201,50 @@ int field_number(std::string_view s) {
   return value;
 }
 
+// %I with %p: 12 am is 0 h, 1-11 pm are 13-23 h (no %p: am).
+int twelve_hour(int hour, std::string_view ampm) {
+  std::string p(ampm);
+  for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if ((p.empty() || p == "am") && hour == 12) return 0;
+  if (p == "pm" && hour != 12) return hour + 12;
+  return hour;
+}
+
 Fields read_fields(NamedGroupViews groups) {
   Fields f;
-  const auto num = field_number;
   const auto value = [&](std::string_view key) -> std::optional<std::string_view> {
     for (const auto& [k, v] : groups)
       if (k == key) return v;
     return std::nullopt;
   };
   for (const auto& [key, val] : groups) {
-    if (!val || key.size() != 1 || std::string_view("yYmBbdHIMSzZ").find(key[0]) == std::string_view::npos) continue;
+    if (!val || key.size() != 1) continue;
     const std::string_view v = *val;
-    if (key == "y") f.year = num(v) <= 2000 ? num(v) + 2000 : num(v);
-    if (key == "Y") f.year = num(v);
-    if (key == "m") f.month = num(v);
-    if (key == "B" || key == "b") f.month = month_index(std::string(v), key == "B");
-    if (key == "d") f.day = num(v);
-    if (key == "H") f.hour = num(v);
-    if (key == "I") {
-      f.hour = num(v);
-      std::string p(value("p").value_or(""));
-      for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if ((p.empty() || p == "am") && f.hour == 12) f.hour = 0;
-      if (p == "pm" && f.hour != 12) f.hour += 12;
-    }
-    if (key == "M") f.minute = num(v);
-    if (key == "S") f.second = num(v);
-    if (key == "z" || key == "Z") {
-      if (v == "Z" || v == "UTC" || v == "GMT") {
-        f.tz = 0;
-      } else {
-        f.tz = zone_offset_minutes(std::string(v));
-        if (!f.tz) f.bad = true;
+    switch (key[0]) {
+      case 'y': {
+        const int y = field_number(v);
+        f.year = y <= 2000 ? y + 2000 : y;
+        break;
       }
+      case 'Y': f.year = field_number(v); break;
+      case 'm': f.month = field_number(v); break;
+      case 'B':
+      case 'b': f.month = month_index(std::string(v), key[0] == 'B'); break;
+      case 'd': f.day = field_number(v); break;
+      case 'H': f.hour = field_number(v); break;
+      case 'I': f.hour = twelve_hour(field_number(v), value("p").value_or("")); break;
+      case 'M': f.minute = field_number(v); break;
+      case 'S': f.second = field_number(v); break;
+      case 'z':
+      case 'Z':
+        if (v == "Z" || v == "UTC" || v == "GMT") {
+          f.tz = 0;
+        } else {
+          f.tz = zone_offset_minutes(std::string(v));
+          if (!f.tz) f.bad = true;
+        }
+        break;
+      default: break;
     }
   }
   return f;

@@ -243,27 +243,23 @@ bool Searcher::encoding_error(std::string_view text, std::span<const MatchSpan>&
 // and counts it printed.
 bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t number, bool selected,
                     std::span<const MatchSpan> spans, std::span<const std::uint32_t> ids, bool terminated) {
+  used_ = used_here_ = true;
   if (encoding_error(text, spans, selected)) {
-    used_ = used_here_ = true;
     if (!options_.only_matching) return false;
-    lastout_set_ = true;
-    lastout_ = number + 1;
-    lagging_.clear();
-    return true;
-  }
-  LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
-  m.source = name_;
-  m.patterns = ids;
-  m.terminated = terminated;
-  if (selected) {
-    if (sink_.matched(m) == Flow::kStop) done_ = true;
   } else {
-    sink_.context(m);
+    LineMatch m{text, offset, options_.line_numbers ? number : 0, spans, {}, {}, {}};
+    m.source = name_;
+    m.patterns = ids;
+    m.terminated = terminated;
+    if (selected) {
+      if (sink_.matched(m) == Flow::kStop) done_ = true;
+    } else {
+      sink_.context(m);
+    }
   }
   lastout_set_ = true;
   lastout_ = number + 1;
   lagging_.clear();
-  used_ = used_here_ = true;
   return true;
 }
 
