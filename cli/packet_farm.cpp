@@ -17,11 +17,20 @@
 
 namespace gpufilter {
 
-bool packet_farm_applies(const cli::Options& o) {
-  return !o.stream && !o.max_count && !o.quiet && o.list == cli::ListMode::kNone && !o.before && !o.after &&
-         !o.context && o.pcap_out.empty() && o.interface.empty() && !o.max_packets &&
+namespace {
+
+// Nothing carries over from one selected packet (flow) to the next.
+bool farm_applies(const cli::Options& o) {
+  return !o.max_count && !o.quiet && o.list == cli::ListMode::kNone && !o.before && !o.after && !o.context &&
+         o.pcap_out.empty() && o.interface.empty() && !o.max_packets &&
          (o.time == cli::TimeFormat::kAbsolute || o.time == cli::TimeFormat::kEpoch);
 }
+
+}  // namespace
+
+bool packet_farm_applies(const cli::Options& o) { return !o.stream && farm_applies(o); }
+
+bool flow_farm_applies(const cli::Options& o) { return o.stream && farm_applies(o); }
 
 namespace {
 

@@ -64,6 +64,8 @@ struct FarmResult {
 };
 
 bool packet_farm_applies(const cli::Options& o);
+// --stream on many threads (cli/flow_farm.hpp): where packet_farm_applies() would without it.
+bool flow_farm_applies(const cli::Options& o);
 
 // Throws OutputError when writing `out` fails (after the threads ended).
 FarmResult run_packet_farm(const cli::Options& o, const PatternTable& table, const PacketFarmParts& parts,

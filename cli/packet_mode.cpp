@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "flow_excerpts.hpp"
+#include "flow_farm.hpp"
 #include "packet_farm.hpp"
 #include "packet_select.hpp"
 #include "gpufilter/core/errors.hpp"
@@ -41,9 +43,15 @@ namespace gpufilter {
 namespace {
 
 // Record tags: a packet's (bit 63 set, its index), or a flow's data of one direction
-// (flow << 2 | direction) and the flow's end (flow << 2 | 2).
+// (flow << 2 | direction) and the flow's end (flow << 2 | 2); in a FlowFarm's shard, the
+// end of a round (round << 2 | 3).
 constexpr std::uint64_t kPacketTag = std::uint64_t{1} << 63;
 constexpr std::uint64_t kFlowEnd = 2;
+constexpr std::uint64_t kRoundEnd = 3;
+
+std::unique_ptr<FlowShard> make_shard(const cli::Options& o, const CaptureThreads& threads, const PatternSet& patterns,
+                                      Output& out, const std::optional<Colors>& colors, StopSignal& stop,
+                                      Notices& notices, FlowShardReport& report, const CaptureInput& input);
 
 // Writing the output failed: standard output (OutputError) or the --pcap-out file. Either
 // ends the run: nothing more can be written, and going on would report the same failure
@@ -78,6 +86,11 @@ struct HeldPacket {
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
 
+// --stream on many threads uses at most this many: this thread's reading and reassembly
+// bound it (H200 machine, 2 GB capture: 1.47 GB/s with 4 threads, 1.25-1.38 with 8, 1.06-1.08
+// with 16 for 1 and 100 literals; 10,000 literals 0.80 / 0.89 / 0.71).
+constexpr std::size_t kMaxFlowThreads = 8;
+
 // A mapped capture read here gives back the pages behind it in steps of this many bytes.
 constexpr std::size_t kReleaseStep = std::size_t{32} << 20;
 
@@ -96,6 +109,8 @@ struct Flow {
   int match_direction = 0;
   std::uint64_t match_offset = 0;
   bool written = false;  // single-pass --pcap-out: its packets are being written
+  bool ending = false;     // the reassembler ended it: its end is being scanned
+  bool absorbing = false;  // and the segment that ended it was counted
   // Single-pass --pcap-out: its packets while it is undecided (the first ones, within
   // kHeldPerFlow and kHeldTotal), written when it is selected.
   std::vector<HeldPacket> held;
@@ -212,6 +227,7 @@ class CaptureRun {
              const std::optional<Colors>& colors, StopSignal& stop, Notices& notices)
       : o_(o),
         table_(scanner.table()),
+        patterns_(patterns),
         out_(out),
         stop_(stop),
         notices_(notices),
@@ -246,6 +262,33 @@ class CaptureRun {
     };
   }
 
+  // --stream over capture files: the flows are matched on `threads` threads
+  // (cli/flow_farm.hpp) where they can be.
+  void use_flow_farm(const CaptureThreads& threads, const std::optional<Colors>& colors) {
+    flow_threads_ = &threads;
+    colors_ = colors;
+  }
+
+  // A FlowFarm's shard: this run matches the events another run's reader gives it.
+  void serve(FlowShardReport& report, const CaptureInput& input) {
+    report_ = &report;
+    name_ = input.name;
+    nano_ = input.nanosecond;
+    sink_->begin(input);
+  }
+  void take_event(const FlowEvent& e) {
+    switch (e.kind) {
+      case FlowEvent::Kind::kSegment: flow_segment(e.flow, e.raw, e.info); break;
+      case FlowEvent::Kind::kBytes: stream_bytes(e.flow, e.direction, e.offset, e.bytes); break;
+      case FlowEvent::Kind::kClosing: flow_closing(e.flow); break;
+      case FlowEvent::Kind::kPacket: add_packet(e.raw, e.info); break;
+    }
+  }
+  void end_round(std::uint64_t round) { records_.add((round << 2) | kRoundEnd, {}); }
+  void flush_records() { records_.flush(); }
+  std::uint64_t selected() const noexcept { return selected_total_; }
+  std::uint64_t bytes_scanned() const noexcept { return records_.bytes_scanned(); }
+
   CaptureResult run() {
     std::vector<std::string> inputs = o_.pcaps;
     const bool live = !o_.interface.empty();
@@ -271,6 +314,7 @@ class CaptureRun {
 
  private:
   void fail(const std::string& message) {
+    if (flow_farm_ && !flow_farm_->failed()) flow_farm_->drain();  // what came before is written first
     if (!o_.no_messages) {
       out_.flush();
       notices_.notice(message);
@@ -290,17 +334,59 @@ class CaptureRun {
       return;
     }
     if (o_.stream) {
+      if (flow_threads_ != nullptr && pieces) start_flow_farm(*pieces);
       reassembler_ = std::make_unique<TcpReassembler>(
           ReassemblyConfig{},
           [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
-            stream_bytes(flow, direction, offset, bytes);
+            if (flow_farm_) flow_farm_->bytes(flow, direction, offset, bytes);
+            else stream_bytes(flow, direction, offset, bytes);
           },
-          [this](std::uint64_t flow) { flow_closing(flow); });
+          [this](std::uint64_t flow) {
+            if (flow_farm_) flow_farm_->closing(flow);
+            else flow_closing(flow);
+          });
     }
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
     finish_input(input, two_pass_out);
     read_mapped(nullptr);
+  }
+
+  // The flows of a mapped capture file are matched on the farm's threads; this thread reads
+  // and reassembles. Without a thread (or a scanner for one) they are matched here.
+  void start_flow_farm(const PcapPieces& pieces) {
+    const CaptureInput input{name_, nano_};
+    const FlowFarm::MakeShard make = [this, input](Output& out, FlowShardReport& report) {
+      return make_shard(o_, *flow_threads_, patterns_, out, colors_, stop_, notices_, report, input);
+    };
+    // Tests make the rounds small, to cross many of their edges in a small capture.
+    const char* round = std::getenv("GPUFILTER_FLOW_ROUND_BYTES");
+    const std::size_t round_bytes = round != nullptr ? std::strtoull(round, nullptr, 10) : FlowFarm::kRoundBytes;
+    try {
+      flow_farm_ = std::make_unique<FlowFarm>(std::min(flow_threads_->threads, kMaxFlowThreads), make, pieces, out_,
+                                              cursor_->offset(), round_bytes);
+    } catch (const Error&) {
+      flow_farm_.reset();
+    }
+  }
+
+  // The farm's flows are all matched and written; their counts join the run's.
+  void finish_flow_farm() {
+    if (!flow_farm_) return;
+    const std::unique_ptr<FlowFarm> farm = std::move(flow_farm_);
+    if (!farm->failed()) {
+      try {
+        farm->drain();
+      } catch (const OutputError&) {
+        throw;
+      } catch (const Error& e) {
+        fail(name_ + ": " + e.what());
+      }
+    }
+    const FlowFarm::Totals totals = farm->totals();
+    selected_total_ += totals.selected;
+    selected_input_ += totals.selected;
+    farm_bytes_ += totals.bytes;
   }
 
   // A classic pcap file is read from its mapping (no copy, no system call per packet):
@@ -349,6 +435,7 @@ class CaptureRun {
     std::size_t oldest = cursor_->offset();
     if (!pending_.empty()) oldest = std::min(oldest, pieces.offset_of(pending_.front().raw.data.data()));
     if (!behind_.empty()) oldest = std::min(oldest, pieces.offset_of(behind_.front().raw.data.data()));
+    if (flow_farm_) oldest = std::min(oldest, flow_farm_->oldest_offset());
     pieces.release_before(oldest);
     released_ = oldest;
   }
@@ -437,9 +524,12 @@ class CaptureRun {
         const PacketInfo info = decode_packet(link_type_, raw.data);
         if (o_.stream && info.transport == PacketInfo::Transport::kTcp) {
           add_segment(raw, info, last_expire);
+        } else if (flow_farm_) {
+          flow_farm_->packet(raw, info);
         } else {
           add_packet(raw, info);
         }
+        if (flow_farm_) flow_farm_->read_to(cursor_ ? cursor_->offset() : 0);
       }
     } catch (const OutputError&) {
       throw;  // main() reports it once: "write error: ..." (quiet for a closed pipe)
@@ -455,7 +545,28 @@ class CaptureRun {
   // --stream: a TCP segment goes to its flow's reassembly, which hands on the bytes in order.
   void add_segment(const RawPacket& raw, const PacketInfo& info, std::int64_t& last_expire) {
     const std::uint64_t flow = reassembler_->segment(info, raw.data, raw.seconds);
-    Flow& f = flows_[flow];
+    if (flow_farm_) flow_farm_->segment(flow, raw, info);
+    else flow_segment(flow, raw, info);
+    if (raw.seconds - last_expire >= 1) {
+      reassembler_->expire(raw.seconds);
+      last_expire = raw.seconds;
+    }
+  }
+
+  // A segment of `flow` (after its bytes were handed on): the flow's times and count, and
+  // with single-pass --pcap-out the packet written or held. A flow's count ends with the
+  // segment that ended it (FIN, RST): the segments its tombstone absorbs after it are not
+  // counted, whether or not its end was printed yet.
+  void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info) {
+    auto it = flows_.find(flow);
+    if (it == flows_.end() && flow <= newest_flow_) return;  // ended, and printed
+    newest_flow_ = std::max(newest_flow_, flow);
+    Flow& f = it != flows_.end() ? it->second : flows_[flow];
+    if (f.absorbing) {
+      if (single_pass_out_ && f.written) write_capture(raw);
+      return;
+    }
+    f.absorbing = f.ending;
     if (f.packets++ == 0) {
       f.first = info;
       f.seconds = raw.seconds;
@@ -468,10 +579,6 @@ class CaptureRun {
     if (single_pass_out_) {
       if (f.written) write_capture(raw);
       else hold(f, raw);
-    }
-    if (raw.seconds - last_expire >= 1) {
-      reassembler_->expire(raw.seconds);
-      last_expire = raw.seconds;
     }
   }
 
@@ -508,7 +615,7 @@ class CaptureRun {
   void add_packet(const RawPacket& raw, const PacketInfo& info) {
     Pending p;
     p.raw = raw;
-    if (!cursor_) {
+    if (!cursor_ && report_ == nullptr) {  // a shard's frames stay until its round is done
       p.frame.assign(raw.data.begin(), raw.data.end());
       p.raw.data = std::span<const std::uint8_t>(p.frame);
     }
@@ -525,9 +632,11 @@ class CaptureRun {
       reassembler_->finish();
       report_budget_gaps(reassembler_->counters());
     }
+    finish_flow_farm();
     records_.finish();
     reassembler_.reset();
     flows_.clear();
+    newest_flow_ = 0;
     held_total_ = 0;
     report_cut_flows();
     budget_.used = 0;
@@ -658,12 +767,18 @@ class CaptureRun {
     (void)overlap;  // the scanner kept only occurrences ending past it
     if (tag & kPacketTag) {
       packet_scanned(bytes, occurrences);
+      if (report_ != nullptr) report_->printed();
       return;
     }
     const std::uint64_t flow = tag >> 2;
     const std::uint64_t kind = tag & 3;
     if (kind == kFlowEnd) {
       flow_ended(flow);
+      if (report_ != nullptr) report_->printed();
+      return;
+    }
+    if (kind == kRoundEnd) {
+      report_->round_done(tag >> 2);
       return;
     }
     const Piece piece = pieces_.front();
@@ -757,6 +872,7 @@ class CaptureRun {
   // scanned first, as a last piece: its factors decide which regexes are asked (asking
   // every one at every flow's end cost more than the whole scan with thousands).
   void flow_closing(std::uint64_t flow) {
+    flows_[flow].ending = true;  // (a flow's first segment may end it: an RST)
     auto it = flows_.find(flow);
     if (regex_ != nullptr && it != flows_.end()) {
       for (int d = 0; d < 2; ++d) {
@@ -813,6 +929,7 @@ class CaptureRun {
 
   const cli::Options& o_;
   const PatternTable& table_;
+  const PatternSet& patterns_;
   Output& out_;
   StopSignal& stop_;
   Notices& notices_;
@@ -835,6 +952,7 @@ class CaptureRun {
   bool single_pass_out_ = false;
   std::unique_ptr<TcpReassembler> reassembler_;
   std::unordered_map<std::uint64_t, Flow> flows_;
+  std::uint64_t newest_flow_ = 0;  // the highest flow id seen (ids grow)
   std::deque<Piece> pieces_;  // the flow pieces being scanned, in order
   std::deque<Pending> pending_;
   std::unordered_set<std::uint64_t> matched_flows_;
@@ -852,12 +970,50 @@ class CaptureRun {
   std::optional<PcapPieces::Cursor> cursor_;  // a mapped capture file's packets, when it is one
   std::size_t released_ = 0;                  // the mapping's bytes given back so far
   std::unique_ptr<PacketFarmParts> farm_;  // capture files on many threads, when they can be
+  const CaptureThreads* flow_threads_ = nullptr;  // --stream on many threads: how, when they can be
+  std::optional<Colors> colors_;                  // for the farm's shards
+  std::unique_ptr<FlowFarm> flow_farm_;           // the flows of the capture being read, when on many threads
+  FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
   std::uint64_t farm_bytes_ = 0;           // scanned by it
   bool done_ = false;
   bool input_done_ = false;          // -l/-L: this capture is decided
   bool read_limit_reached_ = false;  // --max-packets
   bool trouble_ = false;
 };
+
+// A FlowFarm thread's share of --stream: a capture run of its own (with a twin of the
+// scanner and a copy of the regexes) fed the reader's events instead of packets.
+class ShardRun final : public FlowShard {
+ public:
+  ShardRun(const cli::Options& o, std::unique_ptr<Scanner> scanner, std::unique_ptr<RegexLines> regexes,
+           const PatternSet& patterns, Output& out, const std::optional<Colors>& colors, StopSignal& stop,
+           Notices& notices, FlowShardReport& report, const CaptureInput& input)
+      : scanner_(std::move(scanner)),
+        regexes_(std::move(regexes)),
+        run_(o, *scanner_, patterns, regexes_.get(), out, colors, stop, notices) {
+    run_.serve(report, input);
+  }
+  void take(const FlowEvent& event) override { run_.take_event(event); }
+  void end_round(std::uint64_t round) override { run_.end_round(round); }
+  void flush() override { run_.flush_records(); }
+  std::uint64_t selected() const override { return run_.selected(); }
+  std::uint64_t bytes_scanned() const override { return run_.bytes_scanned(); }
+
+ private:
+  std::unique_ptr<Scanner> scanner_;
+  std::unique_ptr<RegexLines> regexes_;
+  CaptureRun run_;
+};
+
+std::unique_ptr<FlowShard> make_shard(const cli::Options& o, const CaptureThreads& threads, const PatternSet& patterns,
+                                      Output& out, const std::optional<Colors>& colors, StopSignal& stop,
+                                      Notices& notices, FlowShardReport& report, const CaptureInput& input) {
+  std::unique_ptr<Scanner> scanner = threads.scanner();
+  if (!scanner) throw Error("the engine has no scanner for another thread");
+  std::unique_ptr<RegexLines> regexes = threads.regexes != nullptr ? threads.regexes->copy() : nullptr;
+  return std::make_unique<ShardRun>(o, std::move(scanner), std::move(regexes), patterns, out, colors, stop, notices,
+                                    report, input);
+}
 
 }  // namespace
 
@@ -866,6 +1022,7 @@ CaptureResult run_captures(const cli::Options& o, Scanner& scanner, const Patter
                            StopSignal& stop, Notices& notices) {
   CaptureRun run(o, scanner, patterns, regex, out, colors, stop, notices);
   if (threads != nullptr && threads->threads > 1 && packet_farm_applies(o)) run.use_farm(*threads, colors);
+  if (threads != nullptr && threads->threads > 1 && flow_farm_applies(o)) run.use_flow_farm(*threads, colors);
   return run.run();
 }
 

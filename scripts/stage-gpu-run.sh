@@ -11,6 +11,7 @@
 #   bash .device/gpu-latency.sh  bench/latency: write-to-output latency, pipe and TCP
 #   bash .device/gpu-permute.sh  gpupermute's tests and benchmark
 #   bash .device/gpu-captures.sh capture throughput (bench/pcap_throughput.sh) on 2 GB
+#   bash .device/gpu-flowfarm.sh --stream on one thread and on many, and their outputs compared
 #   bash .device/gpu-multi.sh    issue 21: tests on every GPU, bench/run.py on all GPUs and each alone
 #   bash .device/gpu-kafka.sh    issue 20: bench/kafka_scale.py, 1-3 gpufilterd per engine in a group
 #   bash .device/gpu-fail2ban.sh issue 23: bench/fail2ban_bench.py, sshd and every stock filter at once
@@ -37,7 +38,7 @@ cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
   scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
-  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh .device/
+  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-flowfarm.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute .device/bin/

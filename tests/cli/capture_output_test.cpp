@@ -521,6 +521,142 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
   }
 }
 
+// A capture of many TCP flows at once, both directions, with segments out of order and
+// sent again, flows ended by FIN, by RST, by idling out (gaps of capture time past the
+// reassembler's two minutes) and by the capture's end, and UDP packets between them; words
+// to find split across segments. `seed` picks it.
+std::string mixed_capture(unsigned seed) {
+  std::mt19937 rng(seed);
+  const std::vector<std::string> words = {"needle ", "Host: x\r\n", "GET /index ", "MAIL FROM ", "filler ", "data "};
+  std::string file;
+  put32(file, 0xa1b2c3d4);
+  file += std::string("\x02\x00\x04\x00", 4);
+  put32(file, 0);
+  put32(file, 0);
+  put32(file, 65535);
+  put32(file, 1);  // Ethernet
+  std::uint32_t seconds = 1700000000;
+  std::uint32_t usec = 0;
+  const auto frame = [&](bool tcp, bool reply, std::uint16_t port, std::uint32_t seq, std::uint8_t flags,
+                         const std::string& payload) {
+    const std::size_t header = tcp ? 20 : 8;
+    std::string f(14 + 20 + header, '\0');
+    f[12] = 0x08;
+    const std::size_t total = 20 + header + payload.size();
+    f[14] = 0x45, f[16] = static_cast<char>(total >> 8), f[17] = static_cast<char>(total & 0xff);
+    f[22] = 64, f[23] = tcp ? 6 : 17;
+    f[26] = 10, f[29] = static_cast<char>(reply ? 2 : 1), f[30] = 10, f[33] = static_cast<char>(reply ? 1 : 2);
+    const std::uint16_t sport = reply ? 80 : port, dport = reply ? port : 80;
+    f[34] = static_cast<char>(sport >> 8), f[35] = static_cast<char>(sport & 0xff);
+    f[36] = static_cast<char>(dport >> 8), f[37] = static_cast<char>(dport & 0xff);
+    if (tcp) {
+      for (int k = 0; k < 4; ++k) f[38 + k] = static_cast<char>(seq >> (24 - 8 * k));
+      f[46] = 0x50, f[47] = static_cast<char>(flags);
+    } else {
+      const std::size_t length = 8 + payload.size();
+      f[38] = static_cast<char>(length >> 8), f[39] = static_cast<char>(length & 0xff);
+    }
+    f += payload;
+    usec = static_cast<std::uint32_t>((usec + 1 + rng() % 50000) % 1000000);
+    if (usec < 50000) seconds += rng() % 40 == 0 ? 200 : 1;  // now and then, past the idle timeout
+    put32(file, seconds);
+    put32(file, usec);
+    put32(file, static_cast<std::uint32_t>(f.size()));
+    put32(file, static_cast<std::uint32_t>(f.size()));
+    file += f;
+  };
+  struct Open {
+    std::uint16_t port;
+    std::uint32_t seq[2];
+    std::string pending;  // a segment held back, sent after the next one (out of order)
+    int direction = 0;
+  };
+  std::vector<Open> open;
+  std::uint16_t next_port = 1024;
+  for (int step = 0; step < 3000; ++step) {
+    const auto what = static_cast<unsigned>(rng() % 100);
+    if (open.size() < 40 && (open.empty() || what < 8)) {
+      Open o{next_port++, {static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng())}, "", 0};
+      frame(true, false, o.port, o.seq[0]++, 0x02, "");
+      frame(true, true, o.port, o.seq[1]++, 0x12, "");
+      open.push_back(o);
+      continue;
+    }
+    if (what < 14) {
+      std::string payload;
+      for (int w = 0; w < 3; ++w) payload += words[rng() % words.size()];
+      frame(false, rng() % 2 == 1, static_cast<std::uint16_t>(5000 + rng() % 100), 0, 0, payload);
+      continue;
+    }
+    const std::size_t i = rng() % open.size();
+    Open& o = open[i];
+    if (what < 20) {  // the flow ends: FIN from both sides, or RST
+      const bool reset = rng() % 3 == 0;
+      frame(true, false, o.port, o.seq[0], reset ? 0x14 : 0x11, "");
+      if (!reset) frame(true, true, o.port, o.seq[1], 0x11, "");
+      open.erase(open.begin() + static_cast<long>(i));
+      continue;
+    }
+    const int d = static_cast<int>(rng() % 2);
+    std::string payload;
+    for (int w = 0, n = 1 + static_cast<int>(rng() % 4); w < n; ++w) payload += words[rng() % words.size()];
+    payload = payload.substr(rng() % 3);  // words split across segments
+    const std::uint32_t seq = o.seq[d];
+    o.seq[d] += static_cast<std::uint32_t>(payload.size());
+    if (what < 26) {  // sent after the next segment of the same direction
+      const std::uint32_t later = o.seq[d];
+      std::string next = words[rng() % words.size()];
+      o.seq[d] += static_cast<std::uint32_t>(next.size());
+      frame(true, d == 1, o.port, later, 0x18, next);
+      frame(true, d == 1, o.port, seq, 0x18, payload);
+    } else {
+      frame(true, d == 1, o.port, seq, 0x18, payload);
+      if (what < 30) frame(true, d == 1, o.port, seq, 0x18, payload);  // sent again
+    }
+  }
+  return file;
+}
+
+// --stream over a capture file on several threads (cli/flow_farm.hpp) prints byte for byte
+// what one thread prints: the samples and captures of many flows built here, with text,
+// JSON, -o -b, -v, -c, -w, regexes, the empty pattern and a BPF filter, in rounds of every
+// size from one packet up (GPUFILTER_FLOW_ROUND_BYTES), so that flows, their ends and the
+// writing cross many rounds' edges.
+TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrintsPerFlow) {
+  TempDir dir;
+  const std::vector<std::string> captures = {
+      dir.write("mixed-1.pcap", mixed_capture(1)), dir.write("mixed-2.pcap", mixed_capture(2)),
+      corpus_path("pcap/http.cap"), corpus_path("pcap/smtp.pcap"), corpus_path("pcap/v6-http.cap"),
+      corpus_path("pcap/telnet-raw.pcap"), corpus_path("pcap/dns.cap")};
+  const std::vector<std::vector<std::string>> runs = {
+      {"-F", "-e", "needle", "-e", "Host:"},
+      {"--json", "-F", "-e", "GET /"},
+      {"-o", "-b", "-E", "-e", "nee+dle", "-e", "Ho[a-z]t:"},
+      {"-c", "-v", "-F", "-e", "MAIL FROM"},
+      {"-e", ""},
+      {"--hexdump", "-i", "-F", "-e", "NEEDLE"},
+      {"-w", "-F", "-e", "data"},
+      {"-P", "-e", "GET /\\w+"},
+      {"--bpf", "tcp port 80 or udp", "-F", "-e", "filler"},
+  };
+  for (const std::string& capture : captures) {
+    for (const std::vector<std::string>& run : runs) {
+      std::vector<std::string> args = {"--engine=host", "--stream", "--pcap", capture};
+      args.insert(args.end(), run.begin(), run.end());
+      const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
+      for (const char* round : {"1", "900", "20000", ""}) {
+        std::vector<std::string> env;
+        if (*round != '\0') env.push_back(std::string("GPUFILTER_FLOW_ROUND_BYTES=") + round);
+        const GrepRun many = run_gpufilter(args + Args{"-j", "3"}, {}, {}, env);
+        EXPECT_EQ(many.status, one.status) << describe_args(args) << round << one.err;
+        EXPECT_EQ(many.err, one.err) << describe_args(args) << round;
+        EXPECT_TRUE(many.out == one.out) << describe_args(args) << " rounds of " << round << ": "
+                                         << first_difference(one.out, many.out);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test
 

@@ -593,5 +593,24 @@ TEST_F(Capture, StreamRegexMatchesALineAcrossSegments) {
   EXPECT_EQ(run_gpufilter({"-E", "--pcap", telnet, "--stream", "-c", "-e", "ping w+\\.yahoo"}).out, "1\n");
 }
 
+// --stream on several threads (cli/flow_farm.hpp), the threads' hand-offs under
+// ThreadSanitizer (this binary is a `concurrency` test): the samples' flows in rounds of
+// one packet and of the default size print what one thread prints.
+// CaptureOutput.ManyThreadsPrintWhatOneThreadPrintsPerFlow checks many more cases.
+TEST_F(Capture, StreamOnManyThreadsPrintsWhatOneThreadPrints) {
+  for (const char* sample : {"pcap/smtp.pcap", "pcap/http.cap", "pcap/v6-http.cap"}) {
+    for (const Args& run : {Args{"-F", "-e", "HTTP", "-e", "MAIL"}, Args{"--json", "-E", "-e", "[A-Z]{4} "}}) {
+      const Args args = Args{"--engine=host", "--stream", "--pcap", corpus_path(sample)} + run;
+      const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
+      EXPECT_EQ(one.status, 0) << describe_args(args) << one.err;
+      for (const char* round : {"GPUFILTER_FLOW_ROUND_BYTES=1", "GPUFILTER_FLOW_ROUND_BYTES=4194304"}) {
+        const GrepRun many = run_gpufilter(args + Args{"-j", "3"}, {}, {}, {round});
+        EXPECT_EQ(many.status, one.status) << describe_args(args) << round << many.err;
+        EXPECT_TRUE(many.out == one.out) << describe_args(args) << round << ": " << first_difference(one.out, many.out);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "gpufilter/core/errors.hpp"
@@ -44,6 +45,7 @@ class StringWriter final : public Writer {
   void write(std::string_view bytes) override { text_.append(bytes); }
   const std::string& text() const noexcept { return text_; }
   void clear() noexcept { text_.clear(); }
+  std::string take() noexcept { return std::exchange(text_, {}); }
 
  private:
   std::string text_;

@@ -61,6 +61,8 @@ class PcapPieces {
   // The bytes before file offset `offset` are never read again: their pages leave the
   // process. Offsets only grow; any thread, while no other reads below `offset`.
   void release_before(std::size_t offset) const noexcept { file_->drop_before(offset); }
+  // Whether `byte` lies in the mapping (a record's data read here, not libpcap's copy).
+  bool holds(const std::uint8_t* byte) const noexcept { return byte >= bytes_ && byte < bytes_ + size_; }
   // The file offset of a byte of a record's data.
   std::size_t offset_of(const std::uint8_t* byte) const noexcept { return static_cast<std::size_t>(byte - bytes_); }
 
