@@ -21,6 +21,7 @@ namespace {
 struct RoundInput {
   std::uint64_t round = 0;
   std::vector<FlowEvent> events;
+  std::vector<FlowPacket> packets;
   std::deque<std::vector<std::uint8_t>> copies;  // the bytes that are not in the mapping
 };
 
@@ -51,10 +52,22 @@ struct FarmShared {
   std::string error;     // the failed thread's message
   std::deque<RoundOrder> rounds;  // given and not written; the last is being filled
   std::size_t last_next = 0;      // the offset read_to() was last given
-  // Event vectors the threads are done with, for the next rounds: fresh ones would be
+  // Rounds the threads are done with, emptied, for the next ones: fresh vectors would be
   // grown and their pages faulted in anew every round.
-  std::vector<std::vector<FlowEvent>> spare;
+  std::vector<RoundInput> spare;
+  // The mapping is populated up to here ahead of the reader, by a thread of its own: a
+  // quarter of the reader's time went to its page faults.
+  std::size_t ahead = 0;
+  std::condition_variable ahead_wake;
 };
+
+namespace {
+
+// How far ahead of the reader the mapping is populated, and in what steps.
+constexpr std::size_t kAheadBytes = std::size_t{32} << 20;
+constexpr std::size_t kAheadStep = std::size_t{2} << 20;
+
+}  // namespace
 
 struct FlowFarm::Lane final : FlowShardReport {
   explicit Lane(FarmShared& s) : shared(s) {}
@@ -83,16 +96,18 @@ struct FlowFarm::Lane final : FlowShardReport {
     out.flush();
     RoundOutput done{round, writer.take(), std::move(ends), shard->selected(), shard->bytes_scanned()};
     ends.clear();
-    std::vector<FlowEvent> events;
+    RoundInput spent;
     if (!taken.empty() && taken.front().round == round) {
-      events = std::move(taken.front().events);
+      spent = std::move(taken.front());
       taken.pop_front();
     }
-    events.clear();
+    spent.events.clear();
+    spent.packets.clear();
+    spent.copies.clear();
     {
       std::lock_guard lock(shared.mutex);
       outbox.push_back(std::move(done));
-      if (events.capacity() > 0) shared.spare.push_back(std::move(events));
+      shared.spare.push_back(std::move(spent));
     }
     shared.changed.notify_all();
   }
@@ -117,7 +132,8 @@ struct FlowFarm::Lane final : FlowShardReport {
         lock.unlock();
         RoundInput& round = taken.back();
         const std::uint64_t number = round.round;
-        for (const FlowEvent& e : round.events) shard->take(e);
+        for (const FlowEvent& e : round.events)
+          shard->take(e, e.packet == FlowEvent::kNoPacket ? nullptr : &round.packets[e.packet]);
         shard->end_round(number);
         flushed = false;
       }
@@ -137,6 +153,7 @@ FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces&
       selected_(threads, 0), bytes_(threads, 0) {
   shared_->rounds.push_back(RoundOrder{0, first_offset, {}});
   shared_->last_next = first_offset;
+  shared_->ahead = first_offset + kAheadBytes;
   for (std::size_t i = 0; i < threads; ++i) {
     auto lane = std::make_unique<Lane>(*shared_);
     lane->shard = make(lane->out, *lane);
@@ -144,6 +161,7 @@ FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces&
   }
   try {
     for (auto& lane : lanes_) lane->thread = std::thread([l = lane.get()] { l->run(); });
+    ahead_ = std::thread([this, first_offset] { populate_ahead(first_offset); });
   } catch (const std::system_error& e) {
     stop_threads();
     throw Error(std::string("cannot start a thread: ") + e.what());
@@ -158,8 +176,24 @@ void FlowFarm::stop_threads() noexcept {
     shared_->abort = true;
   }
   for (auto& lane : lanes_) lane->wake.notify_one();
+  shared_->ahead_wake.notify_one();
   for (auto& lane : lanes_) {
     if (lane->thread.joinable()) lane->thread.join();
+  }
+  if (ahead_.joinable()) ahead_.join();
+}
+
+// The ahead thread: maps the pages from `done` up to where the reader asks, in steps.
+void FlowFarm::populate_ahead(std::size_t done) noexcept {
+  std::unique_lock lock(shared_->mutex);
+  for (;;) {
+    shared_->ahead_wake.wait(lock, [&] { return shared_->abort || shared_->ahead > done; });
+    if (shared_->abort) return;
+    const std::size_t until = std::min(shared_->ahead, done + kAheadStep);
+    lock.unlock();
+    mapping_.populate(done, until);
+    done = until;
+    lock.lock();
   }
 }
 
@@ -173,12 +207,18 @@ std::span<const std::uint8_t> FlowFarm::kept(Lane& lane, std::span<const std::ui
 }
 
 void FlowFarm::segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info) {
-  FlowEvent& e = lane_of_flow(flow).filling.events.emplace_back();
+  RoundInput& round = lane_of_flow(flow).filling;
+  FlowEvent& e = round.events.emplace_back();
   e.kind = FlowEvent::Kind::kSegment;
   e.flow = flow;
-  e.raw = raw;
-  e.raw.data = {};  // a segment's bytes come as kBytes
-  e.info = info;
+  e.seconds = raw.seconds;
+  e.nanoseconds = raw.nanoseconds;
+  if (flow > newest_flow_) {  // its first segment
+    newest_flow_ = flow;
+    e.packet = static_cast<std::uint32_t>(round.packets.size());
+    FlowPacket& p = round.packets.emplace_back(FlowPacket{raw, info});
+    p.raw.data = {};  // a segment's bytes come as kBytes
+  }
   round_bytes_ += raw.caplen;
 }
 
@@ -187,7 +227,7 @@ void FlowFarm::bytes(std::uint64_t flow, int direction, std::uint64_t offset, st
   FlowEvent& e = lane.filling.events.emplace_back();
   e.kind = FlowEvent::Kind::kBytes;
   e.flow = flow;
-  e.direction = direction;
+  e.direction = static_cast<std::uint8_t>(direction);
   e.offset = offset;
   e.bytes = kept(lane, bytes);
 }
@@ -205,9 +245,9 @@ void FlowFarm::packet(const RawPacket& raw, const PacketInfo& info) {
   Lane& lane = *lanes_[index];
   FlowEvent& e = lane.filling.events.emplace_back();
   e.kind = FlowEvent::Kind::kPacket;
-  e.raw = raw;
-  e.raw.data = kept(lane, raw.data);
-  e.info = info;
+  e.packet = static_cast<std::uint32_t>(lane.filling.packets.size());
+  FlowPacket& p = lane.filling.packets.emplace_back(FlowPacket{raw, info});
+  p.raw.data = kept(lane, raw.data);
   round_bytes_ += raw.caplen;
   shared_->rounds.back().lanes.push_back(index);
 }
@@ -231,7 +271,7 @@ void FlowFarm::end_round(std::size_t next) {
       lane->inbox.push_back(std::move(lane->filling));
       lane->filling = RoundInput{};
       if (!shared_->spare.empty()) {
-        lane->filling.events = std::move(shared_->spare.back());
+        lane->filling = std::move(shared_->spare.back());
         shared_->spare.pop_back();
       }
     }
@@ -239,6 +279,11 @@ void FlowFarm::end_round(std::size_t next) {
   }
   round_bytes_ = 0;
   for (auto& lane : lanes_) lane->wake.notify_one();
+  {
+    std::lock_guard lock(shared_->mutex);
+    shared_->ahead = std::min(mapping_.size(), next + kAheadBytes);
+  }
+  shared_->ahead_wake.notify_one();
 }
 
 // Writes the oldest given round when every thread has finished it (waiting for that when

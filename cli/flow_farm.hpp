@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpufilter/core/packet.hpp"
@@ -29,16 +30,25 @@
 
 namespace gpufilter {
 
-// One thing the calling thread hands to a shard.
+// A packet a shard needs whole: another protocol's (matched on its own), or a flow's first
+// segment (the flow's client and start).
+struct FlowPacket {
+  RawPacket raw;  // its data: the frame (a first segment's: none, its bytes come as kBytes)
+  PacketInfo info;
+};
+
+// One thing the calling thread hands to a shard: small, a packet's whole only where needed.
 struct FlowEvent {
   enum class Kind : std::uint8_t { kSegment, kBytes, kClosing, kPacket };
+  static constexpr std::uint32_t kNoPacket = ~std::uint32_t{0};
   Kind kind = Kind::kSegment;
-  int direction = 0;          // kBytes
-  std::uint64_t flow = 0;     // kSegment, kBytes, kClosing
-  std::uint64_t offset = 0;   // kBytes: the stream offset of bytes[0]
-  RawPacket raw;              // kSegment, kPacket (its data is the frame)
-  PacketInfo info;            // kSegment, kPacket
+  std::uint8_t direction = 0;   // kBytes
+  std::uint32_t nanoseconds = 0;  // kSegment: the segment's time
+  std::int64_t seconds = 0;
+  std::uint64_t flow = 0;       // kSegment, kBytes, kClosing
+  std::uint64_t offset = 0;     // kBytes: the stream offset of bytes[0]
   std::span<const std::uint8_t> bytes;  // kBytes
+  std::uint32_t packet = kNoPacket;  // kPacket, a flow's first kSegment: its FlowPacket in the round
 };
 
 // What a shard tells the farm, on the shard's thread.
@@ -56,8 +66,9 @@ class FlowShardReport {
 class FlowShard {
  public:
   virtual ~FlowShard() = default;
-  // The event's spans stay valid until the round's round_done().
-  virtual void take(const FlowEvent& event) = 0;
+  // The event's spans and `packet` (its FlowPacket, or null) stay valid until the round's
+  // round_done().
+  virtual void take(const FlowEvent& event, const FlowPacket* packet) = 0;
   virtual void end_round(std::uint64_t round) = 0;
   // Everything taken is scanned and delivered (the thread has nothing else to do).
   virtual void flush() = 0;
@@ -108,13 +119,16 @@ class FlowFarm {
   void end_round(std::size_t next);
   bool write_oldest(bool wait);
   void stop_threads() noexcept;
+  void populate_ahead(std::size_t done) noexcept;
 
   const PcapPieces& mapping_;
   Output& out_;
   std::unique_ptr<struct FarmShared> shared_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  std::thread ahead_;  // maps the file ahead of the reader
   std::size_t window_ = 2;       // rounds given and not written, at most
   std::uint64_t next_lane_ = 0;  // for the next packet of another protocol
+  std::uint64_t newest_flow_ = 0;  // the highest flow id given (ids grow: a higher one is new)
   std::size_t round_limit_ = kRoundBytes;
   std::size_t round_bytes_ = 0;  // of the packets given in the round being filled
   std::vector<std::uint64_t> selected_, bytes_;  // each thread's, as of the last round written

@@ -276,12 +276,22 @@ class CaptureRun {
     nano_ = input.nanosecond;
     sink_->begin(input);
   }
-  void take_event(const FlowEvent& e) {
+  void take_event(const FlowEvent& e, const FlowPacket* packet) {
     switch (e.kind) {
-      case FlowEvent::Kind::kSegment: flow_segment(e.flow, e.raw, e.info); break;
+      case FlowEvent::Kind::kSegment: {
+        if (packet != nullptr) {
+          flow_segment(e.flow, packet->raw, packet->info);
+          break;
+        }
+        RawPacket raw;  // a later segment: only its time counts
+        raw.seconds = e.seconds;
+        raw.nanoseconds = e.nanoseconds;
+        flow_segment(e.flow, raw, PacketInfo{});
+        break;
+      }
       case FlowEvent::Kind::kBytes: stream_bytes(e.flow, e.direction, e.offset, e.bytes); break;
       case FlowEvent::Kind::kClosing: flow_closing(e.flow); break;
-      case FlowEvent::Kind::kPacket: add_packet(e.raw, e.info); break;
+      case FlowEvent::Kind::kPacket: add_packet(packet->raw, packet->info); break;
     }
   }
   void end_round(std::uint64_t round) { records_.add((round << 2) | kRoundEnd, {}); }
@@ -993,7 +1003,7 @@ class ShardRun final : public FlowShard {
         run_(o, *scanner_, patterns, regexes_.get(), out, colors, stop, notices) {
     run_.serve(report, input);
   }
-  void take(const FlowEvent& event) override { run_.take_event(event); }
+  void take(const FlowEvent& event, const FlowPacket* packet) override { run_.take_event(event, packet); }
   void end_round(std::uint64_t round) override { run_.end_round(round); }
   void flush() override { run_.flush_records(); }
   std::uint64_t selected() const override { return run_.selected(); }
