@@ -55,19 +55,7 @@ struct FarmShared {
   // Rounds the threads are done with, emptied, for the next ones: fresh vectors would be
   // grown and their pages faulted in anew every round.
   std::vector<RoundInput> spare;
-  // The mapping is populated up to here ahead of the reader, by a thread of its own: a
-  // quarter of the reader's time went to its page faults.
-  std::size_t ahead = 0;
-  std::condition_variable ahead_wake;
 };
-
-namespace {
-
-// How far ahead of the reader the mapping is populated, and in what steps.
-constexpr std::size_t kAheadBytes = std::size_t{32} << 20;
-constexpr std::size_t kAheadStep = std::size_t{2} << 20;
-
-}  // namespace
 
 struct FlowFarm::Lane final : FlowShardReport {
   explicit Lane(FarmShared& s) : shared(s) {}
@@ -153,7 +141,6 @@ FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces&
       selected_(threads, 0), bytes_(threads, 0) {
   shared_->rounds.push_back(RoundOrder{0, first_offset, {}});
   shared_->last_next = first_offset;
-  shared_->ahead = first_offset + kAheadBytes;
   for (std::size_t i = 0; i < threads; ++i) {
     auto lane = std::make_unique<Lane>(*shared_);
     lane->shard = make(lane->out, *lane);
@@ -161,7 +148,6 @@ FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces&
   }
   try {
     for (auto& lane : lanes_) lane->thread = std::thread([l = lane.get()] { l->run(); });
-    ahead_ = std::thread([this, first_offset] { populate_ahead(first_offset); });
   } catch (const std::system_error& e) {
     stop_threads();
     throw Error(std::string("cannot start a thread: ") + e.what());
@@ -176,28 +162,19 @@ void FlowFarm::stop_threads() noexcept {
     shared_->abort = true;
   }
   for (auto& lane : lanes_) lane->wake.notify_one();
-  shared_->ahead_wake.notify_one();
   for (auto& lane : lanes_) {
     if (lane->thread.joinable()) lane->thread.join();
   }
-  if (ahead_.joinable()) ahead_.join();
 }
 
-// The ahead thread: maps the pages from `done` up to where the reader asks, in steps.
-void FlowFarm::populate_ahead(std::size_t done) noexcept {
-  std::unique_lock lock(shared_->mutex);
-  for (;;) {
-    shared_->ahead_wake.wait(lock, [&] { return shared_->abort || shared_->ahead > done; });
-    if (shared_->abort) return;
-    const std::size_t until = std::min(shared_->ahead, done + kAheadStep);
-    lock.unlock();
-    mapping_.populate(done, until);
-    done = until;
-    lock.lock();
-  }
+// A flow's thread: its id scattered (ids are given in turn), then scaled to the count (a
+// multiply, not a division: this is asked for every segment on the reading thread).
+std::uint32_t FlowFarm::lane_index(std::uint64_t flow) const noexcept {
+  const std::uint64_t scattered = (flow * 0x9e3779b97f4a7c15ull) >> 32;
+  return static_cast<std::uint32_t>((scattered * lanes_.size()) >> 32);
 }
 
-FlowFarm::Lane& FlowFarm::lane_of_flow(std::uint64_t flow) { return *lanes_[flow % lanes_.size()]; }
+FlowFarm::Lane& FlowFarm::lane_of_flow(std::uint64_t flow) { return *lanes_[lane_index(flow)]; }
 
 // Bytes in the mapping stay where they are; others (held out-of-order data, a frame
 // libpcap read) are copied into the round.
@@ -237,7 +214,7 @@ void FlowFarm::closing(std::uint64_t flow) {
   FlowEvent& e = lane.filling.events.emplace_back();
   e.kind = FlowEvent::Kind::kClosing;
   e.flow = flow;
-  shared_->rounds.back().lanes.push_back(static_cast<std::uint32_t>(flow % lanes_.size()));
+  shared_->rounds.back().lanes.push_back(lane_index(flow));
 }
 
 void FlowFarm::packet(const RawPacket& raw, const PacketInfo& info) {
@@ -279,11 +256,6 @@ void FlowFarm::end_round(std::size_t next) {
   }
   round_bytes_ = 0;
   for (auto& lane : lanes_) lane->wake.notify_one();
-  {
-    std::lock_guard lock(shared_->mutex);
-    shared_->ahead = std::min(mapping_.size(), next + kAheadBytes);
-  }
-  shared_->ahead_wake.notify_one();
 }
 
 // Writes the oldest given round when every thread has finished it (waiting for that when

@@ -21,7 +21,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpufilter/core/packet.hpp"
@@ -114,18 +113,17 @@ class FlowFarm {
 
  private:
   struct Lane;
+  std::uint32_t lane_index(std::uint64_t flow) const noexcept;
   Lane& lane_of_flow(std::uint64_t flow);
   std::span<const std::uint8_t> kept(Lane& lane, std::span<const std::uint8_t> bytes);
   void end_round(std::size_t next);
   bool write_oldest(bool wait);
   void stop_threads() noexcept;
-  void populate_ahead(std::size_t done) noexcept;
 
   const PcapPieces& mapping_;
   Output& out_;
   std::unique_ptr<struct FarmShared> shared_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::thread ahead_;  // maps the file ahead of the reader
   std::size_t window_ = 2;       // rounds given and not written, at most
   std::uint64_t next_lane_ = 0;  // for the next packet of another protocol
   std::uint64_t newest_flow_ = 0;  // the highest flow id given (ids grow: a higher one is new)

@@ -26,6 +26,7 @@
 
 #include "flow_excerpts.hpp"
 #include "flow_farm.hpp"
+#include "packets_ahead.hpp"
 #include "packet_farm.hpp"
 #include "packet_select.hpp"
 #include "gpufilter/core/errors.hpp"
@@ -337,6 +338,14 @@ class CaptureRun {
     const bool two_pass_out = !o_.pcap_out.empty() && o_.stream && !live && input != "-";
     if (!open_input(reader, two_pass_out)) return;
     const std::unique_ptr<PcapPieces> pieces = live || input == "-" ? nullptr : map_file(reader, input);
+    // The threads that read the mapping end before it goes, also when an error leaves early.
+    struct EndReaders {
+      CaptureRun& run;
+      ~EndReaders() {
+        run.ahead_.reset();
+        run.flow_farm_.reset();
+      }
+    } end_readers{*this};
     sink_->begin(CaptureInput{name_, nano_});
     read_mapped(pieces.get());
     if (farm_ && pieces && farm_input(reader, *pieces)) {
@@ -345,6 +354,9 @@ class CaptureRun {
     }
     if (o_.stream) {
       if (flow_threads_ != nullptr && pieces) start_flow_farm(*pieces);
+      // The farm's threads match faster than one thread reassembles: this one reads and
+      // decodes on a thread of its own.
+      if (flow_farm_ && cursor_) ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_);
       reassembler_ = std::make_unique<TcpReassembler>(
           ReassemblyConfig{},
           [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
@@ -410,6 +422,7 @@ class CaptureRun {
   // The packets come from `pieces`, through the reader's BPF filter, or (null) from the
   // reader.
   void read_mapped(const PcapPieces* pieces) {
+    ahead_.reset();
     cursor_.reset();
     released_ = 0;
     if (pieces != nullptr) cursor_.emplace(*pieces);
@@ -417,7 +430,7 @@ class CaptureRun {
 
   PcapReader::Read next_packet(PcapReader& reader, RawPacket& raw) {
     if (!cursor_) return reader.read(raw);
-    if (cursor_->offset() >= released_ + kReleaseStep) release_mapping();
+    if (cursor_->offset() >= released_ + kReleaseStep) release_mapping(cursor_->offset());
     for (;;) {
       switch (cursor_->next(raw)) {
         case PcapPieces::Cursor::Read::kPacket:
@@ -438,15 +451,35 @@ class CaptureRun {
     cursor_.reset();
   }
 
+  // The next packet from the thread reading ahead, decoded there. At a record the mapping
+  // does not read, libpcap reads on from it here (and the packet is decoded here).
+  PcapReader::Read next_ahead(PcapReader& reader, RawPacket& raw, PacketInfo& info) {
+    if (ahead_->batch_begin() >= released_ + kReleaseStep) release_mapping(ahead_->batch_begin());
+    switch (ahead_->next(raw, info)) {
+      case PcapPieces::Cursor::Read::kPacket: return PcapReader::Read::kPacket;
+      case PcapPieces::Cursor::Read::kEnd: return PcapReader::Read::kEnd;
+      case PcapPieces::Cursor::Read::kLeft: break;
+    }
+    const std::size_t offset = ahead_->left_offset();
+    const std::uint64_t index = ahead_->left_index();
+    ahead_.reset();
+    hand_to_libpcap(reader, offset, index);
+    const PcapReader::Read got = reader.read(raw);
+    if (got == PcapReader::Read::kPacket) info = decode_packet(link_type_, raw.data);
+    return got;
+  }
+
   // The mapping's pages before the oldest packet still kept (waiting for its result, or
   // for -B) leave the process, so memory stays bounded whatever the file's size.
-  void release_mapping() {
+  // With the reader ahead, its thread gives them back (munmap is slow on this one).
+  void release_mapping(std::size_t reading) {
     const PcapPieces& pieces = cursor_->pieces();
-    std::size_t oldest = cursor_->offset();
+    std::size_t oldest = reading;
     if (!pending_.empty()) oldest = std::min(oldest, pieces.offset_of(pending_.front().raw.data.data()));
     if (!behind_.empty()) oldest = std::min(oldest, pieces.offset_of(behind_.front().raw.data.data()));
     if (flow_farm_) oldest = std::min(oldest, flow_farm_->oldest_offset());
-    pieces.release_before(oldest);
+    if (ahead_) ahead_->release_before(oldest);
+    else pieces.release_before(oldest);
     released_ = oldest;
   }
 
@@ -518,7 +551,9 @@ class CaptureRun {
           read_limit_reached_ = true;  // --max-packets: no more are read, of any capture
           break;
         }
-        const PcapReader::Read got = next_packet(reader, raw);
+        PacketInfo info;
+        const bool decoded = ahead_ != nullptr;
+        const PcapReader::Read got = decoded ? next_ahead(reader, raw, info) : next_packet(reader, raw);
         if (got == PcapReader::Read::kEnd) break;
         if (got == PcapReader::Read::kIdle || (live && waiting_since_ && Clock::now() - *waiting_since_ >= batch_timeout_)) {
           // A quiet interface, or a packet that has waited the batch timeout: what waits
@@ -531,7 +566,7 @@ class CaptureRun {
         }
         if (live && !waiting_since_) waiting_since_ = Clock::now();
         ++packets_;
-        const PacketInfo info = decode_packet(link_type_, raw.data);
+        if (!decoded) info = decode_packet(link_type_, raw.data);
         if (o_.stream && info.transport == PacketInfo::Transport::kTcp) {
           add_segment(raw, info, last_expire);
         } else if (flow_farm_) {
@@ -539,7 +574,7 @@ class CaptureRun {
         } else {
           add_packet(raw, info);
         }
-        if (flow_farm_) flow_farm_->read_to(cursor_ ? cursor_->offset() : 0);
+        if (flow_farm_) flow_farm_->read_to(ahead_ ? ahead_->batch_begin() : cursor_ ? cursor_->offset() : 0);
       }
     } catch (const OutputError&) {
       throw;  // main() reports it once: "write error: ..." (quiet for a closed pipe)
@@ -983,6 +1018,7 @@ class CaptureRun {
   const CaptureThreads* flow_threads_ = nullptr;  // --stream on many threads: how, when they can be
   std::optional<Colors> colors_;                  // for the farm's shards
   std::unique_ptr<FlowFarm> flow_farm_;           // the flows of the capture being read, when on many threads
+  std::unique_ptr<PacketsAhead> ahead_;           // with it, the mapping read and decoded on a thread
   FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
   std::uint64_t farm_bytes_ = 0;           // scanned by it
   bool done_ = false;

@@ -1,13 +1,9 @@
 // A classic pcap file cut into pieces of whole records (pcap_pieces.hpp).
 #include "gpufilter/sources/pcap_pieces.hpp"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -136,20 +132,6 @@ std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond
   p->lengths_ = minor < 3 ? Lengths::kSwapped : minor == 3 ? Lengths::kMaybeSwapped : Lengths::kInOrder;
   if (p->size_ >= kFileHeader + kRecordHeader) p->first_seconds_ = p->load(kFileHeader);
   return p;
-}
-
-void PcapPieces::populate(std::size_t from, std::size_t to) const noexcept {
-  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  to = std::min(to, size_);
-  if (from >= to) return;
-  // MADV_POPULATE_READ (Linux 5.14) maps the range in one call; before it, a read of one
-  // byte a page faults each in.
-  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(bytes_ + from) & ~(page - 1);
-  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(bytes_ + to);
-  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
-  unsigned sum = 0;
-  for (std::size_t at = from; at < to; at += page) sum += static_cast<const volatile unsigned char*>(bytes_)[at];
-  (void)sum;
 }
 
 }  // namespace gpufilter

@@ -524,8 +524,9 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrints) {
 // A capture of many TCP flows at once, both directions, with segments out of order and
 // sent again, flows ended by FIN, by RST, by idling out (gaps of capture time past the
 // reassembler's two minutes) and by the capture's end, and UDP packets between them; words
-// to find split across segments. `seed` picks it.
-std::string mixed_capture(unsigned seed) {
+// to find split across segments. `seed` picks it; `oversized`: a record longer than the
+// file's snaplen halfway (libpcap reads on from it, cutting it).
+std::string mixed_capture(unsigned seed, bool oversized = false) {
   std::mt19937 rng(seed);
   const std::vector<std::string> words = {"needle ", "Host: x\r\n", "GET /index ", "MAIL FROM ", "filler ", "data "};
   std::string file;
@@ -574,6 +575,7 @@ std::string mixed_capture(unsigned seed) {
   std::vector<Open> open;
   std::uint16_t next_port = 1024;
   for (int step = 0; step < 3000; ++step) {
+    if (oversized && step == 1500) frame(false, false, 5000, 0, 0, std::string(70000, 'z') + "needle");
     const auto what = static_cast<unsigned>(rng() % 100);
     if (open.size() < 40 && (open.empty() || what < 8)) {
       Open o{next_port++, {static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng())}, "", 0};
@@ -624,8 +626,10 @@ std::string mixed_capture(unsigned seed) {
 // writing cross many rounds' edges.
 TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrintsPerFlow) {
   TempDir dir;
+  const std::string mixed = mixed_capture(1);
   const std::vector<std::string> captures = {
-      dir.write("mixed-1.pcap", mixed_capture(1)), dir.write("mixed-2.pcap", mixed_capture(2)),
+      dir.write("mixed-1.pcap", mixed), dir.write("mixed-2.pcap", mixed_capture(2)),
+      dir.write("cut.pcap", mixed.substr(0, mixed.size() * 2 / 3)), dir.write("oversized.pcap", mixed_capture(3, true)),
       corpus_path("pcap/http.cap"), corpus_path("pcap/smtp.pcap"), corpus_path("pcap/v6-http.cap"),
       corpus_path("pcap/telnet-raw.pcap"), corpus_path("pcap/dns.cap")};
   const std::vector<std::vector<std::string>> runs = {

@@ -61,9 +61,6 @@ class PcapPieces {
   // The bytes before file offset `offset` are never read again: their pages leave the
   // process. Offsets only grow; any thread, while no other reads below `offset`.
   void release_before(std::size_t offset) const noexcept { file_->drop_before(offset); }
-  // The pages of [from, to) are mapped now (read ahead of the reader, on another thread,
-  // so that the reader takes no page faults); offsets past the file are ignored.
-  void populate(std::size_t from, std::size_t to) const noexcept;
   // Whether `byte` lies in the mapping (a record's data read here, not libpcap's copy).
   bool holds(const std::uint8_t* byte) const noexcept { return byte >= bytes_ && byte < bytes_ + size_; }
   // The file offset of a byte of a record's data.
