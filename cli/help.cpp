@@ -97,7 +97,8 @@ GPU and streaming:
                             error after a second of scanning, when the
                             output is not that terminal or is -c/-l/-L/-q)
   -j, --threads=NUM         search up to NUM files at once (default: one per
-                            core; 1: one after another); output stays in order
+                            core; 1: one after another); output stays in order;
+                            captures: packets (--stream: flows) on NUM threads
       --batch-timeout=MS    longest wait of a line on a slow input (default 2)
       --host-scan-below=SIZE  scan chunks smaller than SIZE on the host,
                             where a device round trip costs more (default
