@@ -2,8 +2,9 @@
 # Runs on the GPU machine from the repository root after scripts/stage-gpu-run.sh (as
 # .device/gpu-flowfarm.sh): --stream over a capture file on many threads
 # (cli/flow_farm.hpp). bench/pcap_throughput.sh's rows with one thread (-j1), the
-# default and JOBS (default "4 8") threads, on a capture of CAPTURE_SIZE (default 2G); then
-# whether the default prints byte for byte what -j1 prints, for text, JSON, -o and regexes.
+# default and JOBS (default "4 8") threads, fixed strings (-F), on a capture of
+# CAPTURE_SIZE (default 2G); then whether the default prints byte for byte what -j1
+# prints, for text, JSON, -o and regexes.
 set -u
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 d=$PWD/.device
@@ -11,7 +12,7 @@ w=/tmp/gpufilter-pcap
 echo "cores: $(nproc)"
 throughput() {
   bash bench/pcap_throughput.sh --size "${CAPTURE_SIZE:-2G}" --work $w --gpufilter "$d/gpufilter" \
-    --gen "$d/bin/gpufilter-gen-pcap" --samples "$d/corpus/pcap" -- --engine=host "$@" 2>&1 | grep -v "^|---"
+    --gen "$d/bin/gpufilter-gen-pcap" --samples "$d/corpus/pcap" -- --engine=host -F "$@" 2>&1 | grep -v "^|---"
 }
 throughput -j1 | grep -v "| packet"
 throughput
