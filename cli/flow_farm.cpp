@@ -218,7 +218,8 @@ void FlowFarm::closing(std::uint64_t flow) {
 }
 
 void FlowFarm::packet(const RawPacket& raw, const PacketInfo& info) {
-  const auto index = static_cast<std::uint32_t>(next_lane_++ % lanes_.size());
+  const auto index = static_cast<std::uint32_t>(next_lane_);
+  if (++next_lane_ == lanes_.size()) next_lane_ = 0;
   Lane& lane = *lanes_[index];
   FlowEvent& e = lane.filling.events.emplace_back();
   e.kind = FlowEvent::Kind::kPacket;

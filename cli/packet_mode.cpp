@@ -87,10 +87,14 @@ struct HeldPacket {
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
 
-// --stream on many threads uses at most this many: this thread's reading and reassembly
-// bound it (H200 machine, 2 GB capture: 1.47 GB/s with 4 threads, 1.25-1.38 with 8, 1.06-1.08
-// with 16 for 1 and 100 literals; 10,000 literals 0.80 / 0.89 / 0.71).
-constexpr std::size_t kMaxFlowThreads = 8;
+// --stream on many threads: how many match flows, of the `wanted`. Two more threads read
+// and reassemble, and bound the run when they are preempted: the cores less two (H200
+// machine, 16 cores, 2 GB capture, 1 / 100 / 10,000 literals, GB/s: 8 threads 2.84 / 2.46
+// / 2.12, 12 2.29 / 2.71 / 2.20, 16 2.22-2.24 / 2.10-2.46 / 1.77-1.78).
+std::size_t flow_threads(std::size_t wanted) {
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(wanted, std::max<std::size_t>(2, cores > 2 ? cores - 2 : 1));
+}
 
 // A mapped capture read here gives back the pages behind it in steps of this many bytes.
 constexpr std::size_t kReleaseStep = std::size_t{32} << 20;
@@ -385,7 +389,7 @@ class CaptureRun {
     const char* round = std::getenv("GPUFILTER_FLOW_ROUND_BYTES");
     const std::size_t round_bytes = round != nullptr ? std::strtoull(round, nullptr, 10) : FlowFarm::kRoundBytes;
     try {
-      flow_farm_ = std::make_unique<FlowFarm>(std::min(flow_threads_->threads, kMaxFlowThreads), make, pieces, out_,
+      flow_farm_ = std::make_unique<FlowFarm>(flow_threads(flow_threads_->threads), make, pieces, out_,
                                               cursor_->offset(), round_bytes);
     } catch (const Error&) {
       flow_farm_.reset();
