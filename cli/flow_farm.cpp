@@ -44,17 +44,19 @@ struct RoundOrder {
 
 }  // namespace
 
+// The farm's state beside its threads (FlowFarm keeps it behind a pointer).
 struct FarmShared {
   std::mutex mutex;
   std::condition_variable changed;  // for the calling thread: a round is done, or a thread failed
-  bool abort = false;    // a thread failed, or the farm ends early
-  bool closing = false;  // no more rounds come
-  std::string error;     // the failed thread's message
-  std::deque<RoundOrder> rounds;  // given and not written; the last is being filled
-  std::size_t last_next = 0;      // the offset read_to() was last given
+  // Under the mutex.
+  bool abort = false;  // a thread failed, or the farm ends
+  std::string error;   // the failed thread's message
   // Rounds the threads are done with, emptied, for the next ones: fresh vectors would be
   // grown and their pages faulted in anew every round.
   std::vector<RoundInput> spare;
+  // The calling thread's only.
+  std::deque<RoundOrder> rounds;  // given and not written; the last is being filled
+  std::size_t last_next = 0;      // the offset read_to() was last given
 };
 
 struct FlowFarm::Lane final : FlowShardReport {
@@ -100,7 +102,7 @@ struct FlowFarm::Lane final : FlowShardReport {
     shared.changed.notify_all();
   }
 
-  // Takes rounds until the farm closes; flushes the shard whenever it has none waiting, so
+  // Takes rounds until the farm ends; flushes the shard whenever it has none waiting, so
   // that every round given is finished without waiting for the next.
   void run() noexcept {
     try {
@@ -113,8 +115,8 @@ struct FlowFarm::Lane final : FlowShardReport {
           flushed = true;
           continue;
         }
-        wake.wait(lock, [&] { return shared.abort || shared.closing || !inbox.empty(); });
-        if (shared.abort || inbox.empty()) return;
+        wake.wait(lock, [&] { return shared.abort || !inbox.empty(); });
+        if (shared.abort) return;
         taken.push_back(std::move(inbox.front()));
         inbox.pop_front();
         lock.unlock();
@@ -289,6 +291,7 @@ bool FlowFarm::write_oldest(bool wait) {
     at[lane] = end;
   }
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
+    if (next[i] != outputs[i].ends.size()) throw Error("a flow thread printed an event it was not given");
     selected_[i] = outputs[i].selected;
     bytes_[i] = outputs[i].bytes;
   }

@@ -1019,12 +1019,12 @@ class CaptureRun {
   std::optional<PcapPieces::Cursor> cursor_;  // a mapped capture file's packets, when it is one
   std::size_t released_ = 0;                  // the mapping's bytes given back so far
   std::unique_ptr<PacketFarmParts> farm_;  // capture files on many threads, when they can be
+  std::uint64_t farm_bytes_ = 0;           // scanned by it (or by the flow farm)
   const CaptureThreads* flow_threads_ = nullptr;  // --stream on many threads: how, when they can be
-  std::optional<Colors> colors_;                  // for the farm's shards
+  std::optional<Colors> colors_;                  // for the flow farm's shards
   std::unique_ptr<FlowFarm> flow_farm_;           // the flows of the capture being read, when on many threads
   std::unique_ptr<PacketsAhead> ahead_;           // with it, the mapping read and decoded on a thread
   FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
-  std::uint64_t farm_bytes_ = 0;           // scanned by it
   bool done_ = false;
   bool input_done_ = false;          // -l/-L: this capture is decided
   bool read_limit_reached_ = false;  // --max-packets
