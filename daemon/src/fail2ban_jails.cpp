@@ -121,6 +121,10 @@ RuleConfig jail_rule(const Jail& jail, const std::string& dir, const std::vector
   r.resolve_after = std::max(ban, Millis(1));  // the unban: bantime after the host's last failure
   r.labels = {{"jail", jail.name}, {"filter", jail.filter}, {"user", "{{user}}"}};
   r.ignore_hosts = jail.ignoreip;
+  if (jail.ignoreself) {  // fail2ban's ignoreself: the host's own addresses (from /etc/hosts)
+    const std::vector<std::string> self = fail2ban::self_addresses();
+    r.ignore_hosts.insert(r.ignore_hosts.end(), self.begin(), self.end());
+  }
   r.only_sources = files;
   return r;
 }

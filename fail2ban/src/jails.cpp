@@ -1,11 +1,13 @@
 #include "gpufilter/fail2ban/jails.hpp"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -202,14 +204,72 @@ void read_jail_options(const ConfigParser& cfg, Jail& jail) {
   jail.findtime = read_time(cfg, jail, "findtime", jail.findtime);
   jail.bantime = read_time(cfg, jail, "bantime", jail.bantime);
   if (const auto v = cfg.get(jail.name, "ignoreip")) jail.ignoreip = splitwords(*v);
+  if (const auto v = cfg.get(jail.name, "ignoreself"); v && !trim(*v).empty()) {
+    const std::optional<bool> on = boolean(*v);
+    if (!on) throw Fail2banError(jail.where + ": jail [" + jail.name + "]: ignoreself \"" + *v + "\" is not a boolean");
+    jail.ignoreself = *on;
+  }
   if (const auto v = cfg.get(jail.name, "usedns")) jail.usedns = trim(*v);
   for (const char* key : {"failregex", "ignoreregex", "prefregex", "maxlines", "datepattern", "journalmatch"})
     if (const auto v = cfg.get(jail.name, key); v && !trim(*v).empty()) jail.filter_overrides[key] = *v;
-  for (const char* key : {"bantime.increment", "ignorecommand", "ignoreself", "logtimezone", "logencoding"})
+  for (const char* key : {"bantime.increment", "ignorecommand", "logtimezone", "logencoding"})
     if (const auto v = cfg.get(jail.name, key); v && !trim(*v).empty()) jail.other[key] = trim(*v);
 }
 
 }  // namespace
+
+namespace {
+
+// The canonical text of an address ("::0001" -> "::1"), or "" when it is none.
+std::string canonical_address(const std::string& text) {
+  unsigned char bytes[16];
+  char out[INET6_ADDRSTRLEN];
+  for (const int family : {AF_INET, AF_INET6}) {
+    if (::inet_pton(family, text.c_str(), bytes) == 1 && ::inet_ntop(family, bytes, out, sizeof out) != nullptr)
+      return out;
+  }
+  return "";
+}
+
+// A hosts file's lines: the address, then its names.
+std::vector<std::vector<std::string>> hosts_lines(const std::string& path) {
+  std::vector<std::vector<std::string>> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (const std::size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string w; words >> w;) fields.push_back(w);
+    if (fields.size() >= 2) lines.push_back(std::move(fields));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> self_addresses(const std::string& hosts_file) {
+  const std::vector<std::vector<std::string>> lines = hosts_lines(hosts_file);
+  char host[256] = {};
+  std::set<std::string> names = {"localhost"};
+  if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') {
+    const std::string self = lower(host);
+    names.insert(self);
+    for (const auto& l : lines)  // the host's other names: its fully qualified one
+      if (std::any_of(l.begin() + 1, l.end(), [&](const std::string& n) { return lower(n) == self; }))
+        for (auto n = l.begin() + 1; n != l.end(); ++n) names.insert(lower(*n));
+  }
+  std::vector<std::string> out;
+  bool localhost = false;
+  for (const auto& l : lines) {
+    const bool named = std::any_of(l.begin() + 1, l.end(), [&](const std::string& n) { return names.count(lower(n)); });
+    if (!named) continue;
+    localhost = localhost || std::any_of(l.begin() + 1, l.end(), [](const std::string& n) { return lower(n) == "localhost"; });
+    const std::string address = canonical_address(l[0]);
+    if (!address.empty() && std::find(out.begin(), out.end(), address) == out.end()) out.push_back(address);
+  }
+  if (!localhost && std::find(out.begin(), out.end(), "127.0.0.1") == out.end()) out.push_back("127.0.0.1");
+  return out;
+}
 
 std::optional<double> str2seconds(std::string_view text) {
   std::string v = trim(std::string(text));

@@ -122,6 +122,51 @@ TEST(Jails, IgnoreipAddressesNetworksAndNames) {
     EXPECT_FALSE(fail2ban::ignored(list, out)) << out;
 }
 
+// ignoreself (fail2ban's default): the host's own addresses, from a hosts file's lines
+// naming localhost, this host or its other names (its fully qualified one); never DNS.
+TEST(Jails, IgnoreselfIgnoresTheHostsOwnAddresses) {
+  Fail2banDir f;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string self = host;
+  write_text(f.dir + "/hosts", "127.0.0.1 localhost\n::0001 localhost ip6-localhost  # the loopback\n"
+                               "127.0.1.1 " + self + ".example.org " + self + "\n10.9.8.7 " + self +
+                               ".example.org\n192.0.2.9 other\n# 192.0.2.10 localhost\n10.9.8.7 " + self + "\n");
+  EXPECT_EQ(fail2ban::self_addresses(f.dir + "/hosts"),
+            (std::vector<std::string>{"127.0.0.1", "::1", "127.0.1.1", "10.9.8.7"}));
+  write_text(f.dir + "/hosts-bare", "192.0.2.9 other\n");
+  EXPECT_EQ(fail2ban::self_addresses(f.dir + "/hosts-bare"), std::vector<std::string>{"127.0.0.1"});
+  // fail2ban's own answer on this machine, where /etc/hosts names this host (else fail2ban
+  // asks DNS, which gpufilterd never does).
+  const bool named = gpufilter::test::command_output("grep -qw '" + self + "' /etc/hosts && echo yes") == "yes\n";
+  if (named && ::system("/usr/bin/python3 -c 'import fail2ban.server.ipdns' 2>/dev/null") == 0) {
+    const auto r = gpufilter::test::run_process(
+        {"/usr/bin/python3", "-c",
+         "from fail2ban.server.ipdns import DNSUtils\nprint(' '.join(sorted(str(i) for i in DNSUtils.getSelfIPs())))"});
+    std::vector<std::string> mine = fail2ban::self_addresses();
+    std::sort(mine.begin(), mine.end());
+    std::string joined;
+    for (const std::string& a : mine) joined += (joined.empty() ? "" : " ") + a;
+    EXPECT_EQ(joined + "\n", r.out) << r.err;
+  }
+  // On by default, off when the jail says so, refused when it is no boolean; the rule's
+  // ignored hosts carry the addresses.
+  write_text(f.dir + "/logs/auth.log", "");
+  const std::string jail = "[sshd]\nenabled = true\nfilter = sshd\nlogpath = " + f.dir + "/logs/auth.log\n";
+  write_text(f.dir + "/jail.conf", jail);
+  EXPECT_TRUE(fail2ban::read_jails(f.dir).at(0).ignoreself);
+  const std::string yaml = "fail2ban: {jails: " + f.dir + "}\nengine: cpu\n";
+  DaemonConfig on = parse_config(yaml, f.dir + "/g.yaml");
+  ASSERT_EQ(on.rules.size(), 1u);
+  EXPECT_TRUE(fail2ban::ignored(on.rules[0].ignore_hosts, "127.0.0.1"));
+  write_text(f.dir + "/jail.local", "[sshd]\nignoreself = false\n");
+  EXPECT_FALSE(fail2ban::read_jails(f.dir).at(0).ignoreself);
+  DaemonConfig off = parse_config(yaml, f.dir + "/g.yaml");
+  EXPECT_FALSE(fail2ban::ignored(off.rules.at(0).ignore_hosts, "127.0.0.1"));
+  write_text(f.dir + "/jail.local", "[sshd]\nignoreself = maybe\n");
+  EXPECT_THROW(fail2ban::read_jails(f.dir), fail2ban::Fail2banError);
+}
+
 // Debian's own configuration: jail.d/defaults-debian.conf enables sshd.
 TEST(Jails, TheInstalledConfiguration) {
   if (!fs::exists("/etc/fail2ban/jail.conf")) GTEST_SKIP() << "no /etc/fail2ban";

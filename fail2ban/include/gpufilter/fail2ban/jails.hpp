@@ -32,6 +32,7 @@ struct Jail {
   double findtime = 600;  // seconds (MyTime.str2seconds)
   double bantime = 600;   // seconds; -1: permanent
   std::vector<std::string> ignoreip;  // splitwords(ignoreip): addresses, CIDR, names
+  bool ignoreself = true;             // the host's own addresses are ignored (self_addresses())
   std::optional<std::string> usedns;
   // Filter options the jail sets itself (failregex, ignoreregex, prefregex, maxlines,
   // datepattern, journalmatch), as fail2ban would send them after the filter's.
@@ -48,6 +49,14 @@ struct Jail {
 // a bad interpolation, a filter definition fail2ban cannot split, a maxretry that is no
 // number, a time that is no time.
 std::vector<Jail> read_jails(const std::string& config_dir, const std::vector<std::string>& only = {});
+
+// The host's own addresses, which a jail with ignoreself (fail2ban's default) ignores:
+// fail2ban's DNSUtils.getSelfIPs resolves "localhost", the host name and its fully
+// qualified name. Here they are looked up in `hosts_file` only, never in DNS: the
+// addresses of its lines that name localhost or this host (gethostname(), and the other
+// names of that host's lines), in the canonical text of each; 127.0.0.1 when no line names
+// localhost (the resolver's answer for it).
+std::vector<std::string> self_addresses(const std::string& hosts_file = "/etc/hosts");
 
 // MyTime.str2seconds: "10m", "1h 30m", "600", "1d", "-1", "2w", "1mo", "1y"; nullopt when
 // fail2ban could not evaluate it either.
