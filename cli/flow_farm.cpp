@@ -300,9 +300,6 @@ bool FlowFarm::write_oldest(bool wait) {
 }
 
 void FlowFarm::drain() {
-  if (shared_->rounds.back().lanes.empty() && shared_->rounds.size() == 1 &&
-      std::all_of(lanes_.begin(), lanes_.end(), [](const auto& l) { return l->filling.events.empty(); }))
-    return;
   end_round(shared_->last_next);
   while (shared_->rounds.size() > 1) write_oldest(true);
 }

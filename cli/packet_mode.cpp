@@ -114,8 +114,6 @@ struct Flow {
   int match_direction = 0;
   std::uint64_t match_offset = 0;
   bool written = false;  // single-pass --pcap-out: its packets are being written
-  bool ending = false;     // the reassembler ended it: its end is being scanned
-  bool absorbing = false;  // and the segment that ended it was counted
   // Single-pass --pcap-out: its packets while it is undecided (the first ones, within
   // kHeldPerFlow and kHeldTotal), written when it is selected.
   std::vector<HeldPacket> held;
@@ -594,8 +592,9 @@ class CaptureRun {
   // --stream: a TCP segment goes to its flow's reassembly, which hands on the bytes in order.
   void add_segment(const RawPacket& raw, const PacketInfo& info, std::int64_t& last_expire) {
     const std::uint64_t flow = reassembler_->segment(info, raw.data, raw.seconds);
-    if (flow_farm_) flow_farm_->segment(flow, raw, info);
-    else flow_segment(flow, raw, info);
+    const bool absorbed = reassembler_->absorbed();
+    if (!flow_farm_) flow_segment(flow, raw, info, absorbed);
+    else if (!absorbed) flow_farm_->segment(flow, raw, info);  // (the farm writes no capture)
     if (raw.seconds - last_expire >= 1) {
       reassembler_->expire(raw.seconds);
       last_expire = raw.seconds;
@@ -604,18 +603,15 @@ class CaptureRun {
 
   // A segment of `flow` (after its bytes were handed on): the flow's times and count, and
   // with single-pass --pcap-out the packet written or held. A flow's count ends with the
-  // segment that ended it (FIN, RST): the segments its tombstone absorbs after it are not
-  // counted, whether or not its end was printed yet.
-  void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info) {
-    auto it = flows_.find(flow);
-    if (it == flows_.end() && flow <= newest_flow_) return;  // ended, and printed
-    newest_flow_ = std::max(newest_flow_, flow);
-    Flow& f = it != flows_.end() ? it->second : flows_[flow];
-    if (f.absorbing) {
-      if (single_pass_out_ && f.written) write_capture(raw);
+  // segment that ended it (FIN, RST): the segments its tombstone absorbs after it
+  // (`absorbed`) are not counted, whether or not its end was printed yet.
+  void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info, bool absorbed = false) {
+    if (absorbed) {
+      const auto it = flows_.find(flow);
+      if (single_pass_out_ && it != flows_.end() && it->second.written) write_capture(raw);
       return;
     }
-    f.absorbing = f.ending;
+    Flow& f = flows_[flow];
     if (f.packets++ == 0) {
       f.first = info;
       f.seconds = raw.seconds;
@@ -685,7 +681,6 @@ class CaptureRun {
     records_.finish();
     reassembler_.reset();
     flows_.clear();
-    newest_flow_ = 0;
     held_total_ = 0;
     report_cut_flows();
     budget_.used = 0;
@@ -921,7 +916,6 @@ class CaptureRun {
   // scanned first, as a last piece: its factors decide which regexes are asked (asking
   // every one at every flow's end cost more than the whole scan with thousands).
   void flow_closing(std::uint64_t flow) {
-    flows_[flow].ending = true;  // (a flow's first segment may end it: an RST)
     auto it = flows_.find(flow);
     if (regex_ != nullptr && it != flows_.end()) {
       for (int d = 0; d < 2; ++d) {
@@ -1001,7 +995,6 @@ class CaptureRun {
   bool single_pass_out_ = false;
   std::unique_ptr<TcpReassembler> reassembler_;
   std::unordered_map<std::uint64_t, Flow> flows_;
-  std::uint64_t newest_flow_ = 0;  // the highest flow id seen (ids grow)
   std::deque<Piece> pieces_;  // the flow pieces being scanned, in order
   std::deque<Pending> pending_;
   std::unordered_set<std::uint64_t> matched_flows_;

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <iterator>
 #include <map>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -145,6 +144,7 @@ struct TcpReassembler::Impl {
   // The directions holding data, the longest-holding first: the ones the budget skips.
   std::map<std::uint64_t, std::pair<Flow*, int>> holders;
   std::uint64_t held = 0;  // the accounted total of every direction's held pieces
+  bool absorbed = false;   // the last segment went to a tombstone
 
   std::size_t max_flows() const { return std::max<std::size_t>(1, config.max_flows); }
   std::size_t max_pieces() const { return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost); }
@@ -361,6 +361,7 @@ struct TcpReassembler::Impl {
   }
 
   std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds) {
+    absorbed = false;
     if (info.transport != PacketInfo::Transport::kTcp) return 0;
     Key key;
     key.version = info.ip_version;
@@ -388,6 +389,7 @@ struct TcpReassembler::Impl {
       // ports is a new connection.
       if (!syn || (info.tcp_flags & kAck) != 0) {
         touch(tombstones, flow, seconds);
+        absorbed = true;
         return flow->id;
       }
       drop(flow);
@@ -457,5 +459,7 @@ void TcpReassembler::expire(std::int64_t now_seconds) { impl_->expire(now_second
 void TcpReassembler::finish() { impl_->finish(); }
 
 TcpReassembler::Counters TcpReassembler::counters() const noexcept { return impl_->counters; }
+
+bool TcpReassembler::absorbed() const noexcept { return impl_->absorbed; }
 
 }  // namespace gpufilter

@@ -62,6 +62,9 @@ class TcpReassembler {
     std::uint64_t held_peak = 0;  // its most after any segment
   };
   Counters counters() const noexcept;
+  // Whether the last segment() went to a flow already ended by FIN or RST (its tombstone
+  // absorbed it: no bytes, no new flow).
+  bool absorbed() const noexcept;
 
  private:
   struct Impl;
