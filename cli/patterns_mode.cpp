@@ -64,6 +64,9 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
   options.whole_line = o.whole_line;
   options.utf8 = utf8;
   options.null_data = o.null_data;
+  // A test knob: GPUFILTER_REGEX_SELECT=eager builds the selection database at once.
+  if (const char* knob = std::getenv("GPUFILTER_REGEX_SELECT"); knob != nullptr && std::strcmp(knob, "eager") == 0)
+    options.defer_select = false;
   std::vector<regex::PatternOrigin> origins;
   std::vector<std::string> patterns = distinct(o, origins);
   if (o.syntax != regex::Syntax::kPerl) {

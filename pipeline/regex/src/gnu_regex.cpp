@@ -6,8 +6,10 @@
 #include <regex.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include "gpufilter/regex/line_regex.hpp"
@@ -102,6 +104,28 @@ std::string wrapped(std::string_view pattern, const RegexOptions& o) {
   return text;
 }
 
+// The Hyperscan database compile_fast() planned, built when it first pays (shared by the
+// clones). Building costs about a millisecond an expression (1.2 s for 1,000 patterns of
+// the bench's set), far more than glibc spends on the few candidate lines of a small
+// input or of rare matches: glibc answers until its estimated time reaches the estimated
+// build time (twice the best choice at worst), and at once where every line is asked.
+constexpr std::uint64_t kBuildNsBase = 2'000'000, kBuildNsPerExpression = 1'000'000;
+constexpr std::uint64_t kGlibcNsPerLine = 1000, kGlibcNsPerByte = 30;
+
+struct FastPlan {
+  std::vector<std::string> expressions;
+  std::vector<std::uint32_t> ids;
+  bool ignore_case = false;
+  bool utf8 = false;
+  bool every_pattern = false;  // a lines database (select_lines) is tried first
+  std::uint64_t budget_ns = 0;
+  std::atomic<std::uint64_t> spent_ns{0};
+  std::atomic<bool> built{false};  // set once `fast` and `lines` are final
+  std::mutex building;
+  std::shared_ptr<const HsSelect> fast;  // null: Hyperscan took none of them
+  bool lines = false;
+};
+
 class GnuRegex final : public LineRegex {
  public:
   GnuRegex(const std::vector<std::string>& patterns, const RegexOptions& options,
@@ -142,6 +166,8 @@ class GnuRegex final : public LineRegex {
         ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_) {
     compiled_.resize(patterns_.size());
     if (whole_list_) compile_whole_list();
+    plan_ = from.plan_;
+    adopted_ = from.adopted_;
     if (from.fast_) fast_ = from.fast_->clone();
     if (from.expected_) expected_ = from.expected_->clone();
     lines_mode_ = from.lines_mode_;
@@ -157,6 +183,13 @@ class GnuRegex final : public LineRegex {
   bool joined_selects(std::string_view line);
   bool matches_empty(GnuPattern& p);
   void compile_fast(const std::vector<DfaView>& views);
+  // The plan's database, built now if no clone built it yet, taken with a scratch of
+  // this copy's own.
+  void settle_fast();
+  void adopt_fast();
+  // glibc is to confirm a line for `candidates` patterns: counts its estimated time
+  // against the plan's budget, and takes the database once built or paid for.
+  void before_glibc(std::size_t line_size, std::size_t candidates);
   bool selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                    std::vector<std::uint32_t>* ids) override;
   void expect_candidates(std::span<const std::uint32_t> ids) override;
@@ -185,6 +218,8 @@ class GnuRegex final : public LineRegex {
   GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
+  std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan, or built and taken
+  bool adopted_ = true;              // plan_'s database is fast_ (or there is none)
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
   // expect_candidates(): the same for those patterns alone, when Hyperscan reads them all.
   std::unique_ptr<HsSelect> expected_;
@@ -361,29 +396,64 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   fast_expressions_.assign(patterns_.size(), std::string());
   for (std::size_t k = 0; k < ids.size(); ++k) fast_expressions_[ids[k]] = expressions[k];
   if (expressions.empty()) return;
-  const bool utf8 = options_.utf8 && !ascii_only_;
+  auto plan = std::make_shared<FastPlan>();
+  plan->ignore_case = options_.ignore_case;
+  plan->utf8 = options_.utf8 && !ascii_only_;
   // Every pattern read by Hyperscan and none matching the empty string: one multi-line
   // database serves both lines one at a time and pieces of many (select_lines). Else the
   // one-line database, which takes the patterns that match the empty string too.
-  if (ids.size() == patterns_.size()) {
-    auto lines = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, utf8, true);
-    if (!lines->empty() && lines->accepted().size() == patterns_.size()) {
-      fast_ = std::move(lines);
-      lines_mode_ = true;
+  plan->every_pattern = ids.size() == patterns_.size();
+  plan->budget_ns = options_.defer_select ? kBuildNsBase + kBuildNsPerExpression * expressions.size() : 0;
+  plan->expressions = std::move(expressions);
+  plan->ids = std::move(ids);
+  plan_ = std::move(plan);
+  adopted_ = false;
+  if (plan_->budget_ns == 0) settle_fast();
+}
+
+void GnuRegex::settle_fast() {
+  FastPlan& p = *plan_;
+  {
+    const std::lock_guard<std::mutex> lock(p.building);
+    if (!p.built.load(std::memory_order_relaxed)) {
+      std::unique_ptr<HsSelect> fast;
+      if (p.every_pattern) {
+        auto lines = std::make_unique<HsSelect>(p.expressions, p.ids, p.ignore_case, p.utf8, true);
+        if (!lines->empty() && lines->accepted().size() == p.ids.size()) {
+          fast = std::move(lines);
+          p.lines = true;
+        }
+      }
+      if (!fast) fast = std::make_unique<HsSelect>(p.expressions, p.ids, p.ignore_case, p.utf8);
+      if (!fast->empty()) p.fast = std::move(fast);
+      p.built.store(true, std::memory_order_release);
     }
   }
-  if (!fast_) fast_ = std::make_unique<HsSelect>(expressions, ids, options_.ignore_case, utf8);
-  if (fast_->empty()) {
-    fast_.reset();
-    return;
+  adopt_fast();
+}
+
+void GnuRegex::adopt_fast() {
+  const FastPlan& p = *plan_;
+  if (p.fast) {
+    fast_ = p.fast->clone();
+    lines_mode_ = p.lines;
+    in_fast_.assign(patterns_.size(), false);
+    for (std::uint32_t i : fast_->accepted()) in_fast_[i] = true;
   }
-  in_fast_.assign(patterns_.size(), false);
-  for (std::uint32_t i : fast_->accepted()) in_fast_[i] = true;
+  adopted_ = true;
+}
+
+void GnuRegex::before_glibc(std::size_t line_size, std::size_t candidates) {
+  FastPlan& p = *plan_;
+  if (p.built.load(std::memory_order_acquire)) return adopt_fast();
+  const std::uint64_t cost = candidates * (kGlibcNsPerLine + kGlibcNsPerByte * line_size);
+  if (p.spent_ns.fetch_add(cost, std::memory_order_relaxed) + cost >= p.budget_ns) settle_fast();
 }
 
 // Lines where only these patterns are candidates (those without a factor, asked about
 // every line) are scanned with a database of them alone: far less work than all of them.
 void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
+  if (!adopted_) settle_fast();  // every line is to be asked about these
   expected_.reset();
   expected_ids_.clear();
   if (!fast_ || ids.empty() || ids.size() == fast_->accepted().size()) return;
@@ -401,9 +471,13 @@ void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
 
 // Hyperscan over many lines: when it reads every pattern (nothing is left to glibc) and
 // none can match the empty string (it would match every line, at every byte).
-bool GnuRegex::prepare_lines() { return lines_mode_; }
+bool GnuRegex::prepare_lines() {
+  if (!adopted_) settle_fast();  // many lines are to be asked
+  return lines_mode_;
+}
 
 bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+  if (!adopted_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
   // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
   if (!lines_mode_ || piece.size() > 0xffffffffu || (options_.utf8 && !all_ascii(piece))) return false;
   fast_->select_lines(piece, line_starts);
@@ -436,6 +510,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
     }
     return any;
   }
+  if (!adopted_) before_glibc(line.size(), candidates.size());
   // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
   // glibc); glibc for the others among the candidates.
   const bool fast = fast_ && line.size() <= 0xffffffffu &&

@@ -31,6 +31,11 @@ struct RegexOptions {
   // -z: a line (record) ends in NUL and may hold '\n', an ordinary character then: '^'
   // and '$' match at the record's ends only, and '.' and [^...] match '\n'.
   bool null_data = false;
+  // -G/-E: the Hyperscan database that confirms lines for many patterns at once is built
+  // once glibc's confirmations have cost about what building it would (a millisecond an
+  // expression), not before the first line: a small input or rare matches never pay for
+  // it. false: built at once (tests, to keep both paths in use on small inputs).
+  bool defer_select = true;
 };
 
 // Where a pattern came from, for grep's "FILE:LINE: " before a compile error of a pattern
