@@ -2,6 +2,7 @@
 
 #include <langinfo.h>
 
+#include <algorithm>
 #include <clocale>
 #include <cstdlib>
 #include <cstring>
@@ -25,11 +26,23 @@ std::string escaped(const std::string& literal) {
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
 // word characters, and -i must fold non-ASCII letters (and 'k', 's', which fold to
 // U+212A and U+017F). The regex path does both, as grep does.
+// In a capture: a pattern may hold a newline byte (-X, --escapes), which a regex read line
+// by line never sees, so such a set stays bytes (-w and -i as in the C locale); and the
+// empty pattern under -w selects by grep's rule for lines (an empty match with no word
+// character on either side), which the fixed path, knowing whole records and flows only,
+// does not apply.
 bool fixed_needs_characters(const Options& o, bool utf8) {
+  const auto& patterns = o.patterns.patterns();
+  if (std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.find('\n') != std::string::npos; }))
+    return false;
+  const bool capture = !o.pcaps.empty() || !o.interface.empty();
+  if (capture && o.word && !o.whole_line &&
+      std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.empty(); }))
+    return true;
   if (!utf8) return false;
   if (o.word) return true;
   if (!o.ignore_case) return false;
-  for (const std::string& p : o.patterns.patterns())
+  for (const std::string& p : patterns)
     for (unsigned char c : p)
       if (c >= 0x80 || c == 'k' || c == 'K' || c == 's' || c == 'S') return true;
   return false;

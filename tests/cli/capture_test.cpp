@@ -172,6 +172,25 @@ TEST_F(Capture, HexAndEscapedPatterns) {
   EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "-X", "-e", "4g"}).status, 2);
 }
 
+// -w with a pattern holding a newline byte, and -w with the empty pattern, select alike in
+// the C locale and in UTF-8 (where -w otherwise goes through the regex path, line by
+// line): a newline pattern is not cut into lines (syslog_udp.pcap holds no '\n' at all),
+// and the empty pattern follows grep -w '' per line in both.
+TEST_F(Capture, WordRulesForNewlineAndEmptyPatternsDoNotDependOnTheLocale) {
+  const std::string syslog = corpus_path("pcap/syslog_udp.pcap");
+  const std::string http = corpus_path("pcap/http.cap");
+  for (const char* locale : {"LC_ALL=C", "LC_ALL=C.UTF-8"}) {
+    SCOPED_TRACE(locale);
+    const std::vector<std::string> env{locale};
+    EXPECT_EQ(run_gpufilter({"--pcap", syslog, "-c", "-w", "-X", "0a"}, {}, {}, env).out, "0\n");
+    EXPECT_EQ(run_gpufilter({"--pcap", syslog, "-c", "-w", "-X", "0a48"}, {}, {}, env).out, "0\n");
+    EXPECT_EQ(run_gpufilter({"--pcap", http, "-c", "-w", "-X", "0d0a"}, {}, {}, env).out,
+              run_gpufilter({"--pcap", http, "-c", "-X", "0d0a"}, {}, {}, env).out);
+    EXPECT_EQ(run_gpufilter({"--pcap", http, "-c", "-w", ""}, {}, {}, env).out, "43\n");
+    EXPECT_EQ(run_gpufilter({"--pcap", http, "-c", "-x", ""}, {}, {}, env).out, "22\n");
+  }
+}
+
 // --pcap-out: tshark reads the file back and lists exactly the selected frames' bytes.
 TEST_F(Capture, PcapOutIsReadByTshark) {
   TempDir dir;
@@ -437,11 +456,14 @@ TEST_F(Capture, EmptyPatternSelectsEveryFlowAndUnderXOnlyEmptyOnes) {
       if (r.at("type") == "flow" && d.at("bytes_client") == 0 && d.at("bytes_server") == 0) ++empty_flows;
       if (r.at("type") == "packet" && d.at("record_length") == 0) ++empty_packets;
     }
-    for (const char* option : {"-x", "-w"}) {
-      EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", option, "-e", ""}).out,
-                std::to_string(empty_flows + empty_packets) + "\n")
-          << name << " " << option;
-    }
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-x", "-e", ""}).out,
+              std::to_string(empty_flows + empty_packets) + "\n")
+        << name;
+    // -w '' is grep's rule per line (an empty match between two non-word bytes), the same
+    // in the C locale and in UTF-8.
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-w", "-e", ""}).out,
+              run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-w", "-e", ""}, {}, {}, {"LC_ALL=C.UTF-8"}).out)
+        << name;
     // Per packet: -x '' selects the packets whose payload is empty.
     std::size_t empty_payloads = 0;
     std::istringstream packets(run_gpufilter({"-F", "--pcap", path, "--json", "-v", "-e", "zq_never_in_any_capture"}).out);
