@@ -114,6 +114,13 @@ struct Flow {
   int match_direction = 0;
   std::uint64_t match_offset = 0;
   bool written = false;  // single-pass --pcap-out: its packets are being written
+  // -x with fixed strings: an occurrence that is the whole of a direction so far (its
+  // pattern's unique id and bytes), which selects the flow if no byte follows it.
+  struct Whole {
+    std::uint32_t pattern;
+    std::string bytes;
+  };
+  std::optional<Whole> whole[2];
   // Single-pass --pcap-out: its packets while it is undecided (the first ones, within
   // kHeldPerFlow and kHeldTotal), written when it is selected.
   std::vector<HeldPacket> held;
@@ -887,6 +894,7 @@ class CaptureRun {
     if (it == flows_.end()) return;
     Flow& f = it->second;
     if (regex_ != nullptr) regex_flow_end(f);
+    else if (o_.whole_line) whole_flow_end(f);
     // Only the empty pattern matched: its first match is at the client's offset 0.
     const bool matched = f.matched || (regex_ == nullptr && select_.empty_pattern_matches(f.bytes[0] + f.bytes[1]));
     if (matched != o_.invert && !finished()) {
@@ -904,6 +912,27 @@ class CaptureRun {
     f.excerpts.release(budget_);
     drop_held(f);
     flows_.erase(it);
+  }
+
+  // -x with fixed strings: the record is a whole direction, known only when the flow ends.
+  // An occurrence from its first byte to the piece's end is the direction so far; a later
+  // piece of that direction replaces or drops it.
+  void whole_candidate(Flow& f, int direction, std::uint64_t record_offset, std::string_view bytes,
+                       std::span<const Occurrence> occurrences) {
+    f.whole[direction].reset();
+    if (record_offset > 0) return;  // the piece does not hold the direction's first byte
+    for (const Occurrence& o : occurrences)
+      if (o.position == 0 && table_.unique_length(o.pattern) == bytes.size())
+        f.whole[direction] = Flow::Whole{o.pattern, std::string(bytes)};
+  }
+
+  void whole_flow_end(Flow& f) {
+    for (int d = 0; d < 2; ++d) {
+      if (!f.whole[d] || f.whole[d]->bytes.size() != f.bytes[d]) continue;
+      const std::uint32_t id = f.whole[d]->pattern;
+      note_match(f, d, 0, std::span<const std::uint32_t>(&id, 1));
+      if (names_wanted_) f.excerpts.match(d, 0, f.whole[d]->bytes, 0, f.whole[d]->bytes.size(), id, 0, budget_);
+    }
   }
 
   // Regexes, a flow's end: each direction's unterminated last line is asked (every regex:
@@ -953,6 +982,9 @@ class CaptureRun {
       if (end == 0 || !select_.lines(bytes, end, occurrences)) return;
       note_match(f, direction, record_offset + (select_.matches().empty() ? 0 : select_.matches().front().offset),
                  select_.ids());
+    } else if (o_.whole_line) {
+      whole_candidate(f, direction, record_offset, bytes, occurrences);
+      return;
     } else {
       if (!select_.fixed(bytes, occurrences)) return;
       std::size_t first = bytes.size();

@@ -372,6 +372,17 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   ASSERT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "--pcap-out", out, "-q", "-e", "SECRET"}).status, 0);
   EXPECT_EQ(command_output("tshark -n -r '" + out + "' -T fields -e frame.number | wc -l"),
             std::to_string(frames.size()) + "\n");
+  // -x: the whole direction, not the segments seen so far (nor the last piece alone).
+  for (const char* locale : {"LC_ALL=C", "LC_ALL=C.UTF-8"}) {
+    const std::vector<std::string> env{locale};
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-x", "-e", message}, {}, {}, env).out, "1\n");
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-x", "-e", "hello"}, {}, {}, env).out, "0\n");
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-x", "-e", message.substr(0, message.size() - 1)},
+                            {}, {}, env).out,
+              "0\n");
+    EXPECT_EQ(run_gpufilter({"-F", "--pcap", path, "--stream", "-c", "-x", "-e", message.substr(1)}, {}, {}, env).out,
+              "0\n");
+  }
 }
 
 // Cut and corrupted captures: the packets before the damage are matched, the message
