@@ -309,7 +309,8 @@ bool Reader::escape(std::size_t& i) {
     atom(text, n == 'w' ? "\\w" : "[^\\w\\n]", false);
   } else if (n == 's' || n == 'S') {
     if (utf8_) view_.pcre_ok = false;
-    atom(text, n == 's' ? "[\\t\\v\\f\\r ]" : "[^\\t\\n\\v\\f\\r ]", false);  // '\n': see pcre_bracket
+    // \x0b, not \v: in Hyperscan's (PCRE's) syntax \v is every vertical space, '\n' and \x85 included.
+    atom(text, n == 's' ? "[\\t\\x0b\\f\\r ]" : "[^\\t\\n\\x0b\\f\\r ]", false);  // '\n': see pcre_bracket
   } else {
     literal(text, static_cast<unsigned char>(n));
   }

@@ -3,6 +3,7 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -48,14 +49,35 @@ int on_line_match(unsigned int, unsigned long long, unsigned long long to, unsig
   return 0;
 }
 
+// Whether every match of `expression` is at least one byte long (Hyperscan's min_width;
+// false where it cannot say).
+bool never_empty(const std::string& expression, unsigned flags) {
+  hs_expr_info_t* info = nullptr;
+  hs_compile_error_t* error = nullptr;
+  if (hs_expression_info(expression.c_str(), flags, &info, &error) != HS_SUCCESS) {
+    hs_free_compile_error(error);
+    return false;
+  }
+  const bool answer = info != nullptr && info->min_width > 0;
+  std::free(info);  // allocated with Hyperscan's misc allocator: malloc here
+  return answer;
+}
+
 }  // namespace
 
 HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vector<std::uint32_t>& ids,
                    bool ignore_case, bool utf8, bool lines) {
-  std::vector<std::string> kept = expressions;
-  std::vector<std::uint32_t> kept_ids = ids;
+  std::vector<std::string> kept;
+  std::vector<std::uint32_t> kept_ids;
   const unsigned flag = (lines ? HS_FLAG_MULTILINE : HS_FLAG_SINGLEMATCH | HS_FLAG_ALLOWEMPTY) |
                         (ignore_case ? HS_FLAG_CASELESS : 0u) | (utf8 ? HS_FLAG_UTF8 : 0u);
+  for (std::size_t k = 0; k < expressions.size(); ++k) {
+    // A lines database names a match's line by its last byte: an expression with an empty
+    // match somewhere ("\b", "x|\b") has none, so it stays with glibc.
+    if (lines && !never_empty(expressions[k], flag)) continue;
+    kept.push_back(expressions[k]);
+    kept_ids.push_back(ids[k]);
+  }
   // A refused expression (a repeat bound too large, say) is dropped and the rest tried
   // again; the dropped ones stay with glibc.
   while (!kept.empty()) {
