@@ -25,7 +25,7 @@ std::string escaped(const std::string& literal) {
 
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
 // word characters, and -i must fold non-ASCII letters (and 'k', 's', which fold to
-// U+212A and U+017F). The regex path does both, as grep does.
+// U+212A and U+017F, and 'i', which folds to U+0131). The regex path does both, as grep does.
 // In a capture: a pattern may hold a newline byte (-X, --escapes), which a regex read line
 // by line never sees, so such a set stays bytes (-w and -i as in the C locale); and the
 // empty pattern under -w selects by grep's rule for lines (an empty match with no word
@@ -44,7 +44,7 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
   if (!o.ignore_case) return false;
   for (const std::string& p : patterns)
     for (unsigned char c : p)
-      if (c >= 0x80 || c == 'k' || c == 'K' || c == 's' || c == 'S') return true;
+      if (c >= 0x80 || regex::folds_beyond_ascii(c)) return true;
   return false;
 }
 

@@ -75,6 +75,8 @@ const std::string kEAcuteUpper = "\xc3\x89";  // É
 const std::string kSharpS = "\xc3\x9f";       // ß
 const std::string kNichi = "\xe6\x97\xa5";    // 日
 const std::string kKelvin = "\xe2\x84\xaa";   // KELVIN SIGN, which -i folds with 'k'
+const std::string kDotlessI = "\xc4\xb1";     // DOTLESS I, which -i folds with 'i'
+const std::string kLongS = "\xc5\xbf";        // LONG S, which -i folds with 's'
 
 // ---------------------------------------------------------------------------------------
 // BRE and ERE: a syntax tree rendered in either syntax.
@@ -143,7 +145,7 @@ class GnuRegexGenerator {
   }
 
   std::string literal_char() {
-    static const std::vector<std::string> plain = {"a", "b", "c", "a", "b", "c", "k", "s", "1", "2", " ", "_", "A", "B"};
+    static const std::vector<std::string> plain = {"a", "b", "c", "a", "b", "c", "k", "s", "1", "2", " ", "_", "A", "B", "i"};
     static const std::vector<std::string> special = {".", "*", "{", "}", "+", "?", "|", "(", ")", "^", "$", "-", "["};
     const int x = r_.uniform(0, 99);
     if (utf8_ && x < 10) return r_.pick(std::vector<std::string>{kEAcute, kEAcuteUpper, kSharpS, kNichi, kKelvin});
@@ -367,8 +369,8 @@ const std::vector<std::string>& odd_perl_patterns() {
 
 std::string random_line(Random& r, bool utf8, bool long_line, bool bad_byte) {
   static const std::vector<std::string> ascii = {"a", "b", "c", "a", "b", "c", "k", "s", "1", "2", " ", " ",
-                                                 ".", "_", "-", "*", "{", "}", "(", "|", "\t", "A", "K"};
-  const std::vector<std::string> multibyte = {kEAcute, kEAcuteUpper, kSharpS, kNichi, kKelvin};
+                                                 ".", "_", "-", "*", "{", "}", "(", "|", "\t", "A", "K", "i"};
+  const std::vector<std::string> multibyte = {kEAcute, kEAcuteUpper, kSharpS, kNichi, kKelvin, kDotlessI, kLongS};
   const int length = long_line ? r.uniform(4000, 6000) : r.chance(0.15) ? 0 : r.chance(0.6) ? r.uniform(1, 8) : r.uniform(1, 40);
   const bool upper = r.chance(0.1);
   const double mb = utf8 ? 0.15 : 0.04;  // the C locale sees those bytes too

@@ -59,8 +59,9 @@ TEST(Factors, Fixed) {
   EXPECT_EQ(fixed("a"), kNone);
   EXPECT_EQ(fixed("a", {.min = 1}), set({"a"}));
   EXPECT_EQ(fixed(""), kNone);
-  // UTF-8 -i: k, s and bytes >= 0x80 fold beyond ASCII; the longest piece between them.
-  EXPECT_EQ(fixed("risk", {.icase = true, .utf8 = true}), set({"ri"}));
+  // UTF-8 -i: k, s, i and bytes >= 0x80 fold beyond ASCII; the longest piece between them.
+  EXPECT_EQ(fixed("rusk", {.icase = true, .utf8 = true}), set({"ru"}));
+  EXPECT_EQ(fixed("risk", {.icase = true, .utf8 = true}), kNone);
   EXPECT_EQ(fixed("abc\xC3\xA9xyzw", {.icase = true, .utf8 = true}), set({"xyzw"}));
   EXPECT_EQ(fixed("risk", {.icase = true}), set({"risk"}));
   EXPECT_EQ(fixed("caf\xC3\xA9", {.utf8 = true}), set({"caf\xC3\xA9"}));
@@ -174,7 +175,8 @@ TEST(Factors, IgnoreCase) {
   // Bytes >= 0x80 fold beyond ASCII under -i in any locale: a break.
   EXPECT_EQ(basic("ab\xE9xyz", i), set({"xyz"}));
   EXPECT_EQ(perl("abs\\.kcd", iu), set({"ab"}));
-  EXPECT_EQ(perl("risk\\.ok", iu), set({"ri"}));
+  EXPECT_EQ(perl("risk\\.ok", iu), set({".o"}));
+  EXPECT_EQ(perl("rusk\\.k", iu), set({"ru"}));
 }
 
 TEST(Factors, MultibyteCharacters) {

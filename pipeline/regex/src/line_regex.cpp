@@ -97,9 +97,9 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
         }
         default: break;
       }
-      // In a UTF-8 locale -i folds letters whose variants are other bytes (and 'k', 's'
-      // fold to U+212A and U+017F): those stay with the regex matcher.
-      if (ignore_case && utf8 && (c >= 0x80 || c == 'k' || c == 'K' || c == 's' || c == 'S')) return false;
+      // In a UTF-8 locale -i folds letters whose variants are other bytes (and 'k', 's',
+      // 'i' beyond ASCII): those stay with the regex matcher.
+      if (ignore_case && utf8 && (c >= 0x80 || folds_beyond_ascii(c))) return false;
       s += static_cast<char>(c);
     }
     out.push_back(std::move(s));

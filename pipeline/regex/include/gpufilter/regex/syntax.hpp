@@ -10,4 +10,11 @@ enum class Syntax {
   kPerl,      // -P: Perl-compatible regular expressions (PCRE2), one pattern
 };
 
+// In a UTF-8 locale grep's -i folds these ASCII letters to characters beyond ASCII as well:
+// 'k' to U+212A KELVIN SIGN, 's' to U+017F LONG S, 'i' to U+0131 DOTLESS I. A pattern byte
+// for which this holds cannot be matched (or prefiltered) by ASCII folding alone.
+constexpr bool folds_beyond_ascii(unsigned char c) noexcept {
+  return c == 'k' || c == 'K' || c == 's' || c == 'S' || c == 'i' || c == 'I';
+}
+
 }  // namespace gpufilter::regex
