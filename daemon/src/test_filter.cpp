@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpufilter/fail2ban/filter.hpp"
+#include "gpufilter/fail2ban/jails.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -38,25 +39,19 @@ int refuse(const std::string& why) {
   return 2;
 }
 
-// "sshd[mode=aggressive, logtype=short]": the name and its options, as a jail names them.
-void split_options(Args& a) {
-  const std::size_t open = a.filter.find('[');
-  if (open == std::string::npos || a.filter.back() != ']') return;
-  std::string list = a.filter.substr(open + 1, a.filter.size() - open - 2);
-  a.filter.resize(open);
-  std::size_t at = 0;
-  while (at <= list.size()) {
-    std::size_t comma = list.find(',', at);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string item = list.substr(at, comma - at);
-    const std::size_t eq = item.find('=');
-    const auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t\"'"));
-      s.erase(s.find_last_not_of(" \t\"'") + 1);
-      return s;
-    };
-    if (eq != std::string::npos) a.options.values[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
-    at = comma + 1;
+// "sshd[mode=aggressive, logtype=short]": the name and its options, read as fail2ban reads
+// a jail's `filter` (quoted values may hold commas; a malformed list is refused, as
+// fail2ban-regex refuses it).
+bool split_options(Args& a, std::string& why) {
+  try {
+    auto [name, options] = fail2ban::extract_options(a.filter);
+    const std::size_t last = name.find_last_not_of(" \t");
+    a.filter = name.substr(0, last == std::string::npos ? 0 : last + 1);
+    a.options.values = std::move(options);
+    return true;
+  } catch (const fail2ban::Fail2banError& e) {
+    why = std::string("wrong filter name or options: ") + e.what();
+    return false;
   }
 }
 
@@ -85,7 +80,7 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   }
   a.filter = positional[0];
   a.log = positional[1];
-  split_options(a);
+  if (!split_options(a, why)) return std::nullopt;
   return a;
 }
 
@@ -114,7 +109,9 @@ void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_
   else if (a.out == "msg") std::cout << line << '\n';
   else {
     nlohmann::json j{{"line", number}, {"id", f.id}, {"ip", address(f)}, {"failregex", f.failregex + 1}, {"msg", line}};
-    if (!f.user.empty()) j["user"] = f.user;
+    // A user the filter captured empty is "" (fail2ban's 'user': ''), none is left out.
+    if (const auto it = f.fields.find("user"); it != f.fields.end()) j["user"] = it->second;
+    else if (!f.user.empty()) j["user"] = f.user;
     if (f.time) j["time"] = *f.time;
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   }
@@ -122,16 +119,31 @@ void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_
 
 struct Totals {
   std::size_t lines = 0, matched = 0, ignored = 0, missed = 0;
-  std::vector<std::size_t> hits;  // per failregex
+  std::vector<std::size_t> hits;         // per failregex
+  std::vector<std::size_t> ignore_hits;  // per ignoreregex
 };
 
+// fail2ban-regex's list of one kind of regex: the sum of their hits, then those hit.
+void print_regexes(const char* title, const std::vector<std::string>& regexes, const std::vector<std::size_t>& hits) {
+  std::size_t total = 0;
+  for (const std::size_t h : hits) total += h;
+  std::cout << title << ": " << total << " total\n";
+  bool any = false;
+  for (std::size_t i = 0; i < regexes.size(); ++i) {
+    if (hits[i] == 0) continue;  // as fail2ban-regex lists them (without -v)
+    if (!any) std::cout << "|-  #) [# of hits] regular expression\n";
+    any = true;
+    std::cout << "|  " << i + 1 << ") [" << hits[i] << "] " << regexes[i] << '\n';
+  }
+  if (any) std::cout << "`-\n";
+  std::cout << '\n';
+}
+
 void print_summary(const fail2ban::Filter& filter, const Totals& t) {
-  std::cout << "Failregex: " << t.matched << " total\n|-  #) [# of hits] regular expression\n";
-  for (std::size_t i = 0; i < filter.failregex().size(); ++i)
-    if (t.hits[i] > 0)  // as fail2ban-regex lists them (without -v)
-      std::cout << "|  " << i + 1 << ") [" << t.hits[i] << "] " << filter.failregex()[i] << '\n';
-  std::cout << "`-\n\nIgnoreregex: " << t.ignored << " total\n\nLines: " << t.lines << " lines, " << t.ignored
-            << " ignored, " << t.matched << " matched, " << t.missed << " missed\n";
+  print_regexes("Failregex", filter.failregex(), t.hits);
+  print_regexes("Ignoreregex", filter.ignoreregex(), t.ignore_hits);
+  std::cout << "Lines: " << t.lines << " lines, " << t.ignored << " ignored, " << t.matched << " matched, " << t.missed
+            << " missed\n";
 }
 
 // A line as fail2ban-regex counts it: ignored (an ignoreregex, or any failregex match
@@ -142,6 +154,8 @@ void count(const fail2ban::Filter::Outcome& o, Totals& t) {
     if (f.failregex < t.hits.size()) ++t.hits[f.failregex];
     (f.nofail ? nofail : failed) = true;
   }
+  for (const std::size_t i : o.ignore_hits)
+    if (i < t.ignore_hits.size()) ++t.ignore_hits[i];
   if (o.ignored || nofail) ++t.ignored;
   else if (failed) ++t.matched;
   else ++t.missed;
@@ -152,6 +166,7 @@ void count(const fail2ban::Filter::Outcome& o, Totals& t) {
 int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   Totals t;
   t.hits.assign(filter.failregex().size(), 0);
+  t.ignore_hits.assign(filter.ignoreregex().size(), 0);
   std::string line;
   while (std::getline(in, line)) {
     if (in.eof()) {

@@ -328,6 +328,9 @@ std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
     day = local.tm_mday;
   }
   if (!valid_date(year, month, day)) return std::nullopt;
+  // datetime() refuses what the date regexes let through (second 60 and 61, %k's hours
+  // past 23): fail2ban then has no date for the line, rather than the next minute or day.
+  if (f.hour > 23 || f.minute > 59 || f.second > 59) return std::nullopt;
   std::int64_t result = naive(year, month, day, f.hour, f.minute, f.second);
   if (f.tz) result -= static_cast<std::int64_t>(*f.tz) * 60;
   if (assume_today && result > now_naive) result -= 86400;

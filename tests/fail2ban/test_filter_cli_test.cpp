@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,10 +24,10 @@ namespace fs = std::filesystem;
 const std::string kSamples = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
 const std::string kRegexTool = "/usr/bin/fail2ban-regex";
 
-// The lines both tools agree on printing: "|  4) [521]" (hits of a failregex, by number)
-// and "Lines: ...".
+// The lines both tools agree on printing: "Failregex: 68 total" (and Ignoreregex), "|  4)
+// [521]" (hits of a failregex or ignoreregex, by number) and "Lines: ...".
 std::string summary(const std::string& text) {
-  static const std::regex line_re(R"(^\|\s*[0-9]+\) \[[0-9]+\]|^Lines: .*)");
+  static const std::regex line_re(R"(^\|\s*[0-9]+\) \[[0-9]+\]|^Lines: .*|^(Fail|Ignore)regex: [0-9]+ total)");
   std::string out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
@@ -99,6 +100,46 @@ TEST(TestFilterCliHostile, ForgedAndMalformedLinesGetFail2bansAnswers) {
   std::filesystem::remove_all(dir);
 }
 
+// A quoted filter option holds commas (fail2ban's extractOptions): the zone "a,b".
+TEST(TestFilterCliOptions, AQuotedOptionValueKeepsItsCommas) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/limit.log";
+  std::ofstream(log, std::ios::binary)
+      << "2015/10/29 20:01:04 [error] 1#0: *9 limiting requests, excess: 1.8 by zone \"a,b\", client: 1.2.3.6, "
+         "server: e, request: \"POST / HTTP/1.0\", host: \"e\"\n";
+  const ProcessResult r = run_process(
+      {GPUFILTERD_BINARY, "--test-filter", "nginx-limit-req[ngx_limit_req_zones=\"a,b\"]", log, "--out", "ip"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1.2.3.6\n");
+  std::filesystem::remove_all(dir);
+}
+
+// Times the date regexes let through but Python's datetime refuses (second 60, hour 24
+// and past): fail2ban has no date for such a line, and where the last date is recent it
+// reuses that one and leaves the text uncut (then the failregex misses the line).
+TEST(TestFilterCliHostile, TimesDatetimeRefusesLeaveTheLineUndated) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/times.log";
+  const std::time_t soon = std::time(nullptr) + 3600;
+  std::tm t{};
+  ::gmtime_r(&soon, &t);
+  char minute[32];
+  std::strftime(minute, sizeof minute, "%Y-%m-%d %H:%M", &t);
+  const std::string tail = " host sshd[1]: Failed password for root from 192.0.2.";
+  std::string text;
+  text += std::string(minute) + ":00" + tail + "1 port 22 ssh2\n";
+  text += std::string(minute) + ":60" + tail + "2 port 22 ssh2\n";  // after a recent date: missed
+  text += "Nov 29 10:00:60" + tail + "3 port 22 ssh2\n";
+  text += "Dec 31 24:10:00" + tail + "4 port 22 ssh2\n";
+  text += "Nov 29 25:00:00" + tail + "5 port 22 ssh2\n";
+  text += "Nov 31 10:00:00" + tail + "6 port 22 ssh2\n";
+  std::ofstream(log, std::ios::binary) << text;
+  compare({"sshd", log});
+  std::filesystem::remove_all(dir);
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   for (const char* f : {"sshd", "postfix", "dovecot", "vsftpd", "nginx-http-auth", "apache-auth", "named-refused",
@@ -124,6 +165,10 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
       {{"--test-filter", "sshd"}, "takes a filter and a log"},
       {{"--test-filter", "sshd", log, "--out", "host"}, "'host' is none of ip, id, user, msg, json"},
       {{"--test-filter", "sshd", log, "--fail2ban-dir", "/nonexistent"}, "/nonexistent"},
+      // fail2ban-regex's "Wrong filter name or options" for each of these.
+      {{"--test-filter", "sshd[mode]", log}, "expected option, wrong syntax at 0: mode"},
+      {{"--test-filter", "sshd[mode = aggressive]", log}, "expected option, wrong syntax at 0"},
+      {{"--test-filter", "sshd[mode=\"aggr\\\"essive\"]", log}, "unexpected syntax after option mode"},
   };
   for (const auto& [args, reason] : mistakes) {
     std::vector<std::string> argv{GPUFILTERD_BINARY};

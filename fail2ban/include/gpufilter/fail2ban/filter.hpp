@@ -52,6 +52,7 @@ class Filter {
   struct Outcome {
     std::vector<Failure> failures;
     bool ignored = false;  // an ignoreregex matched
+    std::vector<std::size_t> ignore_hits;  // which, once per match (indices into ignoreregex())
     bool matched = false;  // a failregex matched (even one that yields no failure)
   };
 
