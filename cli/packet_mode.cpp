@@ -611,13 +611,9 @@ class CaptureRun {
   // A segment of `flow` (after its bytes were handed on): the flow's times and count, and
   // with single-pass --pcap-out the packet written or held. A flow's count ends with the
   // segment that ended it (FIN, RST): the segments its tombstone absorbs after it
-  // (`absorbed`) are not counted, whether or not its end was printed yet.
+  // (`absorbed`) are neither counted nor written, whether or not its end was printed yet.
   void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info, bool absorbed = false) {
-    if (absorbed) {
-      const auto it = flows_.find(flow);
-      if (single_pass_out_ && it != flows_.end() && it->second.written) write_capture(raw);
-      return;
-    }
+    if (absorbed) return;  // nor written: write_second_pass() leaves them out alike
     Flow& f = flows_[flow];
     if (f.packets++ == 0) {
       f.first = info;
@@ -758,7 +754,8 @@ class CaptureRun {
         const PacketInfo info = decode_packet(link_type_, raw.data);
         if (info.transport == PacketInfo::Transport::kTcp) {
           const std::uint64_t flow = flows.segment(info, raw.data, raw.seconds);
-          if (matched_flows_.count(flow)) write_capture(raw);
+          // A flow's packets end with the segment that ended it, as its count does.
+          if (matched_flows_.count(flow) && !flows.absorbed()) write_capture(raw);
         } else if (selected_packets_.count(raw.index)) {
           write_capture(raw);
         }

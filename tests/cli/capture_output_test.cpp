@@ -426,6 +426,13 @@ TEST_F(CaptureOutput, StreamPcapOutFromStandardInputHasTheEarlyPackets) {
   EXPECT_EQ(frame_times(from_stdin).size(), 2u * 14);
   EXPECT_EQ(frame_times(from_stdin), frame_times(from_file));
   EXPECT_TRUE(piped.err.empty()) << piped.err;
+  // The same frames on a real capture whose flow ends with FINs both ways and then ACKs,
+  // which belong to no open flow (nor its count), from a file or not.
+  const std::string smtp = corpus_path("pcap/smtp.pcap");
+  ASSERT_EQ(run_gpufilter({"--pcap", smtp, "--stream", "--pcap-out", from_file, "-q", "RCPT"}).status, 0);
+  ASSERT_EQ(run_gpufilter({"--pcap", "-", "--stream", "--pcap-out", from_stdin, "-q", "RCPT"}, read_file(smtp)).status, 0);
+  EXPECT_EQ(frame_times(from_stdin), frame_times(from_file));
+  EXPECT_EQ(frame_times(from_file).size(), 51u);  // the flow's count: "packets 51"
 
   // 1.2 MB before the match: beyond the 1 MiB a flow may hold.
   std::vector<Segment> big = {{40010, 0, "", 0x02}};
