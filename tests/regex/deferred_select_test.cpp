@@ -64,6 +64,22 @@ void expect_copies_agree(Syntax syntax, const std::vector<std::string>& patterns
   for (std::size_t t = 0; t < copies.size(); ++t) EXPECT_EQ(got[t], expected) << "copy " << t;
   // A copy made after the build takes the database at once.
   EXPECT_EQ(answers(*original->clone(), lines, all), expected);
+
+  // Copies made on other threads while the original, on its own, crosses the budget and
+  // takes the database (as RegexLines makes a worker's lane from lane 0's regex).
+  auto owner = compile(patterns, deferred);
+  std::vector<std::unique_ptr<LineRegex>> late(4);
+  Answers owner_answers;
+  std::thread uses([&] { owner_answers = answers(*owner, lines, all); });
+  std::vector<std::thread> copying;
+  for (std::size_t t = 0; t < late.size(); ++t)
+    copying.emplace_back([&, t] {
+      for (int k = 0; k < 50; ++k) late[t] = owner->clone();
+    });
+  uses.join();
+  for (std::thread& t : copying) t.join();
+  EXPECT_EQ(owner_answers, expected);
+  for (const auto& copy : late) EXPECT_EQ(answers(*copy, lines, all), expected);
 }
 
 TEST(DeferredSelect, CopiesOnSeveralThreadsAnswerAsTheDatabaseBuiltAtOnce) {

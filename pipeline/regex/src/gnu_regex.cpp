@@ -162,15 +162,16 @@ class GnuRegex final : public LineRegex {
   GnuRegex(const GnuRegex& from, int)
       : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
         select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
-        backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), in_fast_(from.in_fast_),
-        ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_) {
+        backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), ascii_only_(from.ascii_only_),
+        joined_walk_(from.joined_walk_) {
     compiled_.resize(patterns_.size());
+    plan_ = from.plan_;  // set once by compile_fast(): the pointer never changes after
     if (whole_list_) compile_whole_list();
-    plan_ = from.plan_;
-    adopted_ = from.adopted_;
-    if (from.fast_) fast_ = from.fast_->clone();
-    if (from.expected_) expected_ = from.expected_->clone();
-    lines_mode_ = from.lines_mode_;
+    // `from` may be taking the plan's database on its own thread meanwhile (its fast_,
+    // in_fast_, lines_mode_): this copy asks the plan itself.
+    adopted_ = plan_ == nullptr;
+    if (plan_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
+    if (from.expected_) expected_ = from.expected_->clone();  // made before any copy
     expected_ids_ = from.expected_ids_;
   }
 
@@ -218,7 +219,7 @@ class GnuRegex final : public LineRegex {
   GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
-  std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan, or built and taken
+  std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
   bool adopted_ = true;              // plan_'s database is fast_ (or there is none)
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
   // expect_candidates(): the same for those patterns alone, when Hyperscan reads them all.
