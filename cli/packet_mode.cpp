@@ -317,7 +317,8 @@ class CaptureRun {
       if (done_ || read_limit_reached_ || stop_.requested()) break;
       std::unique_ptr<PcapReader> reader;
       try {
-        reader = live ? PcapReader::open_live(input, o_.bpf) : PcapReader::open_file(input, o_.bpf);
+        reader = live ? PcapReader::open_live(input, o_.bpf)
+                      : PcapReader::open_file(input, o_.bpf, o_.label.value_or("(standard input)"));
       } catch (const Error& e) {
         fail(e.what());
         continue;
@@ -358,6 +359,7 @@ class CaptureRun {
     sink_->begin(CaptureInput{name_, nano_});
     read_mapped(pieces.get());
     if (farm_ && pieces && farm_input(reader, *pieces)) {
+      report_cut_records(reader);
       finish_input(input, two_pass_out);
       return;
     }
@@ -379,8 +381,21 @@ class CaptureRun {
     }
     const StopWatcher watcher(reader, stop_, live);
     read_packets(reader, live);
+    report_cut_records(reader);
     finish_input(input, two_pass_out);
     read_mapped(nullptr);
+  }
+
+  // Records longer than the file's snaplen are cut to it, as libpcap reads them (and as
+  // ngrep sees them); tshark reads them whole. Said once per capture, not an error.
+  void report_cut_records(const PcapReader& reader) {
+    const std::uint64_t cut = reader.records_cut_to_snaplen();
+    if (cut == 0 || o_.no_messages) return;
+    out_.flush();
+    const bool one = cut == 1;
+    notices_.notice(name_ + ": " + std::to_string(cut) + (one ? " record is" : " records are") +
+                    " longer than the file's snapshot length (" + std::to_string(reader.snaplen()) + " bytes) and " +
+                    (one ? "was" : "were") + " matched cut to it, as libpcap reads " + (one ? "it" : "them"));
   }
 
   // The flows of a mapped capture file are matched on the farm's threads; this thread reads
@@ -519,8 +534,7 @@ class CaptureRun {
   // The capture's link type is decoded, and the --pcap-out file (opened for the first
   // capture) takes it; false when the capture cannot be run (reported).
   bool open_input(PcapReader& reader, bool two_pass_out) {
-    name_ = reader.name();
-    if (o_.label && name_ == "(standard input)") name_ = *o_.label;
+    name_ = reader.name();  // standard input is --label's name already
     input_done_ = false;
     last_printed_ = 0;
     behind_.clear();

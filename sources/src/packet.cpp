@@ -255,7 +255,7 @@ bool link_type_supported(int link_type) noexcept {
 std::string link_type_name(int link_type) {
   const Libpcap* pcap = try_libpcap();
   if (const char* name = pcap != nullptr ? pcap->pcap_datalink_val_to_name(link_type) : nullptr) return name;
-  return "link type " + std::to_string(link_type);
+  return std::to_string(link_type);  // after "link type" in every message
 }
 
 PacketInfo decode_packet(int link_type, std::span<const std::uint8_t> frame) noexcept {

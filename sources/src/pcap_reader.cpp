@@ -168,10 +168,11 @@ PcapError::PcapError(std::string name, std::uint64_t offset, const std::string& 
       name_(std::move(name)),
       offset_(offset) {}
 
-std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const std::string& bpf) {
+std::unique_ptr<PcapReader> PcapReader::open_file(const std::string& path, const std::string& bpf,
+                                                  const std::string& stdin_name) {
   auto state = std::make_unique<PcapReader::State>();
   const bool standard_input = path == "-";
-  const std::string name = standard_input ? "(standard input)" : path;
+  const std::string name = standard_input ? stdin_name : path;
   FILE* file = nullptr;
   if (standard_input) {
     auto* cookie = new InputCookie;
@@ -318,6 +319,11 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
       packet.caplen = header->caplen;
       packet.len = header->len;
       packet.data = std::span<const std::uint8_t>(data, header->caplen);
+      // A classic record is its 16-byte header and its bytes: more read than that is a
+      // record over the snaplen, cut to it.
+      if (file != nullptr && start >= 0 && state != nullptr && !state->pcapng &&
+          ::ftello(file) - start > static_cast<off_t>(16 + header->caplen))
+        ++cut_to_snaplen_;
       if (state != nullptr && state->filter && !state->filter->passes(packet)) continue;
       return Read::kPacket;
     }

@@ -232,6 +232,12 @@ TEST_F(CaptureOutput, ListsAndLabels) {
   EXPECT_EQ(listed.status, 0);
   const GrepRun labelled = run_gpufilter({"--pcap", "-", "--label", "web", "-H", "-c", "-e", "Host:"}, read_file(http));
   EXPECT_EQ(labelled.out.rfind("web:", 0), 0u) << labelled.out;
+  // Its messages too, from the first bytes on.
+  const GrepRun cut = run_gpufilter({"--pcap", "-", "--label", "web", "-c", "-e", "Host:"}, read_file(http).substr(0, 100));
+  EXPECT_EQ(cut.status, 2);
+  EXPECT_EQ(cut.err.rfind("gpufilter: web: truncated capture", 0), 0u) << cut.err;
+  const GrepRun junk = run_gpufilter({"--pcap", "-", "--label", "web", "-e", "Host:"}, "junk");
+  EXPECT_EQ(junk.err.rfind("gpufilter: web: ", 0), 0u) << junk.err;
 }
 
 // Options that mean nothing for packets are refused by name, exit 2.

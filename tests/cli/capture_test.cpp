@@ -385,6 +385,42 @@ TEST_F(Capture, StreamReassemblesOneByteOutOfOrderRetransmittedSegments) {
   }
 }
 
+// A record longer than the file's snapshot length: libpcap (and ngrep) cut it to the
+// snaplen, tshark reads it whole. gpufilter matches what libpcap gives and says so.
+TEST_F(Capture, RecordsOverTheSnaplenAreCutAndSaidToBe) {
+  TempDir dir;
+  auto u32 = [](std::string& out, std::uint32_t v) {
+    for (int k = 0; k < 4; ++k) out += static_cast<char>((v >> (8 * k)) & 0xff);
+  };
+  std::string file;
+  u32(file, 0xa1b2c3d4);
+  file += std::string("\x02\x00\x04\x00", 4);
+  u32(file, 0);
+  u32(file, 0);
+  u32(file, 40);  // snaplen
+  u32(file, 1);   // Ethernet
+  std::string frame(54, '\0');
+  frame[12] = 0x08;
+  frame[14] = 0x45;
+  frame[23] = 6;  // TCP
+  frame[46] = 0x50;
+  frame += "hello SECRET world\n";
+  frame[16] = 0, frame[17] = static_cast<char>(frame.size() - 14);
+  u32(file, 1000);
+  u32(file, 0);
+  u32(file, static_cast<std::uint32_t>(frame.size()));
+  u32(file, static_cast<std::uint32_t>(frame.size()));
+  file += frame;
+  const std::string path = dir.write("oversnap.pcap", file);
+  for (const bool piped : {false, true}) {
+    const GrepRun r = piped ? run_gpufilter({"--pcap", "-", "-c", "SECRET"}, file)
+                            : run_gpufilter({"--pcap", path, "-c", "SECRET"});
+    EXPECT_EQ(r.out, "0\n");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("1 record is longer than the file's snapshot length (40 bytes)"), std::string::npos) << r.err;
+  }
+}
+
 // Cut and corrupted captures: the packets before the damage are matched, the message
 // names the file and the byte, and the exit status is 2.
 TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {

@@ -14,7 +14,7 @@
 namespace gpufilter {
 
 // Whether the decoder knows this libpcap link type (DLT_*), and its name for messages
-// ("EN10MB", "LINUX_SLL2", ... or "link type 147").
+// ("EN10MB", "LINUX_SLL2", ... or "147"), written after "link type".
 bool link_type_supported(int link_type) noexcept;
 std::string link_type_name(int link_type);
 

@@ -48,7 +48,9 @@ class PcapReader {
  public:
   // Throws SourceError (cannot open: no such file, not a capture: with libpcap's reason),
   // ConfigError (a BPF expression libpcap rejects, with its message), or PcapError.
-  static std::unique_ptr<PcapReader> open_file(const std::string& path, const std::string& bpf = {});
+  // "-" is standard input, named `stdin_name` in messages (grep's --label).
+  static std::unique_ptr<PcapReader> open_file(const std::string& path, const std::string& bpf = {},
+                                               const std::string& stdin_name = "(standard input)");
   // Live capture (promiscuous off, immediate mode, buffer of `buffer_bytes`). Without the
   // privilege: SourceError whose message says so ("... you need CAP_NET_RAW, or root").
   static std::unique_ptr<PcapReader> open_live(const std::string& interface, const std::string& bpf = {},
@@ -81,6 +83,10 @@ class PcapReader {
   // mapping) runs too; null without one, and for a live capture (the kernel runs it).
   const BpfFilter* filter() const noexcept;
 
+  // Classic pcap records longer than the file's snapshot length, which libpcap cuts to it
+  // (tshark reads them whole): how many so far, for a notice.
+  std::uint64_t records_cut_to_snaplen() const noexcept { return cut_to_snaplen_; }
+
   // libpcap's handle.
   void* handle() noexcept { return pcap_; }
 
@@ -92,6 +98,7 @@ class PcapReader {
   std::string name_;
   bool live_ = false;
   std::uint64_t index_ = 0;
+  std::uint64_t cut_to_snaplen_ = 0;
 };
 
 }  // namespace gpufilter
