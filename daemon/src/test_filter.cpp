@@ -133,7 +133,7 @@ void print_regexes(const char* title, const std::vector<std::string>& regexes, c
     if (hits[i] == 0) continue;  // as fail2ban-regex lists them (without -v)
     if (!any) std::cout << "|-  #) [# of hits] regular expression\n";
     any = true;
-    std::cout << "|  " << i + 1 << ") [" << hits[i] << "] " << regexes[i] << '\n';
+    std::cout << (i < 9 ? "|   " : "|  ") << i + 1 << ") [" << hits[i] << "] " << regexes[i] << '\n';  // "%2d)"
   }
   if (any) std::cout << "`-\n";
   std::cout << '\n';
