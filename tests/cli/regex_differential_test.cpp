@@ -701,6 +701,29 @@ TEST(RegexEncodingErrors, ContextAroundLinesGrepDoesNotPrint) {
 // one regex of all the patterns, whose longest match at a place can hide the empty match
 // of a pattern that alone would be selected there ("ß?" beside "\W" on "\t2\tß").
 
+// An ERE '{' that starts a branch is a literal to grep's DFA and a repetition of nothing
+// to its regex. Where regex decides a line (a back-reference; in UTF-8 most brackets, \s,
+// \W), dfa.c's superset (those read as ".*") has passed it first: '{"id":[0-9]+' selects
+// only lines with the '{' (found by fuzzing: gpufilter asked glibc alone, '"id":5' too).
+TEST(RegexOddPatterns, BraceStartingABranchWhereRegexDecides) {
+  const std::string input = "\"id\":5\n{\"id\":5\nbx\n{ax\nz\nx\nb b\na b\nx@y\n{ab}\n{\n";
+  const std::vector<Args> cases = {
+      {"-e", "{\"id\":[0-9]+"}, {"-e", "{\"id\":[a-z0-9]+"}, {"-e", "{a|b[x-z]"}, {"-e", "[ ]|{"},
+      {"-e", "\\W|{1}"},        {"-c", "-e", "{\\w+}"},        {"-x", "-e", "{[a-z]+}"}, {"-o", "-e", "{\"id\":[0-9]"},
+      {"-e", "x|{[a-z]"},          {"-e", "\\s|{"},               {"-e", "(b)\\1|{"},     {"-e", "{\\<a|b"},
+      {"-e", "{[0-9]+}|z"},        {"-v", "-e", "{[[:alpha:]]"},  {"-n", "-e", "(\\s|{,2})a"}};
+  Tally tally;
+  for (const Args& args : cases) {
+    for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "a '{' starting a branch",
+                            locale_env(l)))
+        ++tally.differing;
+    }
+  }
+  report_tally("'{' starting a branch", tally);
+}
+
 TEST(RegexWordPatterns, SeveralPatternsAreWalkedAsOneRegex) {
   const std::string input = "\t2\t\xc3\x9f\xc3\x84\xc3\x84\n-xa\nfoo bar\n\t2\xff\t\xc3\x9f\n x\ta\nab\n\n";
   const std::vector<Args> cases = {

@@ -51,6 +51,28 @@ std::size_t bracket_end(std::string_view p, std::size_t i, bool& confusing, bool
   return j < p.size() ? j + 1 : p.size();
 }
 
+// Whether dfa.c reads a bracket expression itself in a UTF-8 locale (parse_bracket_exp
+// without BACKREF or MBCSET): not negated, ASCII only, no class but [:digit:], no
+// equivalence class or collating symbol, ranges of digits only, and no -i.
+bool dfa_reads_bracket(std::string_view b, bool ignore_case) {
+  if (ignore_case || b.size() < 3 || b[1] == '^') return false;
+  for (const char c : b)
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  const std::string_view inner = b.substr(1, b.size() - 2);
+  for (std::size_t j = 0; j < inner.size(); ++j) {
+    if (inner[j] == '[' && j + 1 < inner.size() && (inner[j + 1] == ':' || inner[j + 1] == '=' || inner[j + 1] == '.')) {
+      if (inner.compare(j, 9, "[:digit:]") != 0) return false;
+      j += 8;
+      continue;
+    }
+    if (j > 0 && inner[j] == '-' && j + 1 < inner.size()) {
+      const char low = inner[j - 1], high = inner[j + 1];
+      if (!(low >= '0' && low <= '9' && high >= '0' && high <= '9')) return false;
+    }
+  }
+  return true;
+}
+
 // An interval at p[i] ('{' for ERE, the '{' after '\' for BRE): one past its end and its
 // minimum, or 0 when it is not a valid interval.
 std::size_t interval_end(std::string_view p, std::size_t i, bool bk, long& low) {
@@ -151,6 +173,8 @@ class Reader {
     quantified_ = false;
     atom_start_ = view_.pcre.size();
     view_.select.append(text);
+    view_.superset.append(superset_atom_ ? *superset_atom_ : std::string(text));
+    superset_atom_.reset();
     view_.pcre.append(pcre);
     if (!zero_width) start_ = false;
   }
@@ -162,6 +186,7 @@ class Reader {
   // Something that begins an expression: "(", "|", a newline between patterns.
   void open(std::string_view text, std::string_view pcre) {
     view_.select.append(text);
+    view_.superset.append(text);
     view_.pcre.append(pcre);
     start_ = after_open_ = true;
     has_atom_ = false;
@@ -188,6 +213,7 @@ class Reader {
       for (char c : text)
         if (c != '\\') view_.pcre += pcre_byte(static_cast<unsigned char>(c));
       view_.select.append(text);
+      view_.superset.append(text);
       has_atom_ = true;
       zero_width_ = false;
       start_ = false;
@@ -209,6 +235,7 @@ class Reader {
       return;
     }
     view_.select.append(text);
+    view_.superset.append(text);
     // A quantifier after a quantifier repeats the repetition (ERE "j+?" is "(j+)?"); in
     // PCRE it would make the first lazy or possessive: the repetition is grouped first.
     if (quantified_) {
@@ -221,6 +248,9 @@ class Reader {
   void interval(std::size_t from, std::size_t end, bool bk, const char* warning);
   bool escape(std::size_t& i);
   void bracket(std::size_t& i);
+  // The construct about to be appended is left to grep's regex (view_.supported); in
+  // dfa.c's superset it stands for `superset` (".*", or "" for a word assertion).
+  void left_to_regex(const char* superset = ".*");
   bool anchor_end(std::size_t i) const;
 
   std::string_view p_;
@@ -228,6 +258,7 @@ class Reader {
   bool utf8_;
   bool ignore_case_;
   DfaView view_;
+  std::optional<std::string> superset_atom_;  // the next atom's superset text, if not its own
   bool start_ = true;       // dfa.c's laststart
   bool after_open_ = true;  // the last token began an expression: a BRE '^' anchors here
   bool has_atom_ = false;   // the current expression has an atom for an operator to repeat
@@ -260,14 +291,19 @@ void Reader::bracket(std::size_t& i) {
   bool confusing = false, collating = false;
   const std::size_t end = bracket_end(p_, i, confusing, collating);
   if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
-  if (utf8_) {
-    view_.supported = false;  // multibyte brackets: dfa.c often gives them to regex
+  if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_)) {
+    left_to_regex();  // multibyte brackets: dfa.c gives most of them to regex
     utf8_bracket_ = true;
   }
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   if (!pcre) view_.pcre_ok = false;
   atom(p_.substr(i, end - i), pcre.value_or(""), false);
   i = end - 1;
+}
+
+void Reader::left_to_regex(const char* superset) {
+  view_.supported = false;
+  superset_atom_ = superset;
 }
 
 // The escape at p_[i] == '\\'; false when the pattern ends (glibc has reported it).
@@ -295,19 +331,23 @@ bool Reader::escape(std::size_t& i) {
       i = end - 1;
     }
   } else if (n >= '1' && n <= '9') {
-    view_.supported = false;  // a back-reference: grep's DFA hands the line to regex
+    left_to_regex();  // a back-reference: grep's DFA hands the line to regex
     view_.pcre_ok = false;
     atom(text, "", false);
   } else if (n == '<' || n == '>' || n == 'b' || n == 'B') {
-    if (utf8_) view_.supported = false;  // dfa.c supports word assertions in unibyte locales only
+    if (utf8_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
     if (n == '<' || n == '>' || utf8_) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
   } else if (n == 'w' || n == 'W') {
+    // In UTF-8 dfa.c reads \w \W \s \S as brackets of multibyte classes, which it leaves
+    // to regex (parse_bracket_exp's BACKREF).
+    if (utf8_) left_to_regex();
     if (utf8_) view_.pcre_ok = false;
     atom(text, n == 'w' ? "\\w" : "[^\\w\\n]", false);
   } else if (n == 's' || n == 'S') {
+    if (utf8_) left_to_regex();
     if (utf8_) view_.pcre_ok = false;
     // \x0b, not \v: in Hyperscan's (PCRE's) syntax \v is every vertical space, '\n' and \x85 included.
     atom(text, n == 's' ? "[\\t\\x0b\\f\\r ]" : "[^\\t\\n\\x0b\\f\\r ]", false);  // '\n': see pcre_bracket

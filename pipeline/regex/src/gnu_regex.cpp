@@ -142,6 +142,10 @@ class GnuRegex final : public LineRegex {
     if (joined_walk_ && !backref_[i]) return joined_selects(line);
     Compiled& c = compiled(i);
     if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size()) >= 0;
+    // grep's DFA superset passes the line before its regex decides: where the two read
+    // the pattern differently ('{' starting a branch: a literal, or a repetition of
+    // nothing), the superset's reading must hold too.
+    if (corner_select_[i] && c.select.search(line, 0, line.size()) < 0) return false;
     return selects_by_regex(c.exact, line);
   }
 
@@ -162,8 +166,8 @@ class GnuRegex final : public LineRegex {
   GnuRegex(const GnuRegex& from, int)
       : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
         select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
-        backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), ascii_only_(from.ascii_only_),
-        joined_walk_(from.joined_walk_) {
+        backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), corner_select_(from.corner_select_),
+        ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_) {
     compiled_.resize(patterns_.size());
     plan_ = from.plan_;  // set once by compile_fast(): the pointer never changes after
     if (whole_list_) compile_whole_list();
@@ -178,6 +182,7 @@ class GnuRegex final : public LineRegex {
   // Pattern i compiled (in a clone, on first use: every pattern compiled in the original).
   Compiled& compiled(std::size_t i);
   void compile_all();
+  void compile_corner_selects(const std::vector<DfaView>& views);
   bool compile_whole_list();
   void compile_combined();
   bool selects_by_regex(GnuPattern& p, std::string_view line);
@@ -219,6 +224,9 @@ class GnuRegex final : public LineRegex {
   GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
+  // By pattern, where grep's regex decides: the DFA's superset (DfaView::superset, as
+  // `select`) is asked first, since the two differ on a corner of this pattern.
+  std::vector<bool> corner_select_;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
   bool adopted_ = true;              // plan_'s database is fast_ (or there is none)
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
@@ -279,10 +287,12 @@ void GnuRegex::compile_all() {
           "an anchor ('^' or '$') inside an expression is not supported with -z (with -w every anchor is inside one)")});
   }
   select_texts_->assign(patterns_.size(), std::string());
+  corner_select_.assign(patterns_.size(), false);
   if (!dfa_supported_) {
     if (options_.word && !options_.whole_line && backref_free_.size() > 1)
       joined_walk_ = std::any_of(backref_free_.begin(), backref_free_.end(),
                                  [&](std::uint32_t i) { return matches_empty(compiled_[i]->exact); });
+    if (!joined_walk_) compile_corner_selects(views);
     if (!joined_walk_) compile_fast(views);
     return;
   }
@@ -316,6 +326,22 @@ void GnuRegex::compile_all() {
   compile_fast(views);
 }
 
+// Where grep's regex decides lines, its DFA superset still passes them first, reading a
+// '{' that starts a branch as a literal where regex reads a repetition of nothing: -E
+// '{"id":[0-9]+' in UTF-8 (the bracket is regex's there) selects only lines with the
+// '{'. Those patterns keep the superset's reading beside their own. With -w in UTF-8 the
+// wrapper's brackets are the superset's ".*": the pattern's superset anywhere in the line.
+void GnuRegex::compile_corner_selects(const std::vector<DfaView>& views) {
+  const bool wrap = options_.whole_line || (options_.word && !options_.utf8);
+  const reg_syntax_t bits = syntax_bits(options_);
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    if (!views[i].corner) continue;
+    std::string& text = (*select_texts_)[i];
+    text = wrap ? wrapped(views[i].superset, options_) : views[i].superset;
+    corner_select_[i] = compiled_[i]->select.compile(text, bits, false, options_) == nullptr;
+  }
+}
+
 bool GnuRegex::compile_whole_list() {
   return whole_select_.compile(select_texts_->back(), syntax_bits(options_), false, options_) == nullptr;
 }
@@ -327,7 +353,7 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
     const reg_syntax_t bits = syntax_bits(options_);
     c->backref = backref_[i];
     c->exact.compile(patterns_[i], bits, true, options_);
-    if (!c->backref && dfa_supported_ && !whole_list_)
+    if ((!c->backref && dfa_supported_ && !whole_list_) || corner_select_[i])
       c->select.compile((*select_texts_)[i], bits, false, options_);
     compiled_[i] = std::move(c);
   }

@@ -36,6 +36,11 @@ struct DfaView {
   std::string pcre;
   bool pcre_ok = true;
   bool corner = false;  // a construct grep's DFA and its regex read differently
+  // dfa.c's superset of the pattern (dfasuperset): `select` with what the DFA leaves to
+  // regex (a back-reference; in UTF-8 most brackets, \s \S \w \W) as ".*" and UTF-8
+  // word assertions as nothing. Where regex decides, grep asks it only about the lines
+  // this matches.
+  std::string superset;
   // An anchor ('^', '$') that is not the pattern's first or last character. With -z a
   // line may hold '\n', and glibc's matcher lets such an anchor match next to a '\n' it
   // has consumed ("a.^b", "a$.") where grep's DFA does not: refused with -z.
