@@ -706,12 +706,14 @@ TEST(RegexEncodingErrors, ContextAroundLinesGrepDoesNotPrint) {
 // \W), dfa.c's superset (those read as ".*") has passed it first: '{"id":[0-9]+' selects
 // only lines with the '{' (found by fuzzing: gpufilter asked glibc alone, '"id":5' too).
 TEST(RegexOddPatterns, BraceStartingABranchWhereRegexDecides) {
-  const std::string input = "\"id\":5\n{\"id\":5\nbx\n{ax\nz\nx\nb b\na b\nx@y\n{ab}\n{\n";
+  const std::string input = "\"id\":5\n{\"id\":5\nbx\n{ax\nz\nx\nb b\na b\nx@y\n{ab}\n{\n1,2}a\n\xc3\xa9\n";
   const std::vector<Args> cases = {
       {"-e", "{\"id\":[0-9]+"}, {"-e", "{\"id\":[a-z0-9]+"}, {"-e", "{a|b[x-z]"}, {"-e", "[ ]|{"},
       {"-e", "\\W|{1}"},        {"-c", "-e", "{\\w+}"},        {"-x", "-e", "{[a-z]+}"}, {"-o", "-e", "{\"id\":[0-9]"},
       {"-e", "x|{[a-z]"},          {"-e", "\\s|{"},               {"-e", "(b)\\1|{"},     {"-e", "{\\<a|b"},
-      {"-e", "{[0-9]+}|z"},        {"-v", "-e", "{[[:alpha:]]"},  {"-n", "-e", "(\\s|{,2})a"}};
+      {"-e", "{[0-9]+}|z"},        {"-v", "-e", "{[[:alpha:]]"},  {"-n", "-e", "(\\s|{,2})a"},
+      // An interval that repeats nothing, beside brackets dfa.c reads or leaves to regex.
+      {"-e", "{1,2}[a-z]"},        {"-e", "{1,2}[0-9]"},          {"-e", "{1}[\xc3\xa9]"}, {"-e", "{1,2}[^x]"}};
   Tally tally;
   for (const Args& args : cases) {
     for (const Locale l : {Locale::kC, Locale::kUtf8}) {

@@ -52,12 +52,11 @@ std::size_t bracket_end(std::string_view p, std::size_t i, bool& confusing, bool
 }
 
 // Whether dfa.c reads a bracket expression itself in a UTF-8 locale (parse_bracket_exp
-// without BACKREF or MBCSET): not negated, ASCII only, no class but [:digit:], no
-// equivalence class or collating symbol, ranges of digits only, and no -i.
+// without BACKREF, and an MBCSET that addtok() turns into an alternation of its
+// characters): not negated, no class but [:digit:], no equivalence class or collating
+// symbol, ranges of digits only, and no -i.
 bool dfa_reads_bracket(std::string_view b, bool ignore_case) {
   if (ignore_case || b.size() < 3 || b[1] == '^') return false;
-  for (const char c : b)
-    if (static_cast<unsigned char>(c) >= 0x80) return false;
   const std::string_view inner = b.substr(1, b.size() - 2);
   for (std::size_t j = 0; j < inner.size(); ++j) {
     if (inner[j] == '[' && j + 1 < inner.size() && (inner[j + 1] == ':' || inner[j + 1] == '=' || inner[j + 1] == '.')) {
@@ -225,7 +224,6 @@ class Reader {
     }
     if (!has_atom_) {  // it repeats nothing (grep's regex reads it otherwise)
       view_.corner = true;
-      if (ere_ && text.front() == '{') interval_repeats_nothing_ = true;
       return;
     }
     if (zero_width_) {
@@ -267,8 +265,6 @@ class Reader {
   bool quantified_ = false;         // the last token was a repetition operator
   std::size_t atom_start_ = 0;      // where the last atom's Hyperscan text begins
   std::vector<std::size_t> group_starts_;  // where each open group's "(?:" begins
-  bool interval_repeats_nothing_ = false;  // an ERE "{m,n}" with no atom before it
-  bool utf8_bracket_ = false;              // a bracket expression in a UTF-8 locale
 };
 
 // '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|".
@@ -291,10 +287,8 @@ void Reader::bracket(std::size_t& i) {
   bool confusing = false, collating = false;
   const std::size_t end = bracket_end(p_, i, confusing, collating);
   if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
-  if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_)) {
+  if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))
     left_to_regex();  // multibyte brackets: dfa.c gives most of them to regex
-    utf8_bracket_ = true;
-  }
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   if (!pcre) view_.pcre_ok = false;
   atom(p_.substr(i, end - i), pcre.value_or(""), false);
@@ -406,12 +400,6 @@ DfaView Reader::read() {
       literal(p_.substr(i, 1), static_cast<unsigned char>(c));
     }
   }
-  // grep's DFA reads "{1,2}" that repeats nothing as nothing, glibc as the text "1,2}";
-  // with a UTF-8 bracket which of the two answers in grep depends on the bracket (dfa.c
-  // leaves some to regex), which is not modelled here: refused rather than guessed.
-  if (interval_repeats_nothing_ && utf8_bracket_ && !view_.refusal)
-    view_.refusal = "an interval that repeats nothing (\"" + std::string(p_) +
-                    "\") beside a bracket expression in a UTF-8 locale is not supported";
   // Hyperscan reads the pattern as grep's DFA does: right where the DFA decides, or where
   // no corner makes the DFA and grep's regex differ.
   if (view_.refusal || (!view_.supported && view_.corner)) view_.pcre_ok = false;
