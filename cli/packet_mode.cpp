@@ -613,9 +613,13 @@ class CaptureRun {
   // --stream: a TCP segment goes to its flow's reassembly, which hands on the bytes in order.
   void add_segment(const RawPacket& raw, const PacketInfo& info, std::int64_t& last_expire) {
     const std::uint64_t flow = reassembler_->segment(info, raw.data, raw.seconds);
-    const bool absorbed = reassembler_->absorbed();
-    if (!flow_farm_) flow_segment(flow, raw, info, absorbed);
-    else if (!absorbed) flow_farm_->segment(flow, raw, info);  // (the farm writes no capture)
+    // A flow's count ends with the segment that ended it (FIN, RST): the segments its
+    // tombstone absorbs after it are neither counted nor written (write_second_pass()
+    // leaves them out alike), whether or not its end was printed yet.
+    if (!reassembler_->absorbed()) {
+      if (flow_farm_) flow_farm_->segment(flow, raw, info);
+      else flow_segment(flow, raw, info);
+    }
     if (raw.seconds - last_expire >= 1) {
       reassembler_->expire(raw.seconds);
       last_expire = raw.seconds;
@@ -623,11 +627,8 @@ class CaptureRun {
   }
 
   // A segment of `flow` (after its bytes were handed on): the flow's times and count, and
-  // with single-pass --pcap-out the packet written or held. A flow's count ends with the
-  // segment that ended it (FIN, RST): the segments its tombstone absorbs after it
-  // (`absorbed`) are neither counted nor written, whether or not its end was printed yet.
-  void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info, bool absorbed = false) {
-    if (absorbed) return;  // nor written: write_second_pass() leaves them out alike
+  // with single-pass --pcap-out the packet written or held.
+  void flow_segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info) {
     Flow& f = flows_[flow];
     if (f.packets++ == 0) {
       f.first = info;

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -133,7 +134,7 @@ void print_regexes(const char* title, const std::vector<std::string>& regexes, c
     if (hits[i] == 0) continue;  // as fail2ban-regex lists them (without -v)
     if (!any) std::cout << "|-  #) [# of hits] regular expression\n";
     any = true;
-    std::cout << (i < 9 ? "|   " : "|  ") << i + 1 << ") [" << hits[i] << "] " << regexes[i] << '\n';  // "%2d)"
+    std::cout << "|  " << std::setw(2) << i + 1 << ") [" << hits[i] << "] " << regexes[i] << '\n';  // "%2d)"
   }
   if (any) std::cout << "`-\n";
   std::cout << '\n';
@@ -156,7 +157,7 @@ void count(const fail2ban::Filter::Outcome& o, Totals& t) {
   }
   for (const std::size_t i : o.ignore_hits)
     if (i < t.ignore_hits.size()) ++t.ignore_hits[i];
-  if (o.ignored || nofail) ++t.ignored;
+  if (o.ignored() || nofail) ++t.ignored;
   else if (failed) ++t.matched;
   else ++t.missed;
 }

@@ -324,7 +324,6 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   for (std::size_t i = 0; i < ignore.size(); ++i) {
     if (!search(ignore[i], text, lines)) continue;
     found = i;
-    out->ignored = true;
     out->ignore_hits.push_back(i);
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
       buffer = failed->unmatched;
@@ -719,7 +718,6 @@ Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t
   return impl_->process(dated.text(), std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
 }
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
-
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }
 

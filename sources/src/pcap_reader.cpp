@@ -308,6 +308,7 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
     // Where the next record starts (reading a file, one record per pcap_next_ex call
     // since no filter is installed in libpcap): the offset a failure is reported at.
     const off_t start = file != nullptr ? ::ftello(file) : -1;
+    note_record_end(start);
     pcap_pkthdr* header = nullptr;
     const u_char* data = nullptr;
     const int status = libpcap().pcap_next_ex(p, &header, &data);
@@ -319,11 +320,9 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
       packet.caplen = header->caplen;
       packet.len = header->len;
       packet.data = std::span<const std::uint8_t>(data, header->caplen);
-      // A classic record is its 16-byte header and its bytes: more read than that is a
-      // record over the snaplen, cut to it.
-      if (file != nullptr && start >= 0 && state != nullptr && !state->pcapng &&
-          ::ftello(file) - start > static_cast<off_t>(16 + header->caplen))
-        ++cut_to_snaplen_;
+      // A classic record is its 16-byte header and its bytes: where the next one starts
+      // says whether libpcap read more (a record over the snaplen, cut to it).
+      if (start >= 0 && state != nullptr && !state->pcapng) record_end_ = start + 16 + static_cast<off_t>(header->caplen);
       if (state != nullptr && state->filter && !state->filter->passes(packet)) continue;
       return Read::kPacket;
     }
@@ -332,6 +331,7 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
       // The end of a file, or break_loop() on a live capture; libpcap clears the break
       // request as it reports it, so it is made again to keep later calls returning false.
       if (live_) libpcap().pcap_breakloop(p);
+      if (file != nullptr) note_record_end(::ftello(file));
       return Read::kEnd;
     }
     if (live_) throw SourceError(name_, EIO, name_ + ": " + geterr(p));
@@ -347,7 +347,13 @@ bool PcapReader::resume_at(std::uint64_t offset, std::uint64_t index) {
   FILE* const file = live_ ? nullptr : libpcap().pcap_file(static_cast<pcap_t*>(pcap_));
   if (file == nullptr || ::fseeko(file, static_cast<off_t>(offset), SEEK_SET) != 0) return false;
   index_ = index - 1;
+  record_end_ = -1;
   return true;
+}
+
+void PcapReader::note_record_end(off_t next) noexcept {
+  if (record_end_ >= 0 && next > record_end_) ++cut_to_snaplen_;
+  record_end_ = -1;
 }
 
 const BpfFilter* PcapReader::filter() const noexcept { return state_ ? state_->filter.get() : nullptr; }

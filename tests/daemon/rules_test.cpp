@@ -347,7 +347,7 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
     std::string s;
     for (const fail2ban::Filter::Outcome& o : outcomes) {
       s += o.matched ? "m" : "-";
-      s += o.ignored ? "i" : "-";
+      s += o.ignored() ? "i" : "-";
       for (const fail2ban::Filter::Failure& f : o.failures)
         s += " " + std::to_string(f.failregex) + ":" + f.id + ":" + f.user + ":" +
              (f.time ? std::to_string(*f.time) : "none") + ":" + std::to_string(f.attempts);

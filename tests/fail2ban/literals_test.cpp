@@ -34,7 +34,7 @@ std::vector<std::size_t> found_in(const std::string& line, const std::vector<std
 }
 
 std::string describe(const Filter::Outcome& o) {
-  std::string s = std::string(o.matched ? "matched" : "-") + (o.ignored ? " ignored" : "");
+  std::string s = std::string(o.matched ? "matched" : "-") + (o.ignored() ? " ignored" : "");
   for (const Filter::Failure& f : o.failures) {
     s += " [" + std::to_string(f.failregex) + " " + f.id + " " + f.host + " u=" + f.user +
          " n=" + std::to_string(f.attempts) + " t=" + (f.time ? std::to_string(*f.time) : "none") +

@@ -61,7 +61,7 @@ std::map<std::string, int> run_library(const std::vector<std::string>& lines, co
   std::map<std::string, int> counts;
   for (const auto& l : lines) {
     const Filter::Outcome o = f.line(l);
-    if (o.ignored) continue;
+    if (o.ignored()) continue;
     for (const auto& failure : o.failures) ++counts[failure.fields.count("ip") ? failure.fields.at("ip") : failure.id];
   }
   return counts;

@@ -337,12 +337,16 @@ bool Reader::escape(std::size_t& i) {
   } else if (n == 'w' || n == 'W') {
     // In UTF-8 dfa.c reads \w \W \s \S as brackets of multibyte classes, which it leaves
     // to regex (parse_bracket_exp's BACKREF).
-    if (utf8_) left_to_regex();
-    if (utf8_) view_.pcre_ok = false;
+    if (utf8_) {
+      left_to_regex();
+      view_.pcre_ok = false;
+    }
     atom(text, n == 'w' ? "\\w" : "[^\\w\\n]", false);
   } else if (n == 's' || n == 'S') {
-    if (utf8_) left_to_regex();
-    if (utf8_) view_.pcre_ok = false;
+    if (utf8_) {
+      left_to_regex();
+      view_.pcre_ok = false;
+    }
     // \x0b, not \v: in Hyperscan's (PCRE's) syntax \v is every vertical space, '\n' and \x85 included.
     atom(text, n == 's' ? "[\\t\\x0b\\f\\r ]" : "[^\\t\\n\\x0b\\f\\r ]", false);  // '\n': see pcre_bracket
   } else {

@@ -51,9 +51,9 @@ class Filter {
   };
   struct Outcome {
     std::vector<Failure> failures;
-    bool ignored = false;  // an ignoreregex matched
-    std::vector<std::size_t> ignore_hits;  // which, once per match (indices into ignoreregex())
+    std::vector<std::size_t> ignore_hits;  // the ignoreregexes that matched, once per match
     bool matched = false;  // a failregex matched (even one that yields no failure)
+    bool ignored() const noexcept { return !ignore_hits.empty(); }  // an ignoreregex matched
   };
 
   // name_or_path: "sshd" (read from options.config_dir/filter.d/) or a path to a .conf

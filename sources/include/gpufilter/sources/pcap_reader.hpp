@@ -4,6 +4,8 @@
 // byte offset where reading failed; every packet before it has been handed out.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -99,6 +101,9 @@ class PcapReader {
   bool live_ = false;
   std::uint64_t index_ = 0;
   std::uint64_t cut_to_snaplen_ = 0;
+  off_t record_end_ = -1;  // where the classic record read last ends in the file (-1: none)
+  // The next record starts (or the file ends) at `next`: past record_end_, that record was cut.
+  void note_record_end(off_t next) noexcept;
 };
 
 }  // namespace gpufilter
