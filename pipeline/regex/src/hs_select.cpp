@@ -1,5 +1,7 @@
 #include "hs_select.hpp"
 
+#include "gpufilter/hs_cache/compile_cache.hpp"
+
 #include <hs/hs.h>
 
 #include <algorithm>
@@ -86,8 +88,7 @@ HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vecto
     std::vector<unsigned> flags(kept.size(), flag);
     hs_compile_error_t* error = nullptr;
     hs_database_t* database = nullptr;
-    const hs_error_t rc = hs_compile_multi(texts.data(), flags.data(), kept_ids.data(),
-                                           static_cast<unsigned>(kept.size()), HS_MODE_BLOCK, nullptr, &database, &error);
+    const hs_error_t rc = hs_cache::compile({texts, {}, flags, kept_ids}, &database, &error);
     if (rc == HS_SUCCESS) {
       database_.reset(database, hs_free_database);
       break;

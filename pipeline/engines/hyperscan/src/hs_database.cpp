@@ -15,6 +15,8 @@
 // scan, replayed).
 #include "gpufilter/hyperscan/hs_database.hpp"
 
+#include "gpufilter/hs_cache/compile_cache.hpp"
+
 #include <hs/hs.h>
 
 #include <climits>
@@ -160,8 +162,7 @@ HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
     ids[i] = id;
   }
   hs_compile_error_t* error = nullptr;
-  const hs_error_t rc = hs_compile_lit_multi(expressions.data(), flags.data(), ids.data(), lengths.data(),
-                                             static_cast<unsigned>(n), HS_MODE_BLOCK, nullptr, &database_, &error);
+  const hs_error_t rc = hs_cache::compile({expressions, lengths, flags, ids}, &database_, &error);
   if (rc == HS_SUCCESS) return;
   const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
   const int expression = error != nullptr ? error->expression : -1;
