@@ -263,10 +263,12 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.invert = o.invert;
   searching.word = o.word;
   searching.whole_line = o.whole_line;
-  // grep.c: in a single-byte locale, -F -w with one distinct pattern (its duplicates are
-  // dropped) goes to the regex matcher. Distinct as given, before -i folds them.
+  // grep.c: one distinct pattern (its duplicates are dropped) of -G or -E stays with the
+  // regex matcher, and so does -F -w in a single-byte locale; in a UTF-8 one -F keeps its
+  // fixed-string matcher. Distinct as given, before -i folds them.
   std::set<std::string_view> distinct(o.patterns.patterns().begin(), o.patterns.patterns().end());
-  searching.regex_word = o.word && distinct.size() == 1;
+  searching.regex_word =
+      o.word && distinct.size() == 1 && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start), except that -q exits 0 at the first line that would be selected:

@@ -159,6 +159,20 @@ bool parse_number(std::string_view text, std::uint64_t& value) {
   return ec == std::errc() && ptr == text.data() + text.size();
 }
 
+// A number as grep reads -m, -A, -B and -C (xstrtoimax): blanks first, a sign, digits,
+// nothing after. `negative`: a '-' before a value other than zero.
+bool parse_grep_integer(std::string_view text, std::uint64_t& value, bool& negative) {
+  while (!text.empty() && (text.front() == ' ' || (text.front() >= '\t' && text.front() <= '\r'))) text.remove_prefix(1);
+  negative = false;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    negative = text.front() == '-';
+    text.remove_prefix(1);
+  }
+  if (text.empty() || text.front() < '0' || text.front() > '9' || !parse_number(text, value)) return false;
+  if (value == 0) negative = false;
+  return true;
+}
+
 TimeFormat time_argument(std::string_view arg) {
   if (arg == "absolute") return TimeFormat::kAbsolute;
   if (arg == "relative") return TimeFormat::kRelative;
@@ -171,7 +185,9 @@ TimeFormat time_argument(std::string_view arg) {
 
 std::uint64_t context_length(const char* arg) {
   std::uint64_t value = 0;
-  if (!parse_number(arg, value)) throw UsageError(std::string(arg) + ": invalid context length argument", false);
+  bool negative = false;
+  if (!parse_grep_integer(arg, value, negative) || negative)
+    throw UsageError(std::string(arg) + ": invalid context length argument", false);
   return value;
 }
 
@@ -445,16 +461,15 @@ bool grep_option(int c, Options& o, bool& patterns_given) {
     case 'L': o.list = ListMode::kFilesWithoutMatch; break;
     case 'l': o.list = ListMode::kFilesWithMatches; break;
     case 'm': {
-      std::string_view arg(::optarg);
       std::uint64_t value = 0;
-      if (!arg.empty() && arg.front() == '-') {
+      bool negative = false;
+      if (!parse_grep_integer(::optarg, value, negative)) throw UsageError("invalid max count", false);
+      if (negative) {
         // A negative count means no limit (grep 3.8).
-        if (!parse_number(arg.substr(1), value)) throw UsageError("invalid max count", false);
         o.max_count.reset();
         o.negative_max_count = true;
       } else {
         o.negative_max_count = false;
-        if (!parse_number(arg, value)) throw UsageError("invalid max count", false);
         o.max_count = value;
       }
       break;

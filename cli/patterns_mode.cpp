@@ -10,6 +10,8 @@
 #include <set>
 #include <string_view>
 
+#include "gpufilter/core/utf8.hpp"
+
 namespace gpufilter::cli {
 namespace {
 
@@ -48,6 +50,22 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
   return false;
 }
 
+// Whether grep 3.8 searches these fixed strings (distinct) with its fixed-string matcher
+// in a UTF-8 locale: -F does, unless a pattern is not valid UTF-8 or -i folds one of its
+// characters beyond ASCII (grep.c: contains_encoding_error, fgrep_icase_available; a
+// non-ASCII character under -i is taken as folding); -G and -E do for two or more, on the
+// same conditions (try_fgrep_pattern).
+bool grep_searches_fixed(regex::Syntax given, const std::vector<std::string>& fixed, bool ignore_case) {
+  if (given != regex::Syntax::kFixed && fixed.size() < 2) return false;
+  for (const std::string& f : fixed) {
+    if (!valid_utf8(f)) return false;
+    if (ignore_case)
+      for (unsigned char c : f)
+        if (c >= 0x80 || regex::folds_beyond_ascii(c)) return false;
+  }
+  return true;
+}
+
 // grep drops repeated patterns before it compiles them (so a bad one is reported once, and
 // "-P -e x -e x" is one pattern); the first keeps its place and its origin.
 std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOrigin>& origins) {
@@ -82,6 +100,7 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
     options.defer_select = false;
   std::vector<regex::PatternOrigin> origins;
   std::vector<std::string> patterns = distinct(o, origins);
+  const regex::Syntax given_syntax = o.syntax;
   if (o.syntax != regex::Syntax::kPerl) {
     // One pattern stays with grep's regex matcher: its errors are regex's.
     if (patterns.size() == 1 && o.syntax != regex::Syntax::kFixed) regex::compile(patterns, options, origins);
@@ -95,6 +114,9 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
       o.patterns = std::move(literals);
       o.syntax = regex::Syntax::kFixed;
       if (!fixed_needs_characters(o, utf8)) return nullptr;
+      options.fixed_matcher = grep_searches_fixed(given_syntax, fixed, o.ignore_case);
+      // Fexecute: -x wins over -w whole (no newline taken, no word rule).
+      if (options.fixed_matcher && options.whole_line) options.word = false;
       patterns.clear();
       for (const std::string& f : fixed) patterns.push_back(escaped(f));
       options.syntax = regex::Syntax::kBasic;

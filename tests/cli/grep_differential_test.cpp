@@ -609,6 +609,52 @@ TEST_F(GrepDifferential, OnePatternWordMatchesAsGrepsRegexMatcher) {
   expect_same({"--color=always", "-x", "-w", "-v", "-A1", "b"}, "a\nb\n", {}, {}, {"GREP_COLORS=sl=1:cx=2:rv"});
 }
 
+// In a UTF-8 locale grep keeps -F (and two or more fixed -G/-E patterns) on its
+// fixed-string matcher, Fexecute, whose -w walk takes the empty pattern's match as a
+// shorter one at the same place and whose -x match leaves the newline out; one -G/-E
+// pattern stays with the regex matcher in every locale.
+TEST_F(GrepDifferential, FixedStringsInUtf8KeepTheFixedStringMatcher) {
+  struct Case {
+    std::string input;
+    Args args;
+  };
+  const std::vector<Case> cases = {
+      {"a\n", {"-F", "-x", "-w", "-o", "a"}},
+      {"a\n", {"-F", "-x", "-w", "--color=always", "a"}},
+      {"a\n", {"-x", "-w", "-o", "a"}},
+      {"a\n\n", {"-F", "-x", "-w", "--color=always", "-e", "", "-e", "b"}},
+      {" a\n", {"-F", "-w", "-e", "", "-e", " "}},
+      {" a\n", {"-E", "-w", "-e", " ", "-e", ""}},
+      {" a\n", {"-F", "-w", "-o", "-e", "", "-e", " ", "-e", "-"}},
+      {"ba A._ba\n", {"-E", "-w", "-e", " b", "-e", "a", "-e", "ba_", "-e", ""}},
+      {"-_._baa _A\n", {"-F", "-v", "-w", "-e", "-", "-e", "", "-e", "a ", "-e", "-bb"}},
+      {"caf\xc3\xa9 caf\n", {"-F", "-w", "-o", "-e", "caf", "-e", ""}},
+      {" \xc3\xa9 a\n", {"-F", "-w", "--color=always", "-e", " ", "-e", ""}},
+  };
+  for (const Case& c : cases)
+    for (const char* locale : {"LC_ALL=C.UTF-8", "LC_ALL=C"})
+      expect_same(c.args, c.input, {}, std::string(locale) + " input " + escape(c.input), {locale});
+}
+
+// -o in a UTF-8 locale: a matched part that is not valid UTF-8 is not printed, and nor
+// are the line's parts after it (grep's print_line_head stops the line there).
+TEST_F(GrepDifferential, OnlyMatchingStopsAtAPartThatIsNotUtf8) {
+  for (const char* locale : {"LC_ALL=C.UTF-8", "LC_ALL=C"}) {
+    expect_same({"-o", "-e", "\xff", "-e", "c"}, "a\xff" "c\nc\nca\xff" "c\n", {}, locale, {locale});
+    expect_same({"-o", "-b", "-E", "-e", "c|\xff"}, "c\xff" "c\n", {}, locale, {locale});
+    expect_same({"-o", "-P", "\\C"}, "\xc3\xa9t\n", {}, locale, {locale});
+  }
+}
+
+// -m, -A, -B and -C read numbers as grep's xstrtoimax does: blanks, then a sign.
+TEST_F(GrepDifferential, CountsAndContextLengthsReadAsGrepReadsThem) {
+  for (const std::string& n : {"-0", "+1", " 1", "\t2", " +1", "-00", "+0", "1x", "", " ", "-1", "+", "99999999999999999999"}) {
+    expect_same({"-m", n, "foo", text});
+    expect_same({"-A", n, "foo", text});
+    expect_same({"-C", n, "-v", "foo", text});
+  }
+}
+
 TEST_F(GrepDifferential, CaseFolding) {
   const std::string in =
       "FoO\nfoo\nFOO BAR\nfOo_bar\n"

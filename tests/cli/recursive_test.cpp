@@ -110,6 +110,12 @@ TEST_F(Recursive, DirectoriesAndDevicesActionsAsGrep) {
   expect_same({"-r", "-D", "skip", "foo", root});
   expect_same({"-r", "foo", root + "/"});
   expect_same({"-r", "foo", "-", root}, "foo from stdin\n");
+  // Two or more trailing slashes walk as one (fts), in names and messages alike.
+  expect_same({"-r", "foo", root + "//"});
+  expect_same({"-r", "-a", "-c", "foo", root + "/logs///"});
+  // --exclude-dir leaves out a folder named on the command line, walked or not.
+  for (const Args& flags : {Args{}, Args{"-c"}, Args{"-L"}, Args{"-d", "read"}, Args{"-r"}})
+    expect_same(flags + Args{"--exclude-dir=logs", "foo", root + "/logs", root + "/a.txt"});
 }
 
 // No operand: -r searches the working directory and names files without "./".

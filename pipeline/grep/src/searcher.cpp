@@ -219,14 +219,17 @@ std::span<const std::uint32_t> Searcher::matched_patterns(std::string_view line,
 
 // grep 3.8's print_line_head: a line (or, with -o, a matched part) that is not valid
 // UTF-8 is not printed; the input then says "binary file matches" at its end (not with
-// -I, which drops such lines silently). Lines before and after print as usual.
+// -I, which drops such lines silently). Lines before and after print as usual; with -o,
+// the parts of the line before the bad one print, those after it do not.
 bool Searcher::encoding_error(std::string_view text, std::span<const MatchSpan>& spans, bool selected) {
   if (!options_.utf8 || options_.binary_files == BinaryFiles::kText) return false;
   if (options_.only_matching) {
     if (!selected) return false;  // -o prints nothing of context lines
     good_spans_.clear();
-    for (const MatchSpan& s : spans)
-      if (valid_utf8(text.substr(s.begin, s.end - s.begin))) good_spans_.push_back(s);
+    for (const MatchSpan& s : spans) {
+      if (!valid_utf8(text.substr(s.begin, s.end - s.begin))) break;
+      good_spans_.push_back(s);
+    }
     if (good_spans_.size() == spans.size()) return false;
     if (options_.binary_files == BinaryFiles::kBinary) binary_matched_ = true;
     spans = good_spans_;

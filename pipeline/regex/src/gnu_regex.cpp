@@ -611,14 +611,19 @@ bool GnuRegex::joined_selects(std::string_view line) {
   return combined_ && selects_by_regex(*combined_, line);
 }
 
-// EGexecute's -w loop: from a match at `match`, try shorter matches at the same place,
-// then later ones, until one has no word character on either side.
+// EGexecute's -w loop (Fexecute's with RegexOptions::fixed_matcher): from a match at
+// `match`, try shorter matches at the same place, then later ones, until one has no word
+// character on either side.
 bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best,
                          std::size_t& match, std::size_t& length) {
   const std::size_t n = line.size();
+  // Fexecute's search from `from` does not look before it.
+  const bool fixed = options_.fixed_matcher;
   while (match <= best) {
-    regoff_t shorter = 0;
-    if (!word_after(line, match + length, options_.utf8) && !word_before(line, match, options_.utf8)) return true;
+    regoff_t shorter = fixed ? -1 : 0;
+    if (!word_after(line, match + length, options_.utf8) &&
+        !((!fixed || match > from) && word_before(line, match, options_.utf8)))
+      return true;
     if (length > 0) {
       --length;
       p.set_not_eol(true);
@@ -626,7 +631,7 @@ bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from,
       shorter = p.match(line.data(), static_cast<regoff_t>(match + length) - static_cast<regoff_t>(from),
                         static_cast<regoff_t>(match));
     }
-    if (shorter > 0) {
+    if (shorter > 0 || (fixed && shorter == 0)) {  // Fexecute takes the empty pattern's match too
       length = static_cast<std::size_t>(shorter);
       continue;
     }

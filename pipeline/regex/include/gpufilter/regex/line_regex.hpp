@@ -36,6 +36,12 @@ struct RegexOptions {
   // expression), not before the first line: a small input or rare matches never pay for
   // it. false: built at once (tests, to keep both paths in use on small inputs).
   bool defer_select = true;
+  // -G/-E/-F patterns that are fixed strings which grep itself searches with its
+  // fixed-string matcher (kwsearch.c's Fexecute: -F, or two or more such patterns), here
+  // through glibc because a UTF-8 -w or -i needs characters. Its -w walk differs from the
+  // regex matcher's: a shorter match at the same place may be the empty pattern's, and
+  // the -o walk does not look at the byte before where a search starts.
+  bool fixed_matcher = false;
 };
 
 // Where a pattern came from, for grep's "FILE:LINE: " before a compile error of a pattern
