@@ -225,10 +225,12 @@ std::size_t prepare_patterns(cli::Options& o) {
 // grep reads nothing when no line can be selected: -m 0, or -v with only the empty
 // pattern (which matches every line); -L still lists every file then, unless -q, which
 // grep lets override -L before it makes this check (so no file is opened, none missing).
+// --json reads on after -v with the empty pattern, as rg does, for its records (the
+// summary; -c's begin and end); with -m 0 rg prints nothing either.
 bool nothing_can_be_selected(const cli::Options& o) {
   const bool only_empty = std::all_of(o.patterns.patterns().begin(), o.patterns.patterns().end(),
                                       [](const std::string& p) { return p.empty(); });
-  return ((o.max_count && *o.max_count == 0) || (only_empty && o.invert && !o.whole_line && !o.word)) &&
+  return ((o.max_count && *o.max_count == 0) || (only_empty && o.invert && !o.whole_line && !o.word && !o.json)) &&
          (o.list != cli::ListMode::kFilesWithoutMatch || o.quiet);
 }
 

@@ -536,6 +536,8 @@ class CaptureRun {
   bool open_input(PcapReader& reader, bool two_pass_out) {
     name_ = reader.name();  // standard input is --label's name already
     input_done_ = false;
+    draining_ = false;
+    read_failed_ = false;
     last_printed_ = 0;
     behind_.clear();
     after_left_ = 0;
@@ -604,8 +606,10 @@ class CaptureRun {
     } catch (const CaptureOutputError&) {
       throw;
     } catch (const PcapError& e) {
+      read_failed_ = true;
       fail(e.what());
     } catch (const Error& e) {
+      read_failed_ = true;
       fail(name_ + ": " + e.what());
     }
   }
@@ -778,7 +782,7 @@ class CaptureRun {
     } catch (const CaptureOutputError&) {
       throw;
     } catch (const Error& e) {
-      fail(e.what());
+      if (!read_failed_) fail(e.what());  // else the first pass said it (a cut capture)
     }
   }
 
@@ -823,7 +827,12 @@ class CaptureRun {
     ++selected_input_;
     if (o_.quiet) done_ = true;
     if (o_.list != cli::ListMode::kNone) input_done_ = true;  // -l/-L: this capture is decided
-    if (o_.max_count && selected_input_ >= *o_.max_count) done_ = true;
+    if (o_.max_count && selected_input_ >= *o_.max_count) {
+      // grep's -m, per capture: its selection ends here; the -A packets after the last
+      // selected one still print (as context, matching or not), then its reading stops.
+      if (after_packets_ > 0 && names_wanted_ && !o_.stream) draining_ = true;
+      else input_done_ = true;
+    }
   }
 
   void delivered(std::uint64_t tag, std::string_view bytes, std::size_t overlap, std::span<const Occurrence> occurrences) {
@@ -856,8 +865,9 @@ class CaptureRun {
     pending_.pop_front();
     if (finished() && !o_.stream) return;  // -m reached or -q decided: the rest is not selected
     const bool matched = select_.record(bytes, occurrences);
-    if (matched == o_.invert || finished()) {
+    if (matched == o_.invert || finished() || draining_) {
       context_packet(std::move(p));
+      if (draining_ && after_left_ == 0) input_done_ = true;
       return;
     }
     take_selection();
@@ -1063,7 +1073,9 @@ class CaptureRun {
   std::unique_ptr<PacketsAhead> ahead_;           // with it, the mapping read and decoded on a thread
   FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
   bool done_ = false;
-  bool input_done_ = false;          // -l/-L: this capture is decided
+  bool input_done_ = false;          // -l/-L, -m: this capture is decided
+  bool draining_ = false;            // -m reached: only the -A packets after it print
+  bool read_failed_ = false;         // this capture's reading stopped at an error, reported
   bool read_limit_reached_ = false;  // --max-packets
   bool trouble_ = false;
 };

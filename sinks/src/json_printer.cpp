@@ -83,8 +83,8 @@ JsonPrinter::Stats& JsonPrinter::Stats::operator+=(const Stats& other) {
 JsonPrinter::JsonPrinter(Output& out, std::vector<Pattern> given, Options options) : out_(out), options_(options) {
   pattern_json_.reserve(given.size());
   for (const Pattern& p : given) {
-    std::string object;
-    json::append_pattern(object, p.id, p.text);
+    std::string object;  // the empty pattern is never listed: it occurs everywhere
+    if (!p.text.empty()) json::append_pattern(object, p.id, p.text);
     pattern_json_.push_back(std::move(object));
   }
 }
@@ -92,6 +92,7 @@ JsonPrinter::JsonPrinter(Output& out, std::vector<Pattern> given, Options option
 SinkNeeds JsonPrinter::needs() const {
   SinkNeeds needs;
   needs.spans = true;
+  needs.context_spans = true;
   needs.pattern_ids = true;
   needs.line_numbers = true;
   needs.any_bytes = true;
@@ -168,9 +169,12 @@ void JsonPrinter::line_record(const LineMatch& line, std::string_view type, std:
     b += '}';
   }
   b += "],\"patterns\":[";
-  for (std::size_t i = 0; i < line.patterns.size(); ++i) {
-    if (i > 0) b += ',';
-    b += pattern_json_[line.patterns[i]];
+  bool first = true;
+  for (const std::uint32_t id : line.patterns) {
+    if (pattern_json_[id].empty()) continue;
+    if (!first) b += ',';
+    first = false;
+    b += pattern_json_[id];
   }
   b += "]}}";
   write_line(b);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "differential.hpp"
+#include "json_records.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::test {
@@ -423,6 +424,25 @@ TEST_F(Capture, RecordsOverTheSnaplenAreCutAndSaidToBe) {
 
 // Cut and corrupted captures: the packets before the damage are matched, the message
 // names the file and the byte, and the exit status is 2.
+// -m NUM per capture, as grep's per file: its -A packets still print after the last
+// selected one (as context), and the next capture is read.
+TEST_F(Capture, MaxCountPerCaptureWithTrailingContext) {
+  const std::string path = corpus_path("pcap/http.cap");
+  const GrepRun all = run_gpufilter({"--pcap", path, "--json", "-A2", "-e", "GET"});
+  const std::vector<json> every = json_records(all.out);
+  const GrepRun first = run_gpufilter({"--pcap", path, "--json", "-m1", "-A2", "-e", "GET"});
+  std::vector<json> got = json_records(first.out);
+  ASSERT_EQ(got.size(), 3u) << first.out;
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(got[k], every[k]) << k;
+  EXPECT_EQ(got[1].at("type"), "packet_context");
+  const GrepRun text = run_gpufilter({"--pcap", path, "-m2", "-A1", "-e", "GET"});
+  EXPECT_EQ(text.status, 0);
+  for (const char* frame : {"#4 ", "#5 ", "#18 ", "#19 "}) EXPECT_NE(text.out.find(frame), std::string::npos) << frame;
+  EXPECT_EQ(text.out.find("#20 "), std::string::npos) << text.out;
+  const GrepRun counts = run_gpufilter({"--pcap", path, "--pcap", path, "-m1", "-c", "GET"});
+  EXPECT_EQ(counts.out, path + ":1\n" + path + ":1\n");
+}
+
 TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
   TempDir dir;
   const std::string path = corpus_path("pcap/http.cap");
@@ -461,6 +481,12 @@ TEST_F(Capture, TruncatedAndCorruptCapturesKeepWhatCameBefore) {
   const GrepRun odd = run_gpufilter({"-F", "--pcap", dir.write("user0.pcap", user0), "x"});
   EXPECT_EQ(odd.status, 2);
   EXPECT_NE(odd.err.find("link type"), std::string::npos) << odd.err;
+  // --stream --pcap-out reads a file twice; the cut is reported once.
+  const std::string cut_path = dir.write("cut2.pcap", bytes.substr(0, bytes.size() / 2));
+  const GrepRun twice =
+      run_gpufilter({"--pcap", cut_path, "--stream", "--pcap-out", dir.file("o.pcap"), "-c", "GET"});
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_EQ(twice.err.find(cut_path), twice.err.rfind(cut_path)) << twice.err;
 }
 
 // Standard input, BPF, -m, text output.

@@ -184,6 +184,40 @@ TEST(Json, ContextLinesAndEscapes) {
   EXPECT_EQ(records[5].at("type"), "summary");
 }
 
+// -v with only the empty pattern selects nothing but still reads (rg prints its summary;
+// -c its begin and end); the empty pattern is never listed, under -w either (whose joined
+// walk selects the line for all patterns together: each is listed only where it occurs);
+// the matching lines printed as context after -m's last carry their submatches.
+TEST(Json, RecordsWhereNothingOrEverythingMatches) {
+  TempDir dir;
+  const std::string file = dir.write("t.txt", "a foo b\nnext\n");
+  for (const char* locale : {"LC_ALL=C", "LC_ALL=C.UTF-8"}) {
+    GrepRun r = run_gpufilter({"--json", "-v", "-e", "", file}, {}, {}, {locale});
+    EXPECT_EQ(r.status, 1) << r.err;
+    std::vector<json> records = json_records(r.out);
+    ASSERT_EQ(records.size(), 1u) << r.out;
+    EXPECT_EQ(records[0].at("type"), "summary");
+    r = run_gpufilter({"--json", "-c", "-v", "-e", "", file}, {}, {}, {locale});
+    records = json_records(r.out);
+    ASSERT_EQ(records.size(), 3u) << r.out;
+    EXPECT_EQ(records[1].at("data").at("stats").at("matched_lines"), 0);
+
+    const std::string words = dir.write("w.txt", "foobar baz\n\n");
+    r = run_gpufilter({"--json", "-w", "-e", "foo", "-e", "baz", "-e", "", words}, {}, {}, {locale});
+    records = records_of(json_records(r.out), "match");
+    ASSERT_EQ(records.size(), 2u) << locale << r.out;
+    EXPECT_EQ(records[0].at("data").at("patterns"), json::parse(R"([{"id":1,"text":"baz"}])")) << locale;
+    EXPECT_EQ(records[1].at("data").at("patterns"), json::parse("[]")) << locale;
+
+    const std::string twice = dir.write("m.txt", "foo 1\nfoo 2\nbar\n");
+    r = run_gpufilter({"--json", "-m1", "-A1", "foo", twice}, {}, {}, {locale});
+    records = records_of(json_records(r.out), "context");
+    ASSERT_EQ(records.size(), 1u) << r.out;
+    EXPECT_EQ(records[0].at("data").at("submatches"),
+              json::parse(R"([{"match":{"text":"foo"},"start":0,"end":3}])")) << locale;
+  }
+}
+
 TEST(Json, RefusedWithFileLists) {
   for (const char* flag : {"-l", "-L"}) {
     const GrepRun r = run_gpufilter({"--json", flag, "x"}, "x\n");

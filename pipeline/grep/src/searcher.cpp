@@ -34,6 +34,7 @@ std::uint64_t count_lines(const char* begin, const char* end, char eol) {
 SearchOptions with_needs(SearchOptions options, const SinkNeeds& needs) noexcept {
   options.quiet = options.quiet || !needs.lines;
   options.spans = options.spans || needs.spans;
+  options.context_spans = options.context_spans || needs.context_spans;
   options.pattern_ids = options.pattern_ids || needs.pattern_ids;
   options.line_numbers = options.line_numbers || needs.line_numbers;
   if (needs.any_bytes) options.binary_files = BinaryFiles::kText;
@@ -411,7 +412,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {
     // grep colours (and -o prints) matches only in lines that match: selected lines
     // without -v, context lines with -v.
-    if (!options_.spans || !matched || as_selected == options_.invert) return {};
+    if (!options_.spans || !matched || (as_selected == options_.invert && !options_.context_spans)) return {};
     match_spans(text, occurrences, spans_);
     return spans_;
   };

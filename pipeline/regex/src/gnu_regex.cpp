@@ -140,6 +140,11 @@ class GnuRegex final : public LineRegex {
   bool selects(std::size_t i, std::string_view line) override {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
     if (joined_walk_ && !backref_[i]) return joined_selects(line);
+    return own_selects(i, line);
+  }
+
+  // Pattern i alone, as if it were the only one.
+  bool own_selects(std::size_t i, std::string_view line) {
     Compiled& c = compiled(i);
     if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size()) >= 0;
     // grep's DFA superset passes the line before its regex decides: where the two read
@@ -527,7 +532,8 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
       if (!backref_[i]) {
         if (!asked) joined = joined_selects(line);
         asked = true;
-        if (!joined) continue;
+        // The walk selects the line; each pattern is listed when its own walk would.
+        if (!joined || (ids != nullptr && !own_selects(i, line))) continue;
       } else if (!selects(i, line)) {
         continue;
       }

@@ -84,6 +84,9 @@ struct SinkNeeds {
   // -c, -l, -L, -q), so the Searcher counts lines without pushing them.
   bool lines = true;
   bool spans = false;         // LineMatch::spans (grep -o, --color)
+  // Spans for every context line that matches too: grep colours them only with -v (where
+  // context lines are the matching ones), not the matching lines after -m's last.
+  bool context_spans = false;
   bool pattern_ids = false;   // LineMatch::patterns
   bool line_numbers = false;  // LineMatch::number
   bool occurrences = false;   // LineMatch::occurrences (fed by a line cutter, not the Searcher)

@@ -45,6 +45,7 @@ struct SearchOptions {
   // sink's needs to these, so a front end leaves them to the sink.
   bool line_numbers = false;      // count lines for LineMatch::number
   bool spans = false;             // match spans for LineMatch::spans (-o, --color)
+  bool context_spans = false;     // ...for context lines that match too (SinkNeeds)
   bool pattern_ids = false;       // the ids of the patterns a line matches (--json)
   bool quiet = false;             // no line output at all (-c, -l, -L, -q)
   bool counting = false;          // -c: keeps counting inside the binary part
