@@ -9,6 +9,7 @@
 #include "test_filter.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -21,6 +22,7 @@
 
 #include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/fail2ban/jails.hpp"
+#include "gpufilter/fail2ban/pyregex.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -170,7 +172,8 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   t.ignore_hits.assign(filter.ignoreregex().size(), 0);
   std::string line;
   while (std::getline(in, line)) {
-    if (in.eof()) {
+    // fail2ban's FileContainer takes a line as complete when it ends in '\n' or '\r'.
+    if (in.eof() && (line.empty() || line.back() != '\r')) {
       std::fprintf(stderr, "gpufilterd: %s: the last line has no newline; not read (as fail2ban does)\n",
                    a.log.c_str());
       break;
@@ -189,6 +192,11 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   }
   if (a.out.empty()) print_summary(filter, t);
   std::cout.flush();
+  if (const std::uint64_t stopped = fail2ban::PyRegex::limit_failures(); stopped > 0)
+    std::fprintf(stderr,
+                 "gpufilterd: %s: %llu regex searches stopped at PCRE2's limits (a long line under a "
+                 "backtracking failregex); those lines count as not matched\n",
+                 a.log.c_str(), static_cast<unsigned long long>(stopped));
   return std::cout ? 0 : 2;
 }
 
@@ -206,7 +214,8 @@ int test_filter(int argc, char** argv, int first) {
     fail2ban::Filter filter = fail2ban::Filter::load(a->filter, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
     std::ifstream in(a->log, std::ios::binary);
-    if (!in) {
+    std::error_code ec;
+    if (!in || std::filesystem::is_directory(a->log, ec)) {
       std::fprintf(stderr, "gpufilterd: %s: cannot be read\n", a->log.c_str());
       return 2;
     }

@@ -133,6 +133,14 @@ std::string address_text(const std::string& ip, bool v6, const std::optional<std
   unsigned char bytes[16] = {};
   const int family = v6 ? AF_INET6 : AF_INET;
   if (inet_pton(family, ip.c_str(), bytes) != 1) return ip;
+  // An IPv4-mapped IPv6 address in any spelling (::ffff:102:304) is its IPv4 address, as
+  // fail2ban's IPAddr converts it.
+  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (v6 && (!cidr || cidr->empty()) && std::equal(mapped, mapped + 12, bytes)) {
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, bytes + 12, text, sizeof text);
+    return text;
+  }
   const int bits = v6 ? 128 : 32;
   int plen = bits;
   if (cidr && !cidr->empty()) plen = std::min(bits, std::stoi(*cidr));
@@ -678,13 +686,7 @@ Filter::~Filter() = default;
 Filter Filter::load(const std::string& name_or_path, const FilterOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  std::string dir = options.config_dir, name = name_or_path;
-  if (name_or_path.find('/') != std::string::npos) {  // a file: <dir>/filter.d/<name>.conf
-    const std::filesystem::path p(name_or_path);
-    name = p.stem().string();
-    dir = p.parent_path().parent_path().string();
-  }
-  impl->apply(read_filter(dir, name, options.values));
+  impl->apply(read_filter(options.config_dir, name_or_path, options.values));
   return Filter(std::move(impl));
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "gpufilter/fail2ban/errors.hpp"
@@ -68,6 +69,11 @@ ConfigParser::Parsed ConfigParser::parse_file(const std::string& path) {
   std::size_t indent_level = 0;
   std::string line;
   int number = 0;
+  // configparser's strict mode, per file: a section or an option of a section given twice
+  // is an error (DEFAULT may open again).
+  std::set<std::string> sections_seen;
+  std::set<std::pair<std::string, std::string>> options_seen;
+  std::string section_name;
   while (std::getline(in, line)) {
     ++number;
     const std::size_t comment = comment_start(line);
@@ -85,6 +91,9 @@ ConfigParser::Parsed ConfigParser::parse_file(const std::string& path) {
     indent_level = indent;
     if (text[0] == '[' && text.find(']', 2) != std::string::npos) {
       const std::string name = text.substr(1, text.rfind(']') - 1);
+      if (name != "DEFAULT" && !sections_seen.insert(name).second)
+        throw Fail2banError(path, number, "section '" + name + "' already exists");
+      section_name = name;
       if (name == "DEFAULT") {
         current = &parsed.defaults;
       } else {
@@ -99,6 +108,8 @@ ConfigParser::Parsed ConfigParser::parse_file(const std::string& path) {
     const std::string name = delim == std::string::npos ? std::string() : strip(text.substr(0, delim));
     if (name.empty()) throw Fail2banError(path, number, "cannot parse line: " + text);
     option = lower(name);
+    if (!options_seen.emplace(section_name, option).second)
+      throw Fail2banError(path, number, "option '" + option + "' in section '" + section_name + "' already exists");
     Value& v = (*current)[option];
     v = Value{strip(text.substr(delim + 1)), path, number};
     pending[&v] = {v.text};

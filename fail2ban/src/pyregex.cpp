@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <atomic>
 #include <cctype>
 #include <new>
 #include <stdexcept>
@@ -11,6 +12,8 @@
 
 namespace gpufilter::fail2ban {
 namespace {
+
+std::atomic<std::uint64_t> g_limit_failures{0};
 
 // PCRE2 refuses group names over 32 bytes; Python has no such limit.
 constexpr std::size_t kMaxGroupName = 32;
@@ -39,6 +42,25 @@ std::size_t translate_escape(std::string_view p, std::size_t i, bool in_class, s
     return i + 2 + digits;
   }
   if (n == 'N') throw std::invalid_argument("named Unicode escape \\N{...} has no PCRE2 form");
+  // Python's str whitespace (\s) holds \x1c-\x1f too, PCRE2's does not; \v is the vertical
+  // tab alone in Python, every vertical space in PCRE2.
+  if (n == 's') {
+    out += in_class ? "\\s\\x1c-\\x1f" : "[\\s\\x1c-\\x1f]";
+    return i + 2;
+  }
+  if (n == 'S' && !in_class) {
+    out += "[^\\s\\x1c-\\x1f]";
+    return i + 2;
+  }
+  if (n == 'v') {
+    out += "\\x0b";
+    return i + 2;
+  }
+  // An ASCII letter Python does not know is an error there ("bad escape"), not a PCRE2
+  // class such as \p{L} or \h.
+  const std::string_view known = in_class ? "abdDfnrsStwWx" : "aAbBdDfnrsStwWxZ";
+  if (std::isalpha(static_cast<unsigned char>(n)) && known.find(n) == std::string_view::npos)
+    throw std::invalid_argument("bad escape \\" + std::string(1, n));
   out += p.substr(i, 2);
   return i + 2;
 }
@@ -149,7 +171,9 @@ struct PyRegex::Code {
   // backtracking pattern): Python's re has no such limit, so neither may a match here.
   pcre2_match_context* context = nullptr;
   pcre2_jit_stack* stack = nullptr;
+  pcre2_match_context* limits = nullptr;  // made at the first search a limit stops
   ~Code() {
+    if (limits != nullptr) pcre2_match_context_free(limits);
     if (context != nullptr) pcre2_match_context_free(context);
     if (stack != nullptr) pcre2_jit_stack_free(stack);
     if (data != nullptr) pcre2_match_data_free(data);
@@ -167,9 +191,25 @@ struct PyRegex::Code {
       rc = pcre2_match(code, subject, length, pos, 0, data, context);
     }
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, context);
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) {
+      // The interpreter again with limits 50 and 13 times PCRE2's defaults (500 M steps,
+      // 256 MiB of backtracking memory): what Python's re finds in seconds is found.
+      if (limits == nullptr) {
+        limits = pcre2_match_context_create(nullptr);
+        if (limits == nullptr) throw std::bad_alloc();
+        pcre2_set_match_limit(limits, 500'000'000u);
+        pcre2_set_depth_limit(limits, 500'000'000u);
+        pcre2_set_heap_limit(limits, 256u * 1024u);  // KiB
+      }
+      rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, limits);
+      if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
+        g_limit_failures.fetch_add(1, std::memory_order_relaxed);
+    }
     return rc;
   }
 };
+
+std::uint64_t PyRegex::limit_failures() noexcept { return g_limit_failures.load(std::memory_order_relaxed); }
 
 PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
     : code_(std::make_unique<Code>()), pattern_(python_pattern) {

@@ -169,14 +169,55 @@ Ordered substitute_recursive_tags(Ordered tags, const std::vector<std::string>& 
   return tags;
 }
 
-FilterDefinition read_filter(const std::string& config_dir, const std::string& name,
+namespace {
+
+std::string without_trailing_slashes(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+// fail2ban-regex's readRegex: "sshd", "sshd.conf" or "sshd.local" name a filter of
+// CONFIG/filter.d (CONFIG itself when it is a filter.d folder), read with its .local
+// files; a path names a file: one in a filter.d folder (or in CONFIG) is read as that
+// folder's filter, any other alone, with its own includes only.
+struct Located {
+  std::string config_dir;           // standard reading: CONFIG/filter.d/NAME.conf, .local, .d/
+  std::string name;
+  std::optional<std::string> file;  // else this file alone
+};
+
+Located locate_filter(const std::string& config, const std::string& value) {
+  namespace fs = std::filesystem;
+  const std::string config_dir = without_trailing_slashes(config);
+  const bool has_extension = value.size() >= 5 && value.substr(value.size() - 5).find('.') != std::string::npos;
+  const std::string stem = fs::path(value).stem().string();
+  if (value.find('/') == std::string::npos) {
+    const bool in_filter_d = fs::path(config_dir).filename() == "filter.d";
+    return {in_filter_d ? fs::path(config_dir).parent_path().string() : config_dir, has_extension ? stem : value,
+            std::nullopt};
+  }
+  std::vector<std::string> tries{value};
+  if (!has_extension) tries = {value, value + ".conf", value + ".local"};
+  for (const std::string& t : tries) {
+    std::error_code ec;
+    if (!fs::is_regular_file(t, ec)) continue;
+    const fs::path dir = fs::path(t).parent_path();
+    if (dir.filename() == "filter.d") return {dir.parent_path().string(), stem, std::nullopt};
+    if (without_trailing_slashes(dir.string()) == config_dir) return {config_dir, stem, std::nullopt};
+    return {config_dir, stem, t};
+  }
+  throw Fail2banError(value, 0, "no such filter file");
+}
+
+}  // namespace
+
+FilterDefinition read_filter(const std::string& config, const std::string& name_or_path,
                              const std::map<std::string, std::string>& init_options) {
-  std::string base = config_dir;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  const std::string basename = base + "/filter.d/" + name;
-  const auto files = existing_files(basename);
+  const Located at = locate_filter(config, name_or_path);
+  const std::string basename = at.config_dir + "/filter.d/" + at.name;
+  const auto files = at.file ? std::vector<std::string>{*at.file} : existing_files(basename);
   FilterDefinition def;
-  def.file = basename + ".conf";
+  def.file = at.file ? *at.file : basename + ".conf";
   if (files.empty()) throw Fail2banError(def.file, 0, "no such filter (no .conf or .local file)");
   ConfigParser cfg;
   if (cfg.read(files).empty()) throw Fail2banError(def.file, 0, "cannot read the filter's files");

@@ -140,6 +140,80 @@ TEST(TestFilterCliHostile, TimesDatetimeRefusesLeaveTheLineUndated) {
   std::filesystem::remove_all(dir);
 }
 
+// How fail2ban-regex names a filter and reads a log and a filter file, each beside the
+// real tool: a path outside filter.d (read alone), "sshd.conf", a config folder that is
+// filter.d itself; ::ffff: addresses in hex; Python's \s holding \x1c-\x1f; a last line
+// ending in a lone '\r'; a backtracking failregex past PCRE2's default limits.
+TEST(TestFilterCliHostile, FilterPathsAndLinesAsFail2banRegexReadsThem) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  fs::create_directories(d + "/p/filter.d");
+  fs::create_directories(d + "/p/mine");
+  std::ofstream(d + "/p/mine/f.conf") << "[Definition]\nfailregex = ^ fail <HOST>$\n";
+  std::ofstream(d + "/p/filter.d/f.conf") << "[Definition]\nfailregex = ^ other <HOST>$\n";
+  std::ofstream(d + "/p/filter.d/redos.conf") << "[Definition]\nfailregex = ^\\s*(?:(?:a|a)*b|a*c) from <HOST>$\n";
+  const std::string flog = d + "/f.log";
+  std::ofstream(flog) << "Nov 29 10:00:01 fail 1.1.1.1\nNov 29 10:00:02 other 2.2.2.2\n"
+                      << "Nov 29 10:00:03 " << std::string(24, 'a') << "c from 3.3.3.3\n";
+  const std::string slog = d + "/s.log";
+  const std::string head = "Nov 29 10:00:01 host sshd[1]: Failed password for root from ";
+  std::ofstream(slog, std::ios::binary) << head << "::ffff:102:304 port 22 ssh2\n"
+                                        << head << "0:0:0:0:0:ffff:7f00:1 port 22 ssh2\n"
+                                        << "Nov 29 10:00:01 host sshd[1]:\x1c" "Failed password for root from 5.5.5.5 port 22 ssh2\n"
+                                        << head << "6.6.6.6 port 22 ssh2\r";
+  struct Run {
+    std::vector<std::string> theirs, ours;
+  };
+  const std::vector<Run> runs = {
+      {{flog, d + "/p/mine/f.conf"}, {d + "/p/mine/f.conf", flog}},
+      {{flog, d + "/p/filter.d/f.conf"}, {d + "/p/filter.d/f.conf", flog}},
+      {{"-c", d + "/p", flog, "redos"}, {"redos", flog, "--fail2ban-dir", d + "/p"}},
+      {{"-c", "/etc/fail2ban/filter.d", slog, "sshd.conf"}, {"sshd.conf", slog, "--fail2ban-dir", "/etc/fail2ban/filter.d"}},
+  };
+  for (const Run& run : runs) {
+    std::vector<std::string> theirs{kRegexTool, "-r", "-o", "ip"};
+    theirs.insert(theirs.end(), run.theirs.begin(), run.theirs.end());
+    std::vector<std::string> ours{GPUFILTERD_BINARY, "--test-filter"};
+    ours.insert(ours.end(), run.ours.begin(), run.ours.end());
+    ours.insert(ours.end(), {"--out", "ip"});
+    const ProcessResult t = run_process(theirs), o = run_process(ours);
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(counts(o.out), counts(t.out)) << run.ours[0] << "\n" << o.err;
+    EXPECT_FALSE(o.out.empty()) << run.ours[0];
+  }
+  fs::remove_all(d);
+}
+
+// A filter fail2ban refuses is refused: an option given twice, an escape Python does not
+// know; a folder given as the log is an error.
+TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  fs::create_directories(d + "/filter.d");
+  std::ofstream(d + "/filter.d/dup.conf") << "[Definition]\nfailregex = ^ fail <HOST>$\nFailRegex = ^ x <HOST>$\n";
+  std::ofstream(d + "/filter.d/pl.conf") << "[Definition]\nfailregex = ^ \\p{L}+ <HOST>$\n";
+  const std::string log = d + "/f.log";
+  std::ofstream(log) << "Nov 29 10:00:01 fail 1.1.1.1\n";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused{
+      {{"dup", log}, "dup.conf:3: option 'failregex' in section 'Definition' already exists"},
+      {{"pl", log}, "bad escape \\p"},
+      {{"sshd", d}, "cannot be read"},
+  };
+  for (const auto& [args, reason] : refused) {
+    std::vector<std::string> argv{GPUFILTERD_BINARY, "--test-filter"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (args[0] != "sshd") argv.insert(argv.end(), {"--fail2ban-dir", d});
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << args[0];
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+    const ProcessResult theirs = run_process({kRegexTool, "-c", d, log, args[0]});
+    if (args[0] != "sshd") EXPECT_NE(theirs.status, 0) << args[0];  // fail2ban-regex refuses it too
+  }
+  fs::remove_all(d);
+}
+
 std::vector<Case> cases() {
   std::vector<Case> v;
   for (const char* f : {"sshd", "postfix", "dovecot", "vsftpd", "nginx-http-auth", "apache-auth", "named-refused",

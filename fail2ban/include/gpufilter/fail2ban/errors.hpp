@@ -1,5 +1,6 @@
 // The one error type of gpufilter::fail2ban: a filter that cannot be loaded or used as
-// fail2ban 1.0.2 would. what() is "FILE:LINE: reason" where a file is known.
+// fail2ban 1.0.2 would. what() is "FILE:LINE: reason" where a file and line are known,
+// "FILE: reason" where the line is not (0).
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@ class Fail2banError : public gpufilter::ConfigError {
  public:
   using gpufilter::ConfigError::ConfigError;
   Fail2banError(const std::string& file, int line, const std::string& reason)
-      : gpufilter::ConfigError(file + ":" + std::to_string(line) + ": " + reason) {}
+      : gpufilter::ConfigError(file + (line > 0 ? ":" + std::to_string(line) : std::string()) + ": " + reason) {}
 };
 
 }  // namespace gpufilter::fail2ban

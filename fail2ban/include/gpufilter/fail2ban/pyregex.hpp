@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,6 +47,11 @@ class PyRegex {
   // before pos and `^` does not match at pos unless pos is 0 (or after a newline with
   // MULTILINE).
   Match search(std::string_view subject, std::size_t pos = 0, std::size_t endpos = std::string_view::npos) const;
+
+  // Searches that PCRE2 stopped at its limits even when raised (match steps, heap), in
+  // this process: each answered "not found". Python's re has no limit; those lines may
+  // differ from fail2ban's answer, so a front end says how many there were.
+  static std::uint64_t limit_failures() noexcept;
 
   const std::string& pattern() const { return pattern_; }
   // Named groups: name -> group number (Python's groupindex).

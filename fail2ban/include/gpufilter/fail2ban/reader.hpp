@@ -19,9 +19,12 @@ struct FilterDefinition {
   std::vector<std::string> failregex, ignoreregex;  // one entry per non-empty line
 };
 
-// `name` is looked up as <config_dir>/filter.d/<name>.conf. Throws Fail2banError where
-// fail2ban would refuse the filter (no file, a bad interpolation, self-referencing tags).
-FilterDefinition read_filter(const std::string& config_dir, const std::string& name,
+// `name_or_path` as fail2ban-regex takes it: a name ("sshd", "sshd.conf") is looked up as
+// <config_dir>/filter.d/<name>.conf with its .local files; a path in a filter.d folder as
+// that folder's filter; any other path is read alone, with its includes. Throws
+// Fail2banError where fail2ban would refuse the filter (no file, a bad interpolation,
+// self-referencing tags).
+FilterDefinition read_filter(const std::string& config_dir, const std::string& name_or_path,
                              const std::map<std::string, std::string>& init_options);
 
 // substituteRecursiveTags(tags, addrepl=lookup): <name> replaced by the value of tag
