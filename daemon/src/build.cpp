@@ -187,6 +187,9 @@ void describe_metrics(Metrics& m) {
   m.describe("gpufilterd_device_info", T::kGauge, "The scan engine and device (value 1).");
   m.describe("gpufilterd_device_faults_total", T::kCounter,
              "OpenCL device failures; after one the engine scans on the host, losing nothing.");
+  m.describe("gpufilterd_fail2ban_regex_limits_total", T::kCounter,
+             "fail2ban regex searches PCRE2 stopped at its raised limits (their lines count as not "
+             "matched; Python's re would have gone on).");
   m.describe("gpufilterd_rules", T::kGauge, "Rules loaded.");
   m.describe("gpufilterd_patterns", T::kGauge, "Patterns compiled into the one scan.");
   m.describe("gpufilterd_config_reloads_total", T::kCounter, "Reloads, by result (success, failure).");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "daemon.hpp"
+#include "gpufilter/fail2ban/pyregex.hpp"
 
 namespace gpufilter::daemon {
 
@@ -40,6 +41,8 @@ void CounterCopier::copy() {
                                  c.capture.lines_too_long + c.kafka.lines_too_long;
   metrics_.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long));
   metrics_.set("gpufilterd_source_rotations_total", {}, static_cast<double>(c.follow.rotations));
+  metrics_.set("gpufilterd_fail2ban_regex_limits_total", {},
+               static_cast<double>(fail2ban::PyRegex::limit_failures()));
   copy_outputs();
   const Clock::time_point now = Clock::now();
   const double busy = scan_.busy_seconds();
