@@ -25,6 +25,14 @@ std::string escaped(const std::string& literal) {
   return out;
 }
 
+// Whether -i may fold a character of `pattern` beyond ASCII (any non-ASCII one is taken to).
+bool may_fold_beyond_ascii(const std::string& pattern) {
+  return std::any_of(pattern.begin(), pattern.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b >= 0x80 || regex::folds_beyond_ascii(b);
+  });
+}
+
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
 // word characters, and -i must fold non-ASCII letters (and 'k', 's', which fold to
 // U+212A and U+017F, and 'i', which folds to U+0131). The regex path does both, as grep does.
@@ -44,10 +52,7 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
   if (!utf8) return false;
   if (o.word) return true;
   if (!o.ignore_case) return false;
-  for (const std::string& p : patterns)
-    for (unsigned char c : p)
-      if (c >= 0x80 || regex::folds_beyond_ascii(c)) return true;
-  return false;
+  return std::any_of(patterns.begin(), patterns.end(), may_fold_beyond_ascii);
 }
 
 // Whether grep 3.8 searches these fixed strings (distinct) with its fixed-string matcher
@@ -59,9 +64,7 @@ bool grep_searches_fixed(regex::Syntax given, const std::vector<std::string>& fi
   if (given != regex::Syntax::kFixed && fixed.size() < 2) return false;
   for (const std::string& f : fixed) {
     if (!valid_utf8(f)) return false;
-    if (ignore_case)
-      for (unsigned char c : f)
-        if (c >= 0x80 || regex::folds_beyond_ascii(c)) return false;
+    if (ignore_case && may_fold_beyond_ascii(f)) return false;
   }
   return true;
 }

@@ -15,6 +15,10 @@ namespace {
 
 std::atomic<std::uint64_t> g_limit_failures{0};
 
+bool stopped_at_limit(int rc) {
+  return rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT;
+}
+
 // PCRE2 refuses group names over 32 bytes; Python has no such limit.
 constexpr std::size_t kMaxGroupName = 32;
 
@@ -191,7 +195,7 @@ struct PyRegex::Code {
       rc = pcre2_match(code, subject, length, pos, 0, data, context);
     }
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, context);
-    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) {
+    if (stopped_at_limit(rc)) {
       // The interpreter again with limits 50 and 13 times PCRE2's defaults (500 M steps,
       // 256 MiB of backtracking memory): what Python's re finds in seconds is found.
       if (limits == nullptr) {
@@ -202,8 +206,7 @@ struct PyRegex::Code {
         pcre2_set_heap_limit(limits, 256u * 1024u);  // KiB
       }
       rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, limits);
-      if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
-        g_limit_failures.fetch_add(1, std::memory_order_relaxed);
+      if (stopped_at_limit(rc)) g_limit_failures.fetch_add(1, std::memory_order_relaxed);
     }
     return rc;
   }

@@ -38,14 +38,6 @@ bool take_number(std::string_view& rest, int base, std::uint64_t& value) {
 
 }  // namespace
 
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash) noexcept {
-  for (const char c : bytes) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 std::optional<std::uint64_t> head_fingerprint(int fd, std::uint64_t head_len) {
   char buffer[kStateHeadBytes];
   if (head_len > sizeof buffer) return std::nullopt;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,8 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include "gpufilter/core/fnv.hpp"
 
 namespace gpufilter::hs_cache {
 namespace fs = std::filesystem;
@@ -52,15 +55,9 @@ std::string key_of(const Request& r) {
   return key;
 }
 
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (const char c : bytes) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return hash;
-}
-
 std::string file_name(std::string_view key) {
   char name[32];
-  std::snprintf(name, sizeof name, "%016llx.hsdb", static_cast<unsigned long long>(fnv1a(key)));
+  std::snprintf(name, sizeof name, "%016llx.hsdb", static_cast<unsigned long long>(fnv1a64(key)));
   return name;
 }
 
@@ -75,6 +72,7 @@ bool read_file(const fs::path& path, std::string& out) {
     std::size_t done = 0;
     while (ok && done < out.size()) {
       const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) ok = false;
       else done += static_cast<std::size_t>(n);
     }
@@ -98,7 +96,7 @@ hs_database_t* load(const fs::path& path, std::string_view key) {
   const std::uint64_t db_size = get_u64(file, at);
   if (db_size != file.size() - at - 16) return nullptr;
   const std::string_view db(file.data() + at + 8, static_cast<std::size_t>(db_size));
-  if (get_u64(file, file.size() - 8) != fnv1a(db)) return nullptr;
+  if (get_u64(file, file.size() - 8) != fnv1a64(db)) return nullptr;
   hs_database_t* database = nullptr;
   if (hs_deserialize_database(db.data(), db.size(), &database) != HS_SUCCESS) return nullptr;
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // used now: the last to be evicted
@@ -108,6 +106,7 @@ hs_database_t* load(const fs::path& path, std::string_view key) {
 bool write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
@@ -150,7 +149,7 @@ void store(const fs::path& dir, const std::string& name, std::string_view key, c
   put_u64(file, length);
   file.append(bytes, length);
   std::free(bytes);  // Hyperscan's misc allocator: malloc
-  put_u64(file, fnv1a(std::string_view(file).substr(file.size() - length)));
+  put_u64(file, fnv1a64(std::string_view(file).substr(file.size() - length)));
   if (file.size() > kMaxBytes) return;
   std::string temp = (dir / (name + ".XXXXXX")).string();
   const int fd = ::mkostemp(temp.data(), O_CLOEXEC);

@@ -24,6 +24,8 @@
 // first byte once it appears.
 #pragma once
 
+#include "gpufilter/core/fnv.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -45,10 +47,6 @@ struct FollowStateEntry {
   std::string path;
   bool operator==(const FollowStateEntry&) const = default;
 };
-
-// FNV-1a, 64 bit, continuing from `hash` (the offset basis starts a new one).
-inline constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
-std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFnvOffsetBasis) noexcept;
 
 // FNV-1a 64 of the first `head_len` bytes of an open file (pread); nullopt when the file
 // holds fewer bytes or cannot be read.
