@@ -177,6 +177,61 @@ std::optional<Interval> interval(std::string_view p, std::size_t i, std::string_
 
 }  // namespace
 
+std::string collapse_repeats(std::string_view p, bool extended) {
+  std::string out;
+  out.reserve(p.size());
+  bool operand = false;  // the last token ends something a repetition applies to
+  // The run of operators since the operand: how many of each.
+  int plus = 0, question = 0, star = 0;
+  const auto flush = [&] {
+    if (plus + question + star == 0) return;
+    const char* op = (star == 0 && question == 0) ? (extended ? "+" : "\\+")
+                     : (star == 0 && plus == 0)   ? (extended ? "?" : "\\?")
+                                                  : "*";
+    out += op;
+    plus = question = star = 0;
+  };
+  for (std::size_t i = 0; i < p.size();) {
+    const char c = p[i];
+    const bool escaped = c == '\\' && i + 1 < p.size();
+    const char n = escaped ? p[i + 1] : '\0';
+    const bool is_star = !escaped && c == '*';
+    const bool is_plus = extended ? !escaped && c == '+' : escaped && n == '+';
+    const bool is_question = extended ? !escaped && c == '?' : escaped && n == '?';
+    if (operand && (is_star || is_plus || is_question)) {
+      star += is_star;
+      plus += is_plus;
+      question += is_question;
+      i += escaped ? 2 : 1;
+      continue;
+    }
+    flush();
+    std::size_t end = i + 1;
+    if (c == '[') {
+      end = past_bracket(p, i);
+      operand = true;
+    } else if (escaped) {
+      end = i + 2;
+      // \( \| \{ \} open, separate or bound (BRE); \< \> \b \B \` \' are positions.
+      const bool structural = !extended && (n == '(' || n == '|' || n == '{' || n == '}');
+      const bool position = n == '<' || n == '>' || n == 'b' || n == 'B' || n == '`' || n == '\'';
+      operand = !structural && !position;
+    } else if (c == '\\') {
+      operand = false;  // a trailing backslash: glibc's error, kept
+    } else if (extended) {
+      operand = !(c == '(' || c == '|' || c == '{' || c == '}' || c == '^' || c == '$' || c == '*' ||
+                  c == '+' || c == '?');
+    } else {
+      // A BRE '*' with no operand before it is a literal, and an operand itself.
+      operand = c != '^' && c != '$' && c != '\n';
+    }
+    out.append(p.substr(i, end - i));
+    i = end;
+  }
+  flush();
+  return out;
+}
+
 std::optional<std::string> too_wide(std::string_view p, bool extended) {
   Estimate e(extended);
   for (std::size_t i = 0; i < p.size();) {

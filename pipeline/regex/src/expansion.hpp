@@ -28,6 +28,15 @@ inline constexpr int kMaxNullableRepeatDepth = 8;
 inline constexpr int kMaxNullableRepeatDepthAnchored = 4;      // an anchor in the pattern
 inline constexpr int kMaxNullableRepeatDepthOverAnchors = 2;   // an anchor in the operand
 
+// The pattern with each run of stacked repetition operators after an operand made one:
+// "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
+// and "\?"). The language is the same, and so is every leftmost-longest match; glibc
+// copies the operand once per operator, so "m++/+++++)" and a dozen more '+' took seconds
+// (grep 3.8 too) where the collapsed text takes microseconds. Only for patterns without
+// back-references, whose groups' registers no one reads. Conservative: a run after an
+// anchor, an interval or the start of a group is kept as written.
+std::string collapse_repeats(std::string_view pattern, bool extended);
+
 // nullopt, or why the pattern is refused. `extended`: ERE (-E), else BRE (-G).
 std::optional<std::string> too_wide(std::string_view pattern, bool extended);
 

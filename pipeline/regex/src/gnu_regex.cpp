@@ -126,11 +126,21 @@ struct FastPlan {
   bool lines = false;
 };
 
+// The patterns glibc and grep's DFA read, stacked repetitions collapsed where no
+// back-reference can read a group (expansion.hpp).
+std::vector<std::string> collapsed(const std::vector<std::string>& patterns, const RegexOptions& options) {
+  std::vector<std::string> out;
+  out.reserve(patterns.size());
+  for (const std::string& p : patterns)
+    out.push_back(possible_backrefs(p) ? p : collapse_repeats(p, options.syntax == Syntax::kExtended));
+  return out;
+}
+
 class GnuRegex final : public LineRegex {
  public:
   GnuRegex(const std::vector<std::string>& patterns, const RegexOptions& options,
            const std::vector<PatternOrigin>& origins)
-      : patterns_(patterns), options_(options), origins_(origins) {
+      : patterns_(collapsed(patterns, options)), options_(options), origins_(origins) {
     compile_all();
   }
 
