@@ -218,9 +218,13 @@ std::string collapse_repeats(std::string_view p, bool extended) {
       operand = !structural && !position;
     } else if (c == '\\') {
       operand = false;  // a trailing backslash: glibc's error, kept
+    } else if (extended && c == '{') {
+      // An interval, kept whole; else a literal '{' (RE_INVALID_INTERVAL_ORD), an operand.
+      const std::optional<Interval> r = interval(p, i + 1, "}");
+      if (r) end = r->end;
+      operand = !r;
     } else if (extended) {
-      operand = !(c == '(' || c == '|' || c == '{' || c == '}' || c == '^' || c == '$' || c == '*' ||
-                  c == '+' || c == '?');
+      operand = !(c == '(' || c == '|' || c == '^' || c == '$' || c == '*' || c == '+' || c == '?');
     } else {
       // A BRE '*' with no operand before it is a literal, and an operand itself.
       operand = c != '^' && c != '$' && c != '\n';
