@@ -35,6 +35,7 @@ struct FarmOutcome {
   bool trouble = false;   // an error was reported (exit status 2)
   bool output = false;    // grep's separator rule: the file output (or selected) a line
   bool deferred = false;  // not searched here: the caller searches it in its turn
+  bool fatal = false;     // the matcher failed on a line (MatchError): grep stops there
   std::uint64_t bytes = 0;
 };
 

@@ -240,6 +240,11 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
       if (!summary.read_error.empty()) report(summary.read_error);
     } catch (const SourceError& e) {
       report(e.what());
+    } catch (const MatchError& e) {
+      outcome.fatal = outcome.trouble = true;
+      c.out.flush();
+      c.err.write(std::string(kProgram) + ": " + in.source->name() + ": " + e.what() + "\n");
+      c.err.flush();
     }
     return outcome;
   };
@@ -327,6 +332,12 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
       }
     } catch (const SourceError& e) {
       report(e.what());
+    } catch (const MatchError& e) {
+      // grep dies here, even under -s, after the lines before this one.
+      outcome.trouble = true;
+      fs.out.flush();
+      fs.message(in.source->name() + ": " + e.what());
+      return false;
     }
     return true;
   };
@@ -337,6 +348,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
       return search_one(open_input(o, p.farmed->name, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.farmed->file)));
     farm_bytes += r.bytes;
     if (r.trouble) outcome.trouble = true;
+    if (r.fatal) return false;
     if (r.selected) {
       outcome.selected = true;
       if (o.quiet) return false;

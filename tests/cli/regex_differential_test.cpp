@@ -673,6 +673,35 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
   report_tally("invalid UTF-8 lines", tally);
 }
 
+// PCRE2 cannot decide a line ((*UTF) on invalid UTF-8 in the C locale: error -23; a
+// pattern past the backtracking limit): grep prints every line before it and dies with
+// "FILE: internal PCRE error: -23" (even under -s), searching no further file. gpufilter
+// went on to the next files, dropped the lines its workers had decided in that piece of a
+// large file, and did not name the file.
+TEST(RegexEncodingErrors, PerlMatchErrorsEndTheRunAfterTheLinesBeforeThem) {
+  TempDir dir;
+  const std::string bad = dir.write("bad", "ax\nbx\n\xff x\ncx\n");
+  const std::string good = dir.write("good", "x\n");
+  std::string lines;
+  for (int i = 0; i < 400000; ++i) lines += "ax " + std::to_string(i) + "\n";
+  // 7 MB: a farm thread searches it, or with -j1 the pipeline, whose workers decide pieces.
+  const std::string large = dir.write("large", lines + "\xff x\n" + lines);
+  const std::string backtrack = dir.write("backtrack", "ab\n" + std::string(40, 'a') + "c\nab\n");
+  const std::vector<Args> cases = {{"(*UTF)x", good, bad, good}, {"-s", "(*UTF)x", bad, good}, {"-c", "(*UTF)x", bad},
+                                   {"-n", "(*UTF)x", good, large, good}, {"-j1", "(*UTF)x", large, good},
+                                   {"(a+)+$", backtrack, good}};
+  for (const Args& a : cases) {
+    Args grep_args = a;
+    if (grep_args[0] == "-j1") grep_args.erase(grep_args.begin());
+    const ProcessResult g = run_process(Args{grep_binary(), "-P"} + grep_args, {}, locale_env(Locale::kC));
+    const ProcessResult r = run_process(Args{gpufilter_binary(), "-P"} + a, {}, locale_env(Locale::kC));
+    EXPECT_EQ(g.status, 2) << describe_args(a);
+    EXPECT_EQ(r.status, g.status) << describe_args(a);
+    EXPECT_TRUE(r.out == g.out) << describe_args(a) << "\n" << first_difference(g.out, r.out);
+    EXPECT_EQ(r.err.substr(r.err.find(": ")), g.err.substr(g.err.find(": "))) << describe_args(a);
+  }
+}
+
 // grep does not print a line with an encoding error, and its "last output" stays before
 // it: the next group is not adjacent ("--"), trailing context stalls on such a line, and
 // after a selected one it runs from the last output on (the input's first lines when

@@ -5,6 +5,7 @@
 #include <cwchar>
 #include <exception>
 
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/grep/word.hpp"
 
@@ -617,8 +618,16 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
       errors[i] = std::current_exception();
     }
   });
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const MatchError&) {
+      // A line the matcher cannot decide: the lines are decided here one by one instead,
+      // so that every line before it is delivered before the error, as grep prints them.
+      return;
+    }
+  }
   p.all_valid_utf8 = std::all_of(p.piece_valid.begin(), p.piece_valid.begin() + pieces, [](char v) { return v != 0; });
   p.matched.clear();
   p.ends.clear();

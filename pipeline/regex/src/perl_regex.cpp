@@ -5,6 +5,7 @@
 #include <pcre2.h>
 
 #include <new>
+#include <string>
 
 #include "gpufilter/regex/line_regex.hpp"
 #include "regex_internal.hpp"
@@ -80,10 +81,17 @@ void PerlRegex::compile_pattern() {
 int PerlRegex::run(std::string_view subject, std::size_t offset, std::uint32_t flags) {
   const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset,
                              flags, data_.get(), nullptr);
-  if (rc == PCRE2_ERROR_NOMEMORY) throw std::bad_alloc();
-  if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
-    throw Error("exceeded PCRE's backtracking limit");  // grep: "exceeded PCRE's backtracking limit"
-  return rc;
+  if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
+  // grep's words (pcresearch.c, Pexecute), after the file's name.
+  switch (rc) {
+    case PCRE2_ERROR_NOMEMORY: throw MatchError("memory exhausted");
+    case PCRE2_ERROR_JIT_STACKLIMIT: throw MatchError("exhausted PCRE JIT stack");
+    case PCRE2_ERROR_MATCHLIMIT: throw MatchError("exceeded PCRE's backtracking limit");
+    case PCRE2_ERROR_DEPTHLIMIT: throw MatchError("exceeded PCRE's nested backtracking limit");
+    case PCRE2_ERROR_RECURSELOOP: throw MatchError("PCRE detected recurse loop");
+    case PCRE2_ERROR_HEAPLIMIT: throw MatchError("exceeded PCRE's heap limit");
+    default: throw MatchError("internal PCRE error: " + std::to_string(rc));
+  }
 }
 
 // Pexecute for one line, from `from`: grep skips bytes that can never start a UTF-8

@@ -75,6 +75,13 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// The matcher could not decide a line (PCRE2 ran past a limit, or failed): grep dies
+// there with "FILE: what()" after printing every line before it, and so does the caller.
+class MatchError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES").
 const char* cl_error_name(int code) noexcept;
 
