@@ -100,9 +100,14 @@ bool FileWalk::operand(const std::string& name) {
     ancestors_.pop_back();
     return go_on;
   }
-  if (file_excluded(name, false)) return true;
-  if (options_.devices == Devices::kSkip && is_device(st.st_mode)) return true;
-  return visit({WalkEntry::Kind::kSearch, name, 0, true});
+  const bool skipped = file_excluded(name, false) || (options_.devices == Devices::kSkip && is_device(st.st_mode));
+  if (!skipped) return visit({WalkEntry::Kind::kSearch, name, 0, true});
+  // grep opens an operand before it looks at the globs or -D skip: one it cannot open is
+  // reported even so (not blocking on a FIFO without a writer, where grep would wait).
+  const int fd = ::open(name.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return visit({WalkEntry::Kind::kError, name, errno, true});
+  ::close(fd);
+  return true;
 }
 
 // Walks the directory open on `fd` (which it closes), whose path is `path`, in the order

@@ -606,12 +606,12 @@ int main(int argc, char** argv) {
     return kTrouble;
   }
   try {
-    if (options.help) {
-      std::fputs(cli::help_text(), stdout);
+    if (options.version) {  // grep: -V before --help
+      std::fputs(cli::version_text(), stdout);
       return 0;
     }
-    if (options.version) {
-      std::fputs(cli::version_text(), stdout);
+    if (options.help) {
+      std::fputs(cli::help_text(), stdout);
       return 0;
     }
     if (options.list_devices) return print_devices();

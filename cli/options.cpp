@@ -1,4 +1,5 @@
 #include "gpufilter/cli/options.hpp"
+#include "patterns_mode.hpp"
 
 #include <fcntl.h>
 #include <getopt.h>
@@ -425,6 +426,32 @@ void set_syntax(Options& o, regex::Syntax syntax) {
   o.syntax_given = true;
 }
 
+// -d ACTION as grep reads it (gnulib's argmatch): a whole word or an unambiguous prefix;
+// else grep's message, the valid words and the usage lines. grep then exits 1, as if no
+// line were selected; gpufilter exits 2 (docs/grep-compatibility.md).
+Directories directories_action(std::string_view action) {
+  static constexpr std::pair<std::string_view, Directories> kActions[] = {
+      {"read", Directories::kRead}, {"recurse", Directories::kRecurse}, {"skip", Directories::kSkip}};
+  int found = -1;
+  bool ambiguous = false;
+  for (int i = 0; i < 3; ++i) {
+    if (kActions[i].first == action) return kActions[i].second;
+    if (kActions[i].first.substr(0, action.size()) == action) {
+      ambiguous = found >= 0;
+      found = i;
+    }
+  }
+  if (found >= 0 && !ambiguous) return kActions[found].second;
+  const bool utf8 = utf8_locale();
+  const auto quoted = [&](std::string_view s) {
+    return (utf8 ? "\u2018" : "'") + std::string(s) + (utf8 ? "\u2019" : "'");
+  };
+  std::string message = std::string(ambiguous ? "ambiguous" : "invalid") + " argument " + quoted(action) + " for " +
+                        quoted("--directories") + "\nValid arguments are:";
+  for (const auto& [word, value] : kActions) message += "\n  - " + quoted(word);
+  throw UsageError(message, true);
+}
+
 // grep's own options (those gpufilter takes or refuses as grep's); false: not one of them.
 bool grep_option(int c, Options& o, bool& patterns_given) {
   switch (c) {
@@ -488,10 +515,16 @@ bool grep_option(int c, Options& o, bool& patterns_given) {
       else throw UsageError("unknown binary-files type", false);
       break;
     case kColorOption: {
+      // grep compares WHEN without regard to ASCII case (c_strcasecmp).
       const std::string_view when = ::optarg != nullptr ? ::optarg : "auto";
-      if (when == "always" || when == "yes" || when == "force") o.color = ColorWhen::kAlways;
-      else if (when == "never" || when == "no" || when == "none") o.color = ColorWhen::kNever;
-      else if (when == "auto" || when == "tty" || when == "if-tty") o.color = ColorWhen::kAuto;
+      const auto is = [&](std::string_view word) {
+        return when.size() == word.size() && std::equal(when.begin(), when.end(), word.begin(), [](char a, char b) {
+                 return (a >= 'A' && a <= 'Z' ? a + 32 : a) == b;
+               });
+      };
+      if (is("always") || is("yes") || is("force")) o.color = ColorWhen::kAlways;
+      else if (is("never") || is("no") || is("none")) o.color = ColorWhen::kNever;
+      else if (is("auto") || is("tty") || is("if-tty")) o.color = ColorWhen::kAuto;
       else throw UsageError("invalid argument '" + std::string(when) + "' for '--color'; valid arguments are 'always', 'never' and 'auto'", true);
       break;
     }
@@ -576,14 +609,7 @@ bool gpufilter_option(int c, Options& o) {
     }
     case 'r': o.directories = Directories::kRecurse; o.dereference = false; break;
     case 'R': o.directories = Directories::kRecurse; o.dereference = true; break;
-    case 'd': {
-      const std::string_view action = ::optarg;
-      if (action == "read") o.directories = Directories::kRead;
-      else if (action == "skip") o.directories = Directories::kSkip;
-      else if (action == "recurse") o.directories = Directories::kRecurse;
-      else throw UsageError("invalid argument '" + std::string(action) + "' for '--directories'; valid arguments are 'read', 'recurse' and 'skip'", true);
-      break;
-    }
+    case 'd': o.directories = directories_action(::optarg); break;
     case 'D': {
       const std::string_view action = ::optarg;
       if (action == "read") o.devices = Devices::kRead;
@@ -594,12 +620,15 @@ bool gpufilter_option(int c, Options& o) {
     case kIncludeOption: o.file_globs.push_back({::optarg, true}); break;
     case kExcludeOption: o.file_globs.push_back({::optarg, false}); break;
     case kExcludeFromOption: {
-      // One pattern a line, as grep's add_exclude_file; a file that cannot be read is an error.
+      // One pattern a line, as grep's add_exclude_file (gnulib's add_exclude_fp): trailing
+      // white space trimmed, blank lines skipped; a file that cannot be read is an error.
       const std::string contents = read_pattern_file(::optarg);
       std::size_t at = 0;
       while (at < contents.size()) {
         const std::size_t end = std::min(contents.find('\n', at), contents.size());
-        o.file_globs.push_back({contents.substr(at, end - at), false});
+        std::size_t last = end;
+        while (last > at && std::string_view(" \t\v\f\r").find(contents[last - 1]) != std::string_view::npos) --last;
+        if (last > at) o.file_globs.push_back({contents.substr(at, last - at), false});
         at = end + 1;
       }
       break;

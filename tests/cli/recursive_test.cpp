@@ -4,10 +4,12 @@
 // files). Both tools list a folder in the order the file system gives, so the output,
 // standard error and exit status must be equal byte for byte.
 #include <gtest/gtest.h>
-
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,10 @@ TEST_F(Recursive, FlagsAndOutputModesAsGrep) {
 
 TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
   const std::string excludes = dir.write("excludes", "*.log\n*.c\n");
+  // Trailing white space trimmed, blank lines skipped (gnulib's add_exclude_fp): a file of
+  // blank lines adds nothing, so an --include after it still decides alone.
+  const std::string spaced = dir.write("spaced", "*.log \n\n*.c\r\n \t\n");
+  const std::string blank = dir.write("blank", "\n  \n");
   const std::vector<Args> globs = {
       {"--include=*.log"},
       {"--include=*.log", "--include=*.txt"},
@@ -74,6 +80,8 @@ TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
       {"--exclude-dir=*"},
       {"--exclude-dir=t"},
       {"--exclude-from=" + excludes},
+      {"--exclude-from=" + spaced},
+      {"--exclude-from=" + blank, "--include=*.log"},
       {"--include=main.c"},
       {"--exclude=main.c"},
   };
@@ -159,6 +167,41 @@ TEST(RecursiveLargeTree, SameAsGrepWithFilesOpenedAheadOrNot) {
       EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << limit;
       EXPECT_EQ(actual.err, "") << describe_args(flags) << limit;
     }
+  }
+}
+
+// grep opens an operand before it applies --include, --exclude and -D skip: one that
+// cannot be opened is reported even when it would be skipped (a socket: ENXIO).
+TEST_F(Recursive, AnOperandThatCannotBeOpenedIsReportedEvenWhenExcluded) {
+  const std::string sock = root + "/sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  for (const Args& a : {Args{"--exclude=sock"}, Args{"--include=*.txt"}, Args{"-D", "skip"}})
+    expect_same(a + Args{"foo", sock, root + "/a.txt"}, {}, rotating_knobs(1));
+  ::close(fd);
+}
+
+// -d ACTION takes an unambiguous prefix, as grep's argmatch does; the messages of a bad or
+// ambiguous one are grep's (the exit status is 2, not grep's 1: docs/grep-compatibility.md).
+TEST_F(Recursive, DirectoriesActionAbbreviatedAsGrepTakesIt) {
+  expect_same({"-d", "rec", "foo", root}, {}, rotating_knobs(1));
+  expect_same({"--directories=s", "foo", root}, {}, rotating_knobs(1));
+  for (const std::string& action : std::vector<std::string>{"re", "sideways", ""}) {
+    const GrepRun g = run_grep({"-d", action, "foo", root});
+    const GrepRun r = run_gpufilter({"-d", action, "foo", root});
+    EXPECT_EQ(g.status, 1) << action;
+    EXPECT_EQ(r.status, 2) << action;
+    // Up to the usage lines, which name the program.
+    const auto message = [](const std::string& err) {
+      const std::size_t from = err.find(": ");
+      return err.substr(from, err.find("\nUsage: ") - from);
+    };
+    EXPECT_EQ(message(r.err), message(g.err)) << action;
   }
 }
 
