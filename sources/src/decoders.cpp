@@ -6,6 +6,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -45,6 +46,9 @@ class GzipDecoder final : public Decoder {
     if (rc == Z_STREAM_END) return true;
     if (rc == Z_OK || rc == Z_BUF_ERROR) return false;  // Z_BUF_ERROR: it needs more input
     throw DecodeError(z_.msg != nullptr ? z_.msg : ::zError(rc));
+  }
+  bool another_stream(std::span<const unsigned char> in) const override {
+    return in[0] == 0x1f && (in.size() < 2 || in[1] == 0x8b);
   }
 
  private:
@@ -138,6 +142,10 @@ class Bzip2Decoder final : public Decoder {
     throw DecodeError(rc == BZ_DATA_ERROR_MAGIC ? "not bzip2 data"
                       : rc == BZ_MEM_ERROR  ? "out of memory"
                                             : "compressed data is corrupt");
+  }
+  bool another_stream(std::span<const unsigned char> in) const override {
+    constexpr unsigned char kMagic[] = {'B', 'Z', 'h'};
+    return std::equal(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(in.size(), 3)), kMagic);
   }
 
  private:

@@ -35,6 +35,13 @@ class Decoder {
     (void)in;
     return 0;
   }
+  // After a whole stream: whether `in` (what follows, at least a byte) may begin another.
+  // False: what follows is trailing garbage, which the format's own tool ignores after a
+  // warning (gzip -d, bzip2 -d), as zgrep and rg -z do; the input ends there.
+  virtual bool another_stream(std::span<const unsigned char> in) const {
+    (void)in;
+    return true;
+  }
 };
 
 // A Decoder for `format` (not kNone).

@@ -232,6 +232,11 @@ class DecodeLoop {
           begin_ += pad;
           offset_ += pad;
           if (begin_ == end_) continue;
+          if (streams_ > 0 && !decoder_->another_stream(std::span<const unsigned char>(in_.data() + begin_, end_ - begin_))) {
+            begin_ = end_;  // trailing garbage, ignored: the input ends here
+            input_ended_ = true;
+            continue;
+          }
           decoder_->restart();
           in_stream_ = true;
         }
@@ -258,7 +263,10 @@ class DecodeLoop {
     }
     begin_ += in_before - in.size();
     offset_ += in_before - in.size();
-    if (ended) in_stream_ = false;
+    if (ended) {
+      in_stream_ = false;
+      ++streams_;
+    }
     // No progress with room on both sides: the decoder needs more input than is here.
     if (!ended && in.size() == in_before && out.size() == out_before && !read_more()) {
       if (input_ended_) truncated();
@@ -274,6 +282,7 @@ class DecodeLoop {
   std::uint64_t error_at_ = 0;
   bool input_ended_ = false;
   bool in_stream_ = false;
+  std::uint64_t streams_ = 0;  // whole streams decoded
 };
 
 }  // namespace

@@ -121,6 +121,19 @@ TEST_F(Decompress, ConcatenatedMembersAndFramesReadAsOne) {
   }
 }
 
+// What follows a whole gzip or bzip2 stream and cannot begin another (zero padding, text
+// appended) is ignored, as gzip -d and bzip2 -d ignore it with a warning and zgrep and rg -z
+// search on: it was a corrupt stream, exit status 2.
+TEST_F(Decompress, TrailingGarbageAfterAGzipOrBzip2StreamIsIgnored) {
+  for (const std::string& tool : std::vector<std::string>{"gzip", "bzip2"}) {
+    for (const std::string& tail : {std::string(4, '\0'), std::string("garbage\n"), std::string(70000, '\0')}) {
+      const std::string path = dir.write("tail", compressed(dir, tool, text) + tail);
+      expect_same_as_grep({"-c", "status=500"}, path, text, tool + " with a tail");
+      expect_same_as_grep({"-n", "host3"}, path, text, tool + " with a tail");
+    }
+  }
+}
+
 TEST_F(Decompress, StandardInputOfEveryFormat) {
   for (const Format& f : formats()) {
     const std::string packed = compressed(dir, f.tool, text);
