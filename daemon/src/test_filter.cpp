@@ -211,6 +211,7 @@ int test_filter(int argc, char** argv, int first) {
     // does); --out reports each failure once, from the first that matches (its -o).
     fail2ban::FilterOptions options = a->options;
     options.check_all_regex = a->out.empty();
+    options.filter_usedns = false;  // fail2ban-regex reads no usedns from the filter
     fail2ban::Filter filter = fail2ban::Filter::load(a->filter, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
     std::ifstream in(a->log, std::ios::binary);

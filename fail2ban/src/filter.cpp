@@ -598,7 +598,7 @@ bool has_failure_id(const PyRegex& re) {
 // prefregex first (a failregex is compiled multi-line when maxlines > 1), then the rest.
 void Filter::Impl::apply(const FilterDefinition& def) {
   Impl& impl = *this;
-  const std::string usedns = def.usedns.value_or("warn");
+  const std::string usedns = options.filter_usedns ? def.usedns.value_or("warn") : "warn";
   if (def.maxlines) {
     if (*def.maxlines <= 0) throw Fail2banError(def.file, 0, "maxlines must be integer greater than zero");
     impl.maxlines = static_cast<std::size_t>(*def.maxlines);

@@ -132,28 +132,50 @@ std::size_t translate_brace(std::string_view p, std::size_t i, std::string& out)
   return i + 1;
 }
 
+// A class from p[i] == '['; the index past its ']'. Python's \S leaves \x1c-\x1f out (they
+// are its whitespace), PCRE2's does not, and a class cannot subtract: a class holding \S
+// becomes a choice between the rest of the class and \S without them, or, negated, Python's
+// whitespace that the rest of the class does not hold.
+std::size_t translate_class(std::string_view p, std::size_t i, std::string& out) {
+  ++i;
+  const bool negated = i < p.size() && p[i] == '^';
+  if (negated) ++i;
+  const std::size_t body_start = i;  // a ']' right at the start is a literal in both
+  std::string body;
+  bool not_space = false;  // the class holds \S
+  for (;;) {
+    if (i >= p.size()) throw std::invalid_argument("unterminated character set");
+    const char c = p[i];
+    if (c == ']' && i > body_start) break;
+    if (c == '\\' && i + 1 < p.size() && p[i + 1] == 'S') {
+      not_space = true;
+      i += 2;
+    } else if (c == '\\') {
+      i = translate_escape(p, i, true, body);
+    } else {
+      // Python reads "[:" inside a class as two characters, PCRE2 as a POSIX class; a '^'
+      // first in what is left would negate it.
+      body += (c == '[' || (c == '^' && body.empty())) ? std::string("\\") + c : std::string(1, c);
+      ++i;
+    }
+  }
+  if (!not_space) out += (negated ? "[^" : "[") + body + "]";
+  else if (!negated) out += body.empty() ? "(?:(?![\\x1c-\\x1f])\\S)" : "(?:[" + body + "]|(?![\\x1c-\\x1f])\\S)";
+  else out += body.empty() ? "[\\s\\x1c-\\x1f]" : "(?:(?![" + body + "])[\\s\\x1c-\\x1f])";
+  return i + 1;
+}
+
 }  // namespace
 
 std::string translate_python_regex(std::string_view p) {
   std::string out;
   out.reserve(p.size() + 16);
-  bool in_class = false;
-  std::size_t class_body = 0;
   for (std::size_t i = 0; i < p.size();) {
     const char c = p[i];
     if (c == '\\') {
-      i = translate_escape(p, i, in_class, out);
-    } else if (in_class) {
-      if (c == ']' && i > class_body) in_class = false;
-      // Python reads "[:" inside a class as two characters, PCRE2 as a POSIX class.
-      out += (c == '[') ? std::string("\\[") : std::string(1, c);
-      ++i;
+      i = translate_escape(p, i, false, out);
     } else if (c == '[') {
-      in_class = true;
-      out += c;
-      ++i;
-      if (i < p.size() && p[i] == '^') out += p[i++];
-      class_body = i;  // a ']' right at the start is a literal in both
+      i = translate_class(p, i, out);
     } else if (c == '(' && i + 1 < p.size() && p[i + 1] == '?') {
       const bool at_start = out.find_first_not_of("()?imsxu") == std::string::npos || out.empty();
       i = translate_group(p, i, at_start, out);
@@ -164,7 +186,6 @@ std::string translate_python_regex(std::string_view p) {
       ++i;
     }
   }
-  if (in_class) throw std::invalid_argument("unterminated character set");
   return out;
 }
 

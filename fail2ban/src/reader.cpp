@@ -221,7 +221,9 @@ FilterDefinition read_filter(const std::string& config, const std::string& name_
   if (files.empty()) throw Fail2banError(def.file, 0, "no such filter (no .conf or .local file)");
   ConfigParser cfg;
   if (cfg.read(files).empty()) throw Fail2banError(def.file, 0, "cannot read the filter's files");
-  if (!cfg.has_section("Definition")) throw Fail2banError(def.file, 0, "no [Definition] section");
+  // A file of [INCLUDES] and [DEFAULT] alone (apache-common.conf) is a filter of nothing:
+  // fail2ban-regex reads it and misses every line.
+  if (!cfg.has_section("Definition")) return def;
   Lookup lookup{&cfg, ConfigParser::Vars(init_options.begin(), init_options.end()), {}};
   const Ordered opts = substitute_recursive_tags(combined_options(cfg, init_options, lookup), {}, comb_option, &lookup);
   for (const auto& [k, v] : opts) {

@@ -187,9 +187,22 @@ bool valid_date(int year, int month, int day) {
 
 struct Fields {
   std::optional<int> year, month, day, tz;
+  // %j; %U or %W (week_monday: %W) with a weekday (%a, %A or %w; Monday 0).
+  std::optional<int> julian, week, weekday;
+  bool week_monday = false;
   int hour = 0, minute = 0, second = 0;
   bool bad = false;
 };
+
+// %a or %A: Monday 0 as Python's locale_time.a_weekday / f_weekday (C locale).
+int weekday_index(std::string v, bool full) {
+  static const char* const names[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (int i = 0; i < 7; ++i) {
+    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return i;
+  }
+  return 0;
+}
 
 // std::stoi of a field's text: its digits read here (the date regexes take digits, "%d" a
 // leading space too, which stoi reads).
@@ -235,6 +248,15 @@ Fields read_fields(NamedGroupViews groups) {
       case 'I': f.hour = twelve_hour(field_number(v), value("p").value_or("")); break;
       case 'M': f.minute = field_number(v); break;
       case 'S': f.second = field_number(v); break;
+      case 'A':
+      case 'a': f.weekday = weekday_index(std::string(v), key[0] == 'A'); break;
+      case 'w': f.weekday = field_number(v) == 0 ? 6 : field_number(v) - 1; break;
+      case 'j': f.julian = field_number(v); break;
+      case 'U':
+      case 'W':
+        f.week = field_number(v);
+        f.week_monday = key[0] == 'W';
+        break;
       case 'z':
       case 'Z':
         if (v == "Z" || v == "UTC" || v == "GMT") {
@@ -304,6 +326,32 @@ double local_seconds(std::int64_t naive_seconds) {
   return static_cast<double>(last.utc + second);
 }
 
+// Python's _strptime._calc_julian_from_U_or_W: the day of the year of a week's weekday.
+int julian_of_week(int year, int week, int weekday, bool week_monday) {
+  const std::time_t jan1 = static_cast<std::time_t>(naive(year, 1, 1, 0, 0, 0));
+  std::tm t{};
+  gmtime_r(&jan1, &t);
+  int first_weekday = (t.tm_wday + 6) % 7;  // Monday 0
+  if (!week_monday) {
+    first_weekday = (first_weekday + 1) % 7;
+    weekday = (weekday + 1) % 7;
+  }
+  if (week == 0) return 1 + weekday - first_weekday;
+  return 1 + (7 - first_weekday) % 7 + 7 * (week - 1) + weekday;
+}
+
+// A day of `year` (1: January 1st; past its end or before it, the years around) as its
+// year, month and day, as datetime.fromordinal gives them; false outside years 1-9999.
+bool date_of_julian(int& year, int& month, int& day, int julian) {
+  const std::time_t at = static_cast<std::time_t>(naive(year, 1, 1, 0, 0, 0) + std::int64_t{julian - 1} * 86400);
+  std::tm t{};
+  if (gmtime_r(&at, &t) == nullptr || t.tm_year + 1900 < 1 || t.tm_year + 1900 > 9999) return false;
+  year = t.tm_year + 1900;
+  month = t.tm_mon + 1;
+  day = t.tm_mday;
+  return true;
+}
+
 }  // namespace
 
 std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
@@ -320,9 +368,17 @@ std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
   const std::tm local = cached;
   const std::int64_t now_naive =
       naive(local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min, local.tm_sec);
-  const int year = f.year.value_or(local.tm_year + 1900);
+  int year = f.year.value_or(local.tm_year + 1900);
   int month = f.month.value_or(0), day = f.day.value_or(0);
-  const bool assume_today = !f.month && !f.day;
+  bool assume_today = !f.month && !f.day;
+  if (!f.month || !f.day) {
+    std::optional<int> julian = f.julian;
+    if (!julian && f.week && f.weekday) julian = julian_of_week(year, *f.week, *f.weekday, f.week_monday);
+    if (julian) {
+      if (!date_of_julian(year, month, day, *julian)) return std::nullopt;
+      assume_today = false;
+    }
+  }
   if (assume_today) {
     month = local.tm_mon + 1;
     day = local.tm_mday;

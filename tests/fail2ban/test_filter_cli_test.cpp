@@ -185,6 +185,58 @@ TEST(TestFilterCliHostile, FilterPathsAndLinesAsFail2banRegexReadsThem) {
   fs::remove_all(d);
 }
 
+// Found by an outside-style differential run: Python's \S inside a class leaves \x1c-\x1f
+// out ([\S.] in named-refused), fail2ban-regex ignores a filter's own usedns
+// (sshd[usedns=no] still takes a name), and a filter of [INCLUDES] alone (apache-common)
+// is read as a filter of nothing.
+TEST(TestFilterCliHostile, ClassesOptionsAndEmptyFiltersAsFail2banRegexReadsThem) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  fs::create_directories(d + "/p/filter.d");
+  std::ofstream(d + "/p/filter.d/cls.conf")
+      << "[Definition]\nfailregex = ^ fail[\\S]from <HOST>$\n            ^ gap[^\\S\\n]+from <HOST>$\n"
+      << "            ^ any[\\S.]+ <HOST>$\n            ^ not[^\\S]<HOST>$\n";
+  const std::string clog = d + "/c.log";
+  std::ofstream(clog, std::ios::binary) << "Nov 29 10:00:01 fail\x1c" "from 1.1.1.1\nNov 29 10:00:02 failxfrom 1.1.1.2\n"
+                                        << "Nov 29 10:00:03 gap\x1d" "from 1.1.1.3\nNov 29 10:00:04 gap from 1.1.1.4\n"
+                                        << "Nov 29 10:00:05 anyab.\x1e 1.1.1.5\nNov 29 10:00:06 anyab. 1.1.1.6\n"
+                                        << "Nov 29 10:00:07 not\x1f" "1.1.1.7\nNov 29 10:00:08 not\t1.1.1.8\n";
+  const std::string nlog = d + "/n.log";
+  std::ofstream(nlog, std::ios::binary)
+      << "Jul 24 14:17:13 raid5 named[3935]: client 148.160.29.6#33081 (a\x1c" "b): query (cache) 'x.de/NS/IN' denied\n"
+      << "Jul 24 14:17:14 raid5 named[3935]: client 148.160.29.7#33081 (ab): query (cache) 'x.de/NS/IN' denied\n";
+  const std::string slog = d + "/s.log";
+  std::ofstream(slog) << "Nov 29 10:00:00 h sshd[1]: Failed password for root from example.com port 22 ssh2\n"
+                      << "Nov 29 10:00:01 h sshd[1]: Failed password for root from 192.0.2.9 port 22 ssh2\n";
+  struct Run {
+    std::vector<std::string> theirs, ours;
+  };
+  const std::vector<Run> runs = {
+      {{"-c", d + "/p", clog, "cls"}, {"cls", clog, "--fail2ban-dir", d + "/p"}},
+      {{nlog, "/etc/fail2ban/filter.d/named-refused.conf"}, {"named-refused", nlog}},
+      {{slog, "sshd[usedns=no]"}, {"sshd[usedns=no]", slog}},
+  };
+  for (const Run& run : runs) {
+    std::vector<std::string> theirs{kRegexTool, "-r", "-o", "ip"};
+    theirs.insert(theirs.end(), run.theirs.begin(), run.theirs.end());
+    std::vector<std::string> ours{GPUFILTERD_BINARY, "--test-filter"};
+    ours.insert(ours.end(), run.ours.begin(), run.ours.end());
+    ours.insert(ours.end(), {"--out", "ip"});
+    const ProcessResult t = run_process(theirs), o = run_process(ours);
+    EXPECT_EQ(t.status, 0) << t.err;
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(counts(o.out), counts(t.out)) << run.ours[0] << "\n" << o.err;
+    EXPECT_FALSE(o.out.empty()) << run.ours[0];
+  }
+  const ProcessResult t = run_process({kRegexTool, "-r", slog, "/etc/fail2ban/filter.d/apache-common.conf"});
+  const ProcessResult o = run_process({GPUFILTERD_BINARY, "--test-filter", "apache-common", slog});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(summary(o.out), summary(t.out));
+  EXPECT_NE(summary(o.out).find("0 matched"), std::string::npos) << o.out;
+  fs::remove_all(d);
+}
+
 // A filter fail2ban refuses is refused: an option given twice, an escape Python does not
 // know; a folder given as the log is an error.
 TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {

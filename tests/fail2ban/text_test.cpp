@@ -41,5 +41,26 @@ TEST(Fail2banText, DateFieldsReadAsStoiReadsThem) {
   EXPECT_EQ(at("5", "1"), at("05", "01"));
 }
 
+// %j, and %U or %W with a weekday (%w, %a), make the day when there is no month and day, as
+// fail2ban's reGroupDictStrptime does (Python's _calc_julian_from_U_or_W and
+// datetime.fromordinal; the expected values are Python's). They were ignored: today's date.
+TEST(Fail2banText, DayOfYearAndWeekFieldsMakeTheDate) {
+  using Groups = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
+  const double now = 1764400000;  // 2025-11-29
+  const auto at = [&](Groups g) {
+    g.push_back({"z", "+0000"});
+    return strptime_groups(NamedGroupViews(g), now);
+  };
+  EXPECT_EQ(at({{"j", "1"}, {"Y", "2026"}}), 1767225600.0);
+  EXPECT_EQ(at({{"j", "333"}, {"Y", "2026"}}), 1795910400.0);
+  EXPECT_EQ(at({{"j", "366"}, {"Y", "2026"}}), 1798761600.0);  // past the year's end: 2027-01-01
+  EXPECT_EQ(at({{"Y", "2026"}, {"U", "47"}, {"w", "0"}}), 1795305600.0);   // Sunday 2026-11-22
+  EXPECT_EQ(at({{"Y", "2026"}, {"W", "47"}, {"w", "1"}}), 1795392000.0);   // Monday 2026-11-23
+  EXPECT_EQ(at({{"Y", "2026"}, {"U", "00"}, {"w", "3"}}), 1767139200.0);   // week 0: 2025-12-31
+  EXPECT_EQ(at({{"Y", "2025"}, {"W", "0"}, {"a", "mon"}}), 1735516800.0);  // 2024-12-30
+  // A week without a weekday is worthless (fail2ban: today, assumed).
+  EXPECT_EQ(at({{"Y", "2026"}, {"U", "47"}, {"H", "01"}}), at({{"Y", "2026"}, {"H", "01"}}));
+}
+
 }  // namespace
 }  // namespace gpufilter::fail2ban

@@ -30,6 +30,9 @@ struct FilterOptions {
   bool check_all_regex = false;
   // A multi-line failure still waiting for its address is not reported (fail2ban's default).
   bool ignore_pending = true;
+  // The filter's own usedns (its [Definition] or an option, `sshd[usedns=no]`) decides what
+  // <HOST> takes, as fail2ban-server applies it; fail2ban-regex ignores it (false).
+  bool filter_usedns = true;
   // MyTime: "now" for the assumed year/day and the 60-second reuse of the last date;
   // unset, the clock's time.
   std::optional<double> now;
