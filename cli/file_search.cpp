@@ -282,6 +282,18 @@ FarmOutcome write_farm_file(FileSearch& fs, HeldOutput& held) {
   return r;
 }
 
+// The farm in `farm` when there are `parts` to search with and threads to be had; else
+// null (one file after another).
+FileFarm* start_farm(std::optional<FileFarm>& farm, FarmParts* parts, std::size_t at_once, StopSignal& stop) {
+  if (parts == nullptr) return nullptr;
+  try {
+    return &farm.emplace(
+        at_once, [parts](Output& out, Output& err) { return std::make_unique<FarmLane>(*parts, out, err); }, &stop);
+  } catch (const std::system_error&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 // Every FILE operand (or standard input) in turn through one FileScan; with a farm, the
@@ -291,13 +303,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
                           std::string& scanning_now) {
   // Gone, its threads joined (their counts added to `parts`), when this returns.
   std::optional<FileFarm> farm;
-  try {
-    if (parts != nullptr)
-      fs.farm = &farm.emplace(
-          at_once, [parts](Output& out, Output& err) { return std::make_unique<FarmLane>(*parts, out, err); }, &stop);
-  } catch (const std::system_error&) {
-    // No thread to be had: one file after another.
-  }
+  fs.farm = start_farm(farm, parts, at_once, stop);
   FilesOutcome outcome;
   std::uint64_t farm_bytes = 0;
   const bool writes = writes_lines(o);

@@ -232,8 +232,11 @@ TEST_F(Decompress, CorruptStreamNamesTheFileAndOffsetAndExits2) {
   for (const Format& f : formats()) {
     const std::string whole = compressed(dir, f.tool, text);
     std::string bad = compressed(dir, f.tool, second);
-    // The second stream's header: every format checks it, so the error is certain.
-    for (std::size_t i = 0; i < 4; ++i) bad[i] = static_cast<char>(~bad[i]);
+    // The second stream's header: every format checks it, so the error is certain. After a
+    // gzip or bzip2 stream, bytes without the magic are trailing garbage, ignored (as by
+    // gzip -d): there, the header after the magic.
+    const std::size_t first = f.tool == "gzip" ? 2 : f.tool == "bzip2" ? 3 : 0;
+    for (std::size_t i = first; i < 4; ++i) bad[i] = static_cast<char>(~bad[i]);
     const std::string path = dir.write("app.log.3", whole + bad);
     const GrepRun got = run_gpufilter({"--decompress", "-c", "status=500", path});
     EXPECT_EQ(got.status, 2) << f.tool;

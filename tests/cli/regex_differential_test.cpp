@@ -272,7 +272,9 @@ const std::vector<std::string>& odd_basic_patterns() {
       "b\\b*c", "b\\>\\{2\\}", "b$*", "{", "{a", "a\\{1,2\\}\\{3\\}",
       // Stacked repetitions, collapsed into one before glibc sees them.
       "\\(**\\)", "^**b", "a**\\+", "a\\{2\\}**", "a\\?\\?b", "a\\+\\+", "[*]**", "\\***", "a\\|**b",
-      "\\(a\\)\\+\\?*", "b\\>**", "x\\?\\+\\?"};
+      "\\(a\\)\\+\\?*", "b\\>**", "x\\?\\+\\?",
+      // A bad interval after an anchor: glibc reads a literal '{', grep's DFA refuses it.
+      "1\\<\\{", "a\\B\\{1", "\\(1\\>\\{\\)", "\\<\\{", "a\\`\\{"};
   return p;
 }
 

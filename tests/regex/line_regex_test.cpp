@@ -20,6 +20,12 @@ RegexOptions basic(bool word = false, bool whole_line = false) {
   return o;
 }
 
+RegexOptions extended() {
+  RegexOptions o;
+  o.syntax = Syntax::kExtended;
+  return o;
+}
+
 std::vector<std::string> errors_of(const std::vector<std::string>& patterns, Syntax syntax,
                                    const std::vector<PatternOrigin>& origins = {}) {
   RegexOptions o;
@@ -243,6 +249,41 @@ TEST(LineRegex, WholeLineWithWordTakesTheNewline) {
   EXPECT_EQ(f.begin, 0u);
   EXPECT_EQ(f.length, 4u);
   EXPECT_TRUE(f.newline);
+}
+
+// find() keeps each pattern's next match along a walk (from 0, then further on): the
+// spans are those of asking every pattern anew each time (the leftmost, then longest),
+// also when a walk skips ahead, and a new walk over the same buffer with other bytes
+// forgets the last one.
+TEST(LineRegex, AWalkAlongOneLineKeepsEachPatternsNextMatch) {
+  const std::vector<std::string> patterns = {"^b", "a", "ab*", "b a", "x$"};
+  auto all = compile(patterns, extended());
+  std::vector<std::unique_ptr<LineRegex>> each;
+  for (const std::string& p : patterns) each.push_back(compile({p}, extended()));
+  const auto fresh = [&](std::string_view line, std::size_t from) {
+    Found best{line.size() + 1, 0, false};
+    for (auto& r : each) {
+      Found f;
+      if (r->find(line, from, {}, f) && (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)))
+        best = f;
+    }
+    return best;
+  };
+  std::string line = "abba ab a bx";
+  for (int round = 0; round < 2; ++round) {
+    for (const std::size_t step : {1, 3}) {
+      for (std::size_t from = 0; from <= line.size(); from += step) {
+        Found f;
+        const Found want = fresh(line, from);
+        const bool found = all->find(line, from, {}, f);
+        ASSERT_EQ(found, want.begin <= line.size()) << line << " from " << from;
+        if (found) {
+          EXPECT_EQ(std::pair(f.begin, f.length), std::pair(want.begin, want.length)) << line << " " << from;
+        }
+      }
+    }
+    line.replace(0, line.size(), "b ab abb aax");  // same size and, most likely, the same bytes' address
+  }
 }
 
 TEST(LineRegex, ACloneMatchesAlike) {

@@ -113,7 +113,10 @@ TEST(DecompressingSource, ErrorComesAfterTheBytesBeforeItAndNamesFileAndOffset) 
   for (const auto& [tool, format] : kTools) {
     const std::string whole = pack(dir, tool, text);
     std::string bad = pack(dir, tool, "more\n");
-    bad[0] = static_cast<char>(~bad[0]);
+    // After a gzip or bzip2 stream, bytes without the magic are trailing garbage (ignored,
+    // as gzip -d ignores them): there the header after the magic is damaged.
+    const std::size_t at = std::string(tool) == "gzip" ? 2 : std::string(tool) == "bzip2" ? 3 : 0;
+    bad[at] = static_cast<char>(~bad[at]);
     const std::string path = dir.write("f", whole + bad);
     std::unique_ptr<Source> source = open_decompressing(FileSource::open(path));
     std::string got;

@@ -319,6 +319,10 @@ bool Reader::escape(std::size_t& i) {
     long low = 0;
     const std::size_t end = interval_end(p_, i, true, low);
     if (start_ || end == 0) {
+      // Not where an expression starts, dfa.c reads an interval and refuses a bad one;
+      // glibc has refused it already unless an anchor comes before ("1\\<\\{"), where it
+      // reads a literal '{' and grep still exits 2 with dfa.c's message.
+      if (!start_ && !view_.error) view_.error = "invalid content of \\{\\}";
       literal(text, '{');
     } else {
       interval(i - 1, end, true, "{...}");

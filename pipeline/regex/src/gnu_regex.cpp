@@ -258,6 +258,20 @@ class GnuRegex final : public LineRegex {
   // own walk accepts ("-w -e 'ß?' -e '\W'" in UTF-8 selects no "\t2\tß"). Those patterns
   // then decide a line together, through that regex alone.
   bool joined_walk_ = false;
+  // find()'s walk along one line (not under -w): by pattern, its next match from the
+  // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
+  static constexpr regoff_t kNotAsked = -2;
+  struct WalkNext {
+    regoff_t start = kNotAsked;
+    regoff_t end = 0;
+  };
+  struct Walk {
+    const char* line = nullptr;
+    std::size_t size = 0;
+    std::size_t from = 0;
+    std::vector<WalkNext> next;
+  };
+  Walk walk_;
 };
 
 void GnuRegex::compile_all() {
@@ -694,10 +708,36 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
     for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
-  } else if (only.empty()) {
-    for (std::size_t i = 0; i < patterns_.size(); ++i) try_pattern(compiled(i).exact);
   } else {
-    for (std::uint32_t i : only) try_pattern(compiled(i).exact);
+    // A walk (-o, --color) asks from 0 and then further on along one line: each pattern's
+    // next match is kept while the walk has not passed its start, and a pattern that has
+    // none is not asked again, so that "-e '^b' -e a" over a long line of a's costs one
+    // scan for '^b', not one per match (80 KB: 1.5 s, grep 0.01 s).
+    if (from == 0 || line.data() != walk_.line || line.size() != walk_.size || from < walk_.from)
+      walk_.next.assign(patterns_.size(), WalkNext{});
+    walk_.line = line.data();
+    walk_.size = line.size();
+    walk_.from = from;
+    const auto try_next = [&](std::size_t i) {
+      WalkNext& next = walk_.next[i];
+      if (next.start == kNotAsked || (next.start >= 0 && static_cast<std::size_t>(next.start) < from)) {
+        GnuPattern& p = compiled(i).exact;
+        next.start = p.search(line, from, line.size() - from);
+        next.end = next.start >= 0 ? p.match_end() : 0;
+      }
+      if (next.start < 0) return;
+      Found f{static_cast<std::size_t>(next.start), static_cast<std::size_t>(next.end - next.start), false};
+      if (options_.whole_line) {
+        if (f.length != line.size() - from) return;
+        f = {from, line.size() - from + 1, true};  // the line and its newline
+      }
+      if (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)) best = f;
+    };
+    if (only.empty()) {
+      for (std::size_t i = 0; i < patterns_.size(); ++i) try_next(i);
+    } else {
+      for (std::uint32_t i : only) try_next(i);
+    }
   }
   if (best.begin > line.size()) return false;
   out = best;
