@@ -148,6 +148,10 @@ std::size_t translate_class(std::string_view p, std::size_t i, std::string& out)
     const char c = p[i];
     if (c == ']' && i > body_start) break;
     if (c == '\\' && i + 1 < p.size() && p[i + 1] == 'S') {
+      // A range with a class at either end is Python's error: [a-\S], [\S-z].
+      const bool after_dash = i > body_start + 1 && p[i - 1] == '-' && p[i - 2] != '\\';
+      const bool before_dash = i + 3 < p.size() && p[i + 2] == '-' && p[i + 3] != ']';
+      if (after_dash || before_dash) throw std::invalid_argument("bad character range with \\S");
       not_space = true;
       i += 2;
     } else if (c == '\\') {

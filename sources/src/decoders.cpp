@@ -144,8 +144,11 @@ class Bzip2Decoder final : public Decoder {
                                             : "compressed data is corrupt");
   }
   bool another_stream(std::span<const unsigned char> in) const override {
+    // "BZh" and a block size '1'-'9', as far as the bytes at hand go (bzip2 checks all four).
     constexpr unsigned char kMagic[] = {'B', 'Z', 'h'};
-    return std::equal(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(in.size(), 3)), kMagic);
+    if (!std::equal(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(in.size(), 3)), kMagic))
+      return false;
+    return in.size() < 4 || (in[3] >= '1' && in[3] <= '9');
   }
 
  private:

@@ -36,8 +36,9 @@ class Decoder {
     return 0;
   }
   // After a whole stream: whether `in` (what follows, at least a byte) may begin another.
-  // False: what follows is trailing garbage, which the format's own tool ignores after a
-  // warning (gzip -d, bzip2 -d), as zgrep and rg -z do; the input ends there.
+  // False: what follows is trailing garbage, which the format's own tool drops after a
+  // warning (gzip -d, bzip2 -d), as rg -z does; the input ends there. (zgrep, through
+  // gzip -cdfq, passes it on as text.)
   virtual bool another_stream(std::span<const unsigned char> in) const {
     (void)in;
     return true;

@@ -126,7 +126,7 @@ TEST_F(Decompress, ConcatenatedMembersAndFramesReadAsOne) {
 // search on: it was a corrupt stream, exit status 2.
 TEST_F(Decompress, TrailingGarbageAfterAGzipOrBzip2StreamIsIgnored) {
   for (const std::string& tool : std::vector<std::string>{"gzip", "bzip2"}) {
-    for (const std::string& tail : {std::string(4, '\0'), std::string("garbage\n"), std::string(70000, '\0')}) {
+    for (const std::string& tail : {std::string(4, '\0'), std::string("garbage\n"), std::string(70000, '\0'), std::string("BZhX tail\n")}) {
       const std::string path = dir.write("tail", compressed(dir, tool, text) + tail);
       expect_same_as_grep({"-c", "status=500"}, path, text, tool + " with a tail");
       expect_same_as_grep({"-n", "host3"}, path, text, tool + " with a tail");
@@ -234,9 +234,9 @@ TEST_F(Decompress, CorruptStreamNamesTheFileAndOffsetAndExits2) {
     std::string bad = compressed(dir, f.tool, second);
     // The second stream's header: every format checks it, so the error is certain. After a
     // gzip or bzip2 stream, bytes without the magic are trailing garbage, ignored (as by
-    // gzip -d): there, the header after the magic.
-    const std::size_t first = f.tool == "gzip" ? 2 : f.tool == "bzip2" ? 3 : 0;
-    for (std::size_t i = first; i < 4; ++i) bad[i] = static_cast<char>(~bad[i]);
+    // gzip -d): there, the header after the magic (bzip2's: after "BZh" and the level).
+    const std::size_t first = f.tool == "gzip" ? 2 : f.tool == "bzip2" ? 4 : 0;
+    for (std::size_t i = first; i < first + 2; ++i) bad[i] = static_cast<char>(~bad[i]);
     const std::string path = dir.write("app.log.3", whole + bad);
     const GrepRun got = run_gpufilter({"--decompress", "-c", "status=500", path});
     EXPECT_EQ(got.status, 2) << f.tool;

@@ -246,11 +246,13 @@ TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {
   fs::create_directories(d + "/filter.d");
   std::ofstream(d + "/filter.d/dup.conf") << "[Definition]\nfailregex = ^ fail <HOST>$\nFailRegex = ^ x <HOST>$\n";
   std::ofstream(d + "/filter.d/pl.conf") << "[Definition]\nfailregex = ^ \\p{L}+ <HOST>$\n";
+  std::ofstream(d + "/filter.d/rng.conf") << "[Definition]\nfailregex = ^ [a\\S-z]+ <HOST>$\n";
   const std::string log = d + "/f.log";
   std::ofstream(log) << "Nov 29 10:00:01 fail 1.1.1.1\n";
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused{
       {{"dup", log}, "dup.conf:3: option 'failregex' in section 'Definition' already exists"},
       {{"pl", log}, "bad escape \\p"},
+      {{"rng", log}, "bad character range with \\S"},
       {{"sshd", d}, "cannot be read"},
   };
   for (const auto& [args, reason] : refused) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpufilter/regex/line_regex.hpp"
@@ -256,33 +257,40 @@ TEST(LineRegex, WholeLineWithWordTakesTheNewline) {
 // also when a walk skips ahead, and a new walk over the same buffer with other bytes
 // forgets the last one.
 TEST(LineRegex, AWalkAlongOneLineKeepsEachPatternsNextMatch) {
-  const std::vector<std::string> patterns = {"^b", "a", "ab*", "b a", "x$"};
-  auto all = compile(patterns, extended());
-  std::vector<std::unique_ptr<LineRegex>> each;
-  for (const std::string& p : patterns) each.push_back(compile({p}, extended()));
+  const std::vector<std::string> patterns = {"^b", "a", "ab*", "b a", "x$", "b.*x", ""};
+  for (const auto& [word, whole_line] : {std::pair(false, false), std::pair(false, true), std::pair(true, true)}) {
+  RegexOptions o = extended();
+  o.word = word;
+  o.whole_line = whole_line;
+  auto all = compile(patterns, o);
+  // Every pattern compiled anew for each question: nothing kept from an earlier one.
   const auto fresh = [&](std::string_view line, std::size_t from) {
     Found best{line.size() + 1, 0, false};
-    for (auto& r : each) {
+    for (const std::string& p : patterns) {
       Found f;
-      if (r->find(line, from, {}, f) && (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)))
+      if (compile({p}, o)->find(line, from, {}, f) &&
+          (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)))
         best = f;
     }
     return best;
   };
   std::string line = "abba ab a bx";
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < 3; ++round) {
     for (const std::size_t step : {1, 3}) {
       for (std::size_t from = 0; from <= line.size(); from += step) {
         Found f;
         const Found want = fresh(line, from);
         const bool found = all->find(line, from, {}, f);
-        ASSERT_EQ(found, want.begin <= line.size()) << line << " from " << from;
+        ASSERT_EQ(found, want.begin <= line.size()) << line << " from " << from << " -w " << word << " -x " << whole_line;
         if (found) {
-          EXPECT_EQ(std::pair(f.begin, f.length), std::pair(want.begin, want.length)) << line << " " << from;
+          EXPECT_EQ(std::tuple(f.begin, f.length, f.newline), std::tuple(want.begin, want.length, want.newline))
+              << line << " from " << from << " -w " << word << " -x " << whole_line;
         }
       }
     }
-    line.replace(0, line.size(), "b ab abb aax");  // same size and, most likely, the same bytes' address
+    // The same size and, most likely, the same bytes' address; then a line -x takes.
+    line.replace(0, line.size(), round == 0 ? "b ab abb aax" : "bbbbbbbbbbbx");
+  }
   }
 }
 

@@ -727,9 +727,9 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
       }
       if (next.start < 0) return;
       Found f{static_cast<std::size_t>(next.start), static_cast<std::size_t>(next.end - next.start), false};
-      if (options_.whole_line) {
+      if (options_.word) {  // -w with -x (exact_match): the whole line and its newline
         if (f.length != line.size() - from) return;
-        f = {from, line.size() - from + 1, true};  // the line and its newline
+        f = {from, line.size() - from + 1, true};
       }
       if (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)) best = f;
     };
