@@ -72,11 +72,12 @@ void FileWalk::walk(const std::vector<std::string>& operands, const std::functio
     return;
   }
   for (const std::string& name : operands)
-    if (!operand(options_.directories == Directories::kRecurse ? fts_root(name) : name)) return;
+    if (!operand(name)) return;
 }
 
 // As fts_open reads a root: two or more trailing slashes become one ("t//" walks as "t/",
-// its files named "t/f").
+// its files named "t/f"). Only a directory walked is such a root: grep opens every other
+// operand, and names it in an error, as given ("nope//: No such file or directory").
 std::string FileWalk::fts_root(std::string name) {
   if (name.size() > 2 && name.back() == '/')
     while (name.size() > 1 && name[name.size() - 2] == '/') name.pop_back();
@@ -91,12 +92,13 @@ bool FileWalk::operand(const std::string& name) {
   if (name == "-" || ::stat(name.c_str(), &st) != 0) return visit({WalkEntry::Kind::kSearch, name, 0, true});
   if (S_ISDIR(st.st_mode)) {
     if (options_.directories == Directories::kSkip) return true;
-    if (!omit_dot_slash_ && directory_excluded(name, false)) return true;  // even when not walked
+    const std::string root = options_.directories == Directories::kRecurse ? fts_root(name) : name;
+    if (!omit_dot_slash_ && directory_excluded(root, false)) return true;  // even when not walked
     if (options_.directories == Directories::kRead) return visit({WalkEntry::Kind::kSearch, name, 0, true});
-    const int fd = ::open(name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return visit({WalkEntry::Kind::kError, name, errno, true});
+    const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return visit({WalkEntry::Kind::kError, root, errno, true});
     ancestors_.emplace_back(st.st_dev, st.st_ino);
-    const bool go_on = directory(name, fd);
+    const bool go_on = directory(root, fd);
     ancestors_.pop_back();
     return go_on;
   }

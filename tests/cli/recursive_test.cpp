@@ -121,6 +121,8 @@ TEST_F(Recursive, DirectoriesAndDevicesActionsAsGrep) {
   // Two or more trailing slashes walk as one (fts), in names and messages alike.
   expect_same({"-r", "foo", root + "//"});
   expect_same({"-r", "-a", "-c", "foo", root + "/logs///"});
+  // Only a directory walked loses its extra slashes; others are named as given.
+  expect_same({"-r", "foo", root + "/nope//", root + "/a.txt//", root + "/logs//"});
   // --exclude-dir leaves out a folder named on the command line, walked or not.
   for (const Args& flags : {Args{}, Args{"-c"}, Args{"-L"}, Args{"-d", "read"}, Args{"-r"}})
     expect_same(flags + Args{"--exclude-dir=logs", "foo", root + "/logs", root + "/a.txt"});
