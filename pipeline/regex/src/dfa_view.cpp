@@ -9,6 +9,7 @@
 // dfa_view() rewrites a pattern into the text that glibc reads as the DFA does, and says
 // when the DFA would not be used at all. It also yields grep 3.8's warnings and the errors
 // only the DFA reports.
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -78,11 +79,14 @@ std::size_t interval_end(std::string_view p, std::size_t i, bool bk, long& low) 
   std::size_t j = i + 1;
   long high = -1;
   low = -1;
-  for (; j < p.size() && std::isdigit(static_cast<unsigned char>(p[j])); ++j) low = (low < 0 ? 0 : low * 10) + (p[j] - '0');
+  // dfa.c caps a count at RE_DUP_MAX + 1 as it reads it (a longer one would overflow).
+  constexpr long kCap = 32767 + 1;
+  for (; j < p.size() && std::isdigit(static_cast<unsigned char>(p[j])); ++j)
+    low = std::min(kCap, (low < 0 ? 0 : low * 10) + (p[j] - '0'));
   if (j < p.size() && p[j] == ',') {
     if (low < 0) low = 0;
     for (++j; j < p.size() && std::isdigit(static_cast<unsigned char>(p[j])); ++j)
-      high = (high < 0 ? 0 : high * 10) + (p[j] - '0');
+      high = std::min(kCap, (high < 0 ? 0 : high * 10) + (p[j] - '0'));
   } else {
     high = low;
   }
