@@ -108,6 +108,7 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"((((^$)+)+)+)+", Syntax::kExtended},
            {"(((((((((a*)+)+)+)+)+)+)+)+)+", Syntax::kExtended},
            {"^(a*){2}{2}{2}{2}{2}", Syntax::kExtended},
+           {"0*{3309}+", Syntax::kExtended},  // a large operand that can match empty, repeated again
            {"^((((()+)*)+)+)+", Syntax::kExtended},
            {"\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(x*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*", Syntax::kBasic},
            {"\\(\\(\\(\\(\\<\\|a\\)*\\)\\+\\)\\+\\)\\+", Syntax::kBasic}}) {
@@ -123,6 +124,7 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            // Stacked operators are one (collapse_repeats), however many.
            {"^()+*+++", Syntax::kExtended},
            {"(^|$)*+++", Syntax::kExtended},
+           {"0*{3309}", Syntax::kExtended},
            {"(a*)" + std::string(30, '+'), Syntax::kExtended},
            {"x" + std::string(30, '*') + "\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+", Syntax::kBasic},
            {"m" + std::string(12, '+'), Syntax::kExtended},

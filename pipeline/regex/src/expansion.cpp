@@ -60,6 +60,9 @@ class Estimate {
       if (!extended_) atom();
       return;
     }
+    // A large operand that can match the empty string, repeated again ("0*{3309}+", fuzzed):
+    // glibc's epsilon closures over its copies ran past a minute (grep 3.8's too).
+    if (l.last_nullable && l.last_nodes > kMaxNullableOperandNodes && (high < 0 || high > 1)) wide_nullable_ = true;
     // x{m,} is m copies and a starred one; x{m,n} n copies, the last n - m optional.
     const double copies = high < 0 ? low + 1 : std::max(high, 1.0);
     const double optional = high < 0 ? 0 : std::max(high - low, 0.0);
@@ -94,7 +97,7 @@ class Estimate {
       height = std::max(height, l.height);
       anchored = std::max(anchored, l.anchored_height);
     }
-    return anchored > kMaxNullableRepeatDepthOverAnchors ||
+    return wide_nullable_ || anchored > kMaxNullableRepeatDepthOverAnchors ||
            height > (anchored_ ? kMaxNullableRepeatDepthAnchored : kMaxNullableRepeatDepth);
   }
 
@@ -122,6 +125,7 @@ class Estimate {
   std::vector<Level> levels_;
   bool extended_;
   bool anchored_ = false;  // an anchor anywhere in the pattern
+  bool wide_nullable_ = false;  // a large operand that can match empty, repeated
 };
 
 // A bracket expression from p[i] == '['; the index just past it (p.size() if unclosed).

@@ -27,6 +27,9 @@ inline constexpr double kMaxNestedOptions = 1u << 24;     // the square of neste
 inline constexpr int kMaxNullableRepeatDepth = 8;
 inline constexpr int kMaxNullableRepeatDepthAnchored = 4;      // an anchor in the pattern
 inline constexpr int kMaxNullableRepeatDepthOverAnchors = 2;   // an anchor in the operand
+// An operand of more copies than this that can match the empty string is not repeated
+// again: "0*{3309}" alone compiles in 0.2 s, "0*{3309}+" ran past a minute.
+inline constexpr double kMaxNullableOperandNodes = 1024;
 
 // The pattern with each run of stacked repetition operators after an operand made one:
 // "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
