@@ -5,8 +5,10 @@
 #include <ctime>
 #include <mutex>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpufilter::fail2ban {
@@ -156,14 +158,20 @@ std::optional<int> zone_offset_minutes(const std::string& z) {
   return minutes + sign * (std::stoi(off.substr(1, 2)) * 60 + std::stoi(mm));
 }
 
+// Where `v` (any case) stands in `names`, whole or (not `full`) as its first three
+// letters; -1 when nowhere.
+int name_index(std::string v, std::span<const char* const> names, bool full) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int month_index(std::string v, bool full) {
   static const char* const names[] = {"january", "february", "march",     "april",   "may",      "june",
                                       "july",    "august",   "september", "october", "november", "december"};
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (int i = 0; i < 12; ++i) {
-    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return i + 1;
-  }
-  return 0;
+  return name_index(std::move(v), names, full) + 1;
 }
 
 // A naive datetime as seconds, fields read through timegm (no zone involved).
@@ -197,11 +205,7 @@ struct Fields {
 // %a or %A: Monday 0 as Python's locale_time.a_weekday / f_weekday (C locale).
 int weekday_index(std::string v, bool full) {
   static const char* const names[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (int i = 0; i < 7; ++i) {
-    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return i;
-  }
-  return 0;
+  return std::max(0, name_index(std::move(v), names, full));
 }
 
 // std::stoi of a field's text: its digits read here (the date regexes take digits, "%d" a

@@ -126,6 +126,19 @@ struct FastPlan {
   bool lines = false;
 };
 
+// grep's choice between two matches: the leftmost, then the longer.
+bool better(const Found& f, const Found& best) {
+  return f.begin < best.begin || (f.begin == best.begin && f.length > best.length);
+}
+
+// -w with -x (EGexecute): a match of the whole rest of the line from `from` takes the line
+// and its newline; any other match does not count.
+bool whole_line_word(std::size_t length, std::size_t line_size, std::size_t from, Found& out) {
+  if (length != line_size - from) return false;
+  out = {from, line_size - from + 1, true};
+  return true;
+}
+
 // The patterns glibc and grep's DFA read, stacked repetitions collapsed where no
 // back-reference can read a group (expansion.hpp).
 std::vector<std::string> collapsed(const std::vector<std::string>& patterns, const RegexOptions& options) {
@@ -687,8 +700,7 @@ bool GnuRegex::exact_match(GnuPattern& p, std::string_view line, std::size_t fro
   if (!options_.word) {
     out = {match, length, false};
   } else if (options_.whole_line) {
-    if (length != n - from) return false;
-    out = {from, n - from + 1, true};  // the line and its newline
+    return whole_line_word(length, n, from, out);
   } else {
     if (!word_walk(p, line, from, best.begin, match, length)) return false;
     out = {match, length, false};
@@ -701,7 +713,7 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
   auto try_pattern = [&](GnuPattern& p) {
     Found f;
     if (!exact_match(p, line, from, best, f)) return;
-    if (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)) best = f;
+    if (better(f, best)) best = f;
   };
   if (options_.word && !options_.whole_line) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
@@ -727,11 +739,8 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
       }
       if (next.start < 0) return;
       Found f{static_cast<std::size_t>(next.start), static_cast<std::size_t>(next.end - next.start), false};
-      if (options_.word) {  // -w with -x (exact_match): the whole line and its newline
-        if (f.length != line.size() - from) return;
-        f = {from, line.size() - from + 1, true};
-      }
-      if (f.begin < best.begin || (f.begin == best.begin && f.length > best.length)) best = f;
+      if (options_.word && !whole_line_word(f.length, line.size(), from, f)) return;  // -w -x
+      if (better(f, best)) best = f;
     };
     if (only.empty()) {
       for (std::size_t i = 0; i < patterns_.size(); ++i) try_next(i);
