@@ -117,5 +117,43 @@ TEST(LiteralParallel, DenseLinesDecidedOnWorkers) {
   check({"-f", dense, log}, {"LC_ALL=C.UTF-8"});
 }
 
+// Dense lines are decided where each chunk was scanned, ahead of delivery (the host
+// engine's workers: Searcher::work_ahead): around a line longer than a chunk (the chunks
+// that end and begin inside it), a NUL byte late in the input (binary mode starts inside
+// the decided lines), -z records and a last line without its newline.
+TEST(LiteralParallel, DenseLinesDecidedAheadAroundLongLinesAndNul) {
+  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
+    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  std::string logs;
+  for (const std::string& name : loghub_logs()) logs += read_file(corpus_path("loghub/" + name + "_2k.log"));
+  std::string input = logs.substr(0, logs.size() / 2);
+  input += std::string(600 << 10, 'x') + " INFO in a long line " + std::string(300 << 10, 'y') + "\n";
+  input += logs.substr(logs.size() / 2);
+  // (Without the long line: after one, grep reads in larger buffers, and where its binary
+  // mode starts differs; docs/grep-compatibility.md.)
+  std::string binary = logs;
+  binary.insert(binary.find('\n', binary.size() * 3 / 4) + 1, std::string("a NUL \0 byte, INFO\n", 19));
+  TempDir dir;
+  const std::string log = dir.write("long.log", input + "last line INFO");
+  const std::string bin = dir.write("binary.log", binary);
+  std::string records = logs;
+  for (char& c : records) c = c == '\n' ? '\0' : c;
+  const std::string nul = dir.write("records", records);
+  const std::string dense = dir.write("dense", pattern_file({"INFO", "Dec", "Jul", "WARN", "exe", "error", "1"}));
+  const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"256K", "3", "cpu"}, {"128K", "2", "cpu"}};
+  auto check = [&](const Args& args, const std::vector<std::string>& env = {}) {
+    expect_same_with("-F", args, {}, knobs, "dense literals around a long line and a NUL", env);
+  };
+  check({"-f", dense, log});
+  check({"-n", "-b", "-f", dense, log});
+  check({"-c", "-w", "-f", dense, log});
+  check({"-f", dense, bin});
+  check({"-c", "-f", dense, bin});
+  check({"-a", "-n", "-f", dense, bin});
+  check({"-f", dense, log}, {"LC_ALL=C.UTF-8"});
+  check({"-z", "-f", dense, nul});
+  check({"-z", "-c", "-x", "-e", "1", nul});
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -14,6 +14,9 @@ namespace {
 
 constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
 
+// The smallest stretch of lines that predecide() hands out (two pieces).
+constexpr std::size_t kMinPredecided = std::size_t{128} << 10;
+
 // The line of data[floor, end) around data[at]: [begin, end), and whether an `eol` ends it.
 struct LineAround {
   std::size_t begin, end;
@@ -585,7 +588,7 @@ void Searcher::decide_literal_lines(const char* data, std::size_t begin, std::si
 
 void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
                          std::span<const Occurrence> occurrences) {
-  constexpr std::size_t kMinPiece = std::size_t{64} << 10;
+  constexpr std::size_t kMinPiece = kMinPredecided / 2;
   Predecided& p = predecided_;
   p.begin = p.end = nullptr;
   WorkerPool* pool = options_.workers;
@@ -640,7 +643,90 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   p.end = data + end;
 }
 
+namespace {
+
+// What work_ahead() decided of a chunk: predecide()'s answer for the lines of
+// data[begin, end), made on the engine's thread that scanned it.
+struct DecidedLines final : SlotNote {
+  std::uint64_t seq = 0, offset = 0;  // the chunk's
+  const char* begin = nullptr;        // null: nothing decided
+  const char* end = nullptr;
+  std::vector<const char*> matched, ends;
+  bool all_valid_utf8 = false;
+  std::vector<LineOccurrence> scratch;
+};
+
+// The chunk's complete lines as consume() finds them when the chunk's first line is the
+// rest of an open one: [pos, complete_end); pos == complete_end: none.
+std::pair<std::size_t, std::size_t> complete_lines(const Chunk& chunk, char eol) {
+  const char* data = chunk.data;
+  std::size_t pos = chunk.overlap;
+  if (chunk.continues_line) {
+    const void* nl = std::memchr(data + pos, eol, chunk.size - pos);
+    if (nl == nullptr) return {pos, pos};
+    pos = static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1;
+  }
+  if (pos >= chunk.size || !chunk.line_open) return {pos, std::max(pos, chunk.size)};
+  const void* last_nl = memrchr(data + pos, eol, chunk.size - pos);
+  return {pos, last_nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - data) + 1 : pos};
+}
+
+}  // namespace
+
+bool Searcher::works_ahead() const noexcept {
+  return options_.regex == nullptr && options_.workers != nullptr && !any_line_may_match();
+}
+
+// The lines that consume() would decide ahead (dense occurrences, a stretch as large as
+// predecide() hands out), decided here on one thread: the engine's workers decide
+// several chunks at once.
+void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurrences,
+                          std::unique_ptr<SlotNote>& note) const noexcept {
+  try {
+    if (!note) note = std::make_unique<DecidedLines>();
+    auto& d = static_cast<DecidedLines&>(*note);
+    d.begin = d.end = nullptr;
+    d.matched.clear();
+    d.ends.clear();
+    const auto [pos, complete_end] = complete_lines(chunk, options_.eol);
+    if (complete_end - pos < kMinPredecided) return;
+    const auto first = std::lower_bound(occurrences.begin(), occurrences.end(), pos,
+                                        [](const Occurrence& o, std::size_t at) { return o.position < at; });
+    if (static_cast<std::size_t>(occurrences.end() - first) * 4096 <= complete_end - pos) return;
+    decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
+    d.all_valid_utf8 =
+        !options_.utf8 || options_.binary_files == BinaryFiles::kText || lines_valid_utf8(d.matched, d.ends);
+    d.seq = chunk.seq;
+    d.offset = chunk.offset;
+    d.begin = chunk.data + pos;
+    d.end = chunk.data + complete_end;
+  } catch (...) {
+    // Decided in turn instead (predecide()).
+    if (note) static_cast<DecidedLines&>(*note).begin = nullptr;
+  }
+}
+
+bool Searcher::take_decided(SlotNote* note, const Chunk& chunk, std::size_t pos, std::size_t complete_end) {
+  auto* d = dynamic_cast<DecidedLines*>(note);
+  if (d == nullptr || d->begin != chunk.data + pos || d->end != chunk.data + complete_end || d->seq != chunk.seq ||
+      d->offset != chunk.offset)
+    return false;
+  Predecided& p = predecided_;
+  p.matched.swap(d->matched);  // the note keeps the vectors predecided_ had, for its next chunk
+  p.ends.swap(d->ends);
+  p.all_valid_utf8 = d->all_valid_utf8;
+  p.cursor = 0;
+  p.begin = d->begin;
+  p.end = d->end;
+  d->begin = d->end = nullptr;
+  return true;
+}
+
 Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrences) {
+  return consume_noted(chunk, occurrences, nullptr);
+}
+
+Flow Searcher::consume_noted(const Chunk& chunk, std::span<const Occurrence> occurrences, SlotNote* note) {
   if (done_) return Flow::kStop;
   bytes_searched_ = std::max(bytes_searched_, chunk.offset + chunk.size);
   if (options_.binary_files != BinaryFiles::kText) binary_start_ = chunk.binary_offset;
@@ -686,7 +772,7 @@ Flow Searcher::consume(const Chunk& chunk, std::span<const Occurrence> occurrenc
                                 ? any_line_may_match() || index < occurrences.size()
                                 : !any_line_may_match() && (occurrences.size() - index) * 4096 > complete_end - pos;
   if (decide_ahead && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end))
-    predecide(data, pos, complete_end, occurrences);
+    if (!take_decided(note, chunk, pos, complete_end)) predecide(data, pos, complete_end, occurrences);
   const Flow flow = consume_lines(chunk, occurrences, pos, index, complete_end);
   predecided_.begin = predecided_.end = nullptr;  // the chunk's bytes go back to the engine
   return flow;

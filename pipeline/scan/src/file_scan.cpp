@@ -33,8 +33,9 @@ void FileScan::deliver_oldest() {
     open_line_ = chunk.data[chunk.size - 1] != config_.eol;
   }
   if (!stopped_) {
-    const Flow flow = scanner_.locates() ? searcher_.consume(chunk, slot.occurrences())
-                                         : searcher_.consume_count(chunk, slot.total());
+    const Flow flow = !scanner_.locates() ? searcher_.consume_count(chunk, slot.total())
+                      : ahead_            ? searcher_.consume_noted(chunk, slot.occurrences(), slot.note().get())
+                                          : searcher_.consume(chunk, slot.occurrences());
     stopped_ = flow == Flow::kStop;
   }
   const bool flush = chunk.flush_after;
@@ -161,6 +162,28 @@ InputSummary FileScan::run(Source& source) {
   chunking.map_file = scanner_.scans_in_place();
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
+  // The consumer's work ahead runs on the engine's threads while this input is searched.
+  ahead_ = scanner_.locates() && searcher_.works_ahead() &&
+           scanner_.set_after_scan([&consumer = searcher_](ScanSlot& slot) {
+             consumer.work_ahead(slot.chunk(), slot.occurrences(), slot.note());
+           });
+  struct AheadEnd {
+    FileScan& scan;
+    ~AheadEnd() {
+      if (!scan.ahead_) return;
+      scan.ahead_ = false;
+      // Every slot is waited for (after a failure, some may still be in flight) before the
+      // work is taken from the engine's threads.
+      while (scan.scanner_.in_flight() > 0) {
+        try {
+          scan.scanner_.discard_in_flight();
+        } catch (...) {
+          // What failed was reported, or is being.
+        }
+      }
+      scan.scanner_.set_after_scan({});
+    }
+  } ahead_end{*this};
 
   std::string read_error;
   try {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "gpufilter/core/errors.hpp"
 
@@ -82,20 +83,29 @@ void HostScanner::work() {
     Slot* slot = nullptr;
     jobs_.wait_dequeue(slot);
     if (slot == nullptr) return;
-    if (!setup_error.empty()) {
-      slot->error_ = setup_error;
-    } else {
-      try {
-        scan(*slot, scratch);
-      } catch (const std::bad_alloc&) {
-        slot->error_ = "memory exhausted";
-      } catch (const std::exception& e) {
-        slot->error_ = e.what();
-      }
-    }
+    if (!setup_error.empty()) slot->error_ = setup_error;
+    else scan_slot(*slot, scratch);
     slot->done_.store(true, std::memory_order_release);
     slot->done_.notify_one();
   }
+}
+
+bool HostScanner::set_after_scan(AfterScan after) {
+  after_scan_ = std::move(after);
+  return true;
+}
+
+void HostScanner::scan_slot(Slot& slot, HsDatabase::Scratch& scratch) noexcept {
+  try {
+    scan(slot, scratch);
+  } catch (const std::bad_alloc&) {
+    slot.error_ = "memory exhausted";
+    return;
+  } catch (const std::exception& e) {
+    slot.error_ = e.what();
+    return;
+  }
+  if (after_scan_) after_scan_(slot);
 }
 
 // A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) is scanned in
@@ -130,14 +140,7 @@ void HostScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
   slot.error_.clear();
   if (all_inline_ || slot.chunk_.size < kInlineBytes) {
-    // finish() raises what failed, as from a worker.
-    try {
-      scan(slot, inline_scratch_);
-    } catch (const std::bad_alloc&) {
-      slot.error_ = "memory exhausted";
-    } catch (const std::exception& e) {
-      slot.error_ = e.what();
-    }
+    scan_slot(slot, inline_scratch_);  // finish() raises what failed, as from a worker
     slot.done_.store(true, std::memory_order_relaxed);
     return;
   }

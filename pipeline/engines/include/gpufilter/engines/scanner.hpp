@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -64,6 +65,13 @@ struct ScanConfig {
   bool poll_completion = false;
 };
 
+// What a scanner's after-scan work (Scanner::set_after_scan) keeps with a slot for the
+// one who set it; the engine never reads it.
+class SlotNote {
+ public:
+  virtual ~SlotNote() = default;
+};
+
 class ScanSlot {
  public:
   ScanSlot(const ScanSlot&) = delete;
@@ -82,6 +90,8 @@ class ScanSlot {
   // data[0, nul_search) is; kNoNul: none (or no search asked).
   static constexpr std::size_t kNoNul = static_cast<std::size_t>(-1);
   std::size_t first_nul() const noexcept { return first_nul_; }
+  // The after-scan work's note on this slot's chunk (null until that work makes one).
+  std::unique_ptr<SlotNote>& note() noexcept { return note_; }
 
  protected:
   ScanSlot() = default;
@@ -91,6 +101,7 @@ class ScanSlot {
   std::vector<Occurrence> occurrences_;
   std::uint64_t total_ = 0;
   std::size_t first_nul_ = kNoNul;
+  std::unique_ptr<SlotNote> note_;
 
   friend class Scanner;
 };
@@ -111,6 +122,15 @@ class Scanner {
   // rather than in the slot's staging (a device uploads from pinned staging). Such an
   // engine also does a chunk's NUL search (Chunk::nul_search).
   virtual bool scans_in_place() const noexcept { return false; }
+
+  // Work on each chunk's results that the engine runs where it scanned the chunk, as soon
+  // as it is scanned (the host engine: on its workers, several chunks at once, while the
+  // pipeline thread delivers earlier ones); not after a failed scan. It must not throw.
+  // Returns whether the engine runs it; a device does not, and the caller then does that
+  // work when it delivers the slot. Set, or cleared with an empty function, while no slot
+  // is in flight.
+  using AfterScan = std::function<void(ScanSlot&)>;
+  virtual bool set_after_scan(AfterScan) { return false; }
 
   // A free slot, or nullptr when every slot is in flight (complete one first). Slots are
   // made when first needed, so start-up pays for one only.

@@ -77,6 +77,12 @@ class Searcher final : public ChunkConsumer {
   // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
   // decided (-m reached, -l/-q matched, binary match); read no more of it.
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
+  // Fixed strings: a chunk's lines decided where it was scanned, as predecide() would
+  // decide them, while earlier chunks are delivered (ChunkConsumer::work_ahead).
+  bool works_ahead() const noexcept override;
+  void work_ahead(const Chunk& chunk, std::span<const Occurrence> occurrences,
+                  std::unique_ptr<SlotNote>& note) const noexcept override;
+  Flow consume_noted(const Chunk& chunk, std::span<const Occurrence> occurrences, SlotNote* note) override;
 
   // Whether the device must locate occurrences. It need not when any occurrence at all
   // decides the input (-q, -l, -L without -v, -w, -x, -I, the empty pattern or NUL bytes
@@ -170,6 +176,9 @@ class Searcher final : public ChunkConsumer {
   void decide_literal_lines(const char* data, std::size_t begin, std::size_t end,
                             std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
                             std::vector<const char*>& matched, std::vector<const char*>& ends) const;
+  // The lines work_ahead() decided, when they are the ones consume() is about to decide:
+  // taken into predecided_ as if predecide() had decided them.
+  bool take_decided(SlotNote* note, const Chunk& chunk, std::size_t pos, std::size_t complete_end);
   // line_matches(), answered from predecide() where it decided the line.
   bool decide(std::string_view text, std::span<const LineOccurrence> occurrences);
 

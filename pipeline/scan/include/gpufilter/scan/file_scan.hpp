@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,19 @@ class ChunkConsumer {
   // the input is decided; read no more of it.
   virtual Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) = 0;
   virtual Flow consume_count(const Chunk& chunk, std::uint64_t occurrences) = 0;
+
+  // Work on a chunk that can be done before its turn, where the engine scanned it
+  // (Scanner::set_after_scan: the host engine's workers, several chunks at once, while
+  // earlier chunks are consumed): deciding lines. Whether this consumer has such work for
+  // the input about to begin.
+  virtual bool works_ahead() const noexcept { return false; }
+  // That work, kept in `note` (made here when null). On any thread, several at once: it
+  // reads nothing that consume() changes. Never throws: what failed is done in turn.
+  virtual void work_ahead(const Chunk&, std::span<const Occurrence>, std::unique_ptr<SlotNote>&) const noexcept {}
+  // consume(), given what work_ahead() left for this chunk (null: nothing).
+  virtual Flow consume_noted(const Chunk& chunk, std::span<const Occurrence> occurrences, SlotNote*) {
+    return consume(chunk, occurrences);
+  }
   virtual InputSummary finish_input() = 0;
   // The input went quiet: write out what the consumer's sink holds.
   virtual void flush() = 0;
@@ -92,6 +106,7 @@ class FileScan {
   ChunkConsumer& searcher_;
   FileScanConfig config_;
   bool stopped_ = false;
+  bool ahead_ = false;  // the engine runs the consumer's work_ahead() on this input's chunks
   bool open_line_ = false;  // the last byte delivered was not the line end (FileScanConfig::eol)
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;

@@ -26,6 +26,7 @@ class HostScanner final : public Scanner {
   std::string_view engine() const noexcept override { return "cpu"; }
   bool scans_in_place() const noexcept override { return true; }
   std::vector<std::uint64_t> pattern_counts() override;
+  bool set_after_scan(AfterScan after) override;
 
   // The slots and threads the host engine wants by default for this machine.
   static std::size_t default_threads();
@@ -44,6 +45,8 @@ class HostScanner final : public Scanner {
   void finish(ScanSlot& slot, bool collect) override;
   void work();
   void scan(Slot& slot, HsDatabase::Scratch& scratch);
+  // scan(), then the after-scan work; a failure is kept in the slot.
+  void scan_slot(Slot& slot, HsDatabase::Scratch& scratch) noexcept;
 
   std::shared_ptr<const HsDatabase> matcher_;
   // Chunks smaller than kInlineBytes (half of FileScan's smallest piece of a file, so that
@@ -57,6 +60,7 @@ class HostScanner final : public Scanner {
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
   std::vector<std::thread> workers_;
   std::vector<std::uint64_t> pattern_counts_;
+  AfterScan after_scan_;  // read by the workers after they take a slot
 };
 
 }  // namespace gpufilter
