@@ -275,7 +275,7 @@ void check_capture_options(const Options& o) {
       {"--pattern-counts", o.pattern_counts},
       {"-T (--initial-tab)", o.initial_tab},
       {"-r, -R and -d (directories)", o.directories != Directories::kRead},
-      {"--include, --exclude and --exclude-from", !o.file_globs.empty()},
+      {"--include, --exclude and --exclude-from", !o.file_globs.empty() || o.exclude_from_given},
       {"--exclude-dir", !o.exclude_dirs.empty()},
       {"-D (--devices)", o.devices != Devices::kCommandLine},
       {"-a, -I and --binary-files (payloads are printed with non-printable bytes as dots)",
@@ -290,10 +290,14 @@ void check_capture_options(const Options& o) {
 void check_combinations(const Options& o) {
   const bool streams = o.follow || !o.listen.empty() || !o.kafka.empty();
   if (o.follow && o.files.empty()) throw UsageError("--follow needs FILE operands to follow", true);
+  if (o.max_connections_given && o.listen.empty())
+    throw UsageError("--max-connections works with --listen only", true);
   if (!o.follow) {
     if (o.from_start) throw UsageError("--from-start works with --follow only", true);
     if (!o.state_path.empty()) throw UsageError("--state works with --follow only", true);
     if (o.poll_interval_ms) throw UsageError("--poll-interval works with --follow only", true);
+    if (o.max_line_bytes_given && o.listen.empty() && o.kafka.empty())
+      throw UsageError("--max-line-bytes works with --follow, --listen or --kafka only", true);
     if ((!o.listen.empty() || !o.kafka.empty()) && !o.files.empty())
       throw UsageError(std::string("FILE operands with ") + (o.listen.empty() ? "--kafka" : "--listen") +
                            " are followed: add --follow",
@@ -585,8 +589,14 @@ bool gpufilter_option(int c, Options& o) {
     }
     case kListenOption: o.listen.emplace_back(::optarg); break;
     case kKafkaOption: o.kafka.emplace_back(::optarg); break;
-    case kMaxLineBytesOption: o.max_line_bytes = size_argument(::optarg, "--max-line-bytes"); break;
-    case kMaxConnectionsOption: o.max_connections = size_argument(::optarg, "--max-connections"); break;
+    case kMaxLineBytesOption:
+      o.max_line_bytes = size_argument(::optarg, "--max-line-bytes");
+      o.max_line_bytes_given = true;
+      break;
+    case kMaxConnectionsOption:
+      o.max_connections = size_argument(::optarg, "--max-connections");
+      o.max_connections_given = true;
+      break;
     case kJsonOption: o.json = true; break;
     case kDecompressOption: o.decompress = true; break;
     case kPcapOption: o.pcaps.emplace_back(::optarg); break;
@@ -623,6 +633,7 @@ bool gpufilter_option(int c, Options& o) {
       // One pattern a line, as grep's add_exclude_file (gnulib's add_exclude_fp): trailing
       // white space trimmed, blank lines skipped; a file that cannot be read is an error.
       const std::string contents = read_pattern_file(::optarg);
+      o.exclude_from_given = true;
       std::size_t at = 0;
       while (at < contents.size()) {
         const std::size_t end = std::min(contents.find('\n', at), contents.size());

@@ -697,7 +697,7 @@ class CaptureRun {
   void finish_input(const std::string& input, bool two_pass_out) {
     if (reassembler_) {
       reassembler_->finish();
-      report_budget_gaps(reassembler_->counters());
+      report_early_gaps(reassembler_->counters());
     }
     finish_flow_farm();
     records_.finish();
@@ -727,15 +727,21 @@ class CaptureRun {
     flows_cut_ = 0;
   }
 
-  // Gaps skipped because all flows together held more out-of-order data than the budget
-  // change what --stream saw (a peer can cause them): said once per capture, not an error.
-  void report_budget_gaps(const TcpReassembler::Counters& c) {
-    if (c.budget_gaps == 0 || o_.no_messages) return;
+  // Gaps skipped before their bytes came, because a direction or all flows together held
+  // more out-of-order data than their limits, change what --stream saw (bytes that came
+  // later were not scanned; a peer can cause them): said once per capture, not an error.
+  void report_early_gaps(const TcpReassembler::Counters& c) {
+    if (o_.no_messages || (c.budget_gaps == 0 && c.limit_gaps == 0)) return;
     out_.flush();
-    notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
-                    std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +
-                    std::to_string(ReassemblyConfig{}.max_total_pending_bytes >> 20) +
-                    " MiB of out-of-order data together");
+    const ReassemblyConfig limits;
+    if (c.limit_gaps > 0)
+      notices_.notice(name_ + ": --stream skipped " + std::to_string(c.limit_gaps) + " gaps (" +
+                      std::to_string(c.limit_gap_bytes) + " bytes missing then) early: a flow's direction held " +
+                      "more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB of out-of-order data");
+    if (c.budget_gaps > 0)
+      notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
+                      std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +
+                      std::to_string(limits.max_total_pending_bytes >> 20) + " MiB of out-of-order data together");
   }
 
   // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)

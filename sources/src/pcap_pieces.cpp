@@ -41,9 +41,7 @@ std::size_t PcapPieces::record(std::size_t at, RawPacket& raw) const noexcept {
   if (size_ - at < kRecordHeader) return 0;
   const auto [caplen, len] = lengths(at);
   if (caplen > snaplen_ || caplen > size_ - at - kRecordHeader) return 0;
-  raw.seconds = static_cast<std::int64_t>(load(at));
-  const std::uint32_t fraction = load(at + 4);
-  raw.nanoseconds = nanosecond_ ? fraction : fraction * 1000;
+  raw.set_time(static_cast<std::int64_t>(load(at)), load(at + 4), nanosecond_);
   raw.caplen = caplen;
   raw.len = len;
   raw.data = std::span<const std::uint8_t>(bytes_ + at + kRecordHeader, caplen);

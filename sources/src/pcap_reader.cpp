@@ -151,11 +151,15 @@ std::string geterr(pcap_t* p) {
   return text != nullptr ? text : "";
 }
 
-// Compiles `bpf` for `p`; a rejected expression is the user's setting.
+// Compiles `bpf` for `p`; a rejected expression is the user's setting. An expression
+// that can match no packet ("tcp and udp") is valid, as for tcpdump and ngrep: libpcap's
+// optimizer refuses it ("expression rejects all packets"), so it is compiled unoptimized,
+// and it selects nothing.
 void compile(pcap_t* p, const std::string& bpf, bpf_program& program) {
-  if (libpcap().pcap_compile(p, &program, bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
-    throw ConfigError("--bpf " + bpf + ": " + geterr(p));
-  }
+  if (libpcap().pcap_compile(p, &program, bpf.c_str(), 1, PCAP_NETMASK_UNKNOWN) == 0) return;
+  const std::string error = geterr(p);
+  if (libpcap().pcap_compile(p, &program, bpf.c_str(), 0, PCAP_NETMASK_UNKNOWN) != 0)
+    throw ConfigError("--bpf " + bpf + ": " + error);
 }
 
 }  // namespace
@@ -315,8 +319,7 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
     if (status == 1) {
       ++index_;
       packet.index = index_;
-      packet.seconds = static_cast<std::int64_t>(header->ts.tv_sec);
-      packet.nanoseconds = static_cast<std::uint32_t>(nano ? header->ts.tv_usec : header->ts.tv_usec * 1000);
+      packet.set_time(static_cast<std::int64_t>(header->ts.tv_sec), static_cast<std::uint64_t>(header->ts.tv_usec), nano);
       packet.caplen = header->caplen;
       packet.len = header->len;
       packet.data = std::span<const std::uint8_t>(data, header->caplen);

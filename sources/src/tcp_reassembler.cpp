@@ -296,7 +296,11 @@ struct TcpReassembler::Impl {
     }
     hold(dir, static_cast<std::uint64_t>(at), bytes);
     account(flow, d);
-    while (over_limit(dir)) skip_gap(flow, d);
+    while (over_limit(dir)) {
+      ++counters.limit_gaps;
+      counters.limit_gap_bytes += dir.pending.begin()->first - dir.offset;
+      skip_gap(flow, d);
+    }
     enforce_budget();
   }
 

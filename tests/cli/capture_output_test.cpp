@@ -256,6 +256,30 @@ TEST_F(CaptureOutput, OptionsThatDoNotApplyAreRefused) {
   }
   EXPECT_NE(run_gpufilter({"--pcap", path, "-n", "GET"}).err.find("--max-packets"), std::string::npos);
   EXPECT_EQ(run_gpufilter({"--byline", "GET"}, "GET\n").status, 2);  // capture options without a capture
+  // Refused whatever their value: the streams' limits, and --exclude-from of no pattern.
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--max-line-bytes=10"},
+                                                {"--max-connections=3"}, {"--exclude-from=/dev/null"}}) {
+    std::vector<std::string> args = {"--pcap", path, "-c"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("GET");
+    const GrepRun run = run_gpufilter(args);
+    EXPECT_EQ(run.status, 2) << extra[0];
+    EXPECT_NE(run.err.find(extra[0].substr(0, extra[0].find('='))), std::string::npos) << run.err;
+  }
+}
+
+// A BPF expression that no packet can pass is valid (tcpdump, ngrep and tshark take it):
+// nothing is selected, exit 1.
+TEST_F(CaptureOutput, BpfThatRejectsEveryPacketSelectsNothing) {
+  const std::string path = corpus_path("pcap/http.cap");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--pcap", path, "-c", "e", "tcp and udp"},
+        {"--pcap", path, "--bpf", "tcp", "-c", "e", "udp"}, {"--pcap", path, "--stream", "-c", "e", "tcp and udp"}}) {
+    const GrepRun run = run_gpufilter(args);
+    EXPECT_EQ(run.status, 1) << run.err;
+    EXPECT_EQ(run.out, "0\n");
+    EXPECT_EQ(run.err, "");
+  }
 }
 
 // A classic pcap of TCP segments 10.0.0.1:PORT -> 10.0.0.2:80, each (port, seq, payload).
@@ -386,6 +410,49 @@ TEST_F(CaptureOutput, ManyMatchesInOneByteSegments) {
   EXPECT_EQ(every.at("matches_left_out"), 300 - 256);
   const GrepRun only = run_gpufilter({"--pcap", path, "--stream", "-o", "-b", "-F", "-e", "k=7"});
   EXPECT_NE(only.out.find("  client 28:k=7\n"), std::string::npos) << only.out;
+}
+
+// A flow's first data segment sent after more than 1 MiB of the segments behind it: the
+// reassembler skipped its gap before it came, so its bytes are not scanned (tshark puts
+// them back). That is said on standard error, not silently lost; -s hides it.
+TEST_F(CaptureOutput, GapsSkippedEarlyAreSaid) {
+  const std::string first = "BIGPATT" + std::string(1393, 'a');
+  std::vector<Segment> segments = {{21000, 1000, "", 0x02}};
+  std::uint32_t seq = 1001 + static_cast<std::uint32_t>(first.size());
+  for (int i = 0; i < 1000; ++i, seq += 1400) segments.push_back({21000, seq, std::string(1400, 'b')});
+  segments.push_back({21000, 1001, first});
+  segments.push_back({21000, seq, "", 0x11});
+  TempDir dir;
+  const std::string path = dir.write("late.pcap", build_capture(segments));
+  const GrepRun run = run_gpufilter({"--pcap", path, "--stream", "-c", "-e", "bbbb"});
+  EXPECT_EQ(run.out, "1\n");
+  EXPECT_NE(run.err.find("--stream skipped 1 gaps (1400 bytes missing then) early: a flow's direction held more "
+                         "than 1 MiB of out-of-order data"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(run_gpufilter({"--pcap", path, "--stream", "-s", "-c", "-e", "bbbb"}).err, "");
+  // Segments in order skip nothing and say nothing.
+  std::vector<Segment> ordered = {segments.front(), segments[segments.size() - 2]};
+  ordered.insert(ordered.end(), segments.begin() + 1, segments.end() - 2);
+  ordered.push_back(segments.back());
+  const GrepRun in_order =
+      run_gpufilter({"--pcap", dir.write("ordered.pcap", build_capture(ordered)), "--stream", "-c", "-e", "BIGPATT"});
+  EXPECT_EQ(in_order.out, "1\n");
+  EXPECT_EQ(in_order.err, "");
+}
+
+// A record whose microseconds field holds two seconds (a writer's bug) is the instant 2 s
+// later, in absolute and relative times alike.
+TEST_F(CaptureOutput, MicrosecondsOfASecondOrMoreCarryIntoTheSeconds) {
+  std::string file = build_capture({{22000, 1000, "hello one"}, {22000, 1010, "hello two"}});
+  for (int i = 0; i < 4; ++i) file[28 + i] = static_cast<char>((2000000u >> (8 * i)) & 0xff);  // the first record's
+  TempDir dir;
+  const std::string path = dir.write("usec.pcap", file);
+  const GrepRun json_run = run_gpufilter({"--pcap", path, "--json", "-e", "hello one"});
+  EXPECT_NE(json_run.out.find("2023-11-14T22:13:22.000000"), std::string::npos) << json_run.out;
+  EXPECT_EQ(json_run.out.find(".2000000"), std::string::npos) << json_run.out;
+  const GrepRun delta = run_gpufilter({"--pcap", path, "--time=delta", "-e", "hello"});
+  EXPECT_NE(delta.out.find("-1.999998"), std::string::npos) << delta.out;
 }
 
 }  // namespace

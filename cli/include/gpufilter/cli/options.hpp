@@ -52,6 +52,7 @@ struct Options {
   bool dereference = false;  // -R: follow every symbolic link while recursing
   Devices devices = Devices::kCommandLine;
   std::vector<FileGlob> file_globs;
+  bool exclude_from_given = false;  // --exclude-from, even of a file of no pattern
   std::vector<std::string> exclude_dirs;  // --exclude-dir
 
   bool ignore_case = false;
@@ -103,6 +104,8 @@ struct Options {
   std::vector<std::string> kafka;   // --kafka URL...
   std::uint64_t max_line_bytes = 1u << 20;
   std::uint64_t max_connections = 1024;
+  bool max_line_bytes_given = false;   // the two above were given: streams' options only
+  bool max_connections_given = false;
   bool json = false;               // --json: one JSON object per line
   bool decompress = false;         // --decompress: gzip, zstd, xz, bzip2, lz4 inputs by magic
 

@@ -58,6 +58,8 @@ class TcpReassembler {
     std::uint64_t retransmitted_bytes = 0;  // bytes seen again and not handed on twice
     std::uint64_t budget_gaps = 0;   // of `gaps`, skipped for max_total_pending_bytes
     std::uint64_t budget_gap_bytes = 0;
+    std::uint64_t limit_gaps = 0;    // of `gaps`, skipped for max_pending_bytes (one direction's)
+    std::uint64_t limit_gap_bytes = 0;
     std::uint64_t held = 0;       // out-of-order memory accounted now: bytes + pieces * cost
     std::uint64_t held_peak = 0;  // its most after any segment
   };

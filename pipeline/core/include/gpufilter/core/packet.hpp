@@ -18,6 +18,15 @@ struct RawPacket {
   std::uint32_t caplen = 0;  // bytes captured (data.size())
   std::uint32_t len = 0;     // bytes on the wire
   std::span<const std::uint8_t> data;  // valid until the reader's next call
+
+  // The time from a record's seconds and fraction (micro- or nanoseconds): a fraction of
+  // a whole second or more (a writer's bug) is carried into the seconds, so that the
+  // absolute time is well formed and the same instant as relative times count it.
+  void set_time(std::int64_t whole, std::uint64_t fraction, bool nano) noexcept {
+    const std::uint64_t ns = nano ? fraction : fraction * 1000;
+    seconds = whole + static_cast<std::int64_t>(ns / 1000000000u);
+    nanoseconds = static_cast<std::uint32_t>(ns % 1000000000u);
+  }
 };
 
 struct PacketInfo {
