@@ -130,7 +130,8 @@ Following files and listening on sockets (docs/STREAMING.md):
                             without one, topics are read from their start
       --max-line-bytes=SIZE  drop (and count) longer lines of followed
                             files, sockets and records (default 1M)
-      --max-connections=N   at most N open connections (default 1024)
+      --max-connections=N   with --listen, at most N open connections
+                            (default 1024)
 SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0.
 
 Captures (docs/CAPTURES.md):
