@@ -651,6 +651,10 @@ TEST(RegexOddPatterns, Perl) {
   const std::string two = dir.write("two", "a\nb\n");
   for (const Args& args : std::vector<Args>{{"-e", "a", "-e", "b"}, {"a\nb"}, {"-f", two}, {"-e", "a", "-f", two}})
     expect_same_with("-P", args, "a\nb\n", {{"", "", "cpu"}}, "grep -P with several patterns");
+  // -x and -w: -x's form replaces -w's wrapper, so only -x shapes what compiles.
+  for (const std::string& pattern : {"(*UCP)a", "a)(?:b", "a|a b", "(*UTF)a\\b"})
+    for (const Args& args : std::vector<Args>{{"-x", "-w", "-e", pattern}, {"-w", "-e", pattern}, {"-c", "-x", "-e", pattern}})
+      expect_same_with("-P", args, "a\nb\nab\na b\n", {{"", "", "cpu"}}, "grep -P with -x and -w");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -780,6 +784,17 @@ TEST(RegexWordPatterns, SeveralPatternsAreWalkedAsOneRegex) {
     }
   }
   report_tally("-w with several patterns", tally);
+  // Literals that grep searches with its fixed-string matcher (-F, or -G with two or more):
+  // a match that fails the word test is retried shorter from its own start ("b " then
+  // "b"), also after a first match on the line.
+  const std::vector<Args> fixed = {{"-F", "-w", "-o", "-e", "b ", "-e", "b"},
+                                   {"-G", "-w", "-o", "-e", "a", "-e", "s ", "-e", "s"},
+                                   {"-F", "-w", "--color=always", "-e", "b ", "-e", "b"},
+                                   {"-F", "-w", "-o", "-b", "-e", "s b", "-e", "s", "-e", "b -"}};
+  for (const Args& args : fixed)
+    for (const Locale l : {Locale::kC, Locale::kUtf8})
+      expect_same_with(args[0], Args(args.begin() + 1, args.end()), "b b b\na s b\ns b -s\n", {{"", "", "cpu"}},
+                       "-w -o with fixed strings", locale_env(l));
 }
 
 // With -z a record may hold '\n', and glibc lets an anchor match next to a '\n' it has

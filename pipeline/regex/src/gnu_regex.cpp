@@ -670,9 +670,10 @@ bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from,
     if (length > 0) {
       --length;
       p.set_not_eol(true);
-      // grep passes the length from `from` (its ptr), not from the line's start.
-      shorter = p.match(line.data(), static_cast<regoff_t>(match + length) - static_cast<regoff_t>(from),
-                        static_cast<regoff_t>(match));
+      // EGexecute passes the length from `from` (its ptr), not from the line's start;
+      // Fexecute searches the match's own first bytes (kwsexec from it, --len of them).
+      const std::size_t end = fixed ? match + length : match + length - from;
+      shorter = p.match(line.data(), static_cast<regoff_t>(end), static_cast<regoff_t>(match));
     }
     if (shorter > 0 || (fixed && shorter == 0)) {  // Fexecute takes the empty pattern's match too
       length = static_cast<std::size_t>(shorter);

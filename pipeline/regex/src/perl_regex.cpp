@@ -61,7 +61,9 @@ void PerlRegex::compile_pattern() {
   if (!context) throw std::bad_alloc();
   if (options_.whole_line) pcre2_set_compile_extra_options(context.get(), PCRE2_EXTRA_MATCH_LINE);
   std::string text = pattern_;
-  if (options_.word) text = "(?<!\\w)(?:" + text + ")(?!\\w)";
+  // -x wins: grep 3.8 writes -x's form where -w's would go (pcresearch.c), so the pattern is
+  // not wrapped for -w at all ('(*UCP)a' compiles, 'a)(?:b' does not).
+  if (options_.word && !options_.whole_line) text = "(?<!\\w)(?:" + text + ")(?!\\w)";
   int code = 0;
   PCRE2_SIZE offset = 0;
   code_.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), flags, &code, &offset,
