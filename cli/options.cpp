@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <deque>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -110,6 +113,11 @@ const option kLongOptions[] = {
     {"version", no_argument, nullptr, 'V'},
     {"with-filename", no_argument, nullptr, 'H'},
     {"word-regexp", no_argument, nullptr, 'w'},
+    {"include", required_argument, nullptr, kIncludeOption},
+    {"exclude", required_argument, nullptr, kExcludeOption},
+    {"exclude-from", required_argument, nullptr, kExcludeFromOption},
+    {"exclude-dir", required_argument, nullptr, kExcludeDirOption},
+    // gpufilter's own from here on (kGrepLongOptions).
     {"pattern-counts", no_argument, nullptr, kPatternCountsOption},
     {"list-devices", no_argument, nullptr, kListDevicesOption},
     {"device", required_argument, nullptr, kDeviceOption},
@@ -143,12 +151,16 @@ const option kLongOptions[] = {
     {"byline", no_argument, nullptr, kBylineOption},
     {"time", required_argument, nullptr, kTimeOption},
     {"max-packets", required_argument, nullptr, kMaxPacketsOption},
-    {"include", required_argument, nullptr, kIncludeOption},
-    {"exclude", required_argument, nullptr, kExcludeOption},
-    {"exclude-from", required_argument, nullptr, kExcludeFromOption},
-    {"exclude-dir", required_argument, nullptr, kExcludeDirOption},
     {nullptr, 0, nullptr, 0},
 };
+
+// grep 3.8's long options: the first entries of kLongOptions.
+std::size_t grep_long_options() {
+  std::size_t n = 0;
+  while (std::string_view(kLongOptions[n].name) != "pattern-counts") ++n;
+  return n;
+}
+const std::size_t kGrepLongOptions = grep_long_options();
 
 bool parse_number(std::string_view text, std::uint64_t& value) {
   if (text.empty()) return false;
@@ -680,7 +692,74 @@ bool gpufilter_option(int c, Options& o) {
 
 }  // namespace
 
+// Whether getopt_long takes `a` and `b` as the same option (an abbreviation of both is
+// not ambiguous).
+bool same_option(const option& a, const option& b) { return a.has_arg == b.has_arg && a.val == b.val; }
+
+// The option "--NAME" stands for as grep 3.8 reads it: exact, else the one its prefix
+// names. Where gpufilter's own options make a prefix ambiguous that grep's alone do not
+// ("--ma" is grep's --max-count, beside --max-packets and --match-frame), grep's wins.
+// Null when the name is unknown or ambiguous among grep's options too.
+const option* long_option(std::string_view name, bool& grep_resolved) {
+  grep_resolved = false;
+  const option* first = nullptr;
+  const option* first_grep = nullptr;
+  bool ambiguous = false, ambiguous_grep = false;
+  for (std::size_t i = 0; kLongOptions[i].name != nullptr; ++i) {
+    const option& o = kLongOptions[i];
+    if (std::string_view(o.name).substr(0, name.size()) != name) continue;
+    if (name.size() == std::strlen(o.name)) return &o;
+    if (first != nullptr && !same_option(*first, o)) ambiguous = true;
+    if (first == nullptr) first = &o;
+    if (i < kGrepLongOptions) {
+      if (first_grep != nullptr && !same_option(*first_grep, o)) ambiguous_grep = true;
+      if (first_grep == nullptr) first_grep = &o;
+    }
+  }
+  if (!ambiguous) return first;
+  if (first_grep == nullptr || ambiguous_grep) return nullptr;
+  grep_resolved = true;
+  return first_grep;
+}
+
+// Before getopt_long: each "--PREFIX[=VALUE]" that long_option() resolves to grep's option
+// over gpufilter's is written out in full (into `storage`), so that getopt_long takes it.
+// Option arguments are stepped over as getopt_long reads them.
+void resolve_grep_abbreviations(int argc, char** argv, std::deque<std::string>& storage) {
+  const bool posix = std::getenv("POSIXLY_CORRECT") != nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return;
+    if (arg.size() < 2 || arg[0] != '-') {
+      if (posix) return;  // the first operand ends the options
+      continue;
+    }
+    if (arg[1] != '-') {
+      // Short options: one that takes an argument takes the rest of this element, or the next.
+      for (std::size_t k = 1; k < arg.size(); ++k) {
+        const char* spec = std::strchr(kShortOptions, arg[k]);
+        if (spec == nullptr || spec[1] != ':') continue;
+        if (k + 1 == arg.size()) ++i;
+        break;
+      }
+      continue;
+    }
+    const std::size_t equals = arg.find('=');
+    bool grep_resolved = false;
+    const option* o = long_option(arg.substr(2, equals == std::string_view::npos ? arg.npos : equals - 2), grep_resolved);
+    if (o == nullptr) continue;  // getopt_long words the error
+    if (grep_resolved) {
+      storage.push_back(std::string("--") + o->name + std::string(equals == arg.npos ? "" : arg.substr(equals)));
+      argv[i] = storage.back().data();
+    }
+    if (o->has_arg == required_argument && equals == arg.npos) ++i;
+  }
+}
+
 Options parse(int argc, char** argv) {
+  // Rewritten elements of argv stay valid for the process's life (argv may be read again).
+  static std::deque<std::string> resolved;
+  resolve_grep_abbreviations(argc, argv, resolved);
   Options o;
   bool patterns_given = false;
   std::string digits;

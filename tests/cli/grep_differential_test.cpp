@@ -746,6 +746,28 @@ TEST(GrepDifferentialUsage, OptionErrorsNameTheProblemAsGrepDoes) {
   EXPECT_EQ(first_line(s.err), "option '--stat' is ambiguous; possibilities: '--stats' '--state'");
 }
 
+// A prefix that names one of grep's options among grep's is that option, though it also
+// begins gpufilter's own (--max-packets, --match-frame, --hex, --pcap, --threads, --device,
+// --batch-timeout, --byline, --stats): grep's command lines run unchanged. Option
+// arguments that look like options stay what they are.
+TEST(GrepDifferentialUsage, AbbreviationsOfGrepsOptionsAreGreps) {
+  const std::string input = "a\nab\nb\n--ma\n";
+  for (const Args& a : std::vector<Args>{{"--ma=1", "a"}, {"--m", "1", "a"}, {"--p", "a"}, {"--t", "a"},
+                                         {"--by", "a"}, {"--dev=read", "a"}, {"--ba", "a"}, {"--s", "a"},
+                                         {"-e", "--ma"}, {"--regexp", "--ma"}, {"-ce--ma"}, {"--", "--ma"}}) {
+    Args grep = {grep_binary()}, ours = {gpufilter_binary()};
+    grep.insert(grep.end(), a.begin(), a.end());
+    ours.insert(ours.end(), a.begin(), a.end());
+    const ProcessResult g = run_process(grep, input, {"LC_ALL=C"});
+    const ProcessResult r = run_process(ours, input, {"LC_ALL=C"});
+    EXPECT_EQ(r.status, g.status) << describe_args(a) << r.err;
+    EXPECT_EQ(r.out, g.out) << describe_args(a);
+  }
+  const GrepRun help = run_gpufilter({"--he"}, "");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_EQ(help.out.rfind("Usage: gpufilter", 0), 0u) << help.out;
+}
+
 // grep 3.8 answers an invalid --color argument with its --help text on stdout and status 0.
 // The help texts differ by nature, so: the same status, and gpufilter's own help.
 // A deliberate difference (docs/grep-compatibility.md): grep 3.8 answers a bad --color
