@@ -690,8 +690,6 @@ bool gpufilter_option(int c, Options& o) {
   throw UsageError(std::string("unrecognized option '") + arg + "'", true);
 }
 
-}  // namespace
-
 // Whether getopt_long takes `a` and `b` as the same option (an abbreviation of both is
 // not ambiguous).
 bool same_option(const option& a, const option& b) { return a.has_arg == b.has_arg && a.val == b.val; }
@@ -739,6 +737,7 @@ void resolve_grep_abbreviations(int argc, char** argv, std::deque<std::string>& 
       for (std::size_t k = 1; k < arg.size(); ++k) {
         const char* spec = std::strchr(kShortOptions, arg[k]);
         if (spec == nullptr || spec[1] != ':') continue;
+        if (spec[2] == ':') break;  // an optional argument: only the rest of this element
         if (k + 1 == arg.size()) ++i;
         break;
       }
@@ -756,9 +755,12 @@ void resolve_grep_abbreviations(int argc, char** argv, std::deque<std::string>& 
   }
 }
 
+}  // namespace
+
 Options parse(int argc, char** argv) {
-  // Rewritten elements of argv stay valid for the process's life (argv may be read again).
+  // Rewritten elements of argv stay valid until the next parse().
   static std::deque<std::string> resolved;
+  resolved.clear();
   resolve_grep_abbreviations(argc, argv, resolved);
   Options o;
   bool patterns_given = false;

@@ -737,7 +737,8 @@ class CaptureRun {
     if (c.limit_gaps > 0)
       notices_.notice(name_ + ": --stream skipped " + std::to_string(c.limit_gaps) + " gaps (" +
                       std::to_string(c.limit_gap_bytes) + " bytes missing then) early: a flow's direction held " +
-                      "more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB of out-of-order data");
+                      "more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB (or " +
+                      std::to_string(TcpReassembler::max_pieces(limits)) + " pieces) of out-of-order data");
     if (c.budget_gaps > 0)
       notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
                       std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +

@@ -319,7 +319,9 @@ PcapReader::Read PcapReader::read(RawPacket& packet) {
     if (status == 1) {
       ++index_;
       packet.index = index_;
-      packet.set_time(static_cast<std::int64_t>(header->ts.tv_sec), static_cast<std::uint64_t>(header->ts.tv_usec), nano);
+      // The file's field is 32 bits, which libpcap reads signed: read unsigned, as the
+      // mapped reader does (PcapPieces), so both agree on a malformed one.
+      packet.set_time(static_cast<std::int64_t>(header->ts.tv_sec), static_cast<std::uint32_t>(header->ts.tv_usec), nano);
       packet.caplen = header->caplen;
       packet.len = header->len;
       packet.data = std::span<const std::uint8_t>(data, header->caplen);

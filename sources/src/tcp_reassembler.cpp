@@ -147,7 +147,7 @@ struct TcpReassembler::Impl {
   bool absorbed = false;   // the last segment went to a tombstone
 
   std::size_t max_flows() const { return std::max<std::size_t>(1, config.max_flows); }
-  std::size_t max_pieces() const { return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost); }
+  std::size_t max_pieces() const { return TcpReassembler::max_pieces(config); }
 
   // Brings a direction's share of the held total, and its place among the holders, up to
   // date after its pieces changed.
@@ -452,6 +452,10 @@ TcpReassembler::TcpReassembler(ReassemblyConfig config, Deliver deliver, Closed 
 }
 
 TcpReassembler::~TcpReassembler() = default;
+
+std::size_t TcpReassembler::max_pieces(const ReassemblyConfig& config) noexcept {
+  return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost);
+}
 
 std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
                                       std::int64_t seconds) {

@@ -54,6 +54,18 @@ void FileScan::drain() {
   while (scanner_.in_flight() > 0) deliver_oldest();
 }
 
+// Waits for every slot still in flight and drops it, whatever failed: a failed input's
+// run() may leave some (its one discard_in_flight() stops at the first failed slot).
+void FileScan::discard_everything() noexcept {
+  while (scanner_.in_flight() > 0) {
+    try {
+      scanner_.discard_in_flight();
+    } catch (...) {
+      // That input's failure was reported, or is being.
+    }
+  }
+}
+
 // A regular file: the ReadAhead thread fills up to half the slots ahead (2 at least: 2 of
 // one GPU's 4, 4 of two GPUs' 8), so that it goes on reading while this thread submits
 // and delivers; this thread submits them in order and delivers results whenever every
@@ -162,8 +174,11 @@ InputSummary FileScan::run(Source& source) {
   chunking.map_file = scanner_.scans_in_place();
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
-  // The consumer's work ahead runs on the engine's threads while this input is searched.
-  ahead_ = scanner_.locates() && searcher_.works_ahead() &&
+  // The consumer's work ahead runs on the engine's threads while this input is searched;
+  // not when the scan goes on past the consumer's decision (--pattern-counts), where it
+  // would decide lines no one takes. It is set and cleared with nothing in flight.
+  discard_everything();
+  ahead_ = scanner_.locates() && !config_.scan_to_end && searcher_.works_ahead() &&
            scanner_.set_after_scan([&consumer = searcher_](ScanSlot& slot) {
              consumer.work_ahead(slot.chunk(), slot.occurrences(), slot.note());
            });
@@ -172,15 +187,7 @@ InputSummary FileScan::run(Source& source) {
     ~AheadEnd() {
       if (!scan.ahead_) return;
       scan.ahead_ = false;
-      // Every slot is waited for (after a failure, some may still be in flight) before the
-      // work is taken from the engine's threads.
-      while (scan.scanner_.in_flight() > 0) {
-        try {
-          scan.scanner_.discard_in_flight();
-        } catch (...) {
-          // What failed was reported, or is being.
-        }
-      }
+      scan.discard_everything();  // after a failure, some may still be in flight
       scan.scanner_.set_after_scan({});
     }
   } ahead_end{*this};
@@ -197,11 +204,7 @@ InputSummary FileScan::run(Source& source) {
     else drain();
     if (open_line_) ++lines_seen_;  // the input ended without a final newline
   } catch (...) {
-    try {
-      scanner_.discard_in_flight();
-    } catch (...) {
-      // The first error is the one to report.
-    }
+    discard_everything();  // the first error is the one to report
     chunker_ = nullptr;
     throw;
   }

@@ -38,6 +38,9 @@ class TcpReassembler {
   using Closed = std::function<void(std::uint64_t flow)>;
 
   TcpReassembler(ReassemblyConfig config, Deliver deliver, Closed closed);
+  // How many held pieces one direction may have before it skips its first gap, beside
+  // max_pending_bytes (an adversarial order makes a piece of every byte).
+  static std::size_t max_pieces(const ReassemblyConfig& config) noexcept;
   ~TcpReassembler();
 
   // A TCP segment (info.transport == kTcp) of `frame` at capture time `seconds`. Returns
@@ -58,7 +61,7 @@ class TcpReassembler {
     std::uint64_t retransmitted_bytes = 0;  // bytes seen again and not handed on twice
     std::uint64_t budget_gaps = 0;   // of `gaps`, skipped for max_total_pending_bytes
     std::uint64_t budget_gap_bytes = 0;
-    std::uint64_t limit_gaps = 0;    // of `gaps`, skipped for max_pending_bytes (one direction's)
+    std::uint64_t limit_gaps = 0;    // of `gaps`, skipped for one direction's limits (max_pieces too)
     std::uint64_t limit_gap_bytes = 0;
     std::uint64_t held = 0;       // out-of-order memory accounted now: bytes + pieces * cost
     std::uint64_t held_peak = 0;  // its most after any segment

@@ -98,6 +98,7 @@ class FileScan {
   void submit(ScanSlot& slot);
   void deliver_oldest();
   void drain();
+  void discard_everything() noexcept;
   void read_file(Chunker& chunker, const std::string& name, std::string& read_error);
   void read_stream(Chunker& chunker, std::string& read_error);
 
