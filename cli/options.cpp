@@ -248,27 +248,37 @@ std::string read_pattern_file(const char* path) {
 // option without its argument or with one it does not take (`known`), an abbreviation of
 // several options that differ, or no option at all. Abbreviations resolve as getopt_long
 // resolves them.
+// The long options "--NAME" may stand for, in table order: the one named exactly, else
+// every one NAME begins (`grep_only`: of grep's alone).
+std::vector<const option*> prefix_matches(std::string_view name, bool grep_only = false) {
+  std::vector<const option*> matches;
+  for (std::size_t i = 0; kLongOptions[i].name != nullptr; ++i) {
+    const option* o = &kLongOptions[i];
+    if (std::string_view(o->name).substr(0, name.size()) != name) continue;
+    if (name.size() == std::strlen(o->name)) return {o};  // an exact match wins over abbreviations
+    if (!grep_only || i < kGrepLongOptions) matches.push_back(o);
+  }
+  return matches;
+}
+
+// Whether getopt_long takes the matches as options that differ (an abbreviation of
+// several names of one option is not ambiguous).
+bool ambiguous(const std::vector<const option*>& matches) {
+  return std::any_of(matches.begin(), matches.end(), [&](const option* o) {
+    return o->has_arg != matches.front()->has_arg || o->val != matches.front()->val;
+  });
+}
+
 UsageError long_option_error(const char* arg, bool known) {
   const std::string_view name = std::string_view(arg + 2).substr(0, std::strcspn(arg + 2, "="));
-  std::vector<const option*> matches;
-  for (const option* o = kLongOptions; o->name != nullptr; ++o) {
-    if (std::string_view(o->name).substr(0, name.size()) != name) continue;
-    if (name.size() == std::strlen(o->name)) {  // an exact match wins over abbreviations
-      matches.assign(1, o);
-      break;
-    }
-    matches.push_back(o);
-  }
+  const std::vector<const option*> matches = prefix_matches(name);
   if (known && !matches.empty()) {
     const std::string named = std::string("option '--") + matches.front()->name + "'";
     if (matches.front()->has_arg == no_argument && std::strchr(arg, '=') != nullptr)
       return UsageError(named + " doesn't allow an argument", true);
     return UsageError(named + " requires an argument", true);
   }
-  const bool ambiguous = std::any_of(matches.begin(), matches.end(), [&](const option* o) {
-    return o->has_arg != matches.front()->has_arg || o->val != matches.front()->val;
-  });
-  if (!ambiguous) return UsageError(std::string("unrecognized option '") + arg + "'", true);
+  if (!ambiguous(matches)) return UsageError(std::string("unrecognized option '") + arg + "'", true);
   std::string message = std::string("option '") + arg + "' is ambiguous; possibilities:";
   for (const option* o : matches) message += std::string(" '--") + o->name + "'";
   return UsageError(message, true);
@@ -690,34 +700,18 @@ bool gpufilter_option(int c, Options& o) {
   throw UsageError(std::string("unrecognized option '") + arg + "'", true);
 }
 
-// Whether getopt_long takes `a` and `b` as the same option (an abbreviation of both is
-// not ambiguous).
-bool same_option(const option& a, const option& b) { return a.has_arg == b.has_arg && a.val == b.val; }
-
 // The option "--NAME" stands for as grep 3.8 reads it: exact, else the one its prefix
 // names. Where gpufilter's own options make a prefix ambiguous that grep's alone do not
 // ("--ma" is grep's --max-count, beside --max-packets and --match-frame), grep's wins.
 // Null when the name is unknown or ambiguous among grep's options too.
 const option* long_option(std::string_view name, bool& grep_resolved) {
   grep_resolved = false;
-  const option* first = nullptr;
-  const option* first_grep = nullptr;
-  bool ambiguous = false, ambiguous_grep = false;
-  for (std::size_t i = 0; kLongOptions[i].name != nullptr; ++i) {
-    const option& o = kLongOptions[i];
-    if (std::string_view(o.name).substr(0, name.size()) != name) continue;
-    if (name.size() == std::strlen(o.name)) return &o;
-    if (first != nullptr && !same_option(*first, o)) ambiguous = true;
-    if (first == nullptr) first = &o;
-    if (i < kGrepLongOptions) {
-      if (first_grep != nullptr && !same_option(*first_grep, o)) ambiguous_grep = true;
-      if (first_grep == nullptr) first_grep = &o;
-    }
-  }
-  if (!ambiguous) return first;
-  if (first_grep == nullptr || ambiguous_grep) return nullptr;
+  const std::vector<const option*> all = prefix_matches(name);
+  if (all.empty() || !ambiguous(all)) return all.empty() ? nullptr : all.front();
+  const std::vector<const option*> greps = prefix_matches(name, true);
+  if (greps.empty() || ambiguous(greps)) return nullptr;
   grep_resolved = true;
-  return first_grep;
+  return greps.front();
 }
 
 // Before getopt_long: each "--PREFIX[=VALUE]" that long_option() resolves to grep's option

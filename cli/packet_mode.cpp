@@ -734,15 +734,17 @@ class CaptureRun {
     if (o_.no_messages || (c.budget_gaps == 0 && c.limit_gaps == 0)) return;
     out_.flush();
     const ReassemblyConfig limits;
-    if (c.limit_gaps > 0)
-      notices_.notice(name_ + ": --stream skipped " + std::to_string(c.limit_gaps) + " gaps (" +
-                      std::to_string(c.limit_gap_bytes) + " bytes missing then) early: a flow's direction held " +
-                      "more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB (or " +
-                      std::to_string(TcpReassembler::max_pieces(limits)) + " pieces) of out-of-order data");
-    if (c.budget_gaps > 0)
-      notices_.notice(name_ + ": --stream skipped " + std::to_string(c.budget_gaps) + " gaps (" +
-                      std::to_string(c.budget_gap_bytes) + " bytes never captured) early: the flows held more than " +
-                      std::to_string(limits.max_total_pending_bytes >> 20) + " MiB of out-of-order data together");
+    const auto say = [&](std::uint64_t gaps, std::uint64_t bytes, const char* missing, const std::string& held) {
+      if (gaps > 0)
+        notices_.notice(name_ + ": --stream skipped " + std::to_string(gaps) + " gaps (" + std::to_string(bytes) +
+                        " bytes " + missing + ") early: " + held);
+    };
+    say(c.limit_gaps, c.limit_gap_bytes, "missing then",
+        "a flow's direction held more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB (or " +
+            std::to_string(TcpReassembler::max_pieces(limits)) + " pieces) of out-of-order data");
+    say(c.budget_gaps, c.budget_gap_bytes, "never captured",
+        "the flows held more than " + std::to_string(limits.max_total_pending_bytes >> 20) +
+            " MiB of out-of-order data together");
   }
 
   // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)

@@ -170,10 +170,8 @@ struct TcpReassembler::Impl {
   void enforce_budget() {
     while (held > config.max_total_pending_bytes && !holders.empty()) {
       const auto [flow, d] = holders.begin()->second;
-      const Direction& dir = flow->directions[d];
       ++counters.budget_gaps;
-      counters.budget_gap_bytes += dir.pending.begin()->first - dir.offset;
-      skip_gap(*flow, d);
+      counters.budget_gap_bytes += skip_gap(*flow, d);
     }
     counters.held = held;
     counters.held_peak = std::max(counters.held_peak, held);
@@ -210,7 +208,8 @@ struct TcpReassembler::Impl {
   }
 
   // Gives up on the hole before the first held piece: counted, then the stream goes on.
-  void skip_gap(Flow& flow, int d) {
+  // Returns the hole's size.
+  std::uint64_t skip_gap(Flow& flow, int d) {
     Direction& dir = flow.directions[d];
     const std::uint64_t gap = dir.pending.begin()->first - dir.offset;
     ++counters.gaps;
@@ -218,6 +217,7 @@ struct TcpReassembler::Impl {
     dir.offset += gap;
     dir.next_seq += static_cast<std::uint32_t>(gap);
     drain(flow, d);
+    return gap;
   }
 
   // Stores `bytes` (all past the direction's offset) as a new piece at `at`, appended to a
@@ -298,8 +298,7 @@ struct TcpReassembler::Impl {
     account(flow, d);
     while (over_limit(dir)) {
       ++counters.limit_gaps;
-      counters.limit_gap_bytes += dir.pending.begin()->first - dir.offset;
-      skip_gap(flow, d);
+      counters.limit_gap_bytes += skip_gap(flow, d);
     }
     enforce_budget();
   }

@@ -17,6 +17,18 @@ constexpr bool is_word(unsigned char c) noexcept { return is_word_byte(c); }
 // The smallest stretch of lines that predecide() hands out (two pieces).
 constexpr std::size_t kMinPredecided = std::size_t{128} << 10;
 
+// Where the complete lines from data[pos] end: after the chunk's last line end when its
+// last line goes on in the next chunk (pos: none), else at the chunk's end.
+std::size_t complete_end_from(const Chunk& chunk, std::size_t pos, char eol) {
+  if (!chunk.line_open) return chunk.size;
+  const void* last_nl = memrchr(chunk.data + pos, eol, chunk.size - pos);
+  return last_nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - chunk.data) + 1 : pos;
+}
+
+// Literal occurrences dense enough (one per 4 KiB or more) that the lines are decided
+// ahead; a few lines are decided faster on the delivering thread than handed out.
+constexpr bool dense_occurrences(std::size_t count, std::size_t bytes) noexcept { return count * 4096 > bytes; }
+
 // The line of data[floor, end) around data[at]: [begin, end), and whether an `eol` ends it.
 struct LineAround {
   std::size_t begin, end;
@@ -592,7 +604,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   Predecided& p = predecided_;
   p.begin = p.end = nullptr;
   WorkerPool* pool = options_.workers;
-  if (pool == nullptr || pool->width() < 2 || end - begin < 2 * kMinPiece) return;
+  if (pool == nullptr || pool->width() < 2 || end - begin < kMinPredecided) return;
   RegexLines* regex = options_.regex;
   // Most lines are to be asked (some regex has no factor, or factors are everywhere): one
   // pass of every regex over the whole piece beats asking line by line.
@@ -666,9 +678,8 @@ std::pair<std::size_t, std::size_t> complete_lines(const Chunk& chunk, char eol)
     if (nl == nullptr) return {pos, pos};
     pos = static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1;
   }
-  if (pos >= chunk.size || !chunk.line_open) return {pos, std::max(pos, chunk.size)};
-  const void* last_nl = memrchr(data + pos, eol, chunk.size - pos);
-  return {pos, last_nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(last_nl) - data) + 1 : pos};
+  if (pos >= chunk.size) return {pos, pos};
+  return {pos, complete_end_from(chunk, pos, eol)};
 }
 
 }  // namespace
@@ -692,7 +703,7 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
     if (complete_end - pos < kMinPredecided) return;
     const auto first = std::lower_bound(occurrences.begin(), occurrences.end(), pos,
                                         [](const Occurrence& o, std::size_t at) { return o.position < at; });
-    if (static_cast<std::size_t>(occurrences.end() - first) * 4096 <= complete_end - pos) return;
+    if (!dense_occurrences(static_cast<std::size_t>(occurrences.end() - first), complete_end - pos)) return;
     decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
     d.all_valid_utf8 =
         !options_.utf8 || options_.binary_files == BinaryFiles::kText || lines_valid_utf8(d.matched, d.ends);
@@ -761,16 +772,10 @@ Flow Searcher::consume_noted(const Chunk& chunk, std::span<const Occurrence> occ
   }
 
   // 2. Complete lines: up to the last line end, or all of it when the input ends here.
-  std::size_t complete_end = chunk.size;
-  if (chunk.line_open) {
-    const char* last_nl = static_cast<const char*>(memrchr(data + pos, options_.eol, chunk.size - pos));
-    complete_end = last_nl != nullptr ? static_cast<std::size_t>(last_nl - data) + 1 : pos;
-  }
-  // Literals: only where occurrences are dense (one per 4 KiB or more); a few lines are
-  // decided faster on this thread than handed out.
+  const std::size_t complete_end = complete_end_from(chunk, pos, options_.eol);
   const bool decide_ahead = options_.regex != nullptr
                                 ? any_line_may_match() || index < occurrences.size()
-                                : !any_line_may_match() && (occurrences.size() - index) * 4096 > complete_end - pos;
+                                : !any_line_may_match() && dense_occurrences(occurrences.size() - index, complete_end - pos);
   if (decide_ahead && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end))
     if (!take_decided(note, chunk, pos, complete_end)) predecide(data, pos, complete_end, occurrences);
   const Flow flow = consume_lines(chunk, occurrences, pos, index, complete_end);

@@ -33,9 +33,9 @@ void FileScan::deliver_oldest() {
     open_line_ = chunk.data[chunk.size - 1] != config_.eol;
   }
   if (!stopped_) {
-    const Flow flow = !scanner_.locates() ? searcher_.consume_count(chunk, slot.total())
-                      : ahead_            ? searcher_.consume_noted(chunk, slot.occurrences(), slot.note().get())
-                                          : searcher_.consume(chunk, slot.occurrences());
+    const Flow flow = scanner_.locates()
+                          ? searcher_.consume_noted(chunk, slot.occurrences(), ahead_ ? slot.note().get() : nullptr)
+                          : searcher_.consume_count(chunk, slot.total());
     stopped_ = flow == Flow::kStop;
   }
   const bool flush = chunk.flush_after;
