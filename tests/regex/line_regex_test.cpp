@@ -109,6 +109,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"(((((((((a*)+)+)+)+)+)+)+)+)+", Syntax::kExtended},
            {"^(a*){2}{2}{2}{2}{2}", Syntax::kExtended},
            {"0*{3309}+", Syntax::kExtended},  // a large operand that can match empty, repeated again
+           {"0*{,309}+", Syntax::kExtended},  // its nested options, plussed (fuzzed)
+           {"\\(0*\\)\\{1,80\\}*", Syntax::kBasic},
            {"^((((()+)*)+)+)+", Syntax::kExtended},
            {"\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(x*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*", Syntax::kBasic},
            {"\\(\\(\\(\\(\\<\\|a\\)*\\)\\+\\)\\+\\)\\+", Syntax::kBasic}}) {
@@ -125,6 +127,10 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"^()+*+++", Syntax::kExtended},
            {"(^|$)*+++", Syntax::kExtended},
            {"0*{3309}", Syntax::kExtended},
+           {"0*{,309}", Syntax::kExtended},
+           {"(a?){,60}{2}", Syntax::kExtended},
+           {"(0*){1,30}+", Syntax::kExtended},
+           {"((a?){,60}b)+", Syntax::kExtended},
            {"(a*)" + std::string(30, '+'), Syntax::kExtended},
            {"x" + std::string(30, '*') + "\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+", Syntax::kBasic},
            {"m" + std::string(12, '+'), Syntax::kExtended},

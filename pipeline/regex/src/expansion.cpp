@@ -63,6 +63,9 @@ class Estimate {
     // A large operand that can match the empty string, repeated again ("0*{3309}+", fuzzed):
     // glibc's epsilon closures over its copies ran past a minute (grep 3.8's too).
     if (l.last_nullable && l.last_nodes > kMaxNullableOperandNodes && (high < 0 || high > 1)) wide_nullable_ = true;
+    // Its nested options starred or plussed ("0*{,309}+", fuzzed): more than half a minute
+    // here, grep 3.8 nine seconds.
+    if (l.last_nullable && l.last_options > kMaxNullableOperandOptions && high < 0) wide_nullable_ = true;
     // x{m,} is m copies and a starred one; x{m,n} n copies, the last n - m optional.
     const double copies = high < 0 ? low + 1 : std::max(high, 1.0);
     const double optional = high < 0 ? 0 : std::max(high - low, 0.0);

@@ -30,6 +30,10 @@ inline constexpr int kMaxNullableRepeatDepthOverAnchors = 2;   // an anchor in t
 // An operand of more copies than this that can match the empty string is not repeated
 // again: "0*{3309}" alone compiles in 0.2 s, "0*{3309}+" ran past a minute.
 inline constexpr double kMaxNullableOperandNodes = 1024;
+// Nor one whose nested options (their square, as Level::options counts them) pass this,
+// without a bound: "(0*){1,40}+" compiles in 0.2 s, "(0*){1,80}+" 2.4 s, "0*{,309}+"
+// more than half a minute (grep 3.8: 9 s); "(a?){,1000}" and "(a?){,60}{2}" stay cheap.
+inline constexpr double kMaxNullableOperandOptions = 8192;
 
 // The pattern with each run of stacked repetition operators after an operand made one:
 // "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
