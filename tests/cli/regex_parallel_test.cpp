@@ -117,28 +117,36 @@ TEST(LiteralParallel, DenseLinesDecidedOnWorkers) {
   check({"-f", dense, log}, {"LC_ALL=C.UTF-8"});
 }
 
-// Dense lines are decided where each chunk was scanned, ahead of delivery (the host
-// engine's workers: Searcher::work_ahead): around a line longer than a chunk (the chunks
-// that end and begin inside it), a NUL byte late in the input (binary mode starts inside
-// the decided lines), -z records and a last line without its newline.
-TEST(LiteralParallel, DenseLinesDecidedAheadAroundLongLinesAndNul) {
-  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
-    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+// Inputs that cross the edges of deciding lines ahead: a line longer than a chunk (the
+// chunks that end and begin inside it) and a last line without its newline, a NUL byte late
+// in the input (binary mode starts inside the decided lines), and -z records.
+struct AheadInputs {
+  std::string log, bin, nul;
+};
+
+AheadInputs ahead_inputs(TempDir& dir) {
   std::string logs;
   for (const std::string& name : loghub_logs()) logs += read_file(corpus_path("loghub/" + name + "_2k.log"));
   std::string input = logs.substr(0, logs.size() / 2);
-  input += std::string(600 << 10, 'x') + " INFO in a long line " + std::string(300 << 10, 'y') + "\n";
+  input += std::string(600 << 10, 'x') + " INFO in a long line 2048 " + std::string(300 << 10, 'y') + "\n";
   input += logs.substr(logs.size() / 2);
   // (Without the long line: after one, grep reads in larger buffers, and where its binary
   // mode starts differs; docs/grep-compatibility.md.)
   std::string binary = logs;
-  binary.insert(binary.find('\n', binary.size() * 3 / 4) + 1, std::string("a NUL \0 byte, INFO\n", 19));
-  TempDir dir;
-  const std::string log = dir.write("long.log", input + "last line INFO");
-  const std::string bin = dir.write("binary.log", binary);
+  binary.insert(binary.find('\n', binary.size() * 3 / 4) + 1, std::string("a NUL \0 byte, INFO 2048\n", 24));
   std::string records = logs;
   for (char& c : records) c = c == '\n' ? '\0' : c;
-  const std::string nul = dir.write("records", records);
+  return {dir.write("long.log", input + "last line INFO 4096"), dir.write("binary.log", binary),
+          dir.write("records", records)};
+}
+
+// Dense lines are decided where each chunk was scanned, ahead of delivery (the host
+// engine's workers: Searcher::work_ahead).
+TEST(LiteralParallel, DenseLinesDecidedAheadAroundLongLinesAndNul) {
+  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
+    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  TempDir dir;
+  const auto [log, bin, nul] = ahead_inputs(dir);
   const std::string dense = dir.write("dense", pattern_file({"INFO", "Dec", "Jul", "WARN", "exe", "error", "1"}));
   const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"256K", "3", "cpu"}, {"128K", "2", "cpu"}};
   auto check = [&](const Args& args, const std::vector<std::string>& env = {}) {
@@ -153,6 +161,33 @@ TEST(LiteralParallel, DenseLinesDecidedAheadAroundLongLinesAndNul) {
   check({"-f", dense, log}, {"LC_ALL=C.UTF-8"});
   check({"-z", "-f", dense, nul});
   check({"-z", "-c", "-x", "-e", "1", nul});
+}
+
+// The same for regexes that one pass over a piece of lines decides (RegexLines::
+// select_lines_ahead): with a factor on most lines, and without any (every line asked);
+// in UTF-8 a chunk with a non-ASCII byte is decided in turn instead.
+TEST(RegexParallel, LinesDecidedAheadAroundLongLinesAndNul) {
+  if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
+    GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  TempDir dir;
+  const auto [log, bin, nul] = ahead_inputs(dir);
+  const std::string dense = dir.write("dense", pattern_file({"(INFO|Dec|Jul) [0-9]+", "[0-9]{2}:[0-9]{2}", "WARN.*e"}));
+  const std::string bare = dir.write("bare", pattern_file({"[0-9]{4}$", "^[A-Z][a-z]+ +[0-9]"}));
+  const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"256K", "3", "cpu"}, {"128K", "2", "cpu"}};
+  auto check = [&](const Args& args, const std::vector<std::string>& env = {}) {
+    expect_same_with("-E", args, {}, knobs, "dense regexes around a long line and a NUL", env);
+  };
+  for (const std::string& set : {dense, bare}) {
+    check({"-f", set, log});
+    check({"-n", "-b", "-f", set, log});
+    check({"-c", "-v", "-f", set, log});
+    check({"-f", set, bin});
+    check({"-c", "-f", set, bin});
+    check({"-a", "-n", "-f", set, bin});
+    check({"-m", "4000", "-A", "1", "-f", set, log});
+    check({"-f", set, log}, {"LC_ALL=C.UTF-8"});
+    check({"-z", "-c", "-f", set, nul});
+  }
 }
 
 }  // namespace

@@ -106,7 +106,10 @@ bool RegexLines::prepare_lines() {
 }
 
 bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std::vector<const char*>& line_starts) {
-  Lane& l = lane(index);
+  return select_lines_in(lane(index), piece, line_starts);
+}
+
+bool RegexLines::select_lines_in(Lane& l, std::string_view piece, std::vector<const char*>& line_starts) {
   const std::size_t before = line_starts.size();
   if (!l.regex->select_lines(piece, line_starts)) return false;
   // Every line was searched in full; those selected are confirmed.
@@ -116,13 +119,46 @@ bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std:
   return true;
 }
 
+void RegexLines::prepare_ahead() {
+  const std::lock_guard<std::mutex> lock(ahead_mutex_);
+  if (!ahead_model_) ahead_model_ = lanes_[0]->regex->clone();
+}
+
+bool RegexLines::select_lines_ahead(std::string_view piece, std::vector<const char*>& line_starts) {
+  Lane* l = nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(ahead_mutex_);
+    if (!ahead_model_) return false;
+    if (ahead_idle_.empty()) {
+      auto made = std::make_unique<Lane>();
+      made->regex = ahead_model_->clone();
+      ahead_idle_.push_back(made.get());
+      ahead_lanes_.push_back(std::move(made));
+    }
+    l = ahead_idle_.back();
+    ahead_idle_.pop_back();
+  }
+  struct GiveBack {
+    RegexLines& owner;
+    Lane* lane;
+    ~GiveBack() {
+      const std::lock_guard<std::mutex> lock(owner.ahead_mutex_);
+      owner.ahead_idle_.push_back(lane);
+    }
+  } give_back{*this, l};
+  return select_lines_in(*l, piece, line_starts);
+}
+
 RegexCounts RegexLines::counts() const noexcept {
   RegexCounts sum;
-  for (const auto& l : lanes_) {
-    sum.candidates += l->counts.candidates;
-    sum.confirmed += l->counts.confirmed;
-    sum.full_scan += l->counts.full_scan;
-  }
+  auto add = [&sum](const Lane& l) {
+    sum.candidates += l.counts.candidates;
+    sum.confirmed += l.counts.confirmed;
+    sum.full_scan += l.counts.full_scan;
+  };
+  for (const auto& l : lanes_) add(*l);
+  const std::lock_guard<std::mutex> lock(ahead_mutex_);
+  for (const auto& l : ahead_lanes_) add(*l);
   return sum;
 }
 

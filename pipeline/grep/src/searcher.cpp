@@ -520,19 +520,28 @@ std::size_t line_start_from(const char* data, std::size_t begin, std::size_t at,
   return nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : end;
 }
 
+// Regexes: one pass of them all over a piece of lines decides it faster than asking line
+// by line, when every line is to be asked (some regex has no factor) or most are.
+bool whole_pieces_pay(const RegexLines& regex, std::size_t occurrences, std::size_t bytes) {
+  return regex.every_line_is_candidate() || occurrences * 256 > bytes;
+}
+
+// The end of each line that starts at `starts` (its `eol`, or `end`).
+void ends_of_lines(const std::vector<const char*>& starts, const char* end, char eol, std::vector<const char*>& ends) {
+  for (const char* start : starts) {
+    const void* nl = std::memchr(start, eol, static_cast<std::size_t>(end - start));
+    ends.push_back(nl != nullptr ? static_cast<const char*>(nl) : end);
+  }
+}
+
 // One worker's share of predecide(): the lines starting in data[begin, end) (whole lines;
 // end is a line's start or the end of the complete lines). Only lines with an occurrence
 // can match unless some regex has no factor.
 void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
                   std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol) {
-  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched)) {
-    for (const char* start : matched) {
-      const void* nl = std::memchr(start, eol, static_cast<std::size_t>(data + end - start));
-      ends.push_back(nl != nullptr ? static_cast<const char*>(nl) : data + end);
-    }
-    return;
-  }
+  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched))
+    return ends_of_lines(matched, data + end, eol, ends);
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
@@ -608,9 +617,9 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   RegexLines* regex = options_.regex;
   // Most lines are to be asked (some regex has no factor, or factors are everywhere): one
   // pass of every regex over the whole piece beats asking line by line.
-  const bool whole_piece = regex != nullptr &&
-                           (regex->every_line_is_candidate() || occurrences.size() * 256 > end - begin) &&
-                           regex->prepare_lines();
+  const bool whole_piece =
+      regex != nullptr && whole_pieces_pay(*regex, occurrences.size(), end - begin) && regex->prepare_lines();
+  if (whole_piece) regex->prepare_ahead();  // the engine's workers may decide the next chunks
   if (regex != nullptr) regex->set_lanes(pool->width());
   p.pieces.resize(pool->width());
   p.piece_ends.resize(pool->width());
@@ -684,8 +693,11 @@ std::pair<std::size_t, std::size_t> complete_lines(const Chunk& chunk, char eol)
 
 }  // namespace
 
-bool Searcher::works_ahead() const noexcept {
-  return options_.regex == nullptr && options_.workers != nullptr && !any_line_may_match();
+bool Searcher::works_ahead() noexcept {
+  if (options_.workers == nullptr) return false;
+  // Regexes: once predecide() has readied their pass over many lines (prepare_ahead()),
+  // never before, so that a database whose build is deferred stays so.
+  return options_.regex != nullptr || !any_line_may_match();
 }
 
 // The lines that consume() would decide ahead (dense occurrences, a stretch as large as
@@ -703,8 +715,16 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
     if (complete_end - pos < kMinPredecided) return;
     const auto first = std::lower_bound(occurrences.begin(), occurrences.end(), pos,
                                         [](const Occurrence& o, std::size_t at) { return o.position < at; });
-    if (!dense_occurrences(static_cast<std::size_t>(occurrences.end() - first), complete_end - pos)) return;
-    decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
+    const auto count = static_cast<std::size_t>(occurrences.end() - first);
+    if (RegexLines* regex = options_.regex) {
+      if (!whole_pieces_pay(*regex, count, complete_end - pos) ||
+          !regex->select_lines_ahead(std::string_view(chunk.data + pos, complete_end - pos), d.matched))
+        return;
+      ends_of_lines(d.matched, chunk.data + complete_end, options_.eol, d.ends);
+    } else {
+      if (!dense_occurrences(count, complete_end - pos)) return;
+      decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
+    }
     d.all_valid_utf8 =
         !options_.utf8 || options_.binary_files == BinaryFiles::kText || lines_valid_utf8(d.matched, d.ends);
     d.seq = chunk.seq;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,13 @@ class RegexLines {
   // (whole lines), ascending, or returns false for this piece (decide line by line).
   bool prepare_lines();
   bool select_lines_on(std::size_t lane, std::string_view piece, std::vector<const char*>& line_starts);
+  // The same for the engine's workers, each deciding a chunk it scanned (work ahead):
+  // prepare_ahead() on the thread that owns lane 0, outside any parallel use, after
+  // prepare_lines() said yes; then any thread may call select_lines_ahead() at any time,
+  // which decides on a lane of its own (made on first need from a copy no one searches
+  // with) or returns false (decide in turn instead).
+  void prepare_ahead();
+  bool select_lines_ahead(std::string_view piece, std::vector<const char*>& line_starts);
   // Makes `count` lanes (copies are made on each lane's first use, on its thread).
   void set_lanes(std::size_t count);
   std::size_t lanes() const noexcept { return lanes_.size(); }
@@ -91,6 +99,7 @@ class RegexLines {
   // none. `count`: for the counts (once per line).
   bool gather(Lane& lane, std::span<const LineOccurrence> occurrences, bool count) const;
   void gather_all(Lane& lane) const;
+  bool select_lines_in(Lane& lane, std::string_view piece, std::vector<const char*>& line_starts);
 
   PatternSet factors_;
   std::size_t pattern_count_ = 0;
@@ -98,6 +107,12 @@ class RegexLines {
   std::vector<std::vector<std::uint32_t>> patterns_of_id_;      // by the table's unique id
   std::vector<std::uint32_t> unfiltered_;  // regexes without a factor
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] holds the regexes given
+  // prepare_ahead()'s: the copy the workers' lanes are cloned from, and those lanes
+  // (the idle ones in ahead_idle_), all under ahead_mutex_.
+  std::unique_ptr<regex::LineRegex> ahead_model_;
+  std::vector<std::unique_ptr<Lane>> ahead_lanes_;
+  std::vector<Lane*> ahead_idle_;
+  mutable std::mutex ahead_mutex_;
   int lines_ready_ = -1;  // prepare_lines(): -1 not asked yet, else its answer
 };
 

@@ -77,9 +77,10 @@ class Searcher final : public ChunkConsumer {
   // Chunks of one input, in order; occurrences sorted by position. kStop: this input is
   // decided (-m reached, -l/-q matched, binary match); read no more of it.
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
-  // Fixed strings: a chunk's lines decided where it was scanned, as predecide() would
-  // decide them, while earlier chunks are delivered (ChunkConsumer::work_ahead).
-  bool works_ahead() const noexcept override;
+  // A chunk's lines decided where it was scanned, as predecide() would decide them, while
+  // earlier chunks are delivered (ChunkConsumer::work_ahead): dense fixed strings, and
+  // regexes when one pass of them all decides a piece of lines (RegexLines::prepare_ahead).
+  bool works_ahead() noexcept override;
   void work_ahead(const Chunk& chunk, std::span<const Occurrence> occurrences,
                   std::unique_ptr<SlotNote>& note) const noexcept override;
   Flow consume_noted(const Chunk& chunk, std::span<const Occurrence> occurrences, SlotNote* note) override;

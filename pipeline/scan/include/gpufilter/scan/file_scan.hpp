@@ -42,8 +42,8 @@ class ChunkConsumer {
   // Work on a chunk that can be done before its turn, where the engine scanned it
   // (Scanner::set_after_scan: the host engine's workers, several chunks at once, while
   // earlier chunks are consumed): deciding lines. Whether this consumer has such work for
-  // the input about to begin.
-  virtual bool works_ahead() const noexcept { return false; }
+  // the input about to begin (readying it: called with nothing in flight).
+  virtual bool works_ahead() noexcept { return false; }
   // That work, kept in `note` (made here when null). On any thread, several at once: it
   // reads nothing that consume() changes. Never throws: what failed is done in turn.
   virtual void work_ahead(const Chunk&, std::span<const Occurrence>, std::unique_ptr<SlotNote>&) const noexcept {}
