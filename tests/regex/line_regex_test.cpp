@@ -110,6 +110,13 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"^(a*){2}{2}{2}{2}{2}", Syntax::kExtended},
            {"0*{3309}+", Syntax::kExtended},  // a large operand that can match empty, repeated again
            {"0*{,309}+", Syntax::kExtended},  // its nested options, plussed (fuzzed)
+           {"0*{3309}", Syntax::kExtended},   // many copies of what can match empty
+           {"0*{,309}", Syntax::kExtended},
+           {"(a*){5000}", Syntax::kExtended},
+           {"(a?){,1000}", Syntax::kExtended},
+           {"((a?){,10}){100}", Syntax::kExtended},
+           {"(0*){1,30}{20}", Syntax::kExtended},
+           {"0*{,309}{39}", Syntax::kExtended},
            {"\\(0*\\)\\{1,80\\}*", Syntax::kBasic},
            {"^((((()+)*)+)+)+", Syntax::kExtended},
            {"\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(x*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*", Syntax::kBasic},
@@ -126,8 +133,13 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            // Stacked operators are one (collapse_repeats), however many.
            {"^()+*+++", Syntax::kExtended},
            {"(^|$)*+++", Syntax::kExtended},
-           {"0*{3309}", Syntax::kExtended},
-           {"0*{,309}", Syntax::kExtended},
+           {"0*{500}", Syntax::kExtended},
+           {"(a?){,200}", Syntax::kExtended},
+           {"a{,3000}", Syntax::kExtended},
+           {"(^c|)+", Syntax::kExtended},  // glibc's search of it without registers ends
+           {"a" + std::string(300, '|') + "b", Syntax::kExtended},  // one empty alternative
+           {"(^a|b)+", Syntax::kExtended},
+           {"(|ba)\\1+++", Syntax::kExtended},  // collapsed after a back-reference
            {"(a?){,60}{2}", Syntax::kExtended},
            {"(0*){1,30}+", Syntax::kExtended},
            {"((a?){,60}b)+", Syntax::kExtended},

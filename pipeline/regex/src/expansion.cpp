@@ -64,8 +64,14 @@ class Estimate {
     // glibc's epsilon closures over its copies ran past a minute (grep 3.8's too).
     if (l.last_nullable && l.last_nodes > kMaxNullableOperandNodes && (high < 0 || high > 1)) wide_nullable_ = true;
     // Its nested options starred or plussed ("0*{,309}+", fuzzed): more than half a minute
-    // here, grep 3.8 nine seconds.
+    // here, grep 3.8 nine seconds; or copied many times ("(0*){1,30}{20}", 1.4 GB).
     if (l.last_nullable && l.last_options > kMaxNullableOperandOptions && high < 0) wide_nullable_ = true;
+    const bool operand_nullable = l.last_nullable;
+
+    const double again = high < 0 ? 2 : high;
+    if (l.last_nullable && again > 1 && l.last_options >= kMinCopiedOptions &&
+        l.last_options * again * again > kMaxNullableCopiedOptions)
+      wide_nullable_ = true;
     // x{m,} is m copies and a starred one; x{m,n} n copies, the last n - m optional.
     const double copies = high < 0 ? low + 1 : std::max(high, 1.0);
     const double optional = high < 0 ? 0 : std::max(high - low, 0.0);
@@ -85,6 +91,10 @@ class Estimate {
       l.last_nullable = true;
       --l.solid_units;
     }
+    // Many copies that can all match the empty string: glibc's epsilon closures grow with
+    // the square of their number ("(a*){5000}" 2.4 GB, "0*{,309}{10}" past a minute).
+    if (l.last_nullable && nodes > (operand_nullable ? kMaxNullableCopiesNodes : kMaxNullableNodes)) wide_nullable_ = true;
+    if (operand_nullable && options > kMaxNullableCopiesOptions) wide_nullable_ = true;
   }
   bool too_wide() const {
     double nodes = 0, options = 0;
@@ -184,10 +194,18 @@ std::optional<Interval> interval(std::string_view p, std::size_t i, std::string_
 
 }  // namespace
 
-std::string collapse_repeats(std::string_view p, bool extended) {
+// Whether out[at] is escaped: an odd number of backslashes before it.
+bool escaped_at(const std::string& out, std::size_t at) {
+  std::size_t backslashes = 0;
+  while (at > backslashes && out[at - backslashes - 1] == '\\') ++backslashes;
+  return backslashes % 2 == 1;
+}
+
+std::string collapse_repeats(std::string_view p, bool extended, bool after_backrefs_only) {
   std::string out;
   out.reserve(p.size());
   bool operand = false;  // the last token ends something a repetition applies to
+  bool backref = false;  // ...and it is a back-reference
   // The run of operators since the operand: how many of each.
   int plus = 0, question = 0, star = 0;
   const auto flush = [&] {
@@ -205,7 +223,7 @@ std::string collapse_repeats(std::string_view p, bool extended) {
     const bool is_star = !escaped && c == '*';
     const bool is_plus = extended ? !escaped && c == '+' : escaped && n == '+';
     const bool is_question = extended ? !escaped && c == '?' : escaped && n == '?';
-    if (operand && (is_star || is_plus || is_question)) {
+    if (operand && (backref || !after_backrefs_only) && (is_star || is_plus || is_question)) {
       star += is_star;
       plus += is_plus;
       question += is_question;
@@ -213,7 +231,18 @@ std::string collapse_repeats(std::string_view p, bool extended) {
       continue;
     }
     flush();
+    // A run of '|' is one empty alternative however long ("a||||b" is "a||b").
+    const bool bar = extended ? !escaped && c == '|' : escaped && n == '|';
+    const std::size_t bar_size = extended ? 1 : 2;
+    if (bar && out.size() >= 2 * bar_size &&
+        out.compare(out.size() - 2 * bar_size, 2 * bar_size, extended ? "||" : "\\|\\|") == 0 &&
+        (extended ? !escaped_at(out, out.size() - 2) : !escaped_at(out, out.size() - 4))) {
+      i += bar_size;
+      operand = false;
+      continue;
+    }
     std::size_t end = i + 1;
+    backref = escaped && n >= '1' && n <= '9';
     if (c == '[') {
       end = past_bracket(p, i);
       operand = true;

@@ -34,6 +34,20 @@ inline constexpr double kMaxNullableOperandNodes = 1024;
 // without a bound: "(0*){1,40}+" compiles in 0.2 s, "(0*){1,80}+" 2.4 s, "0*{,309}+"
 // more than half a minute (grep 3.8: 9 s); "(a?){,1000}" and "(a?){,60}{2}" stay cheap.
 inline constexpr double kMaxNullableOperandOptions = 8192;
+// Nor copied so often that its nested options times the square of its copies pass this
+// ("(0*){1,30}{20}": 3.4 s and 1.4 GB under -x; "(a?){,60}{2}" stays cheap).
+inline constexpr double kMaxNullableCopiedOptions = 1u << 18;
+inline constexpr double kMinCopiedOptions = 1024;  // below, copies alone count ("(a?){,1000}": 0.3 s)
+// A repetition that can match the empty string is at most this many copies of atoms:
+// "(a*){5000}" took 9 s and 2.4 GB, "(a*){10000}" 49 s and 9 GB (under -x, release
+// build; glibc's epsilon closures grow with their square); "0*{3309}" 0.65 s and 275 MB.
+inline constexpr double kMaxNullableNodes = 4096;
+// Copies of what can itself match the empty string, at most this many atoms: under -x
+// "(a?){,1000}" took 60 s and 5.4 GB, "((a?){,10}){100}" 11 s and 6.3 GB.
+inline constexpr double kMaxNullableCopiesNodes = 1024;
+// ...and their nested options (their square, as counted) at most this: "(a?){,340}" took
+// 3.5 s, "(x?y?z?){,100}" 0.3 s.
+inline constexpr double kMaxNullableCopiesOptions = 1u << 17;
 
 // The pattern with each run of stacked repetition operators after an operand made one:
 // "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
@@ -42,7 +56,10 @@ inline constexpr double kMaxNullableOperandOptions = 8192;
 // (grep 3.8 too) where the collapsed text takes microseconds. Only for patterns without
 // back-references, whose groups' registers no one reads. Conservative: a run after an
 // anchor, an interval or the start of a group is kept as written.
-std::string collapse_repeats(std::string_view pattern, bool extended);
+// With `after_backrefs_only` (a pattern with back-references) only the runs after a
+// back-reference, which sets no register: "\\1++" took grep 3.8 and glibc 6 s and 800 MB
+// on an empty line when the group can match empty ("(|ba)\\1++", fuzzed).
+std::string collapse_repeats(std::string_view pattern, bool extended, bool after_backrefs_only = false);
 
 // nullopt, or why the pattern is refused. `extended`: ERE (-E), else BRE (-G).
 std::optional<std::string> too_wide(std::string_view pattern, bool extended);

@@ -40,7 +40,8 @@ class GnuPattern {
     std::free(registers_.end);
   }
 
-  // nullptr, or glibc's message. `positions`: registers are wanted (else RE_NO_SUB).
+  // nullptr, or glibc's message. `positions`: the groups' registers are wanted (else
+  // RE_NO_SUB; match_end() still answers).
   const char* compile(std::string_view text, reg_syntax_t bits, bool positions, const RegexOptions& options) {
     const bool ignore_case = options.ignore_case;
     newline_anchor_ = !options.null_data;  // with -z '\n' is an ordinary character
@@ -58,6 +59,7 @@ class GnuPattern {
     }
     buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
     compiled_ = true;
+    positions_ = positions;
     return nullptr;
   }
 
@@ -66,8 +68,11 @@ class GnuPattern {
     buffer_.not_eol = not_eol ? 1 : 0;
     buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
     const regoff_t r = ::re_search(&buffer_, line.data(), static_cast<regoff_t>(line.size()),
-                                   static_cast<regoff_t>(start), static_cast<regoff_t>(range), &registers_);
+                                   static_cast<regoff_t>(start), static_cast<regoff_t>(range),
+                                   positions_ ? &registers_ : nullptr);
     if (r < -1) throw std::bad_alloc();
+    searched_ = line;
+    found_ = r;
     return r;
   }
   // re_match of string[0, length) at `start`: the length of the match, -1.
@@ -76,7 +81,17 @@ class GnuPattern {
     if (r < -1) throw std::bad_alloc();
     return r;
   }
-  regoff_t match_end() const noexcept { return registers_.end[0]; }
+  // Where the match search() found ends. Without positions (RE_NO_SUB) glibc fills no
+  // registers: the match at that start is asked again, with the same flags, and is the
+  // same (the longest there). Asking for the groups' registers costs more than that, and
+  // glibc's walk of them (set_regs) never ended on some patterns of a group that can match
+  // empty under '+' ("a(b.*||j*|cb)+" and more, fuzzed; grep 3.8 hangs on them too).
+  regoff_t match_end() {
+    if (positions_) return registers_.end[0];
+    const regoff_t length = ::re_match(&buffer_, searched_.data(), static_cast<regoff_t>(searched_.size()), found_, nullptr);
+    if (length < -1) throw std::bad_alloc();
+    return found_ + std::max<regoff_t>(length, 0);
+  }
   void set_not_eol(bool on) noexcept { buffer_.not_eol = on ? 1 : 0; }
 
  private:
@@ -84,6 +99,9 @@ class GnuPattern {
   re_registers registers_{};
   bool compiled_ = false;
   bool newline_anchor_ = true;  // '^' and '$' match at a '\n' inside the text too
+  bool positions_ = false;       // registers_ are filled
+  std::string_view searched_;    // search()'s last text and answer
+  regoff_t found_ = -1;
 };
 
 constexpr char kWordBeginBk[] = "\\(^\\|[^[:alnum:]_]\\)\\(";
@@ -140,12 +158,12 @@ bool whole_line_word(std::size_t length, std::size_t line_size, std::size_t from
 }
 
 // The patterns glibc and grep's DFA read, stacked repetitions collapsed where no
-// back-reference can read a group (expansion.hpp).
+// back-reference can read a group, and after back-references (expansion.hpp).
 std::vector<std::string> collapsed(const std::vector<std::string>& patterns, const RegexOptions& options) {
   std::vector<std::string> out;
   out.reserve(patterns.size());
   for (const std::string& p : patterns)
-    out.push_back(possible_backrefs(p) ? p : collapse_repeats(p, options.syntax == Syntax::kExtended));
+    out.push_back(collapse_repeats(p, options.syntax == Syntax::kExtended, possible_backrefs(p)));
   return out;
 }
 
@@ -307,7 +325,7 @@ void GnuRegex::compile_all() {
     backref_.push_back(c->backref);
     if (!c->backref) backref_free_.push_back(static_cast<std::uint32_t>(i));
     else backref_ids_.push_back(static_cast<std::uint32_t>(i));
-    if (const char* error = c->exact.compile(p, bits, true, options_))
+    if (const char* error = c->exact.compile(p, bits, c->backref, options_))
       errors.push_back(with_origin(origins_, i, error));
     compiled_.push_back(std::move(c));
     views.push_back(dfa_view(p, options_.syntax, options_.utf8, options_.ignore_case));
@@ -394,7 +412,7 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
     auto c = std::make_unique<Compiled>();
     const reg_syntax_t bits = syntax_bits(options_);
     c->backref = backref_[i];
-    c->exact.compile(patterns_[i], bits, true, options_);
+    c->exact.compile(patterns_[i], bits, c->backref, options_);
     if ((!c->backref && dfa_supported_ && !whole_list_) || corner_select_[i])
       c->select.compile((*select_texts_)[i], bits, false, options_);
     compiled_[i] = std::move(c);
@@ -616,7 +634,7 @@ void GnuRegex::compile_combined() {
   }
   if (!any) return;
   auto combined = std::make_unique<GnuPattern>();
-  if (combined->compile(text, syntax_bits(options_), true, options_) == nullptr)
+  if (combined->compile(text, syntax_bits(options_), false, options_) == nullptr)
     combined_ = std::move(combined);
 }
 
