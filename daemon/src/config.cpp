@@ -869,14 +869,15 @@ OutputConfig parse_output(const At& at, const std::string& dir) {
                                         "token itself goes into that variable, or into bearer_token_file");
     }
   }
-  if (at.has("bearer_token_file")) {
-    o.bearer_token_file = resolve(dir, at.child("bearer_token_file").text());
-    // Read now so that --check and a reload refuse a missing or exposed file; main reads
-    // it again when it builds the output (and at every reload).
+  if (at.has("bearer_token_file")) o.bearer_token_file = resolve(dir, at.child("bearer_token_file").text());
+  // Read now so that --check and a reload refuse a missing, empty or exposed token, as the
+  // start would; main reads it again when it builds the output (and at every reload).
+  for (const char* key : {"bearer_token_env", "bearer_token_file"}) {
+    if (!at.has(key)) continue;
     try {
       (void)read_bearer_token(o);
     } catch (const ConfigError& e) {
-      at.child("bearer_token_file").fail(e.what());
+      at.child(key).fail(e.what());
     }
   }
   if (at.has("tls")) parse_output_tls(at.child("tls"), dir, o);
@@ -967,7 +968,8 @@ std::optional<Millis> parse_duration(const std::string& text) {
 
 std::string read_checked_file(const std::string& path, FileTrust trust, std::size_t limit) {
   const auto fail = [&](const std::string& why) { return ConfigError(path + ": " + why); };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  // O_NONBLOCK: opening a FIFO would wait for a writer (a reload stuck for good).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) throw fail(std::string("cannot read: ") + std::strerror(errno));
   struct Closer {
     int fd;
@@ -978,6 +980,7 @@ std::string read_checked_file(const std::string& path, FileTrust trust, std::siz
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw fail(std::string("cannot read: ") + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw fail("cannot read: it is a directory");
+  if (!S_ISREG(st.st_mode)) throw fail("cannot read: it is not a regular file");
   const uid_t me = ::geteuid();
   if (st.st_uid != 0 && st.st_uid != me) {
     throw fail("refused: it is owned by uid " + std::to_string(st.st_uid) + ", neither root nor the user gpufilterd " +

@@ -470,11 +470,15 @@ HttpUrl parse_http_url(const std::string& url) {
   return out;
 }
 
-// `path` can be opened for reading; else a ConfigError naming what it is for.
+// `path` is a regular file that can be opened for reading; else a ConfigError naming what
+// it is for. (Not waiting for a FIFO's writer: OpenSSL would read it next.)
 void require_readable(const std::string& what, const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw ConfigError("tls: " + what + " " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   ::close(fd);
+  if (!regular) throw ConfigError("tls: " + what + " " + path + ": not a regular file");
 }
 
 // The TLS context of an https:// output (TlsConfig). Throws ConfigError naming the file

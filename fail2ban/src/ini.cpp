@@ -59,8 +59,12 @@ struct ConfigParser::Parsed {
 ConfigParser::Parsed ConfigParser::parse_file(const std::string& path) {
   Parsed parsed;
   parsed.path = path;
+  // configparser skips unreadable files; a FIFO or a device is not read (opening a FIFO
+  // would wait for a writer).
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return parsed;
   std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) return parsed;  // configparser skips unreadable files
+  if (!in) return parsed;
   parsed.ok = true;
   Section* current = nullptr;
   std::string option;

@@ -55,6 +55,7 @@ class Config : public ::testing::Test {
 TEST_F(Config, CompleteFileParses) {
   write("ssh.txt", "# brute force\nFailed password\n\nInvalid user\n");
   write("hook.token", "s3cret-token\n", 0600);
+  ::setenv("HOOK_TOKEN", "t0ken", 1);  // read at parse time, as at the start
   const DaemonConfig c = load_config(write("c.yaml", R"(
 sources:
   - follow: [auth.log, /var/log/secure]
@@ -219,6 +220,19 @@ TEST_F(Config, MissingFileIsAnError) {
     FAIL() << "loaded a missing file";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), dir_ + "/nope.yaml: cannot read: No such file or directory");
+  }
+}
+
+// A FIFO (or a device) in a file's place is refused at once: opening a FIFO to read waits
+// for a writer, which left a reload stuck for good (and SIGTERM with it).
+TEST_F(Config, FifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = dir_ + "/fifo.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    load_config(fifo);
+    FAIL() << "loaded a FIFO";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": cannot read: it is not a regular file");
   }
 }
 

@@ -1024,9 +1024,17 @@ TEST_F(Gpufilterd, DemoExampleRunsAsWritten) {
   }
   EXPECT_TRUE(groups.count("183.62.140.253")) << r.out;
   EXPECT_GE(groups.size(), 5u);
-  const ProcessResult check = run_process(
-      {gpufilterd_binary(), "--config", source_dir() + "/examples/daemon/gpufilterd.yaml", "--check"});
+  // The full example's webhook takes its token from the environment: --check reads it as
+  // the start would, and refuses the file without it.
+  const std::string full = source_dir() + "/examples/daemon/gpufilterd.yaml";
+  const ProcessResult check =
+      run_process({"/usr/bin/env", "GPUFILTERD_WEBHOOK_TOKEN=t0ken", gpufilterd_binary(), "--config", full, "--check"});
   EXPECT_EQ(check.status, 0) << check.err;
+  const ProcessResult unset =
+      run_process({"/usr/bin/env", "-u", "GPUFILTERD_WEBHOOK_TOKEN", gpufilterd_binary(), "--config", full, "--check"});
+  EXPECT_EQ(unset.status, 2);
+  EXPECT_NE(unset.err.find("bearer_token_env GPUFILTERD_WEBHOOK_TOKEN is not set (or empty)"), std::string::npos)
+      << unset.err;
 }
 
 // ---------------------------------------------------------------------------------------
