@@ -58,16 +58,22 @@ struct PendingEntry {
   std::shared_ptr<WalkEntry> farmed;  // `entry`, shared with the farm
 };
 
+// Whether an entry is standard input: "-" given as an operand. A file named "-" met in a
+// directory (-r with no operand names it so, without its "./") is a file.
+bool reads_standard_input(const WalkEntry& e) { return e.name == "-" && e.command_line; }
+
 // `file`: the file, already opened by the walk (FileWalk::open_files), or none.
 // `workers`: what splits its large reads, if anything.
-OpenedInput open_input(const Options& o, const std::string& name, bool writes_lines, bool stdin_closed,
+OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lines, bool stdin_closed,
                        StopSignal& stop, WorkerPool* workers, UniqueFd file_fd = {}) {
   OpenedInput in;
+  const std::string& name = entry.name;
+  const bool standard_input = reads_standard_input(entry);
   try {
     // grep cannot even fstat a closed standard input: it reports it and prints no count.
-    if (name == "-" && stdin_closed) throw SourceError(standard_input_name(o), EBADF);
+    if (standard_input && stdin_closed) throw SourceError(standard_input_name(o), EBADF);
     std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name)
-                                       : name == "-"      ? FileSource::standard_input(standard_input_name(o))
+                                       : standard_input   ? FileSource::standard_input(standard_input_name(o))
                                                           : FileSource::open(name);
     if (writes_lines && file->is_same_file_as(STDOUT_FILENO)) {
       // `gpufilter x log >> log` would read its own output and grow the file forever.
@@ -76,7 +82,7 @@ OpenedInput open_input(const Options& o, const std::string& name, bool writes_li
     file->set_stop(&stop);
     file->set_workers(workers);
     in.file = file.get();
-    in.standard_input = name == "-";
+    in.standard_input = standard_input;
     // The files waiting their turn (one per core, search_files) decode this far ahead: whole
     // when they are small, so that many rotated logs decode in parallel; 128 MiB in all.
     static const std::size_t decode_ahead =
@@ -185,7 +191,7 @@ constexpr std::uint64_t kFarmFileBytes = 8u << 20;
 // walk and this thread pay nothing per file but the hand-over. An operand is stat()ed
 // here, by name: opening a FIFO would wait for a writer.
 bool goes_to_farm(const WalkEntry& e) {
-  if (e.kind != WalkEntry::Kind::kSearch || e.name == "-") return false;
+  if (e.kind != WalkEntry::Kind::kSearch || reads_standard_input(e)) return false;
   if (e.regular) return true;
   struct stat st {};
   return (e.file.get() >= 0 ? ::fstat(e.file.get(), &st) : ::stat(e.name.c_str(), &st)) == 0 && S_ISREG(st.st_mode);
@@ -223,7 +229,7 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
       outcome.deferred = true;  // the entry keeps the descriptor for its turn
       return outcome;
     }
-    OpenedInput in = open_input(o, entry->name, writes_lines, false, stop, nullptr, std::move(entry->file));
+    OpenedInput in = open_input(o, *entry, writes_lines, false, stop, nullptr, std::move(entry->file));
     if (!in.error.empty()) {
       report(in.error);
       return outcome;
@@ -351,7 +357,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
   auto write_held = [&](PendingEntry& p) {
     const FarmOutcome r = write_farm_file(fs, *p.held);
     if (r.deferred)
-      return search_one(open_input(o, p.farmed->name, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.farmed->file)));
+      return search_one(open_input(o, *p.farmed, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.farmed->file)));
     farm_bytes += r.bytes;
     if (r.trouble) outcome.trouble = true;
     if (r.fatal) return false;
@@ -366,7 +372,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     switch (p.entry.kind) {
       case WalkEntry::Kind::kSearch:
         if (!p.opened) p.opened =
-            open_input(o, p.entry.name, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.entry.file));
+            open_input(o, p.entry, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.entry.file));
         return search_one(std::move(*p.opened));
       case WalkEntry::Kind::kError: report(SourceError(p.entry.name, p.entry.error).what()); return true;
       case WalkEntry::Kind::kLoop:
@@ -394,9 +400,9 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     } else if (!fs.farm && p.entry.kind == WalkEntry::Kind::kSearch) {
       struct stat st {};
       if (p.entry.file.get() >= 0 ||
-          (p.entry.name != "-" && ::stat(p.entry.name.c_str(), &st) == 0 && S_ISREG(st.st_mode)))
+          (!reads_standard_input(p.entry) && ::stat(p.entry.name.c_str(), &st) == 0 && S_ISREG(st.st_mode)))
         p.opened =
-            open_input(o, p.entry.name, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.entry.file));
+            open_input(o, p.entry, writes, fs.stdin_closed, stop, &fs.workers, std::move(p.entry.file));
     }
     queue.push_back(std::move(p));
     while (go_on && queue.size() > ahead) {

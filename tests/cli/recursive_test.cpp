@@ -130,11 +130,14 @@ TEST_F(Recursive, DirectoriesAndDevicesActionsAsGrep) {
 
 // No operand: -r searches the working directory and names files without "./".
 TEST_F(Recursive, NoOperandSearchesTheWorkingDirectory) {
-  for (const Args& flags : {Args{"-r"}, Args{"-rn"}, Args{"-rc"}, Args{"-r", "--exclude-dir=."}}) {
+  // A file named "-" at the top is named so, without its "./", and is a file, not
+  // standard input (which holds a match too).
+  dir.write("t/-", "foo in a file named dash\n");
+  for (const Args& flags : {Args{"-r"}, Args{"-rn"}, Args{"-rc"}, Args{"-rl"}, Args{"-r", "--exclude-dir=."}}) {
     auto in_root = [&](const std::string& binary) {
       Args argv = {"/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", root, binary};
       argv = argv + flags + Args{"foo"};
-      return run_process(argv, {}, {"LC_ALL=C"});
+      return run_process(argv, "foo on standard input\n", {"LC_ALL=C"});
     };
     const ProcessResult expected = in_root(grep_binary());
     const ProcessResult actual = in_root(gpufilter_binary());
