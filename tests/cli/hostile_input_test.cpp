@@ -162,6 +162,38 @@ TEST(HostileInput, FileOfNulBytesInBoundedMemory) {
   }
 }
 
+// One line that is nothing but matches ("aaaa...", longer than many chunks): the line's
+// occurrences were all held until it ended, about 20 bytes a byte (1.5 GB for 64 MB).
+// Where only which patterns occur decides (fixed strings without -w/-x/-o, regexes),
+// one per pattern is held; what is left to grow is the line itself, held to be searched.
+TEST(HostileInput, OneLineOfMatchesHoldsNotEveryOccurrence) {
+  TempDir dir;
+  const std::uint64_t size = std::uint64_t{kSanitized ? 32u : 128u} << 20;
+  auto line_of_a = [&](const std::string& name, std::uint64_t bytes) {
+    std::string text(bytes, 'a');
+    text += "\nb, a second line\n";
+    return dir.write(name, text);
+  };
+  const std::string full = line_of_a("full", size);
+  const std::string quarter = line_of_a("quarter", size / 4);
+  const long bound_kb = static_cast<long>(2 * (size - size / 4) / 1024);  // the line, and room
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"-c", "a"}, {"-c", "-e", "a", "-e", "b"}, {"-c", "-E", "a|b"}}) {
+    SCOPED_TRACE(describe_args(args));
+    std::vector<std::string> argv = {gpufilter_binary(), "--engine=cpu", "--chunk-size=4M", "--slots=3"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(quarter);
+    const ProcessResult smaller = run_process(argv);
+    argv.back() = full;
+    const ProcessResult ours = run_process(argv);
+    EXPECT_EQ(ours.out, "2\n");
+    EXPECT_EQ(ours.status, 0) << ours.err;
+    EXPECT_LT(ours.max_rss_kb - smaller.max_rss_kb, bound_kb)
+        << "peak " << ours.max_rss_kb << " KiB for a line of " << (size >> 20) << " MiB, " << smaller.max_rss_kb
+        << " KiB for " << (size >> 22) << " MiB";
+  }
+}
+
 // -v and the empty pattern select records without any occurrence, so there each record is
 // looked at: a count of every NUL-separated record, still in bounded memory.
 TEST(HostileInput, EveryNulRecordCountedWithInvertAndEmptyPattern) {

@@ -774,8 +774,7 @@ Flow Searcher::consume_noted(const Chunk& chunk, std::span<const Occurrence> occ
       // One that starts before the line's first byte held spans the NUL at which
       // settle_binary_records() cut it: no match in the binary part.
       if (chunk.offset + occurrences[index].position < open_offset_) continue;
-      open_occurrences_.push_back(
-          {chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
+      hold_open_occurrence({chunk.offset + occurrences[index].position - open_offset_, occurrences[index].pattern});
     }
     if (nl == nullptr && !chunk.last) {
       settle_binary_records(data + pos, end - pos);
@@ -840,9 +839,10 @@ Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occ
     spool_.clear();
     spool_.append(data + complete_end, chunk.size - complete_end);
     open_occurrences_.clear();
+    ++open_generation_;
     open_settled_ = false;
     for (; index < occurrences.size(); ++index)
-      open_occurrences_.push_back({occurrences[index].position - complete_end, occurrences[index].pattern});
+      hold_open_occurrence({occurrences[index].position - complete_end, occurrences[index].pattern});
     settle_binary_records(data + complete_end, chunk.size - complete_end);
   } else if (binary_start_ != kNoBinary && !in_binary_ && binary_start_ < chunk.offset + chunk.size) {
     enter_binary();
@@ -916,6 +916,22 @@ void Searcher::emit_run(Run& run) {
     used_ = used_here_ = true;
   }
   run.count = 0;
+}
+
+// An occurrence in the line that goes on past the chunk. Where only which patterns occur
+// matters (a regex's candidates; a fixed string without -w, -x or spans), before any NUL
+// (whose records would be cut by position), one per pattern is held: a 2 GB line of "a"
+// held 64 million occurrences of "a" (1.5 GB for 64 MB), where one decides it.
+void Searcher::hold_open_occurrence(LineOccurrence o) {
+  const bool positions_matter = binary_start_ != kNoBinary ||
+                                (options_.regex == nullptr && (options_.word || options_.whole_line ||
+                                                               options_.spans || options_.context_spans));
+  if (!positions_matter) {
+    if (o.pattern >= open_seen_.size()) open_seen_.resize(std::max<std::size_t>(table_.unique_count(), o.pattern + 1), 0);
+    if (open_seen_[o.pattern] == open_generation_) return;
+    open_seen_[o.pattern] = open_generation_;
+  }
+  open_occurrences_.push_back(o);
 }
 
 // The pieces of a split line each reported their occurrences in position order, but a

@@ -132,6 +132,7 @@ class Searcher final : public ChunkConsumer {
   void binary_record(std::string_view text, std::uint64_t offset, std::span<const LineOccurrence> occurrences,
                      bool terminated);
   void complete_open_line(bool terminated);
+  void hold_open_occurrence(LineOccurrence o);
   void settle_binary_records(const char* piece, std::size_t size);
   void enter_binary();
   // grep's rule for output with encoding errors in a UTF-8 locale: true when this line is
@@ -234,6 +235,9 @@ class Searcher final : public ChunkConsumer {
   std::uint64_t open_offset_ = 0;
   LineSpool spool_;
   std::vector<LineOccurrence> open_occurrences_;
+  // hold_open_occurrence(): the open line's generation at which each pattern was held.
+  std::vector<std::uint64_t> open_seen_;
+  std::uint64_t open_generation_ = 1;
   bool open_settled_ = false;  // the open line's records up to a NUL were searched and cut off
 
   // The lines predecide() decided: those that start in [begin, end) of the chunk being
