@@ -54,6 +54,7 @@ using std::chrono::milliseconds;
 constexpr std::size_t kAlertmanagerBatch = 64;       // alerts per POST /api/v2/alerts
 constexpr std::size_t kAnnotationLineBytes = 1024;   // the "line" annotation's limit
 constexpr std::uint64_t kResponseBodyLimit = 1 << 20;  // we never need the body; bound it
+constexpr std::size_t kResponseBufferLimit = 2 << 20;
 
 // t + d, saturating at time_point::max() (a configured "forever" must not wrap around).
 Steady::time_point later(Steady::time_point t, milliseconds d) {
@@ -560,20 +561,10 @@ class HttpClient {
           done = true;
         });
       });
-      wait(done, deadline, [&] { lowest().cancel(); });
+      wait(done, deadline, [&] { abort_stream(); });
       http::response_parser<http::string_body> parser;
       parser.body_limit(kResponseBodyLimit);
-      if (!ec) {
-        done = false;
-        lowest().expires_at(deadline);
-        on_stream([&](auto& stream) {
-          http::async_read(stream, buffer_, parser, [&](beast::error_code e, std::size_t) {
-            ec = e;
-            done = true;
-          });
-        });
-        wait(done, deadline, [&] { lowest().cancel(); });
-      }
+      if (!ec) read_response(parser, deadline, ec);
       if (!ec) {
         const unsigned status = parser.get().result_int();
         if (!parser.get().keep_alive()) close();
@@ -621,6 +612,42 @@ class HttpClient {
     }
   }
 
+  // The response: its header, then a body we ignore. A Content-Length past the body limit
+  // fails at once: Beast (1.74) read such a body whole after a failed first request,
+  // without its limit (a webhook answering "Content-Length: 2000000000" and an endless
+  // body: 170 MB/s, until the deadline).
+  void read_response(http::response_parser<http::string_body>& parser, Steady::time_point deadline,
+                     beast::error_code& ec) {
+    for (const bool header : {true, false}) {
+      bool done = false;
+      lowest().expires_at(deadline);
+      on_stream([&](auto& stream) {
+        const auto then = [&](beast::error_code e, std::size_t) {
+          ec = e;
+          done = true;
+        };
+        if (header) http::async_read_header(stream, buffer_, parser, then);
+        else http::async_read(stream, buffer_, parser, then);
+      });
+      wait(done, deadline, [&] { abort_stream(); });
+      if (ec) return;
+      if (header && parser.content_length().value_or(0) > kResponseBodyLimit) {
+        ec = http::error::body_limit;
+        return;
+      }
+    }
+  }
+
+  // The deadline passed: the pending operation ends with an error. Closing the socket,
+  // not only cancelling: a composed read (the response's headers, then its body) whose
+  // peer kept sending went on reading after a cancel, holding more and more (a webhook
+  // answering an endless body: 18 MB/s, and SIGTERM waited for it).
+  void abort_stream() noexcept {
+    beast::error_code ignored;
+    lowest().cancel();
+    lowest().socket().close(ignored);
+  }
+
   bool connected() const noexcept { return plain_.has_value() || secure_.has_value(); }
   beast::tcp_stream& lowest() { return secure_ ? beast::get_lowest_layer(*secure_) : *plain_; }
   template <class Work>
@@ -655,7 +682,7 @@ class HttpClient {
       ec = e;
       done = true;
     });
-    wait(done, deadline, [&] { lowest().cancel(); });
+    wait(done, deadline, [&] { abort_stream(); });
     if (ec) {
       last_error_ = "connect " + url_.host + ":" + url_.port + ": " + ec.message();
       close();
@@ -683,7 +710,7 @@ class HttpClient {
       ec = e;
       done = true;
     });
-    wait(done, deadline, [&] { lowest().cancel(); });
+    wait(done, deadline, [&] { abort_stream(); });
     if (ec) {
       last_error_ = "TLS handshake with " + url_.host + ":" + url_.port + ": " + ec.message();
       close();
@@ -710,7 +737,9 @@ class HttpClient {
   asio::io_context ioc_;
   std::optional<beast::tcp_stream> plain_;                   // engaged while connected over http://
   std::optional<beast::ssl_stream<beast::tcp_stream>> secure_;  // ... over https://
-  beast::flat_buffer buffer_;
+  // Bounded: a response that does not fit (headers and what is read ahead of the body
+  // we skip) fails the read instead of growing it.
+  beast::flat_buffer buffer_{kResponseBufferLimit};
   std::string last_error_;
 };
 

@@ -8,6 +8,9 @@
 // not waiting for a hung receiver; drain() and the destructor keeping their deadlines.
 // Every HTTP exchange goes through HttpReceiver, a Beast server on 127.0.0.1.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +29,7 @@
 #include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "http_receiver.hpp"
+#include "testutil/testutil.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -859,6 +863,70 @@ TEST(Destructor, StopsAtOnceWithAlertsPendingOrARequestHung) {
     out.reset();
     EXPECT_LT(Steady::now() - start, milliseconds(1000));
   }
+}
+
+// A receiver that answers every request with "Content-Length: 2000000000" and then sends
+// body bytes for as long as the connection is open. The answer is refused at its header
+// (the body limit) every time, retries included: Beast read such a body whole after a
+// failed first request, holding what came (170 MB/s, until the request's deadline).
+TEST(WebhookOutput, AnEndlessResponseBodyIsRefusedAtItsHeaderEveryTime) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener, 16), 0);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  std::atomic<bool> stop{false};
+  std::thread server([&] {
+    const std::string body(65536, 'z');
+    while (!stop) {
+      const int c = ::accept(listener, nullptr, nullptr);
+      if (c < 0) return;
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(c, buffer, sizeof buffer, 0);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<std::size_t>(n));
+      }
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 2000000000\r\n\r\n";
+      bool open = ::send(c, head.data(), head.size(), MSG_NOSIGNAL) > 0;
+      for (int sent = 0; open && !stop && sent < 4096; ++sent)  // 256 MiB at most
+        open = ::send(c, body.data(), body.size(), MSG_NOSIGNAL) > 0;
+      ::close(c);
+    }
+  });
+  const long before = test::memory_in_use_kib();
+  std::atomic<long> peak{before};
+  std::atomic<bool> sampling{true};
+  std::thread sampler([&] {
+    while (sampling) {
+      peak = std::max(peak.load(), test::memory_in_use_kib());
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  });
+  auto out = webhook("http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook", quick_queue());
+  const auto first = Steady::now();
+  out->publish(make_alert("endless"));
+  const bool retried = eventually([&] { return out->stats().failures >= 3; }, seconds(20));
+  const auto refused_in = Steady::now() - first;
+  sampling = false;
+  sampler.join();
+  const long growth = peak - before;
+  const auto start = Steady::now();
+  out.reset();
+  const auto took = Steady::now() - start;
+  stop = true;
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  server.join();
+  EXPECT_TRUE(retried);
+  EXPECT_LT(growth, 64 * 1024) << growth << " KiB more at the peak";
+  EXPECT_LT(refused_in, milliseconds(3000));  // not at the request's 5 s deadline
+  EXPECT_LT(took, milliseconds(2000));
 }
 
 // ---------------------------------------------------------------------------------------
