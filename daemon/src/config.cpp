@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -110,6 +111,7 @@ struct At {
   Millis duration() const {
     const std::string t = text();
     const std::optional<Millis> d = parse_duration(t);
+    if (!d && duration_too_long(t)) fail(t + " is out of range (at most 36500d, 100 years)");
     if (!d) fail("\"" + t + "\" is not a duration (like 30s, 5m, 250ms, or a number of seconds)");
     return *d;
   }
@@ -944,7 +946,10 @@ std::vector<std::pair<std::string, std::string>> kafka_secrets(const KafkaClient
   return all;
 }
 
-std::optional<Millis> parse_duration(const std::string& text) {
+namespace {
+
+// The milliseconds a duration's text names, unbounded (nullopt: not a duration's text).
+std::optional<double> duration_ms(const std::string& text) {
   if (text.empty()) return std::nullopt;
   double value = 0;
   const char* begin = text.data();
@@ -959,11 +964,24 @@ std::optional<Millis> parse_duration(const std::string& text) {
   else if (unit == "h") ms = value * 3'600'000;
   else if (unit == "d") ms = value * 86'400'000;
   else return std::nullopt;
-  // inf, nan and huge values ("1e300") are no durations: converting them to an integer is
-  // undefined, and past 100 years the nanoseconds of the clocks they are added to overflow.
-  constexpr double kMaxMs = 36500.0 * 86'400'000;
-  if (!(ms <= kMaxMs)) return std::nullopt;
-  return Millis(static_cast<std::int64_t>(ms));
+  return ms;
+}
+
+// inf, nan and huge values ("1e300") are no durations: converting them to an integer is
+// undefined, and past 100 years the nanoseconds of the clocks they are added to overflow.
+constexpr double kMaxDurationMs = 36500.0 * 86'400'000;
+
+}  // namespace
+
+std::optional<Millis> parse_duration(const std::string& text) {
+  const std::optional<double> ms = duration_ms(text);
+  if (!ms || !(*ms <= kMaxDurationMs)) return std::nullopt;
+  return Millis(static_cast<std::int64_t>(*ms));
+}
+
+bool duration_too_long(const std::string& text) {
+  const std::optional<double> ms = duration_ms(text);
+  return ms && std::isfinite(*ms) && *ms > kMaxDurationMs;
 }
 
 std::string read_checked_file(const std::string& path, FileTrust trust, std::size_t limit) {

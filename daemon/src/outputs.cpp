@@ -368,6 +368,7 @@ class JsonlOutput final : public QueuedOutput {
         const ssize_t n = ::write(fd_, at, left);
         if (n < 0) {
           if (errno == EINTR) continue;
+          error_ = path_ + ": " + std::strerror(errno);
           return Outcome::kRetry;  // ENOSPC, a full pipe's EPIPE ...: try again later
         }
         at += n;
@@ -376,8 +377,10 @@ class JsonlOutput final : public QueuedOutput {
     }
     return Outcome::kDelivered;
   }
+  std::string why_failed() const override { return error_; }
 
   const std::string path_;
+  std::string error_;  // the last failed write's, for OutputStats::last_error
   int fd_ = -1;
   bool owned_ = false;
   dev_t dev_ = 0;  // the file fd_ writes

@@ -421,6 +421,9 @@ TEST(Duration, NotFiniteOrHugeIsNoDuration) {
     EXPECT_FALSE(parse_duration(text).has_value()) << text;
   EXPECT_EQ(parse_duration("36500d"), Millis(36500LL * 86'400'000));
   EXPECT_EQ(parse_duration("0"), Millis(0));
+  // A finite duration past 100 years is "out of range", not "not a duration".
+  for (const char* text : {"1e300", "36501d", "10000000000000s"}) EXPECT_TRUE(duration_too_long(text)) << text;
+  for (const char* text : {"inf", "nan", "36500d", "5m", "x"}) EXPECT_FALSE(duration_too_long(text)) << text;
 }
 
 // yaml-cpp keeps both of two equal keys and answers the first: a second `rules:` was

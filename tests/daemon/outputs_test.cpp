@@ -317,6 +317,15 @@ TEST(JsonlOutput, UnopenableFileIsAConfigErrorNamingIt) {
   }
 }
 
+// A write that fails (a full disk) is retried, and why is kept for the log line and the
+// metrics (it was empty: `error=""`).
+TEST(JsonlOutput, AFailedWriteSaysWhy) {
+  auto out = make_jsonl_output("full", "/dev/full", quick_queue());
+  out->publish(make_alert("A"));
+  ASSERT_TRUE(eventually([&] { return out->stats().failures >= 1; }));
+  EXPECT_EQ(out->stats().last_error, "/dev/full: No space left on device");
+}
+
 // ---------------------------------------------------------------------------------------
 // URLs
 

@@ -209,5 +209,7 @@ KafkaOutputConfig kafka_output_config(const OutputConfig& output);
 // "30s", "5m", "250ms", "1h", "2d", or a number of seconds; nullopt when not a duration
 // (also inf, nan, and anything over 100 years).
 std::optional<Millis> parse_duration(const std::string& text);
+// A duration's text that names more than parse_duration() takes (100 years).
+bool duration_too_long(const std::string& text);
 
 }  // namespace gpufilter::daemon
