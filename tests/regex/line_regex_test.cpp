@@ -141,6 +141,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"(^a|b)+", Syntax::kExtended},
            {"(|ba)\\1+++", Syntax::kExtended},  // collapsed after a back-reference
            {"(a?){,60}{2}", Syntax::kExtended},
+           {"(" + std::string(6000, 'w') + "|)?x", Syntax::kExtended},  // one copy of a large group
+           {"(" + std::string(600, 'w') + "|)*x", Syntax::kExtended},
            {"(0*){1,30}+", Syntax::kExtended},
            {"((a?){,60}b)+", Syntax::kExtended},
            {"(a*)" + std::string(30, '+'), Syntax::kExtended},

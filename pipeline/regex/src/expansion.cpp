@@ -93,8 +93,10 @@ class Estimate {
     }
     // Many copies that can all match the empty string: glibc's epsilon closures grow with
     // the square of their number ("(a*){5000}" 2.4 GB, "0*{,309}{10}" past a minute).
-    if (l.last_nullable && nodes > (operand_nullable ? kMaxNullableCopiesNodes : kMaxNullableNodes)) wide_nullable_ = true;
-    if (operand_nullable && options > kMaxNullableCopiesOptions) wide_nullable_ = true;
+    // (One copy is no copies: "(w0001|...|w0900)?" or a large group starred is cheap.)
+    if (copies > 1 && l.last_nullable && nodes > (operand_nullable ? kMaxNullableCopiesNodes : kMaxNullableNodes))
+      wide_nullable_ = true;
+    if (copies > 1 && operand_nullable && options > kMaxNullableCopiesOptions) wide_nullable_ = true;
   }
   bool too_wide() const {
     double nodes = 0, options = 0;
