@@ -2063,15 +2063,10 @@ TEST_F(Gpufilterd, LiveCaptureOnLoopbackFindsSplitWordsAndStopsAtOnce) {
   } catch (const Error& e) {
     GTEST_SKIP() << "cannot capture on lo: " << e.what();
   }
-  const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(server, 1), 0);
-  ASSERT_EQ(::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const std::string port = std::to_string(ntohs(address.sin_port));
+  std::uint16_t port_number = 0;
+  const int server = gpufilter::test::tcp_listen_loopback(1, port_number);
+  ASSERT_GE(server, 0);
+  const std::string port = std::to_string(port_number);
   write_text(dir_ + "/gpufilterd.yaml",
              capture_config("  - interface: lo\n    bpf: tcp port " + port + "\n    stream: true\n", {"LIVEWORD"}));
   Daemon daemon(dir_ + "/gpufilterd.yaml");

@@ -8,8 +8,6 @@
 // not waiting for a hung receiver; drain() and the destructor keeping their deadlines.
 // Every HTTP exchange goes through HttpReceiver, a Beast server on 127.0.0.1.
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +27,7 @@
 #include "gpufilter/daemon/outputs.hpp"
 #include "gpufilter/core/errors.hpp"
 #include "http_receiver.hpp"
+#include "testutil/running_gpufilter.hpp"
 #include "testutil/testutil.hpp"
 
 namespace gpufilter::daemon {
@@ -879,15 +878,9 @@ TEST(Destructor, StopsAtOnceWithAlertsPendingOrARequestHung) {
 // (the body limit) every time, retries included: Beast read such a body whole after a
 // failed first request, holding what came (170 MB/s, until the request's deadline).
 TEST(WebhookOutput, AnEndlessResponseBodyIsRefusedAtItsHeaderEveryTime) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  std::uint16_t port = 0;
+  const int listener = test::tcp_listen_loopback(16, port);
   ASSERT_GE(listener, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(::listen(listener, 16), 0);
-  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
   std::atomic<bool> stop{false};
   std::thread server([&] {
     const std::string body(65536, 'z');
@@ -917,7 +910,7 @@ TEST(WebhookOutput, AnEndlessResponseBodyIsRefusedAtItsHeaderEveryTime) {
       std::this_thread::sleep_for(milliseconds(5));
     }
   });
-  auto out = webhook("http://127.0.0.1:" + std::to_string(ntohs(address.sin_port)) + "/hook", quick_queue());
+  auto out = webhook("http://127.0.0.1:" + std::to_string(port) + "/hook", quick_queue());
   const auto first = Steady::now();
   out->publish(make_alert("endless"));
   const bool retried = eventually([&] { return out->stats().failures >= 3; }, seconds(20));

@@ -74,6 +74,9 @@ std::uint16_t port_of(const std::string& url);
 sockaddr_in loopback(const std::string& url);
 // A connected TCP socket (a test failure, and -1 or an unconnected one, when it fails).
 int tcp_connect(const std::string& url);
+// A TCP socket listening on 127.0.0.1 at a port the kernel chose (in `port`); -1 and a
+// test failure when it cannot be made.
+int tcp_listen_loopback(int backlog, std::uint16_t& port);
 // Sends all of `data`; false on an error (a peer that closed).
 bool write_all(int fd, std::string_view data);
 // "tcp://127.0.0.1:PORT" or "udp://...": the input name gpufilter gives what `fd` sends.
