@@ -2,13 +2,17 @@
 //
 // The pattern set is a trie (built on the host by PatternTable): root_next[b] is the
 // child of the root for byte b, root_pairs[b0 << 8 | b1] the node two bytes down, and
-// deeper edges live in an open-addressing hash table keyed by (node << 8 | byte).
+// deeper edges live in an open-addressing hash table keyed by (node << 8 | byte), each
+// slot the key and the child side by side (one load a step).
 // node_pattern[n] is the unique-pattern id that ends at node n.
 //
 // Each work-item takes POSITIONS consecutive start positions; from each position p it
 // walks the trie and reports every pattern that occurs at p: (p, id) pairs, overlapping
 // ones included. The two direct tables make the first two steps (where most walks end)
-// cost no hash probe. A chunk may begin with `overlap` bytes repeated from the previous
+// cost no hash probe, and a gate of bits (prefix_words, PatternTable::prefix_words())
+// stops most of the rest before the third: a word per hashed three-byte prefix, bit 0
+// for a pattern of exactly those three bytes, bit 1 + (b3 * 7) % 31 for a longer one
+// whose fourth byte is b3. A chunk may begin with `overlap` bytes repeated from the previous
 // piece of an over-long line; an occurrence belongs to this chunk only if it ends past
 // them (p + length > overlap), so the one that lies wholly inside the overlap is
 // reported once, by the previous chunk.
@@ -29,14 +33,13 @@ inline uchar fold(uchar c, uint ignore_case) {
   return (ignore_case && c >= (uchar)'A' && c <= (uchar)'Z') ? (uchar)(c + 32) : c;
 }
 
-inline uint child(uint node, uchar c, __global const ulong* keys,
-                  __global const uint* values, uint mask) {
+inline uint child(uint node, uchar c, __global const ulong2* edges, uint mask) {
   ulong key = ((ulong)node << 8) | (ulong)c;
   uint h = (uint)((key * 0x9E3779B97F4A7C15UL) >> 32) & mask;
   for (;;) {
-    ulong k = keys[h];
-    if (k == key) return values[h];
-    if (k == EMPTY_KEY) return NO_NODE;
+    ulong2 slot = edges[h];
+    if (slot.x == key) return (uint)slot.y;
+    if (slot.x == EMPTY_KEY) return NO_NODE;
     h = (h + 1u) & mask;
   }
 }
@@ -53,12 +56,12 @@ inline void report(uint node, uint p, uint depth, uint overlap, __global const u
 }
 
 __kernel void scan(__global const uchar* text, uint size, uint overlap,
-                   __global const uint* root_next, __global const ulong* edge_keys,
-                   __global const uint* edge_values, uint edge_mask,
+                   __global const uint* root_next, __global const ulong2* edges, uint edge_mask,
                    __global const uint* node_pattern, uint ignore_case,
                    __global uint2* out, uint capacity, __global uint* total, uint locate,
                    __global uint* pattern_counts, uint count_patterns,
-                   __global const uint* root_pairs) {
+                   __global const uint* root_pairs, __global const uint* prefix_words,
+                   uint prefix_shift) {
   uint first = (uint)get_global_id(0) * POSITIONS;
   for (uint k = 0u; k < POSITIONS; ++k) {
     uint p = first + k;
@@ -68,12 +71,22 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
     if (node == NO_NODE) continue;
     report(node, p, 1u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
     if (p + 1u >= size) continue;
-    node = root_pairs[((uint)c0 << 8) | (uint)fold(text[p + 1u], ignore_case)];
-    uint depth = 2u;
+    uchar c1 = fold(text[p + 1u], ignore_case);
+    node = root_pairs[((uint)c0 << 8) | (uint)c1];
+    if (node == NO_NODE) continue;
+    report(node, p, 2u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+    if (p + 2u >= size) continue;
+    uchar c2 = fold(text[p + 2u], ignore_case);
+    uint word = prefix_words[((((uint)c0 << 16) | ((uint)c1 << 8) | (uint)c2) * 0x9E3779B1u) >> prefix_shift];
+    uint wanted = 1u;
+    if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
+    if ((word & wanted) == 0u) continue;
+    node = child(node, c2, edges, edge_mask);
+    uint depth = 3u;
     while (node != NO_NODE) {
       report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
       if (p + depth >= size) break;
-      node = child(node, fold(text[p + depth], ignore_case), edge_keys, edge_values, edge_mask);
+      node = child(node, fold(text[p + depth], ignore_case), edges, edge_mask);
       ++depth;
     }
   }

@@ -192,9 +192,9 @@ TEST(PatternTable, UniqueIdsMatchFoldedStrings) {
         // The device hash table is a power of two, at most half full.
         const std::size_t slots = std::size_t{t.edge_mask()} + 1;
         EXPECT_TRUE(std::has_single_bit(slots));
-        EXPECT_EQ(t.edge_keys().size(), slots);
-        const auto filled = std::count_if(t.edge_keys().begin(), t.edge_keys().end(),
-                                          [](std::uint64_t k) { return k != PatternTable::kEmptyKey; });
+        EXPECT_EQ(t.edge_slots().size(), slots);
+        const auto filled = std::count_if(t.edge_slots().begin(), t.edge_slots().end(),
+                                          [](const auto& s) { return s.key != PatternTable::kEmptyKey; });
         EXPECT_LE(static_cast<std::size_t>(filled) * 2, slots);
         EXPECT_EQ(t.root_next().size(), 256u);
       }

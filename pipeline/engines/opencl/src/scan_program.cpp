@@ -25,8 +25,8 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, unsign
   try {
     root_next_ = upload(device.context(), table_.root_next());
     root_pairs_ = upload(device.context(), table_.root_pairs());
-    edge_keys_ = upload(device.context(), table_.edge_keys());
-    edge_values_ = upload(device.context(), table_.edge_values());
+    prefix_words_ = upload(device.context(), table_.prefix_words());
+    edges_ = upload(device.context(), table_.edge_slots());
     node_pattern_ = upload(device.context(), table_.node_pattern());
   } catch (const cl::Error& e) {
     throw DeviceError(e.what(), e.err(), "uploading the pattern tables to " + device.info().name);
@@ -38,9 +38,9 @@ namespace {
 // The arguments of kernels/scan.cl's scan(), in its order.
 enum ScanArg : cl_uint {
   kText, kSize, kOverlap,                                                  // the chunk
-  kRootNext, kEdgeKeys, kEdgeValues, kEdgeMask, kNodePattern, kIgnoreCase,  // the patterns
+  kRootNext, kEdges, kEdgeMask, kNodePattern, kIgnoreCase,                 // the patterns
   kOut, kCapacity, kTotal, kLocate, kPatternCounts, kCountPatterns,         // the results
-  kRootPairs,                                                              // the patterns
+  kRootPairs, kPrefixWords, kPrefixShift,                                  // the patterns
 };
 
 }  // namespace
@@ -48,12 +48,13 @@ enum ScanArg : cl_uint {
 cl::Kernel ScanProgram::new_scan_kernel() const {
   cl::Kernel kernel(program_, "scan");
   kernel.setArg(kRootNext, root_next_);
-  kernel.setArg(kEdgeKeys, edge_keys_);
-  kernel.setArg(kEdgeValues, edge_values_);
+  kernel.setArg(kEdges, edges_);
   kernel.setArg(kEdgeMask, static_cast<cl_uint>(table_.edge_mask()));
   kernel.setArg(kNodePattern, node_pattern_);
   kernel.setArg(kIgnoreCase, static_cast<cl_uint>(table_.options().ignore_case ? 1 : 0));
   kernel.setArg(kRootPairs, root_pairs_);
+  kernel.setArg(kPrefixWords, prefix_words_);
+  kernel.setArg(kPrefixShift, static_cast<cl_uint>(table_.prefix_shift()));
   return kernel;
 }
 

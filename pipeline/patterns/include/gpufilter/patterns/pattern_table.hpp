@@ -57,8 +57,24 @@ class PatternTable {
   // root_pairs()[b0 << 8 | b1]: the node two bytes below the root (kNoNode if none), so
   // the kernel takes its first two steps without the hash table.
   std::span<const std::uint32_t> root_pairs() const noexcept { return root_pairs_; }
-  std::span<const std::uint64_t> edge_keys() const noexcept { return edge_keys_; }
-  std::span<const std::uint32_t> edge_values() const noexcept { return edge_values_; }
+  // The gate before the walk's third step: prefix_words()[prefix_word(b0, b1, b2)] has
+  // bit 0 set if a pattern of three bytes may be b0 b1 b2, and bit prefix_bit(b3) if a
+  // longer one may begin b0 b1 b2 b3 (hashed: a set bit may be another's, a clear one
+  // is certain). Most positions where two bytes begin a pattern go no further, and the
+  // gate (at most 4 MiB, cache-resident) answers them without the hash table's probes.
+  std::span<const std::uint32_t> prefix_words() const noexcept { return prefix_words_; }
+  std::uint32_t prefix_shift() const noexcept { return prefix_shift_; }
+  static std::uint32_t prefix_word(unsigned char b0, unsigned char b1, unsigned char b2, std::uint32_t shift) noexcept {
+    return ((std::uint32_t{b0} << 16 | std::uint32_t{b1} << 8 | b2) * 0x9E3779B1u) >> shift;
+  }
+  static std::uint32_t prefix_bit(unsigned char b3) noexcept { return 1u + (b3 * 7u) % 31u; }
+  // The hash table of the edges below depth 1: key (node << 8 | byte), kEmptyKey in a
+  // free slot, and the child beside it.
+  struct EdgeSlot {
+    std::uint64_t key;
+    std::uint64_t child;
+  };
+  std::span<const EdgeSlot> edge_slots() const noexcept { return edge_slots_; }
   std::uint32_t edge_mask() const noexcept { return edge_mask_; }
   std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
   std::size_t node_count() const noexcept { return node_pattern_.size(); }
@@ -81,6 +97,14 @@ class PatternTable {
   void for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const;
 
  private:
+  struct Edge {
+    std::uint32_t parent;
+    unsigned char byte;
+    std::uint32_t child;
+    std::uint64_t key() const noexcept { return (std::uint64_t{parent} << 8) | byte; }
+  };
+  void lay_out_edges(const std::vector<Edge>& edges);
+  void fill_prefix_words();
   std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
 
   MatchOptions options_;
@@ -93,10 +117,11 @@ class PatternTable {
   std::size_t max_length_ = 0;
   std::vector<std::uint32_t> root_next_;
   std::vector<std::uint32_t> root_pairs_;
-  std::vector<std::uint64_t> edge_keys_;
-  std::vector<std::uint32_t> edge_values_;
+  std::vector<EdgeSlot> edge_slots_;
   std::uint32_t edge_mask_ = 0;
   std::vector<std::uint32_t> node_pattern_;
+  std::vector<std::uint32_t> prefix_words_;
+  std::uint32_t prefix_shift_ = 32;
 };
 
 // Puts occurrences reported in any order into PatternTable::before order, as every engine
@@ -109,9 +134,9 @@ inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) co
   const std::uint64_t key = (std::uint64_t{node} << 8) | c;
   std::uint32_t h = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & edge_mask_;
   for (;;) {
-    const std::uint64_t k = edge_keys_[h];
-    if (k == key) return edge_values_[h];
-    if (k == kEmptyKey) return kNoNode;
+    const EdgeSlot& slot = edge_slots_[h];
+    if (slot.key == key) return static_cast<std::uint32_t>(slot.child);
+    if (slot.key == kEmptyKey) return kNoNode;
     h = (h + 1) & edge_mask_;
   }
 }

@@ -50,8 +50,8 @@ class ScanProgram {
   cl::Program program_;
   cl::Buffer root_next_;
   cl::Buffer root_pairs_;
-  cl::Buffer edge_keys_;
-  cl::Buffer edge_values_;
+  cl::Buffer prefix_words_;
+  cl::Buffer edges_;
   cl::Buffer node_pattern_;
 };
 
