@@ -240,6 +240,33 @@ TEST(PatternTable, ForEachAtAgreesWithReference) {
   EXPECT_GT(total, 0u);
 }
 
+// A set large enough to be built on several threads (one first byte's subtree each)
+// walks as the reference matches, and its gate lets every pattern's own prefix through.
+TEST(PatternTable, LargeSetsBuiltOnThreadsWalkAsTheReference) {
+  std::mt19937 rng(7);
+  for (const std::string chars : {"abc\x80\xff"s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789 .:"s}) {
+    for (bool ic : {false, true}) {
+      const std::string text = random_string(rng, chars, 6000);
+      PatternSet p = random_patterns(rng, chars, 40000, 24, text);
+      p.add("");
+      p.add(p[5]);  // a duplicate
+      const PatternTable t(p, MatchOptions{.ignore_case = ic});
+      ASSERT_TRUE(t.has_empty_pattern());
+      EXPECT_EQ(t.unique_of(p.size() - 1), t.unique_of(5));
+      const std::vector<Pair> walked = walk_every_position(t, text);
+      const auto expected = as_pairs(gpufilter::reference_occurrences(p, t, text));
+      ASSERT_TRUE(walked == expected) << " ic=" << ic << ": " << walked.size() << " against " << expected.size();
+      for (std::uint32_t id = 0; id < t.unique_count(); ++id) {
+        const std::string_view s = t.unique_pattern(id);
+        if (s.size() < 3) continue;
+        const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+        const std::uint32_t word = t.prefix_words()[PatternTable::prefix_word(b(0), b(1), b(2), t.prefix_shift())];
+        EXPECT_NE(word & (s.size() == 3 ? 1u : 1u << PatternTable::prefix_bit(b(3))), 0u) << "pattern " << id;
+      }
+    }
+  }
+}
+
 TEST(PatternTable, PrefixPatternsAllReported) {
   PatternSet p;
   p.add_list("a\naa\naaa\nb\nab");

@@ -1,13 +1,50 @@
 #include "gpufilter/patterns/pattern_table.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
+#include <exception>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
 
 namespace gpufilter {
+
+// A pattern in the order the trie is built in: by its first eight bytes as one
+// big-endian number (zero-padded: a shorter string comes first), the whole strings
+// compared only where those are equal, a tenth of the time of comparing strings
+// throughout. It carries its bytes, so that the trie's pass reads them in order.
+// The patterns that begin with one byte: a subtree of the root, built on a thread of its
+// own with nodes and unique ids numbered from 0 (node 0 is the root's child), then
+// numbered into the whole in byte order, which gives every node and id the number one
+// pass over all the patterns would.
+struct TrieBranch {
+  struct SortedPattern {
+    std::uint64_t prefix;
+    std::string_view bytes;
+    std::uint32_t index;
+  };
+  struct Edge {
+    std::uint32_t parent;
+    unsigned char byte;
+    std::uint32_t child;
+  };
+  std::vector<SortedPattern> patterns;
+  std::vector<std::uint32_t> node_pattern;       // local unique id, or kNoPattern
+  std::vector<Edge> edges;                       // below node 0, local numbers
+  std::vector<std::uint32_t> unique_length;
+  std::string unique_bytes;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ids;  // pattern index, local id
+  std::uint32_t too_large = PatternTable::kNoPattern;      // a pattern past the node limit
+  // Numbers of the branch's first node, first unique id and first unique byte in the whole.
+  std::uint32_t node_base = 0;
+  std::uint32_t unique_base = 0;
+  std::size_t byte_base = 0;
+};
 
 namespace {
 
@@ -32,31 +69,89 @@ std::vector<std::string_view> folded_patterns(const PatternSet& patterns, bool i
   return folded;
 }
 
-// The pattern indices in the folded patterns' byte order. Sorted by their first eight
-// bytes as one big-endian number (zero-padded: a shorter string comes first), the whole
-// strings compared only where those are equal: a million patterns in a tenth of the
-// time of comparing strings throughout. Each carries its bytes, so that the trie's pass
-// reads them in order.
-struct SortedPattern {
-  std::uint64_t prefix;
-  std::string_view bytes;
-  std::uint32_t index;
-};
+constexpr std::size_t kMaxNodes = 0xfffffff0u;
 
-std::vector<SortedPattern> sorted_order(const std::vector<std::string_view>& folded) {
-  std::vector<SortedPattern> keys(folded.size());
-  for (std::size_t i = 0; i < folded.size(); ++i) {
+void sort_branch(TrieBranch& b) {
+  for (TrieBranch::SortedPattern& p : b.patterns) {
     std::uint64_t prefix = 0;
-    const std::string_view s = folded[i];
     for (std::size_t k = 0; k < 8; ++k)
-      prefix = prefix << 8 | (k < s.size() ? static_cast<unsigned char>(s[k]) : 0u);
-    keys[i] = {prefix, s, static_cast<std::uint32_t>(i)};
+      prefix = prefix << 8 | (k < p.bytes.size() ? static_cast<unsigned char>(p.bytes[k]) : 0u);
+    p.prefix = prefix;
   }
-  std::sort(keys.begin(), keys.end(), [](const SortedPattern& a, const SortedPattern& b) {
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    return a.bytes < b.bytes;
+  std::sort(b.patterns.begin(), b.patterns.end(), [](const TrieBranch::SortedPattern& x, const TrieBranch::SortedPattern& y) {
+    if (x.prefix != y.prefix) return x.prefix < y.prefix;
+    return x.bytes < y.bytes;
   });
-  return keys;
+}
+
+// The subtree in one pass over its sorted patterns: each shares its longest common
+// prefix with the previous one and adds nodes only for the rest.
+void build_branch(TrieBranch& b) {
+  sort_branch(b);
+  std::vector<std::uint32_t> path;  // path[d - 1]: node at depth d of the previous pattern
+  std::string_view previous;
+  for (const TrieBranch::SortedPattern& sorted : b.patterns) {
+    const std::string_view s = sorted.bytes;
+    if (!previous.empty() && previous == s) {
+      b.ids.emplace_back(sorted.index, b.node_pattern[path[s.size() - 1]]);
+      continue;
+    }
+    std::size_t common = 1;
+    if (previous.empty()) {
+      b.node_pattern.push_back(PatternTable::kNoPattern);
+      path.assign(1, 0);
+    } else {
+      const std::size_t limit = std::min(previous.size(), s.size());
+      while (common < limit && previous[common] == s[common]) ++common;
+      path.resize(common);
+    }
+    for (std::size_t d = common; d < s.size(); ++d) {
+      if (b.node_pattern.size() >= kMaxNodes) {
+        b.too_large = sorted.index;
+        return;
+      }
+      const auto node = static_cast<std::uint32_t>(b.node_pattern.size());
+      b.node_pattern.push_back(PatternTable::kNoPattern);
+      b.edges.push_back({path[d - 1], static_cast<unsigned char>(s[d]), node});
+      path.push_back(node);
+    }
+    const auto id = static_cast<std::uint32_t>(b.unique_length.size());
+    b.unique_length.push_back(static_cast<std::uint32_t>(s.size()));
+    b.unique_bytes += s;
+    b.node_pattern[path[s.size() - 1]] = id;
+    b.ids.emplace_back(sorted.index, id);
+    previous = s;
+  }
+}
+
+// Runs work(i) for every i below n, on up to `threads` threads (the calling one among
+// them), the largest first as `order` lists them; the first exception is rethrown here.
+template <typename Work>
+void run_parallel(const std::vector<std::size_t>& order, unsigned threads, Work&& work) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto run = [&] {
+    try {
+      for (std::size_t k; (k = next.fetch_add(1)) < order.size();) work(order[k]);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next.store(order.size());
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads && t < order.size(); ++t) helpers.emplace_back(run);
+  run();
+  for (std::thread& h : helpers) h.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Threads for building a set of `bytes` pattern bytes: one below 256 KiB, where starting
+// them costs more than they save; up to 16.
+unsigned build_threads(std::size_t bytes) {
+  if (bytes < (std::size_t{256} << 10)) return 1;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
 }
 
 std::uint32_t edge_home(std::uint64_t key, std::uint32_t mask) noexcept {
@@ -65,70 +160,79 @@ std::uint32_t edge_home(std::uint64_t key, std::uint32_t mask) noexcept {
 
 }  // namespace
 
-// The trie is built from the sorted distinct patterns in one pass: each pattern shares
-// its longest common prefix with the previous one and adds nodes only for the rest.
 PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
     : options_(options), root_next_(256, kNoNode), root_pairs_(256 * 256, kNoNode) {
   const std::size_t n = patterns.size();
   std::string storage;
   const std::vector<std::string_view> folded = folded_patterns(patterns, options.ignore_case, storage);
   std::size_t total = 0;
+  std::vector<TrieBranch> branches(256);
+  std::array<std::size_t, 256> sizes{};
   for (std::string_view s : folded) {
     max_length_ = std::max(max_length_, s.size());
     has_nul_ = has_nul_ || s.find('\0') != std::string_view::npos;
     total += s.size();
+    has_empty_ = has_empty_ || s.empty();
+    if (!s.empty()) ++sizes[static_cast<unsigned char>(s[0])];
   }
   if (max_length_ >= (std::size_t{1} << 31)) throw PatternError(0, "pattern longer than 2 GiB");
-
-  unique_of_pattern_.assign(n, kNoPattern);
-  node_pattern_.reserve(std::min<std::size_t>(total + 1, 0xfffffff0u));
-  node_pattern_.push_back(kNoPattern);  // root
-  std::vector<Edge> edges;  // below depth 1
-  edges.reserve(std::min<std::size_t>(total, 0xfffffff0u));
-  std::vector<std::uint32_t> path{0};  // path[d]: node at depth d of the previous pattern
-  std::string_view previous;
-  bool any = false;
-  for (const SortedPattern& sorted : sorted_order(folded)) {
-    const std::string_view s = sorted.bytes;
-    const std::uint32_t index = sorted.index;
-    if (s.empty()) {
-      has_empty_ = true;
-      continue;
-    }
-    if (any && previous == s) {
-      unique_of_pattern_[index] = node_pattern_[path[s.size()]];
-      continue;
-    }
-    std::size_t common = 0;
-    if (any) {
-      const std::size_t limit = std::min(previous.size(), s.size());
-      while (common < limit && previous[common] == s[common]) ++common;
-    }
-    path.resize(common + 1);
-    for (std::size_t d = common; d < s.size(); ++d) {
-      if (node_pattern_.size() >= 0xfffffff0u) throw PatternError(index, "pattern set too large for the device trie");
-      const auto node = static_cast<std::uint32_t>(node_pattern_.size());
-      node_pattern_.push_back(kNoPattern);
-      const auto byte = static_cast<unsigned char>(s[d]);
-      if (d == 0) {
-        root_next_[byte] = node;
-      } else {
-        if (d == 1) root_pairs_[std::size_t{static_cast<unsigned char>(s[0])} << 8 | byte] = node;
-        edges.push_back({path[d], byte, node});
-      }
-      path.push_back(node);
-    }
-    const auto id = static_cast<std::uint32_t>(unique_length_.size());
-    unique_length_.push_back(static_cast<std::uint32_t>(s.size()));
-    unique_start_.push_back(unique_bytes_.size());
-    unique_bytes_ += s;
-    node_pattern_[path[s.size()]] = id;
-    unique_of_pattern_[index] = id;
-    previous = s;
-    any = true;
-  }
-  lay_out_edges(edges);
+  for (std::size_t c = 0; c < 256; ++c) branches[c].patterns.reserve(sizes[c]);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!folded[i].empty())
+      branches[static_cast<unsigned char>(folded[i][0])].patterns.push_back({0, folded[i], static_cast<std::uint32_t>(i)});
+  std::vector<std::size_t> order(256);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
+  const unsigned threads = build_threads(total);
+  run_parallel(order, threads, [&](std::size_t c) { build_branch(branches[c]); });
+  number_branches(branches, n);
+  run_parallel(order, threads, [&](std::size_t c) { join_branch(branches[c], static_cast<unsigned char>(c)); });
+  lay_out_edges(branches, order, threads);
   fill_prefix_words();
+}
+
+// Gives each branch its place in the whole, in byte order after the root.
+void PatternTable::number_branches(std::vector<TrieBranch>& branches, std::size_t pattern_count) {
+  std::size_t nodes = 1, uniques = 0, bytes = 0;
+  for (TrieBranch& b : branches) {
+    if (b.too_large != kNoPattern || nodes + b.node_pattern.size() > kMaxNodes)
+      throw PatternError(b.too_large != kNoPattern ? b.too_large : b.patterns.back().index,
+                         "pattern set too large for the device trie");
+    b.node_base = static_cast<std::uint32_t>(nodes);
+    b.unique_base = static_cast<std::uint32_t>(uniques);
+    b.byte_base = bytes;
+    nodes += b.node_pattern.size();
+    uniques += b.unique_length.size();
+    bytes += b.unique_bytes.size();
+  }
+  node_pattern_.assign(nodes, kNoPattern);
+  unique_length_.resize(uniques);
+  unique_start_.resize(uniques);
+  unique_bytes_.resize(bytes);
+  unique_of_pattern_.assign(pattern_count, kNoPattern);
+}
+
+// Copies a branch into the whole at its place, its numbers made the whole's.
+void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
+  if (b.node_pattern.empty()) return;
+  for (std::size_t i = 0; i < b.node_pattern.size(); ++i)
+    if (b.node_pattern[i] != kNoPattern) node_pattern_[b.node_base + i] = b.unique_base + b.node_pattern[i];
+  std::size_t start = b.byte_base;
+  for (std::size_t i = 0; i < b.unique_length.size(); ++i) {
+    unique_length_[b.unique_base + i] = b.unique_length[i];
+    unique_start_[b.unique_base + i] = start;
+    start += b.unique_length[i];
+  }
+  std::copy(b.unique_bytes.begin(), b.unique_bytes.end(), unique_bytes_.begin() + static_cast<std::ptrdiff_t>(b.byte_base));
+  for (const auto& [index, id] : b.ids) unique_of_pattern_[index] = b.unique_base + id;
+  root_next_[first] = b.node_base;
+  for (TrieBranch::Edge& e : b.edges) {
+    if (e.parent == 0) root_pairs_[std::size_t{first} << 8 | e.byte] = b.node_base + e.child;
+    e.parent += b.node_base;
+    e.child += b.node_base;
+  }
+  std::vector<std::uint32_t>().swap(b.node_pattern);
+  std::string().swap(b.unique_bytes);
 }
 
 // Four words for each pattern of three bytes or more (between 1 Ki and 1 Mi words), so
@@ -149,31 +253,30 @@ void PatternTable::fill_prefix_words() {
 }
 
 // The edges below the root's children (those from the root are root_next_'s) go to a
-// hash table at most half full.
-void PatternTable::lay_out_edges(const std::vector<Edge>& edges) {
-  const std::size_t deep = edges.size();
+// hash table at most half full, each branch's on a thread (a slot is claimed by a
+// compare-and-swap of its key: any order of insertion leaves each key after its home
+// slot with no free slot between, which is all a lookup needs).
+void PatternTable::lay_out_edges(const std::vector<TrieBranch>& branches, const std::vector<std::size_t>& order,
+                                 unsigned threads) {
+  std::size_t deep = 0;
+  for (const TrieBranch& b : branches) deep += b.edges.size();
   const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep * 2));
   edge_mask_ = static_cast<std::uint32_t>(table_size - 1);
   edge_slots_.assign(table_size, EdgeSlot{kEmptyKey, kNoNode});
-  // Inserted in the order of their home slots (a counting sort on the slot's high bits),
-  // so that the probes walk the table nearly in order instead of missing the cache at
-  // every edge: a million patterns' 12 million edges in a fraction of the time.
-  const unsigned bucket_bits = std::min(12u, static_cast<unsigned>(std::bit_width(table_size)) - 1);
-  const unsigned shift = static_cast<unsigned>(std::bit_width(table_size)) - 1 - bucket_bits;
-  std::vector<std::uint32_t> start((std::size_t{1} << bucket_bits) + 1, 0);
-  for (const Edge& e : edges) ++start[(edge_home(e.key(), edge_mask_) >> shift) + 1];
-  for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-  struct Entry {
-    std::uint64_t key;
-    std::uint32_t child;
-  };
-  std::vector<Entry> by_home(deep);
-  for (const Edge& e : edges) by_home[start[edge_home(e.key(), edge_mask_) >> shift]++] = {e.key(), e.child};
-  for (const Entry& e : by_home) {
-    std::uint32_t h = edge_home(e.key, edge_mask_);
-    while (edge_slots_[h].key != kEmptyKey) h = (h + 1) & edge_mask_;
-    edge_slots_[h] = {e.key, e.child};
-  }
+  run_parallel(order, threads, [&](std::size_t c) {
+    for (const TrieBranch::Edge& e : branches[c].edges) {
+      const std::uint64_t key = (std::uint64_t{e.parent} << 8) | e.byte;
+      for (std::uint32_t h = edge_home(key, edge_mask_);; h = (h + 1) & edge_mask_) {
+        std::atomic_ref<std::uint64_t> slot(edge_slots_[h].key);
+        std::uint64_t empty = kEmptyKey;
+        if (slot.load(std::memory_order_relaxed) == kEmptyKey &&
+            slot.compare_exchange_strong(empty, key, std::memory_order_relaxed)) {
+          edge_slots_[h].child = e.child;
+          break;
+        }
+      }
+    }
+  });
 }
 
 void sort_occurrences(std::span<Occurrence> occurrences, std::vector<Occurrence>& buffer, const PatternTable& table) {

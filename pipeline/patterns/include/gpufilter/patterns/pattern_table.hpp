@@ -24,6 +24,8 @@ constexpr unsigned char fold_byte(unsigned char c, bool ignore_case) noexcept {
   return (ignore_case && c >= 'A' && c <= 'Z') ? static_cast<unsigned char>(c + 32) : c;
 }
 
+struct TrieBranch;  // pattern_table.cpp: one first byte's subtree while it is built
+
 class PatternTable {
  public:
   static constexpr std::uint32_t kNoNode = 0;  // the root is never a child
@@ -97,13 +99,10 @@ class PatternTable {
   void for_each_occurrence(std::string_view text, std::size_t overlap, F&& f) const;
 
  private:
-  struct Edge {
-    std::uint32_t parent;
-    unsigned char byte;
-    std::uint32_t child;
-    std::uint64_t key() const noexcept { return (std::uint64_t{parent} << 8) | byte; }
-  };
-  void lay_out_edges(const std::vector<Edge>& edges);
+  void number_branches(std::vector<TrieBranch>& branches, std::size_t pattern_count);
+  void join_branch(TrieBranch& branch, unsigned char first);
+  void lay_out_edges(const std::vector<TrieBranch>& branches, const std::vector<std::size_t>& order,
+                     unsigned threads);
   void fill_prefix_words();
   std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
 
