@@ -19,7 +19,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <thread>
 
@@ -268,9 +267,10 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   // grep.c: one distinct pattern (its duplicates are dropped) of -G or -E stays with the
   // regex matcher, and so does -F -w in a single-byte locale; in a UTF-8 one -F keeps its
   // fixed-string matcher. Distinct as given, before -i folds them.
-  std::set<std::string_view> distinct(o.patterns.patterns().begin(), o.patterns.patterns().end());
-  searching.regex_word =
-      o.word && distinct.size() == 1 && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
+  const std::vector<std::string>& given = o.patterns.patterns();
+  const bool one_distinct = !given.empty() && std::all_of(given.begin(), given.end(),
+                                                          [&](const std::string& p) { return p == given.front(); });
+  searching.regex_word = o.word && one_distinct && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start), except that -q exits 0 at the first line that would be selected:

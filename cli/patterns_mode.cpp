@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <set>
+
 #include <string_view>
 
 #include "gpufilter/core/utf8.hpp"
@@ -72,10 +72,8 @@ bool grep_searches_fixed(regex::Syntax given, const std::vector<std::string>& fi
 // grep drops repeated patterns before it compiles them (so a bad one is reported once, and
 // "-P -e x -e x" is one pattern); the first keeps its place and its origin.
 std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOrigin>& origins) {
-  std::set<std::string_view> seen;
   std::vector<std::string> kept;
-  for (std::size_t i = 0; i < o.patterns.size(); ++i) {
-    if (!seen.insert(o.patterns[i]).second) continue;
+  for (std::size_t i : first_of_each(o.patterns.patterns())) {
     kept.push_back(o.patterns[i]);
     origins.push_back(i < o.origins.size() ? o.origins[i] : regex::PatternOrigin{});
   }

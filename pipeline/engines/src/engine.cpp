@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 #include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "co_scanner.hpp"
@@ -141,10 +140,7 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
 }
 
 PatternStats PatternStats::of(const PatternSet& patterns) {
-  std::unordered_set<std::string_view> distinct;
-  distinct.reserve(patterns.size());
-  for (std::size_t i = 0; i < patterns.size(); ++i) distinct.insert(patterns[i]);
-  return {distinct.size(), patterns.max_length()};
+  return {first_of_each(patterns.patterns()).size(), patterns.max_length()};
 }
 
 std::vector<DeviceInfo> opencl_devices() { return list_devices(); }

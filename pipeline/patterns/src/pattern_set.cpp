@@ -1,6 +1,8 @@
 #include "gpufilter/patterns/pattern_set.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
 
 namespace gpufilter {
 
@@ -29,6 +31,25 @@ void PatternSet::add_file_contents(std::string_view contents) {
   if (contents.empty()) return;
   if (contents.back() == '\n') contents.remove_suffix(1);
   add_list(contents);
+}
+
+std::vector<std::size_t> first_of_each(const std::vector<std::string>& patterns) {
+  constexpr std::size_t kFree = ~std::size_t{0};
+  const std::size_t size = std::bit_ceil(std::max<std::size_t>(16, patterns.size() * 2));
+  std::vector<std::size_t> slots(size, kFree);
+  std::vector<std::size_t> first;
+  const std::hash<std::string_view> hash;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    for (std::size_t h = hash(patterns[i]) & (size - 1);; h = (h + 1) & (size - 1)) {
+      if (slots[h] == kFree) {
+        slots[h] = i;
+        first.push_back(i);
+        break;
+      }
+      if (patterns[slots[h]] == patterns[i]) break;
+    }
+  }
+  return first;
 }
 
 }  // namespace gpufilter

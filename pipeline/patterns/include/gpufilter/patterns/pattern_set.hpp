@@ -9,6 +9,10 @@
 
 namespace gpufilter {
 
+// The index of the first of each distinct pattern, in the order given (a flat hash set:
+// a million patterns in a fraction of the time of a std::set or std::unordered_set).
+std::vector<std::size_t> first_of_each(const std::vector<std::string>& patterns);
+
 class PatternSet {
  public:
   // Adds one -e argument or PATTERNS operand: newline-separated patterns
