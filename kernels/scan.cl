@@ -4,7 +4,8 @@
 // child of the root for byte b, root_pairs[b0 << 8 | b1] the node two bytes down, and
 // deeper edges live in an open-addressing hash table keyed by (node << 8 | byte), each
 // slot the key and the child side by side (one load a step).
-// node_pattern[n] is the unique-pattern id that ends at node n.
+// node_pattern[n] is the unique-pattern id that ends at node n. The tables refer to node
+// n as n | ENDS when a pattern ends there, so node_pattern is read only to report.
 //
 // Each work-item takes POSITIONS consecutive start positions; from each position p it
 // walks the trie and reports every pattern that occurs at p: (p, id) pairs, overlapping
@@ -24,6 +25,7 @@
 
 #define NO_NODE 0u
 #define NO_PATTERN 0xffffffffu
+#define ENDS 0x80000000u
 #define EMPTY_KEY 0xffffffffffffffffUL
 #ifndef POSITIONS
 #define POSITIONS 1u  // set by Matcher (-DPOSITIONS=n): 4 on GPUs, 1 on CPU devices
@@ -44,11 +46,11 @@ inline uint child(uint node, uchar c, __global const ulong2* edges, uint mask) {
   }
 }
 
-inline void report(uint node, uint p, uint depth, uint overlap, __global const uint* node_pattern,
+inline void report(uint ref, uint p, uint depth, uint overlap, __global const uint* node_pattern,
                    __global uint2* out, uint capacity, __global uint* total, uint locate,
                    __global uint* pattern_counts, uint count_patterns) {
-  uint id = node_pattern[node];
-  if (id != NO_PATTERN && p + depth > overlap) {
+  if ((ref & ENDS) != 0u && p + depth > overlap) {
+    uint id = node_pattern[ref & ~ENDS];
     uint slot = atomic_inc(total);
     if (locate && slot < capacity) out[slot] = (uint2)(p, id);
     if (count_patterns) atomic_inc(&pattern_counts[id]);
@@ -81,12 +83,12 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
     uint wanted = 1u;
     if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
     if ((word & wanted) == 0u) continue;
-    node = child(node, c2, edges, edge_mask);
+    node = child(node & ~ENDS, c2, edges, edge_mask);
     uint depth = 3u;
     while (node != NO_NODE) {
       report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
       if (p + depth >= size) break;
-      node = child(node, fold(text[p + depth], ignore_case), edges, edge_mask);
+      node = child(node & ~ENDS, fold(text[p + depth], ignore_case), edges, edge_mask);
       ++depth;
     }
   }

@@ -69,7 +69,7 @@ std::vector<std::string_view> folded_patterns(const PatternSet& patterns, bool i
   return folded;
 }
 
-constexpr std::size_t kMaxNodes = 0xfffffff0u;
+constexpr std::size_t kMaxNodes = 0x7ffffff0u;  // below PatternTable::kEnds
 
 void sort_branch(TrieBranch& b) {
   for (TrieBranch::SortedPattern& p : b.patterns) {
@@ -225,11 +225,14 @@ void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
   }
   std::copy(b.unique_bytes.begin(), b.unique_bytes.end(), unique_bytes_.begin() + static_cast<std::ptrdiff_t>(b.byte_base));
   for (const auto& [index, id] : b.ids) unique_of_pattern_[index] = b.unique_base + id;
-  root_next_[first] = b.node_base;
+  const auto ref = [&](std::uint32_t local) {
+    return (b.node_base + local) | (b.node_pattern[local] != kNoPattern ? kEnds : 0u);
+  };
+  root_next_[first] = ref(0);
   for (TrieBranch::Edge& e : b.edges) {
-    if (e.parent == 0) root_pairs_[std::size_t{first} << 8 | e.byte] = b.node_base + e.child;
+    if (e.parent == 0) root_pairs_[std::size_t{first} << 8 | e.byte] = ref(e.child);
     e.parent += b.node_base;
-    e.child += b.node_base;
+    e.child = ref(e.child);
   }
   std::vector<std::uint32_t>().swap(b.node_pattern);
   std::string().swap(b.unique_bytes);

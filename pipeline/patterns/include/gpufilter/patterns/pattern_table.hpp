@@ -29,6 +29,9 @@ struct TrieBranch;  // pattern_table.cpp: one first byte's subtree while it is b
 class PatternTable {
  public:
   static constexpr std::uint32_t kNoNode = 0;  // the root is never a child
+  // The tables below refer to a node by its number with kEnds set when a pattern ends
+  // there, so that a walk reads node_pattern() only where it reports.
+  static constexpr std::uint32_t kEnds = 0x80000000u;
   static constexpr std::uint32_t kNoPattern = 0xffffffffu;
   static constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
 
@@ -147,9 +150,9 @@ void PatternTable::for_each_at(std::string_view text, F&& f) const {
   std::uint32_t node = root_next_[fold_byte(static_cast<unsigned char>(text[0]), fold)];
   std::size_t depth = 1;
   while (node != kNoNode) {
-    if (node_pattern_[node] != kNoPattern) f(node_pattern_[node]);
+    if ((node & kEnds) != 0) f(node_pattern_[node & ~kEnds]);
     if (depth >= text.size()) break;
-    node = child(node, fold_byte(static_cast<unsigned char>(text[depth]), fold));
+    node = child(node & ~kEnds, fold_byte(static_cast<unsigned char>(text[depth]), fold));
     ++depth;
   }
 }
