@@ -2,8 +2,10 @@
 //
 // The pattern set is a trie (built on the host by PatternTable): root_next[b] is the
 // child of the root for byte b, root_pairs[b0 << 8 | b1] the node two bytes down, and
-// deeper edges live in an open-addressing hash table keyed by (node << 8 | byte), each
-// slot the key and the child side by side (one load a step).
+// deeper edges are found through node_info[n] (PatternTable::node_info(): nodes are
+// numbered depth first, so n's first child is n + 1, and node_info holds its byte and
+// whether n has other children) and, for the other children, an open-addressing hash
+// table keyed by (node << 8 | byte), each slot the key and the child side by side.
 // node_pattern[n] is the unique-pattern id that ends at node n. The tables refer to node
 // n as n | ENDS when a pattern ends there, so node_pattern is read only to report.
 //
@@ -35,7 +37,11 @@ inline uchar fold(uchar c, uint ignore_case) {
   return (ignore_case && c >= (uchar)'A' && c <= (uchar)'Z') ? (uchar)(c + 32) : c;
 }
 
-inline uint child(uint node, uchar c, __global const ulong2* edges, uint mask) {
+inline uint child(uint node, uchar c, __global const ushort* node_info, __global const ulong2* edges, uint mask) {
+  uint info = node_info[node];
+  if ((info & 0x100u) == 0u) return NO_NODE;  // no child
+  if ((info & 0xffu) == (uint)c) return (node + 1u) | ((info & 0x400u) != 0u ? ENDS : 0u);  // the first
+  if ((info & 0x200u) == 0u) return NO_NODE;  // no other
   ulong key = ((ulong)node << 8) | (ulong)c;
   uint h = (uint)((key * 0x9E3779B97F4A7C15UL) >> 32) & mask;
   for (;;) {
@@ -63,7 +69,7 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
                    __global uint2* out, uint capacity, __global uint* total, uint locate,
                    __global uint* pattern_counts, uint count_patterns,
                    __global const uint* root_pairs, __global const uint* prefix_words,
-                   uint prefix_shift) {
+                   uint prefix_shift, __global const ushort* node_info) {
   uint first = (uint)get_global_id(0) * POSITIONS;
   for (uint k = 0u; k < POSITIONS; ++k) {
     uint p = first + k;
@@ -83,12 +89,12 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
     uint wanted = 1u;
     if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
     if ((word & wanted) == 0u) continue;
-    node = child(node & ~ENDS, c2, edges, edge_mask);
+    node = child(node & ~ENDS, c2, node_info, edges, edge_mask);
     uint depth = 3u;
     while (node != NO_NODE) {
       report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
       if (p + depth >= size) break;
-      node = child(node & ~ENDS, fold(text[p + depth], ignore_case), edges, edge_mask);
+      node = child(node & ~ENDS, fold(text[p + depth], ignore_case), node_info, edges, edge_mask);
       ++depth;
     }
   }

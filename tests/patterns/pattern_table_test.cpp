@@ -244,7 +244,7 @@ TEST(PatternTable, ForEachAtAgreesWithReference) {
 // walks as the reference matches, and its gate lets every pattern's own prefix through.
 TEST(PatternTable, LargeSetsBuiltOnThreadsWalkAsTheReference) {
   std::mt19937 rng(7);
-  for (const std::string chars : {"abc\x80\xff"s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789 .:"s}) {
+  for (const std::string& chars : {"abc\x80\xff"s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789 .:"s}) {
     for (bool ic : {false, true}) {
       const std::string text = random_string(rng, chars, 6000);
       PatternSet p = random_patterns(rng, chars, 40000, 24, text);

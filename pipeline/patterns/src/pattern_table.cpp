@@ -206,6 +206,7 @@ void PatternTable::number_branches(std::vector<TrieBranch>& branches, std::size_
     bytes += b.unique_bytes.size();
   }
   node_pattern_.assign(nodes, kNoPattern);
+  node_info_.assign(nodes, 0);
   unique_length_.resize(uniques);
   unique_start_.resize(uniques);
   unique_bytes_.resize(bytes);
@@ -229,11 +230,19 @@ void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
     return (b.node_base + local) | (b.node_pattern[local] != kNoPattern ? kEnds : 0u);
   };
   root_next_[first] = ref(0);
-  for (TrieBranch::Edge& e : b.edges) {
+  std::size_t others = 0;  // the edges to a child other than the first stay for the hash table
+  for (const TrieBranch::Edge& e : b.edges) {
     if (e.parent == 0) root_pairs_[std::size_t{first} << 8 | e.byte] = ref(e.child);
-    e.parent += b.node_base;
-    e.child = ref(e.child);
+    std::uint16_t& info = node_info_[b.node_base + e.parent];
+    if (e.child == e.parent + 1) {
+      info = static_cast<std::uint16_t>(info | e.byte | kHasChild |
+                                        (b.node_pattern[e.child] != kNoPattern ? kFirstChildEnds : 0));
+    } else {
+      info = static_cast<std::uint16_t>(info | kMoreChildren);
+      b.edges[others++] = {b.node_base + e.parent, e.byte, ref(e.child)};
+    }
   }
+  b.edges.resize(others);
   std::vector<std::uint32_t>().swap(b.node_pattern);
   std::string().swap(b.unique_bytes);
 }

@@ -26,6 +26,7 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, unsign
     root_next_ = upload(device.context(), table_.root_next());
     root_pairs_ = upload(device.context(), table_.root_pairs());
     prefix_words_ = upload(device.context(), table_.prefix_words());
+    node_info_ = upload(device.context(), table_.node_info());
     edges_ = upload(device.context(), table_.edge_slots());
     node_pattern_ = upload(device.context(), table_.node_pattern());
   } catch (const cl::Error& e) {
@@ -40,7 +41,7 @@ enum ScanArg : cl_uint {
   kText, kSize, kOverlap,                                                  // the chunk
   kRootNext, kEdges, kEdgeMask, kNodePattern, kIgnoreCase,                 // the patterns
   kOut, kCapacity, kTotal, kLocate, kPatternCounts, kCountPatterns,         // the results
-  kRootPairs, kPrefixWords, kPrefixShift,                                  // the patterns
+  kRootPairs, kPrefixWords, kPrefixShift, kNodeInfo,                       // the patterns
 };
 
 }  // namespace
@@ -55,6 +56,7 @@ cl::Kernel ScanProgram::new_scan_kernel() const {
   kernel.setArg(kRootPairs, root_pairs_);
   kernel.setArg(kPrefixWords, prefix_words_);
   kernel.setArg(kPrefixShift, static_cast<cl_uint>(table_.prefix_shift()));
+  kernel.setArg(kNodeInfo, node_info_);
   return kernel;
 }
 

@@ -32,6 +32,13 @@ class PatternTable {
   // The tables below refer to a node by its number with kEnds set when a pattern ends
   // there, so that a walk reads node_pattern() only where it reports.
   static constexpr std::uint32_t kEnds = 0x80000000u;
+  // node_info()[n]: the byte to n's first child in its low 8 bits, and these flags. Nodes
+  // are numbered depth first, so the first child of n is n + 1: most steps of a walk (a
+  // node with one child) read this array, in order along the walk, and only a node with
+  // more children is looked up in the hash table, which holds the other children alone.
+  static constexpr std::uint16_t kHasChild = 0x100;
+  static constexpr std::uint16_t kMoreChildren = 0x200;
+  static constexpr std::uint16_t kFirstChildEnds = 0x400;
   static constexpr std::uint32_t kNoPattern = 0xffffffffu;
   static constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
 
@@ -73,8 +80,8 @@ class PatternTable {
     return ((std::uint32_t{b0} << 16 | std::uint32_t{b1} << 8 | b2) * 0x9E3779B1u) >> shift;
   }
   static std::uint32_t prefix_bit(unsigned char b3) noexcept { return 1u + (b3 * 7u) % 31u; }
-  // The hash table of the edges below depth 1: key (node << 8 | byte), kEmptyKey in a
-  // free slot, and the child beside it.
+  // The hash table of the edges below depth 1 to a child other than the first: key
+  // (node << 8 | byte), kEmptyKey in a free slot, and the child beside it.
   struct EdgeSlot {
     std::uint64_t key;
     std::uint64_t child;
@@ -82,6 +89,7 @@ class PatternTable {
   std::span<const EdgeSlot> edge_slots() const noexcept { return edge_slots_; }
   std::uint32_t edge_mask() const noexcept { return edge_mask_; }
   std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
+  std::span<const std::uint16_t> node_info() const noexcept { return node_info_; }
   std::size_t node_count() const noexcept { return node_pattern_.size(); }
 
   // The order occurrences are handed on in: by position, the longest pattern first at a
@@ -122,6 +130,7 @@ class PatternTable {
   std::vector<EdgeSlot> edge_slots_;
   std::uint32_t edge_mask_ = 0;
   std::vector<std::uint32_t> node_pattern_;
+  std::vector<std::uint16_t> node_info_;
   std::vector<std::uint32_t> prefix_words_;
   std::uint32_t prefix_shift_ = 32;
 };
@@ -133,6 +142,10 @@ class PatternTable {
 void sort_occurrences(std::span<Occurrence> occurrences, std::vector<Occurrence>& buffer, const PatternTable& table);
 
 inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) const noexcept {
+  const std::uint16_t info = node_info_[node];
+  if ((info & kHasChild) == 0) return kNoNode;
+  if ((info & 0xff) == c) return (node + 1) | ((info & kFirstChildEnds) != 0 ? kEnds : 0u);
+  if ((info & kMoreChildren) == 0) return kNoNode;
   const std::uint64_t key = (std::uint64_t{node} << 8) | c;
   std::uint32_t h = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & edge_mask_;
   for (;;) {
