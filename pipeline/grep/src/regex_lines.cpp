@@ -1,7 +1,7 @@
 #include "gpufilter/grep/regex_lines.hpp"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/regex/factors.hpp"
@@ -36,7 +36,8 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
   options.ignore_case = ignore_case;
   options.utf8 = utf8;
   options.min_length = 2;
-  std::map<std::string, std::uint32_t> index_of;  // folded factor -> index in factors_
+  std::unordered_map<std::string, std::uint32_t> index_of;  // folded factor -> index in factors_
+  index_of.reserve(patterns.size());
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     const auto found = given.whole_list() ? std::nullopt : regex::required_factors(patterns[i], syntax, options);
     if (!found) {
