@@ -256,7 +256,9 @@ TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {
     EXPECT_EQ(r.status, 2) << args[0];
     EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
     const ProcessResult theirs = run_process({kRegexTool, "-c", d, log, args[0]});
-    if (args[0] != "sshd") EXPECT_NE(theirs.status, 0) << args[0];  // fail2ban-regex refuses it too
+    if (args[0] != "sshd") {
+      EXPECT_NE(theirs.status, 0) << args[0];  // fail2ban-regex refuses it too
+    }
   }
   fs::remove_all(d);
 }
@@ -270,8 +272,8 @@ std::vector<Case> cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Logs, TestFilterCli, ::testing::ValuesIn(cases()), [](const auto& info) {
-  std::string name = info.param.filter + (info.param.log.find("loghub") != std::string::npos ? "_loghub" : "");
+INSTANTIATE_TEST_SUITE_P(Logs, TestFilterCli, ::testing::ValuesIn(cases()), [](const auto& test) {
+  std::string name = test.param.filter + (test.param.log.find("loghub") != std::string::npos ? "_loghub" : "");
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
