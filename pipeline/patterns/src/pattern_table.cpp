@@ -7,22 +7,22 @@
 #include <exception>
 #include <mutex>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/workers.hpp"
 
 namespace gpufilter {
 
-// A pattern in the order the trie is built in: by its first eight bytes as one
-// big-endian number (zero-padded: a shorter string comes first), the whole strings
-// compared only where those are equal, a tenth of the time of comparing strings
-// throughout. It carries its bytes, so that the trie's pass reads them in order.
 // The patterns that begin with one byte: a subtree of the root, built on a thread of its
 // own with nodes and unique ids numbered from 0 (node 0 is the root's child), then
 // numbered into the whole in byte order, which gives every node and id the number one
 // pass over all the patterns would.
 struct TrieBranch {
+  // A pattern in the order the trie is built in: by its first eight bytes as one
+  // big-endian number (zero-padded: a shorter string comes first), the whole strings
+  // compared only where those are equal, a tenth of the time of comparing strings
+  // throughout. It carries its bytes, so that the trie's pass reads them in order.
   struct SortedPattern {
     std::uint64_t prefix;
     std::string_view bytes;
@@ -124,38 +124,28 @@ void build_branch(TrieBranch& b) {
   }
 }
 
-// Runs work(i) for every i below n, on up to `threads` threads (the calling one among
-// them), the largest first as `order` lists them; the first exception is rethrown here.
+// Calls work(c) for every c of `order` on the pool, in that order as threads come free
+// (the largest branches first); the first exception is rethrown here, since the pool's
+// tasks must not throw.
 template <typename Work>
-void run_parallel(const std::vector<std::size_t>& order, unsigned threads, Work&& work) {
-  std::atomic<std::size_t> next{0};
+void run_all(WorkerPool& pool, const std::vector<std::size_t>& order, Work&& work) {
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  const auto run = [&] {
+  pool.run(order.size(), [&](std::size_t k) {
     try {
-      for (std::size_t k; (k = next.fetch_add(1)) < order.size();) work(order[k]);
+      work(order[k]);
     } catch (...) {
       const std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();
-      next.store(order.size());
     }
-  };
-  std::vector<std::thread> helpers;
-  for (unsigned t = 1; t < threads && t < order.size(); ++t) helpers.emplace_back(run);
-  run();
-  for (std::thread& h : helpers) h.join();
+  });
   if (failure) std::rethrow_exception(failure);
 }
 
-// Threads for building a set of `bytes` pattern bytes: one below 256 KiB, where starting
-// them costs more than they save; up to 16.
-unsigned build_threads(std::size_t bytes) {
-  if (bytes < (std::size_t{256} << 10)) return 1;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-}
-
-std::uint32_t edge_home(std::uint64_t key, std::uint32_t mask) noexcept {
-  return static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+// Helper threads for building a set of `bytes` pattern bytes: none below 256 KiB, where
+// starting them costs more than they save.
+std::size_t build_helpers(std::size_t bytes) {
+  return bytes < (std::size_t{256} << 10) ? 0 : WorkerPool::default_threads();
 }
 
 }  // namespace
@@ -183,11 +173,11 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
   std::vector<std::size_t> order(256);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
-  const unsigned threads = build_threads(total);
-  run_parallel(order, threads, [&](std::size_t c) { build_branch(branches[c]); });
+  WorkerPool pool(build_helpers(total));
+  run_all(pool, order, [&](std::size_t c) { build_branch(branches[c]); });
   number_branches(branches, n);
-  run_parallel(order, threads, [&](std::size_t c) { join_branch(branches[c], static_cast<unsigned char>(c)); });
-  lay_out_edges(branches, order, threads);
+  run_all(pool, order, [&](std::size_t c) { join_branch(branches[c], static_cast<unsigned char>(c)); });
+  lay_out_edges(branches, order, pool);
   fill_prefix_words();
 }
 
@@ -269,15 +259,15 @@ void PatternTable::fill_prefix_words() {
 // compare-and-swap of its key: any order of insertion leaves each key after its home
 // slot with no free slot between, which is all a lookup needs).
 void PatternTable::lay_out_edges(const std::vector<TrieBranch>& branches, const std::vector<std::size_t>& order,
-                                 unsigned threads) {
+                                 WorkerPool& pool) {
   std::size_t deep = 0;
   for (const TrieBranch& b : branches) deep += b.edges.size();
   const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep * 2));
   edge_mask_ = static_cast<std::uint32_t>(table_size - 1);
   edge_slots_.assign(table_size, EdgeSlot{kEmptyKey, kNoNode});
-  run_parallel(order, threads, [&](std::size_t c) {
+  run_all(pool, order, [&](std::size_t c) {
     for (const TrieBranch::Edge& e : branches[c].edges) {
-      const std::uint64_t key = (std::uint64_t{e.parent} << 8) | e.byte;
+      const std::uint64_t key = edge_key(e.parent, e.byte);
       for (std::uint32_t h = edge_home(key, edge_mask_);; h = (h + 1) & edge_mask_) {
         std::atomic_ref<std::uint64_t> slot(edge_slots_[h].key);
         std::uint64_t empty = kEmptyKey;

@@ -25,6 +25,7 @@ constexpr unsigned char fold_byte(unsigned char c, bool ignore_case) noexcept {
 }
 
 struct TrieBranch;  // pattern_table.cpp: one first byte's subtree while it is built
+class WorkerPool;   // core/workers.hpp: the threads that build the branches
 
 class PatternTable {
  public:
@@ -87,6 +88,14 @@ class PatternTable {
     std::uint64_t child;
   };
   std::span<const EdgeSlot> edge_slots() const noexcept { return edge_slots_; }
+  // An edge's key and its home slot in a table of mask + 1 slots (kernels/scan.cl's
+  // child() computes the same).
+  static std::uint64_t edge_key(std::uint32_t node, unsigned char byte) noexcept {
+    return (std::uint64_t{node} << 8) | byte;
+  }
+  static std::uint32_t edge_home(std::uint64_t key, std::uint32_t mask) noexcept {
+    return static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+  }
   std::uint32_t edge_mask() const noexcept { return edge_mask_; }
   std::span<const std::uint32_t> node_pattern() const noexcept { return node_pattern_; }
   std::span<const std::uint16_t> node_info() const noexcept { return node_info_; }
@@ -113,7 +122,7 @@ class PatternTable {
   void number_branches(std::vector<TrieBranch>& branches, std::size_t pattern_count);
   void join_branch(TrieBranch& branch, unsigned char first);
   void lay_out_edges(const std::vector<TrieBranch>& branches, const std::vector<std::size_t>& order,
-                     unsigned threads);
+                     WorkerPool& pool);
   void fill_prefix_words();
   std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
 
@@ -146,8 +155,8 @@ inline std::uint32_t PatternTable::child(std::uint32_t node, unsigned char c) co
   if ((info & kHasChild) == 0) return kNoNode;
   if ((info & 0xff) == c) return (node + 1) | ((info & kFirstChildEnds) != 0 ? kEnds : 0u);
   if ((info & kMoreChildren) == 0) return kNoNode;
-  const std::uint64_t key = (std::uint64_t{node} << 8) | c;
-  std::uint32_t h = static_cast<std::uint32_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & edge_mask_;
+  const std::uint64_t key = edge_key(node, c);
+  std::uint32_t h = edge_home(key, edge_mask_);
   for (;;) {
     const EdgeSlot& slot = edge_slots_[h];
     if (slot.key == key) return static_cast<std::uint32_t>(slot.child);
