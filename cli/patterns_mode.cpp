@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-
 #include <string_view>
 
 #include "gpufilter/core/utf8.hpp"
