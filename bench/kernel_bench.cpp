@@ -2,7 +2,8 @@
 // a line end) into one scan slot once, then runs the scan kernel over that resident copy
 // --iterations times: no host copies, no uploads, no read-back of positions. Prints one
 // JSON line: {"kernel_gbps", "bytes", "iterations", "device", "patterns", "occurrences",
-// "positions_per_item", and the upload rates from pinned staging: "upload_write_gbps" (a
+// "positions_per_item", "compacted" (the walks gathered per work-group: --walks
+// compacted|in-place|auto, auto by default), and the upload rates from pinned staging: "upload_write_gbps" (a
 // write from the mapped pointer, what the pipeline does), "upload_copy_gbps" (a copy from
 // the staging buffer object)}.
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage: gpufilter-kernel-bench [--device SPEC] [-i] -f PATTERNFILE [--bytes N] "
-               "[--iterations K] [--positions P] INPUT\n");
+               "[--iterations K] [--positions P] [--walks auto|compacted|in-place] [--group N] INPUT\n");
   return 2;
 }
 
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
   unsigned iterations = 10;
   unsigned positions = 0;  // start positions per work-item; 0: the ScanProgram's default
   bool ignore_case = false;
+  gpufilter::ScanLayout::Walks walks = gpufilter::ScanLayout::Walks::kAuto;
+  unsigned group = 0;  // work-items a group when the walks are gathered; 0: the default
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
@@ -57,7 +60,13 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--iterations") iterations = static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10));
     else if (a == "--positions") positions = static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10));
-    else if (!a.empty() && a[0] != '-' && input.empty()) input = a;
+    else if (a == "--group") group = static_cast<unsigned>(std::strtoul(next().c_str(), nullptr, 10));
+    else if (a == "--walks") {
+      const std::string g = next();
+      if (g == "compacted") walks = gpufilter::ScanLayout::Walks::kCompacted;
+      else if (g == "in-place") walks = gpufilter::ScanLayout::Walks::kInPlace;
+      else if (g != "auto") return usage();
+    } else if (!a.empty() && a[0] != '-' && input.empty()) input = a;
     else return usage();
   }
   if (pattern_file.empty() || input.empty() || iterations == 0 || bytes == 0) return usage();
@@ -69,7 +78,7 @@ int main(int argc, char** argv) {
 
     gpufilter::DeviceContext device(device_spec);
     const gpufilter::ScanProgram matcher(device, gpufilter::PatternTable(patterns, gpufilter::MatchOptions{ignore_case}),
-                                     positions);
+                                         gpufilter::ScanLayout{.positions = positions, .walks = walks, .group_items = group});
     gpufilter::DeviceScanner scanner(device, matcher,
                                      gpufilter::ScanConfig{.chunk_bytes = text.size(), .slots = 1, .locate = false});
     gpufilter::ScanSlot& slot = *scanner.acquire();
@@ -85,10 +94,10 @@ int main(int argc, char** argv) {
     const double uploaded = static_cast<double>(text.size()) * iterations / 1e9;
     std::printf(
         "{\"kernel_gbps\":%.3f,\"bytes\":%zu,\"iterations\":%u,\"device\":\"%s\",\"patterns\":%zu,"
-        "\"occurrences\":%llu,\"positions_per_item\":%u,\"upload_write_gbps\":%.3f,\"upload_copy_gbps\":%.3f}\n",
+        "\"occurrences\":%llu,\"positions_per_item\":%u,\"compacted\":%s,\"upload_write_gbps\":%.3f,\"upload_copy_gbps\":%.3f}\n",
         static_cast<double>(text.size()) * iterations / seconds / 1e9, text.size(), iterations,
         device.info().name.c_str(), patterns.size(), static_cast<unsigned long long>(occurrences),
-        matcher.positions_per_item(), uploaded / write_s, uploaded / copy_s);
+        matcher.positions_per_item(), matcher.compacted() ? "true" : "false", uploaded / write_s, uploaded / copy_s);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpufilter-kernel-bench: %s\n", e.what());

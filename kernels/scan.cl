@@ -63,6 +63,31 @@ inline void report(uint ref, uint p, uint depth, uint overlap, __global const ui
   }
 }
 
+// Whether the gate in global memory lets a walk take its third step at p (c0 c1 c2 read).
+inline uint gate_passes(__global const uchar* text, uint p, uint size, uint c0, uint c1, uint c2,
+                        __global const uint* prefix_words, uint prefix_shift, uint ignore_case) {
+  uint word = prefix_words[(((c0 << 16) | (c1 << 8) | c2) * 0x9E3779B1u) >> prefix_shift];
+  uint wanted = 1u;
+  if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
+  return (word & wanted) != 0u ? 1u : 0u;
+}
+
+// The walk from depth 3 on, below `node` (two bytes down from p, c2 the third byte).
+inline void walk_deep(__global const uchar* text, uint p, uint size, uint overlap, uint node, uchar c2,
+                      __global const ushort* node_info, __global const ulong2* edges, uint edge_mask,
+                      __global const uint* node_pattern, uint ignore_case,
+                      __global uint2* out, uint capacity, __global uint* total, uint locate,
+                      __global uint* pattern_counts, uint count_patterns) {
+  node = child(node & ~ENDS, c2, node_info, edges, edge_mask);
+  uint depth = 3u;
+  while (node != NO_NODE) {
+    report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+    if (p + depth >= size) break;
+    node = child(node & ~ENDS, fold(text[p + depth], ignore_case), node_info, edges, edge_mask);
+    ++depth;
+  }
+}
+
 __kernel void scan(__global const uchar* text, uint size, uint overlap,
                    __global const uint* root_next, __global const ulong2* edges, uint edge_mask,
                    __global const uint* node_pattern, uint ignore_case,
@@ -85,17 +110,51 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
     report(node, p, 2u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
     if (p + 2u >= size) continue;
     uchar c2 = fold(text[p + 2u], ignore_case);
-    uint word = prefix_words[((((uint)c0 << 16) | ((uint)c1 << 8) | (uint)c2) * 0x9E3779B1u) >> prefix_shift];
-    uint wanted = 1u;
-    if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
-    if ((word & wanted) == 0u) continue;
-    node = child(node & ~ENDS, c2, node_info, edges, edge_mask);
-    uint depth = 3u;
-    while (node != NO_NODE) {
-      report(node, p, depth, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
-      if (p + depth >= size) break;
-      node = child(node & ~ENDS, fold(text[p + depth], ignore_case), node_info, edges, edge_mask);
-      ++depth;
-    }
+    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, ignore_case) == 0u) continue;
+    walk_deep(text, p, size, overlap, node, c2, node_info, edges, edge_mask, node_pattern, ignore_case,
+              out, capacity, total, locate, pattern_counts, count_patterns);
+  }
+}
+
+// scan() with the walks gathered: a work-group's work-items first take their positions'
+// first two steps and the gate, and put each walk that goes on into `walks` (local
+// memory, a place for every position of the group); then the group's work-items take
+// those walks one each. In scan() a warp whose positions hold one walk waits as long as
+// that walk for all of them; here the walks run side by side in as few warps as there
+// are walks / 32, and the other warps are done.
+__kernel void scan_compact(__global const uchar* text, uint size, uint overlap,
+                           __global const uint* root_next, __global const ulong2* edges, uint edge_mask,
+                           __global const uint* node_pattern, uint ignore_case,
+                           __global uint2* out, uint capacity, __global uint* total, uint locate,
+                           __global uint* pattern_counts, uint count_patterns,
+                           __global const uint* root_pairs, __global const uint* prefix_words,
+                           uint prefix_shift, __global const ushort* node_info, __local uint2* walks) {
+  __local uint count;
+  if (get_local_id(0) == 0) count = 0u;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint first = (uint)get_global_id(0) * POSITIONS;
+  for (uint k = 0u; k < POSITIONS; ++k) {
+    uint p = first + k;
+    if (p >= size) break;
+    uchar c0 = fold(text[p], ignore_case);
+    uint node = root_next[c0];
+    if (node == NO_NODE) continue;
+    report(node, p, 1u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+    if (p + 1u >= size) continue;
+    uchar c1 = fold(text[p + 1u], ignore_case);
+    node = root_pairs[((uint)c0 << 8) | (uint)c1];
+    if (node == NO_NODE) continue;
+    report(node, p, 2u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
+    if (p + 2u >= size) continue;
+    uchar c2 = fold(text[p + 2u], ignore_case);
+    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, ignore_case) == 0u) continue;
+    walks[atomic_inc(&count)] = (uint2)(p, node);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint n = count;
+  for (uint i = (uint)get_local_id(0); i < n; i += (uint)get_local_size(0)) {
+    uint2 w = walks[i];
+    walk_deep(text, w.x, size, overlap, w.y, fold(text[w.x + 2u], ignore_case), node_info, edges, edge_mask,
+              node_pattern, ignore_case, out, capacity, total, locate, pattern_counts, count_patterns);
   }
 }

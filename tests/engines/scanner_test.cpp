@@ -10,6 +10,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,7 @@
 namespace {
 
 using gpufilter::DeviceContext;
+using gpufilter::ScanLayout;
 using gpufilter::ScanProgram;
 using gpufilter::MatchOptions;
 using gpufilter::Occurrence;
@@ -89,9 +91,12 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
       for (bool ic : {false, true}) {
         const std::string seed_text = random_string(rng, a.chars, 4096);
         const PatternSet patterns = random_patterns(rng, a.chars, spec.count, spec.max_len, seed_text);
-        // 1, 2 or 4 start positions per work-item (the GPU default is 4, a CPU device's 1).
-        const unsigned positions = 1u << (matchers++ % 3);
-        const ScanProgram matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}), positions);
+        // 1, 2 or 4 start positions per work-item (the GPU default is 4, a CPU device's 1),
+        // each walk where its position is or the walks gathered per work-group.
+        const unsigned positions = 1u << (matchers % 3);
+        const auto walks = matchers++ % 2 == 0 ? ScanLayout::Walks::kInPlace : ScanLayout::Walks::kCompacted;
+        const ScanProgram matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}),
+                                  ScanLayout{.positions = positions, .walks = walks});
         const PatternTable& table = matcher.table();
         for (std::size_t chunk : chunk_sizes) {
           const std::size_t slots = 1 + checked % 3;
@@ -109,7 +114,7 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
             ASSERT_EQ(diff(expected, actual), "")
                 << a.name << " count=" << spec.count << " max_len=" << spec.max_len << " ignore_case=" << ic
                 << " chunk=" << chunk << " slots=" << slots << " size=" << size << " overlap=" << overlap
-                << " positions=" << positions;
+                << " positions=" << positions << " compacted=" << matcher.compacted();
             ++checked;
             occurrences += expected.size();
           }
@@ -135,6 +140,59 @@ TEST(Scanner, TenThousandPatterns) {
         EXPECT_EQ(diff(expected, scan_one(scanner, text, overlap)), "")
             << "alphabet=" << alphabet << " ignore_case=" << ic << " overlap=" << overlap;
         EXPECT_FALSE(expected.empty());
+      }
+    }
+  }
+}
+
+// The compacted kernel (a work-group gathers its walks past the gate, then takes them
+// side by side) on sets large enough for auto to choose it on a GPU, 3,000 and 400,000
+// patterns of two to eight bytes (so that some walks end at the third byte), against a
+// reference by hashing every substring of the set's lengths: both kernels, both cases, 1
+// and 4 positions, several sizes and overlaps.
+TEST(Scanner, CompactedWalksOnLargeSets) {
+  GPUFILTER_OPEN_DEVICE(dev);
+  std::mt19937 rng(31);
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123";
+  const std::string text = random_string(rng, alphabet + "\n", 1 << 16);
+  for (std::size_t count : {std::size_t{3000}, std::size_t{400000}}) {
+    PatternSet patterns;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t length = 2 + rng() % 7;
+      if (i % 10 == 0) {
+        patterns.add(text.substr(rng() % (text.size() - length), length));
+      } else {
+        patterns.add(random_string(rng, alphabet, length));
+      }
+    }
+    for (bool ic : {false, true}) {
+      PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+      std::unordered_map<std::string_view, std::uint32_t> ids;
+      for (std::uint32_t id = 0; id < table.unique_count(); ++id) ids.emplace(table.unique_pattern(id), id);
+      for (const auto walks : {ScanLayout::Walks::kInPlace, ScanLayout::Walks::kCompacted}) {
+        for (unsigned positions : {1u, 4u}) {
+          const ScanProgram matcher(*dev, table, ScanLayout{.positions = positions, .walks = walks});
+          ASSERT_EQ(matcher.compacted(), walks == ScanLayout::Walks::kCompacted);
+          DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = text.size(), .slots = 2});
+          for (const auto& [size, overlap] : {std::pair<std::size_t, std::size_t>{text.size(), 0},
+                                              {text.size(), 7}, {4097, 3}, {3, 0}, {2, 1}}) {
+            std::string folded = text.substr(0, size);
+            for (char& c : folded) c = static_cast<char>(gpufilter::fold_byte(static_cast<unsigned char>(c), ic));
+            std::vector<Pair> expected;
+            for (std::size_t p = 0; p < size; ++p)
+              for (std::size_t length = 2; length <= 8 && p + length <= size; ++length)
+                if (p + length > overlap)
+                  if (const auto it = ids.find(std::string_view(folded).substr(p, length)); it != ids.end())
+                    expected.emplace_back(static_cast<std::uint32_t>(p), it->second);
+            auto actual = scan_one(scanner, text.substr(0, size), overlap);
+            std::sort(expected.begin(), expected.end());
+            std::sort(actual.begin(), actual.end());
+            ASSERT_EQ(diff(expected, actual), "") << "count=" << count << " ic=" << ic << " compacted=" << matcher.compacted()
+                                                  << " positions=" << positions << " size=" << size
+                                                  << " overlap=" << overlap;
+            if (size == text.size()) EXPECT_GT(expected.size(), 1000u);
+          }
+        }
       }
     }
   }

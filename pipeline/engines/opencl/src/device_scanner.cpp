@@ -17,7 +17,6 @@ constexpr std::size_t kMinOutput = 4096;  // located occurrences a slot holds at
 // this many (rare matches) needs no second read. A later read has to go through a queue
 // of its own, since the compute queue holds the later chunks' scans.
 constexpr std::size_t kEarlyRead = 4096;
-constexpr std::size_t kLaunchMultiple = 4096;
 
 [[noreturn]] void rethrow_cl(const cl::Error& e, const std::string& what) {
   throw DeviceError(e.what(), e.err(), what);
@@ -125,12 +124,8 @@ void DeviceScanner::enqueue_scan(Slot& slot, bool count_patterns, cl::Event* don
                                                   static_cast<cl_uint>(slot.output_capacity_), slot.total_buffer_,
                                                   config_.locate, pattern_counts_, count_patterns});
   queue.enqueueFillBuffer(slot.total_buffer_, cl_uint{0}, 0, sizeof(cl_uint));
-  // A global size rounded up to a fixed multiple (the kernel ignores positions past the
-  // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
-  const std::size_t positions = matcher_.positions_per_item();
-  const std::size_t items = (slot.chunk_.size + positions - 1) / positions;
-  const std::size_t global = (items + kLaunchMultiple - 1) / kLaunchMultiple * kLaunchMultiple;
-  queue.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(global), cl::NullRange, nullptr, done);
+  queue.enqueueNDRangeKernel(k, cl::NullRange, matcher_.global_size(slot.chunk_.size), matcher_.group_size(), nullptr,
+                             done);
 }
 
 // The kernel's walk, position by position, on the host: the same trie, the same

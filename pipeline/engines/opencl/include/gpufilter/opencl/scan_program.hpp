@@ -10,17 +10,35 @@
 
 namespace gpufilter {
 
+// How the scan kernel is laid out on a device; the defaults are the measured choice.
+struct ScanLayout {
+  // Start positions per work-item; 0: 4 on a GPU, 1 on a CPU device (where PoCL
+  // vectorises a simple body across work-items best).
+  unsigned positions = 0;
+  // Whether a work-group gathers its walks past the gate before it takes them (see
+  // ScanProgram::compacted()): kAuto does on a GPU; tests and gpufilter-kernel-bench
+  // force either.
+  enum class Walks { kAuto, kInPlace, kCompacted };
+  Walks walks = Walks::kAuto;
+  // Work-items a group when the walks are gathered (a power of two); 0: the measured default.
+  unsigned group_items = 0;
+};
+
 class ScanProgram {
  public:
   // Builds the trie, uploads it and builds the scan kernel. Throws PatternError,
   // KernelBuildError or DeviceError.
   ScanProgram(const DeviceContext& device, const PatternSet& patterns, MatchOptions options);
-  // Uploads a table built beforehand and builds the scan kernel, whose work-items take
-  // `positions_per_item` start positions each (0: 4 on a GPU, 1 on a CPU device, where
-  // PoCL vectorises a simple body across work-items best).
-  ScanProgram(const DeviceContext& device, PatternTable table, unsigned positions_per_item = 0);
+  // Uploads a table built beforehand and builds the scan kernel laid out as `layout` says.
+  ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout = {});
 
   unsigned positions_per_item() const noexcept { return positions_per_item_; }
+  // Whether the kernel is scan_compact (a work-group gathers the walks that pass the gate,
+  // then takes them side by side) rather than scan (each walk where its position is).
+  bool compacted() const noexcept { return compacted_; }
+  // The launch that scans `chunk_size` bytes: global and work-group sizes.
+  cl::NDRange global_size(std::size_t chunk_size) const;
+  cl::NDRange group_size() const;
 
   const PatternTable& table() const noexcept { return table_; }
 
@@ -47,6 +65,8 @@ class ScanProgram {
  private:
   PatternTable table_;
   unsigned positions_per_item_;
+  bool compacted_ = false;
+  std::size_t group_ = 0;  // compacted: work-items a group
   cl::Program program_;
   cl::Buffer root_next_;
   cl::Buffer root_pairs_;
