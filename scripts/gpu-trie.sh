@@ -7,6 +7,7 @@
 # written as it goes, so that a run cut short still says how far it came.
 #   TRIE_SIZE (bytes, default 2147483648), TRIE_SETS (default 100000 1000000 10000 1000 100 10 1)
 #   TRIE_BEFORE: a folder holding an older gpufilter and gpufilter-kernel-bench to run beside
+#   TRIE_WALKS (default "in-place compacted"): the kernel-only runs' --walks, each beside the others
 set -u
 sh .device/opencl-setup.sh >/dev/null 2>&1
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
@@ -19,11 +20,13 @@ sets=${TRIE_SETS:-100000 1000000 10000 1000 100 10 1}
 builds="now:.device/gpufilter:.device/bin/gpufilter-kernel-bench"
 [ -n "${TRIE_BEFORE:-}" ] && builds="before:$TRIE_BEFORE/gpufilter:$TRIE_BEFORE/gpufilter-kernel-bench $builds"
 echo "=== kernel-only GB/s (1 GiB resident, 10 scans)"
-for n in $sets; do for b in $builds; do
+for n in $sets; do for b in $builds; do for walks in ${TRIE_WALKS:-in-place compacted}; do
   IFS=: read -r tag _ bench <<< "$b"
-  echo "$n $tag $(timeout 60 "$bench" -f $w/patterns-$n.txt --bytes 1073741824 --iterations 10 $w/corpus.log 2>&1 |
-    tail -1 | grep -oE '"(kernel_gbps|occurrences)":[0-9.]+' | tr '\n' ' ')"
-done; done
+  [ "$tag" = before ] && walks=
+  echo "$n $tag ${walks:-} $(timeout 60 "$bench" -f $w/patterns-$n.txt --bytes 1073741824 --iterations 10 \
+    ${walks:+--walks $walks} $w/corpus.log 2>&1 | tail -1 | grep -oE '"(kernel_gbps|occurrences)":[0-9.]+' | tr '\n' ' ')"
+  [ "$tag" = before ] && break
+done; done; done
 echo "=== whole process: --engine=gpu -c -F, two runs each"
 for n in $sets; do for b in $builds; do for i in 1 2; do
   IFS=: read -r tag bin _ <<< "$b"
@@ -32,5 +35,7 @@ for n in $sets; do for b in $builds; do for i in 1 2; do
   echo " $n $tag"
 done; done; done
 echo "=== the scanner's tests on the GPU"
-timeout 150 .device/tests/scanner_test 2>&1 | tail -1
-timeout 100 .device/tests/co_scanner_test 2>&1 | tail -1
+export GPUFILTER_CORPUS_DIR=$PWD/.device/corpus
+for t in scanner_test co_scanner_test device_fault_test engine_test; do
+  echo "$t $(timeout 150 .device/tests/$t 2>&1 | tail -1)"
+done
