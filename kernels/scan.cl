@@ -11,7 +11,9 @@
 //
 // Each work-item takes POSITIONS consecutive start positions; from each position p it
 // walks the trie and reports every pattern that occurs at p: (p, id) pairs, overlapping
-// ones included. The two direct tables make the first two steps (where most walks end)
+// ones included. scan() walks where the position is; scan_compact() (what GPUs run, see
+// ScanProgram) gathers a work-group's walks past the gate first and then takes them side
+// by side. The two direct tables make the first two steps (where most walks end)
 // cost no hash probe, and a gate of bits (prefix_words, PatternTable::prefix_words())
 // stops most of the rest before the third: a word per hashed three-byte prefix, bit 0
 // for a pattern of exactly those three bytes, bit 1 + (b3 * 7) % 31 for a longer one
