@@ -9,6 +9,7 @@ sh opencl-setup.sh
 export LD_LIBRARY_PATH=$PWD/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}  # libhs, libpcre2: staged
 echo "=== gpufilter --list-devices"; ./gpufilter --list-devices
 export GPUFILTER_BIN=$PWD/gpufilter GPUFILTER_GREP=$PWD/grep GPUFILTER_CORPUS_DIR=$PWD/corpus
+export GPUFILTER_PEAK_RSS=$PWD/bin/gpufilter-test-peak-rss  # tests' run_process_measured()
 export GPUFILTERD_BIN=$PWD/gpufilterd GPUFILTER_SOURCE_DIR=$(cd .. && pwd) GPUPERMUTE_BIN=$PWD/bin/gpupermute
 ./grep --version | head -1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

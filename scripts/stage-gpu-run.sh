@@ -42,7 +42,7 @@ cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-pe
   scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh .device/
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
-  "$build"/gpupermute .device/bin/
+  "$build"/gpupermute "$build"/tests/gpufilter-test-peak-rss .device/bin/
 if compgen -G 'build-asan/fuzz/*_fuzz' >/dev/null; then  # built, not merely begun
   mkdir -p .device/fuzz && cp build-asan/fuzz/*_fuzz .device/fuzz/
 fi

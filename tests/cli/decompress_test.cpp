@@ -330,7 +330,7 @@ TEST_F(Decompress, MemoryStaysBoundedWhateverTheInputExpandsTo) {
   const std::uint64_t line = std::string("a line of a log that repeats status=200\n").size();
   const std::uint64_t count = size / line + (size % line >= line - 1 ? 1 : 0);  // a cut last line may still match
   const GrepRun want{std::to_string(count) + "\n", "", 0};
-  const ProcessResult got = run_process({gpufilter_binary(), "--decompress", "--engine=cpu", "-c", "status=200", bomb});
+  const ProcessResult got = run_process_measured({gpufilter_binary(), "--decompress", "--engine=cpu", "-c", "status=200", bomb});
   EXPECT_EQ(got.out, want.out);
   EXPECT_EQ(got.status, 0);
   EXPECT_LT(got.max_rss_kb, 400 * 1024) << "peak resident set of a 512 MiB decoded input";

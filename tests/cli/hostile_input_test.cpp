@@ -148,10 +148,10 @@ TEST(HostileInput, FileOfNulBytesInBoundedMemory) {
     std::vector<std::string> grep_args = args;
     grep_args.push_back(path);
     argv.push_back(quarter);
-    const ProcessResult smaller = run_process(argv);
+    const ProcessResult smaller = run_process_measured(argv);
     argv.back() = path;
     const auto start = Clock::now();
-    const ProcessResult ours = run_process(argv);
+    const ProcessResult ours = run_process_measured(argv);
     const double took = seconds_since(start);
     const GrepRun theirs = run_grep(grep_args);
     EXPECT_EQ(ours.out, theirs.out);
@@ -185,9 +185,9 @@ TEST(HostileInput, OneLineOfMatchesHoldsNotEveryOccurrence) {
     std::vector<std::string> argv = {gpufilter_binary(), "--engine=cpu", "--chunk-size=4M", "--slots=3"};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.push_back(quarter);
-    const ProcessResult smaller = run_process(argv);
+    const ProcessResult smaller = run_process_measured(argv);
     argv.back() = full;
-    const ProcessResult ours = run_process(argv);
+    const ProcessResult ours = run_process_measured(argv);
     EXPECT_EQ(ours.out, "2\n");
     EXPECT_EQ(ours.status, 0) << ours.err;
     EXPECT_LT(ours.max_rss_kb - smaller.max_rss_kb, bound_kb)
@@ -377,7 +377,7 @@ TEST(HostileInput, MillionLinePatternFileOfDuplicatesAndEmptyLines) {
     std::vector<std::string> argv = {gpufilter_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
     const auto start = Clock::now();
-    const ProcessResult ours = run_process(argv);
+    const ProcessResult ours = run_process_measured(argv);
     const double took = seconds_since(start);
     const GrepRun theirs = run_grep(args);
     EXPECT_EQ(ours.status, theirs.status) << ours.err;
@@ -778,7 +778,7 @@ TEST(HostileInput, CaptureRecordsClaimingFourGigabytes) {
     const ProcessResult before = run_process(command(cut));
     ASSERT_EQ(before.status, 0) << before.err;
     ASSERT_GE(count_of(before.out, "\n"), 2u);
-    const ProcessResult file = run_process(command(path));
+    const ProcessResult file = run_process_measured(command(path));
     EXPECT_EQ(file.status, 2);
     EXPECT_TRUE(records(file.out) == records(before.out))
         << "the packets before the bad record: " << first_difference(records(before.out), records(file.out));

@@ -50,12 +50,12 @@ TEST(LargeInput, GigabyteLineWithoutNewlineInBoundedMemory) {
       args.insert(args.begin(), gpufilter_binary());
       return args;
     };
-    const ProcessResult count = run_process(command({"-c", "NEEDLE", file}));
+    const ProcessResult count = run_process_measured(command({"-c", "NEEDLE", file}));
     EXPECT_EQ(count.status, 0) << count.err;
     EXPECT_EQ(count.out, "1\n");
     EXPECT_LT(count.max_rss_kb, kMemoryBoundKb) << "peak resident memory grew with the line";
 
-    const ProcessResult located = run_process(command({"-o", "-b", "-e", "NEEDLE", "-e", "aNEE", file}));
+    const ProcessResult located = run_process_measured(command({"-o", "-b", "-e", "NEEDLE", "-e", "aNEE", file}));
     EXPECT_EQ(located.status, 0) << located.err;
     // Leftmost-longest, no overlaps: "aNEE" starts one byte before NEEDLE and hides it.
     EXPECT_EQ(located.out, std::to_string(at - 1) + ":aNEE\n");

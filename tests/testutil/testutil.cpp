@@ -316,6 +316,22 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   return result;
 }
 
+ProcessResult run_process_measured(const std::vector<std::string>& argv, const std::string& input,
+                                   const std::vector<std::string>& extra_env) {
+  const std::string helper = setting("GPUFILTER_PEAK_RSS", GPUFILTER_PEAK_RSS);
+  if (::access(helper.c_str(), X_OK) != 0) return run_process(argv, input, extra_env);
+  if (argv.empty() || ::access(argv[0].c_str(), X_OK) != 0)
+    throw std::runtime_error("cannot start " + (argv.empty() ? std::string("nothing") : argv[0]));
+  const TempDir dir;
+  const std::string peak_file = dir.file("peak");
+  std::vector<std::string> wrapped = {helper, peak_file};
+  wrapped.insert(wrapped.end(), argv.begin(), argv.end());
+  ProcessResult result = run_process(wrapped, input, extra_env);
+  std::ifstream peak(peak_file);
+  if (!(peak >> result.max_rss_kb)) throw std::runtime_error("gpufilter-test-peak-rss wrote no peak for " + argv[0]);
+  return result;
+}
+
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/gpufilter-test-XXXXXX";

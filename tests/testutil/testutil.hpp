@@ -138,7 +138,9 @@ struct ProcessResult {
   std::string out;
   std::string err;
   int status = -1;  // exit status, or 128 + signal
-  long max_rss_kb = 0;  // the child's peak resident set (getrusage ru_maxrss)
+  // The child's peak resident set (wait4's ru_maxrss): its own with run_process_measured;
+  // with run_process at least this process's peak before it started the child.
+  long max_rss_kb = 0;
 };
 
 // A started child with pipes on its standard input, output and error (the caller's ends).
@@ -156,6 +158,13 @@ SpawnedProcess spawn_process(const std::vector<std::string>& argv, const std::ve
 // Runs argv[0] (a path) with `input` on standard input, LC_ALL=C, and collects output.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = {},
                           const std::vector<std::string>& extra_env = {});
+
+// run_process through gpufilter-test-peak-rss (testutil/peak_rss.cpp), so that max_rss_kb
+// is the command's own peak: Linux carries a forking process's resident high-water mark
+// into the child, across execve. Where the helper is missing (a test binary copied to
+// another machine without GPUFILTER_PEAK_RSS set), as run_process.
+ProcessResult run_process_measured(const std::vector<std::string>& argv, const std::string& input = {},
+                                   const std::vector<std::string>& extra_env = {});
 
 // The gpufilter binary and GNU grep (LC_ALL=C grep -F), for differential tests.
 std::string gpufilter_binary();
