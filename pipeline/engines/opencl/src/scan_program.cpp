@@ -49,7 +49,7 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLa
       const std::size_t wanted = layout.group_items != 0                 ? layout.group_items
                                  : table_.unique_count() >= kLargeSet ? kLargeSetGroupItems
                                                                       : kGroupItems;
-      group_ = std::bit_floor(std::min({wanted, d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>(),
+      group_ = std::bit_floor(std::min({wanted, kLaunchMultiple, d.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>(),
                                         probe.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(d)}));
     }
     root_next_ = upload(device.context(), table_.root_next());
