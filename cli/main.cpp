@@ -300,6 +300,8 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
                    : o.engine == cli::Engine::kBoth   ? EngineChoice::kBoth
                                                       : EngineChoice::kAuto;
   request.patterns = PatternStats::of(scanned);
+  request.compiled = &scanned;
+  request.match_options = MatchOptions{o.ignore_case};
   request.input = input;
   // Streams and live captures have no size to weigh: only the pattern count decides.
   if (input == InputKind::kPackets && o.interface.empty()) request.input_bytes = regular_input_bytes(o.pcaps);

@@ -3,13 +3,18 @@
 // figures behind each row are in docs/PERFORMANCE.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/engines/engine.hpp"
+#include "gpufilter/hyperscan/hs_database.hpp"
 #include "gpufilter/patterns/pattern_set.hpp"
+#include "testutil/testutil.hpp"
 
 namespace gpufilter {
 namespace {
@@ -59,12 +64,16 @@ TEST(EnginePolicy, ChoosesByDeviceKindPatternCountAndInput) {
       {C::kAuto, K::kCpu, 100, 10, I::kFiles, 64 * kGiB, H, false},
       {C::kAuto, K::kNone, 100, 10, I::kFiles, 64 * kGiB, H, false},
       // More than 10,000 literals: a GPU; a CPU OpenCL device only where Hyperscan's
-      // compile would outweigh the whole scan (5,000 bytes of regular files a literal).
+      // compile would cost more than its slower scan (measured, docs/PERFORMANCE.md:
+      // 10,001 literals PoCL over 10 MB, the host over 256 MB; 30,000 and 100,000 PoCL
+      // up to 256 MB and more).
       {C::kAuto, K::kGpu, 10'001, 10, I::kStreams, std::nullopt, D, true},
       {C::kAuto, K::kCpu, 10'001, 10, I::kFiles, 256u << 20, H, true},
-      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 256u << 20, H, true},
-      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 64u << 20, D, true},
+      {C::kAuto, K::kCpu, 10'001, 10, I::kFiles, 10u << 20, D, true},
+      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 256u << 20, D, true},
+      {C::kAuto, K::kCpu, 30'000, 10, I::kFiles, 1u << 30, H, true},
       {C::kAuto, K::kCpu, 100'000, 10, I::kFiles, 256u << 20, D, true},
+      {C::kAuto, K::kCpu, 100'000, 10, I::kFiles, std::uint64_t{4} << 30, H, true},
       {C::kAuto, K::kCpu, 100'000, 10, I::kStreams, std::nullopt, H, true},
       {C::kAuto, K::kCpu, 1'000'000, 10, I::kFiles, 64 * kGiB, H, true},
       // A literal longer than Hyperscan takes: any device.
@@ -84,6 +93,68 @@ TEST(EnginePolicy, ChoosesByDeviceKindPatternCountAndInput) {
     EXPECT_EQ(asked, r.asks_device) << describe(r);
     EXPECT_FALSE(d.reason.empty()) << describe(r);
   }
+}
+
+// A CPU OpenCL device is taken for a large set only when Hyperscan would compile: where an
+// earlier run left the database in the cache, the host engine (it then starts as fast and
+// outscans PoCL: 10,001 to 100,000 literals over 10 to 256 MB, 3-8x, docs/PERFORMANCE.md).
+// The cache is looked at only where the answer depends on it.
+TEST(EnginePolicy, ACpuDeviceOnlyWhenTheHostEngineWouldCompile) {
+  const auto cpu = [] { return DeviceKind::kCpu; };
+  for (const bool stored : {false, true}) {
+    bool asked = false;
+    const auto host_stored = [&] {
+      asked = true;
+      return stored;
+    };
+    const EngineDecision small = choose_engine(EngineChoice::kAuto, PatternStats{30'000, 10}, InputKind::kFiles,
+                                               std::uint64_t{64} << 20, cpu, host_stored);
+    EXPECT_EQ(small.engine, stored ? EngineKind::kHost : EngineKind::kDevice) << small.reason;
+    EXPECT_TRUE(asked);
+    asked = false;
+    const EngineDecision large = choose_engine(EngineChoice::kAuto, PatternStats{30'000, 10}, InputKind::kFiles,
+                                               std::uint64_t{8} << 30, cpu, host_stored);
+    EXPECT_EQ(large.engine, EngineKind::kHost) << large.reason;
+    EXPECT_FALSE(asked);
+  }
+  // The crossover grows faster than the count, as the compile does.
+  EXPECT_LT(cpu_device_crossover_bytes(10'001), std::uint64_t{64} << 20);
+  EXPECT_GT(cpu_device_crossover_bytes(30'000), std::uint64_t{256} << 20);
+  EXPECT_GT(cpu_device_crossover_bytes(100'000), 4 * cpu_device_crossover_bytes(30'000));
+}
+
+// Through the engine layer: a set whose database an earlier run stored goes to the host
+// engine on a CPU device; the same set with the cache empty, to the device.
+TEST(EnginePolicy, PlanAsksTheCompileCache) {
+  test::TempDir cache;
+  ::setenv("GPUFILTER_CACHE_DIR", cache.path().c_str(), 1);
+  PatternSet patterns;
+  for (int i = 0; i < 20'000; ++i) patterns.add("needle-" + std::to_string(i * 7919));
+  EngineRequest request;
+  request.patterns = PatternStats::of(patterns);
+  request.compiled = &patterns;
+  request.input_bytes = std::uint64_t{1} << 20;
+  Engines engines("");
+  std::vector<DeviceInfo> devices;
+  try {
+    devices = opencl_devices();
+  } catch (const Error&) {
+    // none: skipped below
+  }
+  if (devices.empty() || std::any_of(devices.begin(), devices.end(), [](const DeviceInfo& d) { return d.is_gpu; })) {
+    ::unsetenv("GPUFILTER_CACHE_DIR");
+    GTEST_SKIP() << "not a machine whose only OpenCL devices are CPUs";
+  }
+  EXPECT_EQ(engines.plan(request).engine, EngineKind::kDevice);
+  {
+    const PatternTable table(patterns, MatchOptions{});
+    const HsDatabase compiled(table);  // stored by hs_cache: a compile of 20,000 literals takes 10 ms or more
+  }
+  const EnginePlan after = engines.plan(request);
+  EXPECT_EQ(after.engine, EngineKind::kHost) << after.reason;
+  request.match_options.ignore_case = true;  // another database
+  EXPECT_EQ(engines.plan(request).engine, EngineKind::kDevice);
+  ::unsetenv("GPUFILTER_CACHE_DIR");
 }
 
 TEST(EnginePolicy, ANamedDeviceThatDoesNotExistIsAnError) {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "gpufilter/hs_cache/compile_cache.hpp"
+#include "gpufilter/hyperscan/hs_database.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
 #include "testutil/testutil.hpp"
 
 namespace {
@@ -121,6 +123,23 @@ TEST_F(HsCache, ADamagedOrCutFileIsAMiss) {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << good.substr(0, size);
     EXPECT_EQ(matches(set.compile(), kText), expected) << "cut to " << size;
   }
+}
+
+// What the engine policy asks before it takes a CPU OpenCL device for a large set
+// (choose_engine): whether the host engine's compile would be a load.
+TEST_F(HsCache, HsDatabaseSaysWhetherItsTableIsStored) {
+  gpufilter::PatternSet patterns;
+  for (int i = 0; i < 20000; ++i) patterns.add("literal-" + std::to_string(i * 7919) + "-x");
+  const gpufilter::PatternTable table(patterns, gpufilter::MatchOptions{});
+  const gpufilter::PatternTable caseless(patterns, gpufilter::MatchOptions{.ignore_case = true});
+  EXPECT_FALSE(gpufilter::HsDatabase::stored(table));
+  { const gpufilter::HsDatabase compiled(table); }
+  EXPECT_TRUE(gpufilter::HsDatabase::stored(table));
+  EXPECT_FALSE(gpufilter::HsDatabase::stored(caseless));  // another compile
+  const gpufilter::PatternTable empty(gpufilter::PatternSet{}, gpufilter::MatchOptions{});
+  EXPECT_FALSE(gpufilter::HsDatabase::stored(empty));
+  ::setenv("GPUFILTER_CACHE_DIR", "", 1);  // the cache off: nothing is stored
+  EXPECT_FALSE(gpufilter::HsDatabase::stored(table));
 }
 
 TEST_F(HsCache, AQuickCompileIsNotStored) {

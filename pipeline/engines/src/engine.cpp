@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "co_scanner.hpp"
 #include "devices_scanner.hpp"
+#include "gpufilter/hyperscan/hs_database.hpp"
 #include "gpufilter/hyperscan/host_scanner.hpp"
 #include "gpufilter/opencl/device.hpp"
 #include "gpufilter/opencl/device_scanner.hpp"
@@ -96,8 +98,21 @@ std::string devices_name(const std::vector<DeviceInfo>& devices) {
 
 }  // namespace
 
+// Hyperscan's compile of `literals` literals against PoCL's slower scan and start, on a
+// CPU-only machine (2 cores, 2026-11-30, docs/PERFORMANCE.md, `-c -F` over 10 to 256 MB):
+// the compile took 0.15 s for 10,001 literals, 0.77 s for 30,000 and 3.65 s for 100,000
+// (about the count to the power 1.4); PoCL scanned 2.1-2.4 ns a byte slower than the host
+// engine and started about 0.05 s later. Where the compile costs more than that, PoCL.
+std::uint64_t cpu_device_crossover_bytes(std::size_t literals) noexcept {
+  constexpr double kCompileSecondsAt10k = 0.15, kCompileGrowth = 1.4;
+  constexpr double kSlowerSecondsPerByte = 2.3e-9, kLaterStartSeconds = 0.05;
+  const double compile = kCompileSecondsAt10k * std::pow(static_cast<double>(literals) / 1e4, kCompileGrowth);
+  return static_cast<std::uint64_t>(std::max(0.0, compile - kLaterStartSeconds) / kSlowerSecondsPerByte);
+}
+
 EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKind input,
-                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device) {
+                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device,
+                             const std::function<bool()>& host_stored) {
   if (choice == EngineChoice::kHost) return {EngineKind::kHost, "asked for: the host engine"};
   if (choice == EngineChoice::kDevice) return {EngineKind::kDevice, "asked for: the OpenCL device"};
   if (choice == EngineChoice::kBoth)
@@ -116,12 +131,15 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
         return {EngineKind::kDevice, literals(patterns.count) + ": more than the host engine is fastest for (" +
                                          std::to_string(kHostEngineMaxPatterns) + ")"};
       case DeviceKind::kCpu:
-        // PoCL scans 5-10x slower than Hyperscan on the same cores, but builds 10x faster:
-        // it wins only where Hyperscan's compile outweighs the whole scan.
-        if (input_bytes && *input_bytes < patterns.count * kCpuDeviceMaxBytesPerLiteral)
+        if (input_bytes && *input_bytes < cpu_device_crossover_bytes(patterns.count)) {
+          if (host_stored && host_stored())
+            return {EngineKind::kHost, literals(patterns.count) +
+                                           ": their Hyperscan database is kept from an earlier run, so the host "
+                                           "engine starts as fast as a CPU OpenCL device and outscans it"};
           return {EngineKind::kDevice, literals(patterns.count) + " over " + std::to_string(*input_bytes >> 20) +
                                            " MiB: Hyperscan's compile would cost more than a CPU OpenCL device's "
                                            "slower scan"};
+        }
         return {EngineKind::kHost, literals(patterns.count) + (input_bytes                        ? " over this much input"
                                                          : input == InputKind::kPackets ? " on a live capture"
                                                                                         : " on input of unknown size") +
@@ -184,8 +202,12 @@ DeviceKind Engines::device_kind() {
 EnginePlan Engines::plan(const EngineRequest& request) {
   // A device named by the user must exist whatever engine auto then takes.
   if (request.choice == EngineChoice::kAuto && !spec_.empty()) device_kind();
+  const auto host_stored = [&request] {
+    return request.compiled != nullptr &&
+           HsDatabase::stored(PatternTable(*request.compiled, request.match_options));
+  };
   EngineDecision decision = choose_engine(request.choice, request.patterns, request.input, request.input_bytes,
-                                          [this] { return device_kind(); });
+                                          [this] { return device_kind(); }, host_stored);
   EnginePlan plan;
   plan.engine = decision.engine;
   plan.reason = std::move(decision.reason);

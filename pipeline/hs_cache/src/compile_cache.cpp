@@ -199,6 +199,18 @@ std::optional<fs::path> directory() {
   return dir;
 }
 
+bool stored(const Request& request) noexcept {
+  try {
+    const std::optional<fs::path> dir = directory();
+    if (!dir) return false;
+    struct stat st {};
+    const fs::path path = *dir / file_name(key_of(request));
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+  } catch (...) {
+    return false;
+  }
+}
+
 hs_error_t compile(const Request& request, hs_database_t** database, hs_compile_error_t** error) {
   std::optional<fs::path> dir;
   std::string key, name;

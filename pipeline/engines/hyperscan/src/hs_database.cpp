@@ -146,23 +146,45 @@ HsDatabase::Scratch& HsDatabase::Scratch::operator=(Scratch&& other) noexcept {
   return *this;
 }
 
+namespace {
+
+// What Hyperscan compiles for a table: its unique patterns as literals, ids in order.
+struct LiteralRequest {
+  explicit LiteralRequest(const PatternTable& table)
+      : expressions(table.unique_count()), lengths(expressions.size()), ids(expressions.size()),
+        flags(expressions.size(), table.options().ignore_case ? HS_FLAG_CASELESS : 0u) {
+    for (std::size_t i = 0; i < expressions.size(); ++i) {
+      const auto id = static_cast<std::uint32_t>(i);
+      expressions[i] = table.unique_pattern(id).data();
+      lengths[i] = table.unique_length(id);
+      ids[i] = id;
+    }
+  }
+  hs_cache::Request request() const { return {expressions, lengths, flags, ids}; }
+
+  std::vector<const char*> expressions;
+  std::vector<std::size_t> lengths;
+  std::vector<unsigned> ids;
+  std::vector<unsigned> flags;
+};
+
+}  // namespace
+
+bool HsDatabase::stored(const PatternTable& table) noexcept {
+  try {
+    return table.unique_count() != 0 && hs_cache::stored(LiteralRequest(table).request());
+  } catch (...) {
+    return false;
+  }
+}
+
 HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
   const std::size_t n = table.unique_count();
   if (n > UINT_MAX) throw Error("Hyperscan: too many patterns");
   if (n == 0) return;  // only the empty pattern, or none: nothing to compile
-  std::vector<const char*> expressions(n);
-  std::vector<std::size_t> lengths(n);
-  std::vector<unsigned> ids(n);
-  const unsigned flag = table.options().ignore_case ? HS_FLAG_CASELESS : 0u;
-  std::vector<unsigned> flags(n, flag);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto id = static_cast<std::uint32_t>(i);
-    expressions[i] = table.unique_pattern(id).data();
-    lengths[i] = table.unique_length(id);
-    ids[i] = id;
-  }
+  const LiteralRequest literals(table);
   hs_compile_error_t* error = nullptr;
-  const hs_error_t rc = hs_cache::compile({expressions, lengths, flags, ids}, &database_, &error);
+  const hs_error_t rc = hs_cache::compile(literals.request(), &database_, &error);
   if (rc == HS_SUCCESS) return;
   const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
   const int expression = error != nullptr ? error->expression : -1;

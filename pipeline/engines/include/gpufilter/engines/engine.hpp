@@ -33,11 +33,12 @@ namespace gpufilter {
 // they lie) outscans any OpenCL device, a GPU included; past it Hyperscan's compile and
 // scan slow down sharply.
 inline constexpr std::size_t kHostEngineMaxPatterns = 10'000;
-// Past kHostEngineMaxPatterns, a CPU OpenCL device only for regular files smaller than
-// this many bytes per literal: Hyperscan's compile (27-47 us a literal here) then costs
-// more than PoCL's slower scan (0.1-0.2 GB/s against 0.6-2 GB/s). Measured on 2 cores,
-// 256 MB: 10,001 literals 0.39 s host / 1.47 s PoCL, 30,000 1.53 / 2.02, 100,000 5.2 / 3.0.
-inline constexpr std::uint64_t kCpuDeviceMaxBytesPerLiteral = 5'000;
+// Past kHostEngineMaxPatterns, a CPU OpenCL device (PoCL) scans more slowly than the host
+// engine on the same cores but starts without Hyperscan's compile, which grows faster than
+// the count: it is taken only for regular files small enough that the compile would cost
+// more than the slower scan (cpu_device_crossover_bytes), and never when an earlier run
+// left the database in the compile cache (a load, not a compile). See docs/PERFORMANCE.md.
+std::uint64_t cpu_device_crossover_bytes(std::size_t literals) noexcept;
 // Hyperscan refuses longer literals ("Pattern length exceeds limit": 16,000 bytes compile,
 // 16,001 do not), so sets with one go to the OpenCL engine, which has no such limit.
 inline constexpr std::size_t kHostEngineMaxPatternBytes = 16'000;
@@ -84,8 +85,11 @@ struct EngineDecision {
 // its start-up); it returns kNone when there is no OpenCL device, and throws NoDeviceError
 // when a device named by the user does not exist. `input_bytes`: the total size when
 // every input is a regular file; none for pipes, streams and live captures.
+// `host_stored` (asked only when the answer depends on it): whether the host engine's
+// database for these patterns is in the compile cache; none: not.
 EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKind input,
-                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device);
+                             std::optional<std::uint64_t> input_bytes, const std::function<DeviceKind()>& device,
+                             const std::function<bool()>& host_stored = {});
 
 struct EngineRequest {
   EngineChoice choice = EngineChoice::kAuto;
@@ -102,6 +106,10 @@ struct EngineRequest {
   // Co-scanning: lanes per device and chunks in flight per lane (0: the defaults).
   std::size_t lanes = 0;
   std::size_t slots_per_lane = 0;
+  // The patterns to be compiled, and how: the policy may ask whether the host engine's
+  // database for them is kept from an earlier run (none: it is taken not to be).
+  const PatternSet* compiled = nullptr;
+  MatchOptions match_options;
 };
 
 struct EnginePlan {

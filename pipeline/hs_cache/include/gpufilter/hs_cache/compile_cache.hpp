@@ -47,6 +47,10 @@ struct Request {
 // the compile took at least request.store_after). Never throws for the cache's sake.
 hs_error_t compile(const Request& request, hs_database_t** database, hs_compile_error_t** error);
 
+// Whether the cache holds a file for this request (its name; compile() still checks the
+// contents): the compile would be a load. Never throws.
+bool stored(const Request& request) noexcept;
+
 // The folder in use (created if missing), or none: turned off, or unusable.
 std::optional<std::filesystem::path> directory();
 

@@ -43,6 +43,9 @@ class HsDatabase {
   // Error with Hyperscan's message when compilation fails.
   // `table` must outlive the matcher.
   explicit HsDatabase(const PatternTable& table);
+  // Whether an earlier run left this table's database in the compile cache
+  // (hs_cache::stored): making the matcher would load it, not compile.
+  static bool stored(const PatternTable& table) noexcept;
   ~HsDatabase();
   HsDatabase(HsDatabase&& other) noexcept;
   HsDatabase& operator=(HsDatabase&& other) noexcept;
