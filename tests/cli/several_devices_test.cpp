@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,10 +18,14 @@ namespace gpufilter::test {
 namespace {
 
 // Two PoCL devices, and only PoCL's platform where a GPU's is registered too (the GPU
-// machine), so that "all" means these two devices everywhere.
+// machine, whose environment also lists both libraries in OCL_ICD_FILENAMES, which the
+// ICD loader reads instead of its folder), so that "all" means these two devices everywhere.
 std::vector<std::string> two_devices() {
   std::vector<std::string> env = {"POCL_DEVICES=pthread pthread", "LC_ALL=C"};
-  if (std::filesystem::exists("/etc/OpenCL/vendors/pocl.icd")) env.push_back("OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd");
+  const std::string icd = "/etc/OpenCL/vendors/pocl.icd";
+  std::ifstream in(icd);
+  std::string library;
+  if (in >> library) env.insert(env.end(), {"OCL_ICD_VENDORS=" + icd, "OCL_ICD_FILENAMES=" + library});
   return env;
 }
 const std::vector<std::string> kTwoDevices = two_devices();
