@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <vector>
 
 namespace gpufilter::cli {
 namespace {
@@ -112,9 +115,35 @@ bool FileWalk::operand(const std::string& name) {
   return true;
 }
 
-// Walks the directory open on `fd` (which it closes), whose path is `path`, in the order
-// of its entries. -r skips every symbolic link met here; -R follows them, and a directory
-// that is its own ancestor is reported as a loop, not entered.
+// What readdir() gave for one entry.
+struct FileWalk::DirEntry {
+  std::string base;
+  unsigned char type;
+  ino_t inode;
+};
+
+namespace {
+
+// gnulib's fts, as grep 3.8 walks: a directory's entries are read FTS_MAX_READDIR_ENTRIES
+// at a time, and a batch of more than _FTS_INODE_SORT_DIR_ENTRIES_THRESHOLD is sorted by
+// inode number first (fts_build, fts_compare_ino), except where the file system makes that
+// useless (dirent_inode_sort_may_be_useful): so is the order of grep's output.
+constexpr std::size_t kReaddirBatch = 100000;
+constexpr std::size_t kInodeSortAbove = 10000;
+
+bool inode_order_may_help(int fd) {
+  constexpr long kCifs = 0xFF534D42, kNfs = 0x6969, kTmpfs = 0x01021994;  // S_MAGIC_*
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return true;
+  const long type = static_cast<long>(fs.f_type);
+  return type != kCifs && type != kNfs && type != kTmpfs;
+}
+
+}  // namespace
+
+// Walks the directory open on `fd` (which it closes), whose path is `path`, in grep's
+// order of its entries (above). -r skips every symbolic link met here; -R follows them,
+// and a directory that is its own ancestor is reported as a loop, not entered.
 bool FileWalk::directory(const std::string& path, int fd) {
   const auto& visit = *visit_;
   std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd));
@@ -124,66 +153,75 @@ bool FileWalk::directory(const std::string& path, int fd) {
     return visit({WalkEntry::Kind::kError, path, error, false});
   }
   const std::string prefix = path.back() == '/' ? path : path + "/";
-  for (;;) {
-    errno = 0;
-    const dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) {
-      if (errno != 0) return visit({WalkEntry::Kind::kError, path, errno, false});
-      return true;
-    }
-    const std::string base = entry->d_name;
-    if (base == "." || base == "..") continue;
-    std::string name = prefix + base;
-    if (omit_dot_slash_ && name.size() > 2 && name.compare(0, 2, "./") == 0) name.erase(0, 2);
-    unsigned char type = entry->d_type;
-    struct stat st {};
-    if (type == DT_UNKNOWN || (options_.dereference && type == DT_LNK)) {
-      if (::fstatat(::dirfd(dir.get()), entry->d_name, &st, options_.dereference ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
-        // A dangling link under -R: an error, unless the file globs leave it out anyway.
-        const int error = errno;
-        if (file_excluded(base, true)) continue;
-        if (!visit({WalkEntry::Kind::kError, name, error, false})) return false;
-        continue;
+  std::vector<DirEntry> batch;
+  for (bool more = true; more;) {
+    batch.clear();
+    int error = 0;
+    while (batch.size() < kReaddirBatch) {
+      errno = 0;
+      const dirent* e = ::readdir(dir.get());
+      if (e == nullptr) {
+        error = errno;
+        more = false;
+        break;
       }
-      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_CHR;
-      if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode)) type = DT_CHR;
+      const std::string_view base = e->d_name;
+      if (base != "." && base != "..") batch.push_back({std::string(base), e->d_type, e->d_ino});
     }
-    if (type == DT_LNK) continue;  // -r: not followed below the command line
-    if (type == DT_DIR) {
-      if (directory_excluded(base, true)) continue;
-      if (st.st_ino == 0 && ::fstatat(::dirfd(dir.get()), entry->d_name, &st, 0) != 0) {
-        if (!visit({WalkEntry::Kind::kError, name, errno, false})) return false;
-        continue;
-      }
-      const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
-      if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end()) {
-        if (!visit({WalkEntry::Kind::kLoop, name, 0, false})) return false;
-        continue;
-      }
-      const int sub = ::openat(::dirfd(dir.get()), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (sub < 0) {
-        if (!visit({WalkEntry::Kind::kError, name, errno, false})) return false;
-        continue;
-      }
-      ancestors_.push_back(id);
-      const bool go_on = directory(name, sub);
-      ancestors_.pop_back();
-      if (!go_on) return false;
-      continue;
-    }
-    if (file_excluded(base, true)) continue;
-    const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
-    if (device && options_.devices != Devices::kRead) continue;  // read only when -D read
-    WalkEntry found{WalkEntry::Kind::kSearch, name, 0, false};
-    found.regular = type == DT_REG;
-    if (open_files_ && type == DT_REG) {
-      found.file = UniqueFd(::openat(::dirfd(dir.get()), entry->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY));
-      // Out of descriptors (files waiting in a WalkAhead hold some): opened in its turn.
-      if (found.file.get() < 0 && errno != EMFILE && errno != ENFILE)
-        found = {WalkEntry::Kind::kError, name, errno, false};
-    }
-    if (!visit(std::move(found))) return false;
+    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(dir.get())))
+      std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
+    for (const DirEntry& e : batch)
+      if (!entry(dir.get(), prefix, e)) return false;
+    if (error != 0) return visit({WalkEntry::Kind::kError, path, error, false});
   }
+  return true;
+}
+
+// One entry of the directory `dir`, whose path and a '/' are `prefix`.
+bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
+  const auto& visit = *visit_;
+  const std::string& base = e.base;
+  std::string name = prefix + base;
+  if (omit_dot_slash_ && name.size() > 2 && name.compare(0, 2, "./") == 0) name.erase(0, 2);
+  unsigned char type = e.type;
+  struct stat st {};
+  if (type == DT_UNKNOWN || (options_.dereference && type == DT_LNK)) {
+    if (::fstatat(::dirfd(dir), base.c_str(), &st, options_.dereference ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
+      // A dangling link under -R: an error, unless the file globs leave it out anyway.
+      const int error = errno;
+      if (file_excluded(base, true)) return true;
+      return visit({WalkEntry::Kind::kError, name, error, false});
+    }
+    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_CHR;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode)) type = DT_CHR;
+  }
+  if (type == DT_LNK) return true;  // -r: not followed below the command line
+  if (type == DT_DIR) {
+    if (directory_excluded(base, true)) return true;
+    if (st.st_ino == 0 && ::fstatat(::dirfd(dir), base.c_str(), &st, 0) != 0)
+      return visit({WalkEntry::Kind::kError, name, errno, false});
+    const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
+    if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end())
+      return visit({WalkEntry::Kind::kLoop, name, 0, false});
+    const int sub = ::openat(::dirfd(dir), base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sub < 0) return visit({WalkEntry::Kind::kError, name, errno, false});
+    ancestors_.push_back(id);
+    const bool go_on = directory(name, sub);
+    ancestors_.pop_back();
+    return go_on;
+  }
+  if (file_excluded(base, true)) return true;
+  const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
+  if (device && options_.devices != Devices::kRead) return true;  // read only when -D read
+  WalkEntry found{WalkEntry::Kind::kSearch, name, 0, false};
+  found.regular = type == DT_REG;
+  if (open_files_ && type == DT_REG) {
+    found.file = UniqueFd(::openat(::dirfd(dir), base.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    // Out of descriptors (files waiting in a WalkAhead hold some): opened in its turn.
+    if (found.file.get() < 0 && errno != EMFILE && errno != ENFILE)
+      found = {WalkEntry::Kind::kError, name, errno, false};
+  }
+  return visit(std::move(found));
 }
 
 // The walker thread pushes entries in batches and the search takes all that wait at once,
