@@ -131,7 +131,10 @@ namespace {
 constexpr std::size_t kReaddirBatch = 100000;
 constexpr std::size_t kInodeSortAbove = 10000;
 
-bool inode_order_may_help(int fd) {
+// `logical`: -R, where grep's fts walks without FTS_CWDFD, its file-system check answers
+// "unknown" and the batch is sorted on any file system.
+bool inode_order_may_help(int fd, bool logical) {
+  if (logical) return true;
   constexpr long kCifs = 0xFF534D42, kNfs = 0x6969, kTmpfs = 0x01021994;  // S_MAGIC_*
   struct statfs fs {};
   if (::fstatfs(fd, &fs) != 0) return true;
@@ -168,7 +171,7 @@ bool FileWalk::directory(const std::string& path, int fd) {
       const std::string_view base = e->d_name;
       if (base != "." && base != "..") batch.push_back({std::string(base), e->d_type, e->d_ino});
     }
-    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(dir.get())))
+    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(dir.get()), options_.dereference))
       std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
     for (const DirEntry& e : batch)
       if (!entry(dir.get(), prefix, e)) return false;
