@@ -127,6 +127,15 @@ std::unique_ptr<PcapPieces> PcapPieces::map(int fd, int snaplen, bool nanosecond
   const auto major = static_cast<std::uint16_t>(p->swapped_ ? (version[0] >> 8 | version[0] << 8) : version[0]);
   const auto minor = static_cast<std::uint16_t>(p->swapped_ ? (version[1] >> 8 | version[1] << 8) : version[1]);
   if (major != 2) return nullptr;  // what libpcap reads as another version: it reads the file
+  // Link types whose packets libpcap rewrites as it reads them (pcap_post_process: the
+  // USB headers swapped to this host's byte order and their lengths fixed, NFLOG's TLVs
+  // swapped): libpcap reads those files, so that every packet is its.
+  std::uint32_t link;
+  std::memcpy(&link, p->bytes_ + 20, sizeof link);
+  if (p->swapped_) link = byte_swap(link);
+  constexpr std::uint32_t kUsbLinux = 189, kUsbLinuxMmapped = 220, kNflog = 239;
+  const std::uint32_t type = link & 0xffff;
+  if (type == kUsbLinux || type == kUsbLinuxMmapped || type == kNflog) return nullptr;
   p->lengths_ = minor < 3 ? Lengths::kSwapped : minor == 3 ? Lengths::kMaybeSwapped : Lengths::kInOrder;
   if (p->size_ >= kFileHeader + kRecordHeader) p->first_seconds_ = p->load(kFileHeader);
   return p;
