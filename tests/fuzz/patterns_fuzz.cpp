@@ -76,8 +76,11 @@ void check_decoding(const PatternSet& given, const PatternSet& decoded, bool hex
     const std::string& in = given[i];
     const std::string& out = decoded[i];
     if (hex) {
+      // ngrep's form: one leading 0x (or 0X) before the digits (cli/options.cpp).
+      std::string_view rest = in;
+      if (rest.size() >= 2 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'X')) rest.remove_prefix(2);
       std::string digits;
-      for (const char c : in)
+      for (const char c : rest)
         if (c != ':' && c != ' ' && c != '-') digits.push_back(c);
       if (digits.size() != 2 * out.size()) fail("hex " + shown(in) + " decoded to " + shown(out));
       for (std::size_t k = 0; k < out.size(); ++k) {
