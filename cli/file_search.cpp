@@ -46,6 +46,7 @@ struct OpenedInput {
   FileSource* file = nullptr;  // the descriptor underneath, owned by `source`
   bool standard_input = false;
   std::string error;
+  bool interrupted = false;  // the open (of a FIFO waiting for a writer) met a stop signal
 };
 
 // A walk entry waiting for its turn; with --decompress, a regular file is opened (and
@@ -92,7 +93,9 @@ OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lin
   } catch (const SourceError& e) {
     in.source.reset();
     in.file = nullptr;
-    in.error = e.what();
+    // Only SIGINT and SIGTERM are caught: a stop, not the file's fault, so nothing to report.
+    if (e.error_number() == EINTR) in.interrupted = true;
+    else in.error = e.what();
   }
   return in;
 }
@@ -230,6 +233,7 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
       return outcome;
     }
     OpenedInput in = open_input(o, *entry, writes_lines, false, stop, nullptr, std::move(entry->file));
+    if (in.interrupted) return outcome;
     if (!in.error.empty()) {
       report(in.error);
       return outcome;
@@ -323,6 +327,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
   };
   auto search_one = [&](OpenedInput in) {
     try {
+      if (in.interrupted) return true;  // the stop ends the walk
       if (!in.error.empty()) {
         report(in.error);
         return true;

@@ -23,14 +23,45 @@ namespace {
 
 bool is_device(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISSOCK(mode) || S_ISFIFO(mode); }
 
-// gnulib's exclude_fnmatch, as grep calls it: fnmatch without flags ('*' matches '/' and a
-// leading '.'); unanchored, the pattern may also match any suffix that follows a '/'.
+// gnulib's fnmatch_pattern_has_wildcards, for grep's options (EXCLUDE_WILDCARDS): a
+// pattern without any is kept in a hash table and compared as a string.
+bool has_wildcards(const std::string& pattern) {
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '?' || c == '*' || c == '[' || c == ']') return true;
+    if (c == '\\' && i + 1 < pattern.size()) ++i;
+  }
+  return false;
+}
+
+// gnulib's unescape_pattern: how a pattern without wildcards is stored.
+std::string unescaped(const std::string& pattern) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\\' && i + 1 < pattern.size()) ++i;
+    out += pattern[i];
+  }
+  return out;
+}
+
+// gnulib's exclude, as grep calls it. A pattern with wildcards goes through fnmatch without
+// flags ('*' matches '/' and a leading '.'); unanchored, it may also match any suffix
+// that follows a '/' not followed by another (exclude_fnmatch). A pattern without is
+// compared as a string with the name and, unanchored, with every suffix after a '/',
+// even an empty one or one that starts with '/' (file_name_matches).
 bool glob_matches(const std::string& pattern, const std::string& name, bool anchored) {
+  if (!has_wildcards(pattern)) {
+    const std::string literal = unescaped(pattern);
+    if (literal == name) return true;
+    if (anchored) return false;
+    for (std::size_t i = 0; i < name.size(); ++i)
+      if (name[i] == '/' && name.compare(i + 1, std::string::npos, literal) == 0) return true;
+    return false;
+  }
   if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
   if (anchored) return false;
   for (std::size_t i = 0; i < name.size(); ++i)
-    if (name[i] == '/' && i + 1 < name.size() && name[i + 1] != '/' &&
-        ::fnmatch(pattern.c_str(), name.c_str() + i + 1, 0) == 0)
+    if (name[i] == '/' && name[i + 1] != '/' && ::fnmatch(pattern.c_str(), name.c_str() + i + 1, 0) == 0)
       return true;
   return false;
 }
@@ -96,7 +127,8 @@ bool FileWalk::operand(const std::string& name) {
   if (S_ISDIR(st.st_mode)) {
     if (options_.directories == Directories::kSkip) return true;
     const std::string root = options_.directories == Directories::kRecurse ? fts_root(name) : name;
-    if (!omit_dot_slash_ && directory_excluded(root, false)) return true;  // even when not walked
+    // grep matches the operand as written ("t//"), not as fts names it.
+    if (!omit_dot_slash_ && directory_excluded(name, false)) return true;  // even when not walked
     if (options_.directories == Directories::kRead) return visit({WalkEntry::Kind::kSearch, name, 0, true});
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return visit({WalkEntry::Kind::kError, root, errno, true});
@@ -195,14 +227,18 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
       if (file_excluded(base, true)) return true;
       return visit({WalkEntry::Kind::kError, name, error, false});
     }
-    type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_CHR;
-    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode)) type = DT_CHR;
+    type = IFTODT(st.st_mode);
   }
-  if (type == DT_LNK) return true;  // -r: not followed below the command line
+  if (type == DT_LNK) return symbolic_link(dir, name, base);
   if (type == DT_DIR) {
+    // A folder that cannot be looked at (its parent can be listed, not searched) is no
+    // folder to grep's fts: the file globs decide whether it is reported.
+    if (st.st_ino == 0 && ::fstatat(::dirfd(dir), base.c_str(), &st, 0) != 0) {
+      const int error = errno;
+      if (file_excluded(base, true)) return true;
+      return visit({WalkEntry::Kind::kError, name, error, false});
+    }
     if (directory_excluded(base, true)) return true;
-    if (st.st_ino == 0 && ::fstatat(::dirfd(dir), base.c_str(), &st, 0) != 0)
-      return visit({WalkEntry::Kind::kError, name, errno, false});
     const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
     if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end())
       return visit({WalkEntry::Kind::kLoop, name, 0, false});
@@ -214,8 +250,12 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
     return go_on;
   }
   if (file_excluded(base, true)) return true;
+  // Devices met in the walk are read with -D read, and by grep 3.8's -R unless -D skip (a
+  // FIFO is waited on until a writer comes and goes, as grep waits).
   const bool device = type == DT_CHR || type == DT_BLK || type == DT_FIFO || type == DT_SOCK;
-  if (device && options_.devices != Devices::kRead) return true;  // read only when -D read
+  const bool read_devices =
+      options_.devices == Devices::kRead || (options_.dereference && options_.devices == Devices::kCommandLine);
+  if (device && !read_devices) return true;
   WalkEntry found{WalkEntry::Kind::kSearch, name, 0, false};
   found.regular = type == DT_REG;
   if (open_files_ && type == DT_REG) {
@@ -225,6 +265,20 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
       found = {WalkEntry::Kind::kError, name, errno, false};
   }
   return visit(std::move(found));
+}
+
+// -r does not follow a symbolic link below the command line. grep opens it with O_NOFOLLOW
+// and ignores only that open's ELOOP: where the folder can be listed but not searched,
+// the link's "Permission denied" is reported.
+bool FileWalk::symbolic_link(DIR* dir, const std::string& name, const std::string& base) {
+  if (file_excluded(base, true)) return true;
+  const int fd = ::openat(::dirfd(dir), base.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  if (errno == ELOOP) return true;
+  return (*visit_)({WalkEntry::Kind::kError, name, errno, false});
 }
 
 // The walker thread pushes entries in batches and the search takes all that wait at once,

@@ -73,6 +73,7 @@ class FileWalk {
   bool directory(const std::string& path, int fd);
   struct DirEntry;
   bool entry(DIR* dir, const std::string& prefix, const DirEntry& entry);
+  bool symbolic_link(DIR* dir, const std::string& name, const std::string& base);
 
   const Options& options_;
   bool omit_dot_slash_ = false;

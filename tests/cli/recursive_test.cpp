@@ -4,15 +4,20 @@
 // files). Both tools list a folder in the order the file system gives, so the output,
 // standard error and exit status must be equal byte for byte.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "differential.hpp"
@@ -95,8 +100,6 @@ TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
   }
 }
 
-// A FIFO met while recursing is skipped (grep's default -D read applies to the command line
-// only). grep 3.8 -R opens it and blocks (docs/grep-compatibility.md), so only -r here.
 // Large folders: grep's fts reads 100,000 entries at a time and sorts a batch of more
 // than 10,000 by inode number (not on tmpfs, NFS or CIFS), so its order is not the file
 // system's there: 10,000 entries (listed as given), 10,001 and 12,000 (sorted here,
@@ -107,7 +110,9 @@ TEST_F(Recursive, LargeFoldersInGrepsOrder) {
   if (::access("/dev/shm", W_OK) == 0) bases.push_back("/dev/shm");
   for (const std::string& base : bases) {
     std::string where = base == dir.path() ? dir.make_dir("large") : base + "/gpufilter-large-" + std::to_string(::getpid());
-    if (base != dir.path()) ASSERT_EQ(::mkdir(where.c_str(), 0700), 0) << where;
+    if (base != dir.path()) {
+      ASSERT_EQ(::mkdir(where.c_str(), 0700), 0) << where;
+    }
     for (const int n : {10000, 10001, 12000}) {
       const std::string folder = where + "/d" + std::to_string(n);
       ASSERT_EQ(::mkdir(folder.c_str(), 0700), 0);
@@ -127,13 +132,99 @@ TEST_F(Recursive, LargeFoldersInGrepsOrder) {
   }
 }
 
-TEST_F(Recursive, AFifoInTheTreeIsSkipped) {
-  ASSERT_EQ(::mkfifo((root + "/src/fifo").c_str(), 0600), 0);
+// grep's and gpufilter's runs of `args`, each started by `prefix` and wrapped in
+// `around(run)`, must print the same, say the same (up to the program's name) and end alike.
+void expect_same_runs(const Args& prefix, const Args& args,
+                      const std::function<ProcessResult(const std::function<ProcessResult()>&)>& around) {
+  auto messages = [](std::string err, const std::string& program) {
+    for (std::size_t at = 0; (at = err.find(program + ": ", at)) != std::string::npos;) err.replace(at, program.size(), "PROG");
+    return err;
+  };
+  Args grep_args = args;
+  std::erase(grep_args, "-j1");
+  const ProcessResult grep = around([&] { return run_process(prefix + Args{"grep"} + grep_args); });
+  const ProcessResult ours = around([&] { return run_process(prefix + Args{gpufilter_binary()} + args); });
+  const std::string what = ::testing::PrintToString(args);
+  EXPECT_EQ(ours.out, grep.out) << what;
+  EXPECT_EQ(messages(ours.err, "gpufilter"), messages(grep.err, "grep")) << what;
+  EXPECT_EQ(ours.status, grep.status) << what;
+}
+
+// A FIFO met while recursing is skipped by -r (grep's default -D read applies to the
+// command line only) and read by grep 3.8's -R unless -D skip, which waits for a writer as
+// grep does: here a thread writes one line for each run.
+TEST_F(Recursive, AFifoInTheTreeIsReadByDashROnly) {
+  const std::string fifo = root + "/src/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   expect_same({"-r", "foo", root});
   expect_same({"-rc", "-D", "skip", "foo", root});
-  const ProcessResult r = run_process({gpufilter_binary(), "-R", "-c", "foo", root});
-  EXPECT_EQ(r.status, 2) << r.err;  // the dangling link; the FIFO is not waited on
-  EXPECT_EQ(r.out.find("fifo"), std::string::npos) << r.out;
+  expect_same({"-Rc", "-D", "skip", "foo", root});
+  auto with_a_writer = [&](const std::function<ProcessResult()>& run) {
+    std::thread writer([&] {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // waits for the reader
+      if (fd < 0) return;
+      (void)!::write(fd, "foo from the fifo\n", 18);
+      ::close(fd);
+    });
+    // A run that never opened the FIFO leaves the writer waiting: be its reader.
+    auto release = [&] {
+      const int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      writer.join();
+      if (unblock >= 0) ::close(unblock);
+    };
+    try {
+      const ProcessResult result = run();
+      release();
+      return result;
+    } catch (...) {
+      release();
+      throw;
+    }
+  };
+  for (const Args& a : {Args{"-R"}, Args{"-Rc", "-j1"}, Args{"-Rn", "-D", "read"}, Args{"-rn", "-D", "read"}})
+    expect_same_runs({"/usr/bin/env"}, a + Args{"foo", root}, with_a_writer);
+}
+
+// A folder that can be listed but not searched (mode 644), as a user other than root sees
+// it: grep reports each entry's "Permission denied", symbolic links under -r included (it
+// opens them with O_NOFOLLOW and ignores only ELOOP), and applies the file globs, not
+// --exclude-dir, to a subfolder it cannot stat. Run as `nobody` when the test is root.
+TEST_F(Recursive, AFolderThatCannotBeSearchedAsGrep) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (to act as nobody)";
+  dir.make_dir("t/locked");
+  dir.make_dir("t/locked/inner");
+  dir.write("t/locked/x.txt", "foo locked\n");
+  dir.write("t/locked/inner/y.txt", "foo inner\n");
+  ASSERT_EQ(::symlink("x.txt", (root + "/locked/xl").c_str()), 0);
+  ASSERT_EQ(::symlink("inner", (root + "/locked/il").c_str()), 0);
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::all);  // nobody may walk the tree
+  for (const std::string& d : {root, root + "/logs", root + "/logs/old", root + "/.git", root + "/src", root + "/locked/inner"})
+    ::chmod(d.c_str(), 0755);
+  ASSERT_EQ(::chmod((root + "/locked").c_str(), 0644), 0);
+  const Args as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  if (run_process(as_nobody + Args{gpufilter_binary(), "-q", "foo", root + "/a.txt"}).status != 0)
+    GTEST_SKIP() << "nobody cannot run " << gpufilter_binary() << " on " << root;
+  auto once = [](const std::function<ProcessResult()>& run) { return run(); };
+  for (const Args& a : {Args{"-r"}, Args{"-R"}, Args{"-r", "--exclude=x*"}, Args{"-r", "--exclude=inner"},
+                        Args{"-r", "--include=*.txt"}, Args{"-r", "--exclude-dir=inner"}, Args{"-r", "--exclude=?l"},
+                        Args{"-R", "--exclude=il"}, Args{"-rc", "-j1"}})
+    expect_same_runs(as_nobody, a + Args{"foo", root}, once);
+  ::chmod((root + "/locked").c_str(), 0755);
+}
+
+// Globs without wildcards are compared as strings, with the operand as written and each
+// suffix after a '/' (empty, or starting with '/', too): gnulib's hashed patterns.
+TEST_F(Recursive, GlobsWithoutWildcardsAsGnulibHashesThem) {
+  expect_same({"-r", "--exclude-dir=", "foo", root + "/"});
+  expect_same({"-r", "--exclude-dir=/", "foo", root + "//"});
+  expect_same({"-r", "--exclude-dir=t", "foo", root + "//"});
+  expect_same({"-r", "--exclude-dir=*/", "foo", root + "//"});
+  expect_same({"-r", "--exclude-dir=t/", "foo", root + "/"});
+  expect_same({"--exclude=/logs/app.log", "foo", root + "//logs/app.log", root + "/a.txt"});
+  expect_same({"--exclude=logs/app.log", "foo", root + "//logs/app.log", root + "/a.txt"});
+  expect_same({"--exclude=", "foo", root + "/a.txt"});
+  expect_same({"-r", "--exclude=a\\.txt", "foo", root});
+  expect_same({"-r", "--include=a\\.txt", "foo", root});
 }
 
 TEST_F(Recursive, DirectoriesAndDevicesActionsAsGrep) {
