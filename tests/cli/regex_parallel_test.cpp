@@ -163,9 +163,10 @@ TEST(LiteralParallel, DenseLinesDecidedAheadAroundLongLinesAndNul) {
   check({"-z", "-c", "-x", "-e", "1", nul});
 }
 
-// The same for regexes that one pass over a piece of lines decides (RegexLines::
-// select_lines_ahead): with a factor on most lines, and without any (every line asked);
-// in UTF-8 a chunk with a non-ASCII byte is decided in turn instead.
+// The same for regexes, decided by the engine's workers on leased lanes (RegexLines::
+// lease_ahead): in one pass over a piece of lines with a factor on most lines, and
+// without any (every line asked); line by line where candidates are rare (`rare`); in
+// UTF-8 a chunk with a non-ASCII byte is decided in turn instead.
 TEST(RegexParallel, LinesDecidedAheadAroundLongLinesAndNul) {
   if (!std::ifstream(corpus_path("loghub/OpenSSH_2k.log")).good())
     GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
@@ -173,11 +174,13 @@ TEST(RegexParallel, LinesDecidedAheadAroundLongLinesAndNul) {
   const auto [log, bin, nul] = ahead_inputs(dir);
   const std::string dense = dir.write("dense", pattern_file({"(INFO|Dec|Jul) [0-9]+", "[0-9]{2}:[0-9]{2}", "WARN.*e"}));
   const std::string bare = dir.write("bare", pattern_file({"[0-9]{4}$", "^[A-Z][a-z]+ +[0-9]"}));
+  const std::string rare = dir.write("rare", pattern_file({"Failed password for (invalid user )?[^ ]+ from [0-9.]+",
+                                                           "session (opened|closed) for user r[a-z]*", "rhost=[^ ]+ +user=\\w"}));
   const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"256K", "3", "cpu"}, {"128K", "2", "cpu"}};
   auto check = [&](const Args& args, const std::vector<std::string>& env = {}) {
     expect_same_with("-E", args, {}, knobs, "dense regexes around a long line and a NUL", env);
   };
-  for (const std::string& set : {dense, bare}) {
+  for (const std::string& set : {dense, bare, rare}) {
     check({"-f", set, log});
     check({"-n", "-b", "-f", set, log});
     check({"-c", "-v", "-f", set, log});

@@ -23,6 +23,7 @@ struct RegexLines::Lane {
   std::vector<std::uint64_t> seen;  // generation per regex
   std::uint64_t generation = 0;
   RegexCounts counts;
+  std::uint64_t model = 0;  // an ahead lane's: the prepare_ahead() it was copied after
 };
 
 RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vector<std::string>& patterns,
@@ -122,32 +123,36 @@ bool RegexLines::select_lines_in(Lane& l, std::string_view piece, std::vector<co
 
 void RegexLines::prepare_ahead() {
   const std::lock_guard<std::mutex> lock(ahead_mutex_);
-  if (!ahead_model_) ahead_model_ = lanes_[0]->regex->clone();
+  const bool lines = lines_ready_ == 1;
+  if (ahead_model_ && ahead_lines_ == lines) return;
+  // A copy made before prepare_lines() said yes cannot decide whole pieces: lanes made
+  // from it stop being handed out (those leased go on, line by line).
+  ahead_model_ = lanes_[0]->regex->clone();
+  ahead_lines_ = lines;
+  ++ahead_models_;
+  ahead_idle_.clear();
 }
 
-bool RegexLines::select_lines_ahead(std::string_view piece, std::vector<const char*>& line_starts) {
-  Lane* l = nullptr;
-  {
-    const std::lock_guard<std::mutex> lock(ahead_mutex_);
-    if (!ahead_model_) return false;
-    if (ahead_idle_.empty()) {
-      auto made = std::make_unique<Lane>();
-      made->regex = ahead_model_->clone();
-      ahead_idle_.push_back(made.get());
-      ahead_lanes_.push_back(std::move(made));
-    }
-    l = ahead_idle_.back();
-    ahead_idle_.pop_back();
+RegexLines::AheadLease RegexLines::lease_ahead() {
+  const std::lock_guard<std::mutex> lock(ahead_mutex_);
+  if (!ahead_model_) return AheadLease(*this, nullptr);
+  if (ahead_idle_.empty()) {
+    auto made = std::make_unique<Lane>();
+    made->regex = ahead_model_->clone();
+    made->seen.assign(pattern_count_, 0);
+    made->model = ahead_models_;
+    ahead_idle_.push_back(made.get());
+    ahead_lanes_.push_back(std::move(made));
   }
-  struct GiveBack {
-    RegexLines& owner;
-    Lane* lane;
-    ~GiveBack() {
-      const std::lock_guard<std::mutex> lock(owner.ahead_mutex_);
-      owner.ahead_idle_.push_back(lane);
-    }
-  } give_back{*this, l};
-  return select_lines_in(*l, piece, line_starts);
+  Lane* l = ahead_idle_.back();
+  ahead_idle_.pop_back();
+  return AheadLease(*this, l);
+}
+
+RegexLines::AheadLease::~AheadLease() {
+  if (lane_ == nullptr) return;
+  const std::lock_guard<std::mutex> lock(owner_.ahead_mutex_);
+  if (lane_->model == owner_.ahead_models_) owner_.ahead_idle_.push_back(lane_);
 }
 
 RegexCounts RegexLines::counts() const noexcept {
@@ -193,7 +198,10 @@ bool RegexLines::gather(Lane& l, std::span<const LineOccurrence> occurrences, bo
 
 bool RegexLines::line_matches_on(std::size_t index, std::string_view line,
                                  std::span<const LineOccurrence> occurrences) {
-  Lane& l = lane(index);
+  return line_matches_in(lane(index), line, occurrences);
+}
+
+bool RegexLines::line_matches_in(Lane& l, std::string_view line, std::span<const LineOccurrence> occurrences) {
   if (!gather(l, occurrences, true)) return false;
   if (!l.regex->selects_any(line, l.candidates, nullptr)) return false;
   ++l.counts.confirmed;

@@ -534,13 +534,27 @@ void ends_of_lines(const std::vector<const char*>& starts, const char* end, char
   }
 }
 
-// One worker's share of predecide(): the lines starting in data[begin, end) (whole lines;
-// end is a line's start or the end of the complete lines). Only lines with an occurrence
-// can match unless some regex has no factor.
-void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::size_t begin, std::size_t end,
+// A lane of the regexes by its number, as predecide()'s workers use them.
+struct OnLane {
+  RegexLines& regex;
+  std::size_t lane;
+  bool select_lines(std::string_view piece, std::vector<const char*>& starts) {
+    return regex.select_lines_on(lane, piece, starts);
+  }
+  bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
+    return regex.line_matches_on(lane, line, occurrences);
+  }
+};
+
+// One worker's share of predecide(), or an engine's worker's chunk (work_ahead(), with a
+// RegexLines::AheadLease): the lines starting in data[begin, end) (whole lines; end is a
+// line's start or the end of the complete lines). Only lines with an occurrence can match
+// unless some regex has no factor.
+template <typename Lane>
+void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
                   std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol) {
-  if (whole_piece && regex.select_lines_on(lane, std::string_view(data + begin, end - begin), matched))
+  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched))
     return ends_of_lines(matched, data + end, eol, ends);
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
@@ -550,7 +564,7 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
     LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index, eol);
     CutLine<LineOccurrence> line;
     while (cutter.next(line))
-      if (regex.line_matches_on(lane, line.text, line.occurrences)) {
+      if (lane.line_matches(line.text, line.occurrences)) {
         matched.push_back(line.text.data());
         ends.push_back(line.text.data() + line.text.size());
       }
@@ -564,7 +578,7 @@ void decide_lines(RegexLines& regex, std::size_t lane, const char* data, std::si
     for (; index < occurrences.size() && occurrences[index].position < last; ++index)
       scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
     const std::string_view text(data + first, last - first);
-    if (regex.line_matches_on(lane, text, scratch)) {
+    if (lane.line_matches(text, scratch)) {
       matched.push_back(text.data());
       ends.push_back(data + last);
     }
@@ -619,7 +633,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   // pass of every regex over the whole piece beats asking line by line.
   const bool whole_piece =
       regex != nullptr && whole_pieces_pay(*regex, occurrences.size(), end - begin) && regex->prepare_lines();
-  if (whole_piece) regex->prepare_ahead();  // the engine's workers may decide the next chunks
+  if (regex != nullptr) regex->prepare_ahead();  // the engine's workers may decide the next chunks
   if (regex != nullptr) regex->set_lanes(pool->width());
   p.pieces.resize(pool->width());
   p.piece_ends.resize(pool->width());
@@ -634,7 +648,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
       const std::size_t first = line_start_from(data, begin, begin + b, end, options_.eol);
       const std::size_t last = line_start_from(data, begin, begin + e, end, options_.eol);
       if (regex != nullptr)
-        decide_lines(*regex, i, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece,
+        decide_lines(*regex, OnLane{*regex, i}, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece,
                      options_.eol);
       else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i]);
       if (check_utf8) p.piece_valid[i] = lines_valid_utf8(p.pieces[i], p.piece_ends[i]);
@@ -695,8 +709,8 @@ std::pair<std::size_t, std::size_t> complete_lines(const Chunk& chunk, char eol)
 
 bool Searcher::works_ahead() noexcept {
   if (options_.workers == nullptr) return false;
-  // Regexes: once predecide() has readied their pass over many lines (prepare_ahead()),
-  // never before, so that a database whose build is deferred stays so.
+  // Regexes: once predecide() has readied the lanes the engine's workers lease
+  // (prepare_ahead()); a database whose build is deferred stays so until lines cost it.
   return options_.regex != nullptr || !any_line_may_match();
 }
 
@@ -717,10 +731,11 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
                                         [](const Occurrence& o, std::size_t at) { return o.position < at; });
     const auto count = static_cast<std::size_t>(occurrences.end() - first);
     if (RegexLines* regex = options_.regex) {
-      if (!whole_pieces_pay(*regex, count, complete_end - pos) ||
-          !regex->select_lines_ahead(std::string_view(chunk.data + pos, complete_end - pos), d.matched))
-        return;
-      ends_of_lines(d.matched, chunk.data + complete_end, options_.eol, d.ends);
+      // Rare candidates too: confirming them on the pipeline thread's turn held it up.
+      RegexLines::AheadLease lease = regex->lease_ahead();
+      if (!lease) return;
+      decide_lines(*regex, lease, chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends,
+                   whole_pieces_pay(*regex, count, complete_end - pos), options_.eol);
     } else {
       if (!dense_occurrences(count, complete_end - pos)) return;
       decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);

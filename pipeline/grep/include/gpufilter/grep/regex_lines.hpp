@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpufilter/core/sink.hpp"
@@ -67,12 +68,36 @@ class RegexLines {
   bool prepare_lines();
   bool select_lines_on(std::size_t lane, std::string_view piece, std::vector<const char*>& line_starts);
   // The same for the engine's workers, each deciding a chunk it scanned (work ahead):
-  // prepare_ahead() on the thread that owns lane 0, outside any parallel use, after
-  // prepare_lines() said yes; then any thread may call select_lines_ahead() at any time,
-  // which decides on a lane of its own (made on first need from a copy no one searches
-  // with) or returns false (decide in turn instead).
+  // prepare_ahead() on the thread that owns lane 0, outside any parallel use; then any
+  // thread may take a lease (a lane of its own, made on first need from a copy no one
+  // searches with) and decide lines with it, line by line, or a whole piece at once where
+  // prepare_lines() said yes before prepare_ahead() (else select_lines() returns false).
+
+ private:
+  struct Lane;
+
+ public:
+  class AheadLease {
+   public:
+    AheadLease(AheadLease&& other) noexcept : owner_(other.owner_), lane_(std::exchange(other.lane_, nullptr)) {}
+    AheadLease& operator=(AheadLease&&) = delete;
+    ~AheadLease();
+    explicit operator bool() const noexcept { return lane_ != nullptr; }
+    bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
+      return owner_.line_matches_in(*lane_, line, occurrences);
+    }
+    bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+      return owner_.select_lines_in(*lane_, piece, line_starts);
+    }
+
+   private:
+    friend class RegexLines;
+    AheadLease(RegexLines& owner, Lane* lane) : owner_(owner), lane_(lane) {}
+    RegexLines& owner_;
+    Lane* lane_;
+  };
   void prepare_ahead();
-  bool select_lines_ahead(std::string_view piece, std::vector<const char*>& line_starts);
+  AheadLease lease_ahead();
   // Makes `count` lanes (copies are made on each lane's first use, on its thread).
   void set_lanes(std::size_t count);
   std::size_t lanes() const noexcept { return lanes_.size(); }
@@ -92,7 +117,6 @@ class RegexLines {
   RegexCounts counts() const noexcept;
 
  private:
-  struct Lane;
   RegexLines() = default;  // copy()'s
   Lane& lane(std::size_t index);
   // The patterns worth asking about this line, ascending, into lane.candidates; false when
@@ -100,6 +124,7 @@ class RegexLines {
   bool gather(Lane& lane, std::span<const LineOccurrence> occurrences, bool count) const;
   void gather_all(Lane& lane) const;
   bool select_lines_in(Lane& lane, std::string_view piece, std::vector<const char*>& line_starts);
+  bool line_matches_in(Lane& lane, std::string_view line, std::span<const LineOccurrence> occurrences);
 
   PatternSet factors_;
   std::size_t pattern_count_ = 0;
@@ -112,6 +137,8 @@ class RegexLines {
   std::unique_ptr<regex::LineRegex> ahead_model_;
   std::vector<std::unique_ptr<Lane>> ahead_lanes_;
   std::vector<Lane*> ahead_idle_;
+  bool ahead_lines_ = false;      // ahead_model_ was copied after prepare_lines() said yes
+  std::uint64_t ahead_models_ = 0;  // how many ahead_model_ has been
   mutable std::mutex ahead_mutex_;
   int lines_ready_ = -1;  // prepare_lines(): -1 not asked yet, else its answer
 };

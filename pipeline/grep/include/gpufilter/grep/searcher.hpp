@@ -79,7 +79,7 @@ class Searcher final : public ChunkConsumer {
   Flow consume(const Chunk& chunk, std::span<const Occurrence> occurrences) override;
   // A chunk's lines decided where it was scanned, as predecide() would decide them, while
   // earlier chunks are delivered (ChunkConsumer::work_ahead): dense fixed strings, and
-  // regexes when one pass of them all decides a piece of lines (RegexLines::prepare_ahead).
+  // regexes, line by line or a whole piece at once (RegexLines::lease_ahead).
   bool works_ahead() noexcept override;
   void work_ahead(const Chunk& chunk, std::span<const Occurrence> occurrences,
                   std::unique_ptr<SlotNote>& note) const noexcept override;
