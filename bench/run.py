@@ -502,7 +502,7 @@ def build_regex_sets(a, corpus):
         print(line)
         for m in info["dropped_examples"]:
             print(f"  dropped: {m}")
-        if name in ("logregex", "nofactor"):
+        if name in ("logregex", "nofactor", "factor", "factorlit"):
             patterns = path.read_text().splitlines()
             rates = regex_sets.sample_rates(patterns, corpus)
             info["sample_rates"] = dict(zip(patterns, rates))
