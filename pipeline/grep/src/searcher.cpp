@@ -737,7 +737,8 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
       decide_lines(*regex, lease, chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends,
                    whole_pieces_pay(*regex, count, complete_end - pos), options_.eol);
     } else {
-      if (!dense_occurrences(count, complete_end - pos)) return;
+      // Sparse ones too: deciding them on the pipeline thread's turn held the delivery up.
+      if (count == 0) return;
       decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
     }
     d.all_valid_utf8 =
@@ -810,8 +811,11 @@ Flow Searcher::consume_noted(const Chunk& chunk, std::span<const Occurrence> occ
   const bool decide_ahead = options_.regex != nullptr
                                 ? any_line_may_match() || index < occurrences.size()
                                 : !any_line_may_match() && dense_occurrences(occurrences.size() - index, complete_end - pos);
-  if (decide_ahead && !in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end))
-    if (!take_decided(note, chunk, pos, complete_end)) predecide(data, pos, complete_end, occurrences);
+  // Decided where the chunk was scanned (work_ahead()), or now on the WorkerPool where
+  // that pays; else line by line below.
+  if (!in_binary_ && (binary_start_ == kNoBinary || binary_start_ >= chunk.offset + complete_end) &&
+      !take_decided(note, chunk, pos, complete_end) && decide_ahead)
+    predecide(data, pos, complete_end, occurrences);
   const Flow flow = consume_lines(chunk, occurrences, pos, index, complete_end);
   predecided_.begin = predecided_.end = nullptr;  // the chunk's bytes go back to the engine
   return flow;
