@@ -7,7 +7,8 @@
 #    the device), deliver_s; and -a (no NUL search) for comparison;
 # 2. a regex with a required literal against the literal path at the same match rate
 #    (issue 16): the factor/factorlit sets of bench/regex_sets.py, ssh's failed passwords
-#    against their literal, and the logregex set, printing to /dev/shm.
+#    against their literal, and the logregex set, printing to /dev/shm;
+# 3. literal sets printing their lines (1, 100, 1,000 literals and the dense set).
 #   READ_SIZE (bytes, default 4294967296), READ_SETS (default "1 100 10000")
 set -u
 sh .device/opencl-setup.sh >/dev/null 2>&1
@@ -39,6 +40,13 @@ for set in factor factorlit ssh sshlit logregex; do for b in $builds; do
   IFS=: read -r tag bin <<< "$b"
   for i in 1 2 3; do
     echo "$set $tag $( { /usr/bin/time -f "%e s" timeout 60 "$bin" --stats -E -f $w/$set.txt $w/corpus.log > $w/out; } 2>&1 | stats) lines=$(wc -l < $w/out)"
+  done
+done; done
+echo "=== 3. literal sets, default engine, printing (three runs each)"
+for n in 1 100 1000 dense; do for b in $builds; do
+  IFS=: read -r tag bin <<< "$b"
+  for i in 1 2 3; do
+    echo "$n $tag $( { /usr/bin/time -f "%e s" timeout 60 "$bin" --stats -F -f $w/patterns-$n.txt $w/corpus.log > $w/out; } 2>&1 | stats) lines=$(wc -l < $w/out)"
   done
 done; done
 echo "=== peers on the same sets (rg, grep -E on factor only; seconds)"
