@@ -202,13 +202,15 @@ DeviceKind Engines::device_kind() {
 EnginePlan Engines::plan(const EngineRequest& request) {
   // A device named by the user must exist whatever engine auto then takes.
   if (request.choice == EngineChoice::kAuto && !spec_.empty()) device_kind();
-  const auto host_stored = [&request] {
-    return request.compiled != nullptr &&
-           HsDatabase::stored(PatternTable(*request.compiled, request.match_options));
+  EnginePlan plan;
+  const auto host_stored = [&request, &plan] {
+    if (request.compiled == nullptr) return false;
+    plan.table = std::make_shared<PatternTable>(*request.compiled, request.match_options);
+    plan.table_of = request.compiled;
+    return HsDatabase::stored(*plan.table);
   };
   EngineDecision decision = choose_engine(request.choice, request.patterns, request.input, request.input_bytes,
                                           [this] { return device_kind(); }, host_stored);
-  EnginePlan plan;
   plan.engine = decision.engine;
   plan.reason = std::move(decision.reason);
   ScanConfig& s = plan.scanning;
@@ -244,12 +246,22 @@ EnginePlan Engines::plan(const EngineRequest& request) {
 
 namespace {
 
+// The plan's table where it holds these patterns (taken once), else a new one.
+PatternTable table_for(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match) {
+  if (plan.table && plan.table_of == &patterns && plan.table->options().ignore_case == match.ignore_case) {
+    PatternTable taken = std::move(*plan.table);
+    plan.table.reset();
+    return taken;
+  }
+  return PatternTable(patterns, match);
+}
+
 class HostEngine final : public Engine {
  public:
   HostEngine(const EnginePlan& plan, const PatternSet& patterns, MatchOptions match)
       : Engine(EngineKind::kHost, "host (Hyperscan)", plan.reason, plan.scanning) {
     const Clock::time_point start = Clock::now();
-    table_ = std::make_unique<PatternTable>(patterns, match);
+    table_ = std::make_unique<PatternTable>(table_for(plan, patterns, match));
     timings_.table_ms = ms_since(start);
   }
   // The scanner (the base's) goes first: its workers may still be scanning with the table
@@ -284,7 +296,7 @@ class DeviceEngine final : public Engine {
         devices_(std::move(devices)) {
     timings_.device_ms = device_ms;
     Clock::time_point start = Clock::now();
-    PatternTable table(patterns, match);
+    PatternTable table = table_for(plan, patterns, match);
     timings_.table_ms = ms_since(start);
     start = Clock::now();
     std::vector<PatternTable> tables = copies(std::move(table), devices_.size());
@@ -352,7 +364,7 @@ class CoEngine final : public Engine {
         started_(Clock::now()),
         lanes_(plan.lanes),
         slots_per_lane_(plan.slots_per_lane) {
-    table_ = std::make_unique<PatternTable>(patterns, match);
+    table_ = std::make_unique<PatternTable>(table_for(plan, patterns, match));
     timings_.table_ms = ms_since(started_);
     starter_ = std::thread(
         [this, spec = std::move(device_spec), table = *table_]() mutable { start_devices(spec, std::move(table)); });
