@@ -39,7 +39,7 @@ class RunPyTest(unittest.TestCase):
 
     def test_parse_sets(self):
         self.assertEqual(run.parse_sets("1, 100,dense"), ["1", "100", "dense"])
-        self.assertEqual(run.parse_sets("templates,logregex,ioc,nofactor"), run.REGEX_SETS)
+        self.assertEqual(run.parse_sets("templates,logregex,ioc,nofactor,factor,factorlit"), run.REGEX_SETS)
         for bad in ("", "2", "1,icase,foo"):
             with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
                 run.parse_sets(bad)
