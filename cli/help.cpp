@@ -132,7 +132,8 @@ Following files and listening on sockets (docs/STREAMING.md):
                             files, sockets and records (default 1M)
       --max-connections=N   with --listen, at most N open connections
                             (default 1024)
-SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0.
+SIGINT or SIGTERM: stop reading, finish what was read, flush, exit 0;
+a second one ends the process at once.
 
 Captures (docs/CAPTURES.md):
       --pcap=FILE           filter the packets of a pcap or pcapng FILE ('-':

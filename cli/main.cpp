@@ -54,11 +54,19 @@ Clock::time_point g_started;  // main() entry, for --stats
 
 // SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0. Only once the
 // scan begins: until then (options, pattern compile, engine build) they end the process
-// at once, as they end grep, and a slow compile can be interrupted.
+// at once, as they end grep, and a slow compile can be interrupted. A second one ends it
+// at once too, as the signal does by default: what was read may take long to finish (a
+// regular expression that glibc decides in time that grows faster than a long line).
 StopSignal* g_stop = nullptr;
 StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
-extern "C" void on_stop_signal(int) {
-  if (g_stop != nullptr) g_stop->request();
+extern "C" void on_stop_signal(int signal_number) {
+  if (g_stop == nullptr) return;
+  if (g_stop->requested()) {
+    ::signal(signal_number, SIG_DFL);
+    ::raise(signal_number);
+    return;
+  }
+  g_stop->request();
 }
 void install_stop_handlers() {
   struct sigaction action {};

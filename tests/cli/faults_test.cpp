@@ -62,6 +62,7 @@ class Proc {
     std::string stdin_path = "/dev/null";
     std::string stdout_path;                // empty: a pipe, read into out()
     std::optional<rlim_t> file_size_limit;  // bytes
+    std::string locale = "C";               // LC_ALL
   };
 
   Proc(const std::vector<std::string>& args, const Setup& setup) {
@@ -73,7 +74,7 @@ class Proc {
       if (v.starts_with("LANG=") || v.starts_with("LC_") || v.starts_with("GREP_")) continue;
       env.emplace_back(v);
     }
-    env.emplace_back("LC_ALL=C");
+    env.emplace_back("LC_ALL=" + setup.locale);
     std::vector<char*> cargv, cenv;
     for (std::string& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -669,6 +670,23 @@ TEST_F(Faults, StateFileInADirectoryOthersMayWriteIsRefused) {
     }
   }
   ::chmod(shared.c_str(), 0700);
+}
+
+// A first SIGTERM lets what was read finish; a second ends the process at once. glibc
+// decides this regex in UTF-8 in time that grows with the square of the line (grep's DFA
+// takes a millisecond): a 30,000-byte line takes tens of seconds.
+TEST_F(Faults, ASecondStopSignalEndsALongRegexAtOnce) {
+  TempDir dir;
+  const std::string line = dir.write("long.txt", std::string(30000, 'x') + "\n");
+  Proc::Setup setup;
+  setup.locale = "C.UTF-8";
+  Proc proc({"-c", "-e", "\\([^[:space:]]\\+\\)\\{1,3\\}.y", line}, setup);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  proc.signal(SIGTERM);
+  ASSERT_FALSE(proc.pump_until([&] { return proc.exited(); }, std::chrono::milliseconds(300)))
+      << "the line was decided in 0.6 s: the test needs a slower regex";
+  proc.signal(SIGTERM);
+  EXPECT_EQ(proc.wait_exit(std::chrono::seconds(5)), 128 + SIGTERM) << proc.err();
 }
 
 }  // namespace
