@@ -125,10 +125,10 @@ bool FileWalk::operand(const std::string& name) {
   struct stat st {};
   if (name == "-" || ::stat(name.c_str(), &st) != 0) return visit({WalkEntry::Kind::kSearch, name, 0, true});
   if (S_ISDIR(st.st_mode)) {
-    if (options_.directories == Directories::kSkip) return true;
+    if (options_.directories == Directories::kSkip) return openable(name);
     const std::string root = options_.directories == Directories::kRecurse ? fts_root(name) : name;
     // grep matches the operand as written ("t//"), not as fts names it.
-    if (!omit_dot_slash_ && directory_excluded(name, false)) return true;  // even when not walked
+    if (!omit_dot_slash_ && directory_excluded(name, false)) return openable(name);  // even when not walked
     if (options_.directories == Directories::kRead) return visit({WalkEntry::Kind::kSearch, name, 0, true});
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return visit({WalkEntry::Kind::kError, root, errno, true});
@@ -139,10 +139,15 @@ bool FileWalk::operand(const std::string& name) {
   }
   const bool skipped = file_excluded(name, false) || (options_.devices == Devices::kSkip && is_device(st.st_mode));
   if (!skipped) return visit({WalkEntry::Kind::kSearch, name, 0, true});
-  // grep opens an operand before it looks at the globs or -D skip: one it cannot open is
-  // reported even so (not blocking on a FIFO without a writer, where grep would wait).
+  return openable(name);
+}
+
+// grep opens an operand before it looks at the globs, -d skip, --exclude-dir or -D skip:
+// one it cannot open is reported even so (not blocking on a FIFO without a writer, where
+// grep would wait). True: go on.
+bool FileWalk::openable(const std::string& name) {
   const int fd = ::open(name.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return visit({WalkEntry::Kind::kError, name, errno, true});
+  if (fd < 0) return (*visit_)({WalkEntry::Kind::kError, name, errno, true});
   ::close(fd);
   return true;
 }

@@ -69,6 +69,7 @@ class FileWalk {
   bool file_excluded(const std::string& name, bool anchored) const;
   bool directory_excluded(const std::string& name, bool anchored) const;
   bool operand(const std::string& name);
+  bool openable(const std::string& name);
   static std::string fts_root(std::string name);
   bool directory(const std::string& path, int fd);
   struct DirEntry;

@@ -209,6 +209,12 @@ TEST_F(Recursive, AFolderThatCannotBeSearchedAsGrep) {
                         Args{"-r", "--include=*.txt"}, Args{"-r", "--exclude-dir=inner"}, Args{"-r", "--exclude=?l"},
                         Args{"-R", "--exclude=il"}, Args{"-rc", "-j1"}})
     expect_same_runs(as_nobody, a + Args{"foo", root}, once);
+  // A folder named on the command line that cannot be opened (mode 311): grep opens an
+  // operand before -d skip or --exclude-dir leave it out, and reports it.
+  ASSERT_EQ(::chmod((root + "/locked").c_str(), 0311), 0);
+  for (const Args& a : {Args{"-d", "skip"}, Args{"-r", "--exclude-dir=locked"}, Args{"-d", "read"}, Args{"-r"}})
+    for (const std::string& operand : {root + "/locked", root + "/locked/"})
+      expect_same_runs(as_nobody, a + Args{"-c", "foo", operand, root + "/a.txt"}, once);
   ::chmod((root + "/locked").c_str(), 0755);
 }
 
