@@ -36,19 +36,18 @@ python3 - "$w/logregex.txt" <<'PY'
 import sys; sys.path.insert(0, "bench"); import regex_sets
 open(sys.argv[1], "w").write("".join(p + "\n" for p in regex_sets.LOGREGEX))
 PY
-for set in factor factorlit ssh sshlit logregex; do for b in $builds; do
-  IFS=: read -r tag bin <<< "$b"
-  for i in 1 2 3; do
-    echo "$set $tag $( { /usr/bin/time -f "%e s" timeout 60 "$bin" --stats -E -f $w/$set.txt $w/corpus.log > $w/out; } 2>&1 | stats) lines=$(wc -l < $w/out)"
+# printing NAME MATCHER PATTERN-FILE: three runs of each build, printing to /dev/shm.
+printing() {
+  for b in $builds; do
+    IFS=: read -r tag bin <<< "$b"
+    for i in 1 2 3; do
+      echo "$1 $tag $( { /usr/bin/time -f "%e s" timeout 60 "$bin" --stats "$2" -f "$3" $w/corpus.log > $w/out; } 2>&1 | stats) lines=$(wc -l < $w/out)"
+    done
   done
-done; done
+}
+for set in factor factorlit ssh sshlit logregex; do printing $set -E $w/$set.txt; done
 echo "=== 3. literal sets, default engine, printing (three runs each)"
-for n in 1 100 1000 dense; do for b in $builds; do
-  IFS=: read -r tag bin <<< "$b"
-  for i in 1 2 3; do
-    echo "$n $tag $( { /usr/bin/time -f "%e s" timeout 60 "$bin" --stats -F -f $w/patterns-$n.txt $w/corpus.log > $w/out; } 2>&1 | stats) lines=$(wc -l < $w/out)"
-  done
-done; done
+for n in 1 100 1000 dense; do printing $n -F $w/patterns-$n.txt; done
 echo "=== peers on the same sets (rg, grep -E on factor only; seconds)"
 for set in factor factorlit; do
   echo "$set rg $( { /usr/bin/time -f "%e s" timeout 60 .device/bin/rg --no-config -N --no-filename -f $w/$set.txt $w/corpus.log > $w/out; } 2>&1 | tail -1) lines=$(wc -l < $w/out)"
