@@ -639,7 +639,7 @@ bool gpufilter_option(int c, Options& o) {
       o.max_packets = n;
       break;
     }
-    case 'r': o.directories = Directories::kRecurse; o.dereference = false; break;
+    case 'r': o.directories = Directories::kRecurse; break;  // after -R, still -R's walk (grep)
     case 'R': o.directories = Directories::kRecurse; o.dereference = true; break;
     case 'd': o.directories = directories_action(::optarg); break;
     case 'D': {
@@ -661,7 +661,9 @@ bool gpufilter_option(int c, Options& o) {
         const std::size_t end = std::min(contents.find('\n', at), contents.size());
         std::size_t last = end;
         while (last > at && std::string_view(" \t\v\f\r").find(contents[last - 1]) != std::string_view::npos) --last;
-        if (last > at) o.file_globs.push_back({contents.substr(at, last - at), false});
+        // The pattern is a C string to gnulib: a NUL ends it (after the trimming; an empty
+        // one is still a pattern).
+        if (last > at) o.file_globs.push_back({contents.substr(at, std::min(last, contents.find('\0', at)) - at), false});
         at = end + 1;
       }
       break;

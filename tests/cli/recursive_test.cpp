@@ -57,6 +57,8 @@ TEST_F(Recursive, FlagsAndOutputModesAsGrep) {
       {"-r"},       {"-R"},         {"-rn"},           {"-rc"},   {"-rl"},      {"-rL"},         {"-rh"},
       {"-ro", "-b"}, {"-r", "-i"},  {"-rZl"},          {"-rs"},   {"-Rs", "-c"}, {"-r", "-a"},  {"-r", "-I"},
       {"-r", "-m1"}, {"-rq"},       {"-d", "recurse"}, {"-r", "-v", "-c"}, {"-r", "-w"},
+      // -r after -R leaves -R's walk (grep's -r only sets the directories action).
+      {"-R", "-r"},  {"-r", "-R"},  {"--dereference-recursive", "--recursive"}, {"-R", "-d", "recurse"},
   };
   for (const Args& f : flags) {
     expect_same(f + Args{"foo", root}, {}, rotating_knobs(2));
@@ -70,6 +72,9 @@ TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
   // blank lines adds nothing, so an --include after it still decides alone.
   const std::string spaced = dir.write("spaced", "*.log \n\n*.c\r\n \t\n");
   const std::string blank = dir.write("blank", "\n  \n");
+  // A NUL ends a pattern (gnulib reads C strings), after the trailing space is trimmed; an
+  // empty one is still a pattern (an --exclude first: files that match no glob are in).
+  const std::string nul = dir.write("nul", std::string("a.txt\0junk\n\0x \n", 16));
   const std::vector<Args> globs = {
       {"--include=*.log"},
       {"--include=*.log", "--include=*.txt"},
@@ -89,6 +94,8 @@ TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
       {"--exclude-from=" + excludes},
       {"--exclude-from=" + spaced},
       {"--exclude-from=" + blank, "--include=*.log"},
+      {"--exclude-from=" + nul},
+      {"--exclude-from=" + nul, "--include=*.log"},
       {"--include=main.c"},
       {"--exclude=main.c"},
   };
