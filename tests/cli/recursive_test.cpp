@@ -74,7 +74,7 @@ TEST_F(Recursive, IncludeExcludeAndExcludeDirAsGrep) {
   const std::string blank = dir.write("blank", "\n  \n");
   // A NUL ends a pattern (gnulib reads C strings), after the trailing space is trimmed; an
   // empty one is still a pattern (an --exclude first: files that match no glob are in).
-  const std::string nul = dir.write("nul", std::string("a.txt\0junk\n\0x \n", 16));
+  const std::string nul = dir.write("nul", std::string("a.txt\0junk\n\0x \n", 15));
   const std::vector<Args> globs = {
       {"--include=*.log"},
       {"--include=*.log", "--include=*.txt"},
