@@ -708,6 +708,18 @@ TEST(RegexEncodingErrors, PerlMatchErrorsEndTheRunAfterTheLinesBeforeThem) {
   }
 }
 
+// grep grows PCRE2's JIT stack (from 32 KiB, doubled) when a match needs more, and so the
+// answers of patterns that recurse along a long line: '(.)*$' on 1,500 characters ran out
+// of the default stack ("exhausted PCRE JIT stack", exit 2) where grep selects the line.
+TEST(RegexOddPatterns, PerlJitStackGrowsAsGreps) {
+  TempDir dir;
+  const std::string lines = dir.write("lines", std::string(1500, 'a') + "\n" + std::string(200000, 'b') + "\nab\n");
+  for (const Locale locale : {Locale::kC, Locale::kUtf8})
+    for (const Args& a : {Args{"-c", "(.)*$", lines}, Args{"-c", "(a|b)*$", lines}, Args{"-w", "-c", "(.)*", lines},
+                          Args{"-o", "-b", "(ab|b)+$", lines}})
+      expect_same_with("-P", a, {}, {{"", "", "cpu"}}, "", locale_env(locale));
+}
+
 // grep does not print a line with an encoding error, and its "last output" stays before
 // it: the next group is not adjacent ("--"), trailing context stalls on such a line, and
 // after a selected one it runs from the last output on (the input's first lines when

@@ -4,6 +4,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <climits>
+#include <cstdint>
 #include <new>
 #include <string>
 
@@ -21,6 +23,12 @@ struct DataDeleter {
 };
 struct ContextDeleter {
   void operator()(pcre2_compile_context* c) const noexcept { pcre2_compile_context_free(c); }
+};
+struct MatchContextDeleter {
+  void operator()(pcre2_match_context* c) const noexcept { pcre2_match_context_free(c); }
+};
+struct JitStackDeleter {
+  void operator()(pcre2_jit_stack* s) const noexcept { pcre2_jit_stack_free(s); }
 };
 
 class PerlRegex final : public LineRegex {
@@ -45,12 +53,20 @@ class PerlRegex final : public LineRegex {
  private:
   void compile_pattern();
   int run(std::string_view subject, std::size_t offset, std::uint32_t flags);
+  bool grow_limits(int rc);
+  [[noreturn]] static int fail(int rc);
   bool execute(std::string_view line, std::size_t from, std::size_t& begin, std::size_t& end);
 
   std::string pattern_;
   RegexOptions options_;
   std::unique_ptr<pcre2_code, CodeDeleter> code_;
   std::unique_ptr<pcre2_match_data, DataDeleter> data_;
+  // Grown as grep grows them (jit_exec): the JIT stack from PCRE2's 32 KiB, doubled, and
+  // the depth limit, doubled, each while under half its type's range.
+  std::unique_ptr<pcre2_match_context, MatchContextDeleter> match_context_;
+  std::unique_ptr<pcre2_jit_stack, JitStackDeleter> jit_stack_;
+  std::size_t jit_stack_size_ = 32 * 1024;
+  std::uint32_t depth_limit_ = 0;  // 0: PCRE2's default, not yet read
   bool empty_match_[2] = {false, false};  // [bol]: does the pattern match "" (grep's shortcut)
 };
 
@@ -81,9 +97,38 @@ void PerlRegex::compile_pattern() {
 }
 
 int PerlRegex::run(std::string_view subject, std::size_t offset, std::uint32_t flags) {
-  const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset,
-                             flags, data_.get(), nullptr);
-  if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
+  for (;;) {
+    const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset,
+                               flags, data_.get(), match_context_.get());
+    if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
+    if (!grow_limits(rc)) return fail(rc);
+  }
+}
+
+// grep's jit_exec: a larger JIT stack, or a deeper limit, and the match again.
+bool PerlRegex::grow_limits(int rc) {
+  if (rc == PCRE2_ERROR_JIT_STACKLIMIT && jit_stack_size_ <= INT_MAX / 2) {
+    const std::size_t old_size = jit_stack_size_;
+    jit_stack_size_ *= 2;
+    jit_stack_.reset(pcre2_jit_stack_create(old_size, jit_stack_size_, nullptr));
+    if (!match_context_) match_context_.reset(pcre2_match_context_create(nullptr));
+    if (!jit_stack_ || !match_context_) throw MatchError("memory exhausted");
+    pcre2_jit_stack_assign(match_context_.get(), nullptr, jit_stack_.get());
+    return true;
+  }
+  if (rc == PCRE2_ERROR_DEPTHLIMIT) {
+    if (depth_limit_ == 0) pcre2_config(PCRE2_CONFIG_DEPTHLIMIT, &depth_limit_);
+    if (depth_limit_ == 0 || depth_limit_ >= UINT32_MAX / 2) return false;
+    if (!match_context_) match_context_.reset(pcre2_match_context_create(nullptr));
+    if (!match_context_) throw MatchError("memory exhausted");
+    depth_limit_ *= 2;
+    pcre2_set_depth_limit(match_context_.get(), depth_limit_);
+    return true;
+  }
+  return false;
+}
+
+int PerlRegex::fail(int rc) {
   // grep's words (pcresearch.c, Pexecute), after the file's name.
   switch (rc) {
     case PCRE2_ERROR_NOMEMORY: throw MatchError("memory exhausted");
