@@ -708,6 +708,17 @@ TEST(RegexEncodingErrors, PerlMatchErrorsEndTheRunAfterTheLinesBeforeThem) {
   }
 }
 
+// A collating symbol that starts a range: "[[.a.]-c]" is a..c (read as {a, -, c} before).
+TEST(RegexOddPatterns, CollatingSymbolsAsRangeEnds) {
+  const std::string input = "a\nb\nc\n-\n.\nz\nA\n";
+  for (const Locale locale : {Locale::kC, Locale::kUtf8})
+    for (const char* pattern : {"[[.a.]-c]", "[[.-.]-z]", "[x[.a.]-c]", "[^[.a.]-c]", "[[.a.]-]", "[a-[.c.]]"})
+      for (const Args& flags : {Args{"-n"}, Args{"-o"}, Args{"-i", "-c"}, Args{"-v", "-c"}})
+        for (const char* matcher : {"-G", "-E"})
+          expect_same_with(matcher, flags + Args{pattern}, input, {{"", "", "cpu"}, {"5", "", "cpu"}}, "",
+                           locale_env(locale));
+}
+
 // grep grows PCRE2's JIT stack (from 32 KiB, doubled) when a match needs more, and so the
 // answers of patterns that recurse along a long line: '(.)*$' on 1,500 characters ran out
 // of the default stack ("exhausted PCRE JIT stack", exit 2) where grep selects the line.

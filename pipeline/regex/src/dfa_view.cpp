@@ -135,6 +135,8 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
         else out += "[:" + std::string(name) + ":]";
       } else {
         if (name.size() != 1) return std::nullopt;
+        // A collating symbol that starts a range ("[[.a.]-c]"): left to glibc.
+        if (close + 3 < end && p[close + 2] == '-' && p[close + 3] != ']') return std::nullopt;
         out += pcre_byte(static_cast<unsigned char>(name[0]));
       }
       j = close + 1;
