@@ -719,6 +719,22 @@ TEST(RegexOddPatterns, CollatingSymbolsAsRangeEnds) {
                            locale_env(locale));
 }
 
+// glibc's regex answers an interval on a group holding \< or \> unlike grep's DFA (on
+// "check pass; user unknown" it finds "(\<[a-z]+\> ?){3}"): refused, with the ways around.
+TEST(RegexOddPatterns, IntervalsOnGroupsWithWordEdgesAreRefused) {
+  TempDir dir;
+  const std::string input = dir.write("in", "check pass; user unknown\nthree short words\nab cd\n");
+  for (const char* pattern : {"(\\<[a-z]+\\> ?){3}", "(x(\\<y)){2}", "(\\<[a-z]+ ?){1,3}:"}) {
+    const ProcessResult r = run_process({gpufilter_binary(), "-E", pattern, input});
+    EXPECT_EQ(r.status, 2) << pattern;
+    EXPECT_EQ(r.out, "") << pattern;
+    EXPECT_NE(r.err.find("an interval on a group that holds \\< or \\>"), std::string::npos) << r.err;
+  }
+  for (const char* pattern : {"(\\b[a-z]+\\b ?){3}", "(\\<[a-z]+\\> ?)+", "(\\<[a-z]+\\> ?)(\\<[a-z]+\\> ?)"})
+    for (const Locale locale : {Locale::kC, Locale::kUtf8})
+      expect_same_with("-E", {"-n", "-o", pattern, input}, {}, {{"", "", "cpu"}}, "", locale_env(locale));
+}
+
 // grep grows PCRE2's JIT stack (from 32 KiB, doubled) when a match needs more, and so the
 // answers of patterns that recurse along a long line: '(.)*$' on 1,500 characters ran out
 // of the default stack ("exhausted PCRE JIT stack", exit 2) where grep selects the line.

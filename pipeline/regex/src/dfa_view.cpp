@@ -182,6 +182,11 @@ class Reader {
     superset_atom_.reset();
     view_.pcre.append(pcre);
     if (!zero_width) start_ = false;
+    group_holds_assertion_ = false;  // close() says so for a group, after this
+  }
+  // A \< or \> inside the groups open now (see repeat()).
+  void note_assertion() {
+    for (char& held : groups_hold_assertion_) held = 1;
   }
   // A literal byte; in UTF-8 a byte of a multibyte character stays itself, so that the
   // character is one codepoint for Hyperscan (and an operator after it repeats all of it).
@@ -203,10 +208,13 @@ class Reader {
     if (!group_starts_.empty()) {
       atom_start_ = group_starts_.back();
       group_starts_.pop_back();
+      group_holds_assertion_ = groups_hold_assertion_.back() != 0;
+      groups_hold_assertion_.pop_back();
     }
   }
   void open_group(std::string_view text) {
     group_starts_.push_back(view_.pcre.size());
+    groups_hold_assertion_.push_back(0);
     open(text, "(?:");
   }
   // A repetition operator on the atom before it: its glibc text and Hyperscan's.
@@ -236,6 +244,13 @@ class Reader {
       // grep's DFA and its regex read a repeated anchor or word assertion differently,
       // and which one answers depends on the options: refused rather than guessed.
       view_.refusal = "repeating an anchor or a word assertion (\"" + std::string(p_) + "\") is not supported";
+      return;
+    }
+    if (group_holds_assertion_ && (text.front() == '{' || text.starts_with("\\{"))) {
+      // glibc's regex answers an interval of such a group otherwise than grep's DFA
+      // ("(\<[a-z]+\> ?){3}" selected lines grep does not): refused rather than wrong.
+      view_.refusal = "an interval on a group that holds \\< or \\> (\"" + std::string(p_) +
+                      "\") is not supported; write the group out, or use \\b";
       return;
     }
     view_.select.append(text);
@@ -271,6 +286,8 @@ class Reader {
   bool quantified_ = false;         // the last token was a repetition operator
   std::size_t atom_start_ = 0;      // where the last atom's Hyperscan text begins
   std::vector<std::size_t> group_starts_;  // where each open group's "(?:" begins
+  std::vector<char> groups_hold_assertion_;  // per open group: a \< or \> inside
+  bool group_holds_assertion_ = false;        // the last atom is a group holding one
 };
 
 // '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|".
@@ -341,6 +358,7 @@ bool Reader::escape(std::size_t& i) {
   } else if (n == '<' || n == '>' || n == 'b' || n == 'B') {
     if (utf8_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
     if (n == '<' || n == '>' || utf8_) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
+    if (n == '<' || n == '>') note_assertion();
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
