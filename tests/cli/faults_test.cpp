@@ -676,10 +676,14 @@ TEST_F(Faults, StateFileInADirectoryOthersMayWriteIsRefused) {
 // decides this regex in UTF-8 in time that grows with the square of the line (grep's DFA
 // takes a millisecond): a 30,000-byte line takes tens of seconds.
 TEST_F(Faults, ASecondStopSignalEndsALongRegexAtOnce) {
-#if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer runs a signal's handler at its own safe points only, which a thread
   // inside glibc's regexec never reaches.
+#if defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
+#endif
 #endif
   TempDir dir;
   const std::string line = dir.write("long.txt", std::string(30000, 'x') + "\n");
