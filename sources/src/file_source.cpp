@@ -5,10 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "gpufilter/core/errors.hpp"
@@ -69,21 +67,6 @@ int pread_full(int fd, char* dst, std::size_t size, std::uint64_t offset, std::s
 }  // namespace
 
 std::size_t FileSource::read(std::span<char> dst) {
-  std::size_t unused = 0;
-  return read_pieces(dst, nullptr, unused);
-}
-
-std::size_t FileSource::read_finding(std::span<char> dst, char byte, std::size_t& first) {
-  return read_pieces(dst, &byte, first);
-}
-
-// `byte`: looked for in each piece as soon as it is read, on the thread that read it.
-std::size_t FileSource::read_pieces(std::span<char> dst, const char* byte, std::size_t& first) {
-  auto find = [&](std::size_t from, std::size_t size) -> std::size_t {
-    const void* at = byte != nullptr && size > 0 ? std::memchr(dst.data() + from, *byte, size) : nullptr;
-    return at != nullptr ? static_cast<std::size_t>(static_cast<const char*>(at) - dst.data()) : SIZE_MAX;
-  };
-  first = 0;
   if (stop_ != nullptr && stop_->requested()) return 0;
   // A large read of a regular file is copied out of the page cache by several threads:
   // one thread's copy runs well below what the device link takes. A small file is read
@@ -92,26 +75,22 @@ std::size_t FileSource::read_pieces(std::span<char> dst, const char* byte, std::
   if (regular_ && workers_ != nullptr && dst.size() >= 2 * kPiece && unread_size().value_or(0) >= 2 * kPiece) {
     WorkerPool& pool = *workers_;
     struct Piece {
-      std::size_t wanted = 0, got = 0, found = SIZE_MAX;
+      std::size_t wanted = 0, got = 0;
       int error = 0;
     };
     std::vector<Piece> piece(pool.width());
     const std::size_t pieces = pool.split(dst.size(), kPiece, [&](std::size_t i, std::size_t begin, std::size_t end) {
       piece[i].wanted = end - begin;
       piece[i].error = pread_full(fd_, dst.data() + begin, end - begin, offset_ + begin, piece[i].got);
-      piece[i].found = find(begin, piece[i].got);
     });
     // What was read is the run of pieces up to the first short one; the file ended (or
     // failed) there, and whatever later pieces saw is not part of this read.
     std::size_t total = 0;
-    first = SIZE_MAX;
     for (std::size_t i = 0; i < pieces; ++i) {
       total += piece[i].got;
-      first = std::min(first, piece[i].found);
       if (piece[i].error != 0 && total == 0) throw SourceError(name_, piece[i].error);
       if (piece[i].error != 0 || piece[i].got < piece[i].wanted) break;
     }
-    first = std::min(first, total);
     offset_ += total;
     ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);  // keep the descriptor where a plain read would
     return total;
@@ -120,9 +99,7 @@ std::size_t FileSource::read_pieces(std::span<char> dst, const char* byte, std::
     const ssize_t n = ::read(fd_, dst.data(), dst.size());
     if (n >= 0) {
       if (regular_) offset_ += static_cast<std::uint64_t>(n);  // where the next split read begins
-      const auto got = static_cast<std::size_t>(n);
-      first = std::min(find(0, got), got);
-      return got;
+      return static_cast<std::size_t>(n);
     }
     if (errno != EINTR) throw SourceError(name_, errno);
     if (stop_ != nullptr && stop_->requested()) return 0;

@@ -102,20 +102,11 @@ void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offse
   binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
 }
 
-// A regular file's read, its NUL search done by the threads that read it.
-std::size_t Chunker::read_noting(std::span<char> dst, std::uint64_t offset) {
-  if (!config_.detect_binary || binary_offset_ != kNoBinary) return read_source(dst);
-  std::size_t first = 0;
-  const std::size_t got = read_source(dst, &first);
-  if (first < got) binary_offset_ = (offset + first) / kBinaryBlock * kBinaryBlock;
-  return got;
-}
-
 // A failed read is the input's end for now, so that the bytes before it are searched
 // (lines before a corrupt compressed block are printed, as `gzip -dc | grep` prints them).
-std::size_t Chunker::read_source(std::span<char> dst, std::size_t* first_nul) {
+std::size_t Chunker::read_source(std::span<char> dst) {
   try {
-    return first_nul != nullptr ? source_.read_finding(dst, '\0', *first_nul) : source_.read(dst);
+    return source_.read(dst);
   } catch (const SourceError&) {
     read_error_ = std::current_exception();
     eof_ = true;
@@ -180,11 +171,12 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
     }
     std::size_t got;
     if (source_.is_regular_file()) {
-      got = read_noting(std::span<char>(dst + filled, capacity_ - filled), read_offset_);
+      got = read_source(std::span<char>(dst + filled, capacity_ - filled));
       if (got == 0) {
         eof_ = true;
         break;
       }
+      note_bytes(dst + filled, got, read_offset_);
     } else {
       // Streams are read a whole block at a time, as grep reads them, so that binary
       // mode sees what grep's read would; what does not fit the chunk stays pending.

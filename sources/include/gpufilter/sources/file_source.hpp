@@ -34,7 +34,6 @@ class FileSource final : public Source {
   void set_workers(WorkerPool* workers) noexcept { workers_ = workers; }
 
   std::size_t read(std::span<char> dst) override;
-  std::size_t read_finding(std::span<char> dst, char byte, std::size_t& first) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   // Leaves a seekable descriptor where grep leaves it once the input is searched: just
   // past the first `consumed` bytes of what this source read (-m), or at the end of the
@@ -55,7 +54,6 @@ class FileSource final : public Source {
   const std::string& name() const override { return name_; }
 
  private:
-  std::size_t read_pieces(std::span<char> dst, const char* byte, std::size_t& first);
   FileSource(int fd, bool owned, std::string name);
 
   int fd_;

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <optional>
@@ -40,16 +39,6 @@ class Source {
   // Reads up to dst.size() bytes; returns 0 only at the end of the input.
   // Blocks until some data is there. Throws SourceError on failure.
   virtual std::size_t read(std::span<char> dst) = 0;
-
-  // As read(), and says where the first `byte` of what was read lies (`first`; the size
-  // read: none), looked for while the bytes are still in the cache of the thread that
-  // read them where the source reads in parallel (grep's NUL search of binary files).
-  virtual std::size_t read_finding(std::span<char> dst, char byte, std::size_t& first) {
-    const std::size_t got = read(dst);
-    const void* at = got > 0 ? std::memchr(dst.data(), byte, got) : nullptr;
-    first = at != nullptr ? static_cast<std::size_t>(static_cast<const char*>(at) - dst.data()) : got;
-    return got;
-  }
 
   // Waits at most `timeout` for data; true when read() would not block.
   // Sources whose reads never wait (regular files) return true at once.

@@ -80,8 +80,7 @@ class Chunker {
   void note_mapped(std::size_t upto);
   void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
   void read_ahead_to_block_end();
-  std::size_t read_source(std::span<char> dst, std::size_t* first_nul = nullptr);
-  std::size_t read_noting(std::span<char> dst, std::uint64_t offset);
+  std::size_t read_source(std::span<char> dst);
 
   Source& source_;
   ChunkerConfig config_;
