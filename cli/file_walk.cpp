@@ -23,25 +23,33 @@ namespace {
 
 bool is_device(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISSOCK(mode) || S_ISFIFO(mode); }
 
-// gnulib's fnmatch_pattern_has_wildcards, for grep's options (EXCLUDE_WILDCARDS): a
-// pattern without any is kept in a hash table and compared as a string.
-bool has_wildcards(const std::string& pattern) {
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    if (c == '?' || c == '*' || c == '[' || c == ']') return true;
-    if (c == '\\' && i + 1 < pattern.size()) ++i;
-  }
-  return false;
+struct DirCloser {
+  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
+};
+
+}  // namespace
+
+FileWalk::FileWalk(const Options& options) : options_(options) {
+  for (const FileGlob& g : options.file_globs) file_globs_.push_back(glob_of(g.pattern, g.include));
+  for (const std::string& d : options.exclude_dirs) dir_globs_.push_back(glob_of(d, false));
 }
 
-// gnulib's unescape_pattern: how a pattern without wildcards is stored.
-std::string unescaped(const std::string& pattern) {
-  std::string out;
+// gnulib's add_exclude with EXCLUDE_WILDCARDS: fnmatch_pattern_has_wildcards decides, and
+// a pattern without wildcards is stored unescaped (unescape_pattern).
+FileWalk::Glob FileWalk::glob_of(const std::string& pattern, bool include) {
+  bool wildcards = false;
+  for (std::size_t i = 0; i < pattern.size() && !wildcards; ++i) {
+    const char c = pattern[i];
+    wildcards = c == '?' || c == '*' || c == '[' || c == ']';
+    if (c == '\\' && i + 1 < pattern.size()) ++i;
+  }
+  if (wildcards) return {pattern, true, include};
+  std::string text;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '\\' && i + 1 < pattern.size()) ++i;
-    out += pattern[i];
+    text += pattern[i];
   }
-  return out;
+  return {std::move(text), false, include};
 }
 
 // gnulib's exclude, as grep calls it. A pattern with wildcards goes through fnmatch without
@@ -49,30 +57,21 @@ std::string unescaped(const std::string& pattern) {
 // that follows a '/' not followed by another (exclude_fnmatch). A pattern without is
 // compared as a string with the name and, unanchored, with every suffix after a '/',
 // even an empty one or one that starts with '/' (file_name_matches).
-bool glob_matches(const std::string& pattern, const std::string& name, bool anchored) {
-  if (!has_wildcards(pattern)) {
-    const std::string literal = unescaped(pattern);
-    if (literal == name) return true;
+bool FileWalk::glob_matches(const Glob& glob, const std::string& name, bool anchored) {
+  if (!glob.wildcards) {
+    if (glob.text == name) return true;
     if (anchored) return false;
     for (std::size_t i = 0; i < name.size(); ++i)
-      if (name[i] == '/' && name.compare(i + 1, std::string::npos, literal) == 0) return true;
+      if (name[i] == '/' && name.compare(i + 1, std::string::npos, glob.text) == 0) return true;
     return false;
   }
-  if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  const char* pattern = glob.text.c_str();
+  if (::fnmatch(pattern, name.c_str(), 0) == 0) return true;
   if (anchored) return false;
   for (std::size_t i = 0; i < name.size(); ++i)
-    if (name[i] == '/' && name[i + 1] != '/' && ::fnmatch(pattern.c_str(), name.c_str() + i + 1, 0) == 0)
-      return true;
+    if (name[i] == '/' && name[i + 1] != '/' && ::fnmatch(pattern, name.c_str() + i + 1, 0) == 0) return true;
   return false;
 }
-
-struct DirCloser {
-  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
-};
-
-}  // namespace
-
-FileWalk::FileWalk(const Options& options) : options_(options) {}
 
 bool FileWalk::names_files(const Options& options) {
   if (options.files.size() > 1) return true;
@@ -86,15 +85,14 @@ bool FileWalk::names_files(const Options& options) {
 // --exclude excludes); when none matches, a file is excluded only if the first is an
 // --include.
 bool FileWalk::file_excluded(const std::string& name, bool anchored) const {
-  const std::vector<FileGlob>& globs = options_.file_globs;
-  for (auto glob = globs.rbegin(); glob != globs.rend(); ++glob)
-    if (glob_matches(glob->pattern, name, anchored)) return !glob->include;
-  return !globs.empty() && globs.front().include;
+  for (auto glob = file_globs_.rbegin(); glob != file_globs_.rend(); ++glob)
+    if (glob_matches(*glob, name, anchored)) return !glob->include;
+  return !file_globs_.empty() && file_globs_.front().include;
 }
 
 bool FileWalk::directory_excluded(const std::string& name, bool anchored) const {
-  return std::any_of(options_.exclude_dirs.begin(), options_.exclude_dirs.end(),
-                     [&](const std::string& glob) { return glob_matches(glob, name, anchored); });
+  return std::any_of(dir_globs_.begin(), dir_globs_.end(),
+                     [&](const Glob& glob) { return glob_matches(glob, name, anchored); });
 }
 
 void FileWalk::walk(const std::vector<std::string>& operands, const std::function<bool(WalkEntry&&)>& visit) {

@@ -76,7 +76,18 @@ class FileWalk {
   bool entry(DIR* dir, const std::string& prefix, const DirEntry& entry);
   bool symbolic_link(DIR* dir, const std::string& name, const std::string& base);
 
+  // A --include, --exclude or --exclude-dir pattern as gnulib's exclude keeps it, read
+  // once: with wildcards for fnmatch, or without as the unescaped string it compares.
+  struct Glob {
+    std::string text;
+    bool wildcards;
+    bool include;
+  };
+  static Glob glob_of(const std::string& pattern, bool include);
+  static bool glob_matches(const Glob& glob, const std::string& name, bool anchored);
+
   const Options& options_;
+  std::vector<Glob> file_globs_, dir_globs_;
   bool omit_dot_slash_ = false;
   bool open_files_ = false;
   std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
