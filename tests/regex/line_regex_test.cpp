@@ -120,11 +120,28 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"\\(0*\\)\\{1,80\\}*", Syntax::kBasic},
            {"^((((()+)*)+)+)+", Syntax::kExtended},
            {"\\(\\(\\(\\(\\(\\(\\(\\(\\(\\(x*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*\\)*", Syntax::kBasic},
-           {"\\(\\(\\(\\(\\<\\|a\\)*\\)\\+\\)\\+\\)\\+", Syntax::kBasic}}) {
+           {"\\(\\(\\(\\(\\<\\|a\\)*\\)\\+\\)\\+\\)\\+", Syntax::kBasic},
+           // Loops over groups that can match empty, one after another behind an anchor:
+           // "^()*{20,}" took 14 s (regex_fuzz found "++)*{309,}..." under -x, whose
+           // wrapper adds the '^'), "(()*{12}$)+" 2.2 s (grep 3.8 the same).
+           {"^()*{17}", Syntax::kExtended},
+           {"^()*{20,}", Syntax::kExtended},
+           {"^x*(()*){17}", Syntax::kExtended},
+           {"(^)()*{17}", Syntax::kExtended},
+           {"a|$()*{17}", Syntax::kExtended},
+           {"\\<\\(\\(a*\\)*\\)\\{17\\}", Syntax::kBasic},
+           {"(()*{8}$)+", Syntax::kExtended},
+           {"^(++)*{309,}3009,}3,30*zz{,0.)$", Syntax::kExtended}}) {
     EXPECT_EQ(errors_of({pattern}, syntax), std::vector<std::string>{refusal}) << pattern;
   }
   for (const auto& [pattern, syntax] : std::vector<std::pair<std::string, Syntax>>{
            {"^()++++$", Syntax::kExtended},
+           {"^()*{16}", Syntax::kExtended},      // 0.3 s
+           {"^x()*{40}", Syntax::kExtended},     // a character between: no cost
+           {"()*{40}$", Syntax::kExtended},      // the anchor after them: none either
+           {"^a|()*{40}", Syntax::kExtended},    // nor in another alternative
+           {"(()*{16}$){2}", Syntax::kExtended}, // the second copy's loops follow the '$'
+           {"^(a*){160,}", Syntax::kExtended},   // copies of a group, one loop
            {"(^|$)*+", Syntax::kExtended},
            {"(a*)++++++++", Syntax::kExtended},
            {"((a*)*)*", Syntax::kExtended},

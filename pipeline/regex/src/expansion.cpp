@@ -7,6 +7,42 @@
 namespace gpufilter::regex {
 namespace {
 
+// A run of units that can match the empty string (kMaxAnchoredNullableLoops): its loops
+// over groups that can too, whether it holds an anchor, and the loops after its first one.
+struct Run {
+  double loops = 0;
+  bool anchored = false;
+  double after_anchor = 0;
+};
+
+// `a` then `b`.
+Run then(const Run& a, const Run& b) {
+  return {a.loops + b.loops, a.anchored || b.anchored, a.anchored ? a.after_anchor + b.loops : b.after_anchor};
+}
+
+// Either path, as the costlier of the two.
+Run either(const Run& a, const Run& b) {
+  return {std::max(a.loops, b.loops), a.anchored || b.anchored, std::max(a.after_anchor, b.after_anchor)};
+}
+
+// A unit's part in the run it is in: the path through it where it can match empty, and
+// the run its end leaves after its last character.
+struct Unit {
+  bool nullable = false;
+  Run through;
+  Run trailing;
+  bool group = false;  // the operand of a loop adds one where it is a group: "()*", "(a*)+"
+  Run after(const Run& before) const { return nullable ? either(then(before, through), trailing) : trailing; }
+  // The unit copied `copies` times, looping back where `loop`.
+  void repeat(double copies, bool loop) {
+    if (!nullable) return;
+    const double added = loop && group ? 1 : 0;
+    const double more = copies - 1 + (loop ? 1 : 0);  // a loop comes back through every copy
+    through = {through.loops * copies + added, through.anchored,
+               through.anchored ? through.after_anchor + through.loops * more + added : 0};
+  }
+};
+
 // The size of what is parsed so far at one group level, and of its last unit (what a
 // quantifier repeats).
 struct Level {
@@ -27,30 +63,45 @@ struct Level {
   bool has_last = false;        // a unit to repeat (not at the start of an alternative)
   int solid_units = 0;          // units of the current alternative that cannot match empty
   bool nullable_alt = false;    // an earlier alternative can match empty
+  // The run of units since the last that must match a character; a group's first units
+  // continue the run before it.
+  Run start;                    // the run where this group begins
+  Run own;                      // the current alternative's, without `start`
+  Run before_last;              // `own` before the last unit
+  Unit last_unit;
+  Unit ended;                   // the finished alternatives, as one unit
+  Run run() const { return solid_units == 0 ? then(start, own) : own; }
 };
 
 class Estimate {
  public:
   explicit Estimate(bool extended) : levels_(1), extended_(extended) {}
 
-  void atom() { add(1, 0, false, {}); }
+  void atom() { add(1, 0, false, {}, Unit{}); }
   void anchor() {  // ^ $ \< \> \b \B: a position, empty
     anchored_ = true;
-    add(0, 0, true, {0, 0, true});
+    add(0, 0, true, {0, 0, true}, Unit{true, {0, true, 0}, {}, false});
   }
-  void open() { levels_.emplace_back(); }
+  void open() {
+    const Run run = levels_.back().run();
+    levels_.emplace_back();
+    levels_.back().start = run;
+  }
   void close() {
     if (levels_.size() == 1) return atom();  // an unmatched ')' is a literal (ERE)
-    const Level inner = levels_.back();
+    end_alternative();
+    Level inner = levels_.back();
     levels_.pop_back();
-    add(inner.nodes + 1, inner.options, inner.nullable_alt || inner.solid_units == 0,
-        {inner.height, inner.anchored_height, inner.anchor});
+    inner.ended.group = true;
+    add(inner.nodes + 1, inner.options, inner.nullable_alt, {inner.height, inner.anchored_height, inner.anchor},
+        inner.ended);
   }
   void alternative() {  // '|', '\|' or a newline between patterns
+    end_alternative();
     Level& l = levels_.back();
-    l.nullable_alt = l.nullable_alt || l.solid_units == 0;
     l.solid_units = 0;
     l.has_last = false;
+    l.own = {};
   }
   // The last unit repeated at least `low` and at most `high` times (high < 0: no bound).
   // With no unit before it glibc skips the operator (ERE) or reads it as a character (BRE).
@@ -87,10 +138,20 @@ class Estimate {
     }
     l.height = std::max(l.height, l.last_height);
     l.anchored_height = std::max(l.anchored_height, l.last_anchored_height);
+    Unit& unit = l.last_unit;
+    unit.repeat(copies, high < 0);
+    if (!unit.nullable && low == 0) {
+      unit.nullable = true;  // skipped
+      unit.through = {};
+    }
+    unit.group = false;
+    l.own = unit.after(l.before_last);
     if (!l.last_nullable && low == 0) {
       l.last_nullable = true;
       --l.solid_units;
     }
+    // Checked where loops are added: an anchor after them costs nothing ("()*{160,}$").
+    if (l.run().after_anchor > kMaxAnchoredNullableLoops) wide_nullable_ = true;
     // Many copies that can all match the empty string: glibc's epsilon closures grow with
     // the square of their number ("(a*){5000}" 2.4 GB, "0*{,309}{10}" past a minute).
     // (One copy is no copies: "(w0001|...|w0900)?" or a large group starred is cheap.)
@@ -121,8 +182,23 @@ class Estimate {
     int height = 0, anchored_height = 0;
     bool anchor = false;
   };
-  void add(double nodes, double options, bool nullable, Depth d) {
+  // The current alternative, finished: its run where the group ends, as a unit's.
+  void end_alternative() {
     Level& l = levels_.back();
+    Unit& e = l.ended;
+    if (l.solid_units == 0) {
+      l.nullable_alt = true;
+      e.nullable = true;
+      e.through = either(e.through, l.own);
+    } else {
+      e.trailing = either(e.trailing, l.own);
+    }
+  }
+  void add(double nodes, double options, bool nullable, Depth d, const Unit& unit) {
+    Level& l = levels_.back();
+    l.before_last = l.own;
+    l.last_unit = unit;
+    l.own = unit.after(l.own);
     l.nodes += nodes;
     l.options += options;
     l.last_nodes = nodes;
