@@ -229,6 +229,18 @@ TEST(LineRegex, WarnsOfRepetitionAtTheStartOfAnExtendedExpression) {
   EXPECT_TRUE(warnings({"a**", "a+*", "a{1}{2}", "x{"}, Syntax::kExtended).empty());
 }
 
+// grep's DFA reads the patterns in turn and stops at its first error: the warnings before
+// it come first, those after it never (glibc's own errors come before any warning).
+TEST(LineRegex, WarningsBeforeAnErrorOfGrepsDfaComeWithIt) {
+  const std::string space = "character class syntax is [[:space:]], not [:space:]";
+  EXPECT_EQ(errors_of({"*a", "b", "[:space:]", "+c"}, Syntax::kExtended),
+            (std::vector<std::string>{"warning: * at start of expression", space}));
+  EXPECT_EQ(errors_of({"*[:space:]|+a"}, Syntax::kExtended),
+            (std::vector<std::string>{"warning: * at start of expression", space}));
+  EXPECT_EQ(errors_of({"[:space:]|*a"}, Syntax::kExtended), std::vector<std::string>{space});
+  EXPECT_EQ(errors_of({"*a", "a("}, Syntax::kExtended), std::vector<std::string>{"Unmatched ( or \\("});
+}
+
 TEST(LineRegex, PatternsWithoutOperatorsAreFixedStringsAsGrepMakesThem) {
   std::vector<std::string> fixed;
   EXPECT_TRUE(as_fixed_strings({"a+b", "c\\.d", "x|y", "{}"}, Syntax::kBasic, false, false, fixed));

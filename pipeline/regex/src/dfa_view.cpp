@@ -170,6 +170,12 @@ class Reader {
   DfaView read();
 
  private:
+  // The DFA's first error ends its reading: only the warnings before it are printed.
+  void fail(const char* error) {
+    if (view_.error) return;
+    view_.error = error;
+    view_.warnings_before_error = view_.warnings.size();
+  }
   // An atom: its text for glibc and for Hyperscan.
   void atom(std::string_view text, std::string_view pcre, bool zero_width) {
     after_open_ = false;
@@ -309,7 +315,7 @@ void Reader::interval(std::size_t from, std::size_t end, bool bk, const char* wa
 void Reader::bracket(std::size_t& i) {
   bool confusing = false, collating = false;
   const std::size_t end = bracket_end(p_, i, confusing, collating);
-  if (confusing && !view_.error) view_.error = "character class syntax is [[:space:]], not [:space:]";
+  if (confusing) fail("character class syntax is [[:space:]], not [:space:]");
   if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))
     left_to_regex();  // multibyte brackets: dfa.c gives most of them to regex
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
@@ -332,7 +338,7 @@ bool Reader::escape(std::size_t& i) {
     ++depth_;
     open_group(text);
   } else if (!ere_ && n == ')') {
-    if (depth_ == 0 && !view_.error) view_.error = "Unmatched ) or \\)";
+    if (depth_ == 0) fail("Unmatched ) or \\)");
     close(text);
   } else if (!ere_ && n == '|') {
     open(text, "|");
@@ -345,7 +351,7 @@ bool Reader::escape(std::size_t& i) {
       // Not where an expression starts, dfa.c reads an interval and refuses a bad one;
       // glibc has refused it already unless an anchor comes before ("1\\<\\{"), where it
       // reads a literal '{' and grep still exits 2 with dfa.c's message.
-      if (!start_ && !view_.error) view_.error = "invalid content of \\{\\}";
+      if (!start_) fail("invalid content of \\{\\}");
       literal(text, '{');
     } else {
       interval(i - 1, end, true, "{...}");

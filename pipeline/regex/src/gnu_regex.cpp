@@ -335,8 +335,16 @@ void GnuRegex::compile_all() {
   // In a UTF-8 locale the -w wrapper's "[^[:alnum:]_]" is a bracket grep's DFA leaves to
   // regex, so grep decides every line with its regex matcher.
   if (options_.utf8 && options_.word && !options_.whole_line) dfa_supported_ = false;
-  for (const DfaView& v : views)
-    if (v.error) throw RegexError({*v.error});
+  // grep's DFA reads the patterns in turn: the warnings up to its first error, then it.
+  std::vector<std::string> said;
+  for (const DfaView& v : views) {
+    if (v.error) {
+      said.insert(said.end(), v.warnings.begin(), v.warnings.begin() + static_cast<std::ptrdiff_t>(v.warnings_before_error));
+      said.push_back(*v.error);
+      throw RegexError(std::move(said));
+    }
+    said.insert(said.end(), v.warnings.begin(), v.warnings.end());
+  }
   for (std::size_t i = 0; i < views.size(); ++i) {
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
     if (options_.null_data && views[i].inner_anchor)

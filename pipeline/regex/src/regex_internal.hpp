@@ -29,6 +29,7 @@ struct DfaView {
   bool supported = true;
   std::vector<std::string> warnings;
   std::optional<std::string> error;
+  std::size_t warnings_before_error = 0;  // grep prints these before `error`
   bool stray_close = false;  // an ERE ')' that closes nothing (a literal; it closes grep's -w/-x wrapper)
   std::optional<std::string> refusal;  // a construct gpufilter refuses rather than answer unlike grep
   // The same reading in Hyperscan's syntax, which selects lines far faster than glibc;
