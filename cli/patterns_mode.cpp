@@ -24,12 +24,16 @@ std::string escaped(const std::string& literal) {
   return out;
 }
 
-// Whether -i may fold a character of `pattern` beyond ASCII (any non-ASCII one is taken to).
+// Whether -i may fold a character of `pattern` beyond ASCII, as grep's
+// fgrep_icase_available asks in the locale ('é', 'k'; not '😀', whose bytes grep's
+// fixed-string matcher compares as they are).
 bool may_fold_beyond_ascii(const std::string& pattern) {
-  return std::any_of(pattern.begin(), pattern.end(), [](char c) {
-    const auto b = static_cast<unsigned char>(c);
-    return b >= 0x80 || regex::folds_beyond_ascii(b);
-  });
+  for (std::size_t i = 0; i < pattern.size();) {
+    const std::size_t n = regex::fold_free_length(pattern, i);
+    if (n == 0) return true;
+    i += n;
+  }
+  return false;
 }
 
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as

@@ -719,6 +719,22 @@ TEST(RegexOddPatterns, CollatingSymbolsAsRangeEnds) {
                            locale_env(locale));
 }
 
+// Under -i in UTF-8 grep's fixed-string matcher takes the patterns whose characters fold
+// within ASCII or not at all ("😀", "a😀", the empty one; fgrep_icase_available) and folds
+// ASCII letters byte by byte: "-F -w -i -e ''" selects "a😀b" as "-F -w -e ''" does (its
+// walk finds an empty match inside the emoji), where glibc's case-folding search did not.
+TEST(RegexOddPatterns, CaselessCharactersKeepGrepsFixedMatcherUnderDashI) {
+  const std::string input = "a\xf0\x9f\x98\x80b\nab\n\n x\nAB\nxAby\nx ab y\n\xc3\x80B ab\n\xc3\xa9t \xe2\x84\xaa\n"
+                            "b\xc3\xa9\n\xc3\xa9b c\n\xce\xa3 \xcf\x82\n";
+  for (const Args& patterns : {Args{"-e", ""}, Args{"-e", "", "-e", "x"}, Args{"-e", "", "-e", "\xf0\x9f\x98\x80"},
+                               Args{"-e", "a\xf0\x9f\x98\x80", "-e", ""}, Args{"-e", "\xf0\x9f\x98\x80b"},
+                               Args{"-e", "aB", "-e", "y"}, Args{"-e", "\xc3\xa9"}, Args{"-e", "k"}})
+    for (const Args& flags : {Args{"-F", "-w", "-i"}, Args{"-F", "-i", "-o"}, Args{"-F", "-w", "-i", "-o"},
+                              Args{"-F", "-x", "-i"}, Args{"-G", "-w", "-i", "-c"}, Args{"-F", "-w", "-i", "--color=always"}})
+      expect_same_with(flags[0], Args(flags.begin() + 1, flags.end()) + patterns, input, {{"", "", "cpu"}}, "",
+                       locale_env(Locale::kUtf8));
+}
+
 // glibc's regex answers an interval on a group holding \< or \> unlike grep's DFA (on
 // "check pass; user unknown" it finds "(\<[a-z]+\> ?){3}"): refused, with the ways around.
 TEST(RegexOddPatterns, IntervalsOnGroupsWithWordEdgesAreRefused) {

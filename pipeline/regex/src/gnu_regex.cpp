@@ -28,6 +28,33 @@ reg_syntax_t syntax_bits(const RegexOptions& o) {
   return bits;
 }
 
+// An escaped fixed string (or grep's -w/-x wrapper around one) with each ASCII letter
+// outside the wrapper's bracket a bracket of both its cases: "a\.b" is "[aA]\.[bB]".
+std::string ascii_letters_as_brackets(std::string_view text) {
+  constexpr std::string_view kWrapperBracket = "[^[:alnum:]_]";
+  std::string out;
+  out.reserve(text.size() * 2);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      out.append(text.substr(i, 2));
+      ++i;
+    } else if (text.substr(i, kWrapperBracket.size()) == kWrapperBracket) {
+      out.append(kWrapperBracket);
+      i += kWrapperBracket.size() - 1;
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+      const char lower = static_cast<char>(c | 0x20);
+      out += '[';
+      out += lower;
+      out += static_cast<char>(lower - 32);
+      out += ']';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // One compiled GNU pattern with its registers.
 class GnuPattern {
  public:
@@ -43,7 +70,18 @@ class GnuPattern {
   // nullptr, or glibc's message. `positions`: the groups' registers are wanted (else
   // RE_NO_SUB; match_end() still answers).
   const char* compile(std::string_view text, reg_syntax_t bits, bool positions, const RegexOptions& options) {
-    const bool ignore_case = options.ignore_case;
+    // The fixed strings grep's own matcher takes under -i fold ASCII letters only, byte by
+    // byte (its kwset's table): glibc's RE_ICASE (or a translation table) reads the line
+    // as case-folded characters instead and finds the empty string elsewhere ("-F -w -i
+    // -e ''" in UTF-8 ended the -w walk inside a multibyte character). Their letters are
+    // brackets of both cases instead.
+    std::string folded;
+    if (options.ignore_case && options.fixed_matcher) {
+      folded = ascii_letters_as_brackets(text);
+      text = folded;
+      bits &= ~static_cast<reg_syntax_t>(RE_ICASE);
+    }
+    const bool ignore_case = options.ignore_case && !options.fixed_matcher;
     newline_anchor_ = !options.null_data;  // with -z '\n' is an ordinary character
     std::memset(&buffer_, 0, sizeof buffer_);
     // grep: no fastmap with -i, to work around glibc bug 20381.

@@ -60,6 +60,17 @@ bool possible_backrefs(std::string_view p) {
   return false;
 }
 
+std::size_t fold_free_length(std::string_view text, std::size_t at) {
+  const auto b = static_cast<unsigned char>(text[at]);
+  if (b < 0x80) return folds_beyond_ascii(b) ? 0 : 1;
+  std::mbstate_t state{};
+  wchar_t wc = 0;
+  const std::size_t n = std::mbrtowc(&wc, text.data() + at, text.size() - at, &state);
+  if (n == 0 || n > text.size() - at) return 0;  // invalid or cut short
+  const auto c = static_cast<wint_t>(wc);
+  return std::towupper(c) != c || std::towlower(c) != c ? 0 : n;
+}
+
 // grep.c, try_fgrep_pattern: which bytes make a pattern a regex, and which escapes are
 // only the character escaped.
 bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,
@@ -99,7 +110,13 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
       }
       // In a UTF-8 locale -i folds letters whose variants are other bytes (and 'k', 's',
       // 'i' beyond ASCII): those stay with the regex matcher.
-      if (ignore_case && utf8 && (c >= 0x80 || folds_beyond_ascii(c))) return false;
+      if (ignore_case && utf8) {
+        const std::size_t n = fold_free_length(p, i);
+        if (n == 0) return false;
+        s.append(p, i, n);
+        i += n - 1;
+        continue;
+      }
       s += static_cast<char>(c);
     }
     out.push_back(std::move(s));

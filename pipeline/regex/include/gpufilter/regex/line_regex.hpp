@@ -127,10 +127,16 @@ std::unique_ptr<LineRegex> compile(const std::vector<std::string>& patterns, con
 // -F would. With one, grep keeps its regex matcher, which for a pattern without operators
 // matches as -F does once the pattern compiles (the caller compiles it first). Fills
 // `fixed` and returns true, or false when some pattern is a real regex.
-// `ignore_case` with `utf8`: a pattern with a non-ASCII letter stays a regex (its case
-// variants are other bytes).
+// `ignore_case` with `utf8`: a pattern with a character -i folds beyond ASCII stays a
+// regex (its case variants are other bytes; fold_free_length()).
 bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,
                       std::vector<std::string>& fixed);
+
+// grep's fgrep_icase_charlen in a UTF-8 locale (the current one): the length of the
+// character at text[at] when -i folds it within ASCII or not at all ('a', '-', '😀'), 0
+// when it has a case variant of other bytes ('é'; 'k', 's' and 'i', whose variants
+// include U+212A, U+017F and U+0131) or is not a whole valid character.
+std::size_t fold_free_length(std::string_view text, std::size_t at);
 
 // GNU grep's test for a pattern that may hold a back-reference (dfasearch.c).
 bool possible_backrefs(std::string_view pattern);
