@@ -724,15 +724,43 @@ TEST(RegexOddPatterns, CollatingSymbolsAsRangeEnds) {
 // ASCII letters byte by byte: "-F -w -i -e ''" selects "a😀b" as "-F -w -e ''" does (its
 // walk finds an empty match inside the emoji), where glibc's case-folding search did not.
 TEST(RegexOddPatterns, CaselessCharactersKeepGrepsFixedMatcherUnderDashI) {
-  const std::string input = "a\xf0\x9f\x98\x80b\nab\n\n x\nAB\nxAby\nx ab y\n\xc3\x80B ab\n\xc3\xa9t \xe2\x84\xaa\n"
-                            "b\xc3\xa9\n\xc3\xa9b c\n\xce\xa3 \xcf\x82\n";
+  const std::string input = "a\xf0\x9f\x98\x80" "b\nab\n\n x\nAB\nxAby\nx ab y\n\xc3\x80" "B ab\n\xc3\xa9t \xe2\x84\xaa\n"
+                            "b\xc3\xa9\n\xc3\xa9" "b c\n\xce\xa3 \xcf\x82\n";
   for (const Args& patterns : {Args{"-e", ""}, Args{"-e", "", "-e", "x"}, Args{"-e", "", "-e", "\xf0\x9f\x98\x80"},
-                               Args{"-e", "a\xf0\x9f\x98\x80", "-e", ""}, Args{"-e", "\xf0\x9f\x98\x80b"},
+                               Args{"-e", "a\xf0\x9f\x98\x80", "-e", ""}, Args{"-e", "\xf0\x9f\x98\x80" "b"},
                                Args{"-e", "aB", "-e", "y"}, Args{"-e", "\xc3\xa9"}, Args{"-e", "k"}})
     for (const Args& flags : {Args{"-F", "-w", "-i"}, Args{"-F", "-i", "-o"}, Args{"-F", "-w", "-i", "-o"},
                               Args{"-F", "-x", "-i"}, Args{"-G", "-w", "-i", "-c"}, Args{"-F", "-w", "-i", "--color=always"}})
       expect_same_with(flags[0], Args(flags.begin() + 1, flags.end()) + patterns, input, {{"", "", "cpu"}}, "",
                        locale_env(Locale::kUtf8));
+}
+
+// A pattern Hyperscan cannot read exactly goes to glibc, whose time grows with the square
+// of a long line on some ("\\([^[:space:]]\\+\\)\\{1,3\\}.y" in UTF-8: minutes on 70 KB of
+// 'x'): a line of 1 KiB or more meets the pattern's superset in Hyperscan first, as grep's
+// DFA superset passes it first. The answers stay grep's, on long lines of few characters
+// (so that the patterns match often), with the constructs the superset reads as ".*" or
+// nothing: UTF-8 brackets, \w \s, back-references, word assertions.
+TEST(RegexLongLines, TheSupersetGateKeepsGrepsAnswers) {
+  std::mt19937 random(20261130);
+  const std::vector<std::string> alphabet = {"a", "b", "x", "y", " ", "\xc3\xa9", "-", "_", "1"};
+  std::string input;
+  for (int k = 0; k < 40; ++k) {
+    std::vector<std::string> some;
+    for (int j = 0; j < 3; ++j) some.push_back(alphabet[random() % alphabet.size()]);
+    const std::size_t length = 1000 + random() % 3000;
+    for (std::size_t n = 0; n < length; ++n) input += some[random() % some.size()];
+    input += '\n';
+  }
+  input += std::string(70000, 'x') + "\n" + std::string(5000, 'x') + "zy\n";
+  const std::vector<Args> cases = {
+      {"-G", "\\([^[:space:]]\\+\\)\\{1,3\\}.y"}, {"-E", "[^\xc3\xa9]+b\\>"}, {"-E", "\\w+ \\W[\xc3\xa9]"},
+      {"-G", "\\(a\\)\\1b\\|x\\(y\\)\\2"},  {"-E", "\\<[[:alpha:]]+-1"}, {"-E", "(\\S\\s){3}_"},
+      {"-E", "-x", "[^-]*"},   {"-G", "-c", "\\(b\\).*\\1a"},
+      {"-E", "-o", "[^a ]{2}_1"},                {"-E", "-v", "\\bx+\\Bb"}};
+  for (const Locale locale : {Locale::kC, Locale::kUtf8})
+    for (const Args& a : cases)
+      expect_same_with(a[0], Args(a.begin() + 1, a.end()), input, {{"", "", "cpu"}}, "", locale_env(locale));
 }
 
 // glibc's regex answers an interval on a group holding \< or \> unlike grep's DFA (on

@@ -162,8 +162,8 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
 
 class Reader {
  public:
-  Reader(std::string_view p, Syntax syntax, bool utf8, bool ignore_case)
-      : p_(p), ere_(syntax == Syntax::kExtended), utf8_(utf8), ignore_case_(ignore_case) {
+  Reader(std::string_view p, Syntax syntax, bool utf8, bool ignore_case, bool superset = false)
+      : p_(p), ere_(syntax == Syntax::kExtended), utf8_(utf8), ignore_case_(ignore_case), superset_(superset) {
     // Hyperscan's UTF-8 mode folds case and classifies characters its own way.
     if (utf8 && ignore_case) view_.pcre_ok = false;
   }
@@ -185,8 +185,9 @@ class Reader {
     atom_start_ = view_.pcre.size();
     view_.select.append(text);
     view_.superset.append(superset_atom_ ? *superset_atom_ : std::string(text));
+    // superset_view(): what regex decides reads as what the DFA's superset says.
+    view_.pcre.append(superset_ && superset_atom_ ? (superset_atom_->empty() ? "" : "(?:.*)") : std::string(pcre));
     superset_atom_.reset();
-    view_.pcre.append(pcre);
     if (!zero_width) start_ = false;
     group_holds_assertion_ = false;  // close() says so for a group, after this
   }
@@ -282,6 +283,7 @@ class Reader {
   bool ere_;
   bool utf8_;
   bool ignore_case_;
+  bool superset_;  // superset_view()
   DfaView view_;
   std::optional<std::string> superset_atom_;  // the next atom's superset text, if not its own
   bool start_ = true;       // dfa.c's laststart
@@ -319,8 +321,10 @@ void Reader::bracket(std::size_t& i) {
   if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))
     left_to_regex();  // multibyte brackets: dfa.c gives most of them to regex
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
-  if (!pcre) view_.pcre_ok = false;
-  atom(p_.substr(i, end - i), pcre.value_or(""), false);
+  if (!pcre && !superset_) view_.pcre_ok = false;
+  // superset_view(): one character, whatever Hyperscan cannot say of which (a collating
+  // symbol, an equivalence class; in UTF-8 a bracket the DFA reads as one character).
+  atom(p_.substr(i, end - i), pcre.value_or(superset_ ? "." : ""), false);
   i = end - 1;
 }
 
@@ -359,11 +363,11 @@ bool Reader::escape(std::size_t& i) {
     }
   } else if (n >= '1' && n <= '9') {
     left_to_regex();  // a back-reference: grep's DFA hands the line to regex
-    view_.pcre_ok = false;
+    if (!superset_) view_.pcre_ok = false;
     atom(text, "", false);
   } else if (n == '<' || n == '>' || n == 'b' || n == 'B') {
-    if (utf8_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
-    if (n == '<' || n == '>' || utf8_) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
+    if (utf8_ || superset_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
+    if (!superset_ && (n == '<' || n == '>' || utf8_)) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
     if (n == '<' || n == '>') note_assertion();
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
@@ -373,13 +377,13 @@ bool Reader::escape(std::size_t& i) {
     // to regex (parse_bracket_exp's BACKREF).
     if (utf8_) {
       left_to_regex();
-      view_.pcre_ok = false;
+      if (!superset_) view_.pcre_ok = false;
     }
     atom(text, n == 'w' ? "\\w" : "[^\\w\\n]", false);
   } else if (n == 's' || n == 'S') {
     if (utf8_) {
       left_to_regex();
-      view_.pcre_ok = false;
+      if (!superset_) view_.pcre_ok = false;
     }
     // \x0b, not \v: in Hyperscan's (PCRE's) syntax \v is every vertical space, '\n' and \x85 included.
     atom(text, n == 's' ? "[\\t\\x0b\\f\\r ]" : "[^\\t\\n\\x0b\\f\\r ]", false);  // '\n': see pcre_bracket
@@ -441,10 +445,16 @@ DfaView Reader::read() {
   // Hyperscan reads the pattern as grep's DFA does: right where the DFA decides, or where
   // no corner makes the DFA and grep's regex differ.
   if (view_.refusal || (!view_.supported && view_.corner)) view_.pcre_ok = false;
+  // A superset must hold whichever of the DFA and regex decides: not where they differ.
+  if (superset_ && view_.corner) view_.pcre_ok = false;
   return std::move(view_);
 }
 
 }  // namespace
+
+DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case) {
+  return Reader(pattern, syntax, utf8, ignore_case, true).read();
+}
 
 DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case) {
   return Reader(pattern, syntax, utf8, ignore_case).read();
