@@ -55,18 +55,27 @@ Clock::time_point g_started;  // main() entry, for --stats
 // SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0. Only once the
 // scan begins: until then (options, pattern compile, engine build) they end the process
 // at once, as they end grep, and a slow compile can be interrupted. A second one ends it
-// at once too, as the signal does by default: what was read may take long to finish (a
-// regular expression that glibc decides in time that grows faster than a long line).
+// at once too, as the signal does by default, and so does the first after a grace of
+// kStopGraceSeconds: what was read may take long to finish (a regular expression that
+// glibc decides in time that grows faster than a long line), and one SIGTERM (`timeout`'s)
+// must end the process, as it ends grep.
+constexpr unsigned kStopGraceSeconds = 5;
 StopSignal* g_stop = nullptr;
+volatile sig_atomic_t g_stop_signal = 0;  // the first stop signal, for the grace's end
 StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
+extern "C" void end_by_signal(int signal_number) {
+  ::signal(signal_number, SIG_DFL);
+  ::raise(signal_number);
+}
 extern "C" void on_stop_signal(int signal_number) {
   if (g_stop == nullptr) return;
-  if (g_stop->requested()) {
-    ::signal(signal_number, SIG_DFL);
-    ::raise(signal_number);
-    return;
-  }
+  if (g_stop->requested()) return end_by_signal(signal_number);
+  g_stop_signal = signal_number;
   g_stop->request();
+  ::alarm(kStopGraceSeconds);
+}
+extern "C" void on_stop_grace_over(int) {
+  if (g_stop_signal != 0) end_by_signal(g_stop_signal);
 }
 void install_stop_handlers() {
   struct sigaction action {};
@@ -75,6 +84,8 @@ void install_stop_handlers() {
   action.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR and sees the stop
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+  action.sa_handler = on_stop_grace_over;
+  ::sigaction(SIGALRM, &action, nullptr);
 }
 
 // What readers report while they keep going, as "gpufilter: MESSAGE" on stderr. Called

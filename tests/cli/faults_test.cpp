@@ -672,30 +672,55 @@ TEST_F(Faults, StateFileInADirectoryOthersMayWriteIsRefused) {
   ::chmod(shared.c_str(), 0700);
 }
 
-// A first SIGTERM lets what was read finish; a second ends the process at once. glibc
-// decides this regex in UTF-8 in time that grows with the square of the line (grep's DFA
-// takes a millisecond): a 30,000-byte line takes tens of seconds.
+// A first SIGTERM lets what was read finish, for kStopGraceSeconds (5) at most; a second
+// ends the process at once. glibc decides this back-reference on a line of 'x' in time
+// that grows faster than the line (grep's too): 4,000 bytes take minutes.
+class LongRegex {
+ public:
+  explicit LongRegex(TempDir& dir) : line_(dir.write("long.txt", std::string(4000, 'x') + "\n")) {
+    setup_.locale = "C.UTF-8";
+  }
+  std::unique_ptr<Proc> start() const {
+    auto proc = std::make_unique<Proc>(std::vector<std::string>{"-c", "-E", "-e", "\\w(x*)\\1\\s", line_}, setup_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    proc->signal(SIGTERM);
+    return proc;
+  }
+
+ private:
+  std::string line_;
+  Proc::Setup setup_;
+};
+
+bool thread_sanitizer() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#endif
+#endif
+  return false;
+}
+
 TEST_F(Faults, ASecondStopSignalEndsALongRegexAtOnce) {
   // ThreadSanitizer runs a signal's handler at its own safe points only, which a thread
   // inside glibc's regexec never reaches.
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
-#endif
-#endif
+  if (thread_sanitizer()) GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
   TempDir dir;
-  const std::string line = dir.write("long.txt", std::string(30000, 'x') + "\n");
-  Proc::Setup setup;
-  setup.locale = "C.UTF-8";
-  Proc proc({"-c", "-e", "\\([^[:space:]]\\+\\)\\{1,3\\}.y", line}, setup);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  proc.signal(SIGTERM);
-  ASSERT_FALSE(proc.pump_until([&] { return proc.exited(); }, std::chrono::milliseconds(300)))
-      << "the line was decided in 0.6 s: the test needs a slower regex";
-  proc.signal(SIGTERM);
-  EXPECT_EQ(proc.wait_exit(std::chrono::seconds(5)), 128 + SIGTERM) << proc.err();
+  const std::unique_ptr<Proc> proc = LongRegex(dir).start();
+  ASSERT_FALSE(proc->pump_until([&] { return proc->exited(); }, std::chrono::milliseconds(300)))
+      << "the line was decided at once: the test needs a slower regex";
+  proc->signal(SIGTERM);
+  EXPECT_EQ(proc->wait_exit(std::chrono::seconds(2)), 128 + SIGTERM) << proc->err();
+}
+
+// One SIGTERM (as `timeout` sends) ends such a run too, after the grace: grep ends at once.
+TEST_F(Faults, OneStopSignalEndsALongRegexAfterTheGrace) {
+  if (thread_sanitizer()) GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
+  TempDir dir;
+  const std::unique_ptr<Proc> proc = LongRegex(dir).start();
+  EXPECT_EQ(proc->wait_exit(std::chrono::seconds(15)), 128 + SIGTERM) << proc->err();
 }
 
 }  // namespace
