@@ -347,7 +347,7 @@ class GnuRegex final : public LineRegex {
   // in Hyperscan, linear in the line, rejects most of those it cannot select: glibc's time
   // grows with the square of a line on some patterns ("\([^[:space:]]\+\)\{1,3\}.y"
   // in UTF-8: 0.6 s on 4,000 'x', minutes on 70 KB), where grep's DFA superset rejects the
-  // line at once. Built on the first such line (each copy its own).
+  // line at once. Built once, on the first such line, and shared by the copies.
   std::shared_ptr<GatePlan> gate_plan_;  // null: every pattern is Hyperscan's, or none has a superset it reads
   std::unique_ptr<HsSelect> gate_;       // this copy's scratch on the plan's database
   bool gate_tried_ = false;
