@@ -31,7 +31,7 @@ void FdWriter::write(std::string_view bytes) {
 // The write-behind thread and the buffer it writes. No exception leaves the thread: a
 // write error is kept as its errno for the caller's thread to rethrow.
 struct Output::Behind {
-  Behind(Writer& w, std::size_t capacity) : writer(w), buffer(capacity, '\0'), thread([this] { run(); }) {}
+  Behind(Writer& w, std::size_t capacity) : writer(w), buffer(new char[capacity]), thread([this] { run(); }) {}
   ~Behind() {
     {
       std::lock_guard lock(mutex);
@@ -49,7 +49,7 @@ struct Output::Behind {
       lock.unlock();
       int failed = 0;
       try {
-        writer.write(std::string_view(buffer.data(), size));
+        writer.write(std::string_view(buffer.get(), size));
       } catch (const OutputError& e) {
         failed = e.error_number();
       }
@@ -63,7 +63,7 @@ struct Output::Behind {
   Writer& writer;
   std::mutex mutex;
   std::condition_variable wake, done;
-  std::string buffer;     // the thread's while `pending`
+  std::unique_ptr<char[]> buffer;  // the thread's while `pending`
   std::size_t size = 0;
   bool pending = false;   // buffer[0, size) is to be written
   bool stopping = false;
@@ -76,13 +76,15 @@ Output::Output(int fd, bool line_buffered, std::size_t capacity, bool write_behi
       writer_(owned_.get()),
       line_buffered_(line_buffered),
       write_behind_(write_behind && !line_buffered),
-      buffer_(capacity, '\0') {}
+      capacity_(capacity),
+      buffer_(new char[capacity]) {}
 
 Output::Output(Writer& writer, bool line_buffered, std::size_t capacity, bool write_behind)
     : writer_(&writer),
       line_buffered_(line_buffered),
       write_behind_(write_behind && !line_buffered),
-      buffer_(capacity, '\0') {}
+      capacity_(capacity),
+      buffer_(new char[capacity]) {}
 
 Output::~Output() {
   try {
@@ -108,10 +110,10 @@ void Output::drain() {
   size_ = 0;
   if (size == 0) return;
   if (!write_behind_) {
-    writer_->write(std::string_view(buffer_.data(), size));
+    writer_->write(std::string_view(buffer_.get(), size));
     return;
   }
-  if (!behind_) behind_ = std::make_unique<Behind>(*writer_, buffer_.size());
+  if (!behind_) behind_ = std::make_unique<Behind>(*writer_, capacity_);
   wait_behind();  // the other buffer is written (or its error thrown): take it
   {
     std::lock_guard lock(behind_->mutex);
@@ -123,14 +125,14 @@ void Output::drain() {
 }
 
 void Output::write(std::string_view bytes) {
-  if (bytes.size() >= buffer_.size()) {
+  if (bytes.size() >= capacity_) {
     drain();
     wait_behind();  // in order: after what the thread is writing
     writer_->write(bytes);
     return;
   }
-  if (buffer_.size() - size_ < bytes.size()) drain();
-  std::memcpy(buffer_.data() + size_, bytes.data(), bytes.size());
+  if (capacity_ - size_ < bytes.size()) drain();
+  std::memcpy(buffer_.get() + size_, bytes.data(), bytes.size());
   size_ += bytes.size();
 }
 
@@ -146,6 +148,13 @@ void Output::write_number(std::uint64_t value) {
 }
 
 void Output::flush() {
+  if (size_ > 0 && write_behind_ && !behind_) {
+    // Never full yet: written here, without starting the thread for it.
+    const std::size_t size = size_;
+    size_ = 0;
+    writer_->write(std::string_view(buffer_.get(), size));
+    return;
+  }
   if (size_ > 0) drain();
   wait_behind();
 }

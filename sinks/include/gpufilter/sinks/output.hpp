@@ -33,7 +33,7 @@ class Output {
 
   void write(std::string_view bytes);
   void put(char c) {
-    if (size_ == buffer_.size()) drain();
+    if (size_ == capacity_) drain();
     buffer_[size_++] = c;
   }
   // Writes `terminator` ('\n', or '\0' after a record of grep -z) and, when
@@ -56,7 +56,10 @@ class Output {
   bool line_buffered_;
   bool write_behind_;
   std::unique_ptr<Behind> behind_;  // made at the first full buffer
-  std::string buffer_;
+  // Not zeroed: a run that prints one line touches one page of it, not `capacity_`
+  // bytes (a megabyte zeroed was a fifth of a short run's start-up).
+  std::size_t capacity_;
+  std::unique_ptr<char[]> buffer_;
   std::size_t size_ = 0;
 };
 
