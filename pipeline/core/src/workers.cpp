@@ -5,10 +5,7 @@
 
 namespace gpufilter {
 
-WorkerPool::WorkerPool(std::size_t threads) {
-  threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-}
+WorkerPool::WorkerPool(std::size_t threads) : helpers_(threads) {}
 
 WorkerPool::~WorkerPool() {
   {
@@ -42,11 +39,17 @@ void WorkerPool::work() {
 
 void WorkerPool::run(std::size_t n, const std::function<void(std::size_t)>& task) {
   if (n == 0) return;
-  if (n == 1 || threads_.empty()) {
+  if (n == 1 || helpers_ == 0) {
     for (std::size_t i = 0; i < n; ++i) task(i);
     return;
   }
   std::lock_guard serial(run_mutex_);
+  // Started by the first run() that has work for them: a short run (one small file, a
+  // line from a pipe) never pays for fifteen threads it does not use.
+  if (threads_.empty()) {
+    threads_.reserve(helpers_);
+    for (std::size_t i = 0; i < helpers_; ++i) threads_.emplace_back([this] { work(); });
+  }
   std::unique_lock lock(mutex_);
   task_ = &task;
   next_ = 0;

@@ -43,8 +43,7 @@ HostScanner::HostScanner(const PatternTable& table, ScanConfig config, std::size
       inline_scratch_(matcher_->new_scratch()) {
   if (config_.count_patterns) pattern_counts_.assign(table.unique_count(), 0);
   add_slot(make_slot());
-  const std::size_t n = std::min(threads == 0 ? default_threads() : threads, config_.slots);
-  for (std::size_t i = 0; i < n; ++i) workers_.emplace_back([this] { work(); });
+  worker_count_ = std::min(threads == 0 ? default_threads() : threads, config_.slots);
 }
 
 // Four slots: a chunk scanned on the caller's thread is done when submitted, so more in
@@ -145,6 +144,9 @@ void HostScanner::start(ScanSlot& base) {
     return;
   }
   slot.done_.store(false, std::memory_order_relaxed);
+  std::call_once(workers_started_, [this] {
+    for (std::size_t i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { work(); });
+  });
   jobs_.enqueue(&slot);
 }
 

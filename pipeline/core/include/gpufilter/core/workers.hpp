@@ -21,7 +21,7 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Threads that take part in run(), the caller included.
-  std::size_t width() const noexcept { return threads_.size() + 1; }
+  std::size_t width() const noexcept { return helpers_ + 1; }
 
   // Calls task(i) once for every i in [0, n) across the pool and returns when all have
   // returned. `task` must not throw. Calls from several threads are served one at a time.
@@ -51,7 +51,8 @@ class WorkerPool {
   std::size_t count_ = 0;
   std::size_t finished_ = 0;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  std::size_t helpers_;
+  std::vector<std::thread> threads_;  // helpers_ of them once a run() needs them
 };
 
 // The first `byte` in data[0, size), looked for in parallel pieces when size is large and

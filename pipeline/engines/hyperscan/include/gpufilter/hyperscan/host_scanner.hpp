@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,9 @@ class HostScanner final : public Scanner {
   HsDatabase::Scratch inline_scratch_;
   bool all_inline_ = false;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
+  // Started by the first chunk that goes to them: a run of small inputs starts none.
+  std::size_t worker_count_ = 0;
+  std::once_flag workers_started_;
   std::vector<std::thread> workers_;
   std::vector<std::uint64_t> pattern_counts_;
   AfterScan after_scan_;  // read by the workers after they take a slot
