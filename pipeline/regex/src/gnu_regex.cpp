@@ -229,6 +229,10 @@ class GnuRegex final : public LineRegex {
   bool whole_list() const noexcept override { return whole_list_; }
 
   bool selects(std::size_t i, std::string_view line) override {
+    gate_fresh_ = false;  // a new question: the gate's answer is for another line
+    return decide(i, line);
+  }
+  bool decide(std::size_t i, std::string_view line) {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
     if (joined_walk_ && !backref_[i]) return joined_selects(line);
     return own_selects(i, line);
@@ -352,7 +356,13 @@ class GnuRegex final : public LineRegex {
   std::unique_ptr<HsSelect> gate_;       // this copy's scratch on the plan's database
   bool gate_tried_ = false;
   std::vector<bool> gated_;  // by pattern: its superset is in gate_
-  std::vector<std::uint32_t> gate_ids_;
+  std::vector<std::uint32_t> gate_ids_;  // the gate's patterns that match the line asked about
+  bool gate_scanned_ = false;            // gate_ids_ holds the gate's answer (the line is valid text for it)
+  bool gate_fresh_ = false;              // gate_ids_/gate_scanned_ are for the line being decided
+  // In UTF-8, -w's word characters are the C library's multibyte letters and digits, and
+  // the wrapper's "[^[:alnum:]_]" a bracket grep's DFA leaves to regex: every line is
+  // decided by grep's regex matcher, and Hyperscan reads none of it exactly.
+  bool words_by_regex() const noexcept { return options_.utf8 && options_.word && !options_.whole_line; }
   // find()'s walk along one line (not under -w): by pattern, its next match from the
   // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
   static constexpr regoff_t kNotAsked = -2;
@@ -396,9 +406,7 @@ void GnuRegex::compile_all() {
     dfa_supported_ = dfa_supported_ && views.back().supported;
   }
   if (!errors.empty()) throw RegexError(std::move(errors));
-  // In a UTF-8 locale the -w wrapper's "[^[:alnum:]_]" is a bracket grep's DFA leaves to
-  // regex, so grep decides every line with its regex matcher.
-  if (options_.utf8 && options_.word && !options_.whole_line) dfa_supported_ = false;
+  if (words_by_regex()) dfa_supported_ = false;
   // grep's DFA reads the patterns in turn: the warnings up to its first error, then it.
   std::vector<std::string> said;
   for (const DfaView& v : views) {
@@ -523,9 +531,7 @@ std::string without_edge_stars(std::string p) {
 void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
   if (options_.null_data) return;
-  // In UTF-8, -w's word characters are the C library's multibyte letters and digits,
-  // which Hyperscan's classes do not reproduce.
-  if (options_.utf8 && options_.word && !options_.whole_line) return;
+  if (words_by_regex()) return;
   // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
   // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's. On a line of ASCII
   // alone an ASCII pattern reads as in the C locale, so Hyperscan answers those lines,
@@ -646,6 +652,7 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                            std::vector<std::uint32_t>* ids) {
+  gate_fresh_ = false;  // the candidates below share one gate scan of this line
   if (expected_ && candidates.size() == expected_ids_.size() &&
       std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && line.size() <= 0xffffffffu &&
       (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)))) {
@@ -662,7 +669,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
         asked = true;
         // The walk selects the line; each pattern is listed when its own walk would.
         if (!joined || (ids != nullptr && !own_selects(i, line))) continue;
-      } else if (!selects(i, line)) {
+      } else if (!decide(i, line)) {
         continue;
       }
       if (ids == nullptr) return true;
@@ -683,7 +690,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
   }
   for (std::uint32_t i : candidates) {
     if (fast && in_fast_[i]) continue;
-    if (!selects(i, line)) continue;
+    if (!decide(i, line)) continue;
     if (ids == nullptr) return true;
     any = true;
     ids->push_back(i);
@@ -731,9 +738,13 @@ bool GnuRegex::gate_rejects(std::size_t i, std::string_view line) {
   if (!gate_plan_ || line.size() < kGateLineBytes || line.size() > 0xffffffffu) return false;
   if (!gate_tried_) take_gate();
   if (!gate_ || !gated_[i]) return false;
-  if (options_.utf8 && !valid_utf8(line)) return false;  // Hyperscan's UTF-8 mode takes valid text only
-  gate_ids_.clear();
-  gate_->scan(line, &gate_ids_);
+  if (!gate_fresh_) {  // one scan answers for every candidate pattern of the line
+    gate_fresh_ = true;
+    gate_ids_.clear();
+    gate_scanned_ = !options_.utf8 || valid_utf8(line);  // Hyperscan's UTF-8 mode takes valid text only
+    if (gate_scanned_) gate_->scan(line, &gate_ids_);
+  }
+  if (!gate_scanned_) return false;
   return std::find(gate_ids_.begin(), gate_ids_.end(), static_cast<std::uint32_t>(i)) == gate_ids_.end();
 }
 
@@ -742,7 +753,7 @@ void GnuRegex::plan_gate(const std::vector<DfaView>& views) {
   if (options_.null_data) return;
   auto plan = std::make_shared<GatePlan>();
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    if (views[i].pcre_ok && !(options_.utf8 && options_.word && !options_.whole_line)) continue;
+    if (views[i].pcre_ok && !words_by_regex()) continue;
     DfaView v = superset_view(patterns_[i], options_.syntax, options_.utf8, options_.ignore_case);
     if (!v.pcre_ok) continue;
     plan->expressions.push_back(std::move(v.pcre));
