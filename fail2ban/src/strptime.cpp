@@ -174,16 +174,47 @@ int month_index(std::string v, bool full) {
   return name_index(std::move(v), names, full) + 1;
 }
 
-// A naive datetime as seconds, fields read through timegm (no zone involved).
+// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil):
+// arithmetic, where glibc's timegm and gmtime_r take the zone's lock even for UTC (on a
+// pool of filters dating lines that lock was a tenth of gpufilterd's time).
+std::int64_t days_from_civil(std::int64_t y, int m, int d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * static_cast<unsigned>(m + (m > 2 ? -3 : 9)) + 2) / 5 + static_cast<unsigned>(d) - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// The UTC calendar fields of `seconds` since the epoch (gmtime_r's, without its lock):
+// year, month 1-12, day, hour, minute, second and weekday (0 Sunday).
+struct Civil {
+  std::int64_t year;
+  int month, day, hour, minute, second, weekday;
+};
+Civil civil_from_seconds(std::int64_t seconds) {
+  std::int64_t z = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400;
+  const auto in_day = static_cast<int>(seconds - z * 86400);
+  Civil c{};
+  c.hour = in_day / 3600;
+  c.minute = in_day / 60 % 60;
+  c.second = in_day % 60;
+  c.weekday = static_cast<int>(((z % 7) + 11) % 7);  // 1970-01-01 was a Thursday
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  c.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  c.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  c.year = static_cast<std::int64_t>(yoe) + era * 400 + (c.month <= 2);
+  return c;
+}
+
+// A naive datetime as seconds (what timegm gives for these fields).
 std::int64_t naive(int year, int month, int day, int hour, int minute, int second) {
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = month - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = minute;
-  tm.tm_sec = second;
-  return static_cast<std::int64_t>(timegm(&tm));
+  return days_from_civil(year, month, day) * 86400 + std::int64_t{hour} * 3600 + minute * 60 + second;
 }
 
 bool valid_date(int year, int month, int day) {
@@ -316,9 +347,13 @@ double local_seconds(std::int64_t naive_seconds) {
   const std::int64_t second = ((naive_seconds % 60) + 60) % 60;
   const std::int64_t minute = naive_seconds - second;
   if (last.utc == -1 || last.naive != minute) {
-    const std::time_t r = static_cast<std::time_t>(minute);
+    const Civil c = civil_from_seconds(minute);
     std::tm t{};
-    gmtime_r(&r, &t);
+    t.tm_year = static_cast<int>(c.year - 1900);
+    t.tm_mon = c.month - 1;
+    t.tm_mday = c.day;
+    t.tm_hour = c.hour;
+    t.tm_min = c.minute;
     t.tm_isdst = -1;
     const std::time_t utc = locked_mktime(&t);
     if (utc == -1) {  // not representable: ask for the exact time, uncached
@@ -333,9 +368,7 @@ double local_seconds(std::int64_t naive_seconds) {
 // Python's _strptime._calc_julian_from_U_or_W: the day of the year of a week's weekday.
 int julian_of_week(int year, int week, int weekday, bool week_monday) {
   const std::time_t jan1 = static_cast<std::time_t>(naive(year, 1, 1, 0, 0, 0));
-  std::tm t{};
-  gmtime_r(&jan1, &t);
-  int first_weekday = (t.tm_wday + 6) % 7;  // Monday 0
+  int first_weekday = (civil_from_seconds(jan1).weekday + 6) % 7;  // Monday 0
   if (!week_monday) {
     first_weekday = (first_weekday + 1) % 7;
     weekday = (weekday + 1) % 7;
@@ -348,11 +381,11 @@ int julian_of_week(int year, int week, int weekday, bool week_monday) {
 // year, month and day, as datetime.fromordinal gives them; false outside years 1-9999.
 bool date_of_julian(int& year, int& month, int& day, int julian) {
   const std::time_t at = static_cast<std::time_t>(naive(year, 1, 1, 0, 0, 0) + std::int64_t{julian - 1} * 86400);
-  std::tm t{};
-  if (gmtime_r(&at, &t) == nullptr || t.tm_year + 1900 < 1 || t.tm_year + 1900 > 9999) return false;
-  year = t.tm_year + 1900;
-  month = t.tm_mon + 1;
-  day = t.tm_mday;
+  const Civil c = civil_from_seconds(at);
+  if (c.year < 1 || c.year > 9999) return false;
+  year = static_cast<int>(c.year);
+  month = c.month;
+  day = c.day;
   return true;
 }
 
@@ -397,10 +430,8 @@ std::optional<double> strptime_groups(NamedGroupViews groups, double now) {
   if (!f.year && result > now_naive + 86400) {
     // date_result.replace(year=year-1, month=month, day=day): the time of day stays shifted.
     if (!valid_date(year - 1, month, day)) return std::nullopt;
-    const std::time_t shifted = static_cast<std::time_t>(result);
-    std::tm t{};
-    gmtime_r(&shifted, &t);
-    result = naive(year - 1, month, day, t.tm_hour, t.tm_min, t.tm_sec);
+    const Civil t = civil_from_seconds(result);
+    result = naive(year - 1, month, day, t.hour, t.minute, t.second);
   }
   if (f.tz) return static_cast<double>(result);
   return local_seconds(result);
