@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <set>
 #include <span>
@@ -164,6 +165,8 @@ TEST(HsDatabase, HyperscanLiteralBugFallsBackToTheWalk) {
   for (std::size_t a : {0u, 2u, 5u})
     for (std::size_t b : {30u, 34u, 40u, 61u})
       sets.push_back({std::string(a, 'x') + "y" + std::string(b, 'x'), "a", "xy"});
+  // Alone: the NUL literal the database adds (a mapped chunk's binary-file test) is the other.
+  sets.push_back({std::string(2, 'x') + "y" + std::string(34, 'x')});
   // The pattern set of the fuzz input (-i -w, four patterns), byte for byte.
   sets.push_back({"0"s + std::string(55, '\0') + "\x08"s + std::string(61, '\0'), "aba", "a",
                   "aaaa\x9d\x9e" "a ababab\xff\xff\xff\xf6" "ab\xd0" "a"});
@@ -188,6 +191,12 @@ TEST(HsDatabase, HyperscanLiteralBugFallsBackToTheWalk) {
         // The walk and Hyperscan share the scratch: a scan that works still works after one
         // that fell back.
         check_all_modes(patterns, table, matcher, scratch, "xyz a", 0, "after the fallback");
+        // The NUL search is done by the fallback too.
+        const void* at = std::memchr(text.data(), '\0', text.size());
+        std::size_t nul = 0;
+        matcher.scan(text.data(), text.size(), 0, scratch, nullptr, nullptr, &nul);
+        EXPECT_EQ(nul, at == nullptr ? HsDatabase::kNoNul
+                                     : static_cast<std::size_t>(static_cast<const char*>(at) - text.data()));
       }
     }
   }
@@ -446,42 +455,34 @@ TEST(HsDatabase, OneMebibyteDenseChunk) {
 
 namespace {
 
-// scan_in_pieces (a mapped chunk's scan, one cache-sized piece after another) gives scan()'s
-// occurrences in the same order, whatever the piece size against the patterns' lengths
-// and the chunk's overlap, and visits every byte once, in order.
-TEST(HsDatabase, ScanInPiecesEqualsOneScan) {
+// The first NUL byte found by the scan itself (a mapped chunk's binary-file test) is
+// memchr's, overlap or not, NUL among the patterns or not, and the occurrences and counts
+// are those of a scan that does not ask for it.
+TEST(HsDatabase, TheScanFindsTheFirstNul) {
   std::mt19937 rng(77);
-  for (int round = 0; round < 60; ++round) {
-    const std::string alphabet = round % 3 == 0 ? "ab" : round % 3 == 1 ? "abc\n" : "xyzXYZ\0"s;
-    const std::string text = random_string(rng, alphabet, 50 + round * 37);
+  for (int round = 0; round < 90; ++round) {
+    const std::string alphabet = round % 3 == 0 ? "ab\0"s : round % 3 == 1 ? "abc\n" : "xyzXYZ\0"s;
+    std::string text = random_string(rng, alphabet, 50 + round * 37);
     const PatternSet patterns = random_patterns(rng, alphabet, 1 + round % 7, 2 + round % 13, text);
     const PatternTable table(patterns, MatchOptions{.ignore_case = round % 4 == 1});
-    if (table.unique_count() == 0) continue;
     const HsDatabase matcher(table);
     auto scratch = matcher.new_scratch();
-    for (std::size_t overlap : {std::size_t{0}, std::size_t{3}, text.size() / 2}) {
-      std::vector<Occurrence> whole;
-      std::vector<std::uint64_t> whole_counts(table.unique_count(), 0);
-      const std::uint64_t total = matcher.scan(text.data(), text.size(), overlap, scratch, &whole, whole_counts.data());
-      for (std::size_t piece : {std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{16}, text.size()}) {
-        std::vector<Occurrence> out;
-        std::vector<std::uint64_t> counts(table.unique_count(), 0);
-        std::size_t visited = 0;
-        const auto visit = [&](std::size_t begin, std::size_t end) {
-          EXPECT_EQ(begin, visited);
-          visited = end;
-        };
-        const std::string what = "round " + std::to_string(round) + " overlap " + std::to_string(overlap) +
-                                 " piece " + std::to_string(piece);
-        EXPECT_EQ(matcher.scan_in_pieces(text.data(), text.size(), overlap, piece, visit, scratch, &out, counts.data()),
-                  total) << what;
-        EXPECT_EQ(visited, text.size()) << what;
-        EXPECT_EQ(diff(as_pairs(whole), as_pairs(out)), "") << what;
-        EXPECT_EQ(counts, whole_counts) << what;
-        EXPECT_EQ(matcher.scan_in_pieces(text.data(), text.size(), overlap, piece, [](std::size_t, std::size_t) {},
-                                         scratch, nullptr, nullptr),
-                  total) << what;
-      }
+    if (round % 5 == 4) text.push_back('\0');  // a NUL as the last byte
+    const void* at = std::memchr(text.data(), '\0', text.size());
+    const std::size_t want = at == nullptr ? HsDatabase::kNoNul : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+    for (std::size_t overlap : {std::size_t{0}, std::size_t{3}, text.size() / 2, text.size()}) {
+      const std::string what = "round " + std::to_string(round) + " overlap " + std::to_string(overlap);
+      std::vector<Occurrence> plain, with_nul;
+      std::vector<std::uint64_t> plain_counts(table.unique_count(), 0), counts(table.unique_count(), 0);
+      const std::uint64_t total = matcher.scan(text.data(), text.size(), overlap, scratch, &plain, plain_counts.data());
+      std::size_t nul = 12345;
+      EXPECT_EQ(matcher.scan(text.data(), text.size(), overlap, scratch, &with_nul, counts.data(), &nul), total) << what;
+      EXPECT_EQ(nul, want) << what;
+      EXPECT_EQ(diff(as_pairs(plain), as_pairs(with_nul)), "") << what;
+      EXPECT_EQ(counts, plain_counts) << what;
+      nul = 12345;
+      EXPECT_EQ(matcher.scan(text.data(), text.size(), overlap, scratch, nullptr, nullptr, &nul), total) << what;
+      EXPECT_EQ(nul, want) << what;
     }
   }
 }

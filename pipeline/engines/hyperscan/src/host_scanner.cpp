@@ -107,9 +107,9 @@ void HostScanner::scan_slot(Slot& slot, HsDatabase::Scratch& scratch) noexcept {
   if (after_scan_) after_scan_(slot);
 }
 
-// A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) is scanned in
-// pieces of 1 MiB, each searched for NUL just before Hyperscan reads it, while it is in
-// cache: one pass over memory instead of two (docs/PERFORMANCE.md).
+// A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) has it done by
+// the same pass of Hyperscan over its bytes (HsDatabase::scan's first_nul); the bytes past
+// the chunk that a read would have brought are searched after it.
 void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
   const Chunk& chunk = slot.chunk_;
   std::vector<Occurrence>* out = config_.locate ? &slot.occurrences_ : nullptr;
@@ -119,14 +119,14 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
     slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
     return;
   }
-  auto search = [&](std::size_t begin, std::size_t end) {
-    if (slot.first_nul_ != ScanSlot::kNoNul || begin >= end) return;
-    if (const void* nul = std::memchr(chunk.data + begin, '\0', end - begin))
-      slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(nul) - chunk.data);
-  };
-  constexpr std::size_t kPiece = 1u << 20;
-  slot.total_ = matcher_->scan_in_pieces(chunk.data, chunk.size, chunk.overlap, kPiece, search, scratch, out, counts);
-  search(chunk.size, chunk.nul_search);  // past the chunk: what a read would have brought
+  std::size_t nul = HsDatabase::kNoNul;
+  slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, &nul);
+  if (nul != HsDatabase::kNoNul) {
+    slot.first_nul_ = nul;
+  } else if (chunk.nul_search > chunk.size) {
+    if (const void* past = std::memchr(chunk.data + chunk.size, '\0', chunk.nul_search - chunk.size))
+      slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(past) - chunk.data);
+  }
 }
 
 std::unique_ptr<ScanSlot> HostScanner::make_slot() {

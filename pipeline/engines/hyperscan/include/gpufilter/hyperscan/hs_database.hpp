@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
@@ -61,26 +60,23 @@ class HsDatabase {
   // overlap, the kernel's ownership rule) and returns how many there are. With `out`,
   // appends them in PatternTable::before order (position ascending, longest first at a
   // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
-  // its pattern's counter. Concurrent calls are safe with distinct Scratch objects (and
-  // distinct `out` and `pattern_counts`).
+  // its pattern's counter. With `first_nul`, also sets it to where the first NUL byte of
+  // data[0, size) is (kNoNul: none), found in the same pass over the bytes (a mapped
+  // chunk's binary-file test). Concurrent calls are safe with distinct Scratch objects
+  // (and distinct `out` and `pattern_counts`).
   // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
   // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
   // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
   // leaves `out` and `pattern_counts` as they were.
+  static constexpr std::size_t kNoNul = static_cast<std::size_t>(-1);
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
-                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
-
-  // scan()'s results, got piece by piece (`piece` bytes each, overlapping by the longest
-  // pattern - 1) so that each piece is still in cache for `visit(begin, end)`, called on
-  // data[begin, end) just before that piece is scanned (the NUL search of a mapped chunk).
-  std::uint64_t scan_in_pieces(const char* data, std::size_t size, std::size_t overlap, std::size_t piece,
-                               const std::function<void(std::size_t, std::size_t)>& visit, Scratch& scratch,
-                               std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+                     std::vector<Occurrence>* out, std::uint64_t* pattern_counts,
+                     std::size_t* first_nul = nullptr) const;
 
  private:
   // scan(), with `base` added to every position reported.
   std::uint64_t scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
-                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts, std::size_t* first_nul) const;
   // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
   std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
