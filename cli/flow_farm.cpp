@@ -2,6 +2,7 @@
 #include "flow_farm.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/thread_clock.hpp"
 #include "gpufilter/sinks/writer.hpp"
 
 namespace gpufilter {
@@ -75,6 +77,7 @@ struct FlowFarm::Lane final : FlowShardReport {
   Output out{writer, false, 64 * 1024};
   std::vector<std::size_t> ends;
   std::deque<RoundInput> taken;  // until each one's round_done()
+  std::atomic<double> cpu{0};    // the thread's CPU seconds, as of its last round
   std::thread thread;
 
   void printed() override {
@@ -112,6 +115,7 @@ struct FlowFarm::Lane final : FlowShardReport {
         if (inbox.empty() && !flushed) {
           lock.unlock();
           shard->flush();
+          cpu.store(thread_cpu_seconds(), std::memory_order_relaxed);
           flushed = true;
           continue;
         }
@@ -125,6 +129,7 @@ struct FlowFarm::Lane final : FlowShardReport {
         for (const FlowEvent& e : round.events)
           shard->take(e, e.packet == FlowEvent::kNoPacket ? nullptr : &round.packets[e.packet]);
         shard->end_round(number);
+        cpu.store(thread_cpu_seconds(), std::memory_order_relaxed);
         flushed = false;
       }
     } catch (const std::exception& e) {
@@ -273,7 +278,10 @@ bool FlowFarm::write_oldest(bool wait) {
       return std::all_of(lanes_.begin(), lanes_.end(),
                          [&](const auto& l) { return !l->outbox.empty() && l->outbox.front().round == number; });
     };
-    if (wait) shared_->changed.wait(lock, [&] { return shared_->abort || ready(); });
+    if (wait && !shared_->abort && !ready()) {
+      const WaitTimer timer(waited_);
+      shared_->changed.wait(lock, [&] { return shared_->abort || ready(); });
+    }
     if (shared_->abort) throw Error(shared_->error.empty() ? "a flow thread stopped" : shared_->error);
     if (!ready()) return false;
     for (auto& lane : lanes_) {
@@ -309,7 +317,11 @@ FlowFarm::Totals FlowFarm::totals() const {
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     t.selected += selected_[i];
     t.bytes += bytes_[i];
+    const double cpu = lanes_[i]->cpu.load(std::memory_order_relaxed);
+    t.threads_cpu_max = std::max(t.threads_cpu_max, cpu);
+    t.threads_cpu_sum += cpu;
   }
+  t.waited = waited_;
   return t;
 }
 

@@ -106,8 +106,12 @@ class FlowFarm {
   struct Totals {
     std::uint64_t selected = 0;
     std::uint64_t bytes = 0;
+    // Where the time went (--stats): the threads' CPU seconds, the busiest one's and all
+    // of them together, and the seconds the calling thread waited for them.
+    double threads_cpu_max = 0, threads_cpu_sum = 0, waited = 0;
   };
   Totals totals() const;
+  std::size_t threads() const noexcept { return lanes_.size(); }
   // The mapping below this offset is not read again.
   std::size_t oldest_offset() const;
 
@@ -130,6 +134,7 @@ class FlowFarm {
   std::size_t round_limit_ = kRoundBytes;
   std::size_t round_bytes_ = 0;  // of the packets given in the round being filled
   std::vector<std::uint64_t> selected_, bytes_;  // each thread's, as of the last round written
+  double waited_ = 0;
 };
 
 }  // namespace gpufilter

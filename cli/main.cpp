@@ -531,7 +531,9 @@ int search(cli::Options& o) {
     const CaptureThreads threads = capture_threads(o, *engine, prototype.get());
     const CaptureResult result = run_captures(o, scanner, o.patterns, regexes.get(), out, printing.colors,
                                               engine->kind() == EngineKind::kHost ? &threads : nullptr, stop, notices);
-    outcome = Outcome{result.selected > 0, result.trouble, result.bytes, ",\"packets\":" + std::to_string(result.packets)};
+    outcome = Outcome{result.selected > 0, result.trouble, result.bytes,
+                      ",\"packets\":" + std::to_string(result.packets) +
+                          (result.stream_stats.empty() ? "" : ",\"stream_threads\":{" + result.stream_stats + "}")};
   } else {
     // Many files at once where the host engine scans: its scanner has twins for the
     // farm's threads.

@@ -30,6 +30,7 @@
 #include "packet_farm.hpp"
 #include "packet_select.hpp"
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/thread_clock.hpp"
 #include "gpufilter/core/unique_fd.hpp"
 #include "gpufilter/grep/line_occurrences.hpp"
 #include "gpufilter/grep/word.hpp"
@@ -87,13 +88,30 @@ struct HeldPacket {
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
 
-// --stream on many threads: how many match flows, of the `wanted`. Two more threads read
-// and reassemble, and bound the run when they are preempted: the cores less two (H200
-// machine, 16 cores, 2 GB capture, 1 / 100 / 10,000 literals, GB/s: 8 threads 2.84 / 2.46
-// / 2.12, 12 2.29 / 2.71 / 2.20, 16 2.22-2.24 / 2.10-2.46 / 1.77-1.78).
-std::size_t flow_threads(std::size_t wanted) {
+// --stream on many threads: how many threads read and decode the capture ahead of the
+// one that reassembles (cli/packets_ahead.hpp): one per six cores, one to four; tests and
+// measurements set it with GPUFILTER_READ_THREADS.
+std::size_t reading_threads() {
+  if (const char* set = std::getenv("GPUFILTER_READ_THREADS"))
+    return std::clamp<std::size_t>(std::strtoull(set, nullptr, 10), 1, 64);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::min(wanted, std::max<std::size_t>(2, cores > 2 ? cores - 2 : 1));
+  return std::clamp<std::size_t>(cores / 6, 1, 4);
+}
+
+// How many match flows, of the `wanted`: the cores less the reading and reassembling
+// threads, which bound the run when they are preempted (H200 machine, 16 cores, one
+// reading thread, 2 GB capture, 1 / 100 / 10,000 literals, GB/s: 8 threads 2.84 / 2.46 /
+// 2.12, 12 2.29 / 2.71 / 2.20, 16 2.22-2.24 / 2.10-2.46 / 1.77-1.78).
+std::size_t flow_threads(std::size_t wanted, std::size_t readers) {
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::min(wanted, std::max<std::size_t>(2, cores > readers + 1 ? cores - readers - 1 : 1));
+}
+
+// The parts the reading threads take (tests make them small, to cross many of their edges
+// in a small capture).
+std::size_t reading_part_bytes() {
+  const char* set = std::getenv("GPUFILTER_READ_PART_BYTES");
+  return set != nullptr ? std::max<std::size_t>(1, std::strtoull(set, nullptr, 10)) : PacketsAhead::kPartBytes;
 }
 
 // A mapped capture read here gives back the pages behind it in steps of this many bytes.
@@ -330,6 +348,7 @@ class CaptureRun {
     r.packets = packets_;
     r.bytes = records_.bytes_scanned() + farm_bytes_;
     r.trouble = trouble_;
+    r.stream_stats = stream_stats();
     return r;
   }
 
@@ -365,9 +384,16 @@ class CaptureRun {
     }
     if (o_.stream) {
       if (flow_threads_ != nullptr && pieces) start_flow_farm(*pieces);
-      // The farm's threads match faster than one thread reassembles: this one reads and
-      // decodes on a thread of its own.
-      if (flow_farm_ && cursor_) ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_);
+      // The farm's threads match faster than one thread reassembles: the capture is read
+      // and decoded on threads of their own (PacketsAhead).
+      if (flow_farm_ && cursor_) {
+        try {
+          ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_, reading_threads(),
+                                                  reading_part_bytes());
+        } catch (const Error&) {
+          ahead_.reset();  // read here, then
+        }
+      }
       reassembler_ = std::make_unique<TcpReassembler>(
           ReassemblyConfig{},
           [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
@@ -409,8 +435,9 @@ class CaptureRun {
     const char* round = std::getenv("GPUFILTER_FLOW_ROUND_BYTES");
     const std::size_t round_bytes = round != nullptr ? std::strtoull(round, nullptr, 10) : FlowFarm::kRoundBytes;
     try {
-      flow_farm_ = std::make_unique<FlowFarm>(flow_threads(flow_threads_->threads), make, pieces, out_,
+      flow_farm_ = std::make_unique<FlowFarm>(flow_threads(flow_threads_->threads, reading_threads()), make, pieces, out_,
                                               cursor_->offset(), round_bytes);
+      farm_cpu_start_ = thread_cpu_seconds();
     } catch (const Error&) {
       flow_farm_.reset();
     }
@@ -433,6 +460,29 @@ class CaptureRun {
     selected_total_ += totals.selected;
     selected_input_ += totals.selected;
     farm_bytes_ += totals.bytes;
+    farm_time_.threads = farm->threads();
+    farm_time_.reassembling_cpu += thread_cpu_seconds() - farm_cpu_start_;
+    farm_time_.waited_for_threads += totals.waited;
+    farm_time_.threads_cpu_max += totals.threads_cpu_max;
+    farm_time_.threads_cpu_sum += totals.threads_cpu_sum;
+    if (ahead_) {
+      farm_time_.reading_cpu += ahead_->reader_cpu_seconds();
+      farm_time_.waited_for_reading += ahead_->waited_seconds();
+    }
+  }
+
+  // --stats' "stream_threads": the farm's time, summed over the inputs.
+  std::string stream_stats() const {
+    if (farm_time_.threads == 0) return {};
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "\"flow_threads\":%zu,\"reading_cpu_s\":%.3f,\"reassembling_cpu_s\":%.3f,"
+                  "\"reassembling_waited_for_reading_s\":%.3f,\"reassembling_waited_for_flows_s\":%.3f,"
+                  "\"flow_thread_cpu_max_s\":%.3f,\"flow_threads_cpu_s\":%.3f",
+                  farm_time_.threads, farm_time_.reading_cpu, farm_time_.reassembling_cpu,
+                  farm_time_.waited_for_reading, farm_time_.waited_for_threads, farm_time_.threads_cpu_max,
+                  farm_time_.threads_cpu_sum);
+    return text;
   }
 
   // A classic pcap file is read from its mapping (no copy, no system call per packet):
@@ -1079,6 +1129,12 @@ class CaptureRun {
   const CaptureThreads* flow_threads_ = nullptr;  // --stream on many threads: how, when they can be
   std::optional<Colors> colors_;                  // for the flow farm's shards
   std::unique_ptr<FlowFarm> flow_farm_;           // the flows of the capture being read, when on many threads
+  double farm_cpu_start_ = 0;                     // this thread's CPU seconds when it started
+  struct FarmTime {
+    std::size_t threads = 0;
+    double reading_cpu = 0, reassembling_cpu = 0, waited_for_reading = 0, waited_for_threads = 0;
+    double threads_cpu_max = 0, threads_cpu_sum = 0;
+  } farm_time_;
   std::unique_ptr<PacketsAhead> ahead_;           // with it, the mapping read and decoded on a thread
   FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
   bool done_ = false;

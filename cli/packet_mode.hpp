@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <functional>
 #include <memory>
 
@@ -33,6 +34,9 @@ struct CaptureResult {
   std::uint64_t packets = 0;   // read
   std::uint64_t bytes = 0;     // scanned
   bool trouble = false;        // an input failed (reported through `notices`)
+  // --stream on many threads (cli/flow_farm.hpp): where the time went, as --stats'
+  // "stream_threads" members; empty otherwise.
+  std::string stream_stats;
 };
 
 // `patterns`: as given (decoded), for the output's pattern texts. An input that cannot be

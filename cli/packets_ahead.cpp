@@ -1,4 +1,4 @@
-// A mapped capture read and decoded on a thread of its own (packets_ahead.hpp).
+// A mapped capture read and decoded on threads of their own (packets_ahead.hpp).
 #include "packets_ahead.hpp"
 
 #include <algorithm>
@@ -6,16 +6,29 @@
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/thread_clock.hpp"
 #include "gpufilter/sources/packet.hpp"
 
 namespace gpufilter {
 
-PacketsAhead::PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type)
-    : cursor_(cursor), filter_(filter), link_type_(link_type) {
-  current_.begin = cursor.offset();
+PacketsAhead::PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type,
+                           std::size_t threads, std::size_t part_bytes)
+    : pieces_(cursor.pieces()), filter_(filter), link_type_(link_type), first_(cursor.offset()),
+      part_bytes_(std::max<std::size_t>(1, part_bytes)),
+      parts_(first_ < pieces_.size() ? (pieces_.size() - first_ + part_bytes_ - 1) / part_bytes_ : 0),
+      window_(2 * std::max<std::size_t>(1, threads) + 1), expected_(first_), cpu_(std::max<std::size_t>(1, threads)) {
+  index_base_ = cursor.index();
+  current_.start = current_.end = first_;
+  current_.done = true;
   try {
-    thread_ = std::thread([this] { run(); });
+    for (std::size_t i = 0; i < cpu_.size(); ++i) threads_.emplace_back([this, i] { run(i); });
   } catch (const std::system_error& e) {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads_) t.join();
     throw Error(std::string("cannot start a thread: ") + e.what());
   }
 }
@@ -26,64 +39,109 @@ PacketsAhead::~PacketsAhead() {
     stop_ = true;
   }
   changed_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
-// The thread: batches of decoded packets until the file's end, a record the mapping does
-// not read, or the consumer goes away.
-void PacketsAhead::run() noexcept {
+double PacketsAhead::reader_cpu_seconds() const noexcept {
+  double sum = 0;
+  for (const std::atomic<double>& c : cpu_) sum += c.load(std::memory_order_relaxed);
+  return sum;
+}
+
+// The records that start in [from, until), into `part` (its packets' vector kept).
+void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
+  part.start = part.end = from;
+  part.records = 0;
+  part.left = false;
+  part.packets.clear();
+  RawPacket raw;
+  for (std::size_t at = from; at < until && at < pieces_.size();) {
+    const std::size_t next = pieces_.record(at, raw);
+    if (next == 0) {
+      part.left = true;
+      break;
+    }
+    at = part.end = next;
+    raw.index = ++part.records;
+    if (filter_ == nullptr || filter_->passes(raw)) part.packets.push_back(Decoded{raw, decode_packet(link_type_, raw.data)});
+  }
+}
+
+// A reading thread: the next part not yet given to one, until the file's end, while at
+// most window_ parts wait to be taken.
+void PacketsAhead::run(std::size_t thread) noexcept {
   for (;;) {
-    Batch batch;
-    std::size_t release = 0;
+    Part part;
+    std::size_t index = 0, release = 0;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stop_ || ready_.size() < kBatches; });
+      changed_.wait(lock, [&] { return stop_ || (next_part_ < parts_ && next_part_ < taken_ + window_); });
       if (stop_) return;
+      index = next_part_++;
+      walked_.emplace_back();
+      // Where the part before ended, when it is walked and not yet taken; else a guess,
+      // which the taker checks.
+      const std::size_t slot = index - taken_;  // walked_[slot] is this part's
+      if (index == 0) part.start = first_;
+      else if (slot > 0 && walked_[slot - 1].done && !walked_[slot - 1].left) part.start = walked_[slot - 1].end;
       if (!spare_.empty()) {
-        batch.packets = std::move(spare_.back());
+        part.packets = std::move(spare_.back());
         spare_.pop_back();
       }
       release = release_;
     }
-    if (release > released_) {
-      cursor_.pieces().release_before(release);
-      released_ = release;
-    }
-    batch.begin = cursor_.offset();
-    RawPacket raw;
-    while (batch.packets.size() < kBatchPackets) {
-      const PcapPieces::Cursor::Read read = cursor_.next(raw);
-      if (read == PcapPieces::Cursor::Read::kPacket) {
-        if (filter_ == nullptr || filter_->passes(raw)) batch.packets.push_back(Decoded{raw, decode_packet(link_type_, raw.data)});
-        continue;
+    {
+      // One thread at a time gives pages back (every 32 MiB or so).
+      std::lock_guard lock(releasing_);
+      if (release > released_) {
+        pieces_.release_before(release);
+        released_ = release;
       }
-      batch.end = read;
-      batch.left_offset = cursor_.offset();
-      batch.left_index = cursor_.index() + 1;
-      break;
     }
-    const bool last = batch.end != PcapPieces::Cursor::Read::kPacket;
+    const std::size_t begin = part_begin(index);
+    const std::size_t until = std::min(pieces_.size(), begin + part_bytes_);
+    std::size_t start = part.start;
+    if (start == PcapPieces::kNoStart && index > 0) start = pieces_.find_start(begin, until);
+    if (start != PcapPieces::kNoStart) walk(part, start, until);
+    part.done = true;
+    cpu_[thread].store(thread_cpu_seconds(), std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
-      ready_.push_back(std::move(batch));
+      if (stop_) return;
+      walked_[index - taken_] = std::move(part);
     }
     changed_.notify_all();
-    if (last) return;
   }
 }
 
-// The next batch, waiting for it; false when the last one was taken.
-bool PacketsAhead::take_batch() {
-  if (current_.end != PcapPieces::Cursor::Read::kPacket) return false;
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return !ready_.empty(); });
-  current_.packets.clear();
-  if (current_.packets.capacity() > 0) spare_.push_back(std::move(current_.packets));
-  current_ = std::move(ready_.front());
-  ready_.pop_front();
-  taken_ = 0;
-  lock.unlock();
+// The next part in order, checked: one that does not start where the last one ended is
+// walked again from there, here. False when none is left (the file's end, or a record
+// the mapping does not read).
+bool PacketsAhead::take_part() {
+  if (current_.left || taken_ >= parts_) return false;
+  Part part;
+  {
+    std::unique_lock lock(mutex_);
+    const auto ready = [&] { return !walked_.empty() && walked_.front().done; };
+    if (!ready()) {
+      const WaitTimer timer(waited_);
+      changed_.wait(lock, ready);
+    }
+    part = std::move(walked_.front());
+    walked_.pop_front();
+    ++taken_;
+    current_.packets.clear();
+    if (current_.packets.capacity() > 0) spare_.push_back(std::move(current_.packets));
+  }
   changed_.notify_all();
+  index_base_ += current_.records;
+  if (part.start != expected_) {
+    const std::size_t until = std::min(pieces_.size(), part_begin(taken_ - 1) + part_bytes_);
+    walk(part, expected_, until);
+  }
+  current_ = std::move(part);
+  expected_ = current_.end;
+  in_part_ = 0;
   return true;
 }
 
@@ -93,11 +151,12 @@ void PacketsAhead::release_before(std::size_t offset) {
 }
 
 PcapPieces::Cursor::Read PacketsAhead::next(RawPacket& raw, PacketInfo& info) {
-  while (taken_ >= current_.packets.size()) {
-    if (!take_batch()) return current_.end;
+  while (in_part_ >= current_.packets.size()) {
+    if (!take_part()) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
   }
-  const Decoded& d = current_.packets[taken_++];
+  const Decoded& d = current_.packets[in_part_++];
   raw = d.raw;
+  raw.index += index_base_;
   info = d.info;
   return PcapPieces::Cursor::Read::kPacket;
 }

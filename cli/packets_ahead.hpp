@@ -1,12 +1,17 @@
-// PacketsAhead: a mapped classic pcap file read and decoded on a thread of its own, ahead
+// PacketsAhead: a mapped classic pcap file read and decoded on threads of their own, ahead
 // of the thread that takes its packets in order (--stream on many threads, where the one
-// thread that reassembles TCP bounds the run: cli/flow_farm.hpp). That thread walks the
-// record headers (PcapPieces::Cursor), runs the BPF filter, decodes each packet and hands
-// them on in batches; its page faults on the mapping are its own, and it gives back the
-// pages no one reads any more. At most a few batches
-// wait, so memory stays bounded; the packets' data stay in the mapping.
+// thread that reassembles TCP bounds the run: cli/flow_farm.hpp). The file is cut into
+// parts of about kPartBytes; a reading thread takes the next part, walks its records from
+// where the first one starts (the part before's end when that part is walked already,
+// else where PcapPieces::find_start guesses it), runs the BPF filter and decodes each
+// packet. The taking thread uses the parts in order and checks each guess: a part that
+// does not start where the one before ended is walked again there, on the taking thread.
+// Packets are numbered there, as PcapReader numbers them. At most a few parts wait, so
+// memory stays bounded; the packets' data stay in the mapping, whose pages behind the
+// taking thread a reading thread gives back.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -23,55 +28,82 @@ namespace gpufilter {
 
 class PacketsAhead {
  public:
-  // Reads on from where `cursor` is. `filter`: the reader's (null: none).
-  PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type);
+  static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
+
+  // Reads on from where `cursor` is, on `threads` threads (at least one), in parts of
+  // `part_bytes` (kPartBytes, or less in tests). `filter`: the reader's (null: none).
+  // Throws Error when no thread can be started.
+  PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type, std::size_t threads = 1,
+               std::size_t part_bytes = kPartBytes);
   ~PacketsAhead();
   PacketsAhead(const PacketsAhead&) = delete;
   PacketsAhead& operator=(const PacketsAhead&) = delete;
 
   // The next packet that passed the filter, decoded: kPacket; kEnd at the file's end;
-  // kLeft at a record the mapping does not read (libpcap reads on from left_at()).
+  // kLeft at a record the mapping does not read (libpcap reads on from left_offset()).
   PcapPieces::Cursor::Read next(RawPacket& raw, PacketInfo& info);
-  // Where the batch of the packet next() gave last starts in the file: the mapping below
+  // Where the part of the packet next() gave last starts in the file: the mapping below
   // it is not read again by this reader.
-  std::size_t batch_begin() const noexcept { return current_.begin; }
-  // The mapping below `offset` is read by no one any more: the thread gives its pages back.
+  std::size_t batch_begin() const noexcept { return current_.start; }
+  // The mapping below `offset` is read by no one any more: a reading thread gives its
+  // pages back.
   void release_before(std::size_t offset);
   // After kLeft: the record's file offset and its number.
-  std::size_t left_offset() const noexcept { return current_.left_offset; }
-  std::uint64_t left_index() const noexcept { return current_.left_index; }
+  std::size_t left_offset() const noexcept { return current_.end; }
+  std::uint64_t left_index() const noexcept { return index_base_ + current_.records + 1; }
+  // Where the time went (--stats): the reading threads' CPU seconds so far, and the
+  // seconds next() waited for them.
+  double reader_cpu_seconds() const noexcept;
+  double waited_seconds() const noexcept { return waited_; }
 
  private:
   struct Decoded {
-    RawPacket raw;
+    RawPacket raw;  // its index: the record's number within the part, from 1
     PacketInfo info;
   };
-  struct Batch {
-    std::size_t begin = 0;  // the file offset of its first record
+  struct Part {
+    std::size_t start = PcapPieces::kNoStart;  // where its walk began (kNoStart: no record seemed to)
+    std::size_t end = 0;                       // just past the last record walked
+    std::uint64_t records = 0;                 // walked, passed or not
+    bool left = false;                         // the walk stopped at a record not read here (at `end`)
+    bool done = false;
     std::vector<Decoded> packets;
-    PcapPieces::Cursor::Read end = PcapPieces::Cursor::Read::kPacket;  // kEnd, kLeft: the last batch
-    std::size_t left_offset = 0;
-    std::uint64_t left_index = 0;
   };
-  static constexpr std::size_t kBatchPackets = 4096;
-  static constexpr std::size_t kBatches = 4;  // waiting, at most
 
-  void run() noexcept;
-  bool take_batch();
+  void run(std::size_t thread) noexcept;
+  void walk(Part& part, std::size_t from, std::size_t until) const;
+  std::size_t part_begin(std::size_t index) const noexcept { return first_ + index * part_bytes_; }
+  bool take_part();
 
-  PcapPieces::Cursor cursor_;
+  const PcapPieces& pieces_;
   const BpfFilter* filter_;
   int link_type_;
+  std::size_t first_;       // where the first part starts: a record, known
+  std::size_t part_bytes_;
+  std::size_t parts_;       // in the file from first_
+  std::size_t window_;      // parts walked or being walked and not taken, at most
+
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<Batch> ready_;
-  std::vector<std::vector<Decoded>> spare_;  // emptied batches' vectors, for the thread
+  // Under the mutex.
+  std::deque<Part> walked_;         // parts taken_ .. taken_ + walked_.size() - 1
+  std::size_t next_part_ = 0;       // the next part a thread walks
+  std::vector<std::vector<Decoded>> spare_;  // emptied parts' vectors
   bool stop_ = false;
-  std::size_t release_ = 0;   // the thread gives the pages below this back
-  std::size_t released_ = 0;  // the thread's
-  Batch current_;          // the consumer's
-  std::size_t taken_ = 0;  // of current_.packets
-  std::thread thread_;
+  std::size_t release_ = 0;         // the threads give the pages below this back
+  std::mutex releasing_;
+  std::size_t released_ = 0;        // under releasing_
+
+  // The taking thread's.
+  std::size_t taken_ = 0;           // parts taken
+  std::size_t expected_ = 0;        // where the next part must start: the last one's end
+  Part current_;
+  std::size_t in_part_ = 0;         // of current_.packets, taken
+  std::uint64_t index_base_ = 0;    // records before current_
+  double waited_ = 0;
+
+  std::vector<std::atomic<double>> cpu_;  // each thread's CPU seconds, as of its last part
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace gpufilter

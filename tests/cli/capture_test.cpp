@@ -699,7 +699,8 @@ TEST_F(Capture, StreamOnManyThreadsPrintsWhatOneThreadPrints) {
       const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
       EXPECT_EQ(one.status, 0) << describe_args(args) << one.err;
       for (const char* round : {"GPUFILTER_FLOW_ROUND_BYTES=1", "GPUFILTER_FLOW_ROUND_BYTES=4194304"}) {
-        const GrepRun many = run_gpufilter(args + Args{"-j", "3"}, {}, {}, {round});
+        const GrepRun many =
+            run_gpufilter(args + Args{"-j", "3"}, {}, {}, {round, "GPUFILTER_READ_THREADS=3", "GPUFILTER_READ_PART_BYTES=3000"});
         EXPECT_EQ(many.status, one.status) << describe_args(args) << round << many.err;
         EXPECT_TRUE(many.out == one.out) << describe_args(args) << round << ": " << first_difference(one.out, many.out);
       }
