@@ -154,6 +154,12 @@ PcapPieces::Cursor::Read PacketsAhead::next(RawPacket& raw, PacketInfo& info) {
   while (in_part_ >= current_.packets.size()) {
     if (!take_part()) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
   }
+  // The reading thread wrote them on its core: asked for a few packets ahead.
+  if (in_part_ + 6 < current_.packets.size()) {
+    const char* ahead = reinterpret_cast<const char*>(&current_.packets[in_part_ + 6]);
+    __builtin_prefetch(ahead);
+    __builtin_prefetch(ahead + 64);
+  }
   const Decoded& d = current_.packets[in_part_++];
   raw = d.raw;
   raw.index += index_base_;
