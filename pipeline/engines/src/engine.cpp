@@ -280,6 +280,14 @@ class HostEngine final : public Engine {
   std::unique_ptr<Scanner> make_thread_scanner() const override {
     return host_scanner_ != nullptr ? host_scanner_->twin_on_caller_thread() : nullptr;
   }
+  std::string stats_json() const override {
+    if (host_scanner_ == nullptr) return {};
+    const HostScanner::WorkerTimes t = host_scanner_->worker_times();
+    char text[160];
+    std::snprintf(text, sizeof text, ",\"workers_cpu_s\":%.3f,\"workers_scan_s\":%.3f,\"workers_after_scan_s\":%.3f",
+                  t.cpu_s, t.scan_s, t.after_s);
+    return text;
+  }
 
  private:
   std::unique_ptr<PatternTable> table_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/thread_clock.hpp"
 
 namespace gpufilter {
 
@@ -78,12 +80,16 @@ void HostScanner::work() {
   } catch (const std::exception& e) {
     setup_error = e.what();
   }
+  double cpu_before = thread_cpu_seconds();
   for (;;) {
     Slot* slot = nullptr;
     jobs_.wait_dequeue(slot);
     if (slot == nullptr) return;
     if (!setup_error.empty()) slot->error_ = setup_error;
     else scan_slot(*slot, scratch);
+    const double cpu = thread_cpu_seconds();
+    cpu_ns_.fetch_add(static_cast<std::uint64_t>((cpu - cpu_before) * 1e9), std::memory_order_relaxed);
+    cpu_before = cpu;
     slot->done_.store(true, std::memory_order_release);
     slot->done_.notify_one();
   }
@@ -95,6 +101,11 @@ bool HostScanner::set_after_scan(AfterScan after) {
 }
 
 void HostScanner::scan_slot(Slot& slot, HsDatabase::Scratch& scratch) noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t).count());
+  };
   try {
     scan(slot, scratch);
   } catch (const std::bad_alloc&) {
@@ -104,12 +115,23 @@ void HostScanner::scan_slot(Slot& slot, HsDatabase::Scratch& scratch) noexcept {
     slot.error_ = e.what();
     return;
   }
-  if (after_scan_) after_scan_(slot);
+  scan_ns_.fetch_add(since(start), std::memory_order_relaxed);
+  if (after_scan_) {
+    const auto after = std::chrono::steady_clock::now();
+    after_scan_(slot);
+    after_ns_.fetch_add(since(after), std::memory_order_relaxed);
+  }
 }
 
-// A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) has it done by
-// the same pass of Hyperscan over its bytes (HsDatabase::scan's first_nul); the bytes past
-// the chunk that a read would have brought are searched after it.
+HostScanner::WorkerTimes HostScanner::worker_times() const noexcept {
+  return {static_cast<double>(cpu_ns_.load(std::memory_order_relaxed)) * 1e-9,
+          static_cast<double>(scan_ns_.load(std::memory_order_relaxed)) * 1e-9,
+          static_cast<double>(after_ns_.load(std::memory_order_relaxed)) * 1e-9};
+}
+
+// A chunk that asks for its NUL search (a mapped one: Chunk::nul_search) has it done
+// piece by piece just after Hyperscan read each piece (HsDatabase::scan's first_nul), from
+// the cache; the bytes past the chunk that a read would have brought are searched after.
 void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
   const Chunk& chunk = slot.chunk_;
   std::vector<Occurrence>* out = config_.locate ? &slot.occurrences_ : nullptr;

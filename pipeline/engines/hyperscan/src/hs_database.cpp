@@ -1,11 +1,5 @@
 // HsDatabase: a PatternTable's unique patterns as one Hyperscan literal database.
 //
-// Beside them the database holds one more literal, a NUL byte (id unique_count(), reported
-// once per scan: HS_FLAG_SINGLEMATCH), so that the scan that looks for the patterns also
-// finds a mapped chunk's first NUL (GNU grep's binary-file test) in the same pass over
-// memory. A separate memchr pass cost a quarter of the host engine's time at 10 literals
-// (docs/PERFORMANCE.md); the extra literal costs Hyperscan next to nothing.
-//
 // Hyperscan reports a literal's occurrence at its end offset `to`; the start is
 // to - length. Occurrences ending inside the overlap belong to the previous chunk and are
 // dropped, as in kernels/scan.cl. The reports come in end-offset order, which is already
@@ -71,8 +65,6 @@ constexpr std::uint64_t order_key(std::uint32_t position, std::uint32_t length) 
 
 struct ScanContext {
   const std::uint32_t* length;
-  unsigned nul_id = UINT_MAX;                 // the NUL literal's id
-  unsigned long long first_nul = ULLONG_MAX;  // where it ended first (its end offset)
   std::uint32_t base = 0;  // added to every position: where data lies in the caller's chunk
   unsigned long long overlap;
   std::uint64_t total = 0;
@@ -85,17 +77,9 @@ struct ScanContext {
   std::exception_ptr error = nullptr;
 };
 
-// The NUL literal's report (once per scan), kept apart from the patterns'.
-bool noted_nul(ScanContext& c, unsigned int id, unsigned long long to) noexcept {
-  if (id != c.nul_id) return false;
-  c.first_nul = std::min(c.first_nul, to);
-  return true;
-}
-
 // Hyperscan calls these from C: nothing may be thrown through them.
-int count_only(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+int count_only(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
-  if (noted_nul(c, id, to)) return 0;
   c.total += to > c.overlap ? 1 : 0;
   return 0;
 }
@@ -108,7 +92,7 @@ constexpr std::uint64_t next_digest(std::uint64_t digest, unsigned int id) noexc
 
 int count_each(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
-  if (noted_nul(c, id, to) || to <= c.overlap) return 0;
+  if (to <= c.overlap) return 0;
   ++c.total;
   ++c.pattern_counts[id];
   c.digest = next_digest(c.digest, id);
@@ -119,7 +103,7 @@ int count_each(unsigned int id, unsigned long long, unsigned long long to, unsig
 // block scan is deterministic, so it reports the same occurrences in the same order.
 int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
-  if (noted_nul(c, id, to) || to <= c.overlap) return 0;
+  if (to <= c.overlap) return 0;
   if (c.total == c.limit) return 1;  // all taken back: stop
   ++c.total;
   --c.pattern_counts[id];
@@ -129,7 +113,7 @@ int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned
 
 int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
-  if (noted_nul(c, id, to) || to <= c.overlap) return 0;
+  if (to <= c.overlap) return 0;
   const std::uint32_t length = c.length[id];
   const auto position = static_cast<std::uint32_t>(to - length) + c.base;
   const std::uint64_t key = order_key(position, length);
@@ -166,24 +150,17 @@ HsDatabase::Scratch& HsDatabase::Scratch::operator=(Scratch&& other) noexcept {
 
 namespace {
 
-// What Hyperscan compiles for a table: its unique patterns as literals, ids in order,
-// then the NUL literal.
+// What Hyperscan compiles for a table: its unique patterns as literals, ids in order.
 struct LiteralRequest {
   explicit LiteralRequest(const PatternTable& table)
-      : expressions(table.unique_count() + 1), lengths(expressions.size()), ids(expressions.size()),
+      : expressions(table.unique_count()), lengths(expressions.size()), ids(expressions.size()),
         flags(expressions.size(), table.options().ignore_case ? HS_FLAG_CASELESS : 0u) {
-    const std::size_t n = table.unique_count();
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < expressions.size(); ++i) {
       const auto id = static_cast<std::uint32_t>(i);
       expressions[i] = table.unique_pattern(id).data();
       lengths[i] = table.unique_length(id);
       ids[i] = id;
     }
-    static constexpr char kNul[1] = {'\0'};
-    expressions[n] = kNul;
-    lengths[n] = 1;
-    ids[n] = static_cast<unsigned>(n);
-    flags[n] = HS_FLAG_SINGLEMATCH;
   }
   hs_cache::Request request() const { return {expressions, lengths, flags, ids}; }
 
@@ -205,7 +182,7 @@ bool HsDatabase::stored(const PatternTable& table) noexcept {
 
 HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
   const std::size_t n = table.unique_count();
-  if (n >= UINT_MAX) throw Error("Hyperscan: too many patterns");
+  if (n > UINT_MAX) throw Error("Hyperscan: too many patterns");
   if (n == 0) return;  // only the empty pattern, or none: nothing to compile
   const LiteralRequest literals(table);
   hs_compile_error_t* error = nullptr;
@@ -246,31 +223,56 @@ HsDatabase::Scratch HsDatabase::new_scratch() const {
   return scratch;
 }
 
+// With `first_nul`, in pieces of kNulPiece: each piece is scanned, then searched for NUL
+// from the cache the scan filled. Searched first, a piece waited on memory twice over
+// where Hyperscan is compute-bound (its prefetches hide the memory under its work, the
+// search's cannot): a quarter of the host engine's time at 10 literals. A NUL literal in
+// the database instead changed Hyperscan's engine choice, 40 % slower at 1, 100 and
+// 1,000 literals on the H200 machine (docs/PERFORMANCE.md).
 std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                                 std::vector<Occurrence>* out, std::uint64_t* pattern_counts,
                                 std::size_t* first_nul) const {
-  return scan_at(data, size, overlap, 0, scratch, out, pattern_counts, first_nul);
+  if (first_nul == nullptr) return scan_at(data, size, overlap, 0, scratch, out, pattern_counts);
+  *first_nul = kNoNul;
+  const std::size_t longest = table_->max_length() > 0 ? table_->max_length() - 1 : 0;
+  const std::size_t first = out != nullptr ? out->size() : 0;
+  std::uint64_t total = 0;
+  try {
+    for (std::size_t begin = 0; begin < size; begin += kNulPiece) {
+      const std::size_t end = std::min(size, begin + kNulPiece);
+      // Occurrences that end in this piece (and past the chunk's own overlap): the piece
+      // with the longest pattern's worth before it.
+      const std::size_t from = begin > longest ? begin - longest : 0;
+      const std::size_t drop = std::max(overlap, begin);
+      if (drop < end)
+        total += scan_at(data + from, end - from, drop - from, static_cast<std::uint32_t>(from), scratch, out,
+                         pattern_counts);
+      if (*first_nul != kNoNul) continue;
+      if (const void* nul = std::memchr(data + begin, '\0', end - begin))
+        *first_nul = static_cast<std::size_t>(static_cast<const char*>(nul) - data);
+    }
+  } catch (...) {
+    if (out != nullptr) out->resize(first);  // no partial result
+    throw;
+  }
+  // An occurrence that ends in a later piece comes after those of the piece before, even
+  // where it starts first: one ordering pass over the chunk's occurrences puts that right.
+  if (out != nullptr) {
+    const auto found = std::span(*out).subspan(first);
+    const auto before = [this](const Occurrence& a, const Occurrence& b) { return table_->before(a, b); };
+    if (!std::is_sorted(found.begin(), found.end(), before)) sort_occurrences(found, scratch.sort_buffer_, *table_);
+  }
+  return total;
 }
 
 std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base,
-                                   Scratch& scratch, std::vector<Occurrence>* out, std::uint64_t* pattern_counts,
-                                   std::size_t* first_nul) const {
+                                   Scratch& scratch, std::vector<Occurrence>* out,
+                                   std::uint64_t* pattern_counts) const {
   if (size > UINT_MAX) throw Error("host scan: a chunk must be smaller than 4 GiB");
   if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HsDatabase");
-  const auto search_nul = [&] {  // where no Hyperscan scan finds it
-    if (first_nul == nullptr) return;
-    const void* nul = size > 0 ? std::memchr(data, '\0', size) : nullptr;
-    *first_nul = nul == nullptr ? kNoNul : static_cast<std::size_t>(static_cast<const char*>(nul) - data);
-  };
-  if (database_ == nullptr || size == 0 || overlap >= size) {
-    search_nul();
-    return 0;
-  }
+  if (database_ == nullptr || size == 0 || overlap >= size) return 0;
 
-  ScanContext context{.length = table_->unique_lengths().data(),
-                      .nul_id = static_cast<unsigned>(table_->unique_count()),
-                      .base = base,
-                      .overlap = overlap};
+  ScanContext context{.length = table_->unique_lengths().data(), .base = base, .overlap = overlap};
   match_event_handler handler = count_only;
   if (out != nullptr) {
     handler = locate;
@@ -288,16 +290,14 @@ std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_
     // Hyperscan's literal bug (see the top): take back what the failed scan counted, then
     // scan the chunk with the trie walk.
     if (handler == count_each && context.total > 0) {
-      ScanContext undo{.length = context.length, .nul_id = context.nul_id, .overlap = overlap,
-                       .pattern_counts = pattern_counts, .limit = context.total};
+      ScanContext undo{.length = context.length, .overlap = overlap, .pattern_counts = pattern_counts,
+                       .limit = context.total};
       hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, uncount, &undo);
       if (undo.total != context.total || undo.digest != context.digest)
         throw Error("Hyperscan hs_scan failed (HS_UNKNOWN_ERROR) and its partial pattern counts could not be taken back");
     }
-    search_nul();
     return walk(data, size, overlap, base, scratch, out, pattern_counts);
   }
-  if (first_nul != nullptr) *first_nul = context.first_nul == ULLONG_MAX ? kNoNul : context.first_nul - 1;
   if (out != nullptr) {
     // Counted here rather than in the callback, so that a failed scan adds nothing.
     if (pattern_counts != nullptr)

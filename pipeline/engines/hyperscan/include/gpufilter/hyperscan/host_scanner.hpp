@@ -8,6 +8,7 @@
 #include <concurrentqueue/blockingconcurrentqueue.h>
 
 #include <cstddef>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,13 @@ class HostScanner final : public Scanner {
   bool scans_in_place() const noexcept override { return true; }
   std::vector<std::uint64_t> pattern_counts() override;
   bool set_after_scan(AfterScan after) override;
+
+  // Where the workers' time went (--stats): their CPU seconds, and the seconds of it in
+  // Hyperscan's scans and in the after-scan work, summed over the workers.
+  struct WorkerTimes {
+    double cpu_s = 0, scan_s = 0, after_s = 0;
+  };
+  WorkerTimes worker_times() const noexcept;
 
   // The slots and threads the host engine wants by default for this machine.
   static std::size_t default_threads();
@@ -65,6 +73,8 @@ class HostScanner final : public Scanner {
   std::vector<std::thread> workers_;
   std::vector<std::uint64_t> pattern_counts_;
   AfterScan after_scan_;  // read by the workers after they take a slot
+  // Nanoseconds, summed over the workers as each finishes a chunk.
+  std::atomic<std::uint64_t> cpu_ns_{0}, scan_ns_{0}, after_ns_{0};
 };
 
 }  // namespace gpufilter

@@ -61,8 +61,8 @@ class HsDatabase {
   // appends them in PatternTable::before order (position ascending, longest first at a
   // position). With `pattern_counts` (unique_count() counters), adds each occurrence to
   // its pattern's counter. With `first_nul`, also sets it to where the first NUL byte of
-  // data[0, size) is (kNoNul: none), found in the same pass over the bytes (a mapped
-  // chunk's binary-file test). Concurrent calls are safe with distinct Scratch objects
+  // data[0, size) is (kNoNul: none), searched piece by piece just after each is scanned
+  // (a mapped chunk's binary-file test). Concurrent calls are safe with distinct Scratch objects
   // (and distinct `out` and `pattern_counts`).
   // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
   // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
@@ -76,11 +76,12 @@ class HsDatabase {
  private:
   // scan(), with `base` added to every position reported.
   std::uint64_t scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
-                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts, std::size_t* first_nul) const;
+                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
   // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
   std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
+  static constexpr std::size_t kNulPiece = std::size_t{256} << 10;  // scan()'s pieces with first_nul
   hs_database* database_ = nullptr;  // null when there is nothing to match
   const PatternTable* table_;
 };
