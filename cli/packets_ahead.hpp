@@ -42,6 +42,12 @@ class PacketsAhead {
   // The next packet that passed the filter, decoded: kPacket; kEnd at the file's end;
   // kLeft at a record the mapping does not read (libpcap reads on from left_offset()).
   PcapPieces::Cursor::Read next(RawPacket& raw, PacketInfo& info);
+  // The packet `ahead` places after the one next() gave last, when already decoded in
+  // the same part (null otherwise): for hints only.
+  const PacketInfo* peek(std::size_t ahead) const noexcept {
+    const std::size_t at = in_part_ + ahead - 1;
+    return at < current_.packets.size() ? &current_.packets[at].info : nullptr;
+  }
   // Where the part of the packet next() gave last starts in the file: the mapping below
   // it is not read again by this reader.
   std::size_t batch_begin() const noexcept { return current_.start; }

@@ -28,6 +28,15 @@ class OwnedTable {
     }
   }
 
+  // Asks for the slot where a lookup of `key` starts (and, `deep`, the object it holds,
+  // which reads the slot) to be fetched into the cache.
+  void prefetch(const Key& key, bool deep) const noexcept {
+    if (slots_.empty()) return;
+    const Slot& slot = slots_[Hash{}(key) & mask_];
+    __builtin_prefetch(&slot);
+    if (deep && slot.object) __builtin_prefetch(slot.object.get());
+  }
+
   // `object`'s key is not in the table. Returns the object.
   T* insert(std::unique_ptr<T> object) {
     if (2 * (count_ + 1) > slots_.size()) grow();

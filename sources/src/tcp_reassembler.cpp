@@ -367,9 +367,7 @@ struct TcpReassembler::Impl {
     return raw;
   }
 
-  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds) {
-    absorbed = false;
-    if (info.transport != PacketInfo::Transport::kTcp) return 0;
+  static Key key_of(const PacketInfo& info) noexcept {
     Key key;
     key.version = info.ip_version;
     const bool source_low = endpoint_before(info.src, info.sport, info.dst, info.dport);
@@ -377,6 +375,13 @@ struct TcpReassembler::Impl {
     key.low_port = source_low ? info.sport : info.dport;
     key.high_address = source_low ? info.dst : info.src;
     key.high_port = source_low ? info.dport : info.sport;
+    return key;
+  }
+
+  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds) {
+    absorbed = false;
+    if (info.transport != PacketInfo::Transport::kTcp) return 0;
+    const Key key = key_of(info);
 
     const bool syn = (info.tcp_flags & kSyn) != 0;
     Flow* flow = flows.find(key);
@@ -462,6 +467,10 @@ std::size_t TcpReassembler::max_pieces(const ReassemblyConfig& config) noexcept 
 std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
                                       std::int64_t seconds) {
   return impl_->segment(info, frame, seconds);
+}
+
+void TcpReassembler::prefetch(const PacketInfo& info, bool near) const noexcept {
+  if (info.transport == PacketInfo::Transport::kTcp) impl_->flows.prefetch(Impl::key_of(info), near);
 }
 
 void TcpReassembler::expire(std::int64_t now_seconds) { impl_->expire(now_seconds); }

@@ -48,6 +48,10 @@ class TcpReassembler {
   // packet of the flow. A flow ended by FIN or RST absorbs its last segments until it
   // idles out; a new SYN on the same ports starts a new flow.
   std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds);
+  // A segment that segment() will be given a few packets on: its flow's place is fetched
+  // into the cache ahead of it (a hint; nothing changes). `near`: it comes soon, and its
+  // flow is fetched too, not only where the table keeps it.
+  void prefetch(const PacketInfo& info, bool near) const noexcept;
   // Ends flows idle since before now - idle_timeout.
   void expire(std::int64_t now_seconds);
   // Ends every flow (the end of the capture): pending out-of-order bytes are handed on
