@@ -529,8 +529,8 @@ class CaptureRun {
   // is reassembled: their table slots eight on, the flows themselves four on (the flow
   // table's cache misses were the reassembling thread's largest cost).
   void prefetch_flows() const {
-    if (const PacketInfo* later = ahead_->peek(8)) reassembler_->prefetch(*later, false);
-    if (const PacketInfo* soon = ahead_->peek(4)) reassembler_->prefetch(*soon, true);
+    if (const FlowKey* later = ahead_->peek_key(8)) reassembler_->prefetch(*later, false);
+    if (const FlowKey* soon = ahead_->peek_key(4)) reassembler_->prefetch(*soon, true);
   }
 
   // The next packet from the thread reading ahead, decoded there. At a record the mapping
@@ -675,7 +675,10 @@ class CaptureRun {
 
   // --stream: a TCP segment goes to its flow's reassembly, which hands on the bytes in order.
   void add_segment(const RawPacket& raw, const PacketInfo& info, std::int64_t& last_expire) {
-    const std::uint64_t flow = reassembler_->segment(info, raw.data, raw.seconds);
+    // Its flow key was made by the reading thread when it came from one.
+    const FlowKey* key = ahead_ ? ahead_->last_key() : nullptr;
+    const std::uint64_t flow =
+        key != nullptr ? reassembler_->segment(info, raw.data, raw.seconds, *key) : reassembler_->segment(info, raw.data, raw.seconds);
     // A flow's count ends with the segment that ended it (FIN, RST): the segments its
     // tombstone absorbs after it are neither counted nor written (write_second_pass()
     // leaves them out alike), whether or not its end was printed yet.

@@ -23,6 +23,7 @@
 #include "gpufilter/core/packet.hpp"
 #include "gpufilter/sources/pcap_pieces.hpp"
 #include "gpufilter/sources/pcap_reader.hpp"
+#include "gpufilter/sources/tcp_reassembler.hpp"
 
 namespace gpufilter {
 
@@ -42,11 +43,19 @@ class PacketsAhead {
   // The next packet that passed the filter, decoded: kPacket; kEnd at the file's end;
   // kLeft at a record the mapping does not read (libpcap reads on from left_offset()).
   PcapPieces::Cursor::Read next(RawPacket& raw, PacketInfo& info);
-  // The packet `ahead` places after the one next() gave last, when already decoded in
-  // the same part (null otherwise): for hints only.
-  const PacketInfo* peek(std::size_t ahead) const noexcept {
+  // The flow key (TcpReassembler::key_of) of the TCP packet next() gave last, made on a
+  // reading thread; null for another protocol's.
+  const FlowKey* last_key() const noexcept {
+    const Decoded& d = current_.packets[in_part_ - 1];
+    return d.info.transport == PacketInfo::Transport::kTcp ? &d.key : nullptr;
+  }
+  // The same for the packet `ahead` places after that one, when it is decoded in the same
+  // part (null otherwise): for hints.
+  const FlowKey* peek_key(std::size_t ahead) const noexcept {
     const std::size_t at = in_part_ + ahead - 1;
-    return at < current_.packets.size() ? &current_.packets[at].info : nullptr;
+    if (at >= current_.packets.size()) return nullptr;
+    const Decoded& d = current_.packets[at];
+    return d.info.transport == PacketInfo::Transport::kTcp ? &d.key : nullptr;
   }
   // Where the part of the packet next() gave last starts in the file: the mapping below
   // it is not read again by this reader.
@@ -66,6 +75,7 @@ class PacketsAhead {
   struct Decoded {
     RawPacket raw;  // its index: the record's number within the part, from 1
     PacketInfo info;
+    FlowKey key;  // a TCP segment's
   };
   struct Part {
     std::size_t start = PcapPieces::kNoStart;  // where its walk began (kNoStart: no record seemed to)

@@ -58,48 +58,10 @@ bool endpoint_before(const std::array<std::uint8_t, 16>& a, std::uint16_t a_port
   return x != y ? x < y : a_port <= b_port;
 }
 
-// The two endpoints in a fixed order, so both directions find the same flow.
-struct Key {
-  int version = 0;
-  std::array<std::uint8_t, 16> low_address{};
-  std::array<std::uint8_t, 16> high_address{};
-  std::uint16_t low_port = 0;
-  std::uint16_t high_port = 0;
-
-  // Its words, each read from within one field: the key is built just before it is
-  // hashed, and a load spanning two fields' stores waits for both (a store-forwarding
-  // stall that was a third of TcpReassembler::segment's time). No call to memcmp either.
-  std::array<std::uint64_t, 5> words() const noexcept {
-    std::array<std::uint64_t, 5> w{};
-    std::memcpy(&w[0], low_address.data(), 8);
-    std::memcpy(&w[1], low_address.data() + 8, 8);
-    std::memcpy(&w[2], high_address.data(), 8);
-    std::memcpy(&w[3], high_address.data() + 8, 8);
-    w[4] = low_port | std::uint64_t{high_port} << 16 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(version)) << 32;
-    return w;
-  }
-  bool operator==(const Key& other) const noexcept {
-    const std::array<std::uint64_t, 5> a = words(), b = other.words();
-    return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
-  }
-};
-
-// Eight bytes at a time (FNV-1a's byte loop over the 40 bytes was a fifth of --stream's
-// time), each word multiplied on its own and the sum mixed once: one multiply's latency
-// on the reassembling thread, not five in a chain.
+// The flows are found by FlowKey; the table takes the hash made with the key.
+using Key = FlowKey;
 struct KeyHash {
-  std::size_t operator()(const Key& key) const noexcept {
-    const std::array<std::uint64_t, 5> w = key.words();
-    std::uint64_t h = (w[0] ^ 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull +
-                      (w[1] ^ 0xc2b2ae3d27d4eb4full) * 0xc4ceb9fe1a85ec53ull +
-                      (w[2] ^ 0x165667b19e3779f9ull) * 0x9e3779b97f4a7c15ull +
-                      (w[3] ^ 0x27d4eb2f165667c5ull) * 0xd6e8feb86659fd93ull +
-                      (w[4] ^ 0x85ebca77c2b2ae63ull) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ull;
-    h ^= h >> 29;
-    return static_cast<std::size_t>(h);
-  }
+  std::size_t operator()(const Key& key) const noexcept { return static_cast<std::size_t>(key.hash); }
 };
 
 struct Direction {
@@ -367,21 +329,10 @@ struct TcpReassembler::Impl {
     return raw;
   }
 
-  static Key key_of(const PacketInfo& info) noexcept {
-    Key key;
-    key.version = info.ip_version;
-    const bool source_low = endpoint_before(info.src, info.sport, info.dst, info.dport);
-    key.low_address = source_low ? info.src : info.dst;
-    key.low_port = source_low ? info.sport : info.dport;
-    key.high_address = source_low ? info.dst : info.src;
-    key.high_port = source_low ? info.dport : info.sport;
-    return key;
-  }
-
-  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds) {
+  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds,
+                        const Key& key) {
     absorbed = false;
     if (info.transport != PacketInfo::Transport::kTcp) return 0;
-    const Key key = key_of(info);
 
     const bool syn = (info.tcp_flags & kSyn) != 0;
     Flow* flow = flows.find(key);
@@ -464,14 +415,48 @@ std::size_t TcpReassembler::max_pieces(const ReassemblyConfig& config) noexcept 
   return std::max<std::size_t>(16, config.max_pending_bytes / kPieceCost);
 }
 
-std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
-                                      std::int64_t seconds) {
-  return impl_->segment(info, frame, seconds);
+// Both endpoints as words, the lower first, each word read from within one field (no
+// load spanning two fields' stores, no call to memcmp); hashed eight bytes at a time,
+// each word multiplied on its own and the sum mixed once (FNV-1a's byte loop over the 40
+// bytes was a fifth of --stream's time).
+FlowKey TcpReassembler::key_of(const PacketInfo& info) noexcept {
+  const bool source_low = endpoint_before(info.src, info.sport, info.dst, info.dport);
+  const std::array<std::uint8_t, 16>& low = source_low ? info.src : info.dst;
+  const std::array<std::uint8_t, 16>& high = source_low ? info.dst : info.src;
+  const std::uint16_t low_port = source_low ? info.sport : info.dport;
+  const std::uint16_t high_port = source_low ? info.dport : info.sport;
+  FlowKey key;
+  std::array<std::uint64_t, 5>& w = key.words;
+  std::memcpy(&w[0], low.data(), 8);
+  std::memcpy(&w[1], low.data() + 8, 8);
+  std::memcpy(&w[2], high.data(), 8);
+  std::memcpy(&w[3], high.data() + 8, 8);
+  w[4] = low_port | std::uint64_t{high_port} << 16 |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(info.ip_version)) << 32;
+  std::uint64_t h = (w[0] ^ 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull +
+                    (w[1] ^ 0xc2b2ae3d27d4eb4full) * 0xc4ceb9fe1a85ec53ull +
+                    (w[2] ^ 0x165667b19e3779f9ull) * 0x9e3779b97f4a7c15ull +
+                    (w[3] ^ 0x27d4eb2f165667c5ull) * 0xd6e8feb86659fd93ull +
+                    (w[4] ^ 0x85ebca77c2b2ae63ull) * 0xff51afd7ed558ccdull;
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ull;
+  h ^= h >> 29;
+  key.hash = h;
+  return key;
 }
 
-void TcpReassembler::prefetch(const PacketInfo& info, bool near) const noexcept {
-  if (info.transport == PacketInfo::Transport::kTcp) impl_->flows.prefetch(Impl::key_of(info), near);
+std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
+                                      std::int64_t seconds) {
+  if (info.transport != PacketInfo::Transport::kTcp) return impl_->segment(info, frame, seconds, FlowKey{});
+  return impl_->segment(info, frame, seconds, key_of(info));
 }
+
+std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const std::uint8_t> frame,
+                                      std::int64_t seconds, const FlowKey& key) {
+  return impl_->segment(info, frame, seconds, key);
+}
+
+void TcpReassembler::prefetch(const FlowKey& key, bool near) const noexcept { impl_->flows.prefetch(key, near); }
 
 void TcpReassembler::expire(std::int64_t now_seconds) { impl_->expire(now_seconds); }
 

@@ -12,6 +12,7 @@
 // are open (the least recently seen ends first).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,19 @@
 #include "gpufilter/sources/packet.hpp"
 
 namespace gpufilter {
+
+// A TCP segment's flow as the reassembler finds it: both endpoints in a fixed order (the
+// two directions alike) as five words, and their hash. TcpReassembler::key_of makes it
+// where the packet is decoded, ahead of the thread that reassembles (cli/packets_ahead.hpp).
+struct FlowKey {
+  std::array<std::uint64_t, 5> words{};
+  std::uint64_t hash = 0;
+  bool operator==(const FlowKey& other) const noexcept {
+    const auto& a = words;
+    const auto& b = other.words;
+    return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
+  }
+};
 
 struct ReassemblyConfig {
   std::size_t max_pending_bytes = 1u << 20;  // out-of-order bytes held per direction
@@ -48,10 +62,15 @@ class TcpReassembler {
   // packet of the flow. A flow ended by FIN or RST absorbs its last segments until it
   // idles out; a new SYN on the same ports starts a new flow.
   std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds);
-  // A segment that segment() will be given a few packets on: its flow's place is fetched
-  // into the cache ahead of it (a hint; nothing changes). `near`: it comes soon, and its
-  // flow is fetched too, not only where the table keeps it.
-  void prefetch(const PacketInfo& info, bool near) const noexcept;
+  // The same, with the segment's key_of(info) made already.
+  std::uint64_t segment(const PacketInfo& info, std::span<const std::uint8_t> frame, std::int64_t seconds,
+                        const FlowKey& key);
+  // The key of a TCP segment's flow (info.transport == kTcp).
+  static FlowKey key_of(const PacketInfo& info) noexcept;
+  // A segment of the flow of `key` that segment() will be given a few packets on: its
+  // flow's place is fetched into the cache ahead of it (a hint; nothing changes). `near`:
+  // it comes soon, and its flow is fetched too, not only where the table keeps it.
+  void prefetch(const FlowKey& key, bool near) const noexcept;
   // Ends flows idle since before now - idle_timeout.
   void expire(std::int64_t now_seconds);
   // Ends every flow (the end of the capture): pending out-of-order bytes are handed on
