@@ -67,10 +67,9 @@ void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
     // the mapping's end does nothing).
     __builtin_prefetch(raw.data.data() + raw.data.size() + 1024);
     __builtin_prefetch(raw.data.data() + raw.data.size() + 2048);
-    // Decoded where it is kept: a copy of a PacketInfo just written field by field would
-    // wait for those stores (two thirds of this loop's time).
+    // Decoded where it is kept (two thirds of this loop's time went to copying it).
     if (filter_ != nullptr && !filter_->passes(raw)) continue;
-    Decoded& d = part.packets.emplace_back(raw, decode_packet(link_type_, raw.data));
+    Decoded& d = part.packets.emplace_back(raw, [&] { return decode_packet(link_type_, raw.data); });
     if (d.info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(d.info);
   }
 }

@@ -73,6 +73,10 @@ class PacketsAhead {
 
  private:
   struct Decoded {
+    // `decode()`'s PacketInfo is made in place (a copy of one just written field by field
+    // would wait for those stores).
+    template <class Decode>
+    Decoded(const RawPacket& r, Decode&& decode) : raw(r), info(decode()) {}
     RawPacket raw;  // its index: the record's number within the part, from 1
     PacketInfo info;
     FlowKey key;  // a TCP segment's
