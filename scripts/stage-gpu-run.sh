@@ -44,6 +44,7 @@ cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
   scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
   scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh scripts/gpu-read.sh scripts/gpu-first.sh scripts/gpu-stream.sh scripts/gpu-dense.sh .device/
+cp scripts/gpu-stream-rep.sh .device/stream-rep.sh
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
   "$build"/gpupermute "$build"/tests/gpufilter-test-peak-rss .device/bin/
