@@ -1,6 +1,7 @@
 #include "gpufilter/fail2ban/strptime.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <ctime>
 #include <mutex>
@@ -160,18 +161,22 @@ std::optional<int> zone_offset_minutes(const std::string& z) {
 
 // Where `v` (any case) stands in `names`, whole or (not `full`) as its first three
 // letters; -1 when nowhere.
-int name_index(std::string v, std::span<const char* const> names, bool full) {
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+int name_index(std::string_view v, std::span<const char* const> names, bool full) {
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (v == (full ? std::string(names[i]) : std::string(names[i]).substr(0, 3))) return static_cast<int>(i);
+    const std::string_view name = full ? std::string_view(names[i]) : std::string_view(names[i]).substr(0, 3);
+    if (name.size() != v.size()) continue;
+    bool same = true;
+    for (std::size_t k = 0; k < v.size() && same; ++k)
+      same = std::tolower(static_cast<unsigned char>(v[k])) == static_cast<unsigned char>(name[k]);
+    if (same) return static_cast<int>(i);
   }
   return -1;
 }
 
-int month_index(std::string v, bool full) {
+int month_index(std::string_view v, bool full) {
   static const char* const names[] = {"january", "february", "march",     "april",   "may",      "june",
                                       "july",    "august",   "september", "october", "november", "december"};
-  return name_index(std::move(v), names, full) + 1;
+  return name_index(v, names, full) + 1;
 }
 
 // Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil):
@@ -234,9 +239,9 @@ struct Fields {
 };
 
 // %a or %A: Monday 0 as Python's locale_time.a_weekday / f_weekday (C locale).
-int weekday_index(std::string v, bool full) {
+int weekday_index(std::string_view v, bool full) {
   static const char* const names[] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
-  return std::max(0, name_index(std::move(v), names, full));
+  return std::max(0, name_index(v, names, full));
 }
 
 // std::stoi of a field's text: its digits read here (the date regexes take digits, "%d" a
@@ -277,14 +282,14 @@ Fields read_fields(NamedGroupViews groups) {
       case 'Y': f.year = field_number(v); break;
       case 'm': f.month = field_number(v); break;
       case 'B':
-      case 'b': f.month = month_index(std::string(v), key[0] == 'B'); break;
+      case 'b': f.month = month_index(v, key[0] == 'B'); break;
       case 'd': f.day = field_number(v); break;
       case 'H': f.hour = field_number(v); break;
       case 'I': f.hour = twelve_hour(field_number(v), value("p").value_or("")); break;
       case 'M': f.minute = field_number(v); break;
       case 'S': f.second = field_number(v); break;
       case 'A':
-      case 'a': f.weekday = weekday_index(std::string(v), key[0] == 'A'); break;
+      case 'a': f.weekday = weekday_index(v, key[0] == 'A'); break;
       case 'w': f.weekday = field_number(v) == 0 ? 6 : field_number(v) - 1; break;
       case 'j': f.julian = field_number(v); break;
       case 'U':
@@ -335,17 +340,20 @@ PatternParts expand_time_fields(const std::string& pattern) {
 namespace {
 
 // A naive local time as UTC seconds: mktime() with the zone deciding DST. glibc's mktime
-// re-reads /etc/localtime (a stat) at every call, which was a fifth of a filter's time; a
-// log's lines share their minutes, and no zone changes its offset inside a minute, so the
-// minute's start is asked once and the seconds added.
+// re-reads /etc/localtime (a stat) at every call, under a lock, which was a fifth of a
+// filter's time; no zone changes its offset inside a minute, so each minute's start is
+// asked once and the seconds added. The minutes asked are kept per thread, 256 of them
+// by the minute's number: a log's lines share their minutes, and every date reader of a
+// gpufilterd with many filters dates the same lines on the same pool threads.
 double local_seconds(std::int64_t naive_seconds) {
   struct Minute {
     std::int64_t naive = -1;
     std::time_t utc = -1;
   };
-  thread_local Minute last;
+  thread_local std::array<Minute, 256> known;
   const std::int64_t second = ((naive_seconds % 60) + 60) % 60;
   const std::int64_t minute = naive_seconds - second;
+  Minute& last = known[static_cast<std::size_t>(minute / 60) & 255];
   if (last.utc == -1 || last.naive != minute) {
     const Civil c = civil_from_seconds(minute);
     std::tm t{};
