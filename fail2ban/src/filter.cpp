@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <filesystem>
 #include <list>
 #include <set>
@@ -247,9 +246,6 @@ std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org
   return hit;
 }
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Utils.Cache(maxCount=100, maxTime=5*60) of multi-line failures by connection id.
 class MlfidCache {
@@ -257,7 +253,7 @@ class MlfidCache {
   FailPtr get(const std::string& id) {
     const auto it = entries_.find(id);
     if (it == entries_.end()) return nullptr;
-    if (it->second.second <= wall_now()) {
+    if (it->second.second <= wall_clock_now()) {
       entries_.erase(it);
       return nullptr;
     }
@@ -265,7 +261,7 @@ class MlfidCache {
   }
   void set(const std::string& id, FailPtr fail) {
     if (entries_.size() >= 100 && !entries_.count(id)) {
-      const double now = wall_now();
+      const double now = wall_clock_now();
       for (auto it = entries_.begin(); it != entries_.end();) it = it->second.second <= now ? entries_.erase(it) : std::next(it);
       while (entries_.size() >= 100) {
         entries_.erase(std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
@@ -273,7 +269,7 @@ class MlfidCache {
                        }));
       }
     }
-    entries_[id] = {std::move(fail), wall_now() + 300};
+    entries_[id] = {std::move(fail), wall_clock_now() + 300};
   }
   void unset(const std::string& id) { entries_.erase(id); }
   bool used = false;
@@ -308,7 +304,7 @@ struct Filter::Impl {
   std::optional<std::vector<std::string>> literals;
   Outcome* out = nullptr;
 
-  double now() const { return options.now ? *options.now : wall_now(); }
+  double now() const { return options.now ? *options.now : wall_clock_now(); }
   Outcome process(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr,
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);

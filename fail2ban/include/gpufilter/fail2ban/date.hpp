@@ -18,6 +18,9 @@ namespace gpufilter::fail2ban {
 
 struct DateTemplate;
 
+// The wall clock, seconds since the epoch (MyTime.time() when no time is set).
+double wall_clock_now() noexcept;
+
 class DateDetector {
  public:
   DateDetector();
