@@ -371,7 +371,7 @@ class CaptureRun {
     struct EndReaders {
       CaptureRun& run;
       ~EndReaders() {
-        run.ahead_.reset();
+        run.retire_ahead();
         run.flow_farm_.reset();
       }
     } end_readers{*this};
@@ -465,10 +465,15 @@ class CaptureRun {
     farm_time_.waited_for_threads += totals.waited;
     farm_time_.threads_cpu_max += totals.threads_cpu_max;
     farm_time_.threads_cpu_sum += totals.threads_cpu_sum;
-    if (ahead_) {
-      farm_time_.reading_cpu += ahead_->reader_cpu_seconds();
-      farm_time_.waited_for_reading += ahead_->waited_seconds();
-    }
+  }
+
+  // The reading threads end (their time joins --stats', also when a damaged record
+  // ended them early).
+  void retire_ahead() noexcept {
+    if (!ahead_) return;
+    farm_time_.reading_cpu += ahead_->reader_cpu_seconds();
+    farm_time_.waited_for_reading += ahead_->waited_seconds();
+    ahead_.reset();
   }
 
   // --stats' "stream_threads": the farm's time, summed over the inputs.
@@ -496,7 +501,7 @@ class CaptureRun {
   // The packets come from `pieces`, through the reader's BPF filter, or (null) from the
   // reader.
   void read_mapped(const PcapPieces* pieces) {
-    ahead_.reset();
+    retire_ahead();
     cursor_.reset();
     released_ = 0;
     if (pieces != nullptr) cursor_.emplace(*pieces);
@@ -544,7 +549,7 @@ class CaptureRun {
     }
     const std::size_t offset = ahead_->left_offset();
     const std::uint64_t index = ahead_->left_index();
-    ahead_.reset();
+    retire_ahead();
     hand_to_libpcap(reader, offset, index);
     const PcapReader::Read got = reader.read(raw);
     if (got == PcapReader::Read::kPacket) info = decode_packet(link_type_, raw.data);
