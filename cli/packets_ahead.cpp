@@ -19,7 +19,6 @@ PacketsAhead::PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* fi
       window_(2 * std::max<std::size_t>(1, threads) + 1), expected_(first_), cpu_(std::max<std::size_t>(1, threads)) {
   index_base_ = cursor.index();
   current_.start = current_.end = first_;
-  current_.done = true;
   try {
     for (std::size_t i = 0; i < cpu_.size(); ++i) threads_.emplace_back([this, i] { run(i); });
   } catch (const std::system_error& e) {

@@ -141,14 +141,11 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
     slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
     return;
   }
-  std::size_t nul = HsDatabase::kNoNul;
-  slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, &nul);
-  if (nul != HsDatabase::kNoNul) {
-    slot.first_nul_ = nul;
-  } else if (chunk.nul_search > chunk.size) {
-    if (const void* past = std::memchr(chunk.data + chunk.size, '\0', chunk.nul_search - chunk.size))
-      slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(past) - chunk.data);
-  }
+  static_assert(HsDatabase::kNoNul == ScanSlot::kNoNul);
+  slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, &slot.first_nul_);
+  if (slot.first_nul_ != ScanSlot::kNoNul || chunk.nul_search <= chunk.size) return;
+  if (const void* past = std::memchr(chunk.data + chunk.size, '\0', chunk.nul_search - chunk.size))
+    slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(past) - chunk.data);
 }
 
 std::unique_ptr<ScanSlot> HostScanner::make_slot() {
