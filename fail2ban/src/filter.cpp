@@ -17,6 +17,7 @@
 #include "gpufilter/fail2ban/reader.hpp"
 #include "gpufilter/fail2ban/tags.hpp"
 #include "gpufilter/regex/factors.hpp"
+#include "factor_gate.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -164,6 +165,7 @@ struct Rx {
   std::string text;
   PyRegex re;
   std::vector<std::pair<std::string, std::string>> alt;  // alt_NAME[_n] group -> NAME
+  std::size_t gate = 0;  // its number in the filter's FactorGate
   Rx(std::string t, bool multiline) : text(std::move(t)), re(text, multiline) {
     for (const auto& [k, n] : re.names()) {
       if (k.rfind("tuple_", 0) == 0) throw std::invalid_argument("tuple_ groups are not supported");
@@ -214,8 +216,10 @@ std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
   return out;
 }
 
-// Regex.search(buf, orgLines): the match, and which buffered lines it covered.
-std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org) {
+// Regex.search(buf, orgLines): the match, and which buffered lines it covered. The gate
+// answers for PCRE2 where buf holds none of the regex's factors.
+std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate) {
+  if (!gate.may_match(rx.gate, buf)) return std::nullopt;
   const PyRegex::Match m = rx.re.search(buf);
   if (!m) return std::nullopt;
   Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
@@ -302,6 +306,7 @@ struct Filter::Impl {
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
   std::optional<std::vector<std::string>> literals;
+  FactorGate gate;  // the regexes' factors, for search()
   Outcome* out = nullptr;
 
   double now() const { return options.now ? *options.now : wall_clock_now(); }
@@ -309,6 +314,7 @@ struct Filter::Impl {
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);
   void find_literals();
+  void build_gate();
   void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
   void replaced_buffer() { marks.assign(buffer.size(), true); }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
@@ -326,7 +332,7 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
-    if (!search(ignore[i], text, lines)) continue;
+    if (!search(ignore[i], text, lines, gate)) continue;
     found = i;
     out->ignore_hits.push_back(i);
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
@@ -459,7 +465,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
   Groups pre;
   if (pref) {
-    auto hit = search(*pref, buf, org);
+    auto hit = search(*pref, buf, org, gate);
     if (!hit) return;
     pre = hit->groups;
     const auto content = get(pre, "content");
@@ -476,7 +482,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   for (std::size_t i = 0; i < fail.size(); ++i) {
     if (stale) fill_lines_buffer(buffer, buf);
     stale = false;
-    auto hit = search(fail[i], buf, org);
+    auto hit = search(fail[i], buf, org, gate);
     if (!hit) continue;
     out->matched = true;
     if (!ignore.empty() && ignore_line(buf, org, &*hit)) {
@@ -631,6 +637,7 @@ void Filter::Impl::apply(const FilterDefinition& def) {
     }
   }
   find_literals();
+  if (options.factor_gate) build_gate();
 }
 
 // Filter::literals(): the required factors of the regexes a line meets first, read from
@@ -672,6 +679,18 @@ void Filter::Impl::find_literals() {
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
   literals = std::move(all);
+}
+
+// Every regex's required factors into the gate that spares PCRE2 the searches that cannot
+// match (factor_gate.hpp), read from the PCRE2 form as find_literals() reads them.
+void Filter::Impl::build_gate() {
+  regex::FactorOptions utf8;
+  utf8.utf8 = true;
+  const auto enter = [&](Rx& rx) { rx.gate = gate.add(regex::required_factors(translate_python_regex(rx.text), regex::Syntax::kPerl, utf8)); };
+  if (pref) enter(*pref);
+  for (Rx& rx : fail) enter(rx);
+  for (Rx& rx : ignore) enter(rx);
+  gate.build();
 }
 
 Filter::Filter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

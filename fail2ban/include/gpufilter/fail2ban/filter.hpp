@@ -33,6 +33,9 @@ struct FilterOptions {
   // The filter's own usedns (its [Definition] or an option, `sshd[usedns=no]`) decides what
   // <HOST> takes, as fail2ban-server applies it; fail2ban-regex ignores it (false).
   bool filter_usedns = true;
+  // Each regex's required factors looked for in a text first, so that PCRE2 is not asked
+  // where it cannot match (the same answers; false only to compare, in tests).
+  bool factor_gate = true;
   // MyTime: "now" for the assumed year/day and the 60-second reuse of the last date;
   // unset, the clock's time.
   std::optional<double> now;

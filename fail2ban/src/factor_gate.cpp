@@ -1,0 +1,83 @@
+#include "factor_gate.hpp"
+
+#include <hs/hs.h>
+
+#include <algorithm>
+
+namespace gpufilter::fail2ban {
+
+FactorGate::~FactorGate() {
+  hs_free_scratch(scratch_);
+  hs_free_database(database_);
+}
+
+std::size_t FactorGate::add(const std::optional<std::vector<std::string>>& factors) {
+  const bool always = !factors || factors->empty() ||
+                      std::any_of(factors->begin(), factors->end(), [](const std::string& f) { return f.empty(); });
+  std::vector<std::uint32_t> ids;
+  if (!always) {
+    for (const std::string& f : *factors) {
+      const auto known = std::find(literals_.begin(), literals_.end(), f);
+      ids.push_back(static_cast<std::uint32_t>(known - literals_.begin()));
+      if (known == literals_.end()) literals_.push_back(f);
+    }
+  }
+  regex_literals_.push_back(std::move(ids));
+  always_.push_back(always);
+  return regex_literals_.size() - 1;
+}
+
+void FactorGate::build() {
+  if (literals_.empty()) return;
+  std::vector<const char*> texts;
+  std::vector<std::size_t> lengths;
+  std::vector<unsigned> flags(literals_.size(), HS_FLAG_SINGLEMATCH);
+  std::vector<unsigned> ids;
+  for (std::size_t i = 0; i < literals_.size(); ++i) {
+    texts.push_back(literals_[i].data());
+    lengths.push_back(literals_[i].size());
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  hs_compile_error_t* error = nullptr;
+  if (hs_compile_lit_multi(texts.data(), flags.data(), ids.data(), lengths.data(), static_cast<unsigned>(texts.size()),
+                           HS_MODE_BLOCK, nullptr, &database_, &error) != HS_SUCCESS) {
+    hs_free_compile_error(error);
+    database_ = nullptr;
+    return;
+  }
+  if (hs_alloc_scratch(database_, &scratch_) != HS_SUCCESS) {
+    hs_free_database(database_);
+    database_ = nullptr;
+    scratch_ = nullptr;
+    return;
+  }
+  present_.assign((literals_.size() + 63) / 64, 0);
+}
+
+void FactorGate::look(std::string_view text) {
+  looked_.assign(text);
+  looked_any_ = true;
+  looked_valid_ = false;
+  std::fill(present_.begin(), present_.end(), 0);
+  const auto found = [](unsigned int id, unsigned long long, unsigned long long, unsigned int, void* context) -> int {
+    auto* present = static_cast<std::vector<std::uint64_t>*>(context);
+    (*present)[id / 64] |= std::uint64_t{1} << (id % 64);
+    return 0;
+  };
+  if (hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0, scratch_, found, &present_) != HS_SUCCESS) {
+    return;  // not valid: may_match() says yes to every regex for this text
+  }
+  looked_valid_ = true;
+}
+
+bool FactorGate::may_match(std::size_t regex, std::string_view text) {
+  if (database_ == nullptr || regex >= always_.size() || always_[regex] || text.size() > 0xffffffffu) return true;
+  if (!looked_any_ || text != looked_) look(text);
+  if (!looked_valid_) return true;
+  for (const std::uint32_t id : regex_literals_[regex]) {
+    if ((present_[id / 64] >> (id % 64)) & 1) return true;
+  }
+  return false;
+}
+
+}  // namespace gpufilter::fail2ban

@@ -1,0 +1,54 @@
+// FactorGate: which of a filter's regexes a text can match at all, decided by one
+// Hyperscan literal scan instead of a PCRE2 search per regex. Each regex's required
+// factors (regex/factors.hpp: an OR-set, one of which every match contains) are looked for
+// in the text; a regex none of whose factors it holds cannot match it, so its search would
+// find nothing and is not made. fail2ban-regex tries every failregex on every line (sshd:
+// about twenty, most of them failing), the daemon up to the first that matches.
+// A regex without factors is always searched. One gate per Filter, used by one thread at a
+// time, as the Filter is.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct hs_database;
+struct hs_scratch;
+
+namespace gpufilter::fail2ban {
+
+class FactorGate {
+ public:
+  FactorGate() = default;
+  ~FactorGate();
+  FactorGate(const FactorGate&) = delete;
+  FactorGate& operator=(const FactorGate&) = delete;
+
+  // Adds a regex with its factors (nullopt: none known) and returns its number for
+  // may_match(). Call before build().
+  std::size_t add(const std::optional<std::vector<std::string>>& factors);
+  // Compiles the factors of every regex added. Where Hyperscan refuses them (it never
+  // should), the gate stays open: every regex is searched, as without it.
+  void build();
+  // Whether regex `regex` may match `text` (false: it cannot). The text is scanned once
+  // for all regexes, again only when a different text is asked about.
+  bool may_match(std::size_t regex, std::string_view text);
+
+ private:
+  void look(std::string_view text);
+
+  std::vector<std::vector<std::uint32_t>> regex_literals_;  // per regex: its factors' ids
+  std::vector<bool> always_;                                 // per regex: no factors, always searched
+  std::vector<std::string> literals_;                        // by id
+  std::vector<std::uint64_t> present_;                       // found in looked_, a bit per id
+  std::string looked_;                                       // the text present_ is for
+  bool looked_any_ = false;    // looked_ was scanned
+  bool looked_valid_ = false;  // and the scan succeeded
+  hs_database* database_ = nullptr;  // null: the gate is open
+  hs_scratch* scratch_ = nullptr;
+};
+
+}  // namespace gpufilter::fail2ban
