@@ -744,7 +744,17 @@ TEST(CliFollow, MoreFilesThanTheHardDescriptorLimitFollowsWhatFits) {
   }
   RunningGpufilter gf(args, "ulimit -n 64");
   ASSERT_TRUE(gf.err_has("wait for a file descriptor", std::chrono::milliseconds(10000))) << gf.err();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the files that fit are read
+  // The files that fit are read: as many lines as the notice says files do not wait (a
+  // fixed pause was too short under ThreadSanitizer on a loaded machine).
+  const std::string notice = gf.err();
+  const std::size_t of = notice.find(" of " + std::to_string(kFiles) + " followed files wait");
+  ASSERT_NE(of, std::string::npos) << notice;
+  const std::size_t digits = notice.find_last_not_of("0123456789", of - 1) + 1;
+  const std::size_t fit = kFiles - std::stoul(notice.substr(digits, of - digits));
+  ASSERT_TRUE(gf.wait_for([&](const std::string& out, const std::string&) { return whole_lines(out).size() >= fit; },
+                          std::chrono::milliseconds(10000)))
+      << whole_lines(gf.out()).size() << " lines, " << fit << " files fit\n" << gf.err();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // Deleting followed files frees their descriptors: files that waited are followed then.
   const std::size_t before = whole_lines(gf.out()).size();
   constexpr std::size_t kDeleted = 10;
