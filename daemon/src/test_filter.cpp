@@ -8,7 +8,9 @@
 //            object with all of them, the line number, the time and the failregex's index
 #include "test_filter.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -214,10 +216,16 @@ int test_filter(int argc, char** argv, int first) {
     options.filter_usedns = false;  // fail2ban-regex reads no usedns from the filter
     fail2ban::Filter filter = fail2ban::Filter::load(a->filter, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
-    std::ifstream in(a->log, std::ios::binary);
     std::error_code ec;
-    if (!in || std::filesystem::is_directory(a->log, ec)) {
-      std::fprintf(stderr, "gpufilterd: %s: cannot be read\n", a->log.c_str());
+    if (std::filesystem::is_directory(a->log, ec)) {
+      std::fprintf(stderr, "gpufilterd: %s: Is a directory\n", a->log.c_str());
+      return 2;
+    }
+    errno = 0;
+    std::ifstream in(a->log, std::ios::binary);
+    if (!in) {
+      // The reason, as grep words it ("No such file or directory", "Permission denied").
+      std::fprintf(stderr, "gpufilterd: %s: %s\n", a->log.c_str(), errno != 0 ? std::strerror(errno) : "cannot be read");
       return 2;
     }
     return scan(*a, filter, in);

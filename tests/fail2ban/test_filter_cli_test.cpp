@@ -246,7 +246,7 @@ TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {
       {{"dup", log}, "dup.conf:3: option 'failregex' in section 'Definition' already exists"},
       {{"pl", log}, "bad escape \\p"},
       {{"rng", log}, "bad character range with \\S"},
-      {{"sshd", d}, "cannot be read"},
+      {{"sshd", d}, ": Is a directory"},
   };
   for (const auto& [args, reason] : refused) {
     std::vector<std::string> argv{GPUFILTERD_BINARY, "--test-filter"};
@@ -284,7 +284,7 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
   const std::string log = kSamples + "sshd";
   const std::vector<std::pair<std::vector<std::string>, std::string>> mistakes{
       {{"--test-filter", "no-such-filter", log}, "no-such-filter"},
-      {{"--test-filter", "sshd", "/nonexistent/auth.log"}, "/nonexistent/auth.log: cannot be read"},
+      {{"--test-filter", "sshd", "/nonexistent/auth.log"}, "/nonexistent/auth.log: No such file or directory"},
       {{"--test-filter", "sshd"}, "takes a filter and a log"},
       {{"--test-filter", "sshd", log, "--out", "host"}, "'host' is none of ip, id, user, msg, json"},
       {{"--test-filter", "sshd", log, "--fail2ban-dir", "/nonexistent"}, "/nonexistent"},
