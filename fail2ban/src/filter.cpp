@@ -165,8 +165,14 @@ struct Rx {
   std::string text;
   PyRegex re;
   std::vector<std::pair<std::string, std::string>> alt;  // alt_NAME[_n] group -> NAME
+  // Its required factors (regex/factors.hpp), read from the PCRE2 form that matches
+  // (Syntax::kPerl, UTF-8); nullopt: none known.
+  std::optional<std::vector<std::string>> factors;
   std::size_t gate = 0;  // its number in the filter's FactorGate
   Rx(std::string t, bool multiline) : text(std::move(t)), re(text, multiline) {
+    regex::FactorOptions utf8;
+    utf8.utf8 = true;
+    factors = regex::required_factors(translate_python_regex(text), regex::Syntax::kPerl, utf8);
     for (const auto& [k, n] : re.names()) {
       if (k.rfind("tuple_", 0) == 0) throw std::invalid_argument("tuple_ groups are not supported");
       if (k.rfind("alt_", 0) != 0 || k.size() <= 4) continue;
@@ -654,13 +660,10 @@ void Filter::Impl::find_literals() {
   }
   if (!ignore.empty() && ignore.size() + 2 < fail.size())  // find_failure() tries these first
     for (const Rx& rx : ignore) regexes.push_back(&rx);
-  regex::FactorOptions utf8;
-  utf8.utf8 = true;
   std::vector<std::string> all;
   for (const Rx* rx : regexes) {
-    const auto factors = regex::required_factors(translate_python_regex(rx->text), regex::Syntax::kPerl, utf8);
-    if (!factors) return;
-    for (const std::string& f : *factors) {
+    if (!rx->factors) return;
+    for (const std::string& f : *rx->factors) {
       if (f.find('\n') == std::string::npos) {
         all.push_back(f);
         continue;
@@ -682,11 +685,9 @@ void Filter::Impl::find_literals() {
 }
 
 // Every regex's required factors into the gate that spares PCRE2 the searches that cannot
-// match (factor_gate.hpp), read from the PCRE2 form as find_literals() reads them.
+// match (factor_gate.hpp).
 void Filter::Impl::build_gate() {
-  regex::FactorOptions utf8;
-  utf8.utf8 = true;
-  const auto enter = [&](Rx& rx) { rx.gate = gate.add(regex::required_factors(translate_python_regex(rx.text), regex::Syntax::kPerl, utf8)); };
+  const auto enter = [&](Rx& rx) { rx.gate = gate.add(rx.factors); };
   if (pref) enter(*pref);
   for (Rx& rx : fail) enter(rx);
   for (Rx& rx : ignore) enter(rx);
