@@ -15,6 +15,7 @@
 
 #include "../../fail2ban/src/factor_gate.hpp"
 #include "gpufilter/fail2ban/filter.hpp"
+#include "outcome_text.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
 #include "gpufilter/regex/factors.hpp"
 
@@ -59,15 +60,7 @@ TEST(FactorGate, WithoutFactorsItIsOpen) {
 std::string describe(const Filter::Outcome& o) {
   std::string s = std::string(o.matched ? "matched" : "-");
   for (const std::size_t i : o.ignore_hits) s += " ignore" + std::to_string(i);
-  for (const Filter::Failure& f : o.failures) {
-    s += " [" + std::to_string(f.failregex) + " " + f.id + " " + f.host + " u=" + f.user +
-         " n=" + std::to_string(f.attempts) + " t=" + (f.time ? std::to_string(*f.time) : "none") +
-         (f.nofail ? " nofail" : "") + (f.pending ? " pending" : "");
-    for (const auto& [k, v] : f.fields) s += " " + k + "=" + v;
-    for (const auto& u : f.users) s += " user:" + u;
-    s += "]";
-  }
-  return s;
+  return s + failures_text(o);
 }
 
 // Every stock filter with a sample log, in the modes its annotations name, every failregex

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpufilter/fail2ban/filter.hpp"
+#include "outcome_text.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -35,15 +36,7 @@ std::vector<std::size_t> found_in(const std::string& line, const std::vector<std
 
 std::string describe(const Filter::Outcome& o) {
   std::string s = std::string(o.matched ? "matched" : "-") + (o.ignored() ? " ignored" : "");
-  for (const Filter::Failure& f : o.failures) {
-    s += " [" + std::to_string(f.failregex) + " " + f.id + " " + f.host + " u=" + f.user +
-         " n=" + std::to_string(f.attempts) + " t=" + (f.time ? std::to_string(*f.time) : "none") +
-         (f.nofail ? " nofail" : "") + (f.pending ? " pending" : "");
-    for (const auto& [k, v] : f.fields) s += " " + k + "=" + v;
-    for (const auto& u : f.users) s += " user:" + u;
-    s += "]";
-  }
-  return s;
+  return s + failures_text(o);
 }
 
 // Hostile lines for a filter: a date cut into the middle of each literal, before and after
