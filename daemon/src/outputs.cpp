@@ -87,7 +87,10 @@ class QueuedOutput : public AlertOutput {
 
   const std::string& name() const override { return name_; }
 
+  // Wakes the delivery thread only where it waits with nothing queued: while it delivers,
+  // or lets alerts gather (kGather), it sees what is queued without being told.
   void publish(const Alert& alert) noexcept override {
+    bool wake = false;
     try {
       Alert copy = alert;  // allocate outside the lock: the scan thread holds it briefly
       {
@@ -105,8 +108,10 @@ class QueuedOutput : public AlertOutput {
         }
         queue_.push_back(std::move(copy));
         ++stats_.published;
+        wake = idle_;
+        idle_ = false;
       }
-      cv_.notify_one();
+      if (wake) cv_.notify_one();
     } catch (...) {
       std::lock_guard lock(mutex_);
       ++stats_.published;
@@ -231,6 +236,14 @@ class QueuedOutput : public AlertOutput {
         continue;
       }
       Outcome outcome = Outcome::kDelivered;
+      if (!queue_.empty() && gather_) {
+        // Woken by the first alert of a burst (a replayed log fires thousands a second):
+        // let the others queue for a moment, so that the burst costs this thread one
+        // wake-up, not one per alert, where the scan keeps every core busy.
+        gather_ = false;
+        cv_.wait_for(lock, kGather, [&] { return draining_ || Steady::now() >= abort_at(); });
+        continue;
+      }
       if (!queue_.empty()) {
         // Copy, not pop: the alerts stay queued (and droppable) until their attempt ends,
         // so a retried alert keeps its place and a full queue still drops the oldest.
@@ -259,7 +272,10 @@ class QueuedOutput : public AlertOutput {
       } else {
         const std::optional<Steady::time_point> due = next_periodic();
         if (!due || *due > now) {
+          idle_ = true;  // publish() wakes it
           sleep_until(lock, due ? std::min(*due, abort) : abort);
+          gather_ = !idle_;
+          idle_ = false;
           continue;
         }
         const std::vector<Alert> active = take_periodic(now);
@@ -296,6 +312,9 @@ class QueuedOutput : public AlertOutput {
   std::size_t in_flight_ = 0;  // alerts at the queue's front that an attempt is sending
   std::size_t displaced_ = 0;  // of those, how many publish() has pushed out meanwhile
   bool draining_ = false;
+  bool idle_ = false;    // the delivery thread waits with nothing queued: publish() wakes it
+  bool gather_ = false;  // publish() woke it: wait kGather before delivering
+  static constexpr milliseconds kGather{5};
   std::atomic<Steady::rep> abort_at_{Steady::time_point::max().time_since_epoch().count()};
   std::mutex join_mutex_;  // drain() and stop() may race (signal thread vs destructor)
   std::thread thread_;
