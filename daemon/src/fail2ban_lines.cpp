@@ -1,8 +1,9 @@
 // RuleSet's fail2ban filters over the lines of a stream: one line at a time
-// (fail2ban_lines()), or many lines of one source ahead of their delivery
-// (prepare_fail2ban()), the date readers side by side on a pool's threads and then the
-// filters side by side, each filter still reading its lines in order. Either way each
-// filter makes of each line what it would make of it alone (tests/daemon/rules_test.cpp).
+// (fail2ban_lines()), or a batch of one source's lines ahead of their delivery in three
+// steps (fail2ban_begin(), fail2ban_date(), fail2ban_filter()), each step's tasks side by
+// side on a pool's threads and beside other batches' steps (Fail2banPipeline), each filter
+// still reading its lines in order. Either way each filter makes of each line what it
+// would make of it alone (tests/daemon/rules_test.cpp).
 #include <algorithm>
 #include <exception>
 
@@ -25,14 +26,12 @@ bool RuleSet::fail2ban_reads(std::size_t i, std::string_view source) const {
 
 std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
                                                                 std::span<const Occurrence> occurrences) const {
-  Prepared& p = prepared_;
-  if (p.next < p.lines.size()) {
-    if (p.lines[p.next].data() == line.data() && p.lines[p.next].size() == line.size()) {
-      outcomes_.swap(p.outcomes[p.next++]);  // the slot keeps the old vector's memory for the next batch
+  if (Fail2banBatch* b = handing_out_; b != nullptr && b->next < b->lines.size()) {
+    if (b->lines[b->next].data() == line.data() && b->lines[b->next].size() == line.size()) {
+      outcomes_.swap(b->outcomes[b->next++]);  // the slot keeps the old vector's memory for the next batch
       return outcomes_;
     }
-    p.lines.clear();  // not the lines prepared (never so from RuleConsumer): read as they come
-    p.next = 0;
+    handing_out_ = nullptr;  // not the lines prepared (never so from RuleConsumer): read as they come
   }
   for (auto& at : literals_at_) at.clear();
   for (const Occurrence& o : occurrences) {
@@ -57,66 +56,78 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
   return outcomes_;
 }
 
-bool RuleSet::fail2ban_in_parallel() const noexcept { return fail2ban_rules_.size() > 1; }
-
-// Three steps over the lines: (1) each filter's literals' offsets, line by line, on this
-// thread; (2) each date reader (filters alike in their date settings share one) dates
-// every line, the readers side by side; (3) each filter takes every line with its reader's
-// dates and its literals, the filters side by side. A filter's state (its buffer, its
-// detector) is touched by one thread at a time, and in line order.
-void RuleSet::prepare_fail2ban(std::string_view source, std::span<const std::string_view> lines,
-                               std::span<const std::span<const Occurrence>> occurrences, WorkerPool& pool) const {
+std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, std::span<const std::string_view> lines,
+                                    std::span<const std::span<const Occurrence>> occurrences) const {
   const std::size_t rules = fail2ban_rules_.size();
-  Prepared& p = prepared_;
-  p.lines.assign(lines.begin(), lines.end());
-  p.next = 0;
-  p.outcomes.resize(lines.size());
-  for (auto& o : p.outcomes) o.assign(rules, {});
-  p.literals.resize(rules);
-  for (auto& l : p.literals) l.clear();
+  b.source = source;
+  b.lines.assign(lines.begin(), lines.end());
+  b.next = 0;
+  b.outcomes.resize(lines.size());
+  for (auto& o : b.outcomes) o.assign(rules, {});
+  b.literals.resize(rules);
+  for (auto& l : b.literals) l.clear();
   for (std::size_t j = 0; j < lines.size(); ++j)
     for (const Occurrence& o : occurrences[j])
       for (const Ref& ref : by_unique_[o.pattern])
-        if (ref.pattern == kLiteral) p.literals[fail2ban_index_[ref.rule]].emplace_back(j, o.position);
-
-  std::vector<std::size_t> readers;  // the readers of this source's filters
+        if (ref.pattern == kLiteral) b.literals[fail2ban_index_[ref.rule]].emplace_back(j, o.position);
+  b.readers.clear();
   for (std::size_t i = 0; i < rules; ++i)
-    if (fail2ban_reads(i, source) && std::find(readers.begin(), readers.end(), date_reader_[i]) == readers.end())
-      readers.push_back(date_reader_[i]);
-  p.dated.resize(readers.size());
-  std::vector<std::exception_ptr> failed(std::max(rules, readers.size()));
-  pool.run(readers.size(), [&](std::size_t k) {
-    try {
-      fail2ban::Filter& reader = *fail2ban_.at(fail2ban_rules_[readers[k]]);
-      p.dated[k].clear();
-      for (const std::string_view line : lines) p.dated[k].push_back(reader.date_line(line));
-    } catch (...) {
-      failed[k] = std::current_exception();
-    }
-  });
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);  // on the thread that asked, as fail2ban_lines() would throw
+    if (fail2ban_reads(i, source) && std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) == b.readers.end())
+      b.readers.push_back(date_reader_[i]);
+  b.dated.resize(b.readers.size());
+  b.failed.assign(b.readers.size() + rules, nullptr);
+  return b.readers.size();
+}
 
-  pool.run(rules, [&](std::size_t i) {
-    if (!fail2ban_reads(i, source)) return;
-    try {
-      const std::size_t k = static_cast<std::size_t>(
-          std::find(readers.begin(), readers.end(), date_reader_[i]) - readers.begin());
-      fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
-      const auto& mine = p.literals[i];
-      std::vector<std::size_t> at;
-      auto next = mine.begin();
-      for (std::size_t j = 0; j < lines.size(); ++j) {
-        at.clear();
-        for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
-        p.outcomes[j][i] = filter.line(p.dated[k][j], at);
-      }
-    } catch (...) {
-      failed[i] = std::current_exception();
+void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
+  try {
+    fail2ban::Filter& reader = *fail2ban_.at(fail2ban_rules_[b.readers[k]]);
+    b.dated[k].clear();
+    for (const std::string_view line : b.lines) b.dated[k].push_back(reader.date_line(line));
+  } catch (...) {
+    b.failed[k] = std::current_exception();
+  }
+}
+
+void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
+  if (!fail2ban_reads(i, b.source)) return;
+  try {
+    const std::size_t k = static_cast<std::size_t>(
+        std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
+    fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
+    const auto& mine = b.literals[i];
+    std::vector<std::size_t> at;
+    auto next = mine.begin();
+    for (std::size_t j = 0; j < b.lines.size(); ++j) {
+      at.clear();
+      for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
+      b.outcomes[j][i] = filter.line(b.dated[k][j], at);
     }
-  });
-  for (const std::exception_ptr& e : failed)
-    if (e) std::rethrow_exception(e);
+  } catch (...) {
+    b.failed[b.readers.size() + i] = std::current_exception();
+  }
+}
+
+void RuleSet::fail2ban_check(const Fail2banBatch& b) {
+  for (const std::exception_ptr& e : b.failed)
+    if (e) std::rethrow_exception(e);  // as fail2ban_lines() would have thrown it
+}
+
+void RuleSet::fail2ban_hand_out(Fail2banBatch* b) const {
+  handing_out_ = nullptr;
+  if (b == nullptr) return;
+  fail2ban_check(*b);
+  handing_out_ = b;
+}
+
+void RuleSet::prepare_fail2ban(std::string_view source, std::span<const std::string_view> lines,
+                               std::span<const std::span<const Occurrence>> occurrences, WorkerPool& pool) const {
+  Fail2banBatch& b = prepared_;
+  pool.run(fail2ban_begin(b, source, lines, occurrences), [&](std::size_t k) { fail2ban_date(b, k); });
+  for (std::size_t k = 0; k < b.readers.size(); ++k)
+    if (b.failed[k]) std::rethrow_exception(b.failed[k]);  // before a filter reads its dates
+  pool.run(fail2ban_filters(), [&](std::size_t i) { fail2ban_filter(b, i); });
+  fail2ban_hand_out(&b);
 }
 
 }  // namespace gpufilter::daemon

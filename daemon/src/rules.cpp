@@ -1,5 +1,7 @@
 #include "gpufilter/daemon/rules.hpp"
 
+#include "gpufilter/daemon/fail2ban_pipeline.hpp"
+
 #include <time.h>
 
 #include <algorithm>
@@ -571,6 +573,8 @@ std::uint64_t RuleEngine::suppressed(const std::string& rule) const {
 RuleConsumer::RuleConsumer(RuleEngine& engine, Metrics* metrics, std::vector<RecordShape> shapes)
     : engine_(engine), metrics_(metrics), shapes_(std::move(shapes)) {}
 
+RuleConsumer::~RuleConsumer() = default;
+
 namespace {
 
 void add_json_fields(const nlohmann::json& object, const std::string& prefix, int depth, RecordFields& out) {
@@ -692,56 +696,50 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   c.first += lines;
 }
 
-// The lines of a piece, a batch at a time: the fail2ban filters' outcomes of the whole
-// batch made side by side on the pool, then each line delivered as lines() delivers it.
+// The lines of a piece, a batch at a time through the fail2ban filters and delivered, as
+// lines() delivers them, by a Fail2banPipeline.
 std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntry& entry,
                                              LineCutter<Occurrence>& cutter) {
+  static_assert(std::tuple_size_v<decltype(gathered_)> == Fail2banPipeline::kSlots);
   if (!pool_) pool_ = std::make_unique<WorkerPool>(WorkerPool::default_threads());
-  Gathered& g = gathered_;
+  if (!pipeline_) pipeline_ = std::make_unique<Fail2banPipeline>(engine_.rules(), *pool_);
   std::uint64_t lines = 0;
-  CutLine<Occurrence> line;
-  for (bool more = true; more;) {
+  const auto gather = [&](std::size_t slot, std::vector<std::string_view>& texts,
+                          std::vector<std::span<const Occurrence>>& spans) {
+    Gathered& g = gathered_[slot];
     g.lines.clear();
     g.offsets.clear();
     g.occurrences.clear();
     g.starts.clear();
-    while (g.lines.size() < kFail2banBatch && (more = cutter.next(line))) {
+    CutLine<Occurrence> line;
+    while (g.lines.size() < kFail2banBatch && cutter.next(line)) {
       g.lines.push_back(line.text);
       g.offsets.push_back(line.offset);
       g.starts.push_back(g.occurrences.size());
       g.occurrences.insert(g.occurrences.end(), line.occurrences.begin(), line.occurrences.end());
     }
-    if (g.lines.empty()) break;
-    lines += g.lines.size();
     g.starts.push_back(g.occurrences.size());
-    deliver_gathered(input, entry);
-  }
-  return lines;
-}
-
-void RuleConsumer::deliver_gathered(const Input& input, const BatchEntry& entry) {
-  Gathered& g = gathered_;
-  const auto occurrences_of = [&](std::size_t j) {
-    return std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]);
+    lines += g.lines.size();
+    for (std::size_t j = 0; j < g.lines.size(); ++j) {
+      texts.push_back(RuleSet::fail2ban_text(g.lines[j]));
+      spans.push_back(std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]));
+    }
   };
-  std::vector<std::string_view>& texts = g.texts;
-  std::vector<std::span<const Occurrence>>& spans = g.spans;
-  texts.resize(g.lines.size());
-  spans.resize(g.lines.size());
-  for (std::size_t j = 0; j < g.lines.size(); ++j) {
-    texts[j] = RuleSet::fail2ban_text(g.lines[j]);
-    spans[j] = occurrences_of(j);
-  }
-  engine_.rules().prepare_fail2ban(input.name, texts, spans, *pool_);
-  LineMatch match{};
-  match.source = input.name;
-  for (std::size_t j = 0; j < g.lines.size(); ++j) {
-    match.line = g.lines[j];
-    match.offset = g.offsets[j];
-    match.occurrences = spans[j];
-    match.fields = entry.fields.get();
-    deliver(input, match);
-  }
+  const auto deliver_slot = [&](std::size_t slot) {
+    const Gathered& g = gathered_[slot];
+    LineMatch match{};
+    match.source = input.name;
+    for (std::size_t j = 0; j < g.lines.size(); ++j) {
+      match.line = g.lines[j];
+      match.offset = g.offsets[j];
+      match.occurrences =
+          std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]);
+      match.fields = entry.fields.get();
+      deliver(input, match);
+    }
+  };
+  pipeline_->run(input.name, gather, deliver_slot);
+  return lines;
 }
 
 void RuleConsumer::tick() {

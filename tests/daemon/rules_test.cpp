@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "gpufilter/daemon/fail2ban_pipeline.hpp"
 #include "gpufilter/daemon/metrics.hpp"
 #include "gpufilter/daemon/rules.hpp"
 #include "reference_matcher.hpp"
@@ -323,38 +325,52 @@ TEST(RuleEngine, Fail2banFiltersShareTheScanWithOtherRules) {
   EXPECT_GT(engine.matches("closed"), 0u);
 }
 
-// Several fail2ban filters' outcomes made a batch of lines at a time, the date readers and
-// then the filters side by side on a pool (RuleSet::prepare_fail2ban(), as RuleConsumer
-// does), are those made line by line: sample logs of single-line and multi-line filters
-// one after the other, batches of odd sizes, lines of two sources (one jail reads only one).
-TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
+// The sample logs of single-line and multi-line filters one after the other, then the
+// OpenSSH sample: the lines the batch tests below give their filters.
+std::vector<std::string> fail2ban_test_lines() {
+  std::vector<std::string> lines;
+  const std::string logs = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
+  for (const std::string& path : {logs + "sshd", logs + "slapd", logs + "mongodb-auth", logs + "pam-generic",
+                                  logs + "dovecot", gpufilter::test::corpus_path("loghub/OpenSSH_2k.log")}) {
+    std::istringstream in(gpufilter::test::read_file(path));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<RuleConfig> fail2ban_rules(std::initializer_list<const char*> filters) {
   std::vector<RuleConfig> configs;
-  for (const char* filter : {"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"}) {
+  for (const char* filter : filters) {
     RuleConfig r = rule(filter, {});
     r.fail2ban_filter = filter;
     configs.push_back(r);
   }
+  return configs;
+}
+
+// One line's outcomes, every filter's, as text; each failure adds four ':'.
+std::string describe(const std::vector<fail2ban::Filter::Outcome>& outcomes) {
+  std::string s;
+  for (const fail2ban::Filter::Outcome& o : outcomes) {
+    s += o.matched ? "m" : "-";
+    s += o.ignored() ? "i" : "-";
+    for (const fail2ban::Filter::Failure& f : o.failures)
+      s += " " + std::to_string(f.failregex) + ":" + f.id + ":" + f.user + ":" +
+           (f.time ? std::to_string(*f.time) : "none") + ":" + std::to_string(f.attempts);
+    s += " |";
+  }
+  return s;
+}
+
+// Several fail2ban filters' outcomes made a batch of lines at a time, the date readers and
+// then the filters side by side on a pool (RuleSet::prepare_fail2ban()), are those made
+// line by line: batches of odd sizes, lines of two sources (one jail reads only one).
+TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
+  std::vector<RuleConfig> configs =
+      fail2ban_rules({"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"});
   configs[1].only_sources = {"auth.log"};
   const Bound by_line(configs), by_batch(configs);
-  std::vector<std::string> lines;
-  const std::string logs = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
-  for (const std::string path : {logs + "sshd", logs + "slapd", logs + "mongodb-auth", logs + "pam-generic",
-                                 logs + "dovecot", gpufilter::test::corpus_path("loghub/OpenSSH_2k.log")}) {
-    std::istringstream in(gpufilter::test::read_file(path));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
-  const auto describe = [](const std::vector<fail2ban::Filter::Outcome>& outcomes) {
-    std::string s;
-    for (const fail2ban::Filter::Outcome& o : outcomes) {
-      s += o.matched ? "m" : "-";
-      s += o.ignored() ? "i" : "-";
-      for (const fail2ban::Filter::Failure& f : o.failures)
-        s += " " + std::to_string(f.failregex) + ":" + f.id + ":" + f.user + ":" +
-             (f.time ? std::to_string(*f.time) : "none") + ":" + std::to_string(f.attempts);
-      s += " |";
-    }
-    return s;
-  };
+  const std::vector<std::string> lines = fail2ban_test_lines();
   WorkerPool pool(3);
   std::size_t failures = 0;
   for (std::size_t at = 0, k = 0; at < lines.size(); ++k) {
@@ -378,6 +394,56 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
     at += n;
   }
   EXPECT_GT(failures, 500u);
+}
+
+// Fail2banPipeline (RuleConsumer's path): three batches in flight, one being dated, one
+// in the filters and one delivered, on pools of one to four threads, for one filter (its
+// date reader, filter and delivery overlapping) and for six; each run of the pipeline one
+// source's lines, in batches of odd sizes. The outcomes handed out are line by line's.
+TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
+  const std::vector<std::string> lines = fail2ban_test_lines();
+  for (const auto& filters : {fail2ban_rules({"sshd"}),
+                              fail2ban_rules({"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"})}) {
+    for (const std::size_t threads : {0, 1, 3}) {
+      std::vector<RuleConfig> configs = filters;
+      if (configs.size() > 1) configs[1].only_sources = {"auth.log"};
+      const Bound by_line(configs), by_batch(configs);
+      WorkerPool pool(threads);
+      Fail2banPipeline pipeline(*by_batch.rules, pool);
+      std::size_t at = 0, k = 0, failures = 0;
+      std::array<std::vector<std::vector<Occurrence>>, Fail2banPipeline::kSlots> found;
+      std::array<std::pair<std::size_t, std::size_t>, Fail2banPipeline::kSlots> range;  // lines of each slot
+      for (std::size_t run = 0; at < lines.size(); ++run) {
+        const std::string source = run % 3 == 2 ? "other.log" : "auth.log";
+        const std::size_t run_end = std::min(lines.size(), at + 200 + run * 611 % 1500);
+        const auto gather = [&](std::size_t slot, std::vector<std::string_view>& texts,
+                                std::vector<std::span<const Occurrence>>& spans) {
+          const std::size_t n = std::min<std::size_t>(run_end - at, 1 + (k++ * 37) % 101);
+          range[slot] = {at, at + n};
+          found[slot].resize(n);
+          for (std::size_t j = 0; j < n; ++j) found[slot][j] = by_batch.scan(lines[at + j]);
+          for (std::size_t j = 0; j < n; ++j) {
+            texts.push_back(RuleSet::fail2ban_text(lines[at + j]));
+            spans.push_back(found[slot][j]);
+          }
+          at += n;
+        };
+        const auto deliver = [&](std::size_t slot) {
+          for (std::size_t i = range[slot].first; i < range[slot].second; ++i) {
+            const std::string_view text = RuleSet::fail2ban_text(lines[i]);
+            const std::string want = describe(by_line.rules->fail2ban_lines(source, text, by_line.scan(lines[i])));
+            const std::string got = describe(by_batch.rules->fail2ban_lines(source, text, found[slot][i - range[slot].first]));
+            ASSERT_EQ(got, want) << configs.size() << " filters, " << threads << " threads, " << source << " line " << i
+                                 << ": " << lines[i];
+            failures += static_cast<std::size_t>(std::count(want.begin(), want.end(), ':')) / 4;
+          }
+        };
+        pipeline.run(source, gather, deliver);
+        ASSERT_FALSE(HasFatalFailure());
+      }
+      EXPECT_GT(failures, configs.size() > 1 ? 500u : 100u) << configs.size() << " filters, " << threads << " threads";
+    }
+  }
 }
 
 TEST(RuleEngine, QuietGroupsResolve) {

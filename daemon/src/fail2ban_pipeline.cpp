@@ -1,0 +1,47 @@
+#include "gpufilter/daemon/fail2ban_pipeline.hpp"
+
+#include <exception>
+
+namespace gpufilter::daemon {
+
+void Fail2banPipeline::run(std::string_view source, const Gather& gather, const Deliver& deliver) {
+  std::array<bool, kSlots> live{};  // the slot holds a batch not yet delivered
+  bool more = true;
+  for (std::size_t t = 0;; ++t) {
+    // Slot of batch t, t - 1 and t - 2: the one gathered now was delivered a step ago.
+    const std::size_t now = t % kSlots, filtering = (t + 2) % kSlots, delivering = (t + 1) % kSlots;
+    std::size_t dates = 0;
+    if (more) {
+      texts_[now].clear();
+      spans_[now].clear();
+      gather(now, texts_[now], spans_[now]);
+      more = live[now] = !texts_[now].empty();
+      if (more) dates = rules_.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]);
+    }
+    const bool filter = t >= 1 && live[filtering];
+    const bool hand_out = t >= 2 && live[delivering];
+    if (!more && !filter && !hand_out) return;
+    const std::size_t filters = filter ? rules_.fail2ban_filters() : 0;
+    std::exception_ptr delivery_failed;
+    pool_.run((hand_out ? 1 : 0) + filters + dates, [&](std::size_t i) {
+      if (hand_out && i-- == 0) {
+        try {
+          rules_.fail2ban_hand_out(&batches_[delivering]);
+          deliver(delivering);
+        } catch (...) {
+          delivery_failed = std::current_exception();
+        }
+        rules_.fail2ban_hand_out(nullptr);
+        return;
+      }
+      if (i < filters) return rules_.fail2ban_filter(batches_[filtering], i);
+      rules_.fail2ban_date(batches_[now], i - filters);
+    });
+    if (hand_out) live[delivering] = false;
+    if (delivery_failed) std::rethrow_exception(delivery_failed);
+    if (filter) RuleSet::fail2ban_check(batches_[filtering]);
+    if (dates > 0) RuleSet::fail2ban_check(batches_[now]);
+  }
+}
+
+}  // namespace gpufilter::daemon
