@@ -8,6 +8,7 @@
 #include <list>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -52,13 +53,43 @@ class Groups {
     const auto it = find(key);
     if (it != entries_.end()) entries_.erase(it);
   }
-  // Python's dict.update(other), or with `set_only` only other's set entries: one merge of
-  // the two sorted vectors, not an insertion per key.
-  void update(const Groups& other, bool set_only = false) {
+  // Python's dict.update(other), or with `set_only` only other's set entries. Where this
+  // holds every key of other's (a connection's failure updated by its next line: the
+  // same regex's groups), the values are assigned in place, in their strings' memory;
+  // else one merge of the two sorted vectors, not an insertion per key.
+  void update(const Groups& other, bool set_only = false) { merge(other, set_only); }
+  void update(Groups&& other, bool set_only = false) { merge(std::move(other), set_only); }
+
+ private:
+  template <typename G>
+  void merge(G&& other, bool set_only) {
+    constexpr bool kMove = !std::is_lvalue_reference_v<G>;
+    const auto take = [](auto& value) -> decltype(auto) {
+      if constexpr (kMove) return std::move(value);
+      else return std::as_const(value);
+    };
+    auto a = entries_.begin();
+    bool in_place = true;
+    for (const Entry& b : other.entries_) {
+      while (a != entries_.end() && a->first < b.first) ++a;
+      if (a == entries_.end() || a->first != b.first) {
+        in_place = in_place && set_only && !b.second;  // an unset entry of other's changes nothing
+        if (!in_place) break;
+      }
+    }
+    if (in_place) {
+      a = entries_.begin();
+      for (auto& b : other.entries_) {
+        if (set_only && !b.second) continue;
+        while (a->first < b.first) ++a;
+        a->second = take(b.second);
+      }
+      return;
+    }
     std::vector<Entry> merged;
     merged.reserve(entries_.size() + other.entries_.size());
-    auto a = entries_.begin();
-    for (const Entry& b : other.entries_) {
+    a = entries_.begin();
+    for (auto& b : other.entries_) {
       for (; a != entries_.end() && a->first < b.first; ++a) merged.push_back(std::move(*a));
       const bool same = a != entries_.end() && a->first == b.first;
       if (set_only && !b.second) {
@@ -66,13 +97,12 @@ class Groups {
         continue;
       }
       if (same) ++a;
-      merged.push_back(b);
+      merged.emplace_back(take(b.first), take(b.second));
     }
     for (; a != entries_.end(); ++a) merged.push_back(std::move(*a));
     entries_ = std::move(merged);
   }
 
- private:
   std::vector<Entry>::const_iterator lower(std::string_view key) const {
     return std::lower_bound(entries_.begin(), entries_.end(), key,
                             [](const Entry& e, std::string_view k) { return std::string_view(e.first) < k; });
@@ -503,7 +533,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     }
     auto data = std::make_shared<FailData>();
     data->g = pre;
-    data->g.update(hit->groups);
+    data->g.update(std::move(hit->groups));  // the hit is read no more but for its line count
     const auto mlfid_value = get(data->g, "mlfid");
     if (mlfid_value) {
       data = merge_failure(*mlfid_value, data, *hit);
