@@ -375,7 +375,7 @@ void RuleEngine::field_rules(std::string_view source, std::string_view text, Clo
 // `matched_text`: what the rule matched (the line, or a JSON field's value): where its
 // regex's groups are read.
 void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_view text, Clock::time_point now,
-                         const RecordFields* fields, std::string_view matched_text, const Failure* failure) {
+                         const RecordFields* fields, std::string_view matched_text, Failure* failure) {
   const RuleConfig& rule = rules_->rules()[r];
   // A jail's ignoreip hosts' failures are not counted (fail2ban's Filter.inIgnoreIPList,
   // before the failure manager sees them); its own files alone reach it (fail2ban_lines()).
@@ -387,7 +387,7 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   ++state.matches;
   changed_ = true;
   std::map<std::string, std::string> captures;
-  if (failure != nullptr) captures = failure->captures;
+  if (failure != nullptr) captures = std::move(failure->captures);  // the caller's, made for this call
   else if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, matched_text);
   if (fields != nullptr)
     for (const auto& [name, value] : fields->values) captures.emplace(name, value);

@@ -272,13 +272,14 @@ class RuleEngine final : public Sink {
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
                                       const std::map<std::string, std::string>& captures) const;
-  // A fail2ban failure: its fields (host, ip, user, F-* groups) and the line's time.
+  // A fail2ban failure: its fields (host, ip, user, F-* groups) and the line's time;
+  // matched() takes the fields.
   struct Failure {
     std::map<std::string, std::string> captures;
     std::optional<SystemClock::time_point> time;
   };
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
-               const RecordFields* fields, std::string_view matched_text, const Failure* failure = nullptr);
+               const RecordFields* fields, std::string_view matched_text, Failure* failure = nullptr);
   void fail2ban_rules(std::string_view source, std::string_view text, std::span<const Occurrence> occurrences,
                       Clock::time_point now, const RecordFields* fields);
   void field_rules(std::string_view source, std::string_view text, Clock::time_point now, const RecordFields& fields);
