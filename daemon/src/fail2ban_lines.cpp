@@ -63,7 +63,7 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
   b.lines.assign(lines.begin(), lines.end());
   b.next = 0;
   b.outcomes.resize(lines.size());
-  for (auto& o : b.outcomes) o.assign(rules, {});
+  for (auto& o : b.outcomes) o.resize(rules);  // each filter's task sets its own, side by side
   b.literals.resize(rules);
   for (auto& l : b.literals) l.clear();
   for (std::size_t j = 0; j < lines.size(); ++j)
@@ -90,7 +90,10 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
 }
 
 void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
-  if (!fail2ban_reads(i, b.source)) return;
+  if (!fail2ban_reads(i, b.source)) {
+    for (auto& o : b.outcomes) o[i] = {};
+    return;
+  }
   try {
     const std::size_t k = static_cast<std::size_t>(
         std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());

@@ -1,10 +1,14 @@
 #include "gpufilter/daemon/fail2ban_pipeline.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 
 namespace gpufilter::daemon {
 
 void Fail2banPipeline::run(std::string_view source, const Gather& gather, const Deliver& deliver) {
+  filter_seconds_.resize(rules_.fail2ban_filters(), 0.0);
+  date_seconds_.resize(rules_.fail2ban_filters(), 0.0);
   std::array<bool, kSlots> live{};  // the slot holds a batch not yet delivered
   bool more = true;
   for (std::size_t t = 0;; ++t) {
@@ -22,8 +26,17 @@ void Fail2banPipeline::run(std::string_view source, const Gather& gather, const 
     const bool hand_out = t >= 2 && live[delivering];
     if (!more && !filter && !hand_out) return;
     const std::size_t filters = filter ? rules_.fail2ban_filters() : 0;
+    // The delivery first (one task, often the longest), then the others longest first by
+    // what each took a step ago: a long filter begun last would hold up the whole step.
+    order_.clear();
+    for (std::size_t i = 0; i < filters; ++i) order_.push_back(i);
+    for (std::size_t k = 0; k < dates; ++k) order_.push_back(kDate | k);
+    const auto cost = [&](std::size_t task) {
+      return task & kDate ? date_seconds_[batches_[now].readers[task & ~kDate]] : filter_seconds_[task];
+    };
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
     std::exception_ptr delivery_failed;
-    pool_.run((hand_out ? 1 : 0) + filters + dates, [&](std::size_t i) {
+    pool_.run((hand_out ? 1 : 0) + order_.size(), [&](std::size_t i) {
       if (hand_out && i-- == 0) {
         try {
           rules_.fail2ban_hand_out(&batches_[delivering]);
@@ -34,8 +47,12 @@ void Fail2banPipeline::run(std::string_view source, const Gather& gather, const 
         rules_.fail2ban_hand_out(nullptr);
         return;
       }
-      if (i < filters) return rules_.fail2ban_filter(batches_[filtering], i);
-      rules_.fail2ban_date(batches_[now], i - filters);
+      const std::size_t task = order_[i];
+      const auto start = std::chrono::steady_clock::now();
+      if (task & kDate) rules_.fail2ban_date(batches_[now], task & ~kDate);
+      else rules_.fail2ban_filter(batches_[filtering], task);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      (task & kDate ? date_seconds_[batches_[now].readers[task & ~kDate]] : filter_seconds_[task]) = took.count();
     });
     if (hand_out) live[delivering] = false;
     if (delivery_failed) std::rethrow_exception(delivery_failed);

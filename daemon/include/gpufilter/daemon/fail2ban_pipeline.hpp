@@ -9,6 +9,7 @@
 // outcomes are those of line by line (tests/daemon/rules_test.cpp), while the dates, the
 // filters and the rules' thresholds and alerts overlap on as many threads as there are
 // tasks: the delivery of one batch no longer waits for the slowest filter of the next.
+// The tasks of a step are handed out longest first (by what each took the step before).
 #pragma once
 
 #include <array>
@@ -47,6 +48,11 @@ class Fail2banPipeline {
   std::array<RuleSet::Fail2banBatch, kSlots> batches_;
   std::array<std::vector<std::string_view>, kSlots> texts_;
   std::array<std::vector<std::span<const Occurrence>>, kSlots> spans_;
+  // What each filter and each date reader (by its index in RuleSet::fail2ban_rules()) took
+  // in its last step, seconds: a step's tasks are handed out longest first.
+  std::vector<double> filter_seconds_, date_seconds_;
+  static constexpr std::size_t kDate = std::size_t{1} << 40;  // a task's mark: a date reader's
+  std::vector<std::size_t> order_;  // the step's tasks but the delivery: filter i, or kDate | reader k
 };
 
 }  // namespace gpufilter::daemon
