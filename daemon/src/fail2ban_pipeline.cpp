@@ -6,9 +6,12 @@
 
 namespace gpufilter::daemon {
 
-void Fail2banPipeline::run(std::string_view source, const Gather& gather, const Deliver& deliver) {
-  filter_seconds_.resize(rules_.fail2ban_filters(), 0.0);
-  date_seconds_.resize(rules_.fail2ban_filters(), 0.0);
+void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver) {
+  if (timed_ != &rules) {  // another set of filters: their times start afresh
+    timed_ = &rules;
+    filter_seconds_.assign(rules.fail2ban_filters(), 0.0);
+    date_seconds_.assign(rules.fail2ban_filters(), 0.0);
+  }
   std::array<bool, kSlots> live{};  // the slot holds a batch not yet delivered
   bool more = true;
   for (std::size_t t = 0;; ++t) {
@@ -20,12 +23,12 @@ void Fail2banPipeline::run(std::string_view source, const Gather& gather, const 
       spans_[now].clear();
       gather(now, texts_[now], spans_[now]);
       more = live[now] = !texts_[now].empty();
-      if (more) dates = rules_.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]);
+      if (more) dates = rules.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]);
     }
     const bool filter = t >= 1 && live[filtering];
     const bool hand_out = t >= 2 && live[delivering];
     if (!more && !filter && !hand_out) return;
-    const std::size_t filters = filter ? rules_.fail2ban_filters() : 0;
+    const std::size_t filters = filter ? rules.fail2ban_filters() : 0;
     // The delivery first (one task, often the longest), then the others longest first by
     // what each took a step ago: a long filter begun last would hold up the whole step.
     order_.clear();
@@ -39,18 +42,18 @@ void Fail2banPipeline::run(std::string_view source, const Gather& gather, const 
     pool_.run((hand_out ? 1 : 0) + order_.size(), [&](std::size_t i) {
       if (hand_out && i-- == 0) {
         try {
-          rules_.fail2ban_hand_out(&batches_[delivering]);
+          rules.fail2ban_hand_out(&batches_[delivering]);
           deliver(delivering);
         } catch (...) {
           delivery_failed = std::current_exception();
         }
-        rules_.fail2ban_hand_out(nullptr);
+        rules.fail2ban_hand_out(nullptr);
         return;
       }
       const std::size_t task = order_[i];
       const auto start = std::chrono::steady_clock::now();
-      if (task & kDate) rules_.fail2ban_date(batches_[now], task & ~kDate);
-      else rules_.fail2ban_filter(batches_[filtering], task);
+      if (task & kDate) rules.fail2ban_date(batches_[now], task & ~kDate);
+      else rules.fail2ban_filter(batches_[filtering], task);
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       (task & kDate ? date_seconds_[batches_[now].readers[task & ~kDate]] : filter_seconds_[task]) = took.count();
     });

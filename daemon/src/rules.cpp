@@ -702,7 +702,7 @@ std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntr
                                              LineCutter<Occurrence>& cutter) {
   static_assert(std::tuple_size_v<decltype(gathered_)> == Fail2banPipeline::kSlots);
   if (!pool_) pool_ = std::make_unique<WorkerPool>(WorkerPool::default_threads());
-  if (!pipeline_) pipeline_ = std::make_unique<Fail2banPipeline>(engine_.rules(), *pool_);
+  if (!pipeline_) pipeline_ = std::make_unique<Fail2banPipeline>(*pool_);
   std::uint64_t lines = 0;
   const auto gather = [&](std::size_t slot, std::vector<std::string_view>& texts,
                           std::vector<std::span<const Occurrence>>& spans) {
@@ -738,7 +738,7 @@ std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntr
       deliver(input, match);
     }
   };
-  pipeline_->run(input.name, gather, deliver_slot);
+  pipeline_->run(engine_.rules(), input.name, gather, deliver_slot);
   return lines;
 }
 

@@ -382,6 +382,76 @@ TEST(Jails, HostileJailsAreRefusedByCheck) {
   }
 }
 
+// Several jails read a log through the filters' pipeline (RuleConsumer's batches); a
+// reload that replaces one jail and changes another's maxretry takes effect for the lines
+// after it: the pipeline reads the new set of filters, not the one it began with.
+TEST(Jails, AReloadReplacingJailsIsWhatTheNextLinesMeet) {
+  Fail2banDir f;
+  const std::string log = f.dir + "/logs/auth.log";
+  write_text(f.dir + "/jail.conf", "[sshd]\nenabled = true\nmaxretry = 3\nfilter = sshd\nlogpath = " + log +
+                                       "\n[pam]\nenabled = true\nfilter = pam-generic\nlogpath = " + log + "\n");
+  write_text(log, "");
+  write_text(f.dir + "/g.yaml", "fail2ban: {jails: " + f.dir + "}\nengine: cpu\nserver: 127.0.0.1:0\noutputs: "
+                                "[{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
+  const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
+  ::close(child.in);
+  std::string err;
+  const auto read_err = [&](const std::string& want, std::size_t from) {
+    for (const auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
+      char buf[4096];
+      pollfd p{child.err, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        const ssize_t n = ::read(child.err, buf, sizeof buf);
+        if (n > 0) err.append(buf, static_cast<std::size_t>(n));
+      }
+      if (err.find(want, from) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const auto alerts_for = [&](const std::string& host) {
+    std::ifstream in(f.dir + "/alerts.jsonl");
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("\"group\":\"" + host + "\"") != std::string::npos;
+    return n;
+  };
+  const auto wait_alert = [&](const std::string& host) {
+    for (const auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
+      if (alerts_for(host) > 0) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE(read_err("gpufilterd started", 0)) << err;
+  {
+    std::ofstream out(log, std::ios::app);
+    for (int i = 0; i < 3; ++i) out << sshd_line({"192.0.2.1", i}) << "\n";
+  }
+  ASSERT_TRUE(wait_alert("192.0.2.1")) << err;
+  // sshd now bans at the second failure, and pam-generic gives way to a second sshd jail.
+  write_text(f.dir + "/jail.local", "[sshd]\nmaxretry = 2\n[pam]\nenabled = false\n[sshd2]\nenabled = true\n"
+                                    "filter = sshd\nmaxretry = 5\nlogpath = " + log + "\n");
+  const std::size_t before = err.size();
+  ::kill(child.pid, SIGHUP);
+  ASSERT_TRUE(read_err("config reloaded", before)) << err;
+  {
+    std::ofstream out(log, std::ios::app);
+    for (int i = 0; i < 2; ++i) out << sshd_line({"192.0.2.2", 100 + i}) << "\n";
+  }
+  ASSERT_TRUE(wait_alert("192.0.2.2")) << err;
+  std::this_thread::sleep_for(300ms);
+  std::ifstream in(f.dir + "/alerts.jsonl");
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(alerts_for("192.0.2.2"), 1u) << all;  // sshd's, at its new maxretry; sshd2 waits for five
+  EXPECT_NE(all.find("\"rule\":\"sshd\""), std::string::npos) << all;
+  EXPECT_EQ(all.find("\"rule\":\"sshd2\""), std::string::npos) << all;
+  ::kill(child.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << err;
+  ::close(child.out);
+  ::close(child.err);
+}
+
 // A reload to a broken jail is rejected: the running jails keep alerting.
 TEST(Jails, AReloadToABrokenJailKeepsTheRunningRules) {
   Fail2banDir f;

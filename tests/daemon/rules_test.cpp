@@ -409,7 +409,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
       if (configs.size() > 1) configs[1].only_sources = {"auth.log"};
       const Bound by_line(configs), by_batch(configs);
       WorkerPool pool(threads);
-      Fail2banPipeline pipeline(*by_batch.rules, pool);
+      Fail2banPipeline pipeline(pool);
       std::size_t at = 0, k = 0, failures = 0;
       std::array<std::vector<std::vector<Occurrence>>, Fail2banPipeline::kSlots> found;
       std::array<std::pair<std::size_t, std::size_t>, Fail2banPipeline::kSlots> range;  // lines of each slot
@@ -438,7 +438,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
             failures += static_cast<std::size_t>(std::count(want.begin(), want.end(), ':')) / 4;
           }
         };
-        pipeline.run(source, gather, deliver);
+        pipeline.run(*by_batch.rules, source, gather, deliver);
         ASSERT_FALSE(HasFatalFailure());
       }
       EXPECT_GT(failures, configs.size() > 1 ? 500u : 100u) << configs.size() << " filters, " << threads << " threads";

@@ -36,15 +36,16 @@ class Fail2banPipeline {
   // RuleSet::fail2ban_lines() hands out their outcomes.
   using Deliver = std::function<void(std::size_t slot)>;
 
-  Fail2banPipeline(const RuleSet& rules, WorkerPool& pool) : rules_(rules), pool_(pool) {}
+  explicit Fail2banPipeline(WorkerPool& pool) : pool_(pool) {}
 
-  // Every batch gather() gives, delivered in order before it returns. What a task throws
-  // is thrown here (the older batch's first); the batches still in flight are dropped.
-  void run(std::string_view source, const Gather& gather, const Deliver& deliver);
+  // Every batch gather() gives, through `rules`' filters (the RuleEngine's current set: a
+  // reload replaces it between runs), delivered in order before it returns. What a task
+  // throws is thrown here (the older batch's first); the batches still in flight are dropped.
+  void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver);
 
  private:
-  const RuleSet& rules_;
   WorkerPool& pool_;
+  const RuleSet* timed_ = nullptr;  // the set the times below are of (compared, never read)
   std::array<RuleSet::Fail2banBatch, kSlots> batches_;
   std::array<std::vector<std::string_view>, kSlots> texts_;
   std::array<std::vector<std::span<const Occurrence>>, kSlots> spans_;
