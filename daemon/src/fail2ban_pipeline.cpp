@@ -29,8 +29,9 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
     const bool hand_out = t >= 2 && live[delivering];
     if (!more && !filter && !hand_out) return;
     const std::size_t filters = filter ? rules.fail2ban_filters() : 0;
-    // The delivery first (one task, often the longest), then the others longest first by
-    // what each took a step ago: a long filter begun last would hold up the whole step.
+    // The delivery first (index 0, which WorkerPool::run() gives its caller: the rules and
+    // outputs stay on the scan thread), then the others longest first by what each took a
+    // step ago: a long filter begun last would hold up the whole step.
     order_.clear();
     for (std::size_t i = 0; i < filters; ++i) order_.push_back(i);
     for (std::size_t k = 0; k < dates; ++k) order_.push_back(kDate | k);
