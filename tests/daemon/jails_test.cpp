@@ -382,6 +382,25 @@ TEST(Jails, HostileJailsAreRefusedByCheck) {
   }
 }
 
+// A child's standard error as it comes: wait_for() reads until it holds `want` after byte
+// `from` (false after `limit`).
+struct ErrReader {
+  int fd;
+  std::string text;
+  bool wait_for(const std::string& want, std::size_t from = 0, std::chrono::seconds limit = 20s) {
+    for (const auto deadline = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < deadline;) {
+      char buf[4096];
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) > 0) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) text.append(buf, static_cast<std::size_t>(n));
+      }
+      if (text.find(want, from) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
 // Several jails read a log through the filters' pipeline (RuleConsumer's batches); a
 // reload that replaces one jail and changes another's maxretry takes effect for the lines
 // after it: the pipeline reads the new set of filters, not the one it began with.
@@ -395,19 +414,7 @@ TEST(Jails, AReloadReplacingJailsIsWhatTheNextLinesMeet) {
                                 "[{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
   const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
   ::close(child.in);
-  std::string err;
-  const auto read_err = [&](const std::string& want, std::size_t from) {
-    for (const auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
-      char buf[4096];
-      pollfd p{child.err, POLLIN, 0};
-      if (::poll(&p, 1, 50) > 0) {
-        const ssize_t n = ::read(child.err, buf, sizeof buf);
-        if (n > 0) err.append(buf, static_cast<std::size_t>(n));
-      }
-      if (err.find(want, from) != std::string::npos) return true;
-    }
-    return false;
-  };
+  ErrReader err{child.err, {}};
   const auto alerts_for = [&](const std::string& host) {
     std::ifstream in(f.dir + "/alerts.jsonl");
     std::size_t n = 0;
@@ -421,23 +428,23 @@ TEST(Jails, AReloadReplacingJailsIsWhatTheNextLinesMeet) {
     }
     return false;
   };
-  ASSERT_TRUE(read_err("gpufilterd started", 0)) << err;
+  ASSERT_TRUE(err.wait_for("gpufilterd started")) << err.text;
   {
     std::ofstream out(log, std::ios::app);
     for (int i = 0; i < 3; ++i) out << sshd_line({"192.0.2.1", i}) << "\n";
   }
-  ASSERT_TRUE(wait_alert("192.0.2.1")) << err;
+  ASSERT_TRUE(wait_alert("192.0.2.1")) << err.text;
   // sshd now bans at the second failure, and pam-generic gives way to a second sshd jail.
   write_text(f.dir + "/jail.local", "[sshd]\nmaxretry = 2\n[pam]\nenabled = false\n[sshd2]\nenabled = true\n"
                                     "filter = sshd\nmaxretry = 5\nlogpath = " + log + "\n");
-  const std::size_t before = err.size();
+  const std::size_t before = err.text.size();
   ::kill(child.pid, SIGHUP);
-  ASSERT_TRUE(read_err("config reloaded", before)) << err;
+  ASSERT_TRUE(err.wait_for("config reloaded", before)) << err.text;
   {
     std::ofstream out(log, std::ios::app);
     for (int i = 0; i < 2; ++i) out << sshd_line({"192.0.2.2", 100 + i}) << "\n";
   }
-  ASSERT_TRUE(wait_alert("192.0.2.2")) << err;
+  ASSERT_TRUE(wait_alert("192.0.2.2")) << err.text;
   std::this_thread::sleep_for(300ms);
   std::ifstream in(f.dir + "/alerts.jsonl");
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -447,7 +454,7 @@ TEST(Jails, AReloadReplacingJailsIsWhatTheNextLinesMeet) {
   ::kill(child.pid, SIGTERM);
   int status = 0;
   ::waitpid(child.pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << err.text;
   ::close(child.out);
   ::close(child.err);
 }
@@ -463,24 +470,12 @@ TEST(Jails, AReloadToABrokenJailKeepsTheRunningRules) {
                                 "[{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
   const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
   ::close(child.in);
-  std::string err;
-  const auto read_err = [&](const std::string& want) {
-    for (const auto deadline = std::chrono::steady_clock::now() + 8s; std::chrono::steady_clock::now() < deadline;) {
-      char buf[4096];
-      pollfd p{child.err, POLLIN, 0};
-      if (::poll(&p, 1, 50) > 0) {
-        const ssize_t n = ::read(child.err, buf, sizeof buf);
-        if (n > 0) err.append(buf, static_cast<std::size_t>(n));
-      }
-      if (err.find(want) != std::string::npos) return true;
-    }
-    return false;
-  };
-  ASSERT_TRUE(read_err("gpufilterd started")) << err;
+  ErrReader err{child.err, {}};
+  ASSERT_TRUE(err.wait_for("gpufilterd started", 0, 8s)) << err.text;
   write_text(f.dir + "/jail.local", "[bad]\nenabled = true\nfilter = bad-regex\nlogpath = " + f.dir + "/logs/auth.log\n");
   ::kill(child.pid, SIGHUP);
-  ASSERT_TRUE(read_err("reload rejected")) << err;
-  EXPECT_NE(err.find("jail [bad]"), std::string::npos) << err;
+  ASSERT_TRUE(err.wait_for("reload rejected", 0, 8s)) << err.text;
+  EXPECT_NE(err.text.find("jail [bad]"), std::string::npos) << err.text;
   std::ofstream(f.dir + "/logs/auth.log", std::ios::app) << sshd_line({"192.0.2.9", 0}) << "\n"
                                                         << sshd_line({"192.0.2.9", 10}) << "\n";
   bool alerted = false;
@@ -490,7 +485,7 @@ TEST(Jails, AReloadToABrokenJailKeepsTheRunningRules) {
     alerted = all.find("192.0.2.9") != std::string::npos;
     if (!alerted) std::this_thread::sleep_for(50ms);
   }
-  EXPECT_TRUE(alerted) << err;
+  EXPECT_TRUE(alerted) << err.text;
   ::kill(child.pid, SIGTERM);
   int status = 0;
   ::waitpid(child.pid, &status, 0);
