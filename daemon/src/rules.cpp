@@ -722,7 +722,7 @@ std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntr
     lines += g.lines.size();
     for (std::size_t j = 0; j < g.lines.size(); ++j) {
       texts.push_back(RuleSet::fail2ban_text(g.lines[j]));
-      spans.push_back(std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]));
+      spans.push_back(g.occurrences_of(j));
     }
   };
   const auto deliver_slot = [&](std::size_t slot) {
@@ -732,8 +732,7 @@ std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntr
     for (std::size_t j = 0; j < g.lines.size(); ++j) {
       match.line = g.lines[j];
       match.offset = g.offsets[j];
-      match.occurrences =
-          std::span<const Occurrence>(g.occurrences).subspan(g.starts[j], g.starts[j + 1] - g.starts[j]);
+      match.occurrences = g.occurrences_of(j);
       match.fields = entry.fields.get();
       deliver(input, match);
     }

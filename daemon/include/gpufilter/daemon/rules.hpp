@@ -360,7 +360,10 @@ class RuleConsumer final : public StreamConsumer {
     std::vector<std::string_view> lines;
     std::vector<std::uint64_t> offsets;
     std::vector<Occurrence> occurrences;
-    std::vector<std::size_t> starts;  // per line, its first in `occurrences`
+    std::vector<std::size_t> starts;  // per line, its first in `occurrences` (and the end)
+    std::span<const Occurrence> occurrences_of(std::size_t line) const {
+      return std::span<const Occurrence>(occurrences).subspan(starts[line], starts[line + 1] - starts[line]);
+    }
   };
   std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
   std::unique_ptr<WorkerPool> pool_;  // made at the first batch
