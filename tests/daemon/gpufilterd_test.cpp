@@ -56,16 +56,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Build-time paths, overridable from the environment so the built test can run on the
-// GPU machine from wherever it was copied (scripts/gpu-run.sh sets both).
-std::string gpufilterd_binary() {
-  const char* v = std::getenv("GPUFILTERD_BIN");
-  return v != nullptr && *v != '\0' ? v : GPUFILTERD_BINARY;
-}
-std::string source_dir() {
-  const char* v = std::getenv("GPUFILTER_SOURCE_DIR");
-  return v != nullptr && *v != '\0' ? v : GPUFILTER_SOURCE_DIR;
-}
 
 std::string temp_dir() {
   char pattern[] = "/tmp/gpufilterd-e2e-XXXXXX";

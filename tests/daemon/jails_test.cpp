@@ -312,7 +312,7 @@ TEST(Jails, BanWhereFail2banBansOnTheLogsClock) {
   EXPECT_EQ(alerts.front().matches, 3u);
 }
 
-std::string gpufilterd() { return GPUFILTERD_BINARY; }
+std::string gpufilterd() { return test::gpufilterd_binary(); }
 
 // The daemon itself, following the jail's file from its start.
 TEST(Jails, GpufilterdFollowsTheJailsFilesAndAlerts) {

@@ -62,17 +62,17 @@ void compare(const Case& c) {
   const std::string conf = "/etc/fail2ban/filter.d/" + c.filter + ".conf";
   const ProcessResult theirs = run_process({kRegexTool, "-r", c.log, conf});
   ASSERT_EQ(theirs.status, 0) << theirs.err;
-  const ProcessResult ours = run_process({GPUFILTERD_BINARY, "--test-filter", c.filter, c.log});
+  const ProcessResult ours = run_process({gpufilterd_binary(), "--test-filter", c.filter, c.log});
   ASSERT_EQ(ours.status, 0) << ours.err;
   EXPECT_EQ(summary(ours.out), summary(theirs.out));
   EXPECT_NE(summary(ours.out).find("Lines: "), std::string::npos) << ours.out;
 
   const ProcessResult their_ips = run_process({kRegexTool, "-r", "-o", "ip", c.log, conf});
-  const ProcessResult our_ips = run_process({GPUFILTERD_BINARY, "--test-filter", c.filter, c.log, "--out", "ip"});
+  const ProcessResult our_ips = run_process({gpufilterd_binary(), "--test-filter", c.filter, c.log, "--out", "ip"});
   ASSERT_EQ(our_ips.status, 0) << our_ips.err;
   EXPECT_EQ(counts(our_ips.out), counts(their_ips.out));
   const ProcessResult their_users = run_process({kRegexTool, "-r", "-o", "user", c.log, conf});
-  const ProcessResult our_users = run_process({GPUFILTERD_BINARY, "--test-filter", c.filter, c.log, "--out", "user"});
+  const ProcessResult our_users = run_process({gpufilterd_binary(), "--test-filter", c.filter, c.log, "--out", "user"});
   EXPECT_EQ(counts(our_users.out), counts(their_users.out));
 }
 
@@ -86,7 +86,7 @@ struct IpRun {
 void compare_ips(const IpRun& run, bool theirs_ok = false) {
   std::vector<std::string> theirs{kRegexTool, "-r", "-o", "ip"};
   theirs.insert(theirs.end(), run.theirs.begin(), run.theirs.end());
-  std::vector<std::string> ours{GPUFILTERD_BINARY, "--test-filter"};
+  std::vector<std::string> ours{gpufilterd_binary(), "--test-filter"};
   ours.insert(ours.end(), run.ours.begin(), run.ours.end());
   ours.insert(ours.end(), {"--out", "ip"});
   const ProcessResult t = run_process(theirs), o = run_process(ours);
@@ -129,7 +129,7 @@ TEST(TestFilterCliOptions, AQuotedOptionValueKeepsItsCommas) {
       << "2015/10/29 20:01:04 [error] 1#0: *9 limiting requests, excess: 1.8 by zone \"a,b\", client: 1.2.3.6, "
          "server: e, request: \"POST / HTTP/1.0\", host: \"e\"\n";
   const ProcessResult r = run_process(
-      {GPUFILTERD_BINARY, "--test-filter", "nginx-limit-req[ngx_limit_req_zones=\"a,b\"]", log, "--out", "ip"});
+      {gpufilterd_binary(), "--test-filter", "nginx-limit-req[ngx_limit_req_zones=\"a,b\"]", log, "--out", "ip"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "1.2.3.6\n");
   std::filesystem::remove_all(dir);
@@ -223,7 +223,7 @@ TEST(TestFilterCliHostile, ClassesOptionsAndEmptyFiltersAsFail2banRegexReadsThem
   };
   for (const IpRun& run : runs) compare_ips(run, true);
   const ProcessResult t = run_process({kRegexTool, "-r", slog, "/etc/fail2ban/filter.d/apache-common.conf"});
-  const ProcessResult o = run_process({GPUFILTERD_BINARY, "--test-filter", "apache-common", slog});
+  const ProcessResult o = run_process({gpufilterd_binary(), "--test-filter", "apache-common", slog});
   EXPECT_EQ(o.status, 0) << o.err;
   EXPECT_EQ(summary(o.out), summary(t.out));
   EXPECT_NE(summary(o.out).find("0 matched"), std::string::npos) << o.out;
@@ -249,7 +249,7 @@ TEST(TestFilterCliErrors, FiltersFail2banRefusesAreRefused) {
       {{"sshd", d}, ": Is a directory"},
   };
   for (const auto& [args, reason] : refused) {
-    std::vector<std::string> argv{GPUFILTERD_BINARY, "--test-filter"};
+    std::vector<std::string> argv{gpufilterd_binary(), "--test-filter"};
     argv.insert(argv.end(), args.begin(), args.end());
     if (args[0] != "sshd") argv.insert(argv.end(), {"--fail2ban-dir", d});
     const ProcessResult r = run_process(argv);
@@ -268,7 +268,7 @@ std::vector<Case> cases() {
   for (const char* f : {"sshd", "postfix", "dovecot", "vsftpd", "nginx-http-auth", "apache-auth", "named-refused",
                         "courier-smtp", "exim", "proftpd", "pam-generic", "recidive"})
     v.push_back({f, kSamples + f});
-  v.push_back({"sshd", std::string(GPUFILTER_CORPUS_DIR) + "/loghub/OpenSSH_2k.log"});
+  v.push_back({"sshd", corpus_path("loghub/OpenSSH_2k.log")});
   return v;
 }
 
@@ -294,7 +294,7 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
       {{"--test-filter", "sshd[mode=\"aggr\\\"essive\"]", log}, "unexpected syntax after option mode"},
   };
   for (const auto& [args, reason] : mistakes) {
-    std::vector<std::string> argv{GPUFILTERD_BINARY};
+    std::vector<std::string> argv{gpufilterd_binary()};
     argv.insert(argv.end(), args.begin(), args.end());
     const ProcessResult r = run_process(argv);
     EXPECT_EQ(r.status, 2) << args[1] << " " << r.err;
@@ -307,7 +307,7 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
 // the address; a host name is reported as it stands (no lookup).
 TEST(TestFilterCliErrors, JsonOutputNamesLineAndFailregex) {
   const ProcessResult r = run_process(
-      {GPUFILTERD_BINARY, "--test-filter", "sshd", "-", "--out", "json"},
+      {gpufilterd_binary(), "--test-filter", "sshd", "-", "--out", "json"},
       "Dec 10 06:55:46 host sshd[24200]: Invalid user webmaster from 173.234.31.186\n"
       "Dec 10 06:55:48 host sshd[24201]: Failed password for root from attacker.example port 22 ssh2\n");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -19,7 +19,7 @@ class BrokerProcess {
  public:
   // `topics`: "NAME:PARTITIONS" each.
   explicit BrokerProcess(const std::vector<std::string>& topics) {
-    std::vector<std::string> argv{KAFKA_BROKER_BINARY};
+    std::vector<std::string> argv{kafka_broker_binary()};
     argv.insert(argv.end(), topics.begin(), topics.end());
     child_ = spawn_process(argv);
     char c = 0;

@@ -122,7 +122,7 @@ class Member {
     std::ofstream(config) << text;
     ::chmod(config.c_str(), 0644);
     const SpawnedProcess child = spawn_process(
-        {"/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>\"$2\" >/dev/null", GPUFILTERD_BINARY, config, log_path()});
+        {"/bin/sh", "-c", "exec \"$0\" --config \"$1\" 2>\"$2\" >/dev/null", gpufilterd_binary(), config, log_path()});
     pid_ = child.pid;
     ::close(child.in);
     ::close(child.out);

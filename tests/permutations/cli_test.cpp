@@ -19,10 +19,7 @@ using gpufilter::test::run_process;
 
 namespace {
 
-std::string binary() {
-  const char* env = std::getenv("GPUPERMUTE_BIN");
-  return env != nullptr && *env != '\0' ? env : GPUPERMUTE_BINARY;
-}
+std::string binary() { return gpufilter::test::gpupermute_binary(); }
 
 gpufilter::test::ProcessResult gpupermute(std::vector<std::string> args) {
   args.insert(args.begin(), binary());

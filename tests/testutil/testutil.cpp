@@ -162,6 +162,17 @@ PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::
 std::string gpufilter_binary() { return setting("GPUFILTER_BIN", GPUFILTER_BINARY); }
 std::string grep_binary() { return setting("GPUFILTER_GREP", "/bin/grep"); }
 
+#ifndef GPUPERMUTE_BINARY  // defined where the examples are built (tests/permutations)
+#define GPUPERMUTE_BINARY ""
+#endif
+#ifndef KAFKA_BROKER_BINARY  // defined by tests/kafka
+#define KAFKA_BROKER_BINARY ""
+#endif
+std::string gpufilterd_binary() { return setting("GPUFILTERD_BIN", GPUFILTERD_BINARY); }
+std::string gpupermute_binary() { return setting("GPUPERMUTE_BIN", GPUPERMUTE_BINARY); }
+std::string kafka_broker_binary() { return KAFKA_BROKER_BINARY; }
+std::string source_dir() { return setting("GPUFILTER_SOURCE_DIR", GPUFILTER_SOURCE_DIR); }
+
 StringSource::StringSource(std::string data, std::size_t max_read, std::string name, bool regular_file)
     : data_(std::move(data)), max_read_(max_read), name_(std::move(name)), regular_(regular_file) {}
 

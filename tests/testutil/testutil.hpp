@@ -170,4 +170,13 @@ ProcessResult run_process_measured(const std::vector<std::string>& argv, const s
 std::string gpufilter_binary();
 std::string grep_binary();
 
+// The other programs the tests run, as built beside them, and the source tree; GPUFILTERD_BIN,
+// GPUPERMUTE_BIN and GPUFILTER_SOURCE_DIR override (tests copied to the GPU machine). Every
+// build-tree path is compiled into testutil.cpp alone, so that the test sources compile
+// the same in every checkout and ccache reuses them (CMakeLists.txt).
+std::string gpufilterd_binary();
+std::string gpupermute_binary();
+std::string kafka_broker_binary();
+std::string source_dir();
+
 }  // namespace gpufilter::test
