@@ -32,6 +32,14 @@ if(GPUFILTER_FUZZ)
   # fuzzer's main (tests/fuzz/CMakeLists.txt).
   # The ignore list keeps coverage callbacks out of spin loops (moodycamel's queue), which
   # otherwise take most of a pipeline target's time and none of its findings.
-  add_compile_options(-fsanitize=fuzzer-no-link
-                      -fsanitize-coverage-ignorelist=${PROJECT_SOURCE_DIR}/tests/fuzz/coverage_ignorelist.txt)
+  # Ninja compiles in the build tree's top folder: there the list is a copy named by its
+  # contents, so that the flag reads the same in every checkout (ccache reuses the objects)
+  # and changes when the list does.
+  set(ignorelist ${PROJECT_SOURCE_DIR}/tests/fuzz/coverage_ignorelist.txt)
+  if(CMAKE_GENERATOR MATCHES "Ninja")
+    file(MD5 ${ignorelist} ignorelist_md5)
+    configure_file(${ignorelist} ${CMAKE_BINARY_DIR}/coverage-ignorelist-${ignorelist_md5}.txt COPYONLY)
+    set(ignorelist coverage-ignorelist-${ignorelist_md5}.txt)
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link -fsanitize-coverage-ignorelist=${ignorelist})
 endif()

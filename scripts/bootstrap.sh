@@ -17,7 +17,7 @@ action=${1:-demo}
 build_dir=${GPUFILTER_BUILD_DIR:-build}
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark ngrep
   libssl-dev openssl   # https:// outputs; the tests make their CA and certificates with openssl
