@@ -10,6 +10,7 @@
 #include <cctype>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -343,6 +344,14 @@ const TestPki& pki() {
     char pattern[] = "/tmp/gpufilter-pki-XXXXXX";
     if (::mkdtemp(pattern) == nullptr) return p;
     p.dir = pattern;
+    // The keys go with the process that made them (every test binary used to leave one).
+    static const struct Remover {
+      std::string dir;
+      ~Remover() {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+      }
+    } remover{p.dir};
     const std::string d = p.dir;
     const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
     std::ofstream(d + "/server.ext") << "subjectAltName=DNS:localhost\n";
