@@ -56,7 +56,6 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-
 std::string temp_dir() {
   char pattern[] = "/tmp/gpufilterd-e2e-XXXXXX";
   return ::mkdtemp(pattern);

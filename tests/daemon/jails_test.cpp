@@ -312,14 +312,12 @@ TEST(Jails, BanWhereFail2banBansOnTheLogsClock) {
   EXPECT_EQ(alerts.front().matches, 3u);
 }
 
-std::string gpufilterd() { return test::gpufilterd_binary(); }
-
 // The daemon itself, following the jail's file from its start.
 TEST(Jails, GpufilterdFollowsTheJailsFilesAndAlerts) {
   Fail2banDir f;
   const std::string yaml = jail_files(f) + "outputs: [{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n";
   write_text(f.dir + "/g.yaml", yaml);
-  const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
+  const auto child = gpufilter::test::spawn_process({test::gpufilterd_binary(), "--config", f.dir + "/g.yaml"});
   ::close(child.in);
   std::vector<nlohmann::json> alerts;
   for (const auto deadline = std::chrono::steady_clock::now() + 8s; std::chrono::steady_clock::now() < deadline;) {
@@ -375,7 +373,7 @@ TEST(Jails, HostileJailsAreRefusedByCheck) {
     const std::string logpath = jail.find("logpath") == std::string::npos ? "logpath = " + f.dir + "/logs/auth.log\n" : "";
     write_text(f.dir + "/jail.conf", "[bad]\nenabled = true\n" + logpath + jail + "\n");
     write_text(f.dir + "/g.yaml", "fail2ban: {jails: " + f.dir + "}\nengine: cpu\n");
-    const auto r = gpufilter::test::run_process({gpufilterd(), "--check", "--config", f.dir + "/g.yaml"});
+    const auto r = gpufilter::test::run_process({test::gpufilterd_binary(), "--check", "--config", f.dir + "/g.yaml"});
     EXPECT_EQ(r.status, 2) << jail << "\n" << r.err;
     EXPECT_NE(r.err.find("jail [bad]"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
@@ -412,7 +410,7 @@ TEST(Jails, AReloadReplacingJailsIsWhatTheNextLinesMeet) {
   write_text(log, "");
   write_text(f.dir + "/g.yaml", "fail2ban: {jails: " + f.dir + "}\nengine: cpu\nserver: 127.0.0.1:0\noutputs: "
                                 "[{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
-  const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
+  const auto child = gpufilter::test::spawn_process({test::gpufilterd_binary(), "--config", f.dir + "/g.yaml"});
   ::close(child.in);
   ErrReader err{child.err, {}};
   const auto alerts_for = [&](const std::string& host) {
@@ -468,7 +466,7 @@ TEST(Jails, AReloadToABrokenJailKeepsTheRunningRules) {
   write_text(f.dir + "/filter.d/bad-regex.conf", "[Definition]\nfailregex = ^Failed (password from <HOST>$\n");
   write_text(f.dir + "/g.yaml", "fail2ban: {jails: " + f.dir + "}\nengine: cpu\nserver: 127.0.0.1:0\noutputs: "
                                 "[{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
-  const auto child = gpufilter::test::spawn_process({gpufilterd(), "--config", f.dir + "/g.yaml"});
+  const auto child = gpufilter::test::spawn_process({test::gpufilterd_binary(), "--config", f.dir + "/g.yaml"});
   ::close(child.in);
   ErrReader err{child.err, {}};
   ASSERT_TRUE(err.wait_for("gpufilterd started", 0, 8s)) << err.text;

@@ -19,10 +19,8 @@ using gpufilter::test::run_process;
 
 namespace {
 
-std::string binary() { return gpufilter::test::gpupermute_binary(); }
-
 gpufilter::test::ProcessResult gpupermute(std::vector<std::string> args) {
-  args.insert(args.begin(), binary());
+  args.insert(args.begin(), gpufilter::test::gpupermute_binary());
   return run_process(args);
 }
 
