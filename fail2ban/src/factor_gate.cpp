@@ -52,10 +52,18 @@ void FactorGate::build() {
     return;
   }
   present_.assign((literals_.size() + 63) / 64, 0);
+  if (literals_.size() <= 64) {
+    for (const auto& ids : regex_literals_) {
+      std::uint64_t mask = 0;
+      for (const std::uint32_t id : ids) mask |= std::uint64_t{1} << id;
+      regex_mask_.push_back(mask);
+    }
+  }
 }
 
 void FactorGate::look(std::string_view text) {
-  looked_.assign(text);
+  looked_at_ = text.data();
+  looked_size_ = text.size();
   looked_any_ = true;
   looked_valid_ = false;
   std::fill(present_.begin(), present_.end(), 0);
@@ -72,8 +80,9 @@ void FactorGate::look(std::string_view text) {
 
 bool FactorGate::may_match(std::size_t regex, std::string_view text) {
   if (database_ == nullptr || regex >= always_.size() || always_[regex] || text.size() > 0xffffffffu) return true;
-  if (!looked_any_ || text != looked_) look(text);
+  if (!looked_any_ || text.data() != looked_at_ || text.size() != looked_size_) look(text);
   if (!looked_valid_) return true;
+  if (!regex_mask_.empty()) return (present_[0] & regex_mask_[regex]) != 0;
   for (const std::uint32_t id : regex_literals_[regex]) {
     if ((present_[id / 64] >> (id % 64)) & 1) return true;
   }

@@ -34,17 +34,24 @@ class FactorGate {
   // should), the gate stays open: every regex is searched, as without it.
   void build();
   // Whether regex `regex` may match `text` (false: it cannot). The text is scanned once
-  // for all regexes, again only when a different text is asked about.
+  // for all regexes, again when a text at another address or of another length is asked
+  // about, or after forget().
   bool may_match(std::size_t regex, std::string_view text);
+  // The memory of the texts asked about may hold other text now (a buffer refilled in
+  // place): the next may_match() scans again. Comparing the text with the one scanned
+  // instead cost a whole line's memcmp per regex (sshd tries 23 a line).
+  void forget() noexcept { looked_any_ = false; }
 
  private:
   void look(std::string_view text);
 
   std::vector<std::vector<std::uint32_t>> regex_literals_;  // per regex: its factors' ids
+  std::vector<std::uint64_t> regex_mask_;  // per regex: those ids as bits, where all ids are under 64
   std::vector<bool> always_;                                 // per regex: no factors, always searched
   std::vector<std::string> literals_;                        // by id
   std::vector<std::uint64_t> present_;                       // found in looked_, a bit per id
-  std::string looked_;                                       // the text present_ is for
+  const char* looked_at_ = nullptr;                          // the text present_ is for
+  std::size_t looked_size_ = 0;
   bool looked_any_ = false;    // looked_ was scanned
   bool looked_valid_ = false;  // and the scan succeeded
   hs_database* database_ = nullptr;  // null: the gate is open

@@ -28,14 +28,15 @@ using TupleLine = std::array<std::string, 3>;  // (before the date, the date, af
 using Lines = std::vector<TupleLine>;
 // A match's named groups (Python's groupdict()), in name order as a dict of them would be
 // iterated here: a filter has a few dozen, so a sorted vector (one allocation, not one
-// map node per group per line).
+// map node per group per line). A name views text that lives as long as the filter: its
+// regexes' group names, their alt_ names' targets, or a literal in this file.
 class Groups {
  public:
-  using Entry = std::pair<std::string, std::optional<std::string>>;
+  using Entry = std::pair<std::string_view, std::optional<std::string>>;
   Groups() = default;
   explicit Groups(const PyRegex::GroupViews& views) {
     entries_.reserve(views.size());
-    for (const auto& [k, v] : views) entries_.emplace_back(std::string(k), v ? std::optional<std::string>(*v) : std::nullopt);
+    for (const auto& [k, v] : views) entries_.emplace_back(k, v ? std::optional<std::string>(*v) : std::nullopt);
   }
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
@@ -47,7 +48,7 @@ class Groups {
   // one entry is kept across another's insertion).
   std::optional<std::string>& operator[](std::string_view key) {
     auto it = entries_.begin() + (lower(key) - entries_.cbegin());
-    if (it == entries_.end() || it->first != key) it = entries_.insert(it, Entry(std::string(key), std::nullopt));
+    if (it == entries_.end() || it->first != key) it = entries_.insert(it, Entry(key, std::nullopt));
     return it->second;
   }
   void erase(std::string_view key) {
@@ -146,6 +147,21 @@ std::optional<std::string> get(const Groups& g, std::string_view key) {
   return it == g.end() ? std::nullopt : it->second;
 }
 
+// get() without the copy: the value, null where the key is missing or unset. Valid until
+// `g` changes.
+const std::string* value_of(const Groups& g, std::string_view key) {
+  const auto it = g.find(key);
+  return it == g.end() || !it->second ? nullptr : &*it->second;
+}
+
+// Python's g.pop(key, None): the value moved out, the key erased.
+std::optional<std::string> pop(Groups& g, std::string_view key) {
+  auto& slot = g[key];
+  std::optional<std::string> value = std::move(slot);
+  g.erase(key);
+  return value;
+}
+
 // Four decimal parts 0-255 without a leading zero: the text inet_ntop makes of it.
 bool canonical_ipv4(std::string_view ip) {
   int parts = 0;
@@ -166,7 +182,7 @@ bool canonical_ipv4(std::string_view ip) {
 
 // IPAddr(ip, cidr) as fail2ban prints it: inet_ntop of the parsed address, "/plen" when a
 // <CIDR> narrowed it; text that does not parse stays as it is.
-std::string address_text(const std::string& ip, bool v6, const std::optional<std::string>& cidr) {
+std::string address_text(const std::string& ip, bool v6, const std::string* cidr) {
   if (!v6 && (!cidr || cidr->empty()) && canonical_ipv4(ip)) return ip;
   unsigned char bytes[16] = {};
   const int family = v6 ? AF_INET6 : AF_INET;
@@ -238,8 +254,10 @@ Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
   rx.re.group_views(m, views);
   Groups g(views);
   for (const auto& [k, n] : rx.alt) {
-    const auto v = get(g, k);
-    if (v && !v->empty() && !truthy(g, n)) g[n] = v;
+    const std::string* v = value_of(g, k);
+    if (v == nullptr || v->empty() || truthy(g, n)) continue;
+    std::string value = *v;  // g[n] may move the entries
+    g[n] = std::move(value);
   }
   return g;
 }
@@ -264,8 +282,8 @@ std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
 // answers for PCRE2 where buf holds none of the regex's factors.
 std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate) {
   if (!gate.may_match(rx.gate, buf)) return std::nullopt;
-  const PyRegex::Match m = rx.re.search(buf);
-  if (!m) return std::nullopt;
+  thread_local PyRegex::Match m;  // read before the next search, its memory reused
+  if (!rx.re.search(m, buf)) return std::nullopt;
   Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
   if (org.size() <= 1) return hit;
   const std::size_t before = buf.rfind('\n', m.start());
@@ -352,6 +370,7 @@ struct Filter::Impl {
   std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
+  std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
   std::optional<std::vector<std::string>> literals;
   FactorGate gate;  // the regexes' factors, for search()
   Outcome* out = nullptr;
@@ -367,7 +386,7 @@ struct Filter::Impl {
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
-  Next emit(std::size_t index, FailPtr data, const std::optional<std::string>& mlfid, std::optional<double> date);
+  Next emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date);
   void apply(const FilterDefinition& def);
 };
 
@@ -376,6 +395,7 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   const bool covered = failed != nullptr && maxlines > 1;
   const Lines& lines = covered && all.size() > 1 ? failed->covered : all;
   const std::string covered_buf = covered ? lines_buffer(lines) : std::string();
+  if (covered) gate.forget();  // a new text, perhaps where an earlier one was
   const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
@@ -396,8 +416,8 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
   FailPtr cached = mlfid.used ? mlfid.get(id) : nullptr;
   std::optional<std::set<std::string>>* users = nullptr;
   int flags = 0;
-  const auto update_users = [](FailData& f, const std::optional<std::string>& user) {
-    if (user && !user->empty()) {
+  const auto update_users = [](FailData& f, const std::string* user) {
+    if (user != nullptr && !user->empty()) {
       if (!f.users || f.users->empty()) f.users = std::set<std::string>{};
       f.users->insert(*user);
     }
@@ -412,7 +432,7 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
   if (truthy(cur->g, "mlfforget")) flags |= 2;
   cur->g.erase("mlfforget");
   if (cached) {
-    users = update_users(*cached, get(cur->g, "user"));
+    users = update_users(*cached, value_of(cur->g, "user"));
     if (truthy(cached->g, "nofail")) flags |= 4;
     if (truthy(cached->g, "mlfgained")) flags |= 4;
     cached->g.erase("nofail");
@@ -423,7 +443,7 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
     cur = cached;
     if (flags & 2) mlfid.unset(id);
   } else if (!(flags & 2)) {
-    users = update_users(*cur, get(cur->g, "user"));
+    users = update_users(*cur, value_of(cur->g, "user"));
     mlfid.used = true;
     mlfid.set(id, cur);
   }
@@ -447,27 +467,30 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
 
 // The failure id and the Failure handed out; kSkip: on to the next failregex (fail2ban's
 // getFailID() raised), kReturn: findFailure returns at once.
-Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, const std::optional<std::string>& mlfid_value,
-                        std::optional<double> date) {
-  std::optional<std::string> fid = get(data->g, "fid"), ip;
+Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date) {
+  const std::string* fid = value_of(data->g, "fid");
+  std::optional<std::string> ip;
+  const std::string* v4 = value_of(data->g, "ip4");
+  const std::string* v6 = v4 != nullptr ? nullptr : value_of(data->g, "ip6");
+  const std::string* dns = v4 != nullptr || v6 != nullptr ? nullptr : value_of(data->g, "dns");
   Failure f;
-  if (auto v4 = get(data->g, "ip4")) {
-    ip = address_text(*v4, false, get(data->g, "cidr"));
-  } else if (auto v6 = get(data->g, "ip6")) {
-    ip = address_text(*v6, true, get(data->g, "cidr"));
-  } else if (auto dns = get(data->g, "dns")) {
-    ip = dns;
+  if (v4 != nullptr) {
+    ip = address_text(*v4, false, value_of(data->g, "cidr"));
+  } else if (v6 != nullptr) {
+    ip = address_text(*v6, true, value_of(data->g, "cidr"));
+  } else if (dns != nullptr) {
+    ip = *dns;
   } else {
-    if (!fid && !mlfid_value) return Next::kSkip;  // getFailID() raises: fail2ban logs it and goes on
-    ip = fid;
+    if (fid == nullptr && !has_mlfid) return Next::kSkip;  // getFailID() raises: fail2ban logs it and goes on
+    if (fid != nullptr) ip = *fid;
   }
   if (!ip) {
     data->mlfpending = true;
     if (!options.check_all_regex && options.ignore_pending) return Next::kReturn;
     f.pending = true;
   } else {
-    f.host = get(data->g, "ip4") || get(data->g, "ip6") || get(data->g, "dns") ? *ip : std::string();
-    if (!fid || *fid == *ip) {
+    f.host = v4 != nullptr || v6 != nullptr || dns != nullptr ? *ip : std::string();
+    if (fid == nullptr || *fid == *ip) {
       f.id = *ip;
     } else {
       f.fields["ip"] = *ip;
@@ -508,26 +531,29 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   }
   org = buffer;
   fill_lines_buffer(org, buf);
+  gate.forget();
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
   Groups pre;
   if (pref) {
     auto hit = search(*pref, buf, org, gate);
     if (!hit) return;
-    pre = hit->groups;
-    const auto content = get(pre, "content");
-    pre.erase("content");
+    pre = std::move(hit->groups);
+    std::optional<std::string> content = pop(pre, "content");
     if (content && !content->empty()) {
       buffer.resize(1);
       buffer[0][0].clear();
       buffer[0][1].clear();
-      buffer[0][2] = *content;
+      buffer[0][2] = std::move(*content);
       replaced_buffer();
       stale = true;
     }
   }
   for (std::size_t i = 0; i < fail.size(); ++i) {
-    if (stale) fill_lines_buffer(buffer, buf);
+    if (stale) {
+      fill_lines_buffer(buffer, buf);
+      gate.forget();
+    }
     stale = false;
     auto hit = search(fail[i], buf, org, gate);
     if (!hit) continue;
@@ -545,16 +571,18 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     auto data = std::make_shared<FailData>();
     data->g = pre;
     data->g.update(std::move(hit->groups));  // the hit is read no more but for its line count
-    const auto mlfid_value = get(data->g, "mlfid");
-    if (mlfid_value) {
-      data = merge_failure(*mlfid_value, data, *hit);
+    const std::string* mlfid_value = value_of(data->g, "mlfid");
+    const bool has_mlfid = mlfid_value != nullptr;
+    if (has_mlfid) {
+      mlfid_id.assign(*mlfid_value);  // data's groups change in the merge
+      data = merge_failure(mlfid_id, data, *hit);
       if (truthy(data->g, "nofail") && !options.check_all_regex) return;
     } else {
       data->matches = hit->matched;
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
     // it returned; a Failure is a copy already.
-    const Next next = emit(i, data, mlfid_value, date);
+    const Next next = emit(i, data, has_mlfid, date);
     if (next == Next::kReturn) return;
     if (next == Next::kSkip) continue;
     if (!options.check_all_regex) break;

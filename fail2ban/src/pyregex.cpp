@@ -279,11 +279,18 @@ PyRegex::~PyRegex() = default;
 
 PyRegex::Match PyRegex::search(std::string_view subject, std::size_t pos, std::size_t endpos) const {
   Match m;
+  search(m, subject, pos, endpos);
+  return m;
+}
+
+bool PyRegex::search(Match& m, std::string_view subject, std::size_t pos, std::size_t endpos) const {
   m.subject = subject;
+  m.ok = false;
+  m.groups.clear();
   const std::size_t length = std::min(endpos, subject.size());
-  if (pos > length) return m;
+  if (pos > length) return false;
   const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(subject.data()), length, pos);
-  if (rc <= 0) return m;  // no match, or a match limit: both are "not found" here
+  if (rc <= 0) return false;  // no match, or a match limit: both are "not found" here
   std::uint32_t groups = 0;
   pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &groups);
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(code_->data);
@@ -294,7 +301,7 @@ PyRegex::Match PyRegex::search(std::string_view subject, std::size_t pos, std::s
     }
   }
   m.ok = true;
-  return m;
+  return true;
 }
 
 std::optional<std::string> PyRegex::Match::group(std::size_t g) const {

@@ -47,6 +47,9 @@ class PyRegex {
   // before pos and `^` does not match at pos unless pos is 0 (or after a newline with
   // MULTILINE).
   Match search(std::string_view subject, std::size_t pos = 0, std::size_t endpos = std::string_view::npos) const;
+  // The same into `m`, its memory reused (a filter searches a few dozen times a line).
+  bool search(Match& m, std::string_view subject, std::size_t pos = 0,
+              std::size_t endpos = std::string_view::npos) const;
 
   // Searches that PCRE2 stopped at its limits even when raised (match steps, heap), in
   // this process: each answered "not found". Python's re has no limit; those lines may
