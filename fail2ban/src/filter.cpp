@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <list>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_map>
@@ -26,32 +28,69 @@ namespace {
 
 using TupleLine = std::array<std::string, 3>;  // (before the date, the date, after it)
 using Lines = std::vector<TupleLine>;
-// A match's named groups (Python's groupdict()), in name order as a dict of them would be
-// iterated here: a filter has a few dozen, so a sorted vector (one allocation, not one
-// map node per group per line). A name views text that lives as long as the filter: its
-// regexes' group names, their alt_ names' targets, or a literal in this file.
+// The names of a filter's groups (every regex's, their alt_ targets, and the keys fail2ban
+// adds), numbered in name order once the filter is loaded: a line's groups are looked up
+// by number, not by comparing names (a dozen look-ups a line).
+class GroupNames {
+ public:
+  using Id = std::uint16_t;
+  void add(std::string_view name) { names_.emplace_back(name); }
+  void freeze() {
+    std::sort(names_.begin(), names_.end());
+    names_.erase(std::unique(names_.begin(), names_.end()), names_.end());
+  }
+  Id id(std::string_view name) const {
+    return static_cast<Id>(std::lower_bound(names_.begin(), names_.end(), name) - names_.begin());
+  }
+  const std::string& name(Id id) const { return names_[id]; }
+
+ private:
+  std::vector<std::string> names_;
+};
+using GroupId = GroupNames::Id;
+
+// The numbers of the keys the filter's own steps read.
+struct Keys {
+  GroupId content, mlfid, nofail, mlfgained, mlfforget, user, fid, ip4, ip6, dns, cidr;
+  static constexpr const char* kNames[] = {"content", "mlfid", "nofail", "mlfgained", "mlfforget", "user",
+                                           "fid",     "ip4",   "ip6",    "dns",       "cidr"};
+  explicit Keys(const GroupNames& n = {})
+      : content(n.id("content")), mlfid(n.id("mlfid")), nofail(n.id("nofail")), mlfgained(n.id("mlfgained")),
+        mlfforget(n.id("mlfforget")), user(n.id("user")), fid(n.id("fid")), ip4(n.id("ip4")), ip6(n.id("ip6")),
+        dns(n.id("dns")), cidr(n.id("cidr")) {}
+};
+
+// A match's named groups (Python's groupdict()) by number, in name order as a dict of them
+// would be iterated here: a filter has a few dozen, so a sorted vector (one allocation,
+// not one map node per group per line).
 class Groups {
  public:
-  using Entry = std::pair<std::string_view, std::optional<std::string>>;
+  using Entry = std::pair<GroupId, std::optional<std::string>>;
   Groups() = default;
-  explicit Groups(const PyRegex::GroupViews& views) {
-    entries_.reserve(views.size());
-    for (const auto& [k, v] : views) entries_.emplace_back(k, v ? std::optional<std::string>(*v) : std::nullopt);
+  // The groups of a match: `numbers` holds (name's id, group number), sorted by id.
+  Groups(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) {
+    entries_.reserve(numbers.size());
+    for (const auto& [id, number] : numbers) {
+      if (number < m.groups.size() && m.groups[number].set())
+        entries_.emplace_back(id, std::string(m.subject.substr(m.start(number), m.end(number) - m.start(number))));
+      else
+        entries_.emplace_back(id, std::nullopt);
+    }
   }
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
-  std::vector<Entry>::const_iterator find(std::string_view key) const {
+  std::vector<Entry>::const_iterator find(GroupId key) const {
     const auto it = lower(key);
     return it != entries_.end() && it->first == key ? it : entries_.end();
   }
   // The entry of `key`, added unset when missing (may move the others: no reference to
   // one entry is kept across another's insertion).
-  std::optional<std::string>& operator[](std::string_view key) {
+  std::optional<std::string>& operator[](GroupId key) {
     auto it = entries_.begin() + (lower(key) - entries_.cbegin());
     if (it == entries_.end() || it->first != key) it = entries_.insert(it, Entry(key, std::nullopt));
     return it->second;
   }
-  void erase(std::string_view key) {
+  void erase(GroupId key) {
     const auto it = find(key);
     if (it != entries_.end()) entries_.erase(it);
   }
@@ -73,7 +112,7 @@ class Groups {
     auto a = entries_.begin();
     bool in_place = true;
     for (const Entry& b : other.entries_) {
-      while (a != entries_.end() && less(a->first, b.first)) ++a;
+      while (a != entries_.end() && a->first < b.first) ++a;
       if (a == entries_.end() || a->first != b.first) {
         in_place = in_place && set_only && !b.second;  // an unset entry of other's changes nothing
         if (!in_place) break;
@@ -83,16 +122,16 @@ class Groups {
       a = entries_.begin();
       for (auto& b : other.entries_) {
         if (set_only && !b.second) continue;
-        while (less(a->first, b.first)) ++a;
+        while (a->first < b.first) ++a;
         a->second = take(b.second);
       }
       return;
     }
-    std::vector<Entry> merged;
+  std::vector<Entry> merged;
     merged.reserve(entries_.size() + other.entries_.size());
     a = entries_.begin();
     for (auto& b : other.entries_) {
-      for (; a != entries_.end() && less(a->first, b.first); ++a) merged.push_back(std::move(*a));
+      for (; a != entries_.end() && a->first < b.first; ++a) merged.push_back(std::move(*a));
       const bool same = a != entries_.end() && a->first == b.first;
       if (set_only && !b.second) {
         if (same) merged.push_back(std::move(*a++));
@@ -105,16 +144,8 @@ class Groups {
     entries_ = std::move(merged);
   }
 
-  // std::string_view's order, its first bytes compared in place: most names differ there,
-  // and a filter's line looks a dozen of them up (memcmp was a tenth of sshd's line).
-  static bool less(std::string_view a, std::string_view b) noexcept {
-    if (!a.empty() && !b.empty() && a[0] != b[0])
-      return static_cast<unsigned char>(a[0]) < static_cast<unsigned char>(b[0]);
-    return a < b;
-  }
-  std::vector<Entry>::const_iterator lower(std::string_view key) const {
-    return std::lower_bound(entries_.begin(), entries_.end(), key,
-                            [](const Entry& e, std::string_view k) { return less(e.first, k); });
+  std::vector<Entry>::const_iterator lower(GroupId key) const {
+    return std::lower_bound(entries_.begin(), entries_.end(), key, [](const Entry& e, GroupId k) { return e.first < k; });
   }
   std::vector<Entry> entries_;
 };
@@ -137,25 +168,25 @@ std::string lines_buffer(const Lines& lines) {
   return buf;
 }
 
-bool truthy(const Groups& g, std::string_view key) {
+bool truthy(const Groups& g, GroupId key) {
   const auto it = g.find(key);
   return it != g.end() && it->second && !it->second->empty();
 }
 
-std::optional<std::string> get(const Groups& g, std::string_view key) {
+std::optional<std::string> get(const Groups& g, GroupId key) {
   const auto it = g.find(key);
   return it == g.end() ? std::nullopt : it->second;
 }
 
 // get() without the copy: the value, null where the key is missing or unset. Valid until
 // `g` changes.
-const std::string* value_of(const Groups& g, std::string_view key) {
+const std::string* value_of(const Groups& g, GroupId key) {
   const auto it = g.find(key);
   return it == g.end() || !it->second ? nullptr : &*it->second;
 }
 
 // Python's g.pop(key, None): the value moved out, the key erased.
-std::optional<std::string> pop(Groups& g, std::string_view key) {
+std::optional<std::string> pop(Groups& g, GroupId key) {
   auto& slot = g[key];
   std::optional<std::string> value = std::move(slot);
   g.erase(key);
@@ -219,6 +250,10 @@ struct Rx {
   std::string text;
   PyRegex re;
   std::vector<std::pair<std::string, std::string>> alt;  // alt_NAME[_n] group -> NAME
+  // Set by the filter once every regex is known (GroupNames): (name's id, group number)
+  // sorted by id, and `alt` by id.
+  std::vector<std::pair<GroupId, std::size_t>> groups;
+  std::vector<std::pair<GroupId, GroupId>> alt_ids;
   // Its required factors (regex/factors.hpp), read from the PCRE2 form that matches
   // (Syntax::kPerl, UTF-8); nullopt: none known.
   std::optional<std::vector<std::string>> factors;
@@ -250,10 +285,8 @@ struct Hit {
 };
 
 Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
-  thread_local PyRegex::GroupViews views;
-  rx.re.group_views(m, views);
-  Groups g(views);
-  for (const auto& [k, n] : rx.alt) {
+  Groups g(rx.groups, m);
+  for (const auto& [k, n] : rx.alt_ids) {
     const std::string* v = value_of(g, k);
     if (v == nullptr || v->empty() || truthy(g, n)) continue;
     std::string value = *v;  // g[n] may move the entries
@@ -370,6 +403,8 @@ struct Filter::Impl {
   std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
+  GroupNames names;  // of every group, once the regexes are compiled
+  Keys key;
   std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
   std::optional<std::vector<std::string>> literals;
   FactorGate gate;  // the regexes' factors, for search()
@@ -379,6 +414,7 @@ struct Filter::Impl {
   Outcome process(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr,
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);
+  void number_groups();
   void find_literals();
   void build_gate();
   void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
@@ -423,35 +459,35 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
     }
     return &f.users;
   };
-  if (truthy(cur->g, "mlfgained")) {
+  if (truthy(cur->g, key.mlfgained)) {
     flags |= 8 | 1;
-    if (!truthy(cur->g, "nofail")) cur->g["nofail"] = get(cur->g, "mlfgained");
-  } else if (truthy(cur->g, "nofail")) {
+    if (!truthy(cur->g, key.nofail)) cur->g[key.nofail] = get(cur->g, key.mlfgained);
+  } else if (truthy(cur->g, key.nofail)) {
     flags |= 1;
   }
-  if (truthy(cur->g, "mlfforget")) flags |= 2;
-  cur->g.erase("mlfforget");
+  if (truthy(cur->g, key.mlfforget)) flags |= 2;
+  cur->g.erase(key.mlfforget);
   if (cached) {
-    users = update_users(*cached, value_of(cur->g, "user"));
-    if (truthy(cached->g, "nofail")) flags |= 4;
-    if (truthy(cached->g, "mlfgained")) flags |= 4;
-    cached->g.erase("nofail");
-    cached->g.erase("mlfgained");
+    users = update_users(*cached, value_of(cur->g, key.user));
+    if (truthy(cached->g, key.nofail)) flags |= 4;
+    if (truthy(cached->g, key.mlfgained)) flags |= 4;
+    cached->g.erase(key.nofail);
+    cached->g.erase(key.mlfgained);
     if (flags & 8) cached->mlfpending = false;
     if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
     cached->g.update(cur->g, true);
     cur = cached;
     if (flags & 2) mlfid.unset(id);
   } else if (!(flags & 2)) {
-    users = update_users(*cur, value_of(cur->g, "user"));
+    users = update_users(*cur, value_of(cur->g, key.user));
     mlfid.used = true;
     mlfid.set(id, cur);
   }
   const bool pending = cur->mlfpending;
   cur->mlfpending = false;
   if (pending || (users != nullptr && *users && users->value().size() > 1)) {
-    cur->g.erase("nofail");
-    cur->g.erase("mlfgained");
+    cur->g.erase(key.nofail);
+    cur->g.erase(key.mlfgained);
     flags &= ~(8 | 1);
   }
   if ((flags & 1) == 0) {
@@ -468,16 +504,16 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
 // The failure id and the Failure handed out; kSkip: on to the next failregex (fail2ban's
 // getFailID() raised), kReturn: findFailure returns at once.
 Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date) {
-  const std::string* fid = value_of(data->g, "fid");
+  const std::string* fid = value_of(data->g, key.fid);
   std::optional<std::string> ip;
-  const std::string* v4 = value_of(data->g, "ip4");
-  const std::string* v6 = v4 != nullptr ? nullptr : value_of(data->g, "ip6");
-  const std::string* dns = v4 != nullptr || v6 != nullptr ? nullptr : value_of(data->g, "dns");
+  const std::string* v4 = value_of(data->g, key.ip4);
+  const std::string* v6 = v4 != nullptr ? nullptr : value_of(data->g, key.ip6);
+  const std::string* dns = v4 != nullptr || v6 != nullptr ? nullptr : value_of(data->g, key.dns);
   Failure f;
   if (v4 != nullptr) {
-    ip = address_text(*v4, false, value_of(data->g, "cidr"));
+    ip = address_text(*v4, false, value_of(data->g, key.cidr));
   } else if (v6 != nullptr) {
-    ip = address_text(*v6, true, value_of(data->g, "cidr"));
+    ip = address_text(*v6, true, value_of(data->g, key.cidr));
   } else if (dns != nullptr) {
     ip = *dns;
   } else {
@@ -499,9 +535,9 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   }
   f.failregex = index;
   f.time = date;
-  f.nofail = truthy(data->g, "nofail");
-  for (const auto& [k, v] : data->g) {
-    if (v) f.fields.emplace(k, *v);
+  f.nofail = truthy(data->g, key.nofail);
+  for (const auto& [id, v] : data->g) {
+    if (v) f.fields.emplace(names.name(id), *v);
   }
   if (data->users) f.users.assign(data->users->begin(), data->users->end());
   f.attempts = data->matches.value_or(0);
@@ -539,7 +575,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     auto hit = search(*pref, buf, org, gate);
     if (!hit) return;
     pre = std::move(hit->groups);
-    std::optional<std::string> content = pop(pre, "content");
+    std::optional<std::string> content = pop(pre, key.content);
     if (content && !content->empty()) {
       buffer.resize(1);
       buffer[0][0].clear();
@@ -571,12 +607,12 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     auto data = std::make_shared<FailData>();
     data->g = pre;
     data->g.update(std::move(hit->groups));  // the hit is read no more but for its line count
-    const std::string* mlfid_value = value_of(data->g, "mlfid");
+    const std::string* mlfid_value = value_of(data->g, key.mlfid);
     const bool has_mlfid = mlfid_value != nullptr;
     if (has_mlfid) {
       mlfid_id.assign(*mlfid_value);  // data's groups change in the merge
       data = merge_failure(mlfid_id, data, *hit);
-      if (truthy(data->g, "nofail") && !options.check_all_regex) return;
+      if (truthy(data->g, key.nofail) && !options.check_all_regex) return;
     } else {
       data->matches = hit->matched;
     }
@@ -711,8 +747,31 @@ void Filter::Impl::apply(const FilterDefinition& def) {
       }
     }
   }
+  number_groups();
   find_literals();
   if (options.factor_gate) build_gate();
+}
+
+// Every group name numbered (GroupNames), and each regex's groups by number.
+void Filter::Impl::number_groups() {
+  std::vector<Rx*> all;
+  if (pref) all.push_back(&*pref);
+  for (Rx& rx : fail) all.push_back(&rx);
+  for (Rx& rx : ignore) all.push_back(&rx);
+  for (const char* k : Keys::kNames) names.add(k);
+  for (const Rx* rx : all) {
+    for (const auto& [name, number] : rx->re.names()) names.add(name);
+    for (const auto& [group, target] : rx->alt) names.add(target);
+  }
+  names.freeze();
+  key = Keys(names);
+  for (Rx* rx : all) {
+    rx->groups.clear();
+    for (const auto& [name, number] : rx->re.names()) rx->groups.emplace_back(names.id(name), number);
+    std::sort(rx->groups.begin(), rx->groups.end());
+    rx->alt_ids.clear();
+    for (const auto& [group, target] : rx->alt) rx->alt_ids.emplace_back(names.id(group), names.id(target));
+  }
 }
 
 // Filter::literals(): the required factors of the regexes a line meets first, read from
