@@ -53,10 +53,11 @@ void FactorGate::build() {
   }
   present_.assign((literals_.size() + 63) / 64, 0);
   if (literals_.size() <= 64) {
-    for (const auto& ids : regex_literals_) {
+    for (std::size_t r = 0; r < regex_literals_.size(); ++r) {
       std::uint64_t mask = 0;
-      for (const std::uint32_t id : ids) mask |= std::uint64_t{1} << id;
-      regex_mask_.push_back(mask);
+      if (!always_[r])
+        for (const std::uint32_t id : regex_literals_[r]) mask |= std::uint64_t{1} << id;
+      masks_.push_back(mask);
     }
   }
 }
@@ -78,11 +79,11 @@ void FactorGate::look(std::string_view text) {
   looked_valid_ = true;
 }
 
-bool FactorGate::may_match(std::size_t regex, std::string_view text) {
+bool FactorGate::may_match_slow(std::size_t regex, std::string_view text) {
   if (database_ == nullptr || regex >= always_.size() || always_[regex] || text.size() > 0xffffffffu) return true;
   if (!looked_any_ || text.data() != looked_at_ || text.size() != looked_size_) look(text);
   if (!looked_valid_) return true;
-  if (!regex_mask_.empty()) return (present_[0] & regex_mask_[regex]) != 0;
+  if (regex < masks_.size()) return masks_[regex] == 0 || (present_[0] & masks_[regex]) != 0;
   for (const std::uint32_t id : regex_literals_[regex]) {
     if ((present_[id / 64] >> (id % 64)) & 1) return true;
   }

@@ -36,17 +36,26 @@ class FactorGate {
   // Whether regex `regex` may match `text` (false: it cannot). The text is scanned once
   // for all regexes, again when a text at another address or of another length is asked
   // about, or after forget().
-  bool may_match(std::size_t regex, std::string_view text);
+  // The check is made for a few dozen regexes a line: the text scanned last is answered
+  // here, inline.
+  bool may_match(std::size_t regex, std::string_view text) {
+    if (regex < masks_.size() && looked_any_ && text.data() == looked_at_ && text.size() == looked_size_) {
+      const std::uint64_t mask = masks_[regex];  // 0: a regex without factors
+      return mask == 0 || !looked_valid_ || (present_[0] & mask) != 0;
+    }
+    return may_match_slow(regex, text);
+  }
   // The memory of the texts asked about may hold other text now (a buffer refilled in
   // place): the next may_match() scans again. Comparing the text with the one scanned
   // instead cost a whole line's memcmp per regex (sshd tries 23 a line).
   void forget() noexcept { looked_any_ = false; }
 
  private:
+  bool may_match_slow(std::size_t regex, std::string_view text);
   void look(std::string_view text);
 
   std::vector<std::vector<std::uint32_t>> regex_literals_;  // per regex: its factors' ids
-  std::vector<std::uint64_t> regex_mask_;  // per regex: those ids as bits, where all ids are under 64
+  std::vector<std::uint64_t> masks_;  // per regex: those ids as bits (0: none), where all ids are under 64
   std::vector<char> always_;  // per regex: no factors, always searched (not vector<bool>: a fifth of a check)
   std::vector<std::string> literals_;                        // by id
   std::vector<std::uint64_t> present_;                       // found in looked_, a bit per id

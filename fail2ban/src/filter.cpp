@@ -313,8 +313,13 @@ std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
 
 // Regex.search(buf, orgLines): the match, and which buffered lines it covered. The gate
 // answers for PCRE2 where buf holds none of the regex's factors.
-std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate) {
+std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org);
+inline std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate) {
   if (!gate.may_match(rx.gate, buf)) return std::nullopt;
+  return search_pcre2(rx, buf, org);
+}
+
+std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org) {
   thread_local PyRegex::Match m;  // read before the next search, its memory reused
   if (!rx.re.search(m, buf)) return std::nullopt;
   Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
