@@ -126,16 +126,21 @@ struct DateTemplate {
     regex = flags_text + r;
   }
 
-  PyRegex::Match match(std::string_view line, std::size_t pos = 0, std::size_t endpos = std::string_view::npos) {
+  // Into `m` (its memory reused): whether the template matches.
+  bool match(PyRegex::Match& m, std::string_view line, std::size_t pos = 0,
+             std::size_t endpos = std::string_view::npos) {
     if (!compiled) compiled = std::make_unique<PyRegex>(regex);
     if (kind == Kind::kEpoch) {
       const std::size_t from = std::min(pos, line.size());
       const std::size_t to = std::min(endpos, line.size());
-      if (!may_hold_epoch(line.substr(from, to > from ? to - from : 0))) return {};
+      if (!may_hold_epoch(line.substr(from, to > from ? to - from : 0))) {
+        m.ok = false;
+        return false;
+      }
     }
-    PyRegex::Match m = compiled->search(line, pos, endpos);
-    if (m) ++hits;
-    return m;
+    if (!compiled->search(m, line, pos, endpos)) return false;
+    ++hits;
+    return true;
   }
 
   std::optional<double> date(const PyRegex::Match& m, double now) const {
@@ -386,7 +391,8 @@ std::size_t DateDetector::remember(std::size_t i, std::string_view line, std::si
 std::optional<DateDetector::Found> DateDetector::find(std::string_view line, double now) {
   if (templates_.empty()) add_defaults(0, nullptr);
   constexpr std::size_t kNone = SIZE_MAX;
-  PyRegex::Match match;
+  PyRegex::Match& match = match_;
+  match.ok = false;
   struct Best {
     PyRegex::Match m;
     std::size_t distance = 0x7fffffff, index = kNone;
@@ -396,33 +402,33 @@ std::optional<DateDetector::Found> DateDetector::find(std::string_view line, dou
     DateTemplate& t = *templates_[i].t;
     const auto d = static_cast<std::ptrdiff_t>(last_pos_), e = static_cast<std::ptrdiff_t>(last_end_);
     if (t.flags & (kLineBegin | kLineEnd)) {
-      match = t.match(line);
+      t.match(match, line);
       ignore = i;
     } else if ((slice(line, d - 1, d) == last_pos_before_ || (slice(line, d, d + 1) == last_pos_at_ && !alnum(last_pos_at_))) &&
                (slice(line, e, e + 1) == last_end_at_ || (slice(line, e - 1, e) == last_end_before_ && !alnum(last_end_before_)))) {
-      match = t.match(line, last_pos_, last_end_);
+      t.match(match, line, last_pos_, last_end_);
     } else {
-      match = t.match(line);
+      t.match(match, line);
       ignore = i;
     }
     if (match && !(templates_.size() == 1 || (t.flags & (kLineBegin | kLineEnd)) ||
                    (match.start() == last_pos_ && match.end() == last_end_))) {
       found = {match, match.start(), i};  // a collision: keep it, and search the others
-      match = {};
+      match.ok = false;
     }
   }
   if (!match) {
     for (i = 0; i < templates_.size(); ++i) {
       if (i == ignore) continue;
       Entry& entry = templates_[i];
-      match = entry.t->match(line);
+      entry.t->match(match, line);
       if (!match) continue;
       const std::size_t distance = match.start();
       if (i + 1 >= templates_.size() || (entry.t->flags & (kLineBegin | kLineEnd))) break;
       if (distance == 0 && entry.hits && !templates_[i + 1].t->hits) break;
       if (distance > entry.distance || distance > last_pos_) {
         if (distance < found.distance) found = {match, distance, i};
-        match = {};
+        match.ok = false;
         continue;
       }
       break;

@@ -271,6 +271,7 @@ PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
     const PCRE2_SPTR entry = table + static_cast<std::size_t>(i) * entry_size;
     names_[reinterpret_cast<const char*>(entry + 2)] = (static_cast<std::size_t>(entry[0]) << 8) | entry[1];
   }
+  for (const auto& [name, number] : names_) ordered_.emplace_back(name, number);  // the map's nodes stay put
 }
 
 PyRegex::PyRegex(PyRegex&&) noexcept = default;
@@ -311,8 +312,8 @@ std::optional<std::string> PyRegex::Match::group(std::size_t g) const {
 
 void PyRegex::group_views(const Match& m, GroupViews& out) const {
   out.clear();
-  out.reserve(names_.size());
-  for (const auto& [name, number] : names_) {
+  out.reserve(ordered_.size());
+  for (const auto& [name, number] : ordered_) {
     if (number < m.groups.size() && m.groups[number].set())
       out.emplace_back(name, m.subject.substr(m.start(number), m.end(number) - m.start(number)));
     else

@@ -51,6 +51,7 @@ class DateDetector {
   std::size_t first_unused_ = 0;
   std::size_t last_pos_ = 1, last_end_ = SIZE_MAX;
   std::string last_pos_before_, last_pos_at_, last_end_before_, last_end_at_;
+  PyRegex::Match match_;  // find()'s, its memory reused from line to line
 };
 
 }  // namespace gpufilter::fail2ban

@@ -71,6 +71,7 @@ class PyRegex {
   std::unique_ptr<Code> code_;
   std::string pattern_;
   std::map<std::string, std::size_t> names_;
+  std::vector<std::pair<std::string_view, std::size_t>> ordered_;  // names_ as a list, for group_views()
 };
 
 // re.sub(pattern, fn, text, count): fn builds each replacement from the match.
