@@ -423,7 +423,9 @@ struct Filter::Impl {
   void find_literals();
   void build_gate();
   void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
-  void replaced_buffer() { marks.assign(buffer.size(), true); }
+  void replaced_buffer() {
+    if (maxlines > 1) marks.assign(buffer.size(), true);  // one line: no marks are kept
+  }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
@@ -546,7 +548,7 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   }
   if (data->users) f.users.assign(data->users->begin(), data->users->end());
   f.attempts = data->matches.value_or(0);
-  f.user = f.fields.count("user") ? f.fields["user"] : std::string();
+  if (const std::string* user = value_of(data->g, key.user)) f.user = *user;
   out->failures.push_back(std::move(f));
   return Next::kGoOn;
 }
@@ -570,8 +572,11 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     buffer.resize(1);
     buffer[0].swap(tuple);
   }
-  org = buffer;
-  fill_lines_buffer(org, buf);
+  // One line: only how many lines the buffer held is read of `org` (a match covers them
+  // all), not their text.
+  if (maxlines > 1) org = buffer;
+  else org.resize(1);
+  fill_lines_buffer(buffer, buf);
   gate.forget();
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
