@@ -201,6 +201,7 @@ struct PyRegex::Code {
   pcre2_match_context* context = nullptr;
   pcre2_jit_stack* stack = nullptr;
   pcre2_match_context* limits = nullptr;  // made at the first search a limit stops
+  bool jit = false;  // compiled by the JIT: matched through pcre2_jit_match(), without pcre2_match()'s checks
   ~Code() {
     if (limits != nullptr) pcre2_match_context_free(limits);
     if (context != nullptr) pcre2_match_context_free(context);
@@ -211,7 +212,10 @@ struct PyRegex::Code {
   // pcre2_match(), again with a JIT stack of up to 64 MiB, then through the interpreter
   // (its heap limit, 20 MB by default), when a limit stopped it.
   int match(PCRE2_SPTR subject, std::size_t length, std::size_t pos) {
-    int rc = pcre2_match(code, subject, length, pos, 0, data, context);
+    // Every pattern is compiled with PCRE2_MATCH_INVALID_UTF, so the JIT code takes any
+    // subject (pcre2_match() would not check it either).
+    int rc = jit ? pcre2_jit_match(code, subject, length, pos, 0, data, context)
+                 : pcre2_match(code, subject, length, pos, 0, data, context);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT && stack == nullptr) {
       stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
       context = pcre2_match_context_create(nullptr);
@@ -259,7 +263,7 @@ PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
     throw std::invalid_argument(std::string(reinterpret_cast<const char*>(message)) + " at offset " +
                                 std::to_string(offset) + " of " + text);
   }
-  pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE);  // a failure only leaves the interpreter
+  code_->jit = pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE) == 0;  // a failure only leaves the interpreter
   code_->data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
   if (code_->data == nullptr) throw std::bad_alloc();
   std::uint32_t count = 0, entry_size = 0;
@@ -290,7 +294,9 @@ bool PyRegex::search(Match& m, std::string_view subject, std::size_t pos, std::s
   m.groups.clear();
   const std::size_t length = std::min(endpos, subject.size());
   if (pos > length) return false;
-  const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(subject.data()), length, pos);
+  static constexpr char kEmpty[] = "";  // pcre2_jit_match() is given no null subject
+  const char* text = subject.data() != nullptr ? subject.data() : kEmpty;
+  const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(text), length, pos);
   if (rc <= 0) return false;  // no match, or a match limit: both are "not found" here
   std::uint32_t groups = 0;
   pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &groups);
