@@ -292,12 +292,13 @@ std::vector<Template> default_templates(bool all) {
   return first;
 }
 
-std::string slice(std::string_view line, std::ptrdiff_t from, std::ptrdiff_t to) {  // line[from:to], from >= -1
+// line[from:to], from >= -1 (a view: compared and assigned a few times a line).
+std::string_view slice(std::string_view line, std::ptrdiff_t from, std::ptrdiff_t to) {
   if (from < 0) return {};
   const auto n = static_cast<std::ptrdiff_t>(line.size());
   from = std::min(from, n);
   to = std::min(to, n);
-  return to > from ? std::string(line.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from))) : "";
+  return to > from ? line.substr(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from)) : std::string_view();
 }
 
 bool alnum(const std::string& s) {
