@@ -145,15 +145,16 @@ struct DateTemplate {
 
   std::optional<double> date(const PyRegex::Match& m, double now) const {
     if (kind == Kind::kPattern) {
-      compiled->group_views(m, groups);
-      // Only when every field lies inside the match is the match's text the whole key.
-      const bool inside = std::all_of(groups.begin(), groups.end(), [&](const auto& g) {
-        return !g.second || (g.second->data() >= m.subject.data() + m.start() &&
-                             g.second->data() + g.second->size() <= m.subject.data() + m.end());
+      // Only when every group lies inside the match is the match's text the whole key
+      // (read from the spans: the fields by name only when the key is new).
+      const auto start = static_cast<std::ptrdiff_t>(m.start()), end = static_cast<std::ptrdiff_t>(m.end());
+      const bool inside = std::all_of(m.groups.begin(), m.groups.end(), [&](const PyRegex::Span& g) {
+        return !g.set() || (g.start >= start && g.end <= end);
       });
       const std::string_view text = m.subject.substr(m.start(), m.end() - m.start());
       const auto second = static_cast<std::int64_t>(now);
       if (inside && last.now == second && last.text == text) return last.time;
+      compiled->group_views(m, groups);
       const std::optional<double> time = strptime_groups(NamedGroupViews(groups), now);
       if (inside) {
         last.text.assign(text);
