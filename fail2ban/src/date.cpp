@@ -441,7 +441,7 @@ std::optional<DateDetector::Found> DateDetector::find(std::string_view line, dou
     }
   }
   if (!match) return std::nullopt;
-  Template t = templates_[i].t;
+  const DateTemplate* t = templates_[i].t.get();  // remember() may reorder the entries, not move the templates
   i = remember(i, line, match.start(), match.end());
   last_index_ = i;
   Found out;

@@ -26,7 +26,7 @@
 namespace gpufilter::fail2ban {
 namespace {
 
-using TupleLine = std::array<std::string, 3>;  // (before the date, the date, after it)
+using TupleLine = std::array<std::string, 3>;  // (before the date, the date: left empty, after it)
 using Lines = std::vector<TupleLine>;
 // The names of a filter's groups (every regex's, their alt_ targets, and the keys fail2ban
 // adds), numbered in name order once the filter is loaded: a line's groups are looked up
@@ -405,7 +405,6 @@ struct Filter::Impl {
   // Multi-line (maxlines > 1): per buffered line, whether it may hold one of `literals`
   // (false only where a scan said it holds none). Lines put back by a match count as true.
   std::vector<bool> marks;
-  std::string last_time_text;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache mlfid;
   GroupNames names;  // of every group, once the regexes are compiled
@@ -643,7 +642,9 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
   const double t_now = given_now ? *given_now : now();
   const auto recent = [&] { return last_date != 0 && last_date > t_now - 60; };
   // The line as fail2ban's tuple: [0, start) before the date, [start, end) the date, the
-  // rest after it; `reuse`: ("", the last date's text, the whole line).
+  // rest after it; `reuse`: ("", the last date's text, the whole line). The date's text
+  // is not kept (tuple[1] stays empty): fail2ban shows it only in the lines it prints,
+  // and the regexes see [0] and [2].
   std::size_t start = 0, end = 0;
   bool reuse = false;
   std::optional<double> date;
@@ -655,10 +656,7 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
     end = found->end;
     if (end > start) {
       date = found->time;
-      if (date) {
-        last_time_text.assign(line.substr(start, end - start));
-        last_date = *date;
-      }
+      if (date) last_date = *date;
     } else if (recent()) {
       reuse = true;
       date = last_date;
@@ -681,11 +679,9 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
   if (!holds_literal && maxlines == 1) return result;
   if (reuse) {
     tuple[0].clear();
-    tuple[1] = last_time_text;
     tuple[2] = line;
   } else {
     tuple[0] = line.substr(0, start);
-    tuple[1] = line.substr(start, end - start);
     tuple[2] = line.substr(end);
   }
   out = &result;
