@@ -340,7 +340,8 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
     for (fail2ban::Filter::Failure& f : outcomes[i].failures) {
       if (f.nofail) continue;
       Failure failure;
-      failure.captures = std::move(f.fields);  // the outcome is the RuleSet's scratch: read once
+      for (auto& [name, value] : f.fields)  // the outcome is the RuleSet's scratch: read once
+        failure.captures.emplace_hint(failure.captures.end(), std::move(name), std::move(value));
       failure.captures["host"] = f.id;
       if (!f.user.empty()) failure.captures["user"] = f.user;
       failure.captures["failregex"] = std::to_string(f.failregex + 1);

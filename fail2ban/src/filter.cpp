@@ -387,6 +387,28 @@ class MlfidCache {
 
 }  // namespace
 
+const std::string& Fields::at(std::string_view key) const {
+  const auto it = find(key);
+  if (it == end()) throw std::out_of_range("no field " + std::string(key));
+  return it->second;
+}
+
+void Fields::emplace(std::string_view key, std::string value) {
+  if (entries_.empty() || entries_.back().first < key) {  // names come in order: appended
+    entries_.emplace_back(std::string(key), std::move(value));
+    return;
+  }
+  const auto it = lower(key);
+  if (it != entries_.end() && it->first == key) return;
+  entries_.emplace(it, std::string(key), std::move(value));
+}
+
+std::string& Fields::operator[](std::string_view key) {
+  auto it = entries_.begin() + (lower(key) - entries_.cbegin());
+  if (it == entries_.end() || it->first != key) it = entries_.emplace(it, std::string(key), std::string());
+  return it->second;
+}
+
 struct Filter::Impl {
   FilterOptions options;
   std::optional<Rx> pref;
@@ -542,6 +564,7 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   f.failregex = index;
   f.time = date;
   f.nofail = truthy(data->g, key.nofail);
+  f.fields.reserve(data->g.end() - data->g.begin() + 1);
   for (const auto& [id, v] : data->g) {
     if (v) f.fields.emplace(names.name(id), *v);
   }
