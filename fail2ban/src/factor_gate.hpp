@@ -58,10 +58,10 @@ class FactorGate {
   std::vector<std::uint64_t> masks_;  // per regex: those ids as bits (0: none), where all ids are under 64
   std::vector<char> always_;  // per regex: no factors, always searched (not vector<bool>: a fifth of a check)
   std::vector<std::string> literals_;                        // by id
-  std::vector<std::uint64_t> present_;                       // found in looked_, a bit per id
+  std::vector<std::uint64_t> present_;                       // found in the text scanned last, a bit per id
   const char* looked_at_ = nullptr;                          // the text present_ is for
   std::size_t looked_size_ = 0;
-  bool looked_any_ = false;    // looked_ was scanned
+  bool looked_any_ = false;    // a text was scanned (and not forgotten since)
   bool looked_valid_ = false;  // and the scan succeeded
   hs_database* database_ = nullptr;  // null: the gate is open
   hs_scratch* scratch_ = nullptr;
