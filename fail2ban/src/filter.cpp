@@ -127,7 +127,7 @@ class Groups {
       }
       return;
     }
-  std::vector<Entry> merged;
+    std::vector<Entry> merged;
     merged.reserve(entries_.size() + other.entries_.size());
     a = entries_.begin();
     for (auto& b : other.entries_) {
@@ -187,8 +187,9 @@ const std::string* value_of(const Groups& g, GroupId key) {
 
 // Python's g.pop(key, None): the value moved out, the key erased.
 std::optional<std::string> pop(Groups& g, GroupId key) {
-  auto& slot = g[key];
-  std::optional<std::string> value = std::move(slot);
+  const auto it = g.find(key);
+  if (it == g.end()) return std::nullopt;
+  std::optional<std::string> value = std::move(g[key]);  // found: no insertion
   g.erase(key);
   return value;
 }
@@ -447,6 +448,12 @@ struct Filter::Impl {
   void replaced_buffer() {
     if (maxlines > 1) marks.assign(buffer.size(), true);  // one line: no marks are kept
   }
+  // `buf` made the buffer's text again, in its own memory: the gate, which knows a text
+  // by its address, is told.
+  void refill_buf() {
+    fill_lines_buffer(buffer, buf);
+    gate.forget();
+  }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
   FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
@@ -598,8 +605,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   // all), not their text.
   if (maxlines > 1) org = buffer;
   else org.resize(1);
-  fill_lines_buffer(buffer, buf);
-  gate.forget();
+  refill_buf();
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
   Groups pre;
@@ -610,18 +616,14 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     std::optional<std::string> content = pop(pre, key.content);
     if (content && !content->empty()) {
       buffer.resize(1);
-      buffer[0][0].clear();
-      buffer[0][1].clear();
+      buffer[0][0].clear();  // [1] is always empty (process())
       buffer[0][2] = std::move(*content);
       replaced_buffer();
       stale = true;
     }
   }
   for (std::size_t i = 0; i < fail.size(); ++i) {
-    if (stale) {
-      fill_lines_buffer(buffer, buf);
-      gate.forget();
-    }
+    if (stale) refill_buf();
     stale = false;
     auto hit = search(fail[i], buf, org, gate);
     if (!hit) continue;

@@ -202,6 +202,7 @@ struct PyRegex::Code {
   pcre2_jit_stack* stack = nullptr;
   pcre2_match_context* limits = nullptr;  // made at the first search a limit stops
   bool jit = false;  // compiled by the JIT: matched through pcre2_jit_match(), without pcre2_match()'s checks
+  std::uint32_t captures = 0;  // PCRE2_INFO_CAPTURECOUNT, read once
   ~Code() {
     if (limits != nullptr) pcre2_match_context_free(limits);
     if (context != nullptr) pcre2_match_context_free(context);
@@ -266,6 +267,7 @@ PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
   code_->jit = pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE) == 0;  // a failure only leaves the interpreter
   code_->data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
   if (code_->data == nullptr) throw std::bad_alloc();
+  pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &code_->captures);
   std::uint32_t count = 0, entry_size = 0;
   PCRE2_SPTR table = nullptr;
   pcre2_pattern_info(code_->code, PCRE2_INFO_NAMECOUNT, &count);
@@ -298,8 +300,7 @@ bool PyRegex::search(Match& m, std::string_view subject, std::size_t pos, std::s
   const char* text = subject.data() != nullptr ? subject.data() : kEmpty;
   const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(text), length, pos);
   if (rc <= 0) return false;  // no match, or a match limit: both are "not found" here
-  std::uint32_t groups = 0;
-  pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &groups);
+  const std::uint32_t groups = code_->captures;
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(code_->data);
   m.groups.resize(groups + 1);
   for (std::uint32_t g = 0; g <= groups; ++g) {
