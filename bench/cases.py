@@ -149,7 +149,7 @@ def capture_case(a, run_once, out_dir):
         return {"what": "capture", "unit": "s", "tools": {}, "problems": [],
                 "skipped": f"needs {gen} and {samples}"}
     wanted = min(CAPTURE_BYTES, a.size)
-    capture = a.work / f"capture-{wanted}.pcap"
+    capture = a.work / f"capture-{wanted}-connections.pcap"  # each copy new connections (gen-pcap, 2026-12-01)
     if not capture.is_file():
         inputs = sorted(p for p in samples.iterdir() if p.suffix in (".cap", ".pcap", ".trace"))
         r = subprocess.run([str(gen), "--out", str(capture), "--size", str(wanted)] + [str(p) for p in inputs],

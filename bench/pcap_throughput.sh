@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture throughput: a large capture generated from the sample captures
-# (gpufilter-gen-pcap), filtered per packet and per reassembled TCP stream with 1, 100
+# (gpufilter-gen-pcap: each copy of them new connections), filtered per packet and per reassembled TCP stream with 1, 100
 # and 10,000 literals. Prints packets/s and GB/s (whole process, page-cached file).
 #   bench/pcap_throughput.sh [--size 2G] [--work build/bench-pcap] [--gpufilter build/gpufilter]
 #                            [--gen build/bench/gpufilter-gen-pcap] [--samples ../shared/corpus/pcap]
@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$work"
-capture=$work/big-$size.pcap
+capture=$work/big-$size-connections.pcap  # each copy new client ports (gen-pcap since 2026-12-01)
 if [ ! -f "$capture" ]; then
   "$gen" --out "$capture" --size "$size" "$samples"/*.cap "$samples"/*.pcap "$samples"/*.trace > "$work/gen.json"
 fi
