@@ -19,32 +19,49 @@ namespace gpufilter {
 
 namespace {
 
-// One shard's share of a round, from the calling thread.
+// A round as every shard takes it, from the calling thread.
 struct RoundInput {
   std::uint64_t round = 0;
-  std::vector<FlowEvent> events;
-  std::vector<FlowPacket> packets;
-  std::deque<std::vector<std::uint8_t>> copies;  // the bytes that are not in the mapping
+  std::vector<const PacketBatch*> batches;
+  bool finish = false;  // the capture ends after them
+};
+
+// Where a flow's number goes in a shard's output: at `at`, the number of the flow that
+// began at packet `created`.
+struct NumberPlace {
+  std::size_t at = 0;
+  std::uint64_t created = 0;
 };
 
 // What one shard printed for a round, and its counts so far.
 struct RoundOutput {
   std::uint64_t round = 0;
   std::string text;
-  std::vector<std::size_t> ends;  // each printing event's end in `text`, in order
+  std::vector<std::pair<EventKey, std::size_t>> ends;  // each printing event's key and end in `text`
+  std::vector<NumberPlace> numbers;
+  std::vector<std::uint64_t> created;  // where the round's new flows began
+  std::vector<std::uint64_t> gone;     // where the flows printed or dropped in it began
   std::uint64_t selected = 0;
   std::uint64_t bytes = 0;
+  bool finished = false;  // the capture's end was in it: `reassembly` holds the counters
+  TcpReassembler::Counters reassembly;
 };
 
 // A round as the calling thread keeps it until written: where it starts in the file, and
-// which shard printed each of its printing events, in the order they were given.
+// its packets.
 struct RoundOrder {
   std::uint64_t round = 0;
   std::size_t begin = 0;
-  std::vector<std::uint32_t> lanes;
+  std::vector<std::unique_ptr<PacketBatch>> batches;
+  bool finish = false;
 };
 
 }  // namespace
+
+// The shards' outputs for one round, being written.
+struct FlowFarm::RoundWrite {
+  std::vector<RoundOutput> outputs;
+};
 
 // The farm's state beside its threads (FlowFarm keeps it behind a pointer).
 struct FarmShared {
@@ -53,56 +70,104 @@ struct FarmShared {
   // Under the mutex.
   bool abort = false;  // a thread failed, or the farm ends
   std::string error;   // the failed thread's message
-  // Rounds the threads are done with, emptied, for the next ones: fresh vectors would be
-  // grown and their pages faulted in anew every round.
-  std::vector<RoundInput> spare;
   // The calling thread's only.
   std::deque<RoundOrder> rounds;  // given and not written; the last is being filled
   std::size_t last_next = 0;      // the offset read_to() was last given
+  ReassemblyConfig share;         // each shard's reassembly limits
 };
 
 struct FlowFarm::Lane final : FlowShardReport {
-  explicit Lane(FarmShared& s) : shared(s) {}
+  Lane(FarmShared& s, std::size_t i, std::size_t n) : shared(s), lane(i), lanes(n) {}
 
-  // Calling thread.
-  RoundInput filling;
   // Under shared.mutex.
   std::deque<RoundInput> inbox;
   std::condition_variable wake;  // a round came, or the farm ends
   std::deque<RoundOutput> outbox;
   // The lane's thread.
   FarmShared& shared;
+  const std::size_t lane, lanes;   // this lane's number, of the farm's
+  std::int64_t last_expire = 0;    // when flows were last ended idle (as one reassembler would)
+  std::uint64_t others = 0;        // packets of other protocols met
   std::unique_ptr<FlowShard> shard;
   StringWriter writer;
   Output out{writer, false, 64 * 1024};
-  std::vector<std::size_t> ends;
-  std::deque<RoundInput> taken;  // until each one's round_done()
+  std::deque<EventKey> keys;  // of the events not yet printed, in order
+  RoundOutput doing;          // the round being reported: its events so far
+  std::deque<std::pair<std::uint64_t, std::vector<std::uint64_t>>> created_in;  // by round taken
   std::atomic<double> cpu{0};    // the thread's CPU seconds, as of its last round
   std::thread thread;
 
+  ReassemblyConfig reassembly() const override { return shared.share; }
+  void key(const EventKey& k) override { keys.push_back(k); }
+  void created(std::uint64_t index) override { created_in.back().second.push_back(index); }
+  void number_here(std::uint64_t index) override {
+    out.flush();
+    doing.numbers.push_back(NumberPlace{writer.text().size(), index});
+  }
+  void gone(std::uint64_t index) override { doing.gone.push_back(index); }
+  void reassembled(const TcpReassembler::Counters& counters) override {
+    doing.finished = true;
+    doing.reassembly = counters;
+  }
+
   void printed() override {
     out.flush();
-    ends.push_back(writer.text().size());
+    if (keys.empty()) throw Error("a flow thread printed an event it was not given");
+    doing.ends.emplace_back(keys.front(), writer.text().size());
+    keys.pop_front();
   }
 
   void round_done(std::uint64_t round) override {
     out.flush();
-    RoundOutput done{round, writer.take(), std::move(ends), shard->selected(), shard->bytes_scanned()};
-    ends.clear();
-    RoundInput spent;
-    if (!taken.empty() && taken.front().round == round) {
-      spent = std::move(taken.front());
-      taken.pop_front();
+    RoundOutput done = std::move(doing);
+    doing = RoundOutput{};
+    done.round = round;
+    done.text = writer.take();
+    done.selected = shard->selected();
+    done.bytes = shard->bytes_scanned();
+    if (!created_in.empty() && created_in.front().first == round) {
+      done.created = std::move(created_in.front().second);
+      created_in.pop_front();
     }
-    spent.events.clear();
-    spent.packets.clear();
-    spent.copies.clear();
     {
       std::lock_guard lock(shared.mutex);
       outbox.push_back(std::move(done));
-      shared.spare.push_back(std::move(spent));
     }
     shared.changed.notify_all();
+  }
+
+  static constexpr std::size_t kAhead = 8;
+  bool owns(const DecodedPacket& d) const noexcept {
+    return d.info.transport == PacketInfo::Transport::kTcp && ((d.key.hash >> 32) * lanes) >> 32 == lane;
+  }
+
+  // This lane's packets of the batch: the segments of its flows, every lanes-th packet of
+  // another protocol; and every time one reassembler would end idle flows, after the
+  // segment it would.
+  void take(const PacketBatch& batch) {
+    RawPacket raw;
+    const std::vector<DecodedPacket>& packets = batch.packets;
+    for (std::size_t i = 0; i < packets.size(); ++i) {
+      const DecodedPacket& d = packets[i];
+      // The flow of one of its segments a few on is fetched into the cache meanwhile (the
+      // flow table's misses were the largest cost of reassembling).
+      if (i + kAhead < packets.size() && owns(packets[i + kAhead])) shard->prefetch(packets[i + kAhead].key);
+      if (d.info.transport == PacketInfo::Transport::kTcp) {
+        if (owns(d)) {
+          raw = d.raw;
+          raw.index += batch.index_base;
+          shard->segment(raw, d.info, d.key);
+        }
+        if (d.raw.seconds - last_expire >= 1) {
+          shard->expire(d.raw.seconds, batch.index_base + d.raw.index);
+          last_expire = d.raw.seconds;
+        }
+      } else if (others++ % lanes == lane) {
+        raw = d.raw;
+        raw.index += batch.index_base;
+        shard->packet(raw, d.info);
+      }
+    }
   }
 
   // Takes rounds until the farm ends; flushes the shard whenever it has none waiting, so
@@ -121,14 +186,13 @@ struct FlowFarm::Lane final : FlowShardReport {
         }
         wake.wait(lock, [&] { return shared.abort || !inbox.empty(); });
         if (shared.abort) return;
-        taken.push_back(std::move(inbox.front()));
+        const RoundInput round = std::move(inbox.front());
         inbox.pop_front();
         lock.unlock();
-        RoundInput& round = taken.back();
-        const std::uint64_t number = round.round;
-        for (const FlowEvent& e : round.events)
-          shard->take(e, e.packet == FlowEvent::kNoPacket ? nullptr : &round.packets[e.packet]);
-        shard->end_round(number);
+        created_in.emplace_back(round.round, std::vector<std::uint64_t>{});
+        for (const PacketBatch* batch : round.batches) take(*batch);
+        if (round.finish) shard->finish();
+        shard->end_round(round.round);
         cpu.store(thread_cpu_seconds(), std::memory_order_relaxed);
         flushed = false;
       }
@@ -141,15 +205,45 @@ struct FlowFarm::Lane final : FlowShardReport {
   }
 };
 
-FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces& mapping, Output& out,
-                   std::size_t first_offset, std::size_t round_bytes)
-    : mapping_(mapping), out_(out), shared_(std::make_unique<FarmShared>()),
+namespace {
+
+// Each shard reassembles its flows with its share of one reassembler's limits: flows and
+// held out-of-order bytes divided among them (never below one direction's limit), so that
+// the memory they can hold together is what one thread's could.
+ReassemblyConfig shard_limits(std::size_t threads) {
+  ReassemblyConfig one;
+  ReassemblyConfig share = one;
+  const std::size_t n = std::max<std::size_t>(1, threads);
+  share.max_flows = std::max<std::size_t>(1, (one.max_flows + n - 1) / n);
+  share.max_total_pending_bytes = std::max(one.max_pending_bytes, one.max_total_pending_bytes / n);
+  return share;
+}
+
+// The threads' reassemblers counted together: sums, and the largest peak.
+void add_counters(TcpReassembler::Counters& to, const TcpReassembler::Counters& from) {
+  to.flows += from.flows;
+  to.gaps += from.gaps;
+  to.gap_bytes += from.gap_bytes;
+  to.retransmitted_bytes += from.retransmitted_bytes;
+  to.budget_gaps += from.budget_gaps;
+  to.budget_gap_bytes += from.budget_gap_bytes;
+  to.limit_gaps += from.limit_gaps;
+  to.limit_gap_bytes += from.limit_gap_bytes;
+  to.held_peak = std::max(to.held_peak, from.held_peak);
+}
+
+}  // namespace
+
+FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, Output& out, std::size_t first_offset,
+                   std::size_t round_bytes)
+    : out_(out), shared_(std::make_unique<FarmShared>()),
       window_(std::max<std::size_t>(2, 2 * threads)), round_limit_(std::max<std::size_t>(1, round_bytes)),
       selected_(threads, 0), bytes_(threads, 0) {
-  shared_->rounds.push_back(RoundOrder{0, first_offset, {}});
+  shared_->rounds.push_back(RoundOrder{0, first_offset, {}, false});
   shared_->last_next = first_offset;
+  shared_->share = shard_limits(threads);
   for (std::size_t i = 0; i < threads; ++i) {
-    auto lane = std::make_unique<Lane>(*shared_);
+    auto lane = std::make_unique<Lane>(*shared_, i, threads);
     lane->shard = make(lane->out, *lane);
     lanes_.push_back(std::move(lane));
   }
@@ -174,68 +268,30 @@ void FlowFarm::stop_threads() noexcept {
   }
 }
 
-// A flow's thread: its id scattered (ids are given in turn), then scaled to the count (a
-// multiply, not a division: this is asked for every segment on the reading thread).
-std::uint32_t FlowFarm::lane_index(std::uint64_t flow) const noexcept {
-  const std::uint64_t scattered = (flow * 0x9e3779b97f4a7c15ull) >> 32;
-  return static_cast<std::uint32_t>((scattered * lanes_.size()) >> 32);
+void FlowFarm::add(PacketBatch&& batch) {
+  round_bytes_ += batch.bytes;
+  shared_->rounds.back().batches.push_back(std::make_unique<PacketBatch>(std::move(batch)));
 }
 
-FlowFarm::Lane& FlowFarm::lane_of_flow(std::uint64_t flow) { return *lanes_[lane_index(flow)]; }
-
-// Bytes in the mapping stay where they are; others (held out-of-order data, a frame
-// libpcap read) are copied into the round.
-std::span<const std::uint8_t> FlowFarm::kept(Lane& lane, std::span<const std::uint8_t> bytes) {
-  if (bytes.empty() || mapping_.holds(bytes.data())) return bytes;
-  return lane.filling.copies.emplace_back(bytes.begin(), bytes.end());
-}
-
-void FlowFarm::segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info) {
-  RoundInput& round = lane_of_flow(flow).filling;
-  FlowEvent& e = round.events.emplace_back();
-  e.kind = FlowEvent::Kind::kSegment;
-  e.flow = flow;
-  e.seconds = raw.seconds;
-  e.nanoseconds = raw.nanoseconds;
-  if (flow > newest_flow_) {  // its first segment
-    newest_flow_ = flow;
-    e.packet = static_cast<std::uint32_t>(round.packets.size());
-    FlowPacket& p = round.packets.emplace_back(FlowPacket{raw, info});
-    p.raw.data = {};  // a segment's bytes come as kBytes
-  }
+// The packet is copied (its frame too) into the batch being filled here, decoded as a
+// reading thread decodes.
+void FlowFarm::add(const RawPacket& raw, const PacketInfo& info) {
+  const std::vector<std::uint8_t>& frame = loose_.frames.emplace_back(raw.data.begin(), raw.data.end());
+  DecodedPacket& d = loose_.packets.emplace_back(raw, [&] { return info; });
+  d.raw.data = frame;
+  if (info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(info);
+  loose_.bytes += raw.caplen;
   round_bytes_ += raw.caplen;
 }
 
-void FlowFarm::bytes(std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
-  Lane& lane = lane_of_flow(flow);
-  FlowEvent& e = lane.filling.events.emplace_back();
-  e.kind = FlowEvent::Kind::kBytes;
-  e.flow = flow;
-  e.direction = static_cast<std::uint8_t>(direction);
-  e.offset = offset;
-  e.bytes = kept(lane, bytes);
+PacketBatch FlowFarm::spare_batch() {
+  if (spare_.empty()) return {};
+  PacketBatch batch = std::move(spare_.back());
+  spare_.pop_back();
+  return batch;
 }
 
-void FlowFarm::closing(std::uint64_t flow) {
-  Lane& lane = lane_of_flow(flow);
-  FlowEvent& e = lane.filling.events.emplace_back();
-  e.kind = FlowEvent::Kind::kClosing;
-  e.flow = flow;
-  shared_->rounds.back().lanes.push_back(lane_index(flow));
-}
-
-void FlowFarm::packet(const RawPacket& raw, const PacketInfo& info) {
-  const auto index = static_cast<std::uint32_t>(next_lane_);
-  if (++next_lane_ == lanes_.size()) next_lane_ = 0;
-  Lane& lane = *lanes_[index];
-  FlowEvent& e = lane.filling.events.emplace_back();
-  e.kind = FlowEvent::Kind::kPacket;
-  e.packet = static_cast<std::uint32_t>(lane.filling.packets.size());
-  FlowPacket& p = lane.filling.packets.emplace_back(FlowPacket{raw, info});
-  p.raw.data = kept(lane, raw.data);
-  round_bytes_ += raw.caplen;
-  shared_->rounds.back().lanes.push_back(index);
-}
+void FlowFarm::finish() { shared_->rounds.back().finish = true; }
 
 void FlowFarm::read_to(std::size_t next) {
   shared_->last_next = next;
@@ -248,19 +304,17 @@ void FlowFarm::read_to(std::size_t next) {
 
 // The round being filled goes to the threads; the next one starts at `next`.
 void FlowFarm::end_round(std::size_t next) {
-  const std::uint64_t number = shared_->rounds.back().round;
+  RoundOrder& filled = shared_->rounds.back();
+  if (!loose_.packets.empty()) {
+    filled.batches.push_back(std::make_unique<PacketBatch>(std::move(loose_)));
+    loose_ = spare_batch();
+  }
+  RoundInput input{filled.round, {}, filled.finish};
+  for (const auto& batch : filled.batches) input.batches.push_back(batch.get());
   {
     std::lock_guard lock(shared_->mutex);
-    for (auto& lane : lanes_) {
-      lane->filling.round = number;
-      lane->inbox.push_back(std::move(lane->filling));
-      lane->filling = RoundInput{};
-      if (!shared_->spare.empty()) {
-        lane->filling = std::move(shared_->spare.back());
-        shared_->spare.pop_back();
-      }
-    }
-    shared_->rounds.push_back(RoundOrder{number + 1, next, {}});
+    for (auto& lane : lanes_) lane->inbox.push_back(input);
+    shared_->rounds.push_back(RoundOrder{filled.round + 1, next, {}, false});
   }
   round_bytes_ = 0;
   for (auto& lane : lanes_) lane->wake.notify_one();
@@ -271,7 +325,7 @@ void FlowFarm::end_round(std::size_t next) {
 bool FlowFarm::write_oldest(bool wait) {
   if (shared_->rounds.size() < 2) return false;
   const std::uint64_t number = shared_->rounds.front().round;
-  std::vector<RoundOutput> outputs;
+  RoundWrite round;
   {
     std::unique_lock lock(shared_->mutex);
     const auto ready = [&] {
@@ -285,26 +339,84 @@ bool FlowFarm::write_oldest(bool wait) {
     if (shared_->abort) throw Error(shared_->error.empty() ? "a flow thread stopped" : shared_->error);
     if (!ready()) return false;
     for (auto& lane : lanes_) {
-      outputs.push_back(std::move(lane->outbox.front()));
+      round.outputs.push_back(std::move(lane->outbox.front()));
       lane->outbox.pop_front();
     }
   }
-  std::vector<std::size_t> at(lanes_.size(), 0);
-  std::vector<std::size_t> next(lanes_.size(), 0);
-  for (const std::uint32_t lane : shared_->rounds.front().lanes) {
-    const RoundOutput& o = outputs[lane];
-    if (next[lane] >= o.ends.size()) throw Error("a flow thread lost an event");
-    const std::size_t end = o.ends[next[lane]++];
-    out_.write(std::string_view(o.text).substr(at[lane], end - at[lane]));
-    at[lane] = end;
-  }
+  number_flows(round);
+  write_events(round);
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
-    if (next[i] != outputs[i].ends.size()) throw Error("a flow thread printed an event it was not given");
-    selected_[i] = outputs[i].selected;
-    bytes_[i] = outputs[i].bytes;
+    const RoundOutput& o = round.outputs[i];
+    for (const std::uint64_t created : o.gone) numbers_.erase(created);
+    selected_[i] = o.selected;
+    bytes_[i] = o.bytes;
+    if (o.finished) add_counters(reassembly_, o.reassembly);
+  }
+  for (auto& batch : shared_->rounds.front().batches) {  // the threads are done with them
+    batch->clear();
+    spare_.push_back(std::move(*batch));
   }
   shared_->rounds.pop_front();
   return true;
+}
+
+// The flows that began in the round are numbered in the order they began, after those of
+// the rounds before: one reassembler's numbers.
+void FlowFarm::number_flows(const RoundWrite& round) {
+  std::vector<std::uint64_t> began;
+  for (const RoundOutput& o : round.outputs) began.insert(began.end(), o.created.begin(), o.created.end());
+  std::sort(began.begin(), began.end());
+  for (const std::uint64_t created : began) numbers_[created] = next_number_++;
+}
+
+void FlowFarm::write_number(std::uint64_t created) {
+  const auto it = numbers_.find(created);
+  if (it == numbers_.end()) throw Error("a flow thread printed a flow it did not report");
+  out_.write_number(it->second);
+}
+
+// The round's printing events in one thread's order (by key), each one's text with the
+// flows' numbers where the shard left their places.
+void FlowFarm::write_events(const RoundWrite& round) {
+  struct Event {
+    EventKey key;
+    std::uint32_t lane;
+    std::uint32_t index;
+  };
+  // Only the events that printed something are ordered (most print nothing: with -c, or
+  // flows and packets not selected). An event's text starts where the one before ends.
+  std::vector<Event> order;
+  for (std::size_t l = 0; l < round.outputs.size(); ++l) {
+    const auto& ends = round.outputs[l].ends;
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < ends.size(); ++i) {
+      if (ends[i].second != from)
+        order.push_back(Event{ends[i].first, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(i)});
+      from = ends[i].second;
+    }
+  }
+  std::sort(order.begin(), order.end(), [](const Event& a, const Event& b) { return a.key < b.key; });
+  std::vector<std::size_t> at(round.outputs.size(), 0);
+  std::vector<std::size_t> place(round.outputs.size(), 0);
+  for (const Event& e : order) {
+    const RoundOutput& o = round.outputs[e.lane];
+    const std::size_t end = o.ends[e.index].second;
+    std::size_t& from = at[e.lane];
+    from = e.index > 0 ? o.ends[e.index - 1].second : 0;
+    std::size_t& next_place = place[e.lane];
+    while (next_place < o.numbers.size() && o.numbers[next_place].at < end) {  // text follows a number
+      const NumberPlace& n = o.numbers[next_place++];
+      out_.write(std::string_view(o.text).substr(from, n.at - from));
+      write_number(n.created);
+      from = n.at;
+    }
+    out_.write(std::string_view(o.text).substr(from, end - from));
+    from = end;
+  }
+  for (std::size_t l = 0; l < round.outputs.size(); ++l) {
+    if (at[l] != round.outputs[l].text.size() || place[l] != round.outputs[l].numbers.size())
+      throw Error("a flow thread printed outside its events");
+  }
 }
 
 void FlowFarm::drain() {
@@ -314,6 +426,7 @@ void FlowFarm::drain() {
 
 FlowFarm::Totals FlowFarm::totals() const {
   Totals t;
+  t.reassembly = reassembly_;
   for (std::size_t i = 0; i < lanes_.size(); ++i) {
     t.selected += selected_[i];
     t.bytes += bytes_[i];
@@ -329,6 +442,8 @@ bool FlowFarm::failed() const {
   std::lock_guard lock(shared_->mutex);
   return shared_->abort;
 }
+
+ReassemblyConfig FlowFarm::reassembly_limits() const { return shared_->share; }
 
 std::size_t FlowFarm::oldest_offset() const { return shared_->rounds.front().begin; }
 

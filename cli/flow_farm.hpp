@@ -1,73 +1,101 @@
-// FlowFarm: --stream over a capture file on several threads. The calling thread reads the
-// packets and reassembles TCP (one TcpReassembler, so flow ids, the order flows end in and
-// the reassembly limits are one thread's, as without the farm); each flow's events (its
-// segments, its bytes in order, its end) go to the thread that owns the flow (by its id),
-// and packets of other protocols are dealt out in turn. Each thread scans, selects and
-// prints what it was given (a FlowShard: the capture run's own code, with a scanner and
-// regexes of its own) into output of its own. The calling thread writes the outputs in
-// the order it gave the events that print (a flow's end, another packet), so the output
-// is byte for byte one thread's.
+// FlowFarm: --stream over a capture file on several threads. The calling thread hands
+// the packets, in batches as the reading threads decoded them (cli/packets_ahead.hpp), to
+// every thread; each thread takes its own from them: the TCP segments of the flows it owns
+// (by the hash of their addresses and ports) and every n-th packet of other protocols.
+// Each thread reassembles its flows (a TcpReassembler of its own, with its share of the
+// limits: FlowShardReport::reassembly()), scans, selects and prints them (a FlowShard: the
+// capture run's own code, with a scanner and regexes of its own) into output of its own.
+// What one reassembler would do between its flows, every thread does for its own: it ends
+// the flows idle at the segments after which one reassembler would (every thread sees every
+// packet's time), and every flow at the capture's end (finish()). The calling thread does
+// nothing per packet.
+//
+// The outputs are written in the order one thread prints: each printing event (a flow's
+// end, another packet) carries an EventKey (the packet it happened at, then its place
+// among that packet's events, or, for flows ended idle or at the end, the order one
+// reassembler ends them in: least recently seen first), and a round's events are written
+// by key. A flow's number is one thread's too (flows numbered in the order they began):
+// a shard leaves its place empty (FlowShardReport::number_here) and the farm writes it, from
+// the packets the flows began at, which every thread reports (created()).
 //
 // The events are handed over in rounds of about kRoundBytes of packets; at most
 // 2 × threads rounds are given and not yet written (the calling thread waits, writing,
 // beyond that), so memory stays bounded and the mapping below the oldest of them is never
-// read again (oldest_offset()). Bytes and frames outside the mapping (held out-of-order
-// data, records libpcap read) are copied into the round.
+// read again (oldest_offset()). Records libpcap read (where the mapping does not) are
+// copied into a batch of their own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gpufilter/core/packet.hpp"
 #include "gpufilter/sinks/output.hpp"
 #include "gpufilter/sources/pcap_pieces.hpp"
+#include "gpufilter/sources/tcp_reassembler.hpp"
+#include "packets_ahead.hpp"
 
 namespace gpufilter {
 
-// A packet a shard needs whole: another protocol's (matched on its own), or a flow's first
-// segment (the flow's client and start).
-struct FlowPacket {
-  RawPacket raw;  // its data: the frame (a first segment's: none, its bytes come as kBytes)
-  PacketInfo info;
-};
-
-// One thing the calling thread hands to a shard: small, a packet's whole only where needed.
-struct FlowEvent {
-  enum class Kind : std::uint8_t { kSegment, kBytes, kClosing, kPacket };
-  static constexpr std::uint32_t kNoPacket = ~std::uint32_t{0};
-  Kind kind = Kind::kSegment;
-  std::uint8_t direction = 0;   // kBytes
-  std::uint32_t nanoseconds = 0;  // kSegment: the segment's time
-  std::int64_t seconds = 0;
-  std::uint64_t flow = 0;       // kSegment, kBytes, kClosing
-  std::uint64_t offset = 0;     // kBytes: the stream offset of bytes[0]
-  std::span<const std::uint8_t> bytes;  // kBytes
-  std::uint32_t packet = kNoPacket;  // kPacket, a flow's first kSegment: its FlowPacket in the round
+// Where a printing event falls in one thread's output: at packet `index`, phase 0 for the
+// packet's own events (`order`: their order), phase 1 for flows ended idle after it (or at
+// the end: index ~0), least recently seen first (`seen`: the flow's latest time, `order`:
+// the number of the packet that touched it last).
+struct EventKey {
+  std::uint64_t index = 0;
+  std::uint8_t phase = 0;
+  std::int64_t seen = 0;
+  std::uint64_t order = 0;
+  friend bool operator<(const EventKey& a, const EventKey& b) noexcept {
+    if (a.index != b.index) return a.index < b.index;
+    if (a.phase != b.phase) return a.phase < b.phase;
+    if (a.seen != b.seen) return a.seen < b.seen;
+    return a.order < b.order;
+  }
 };
 
 // What a shard tells the farm, on the shard's thread.
 class FlowShardReport {
  public:
   virtual ~FlowShardReport() = default;
-  // An event that prints (a flow's end, a packet) is decided: what it printed is all in
+  // The limits of the shard's reassembler: its share of one thread's.
+  virtual ReassemblyConfig reassembly() const = 0;
+  // A printing event happened (in the order they are printed): its place.
+  virtual void key(const EventKey& key) = 0;
+  // A flow began at packet `index` (in the order they begin).
+  virtual void created(std::uint64_t index) = 0;
+  // The number of the flow that began at packet `index` belongs here in the output.
+  virtual void number_here(std::uint64_t index) = 0;
+  // The flow that began at packet `index` is printed or dropped: its number is not asked again.
+  virtual void gone(std::uint64_t index) = 0;
+  // The oldest event given a key and not yet printed is decided: what it printed is all in
   // the shard's output.
   virtual void printed() = 0;
+  // The capture ended (kFinish): what the shard's reassembler counted.
+  virtual void reassembled(const TcpReassembler::Counters& counters) = 0;
   // The round's marker came back: every event of the round is decided.
   virtual void round_done(std::uint64_t round) = 0;
 };
 
-// A farm thread's matching (the capture run in shard mode, cli/packet_mode.cpp).
+// A farm thread's matching (the capture run in shard mode, cli/packet_mode.cpp). The
+// frames stay valid until the round's round_done().
 class FlowShard {
  public:
   virtual ~FlowShard() = default;
-  // The event's spans and `packet` (its FlowPacket, or null) stay valid until the round's
-  // round_done().
-  virtual void take(const FlowEvent& event, const FlowPacket* packet) = 0;
+  // A TCP segment of one of its flows (raw.index: its number in the capture).
+  virtual void segment(const RawPacket& raw, const PacketInfo& info, const FlowKey& key) = 0;
+  // A segment of one of its flows comes soon: its flow is fetched into the cache (a hint).
+  virtual void prefetch(const FlowKey& key) = 0;
+  // A packet of another protocol.
+  virtual void packet(const RawPacket& raw, const PacketInfo& info) = 0;
+  // One reassembler would end the flows idle at `seconds`, after packet `index`.
+  virtual void expire(std::int64_t seconds, std::uint64_t index) = 0;
+  // The capture ends: every flow ends.
+  virtual void finish() = 0;
   virtual void end_round(std::uint64_t round) = 0;
   // Everything taken is scanned and delivered (the thread has nothing else to do).
   virtual void flush() = 0;
@@ -84,20 +112,24 @@ class FlowFarm {
   // The threads start at once; `first_offset`: the file offset of the first packet read;
   // `round_bytes`: kRoundBytes, or less in tests (many rounds from a small capture).
   // Throws Error when no thread can be started.
-  FlowFarm(std::size_t threads, const MakeShard& make, const PcapPieces& mapping, Output& out,
-           std::size_t first_offset, std::size_t round_bytes = kRoundBytes);
+  FlowFarm(std::size_t threads, const MakeShard& make, Output& out, std::size_t first_offset,
+           std::size_t round_bytes = kRoundBytes);
   ~FlowFarm();
   FlowFarm(const FlowFarm&) = delete;
   FlowFarm& operator=(const FlowFarm&) = delete;
 
-  void segment(std::uint64_t flow, const RawPacket& raw, const PacketInfo& info);
-  void bytes(std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes);
-  void closing(std::uint64_t flow);
-  void packet(const RawPacket& raw, const PacketInfo& info);
+  // The next packets in capture order, for every thread.
+  void add(PacketBatch&& batch);
+  // A packet read here (by libpcap, where the mapping does not read): copied into a batch.
+  void add(const RawPacket& raw, const PacketInfo& info);
+  // An emptied batch to fill (its vector kept from an earlier one).
+  PacketBatch spare_batch();
+  // The capture ends: every thread ends its flows (before drain()).
+  void finish();
 
-  // A packet was read and its events given; `next` is the file offset of the next one. A
-  // round ends every round_bytes of packets; finished rounds are written. Throws Error
-  // when a thread failed (its message), OutputError when writing failed.
+  // Packets were given up to file offset `next`. A round ends every round_bytes of
+  // packets; finished rounds are written. Throws Error when a thread failed (its
+  // message), OutputError when writing failed.
   void read_to(std::size_t next);
   // A thread failed: the farm takes nothing more.
   bool failed() const;
@@ -109,31 +141,37 @@ class FlowFarm {
     // Where the time went (--stats): the threads' CPU seconds, the busiest one's and all
     // of them together, and the seconds the calling thread waited for them.
     double threads_cpu_max = 0, threads_cpu_sum = 0, waited = 0;
+    TcpReassembler::Counters reassembly;  // all threads' together, after finish()
   };
   Totals totals() const;
   std::size_t threads() const noexcept { return lanes_.size(); }
+  // Each thread's reassembly limits (its share of one thread's).
+  ReassemblyConfig reassembly_limits() const;
   // The mapping below this offset is not read again.
   std::size_t oldest_offset() const;
 
  private:
   struct Lane;
-  std::uint32_t lane_index(std::uint64_t flow) const noexcept;
-  Lane& lane_of_flow(std::uint64_t flow);
-  std::span<const std::uint8_t> kept(Lane& lane, std::span<const std::uint8_t> bytes);
+  struct RoundWrite;
   void end_round(std::size_t next);
   bool write_oldest(bool wait);
+  void number_flows(const RoundWrite& round);
+  void write_events(const RoundWrite& round);
+  void write_number(std::uint64_t created);
   void stop_threads() noexcept;
 
-  const PcapPieces& mapping_;
   Output& out_;
   std::unique_ptr<struct FarmShared> shared_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::size_t window_ = 2;       // rounds given and not written, at most
-  std::uint64_t next_lane_ = 0;  // for the next packet of another protocol
-  std::uint64_t newest_flow_ = 0;  // the highest flow id given (ids grow: a higher one is new)
+  PacketBatch loose_;            // packets read here, not yet in a round
+  std::vector<PacketBatch> spare_;  // batches written, emptied
+  std::uint64_t next_number_ = 1;  // the next flow's number
+  std::unordered_map<std::uint64_t, std::uint64_t> numbers_;  // flows' numbers by where they began
   std::size_t round_limit_ = kRoundBytes;
   std::size_t round_bytes_ = 0;  // of the packets given in the round being filled
   std::vector<std::uint64_t> selected_, bytes_;  // each thread's, as of the last round written
+  TcpReassembler::Counters reassembly_;
   double waited_ = 0;
 };
 

@@ -88,21 +88,24 @@ struct HeldPacket {
 constexpr std::size_t kHeldPerFlow = std::size_t{1} << 20;
 constexpr std::size_t kHeldTotal = std::size_t{64} << 20;
 
-// --stream on many threads: how many threads read and decode the capture ahead of the
-// one that reassembles (cli/packets_ahead.hpp): one per six cores, one to four; tests and
-// measurements set it with GPUFILTER_READ_THREADS.
+// --stream on many threads: how many threads read and decode the capture for the flow
+// threads (cli/packets_ahead.hpp): one per four cores, one to four (H200 machine, 16
+// cores, 2 GB capture, 10,000 / 1 literals, GB/s: 2 threads 3.45 / 3.63, 3 3.74 / 4.72,
+// 4 4.07 / 4.78, 5 4.05 / 3.97); tests and measurements set it with GPUFILTER_READ_THREADS.
 std::size_t reading_threads() {
   if (const char* set = std::getenv("GPUFILTER_READ_THREADS"))
     return std::clamp<std::size_t>(std::strtoull(set, nullptr, 10), 1, 64);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp<std::size_t>(cores / 6, 1, 4);
+  return std::clamp<std::size_t>(cores / 4, 1, 4);
 }
 
-// How many match flows, of the `wanted`: the cores less the reading and reassembling
-// threads, which bound the run when they are preempted (H200 machine, 16 cores, one
-// reading thread, 2 GB capture, 1 / 100 / 10,000 literals, GB/s: 8 threads 2.84 / 2.46 /
-// 2.12, 12 2.29 / 2.71 / 2.20, 16 2.22-2.24 / 2.10-2.46 / 1.77-1.78).
+// How many threads reassemble and match flows, of the `wanted`: the cores less the reading
+// threads and the one that hands out their batches and writes.
+// Tests set it with GPUFILTER_FLOW_THREADS (more threads than this machine's cores, so
+// that many hand over their flows' events).
 std::size_t flow_threads(std::size_t wanted, std::size_t readers) {
+  if (const char* set = std::getenv("GPUFILTER_FLOW_THREADS"))
+    return std::clamp<std::size_t>(std::strtoull(set, nullptr, 10), 1, 64);
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   return std::min(wanted, std::max<std::size_t>(2, cores > readers + 1 ? cores - readers - 1 : 1));
 }
@@ -144,6 +147,11 @@ struct Flow {
   std::vector<HeldPacket> held;
   std::size_t held_bytes = 0;
   bool held_overflow = false;  // some were beyond the limits, and are not written
+  // A FlowFarm's shard: the packet it began at, and its place among the least recently
+  // seen (its latest time, the packet that touched it last), as one reassembler orders them.
+  std::uint64_t created = 0;
+  std::int64_t seen = 0;
+  std::uint64_t touched = 0;
 };
 
 // libpcap waits on a live interface in its own poll, which a signal does not end: for a
@@ -297,30 +305,33 @@ class CaptureRun {
     colors_ = colors;
   }
 
-  // A FlowFarm's shard: this run matches the events another run's reader gives it.
+  // A FlowFarm's shard: this run reassembles and matches the flows (and packets) another
+  // run's reader deals it.
   void serve(FlowShardReport& report, const CaptureInput& input) {
     report_ = &report;
     name_ = input.name;
     nano_ = input.nanosecond;
     sink_->begin(input);
+    if (o_.stream) make_reassembler(report.reassembly());
   }
-  void take_event(const FlowEvent& e, const FlowPacket* packet) {
-    switch (e.kind) {
-      case FlowEvent::Kind::kSegment: {
-        if (packet != nullptr) {
-          flow_segment(e.flow, packet->raw, packet->info);
-          break;
-        }
-        RawPacket raw;  // a later segment: only its time counts
-        raw.seconds = e.seconds;
-        raw.nanoseconds = e.nanoseconds;
-        flow_segment(e.flow, raw, PacketInfo{});
-        break;
-      }
-      case FlowEvent::Kind::kBytes: stream_bytes(e.flow, e.direction, e.offset, e.bytes); break;
-      case FlowEvent::Kind::kClosing: flow_closing(e.flow); break;
-      case FlowEvent::Kind::kPacket: add_packet(packet->raw, packet->info); break;
-    }
+  void shard_segment(const RawPacket& raw, const PacketInfo& info, const FlowKey& key) {
+    event_at(raw.index, false);
+    reassemble(raw, info, &key);
+  }
+  void shard_prefetch(const FlowKey& key) const { reassembler_->prefetch(key, true); }
+  void shard_packet(const RawPacket& raw, const PacketInfo& info) {
+    event_at(raw.index, false);
+    report_->key(EventKey{event_index_, 0, 0, event_order_++});
+    add_packet(raw, info);
+  }
+  void shard_expire(std::int64_t seconds, std::uint64_t index) {
+    event_at(index, true);
+    reassembler_->expire(seconds);
+  }
+  void shard_finish() {
+    event_at(~std::uint64_t{0}, true);
+    reassembler_->finish();
+    report_->reassembled(reassembler_->counters());
   }
   void end_round(std::uint64_t round) { records_.add((round << 2) | kRoundEnd, {}); }
   void flush_records() { records_.flush(); }
@@ -383,7 +394,7 @@ class CaptureRun {
       return;
     }
     if (o_.stream) {
-      if (flow_threads_ != nullptr && pieces) start_flow_farm(*pieces);
+      if (flow_threads_ != nullptr && pieces) start_flow_farm();
       // The farm's threads match faster than one thread reassembles: the capture is read
       // and decoded on threads of their own (PacketsAhead).
       if (flow_farm_ && cursor_) {
@@ -394,22 +405,31 @@ class CaptureRun {
           ahead_.reset();  // read here, then
         }
       }
-      reassembler_ = std::make_unique<TcpReassembler>(
-          ReassemblyConfig{},
-          [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
-            if (flow_farm_) flow_farm_->bytes(flow, direction, offset, bytes);
-            else stream_bytes(flow, direction, offset, bytes);
-          },
-          [this](std::uint64_t flow) {
-            if (flow_farm_) flow_farm_->closing(flow);
-            else flow_closing(flow);
-          });
+      // With the farm its threads reassemble.
+      if (!flow_farm_) make_reassembler(ReassemblyConfig{});
     }
     const StopWatcher watcher(reader, stop_, live);
-    read_packets(reader, live);
+    if (!ahead_ || read_ahead(reader)) read_packets(reader, live);
     report_cut_records(reader);
     finish_input(input, two_pass_out);
     read_mapped(nullptr);
+  }
+
+  void make_reassembler(const ReassemblyConfig& limits) {
+    reassembler_ = std::make_unique<TcpReassembler>(
+        limits,
+        [this](std::uint64_t flow, int direction, std::uint64_t offset, std::span<const std::uint8_t> bytes) {
+          stream_bytes(flow, direction, offset, bytes);
+        },
+        [this](std::uint64_t flow) { flow_closing(flow); });
+  }
+
+  // A shard: the events from here on happen at packet `index`, after its own (`after`:
+  // flows ended idle after it, or at the end).
+  void event_at(std::uint64_t index, bool after) {
+    event_index_ = index;
+    event_order_ = 0;
+    ending_idle_ = after;
   }
 
   // Records longer than the file's snaplen are cut to it, as libpcap reads them (and as
@@ -426,7 +446,7 @@ class CaptureRun {
 
   // The flows of a mapped capture file are matched on the farm's threads; this thread reads
   // and reassembles. Without a thread (or a scanner for one) they are matched here.
-  void start_flow_farm(const PcapPieces& pieces) {
+  void start_flow_farm() {
     const CaptureInput input{name_, nano_};
     const FlowFarm::MakeShard make = [this, input](Output& out, FlowShardReport& report) {
       return make_shard(o_, *flow_threads_, patterns_, out, colors_, stop_, notices_, report, input);
@@ -435,7 +455,7 @@ class CaptureRun {
     const char* round = std::getenv("GPUFILTER_FLOW_ROUND_BYTES");
     const std::size_t round_bytes = round != nullptr ? std::strtoull(round, nullptr, 10) : FlowFarm::kRoundBytes;
     try {
-      flow_farm_ = std::make_unique<FlowFarm>(flow_threads(flow_threads_->threads, reading_threads()), make, pieces, out_,
+      flow_farm_ = std::make_unique<FlowFarm>(flow_threads(flow_threads_->threads, reading_threads()), make, out_,
                                               cursor_->offset(), round_bytes);
       farm_cpu_start_ = thread_cpu_seconds();
     } catch (const Error&) {
@@ -449,6 +469,7 @@ class CaptureRun {
     const std::unique_ptr<FlowFarm> farm = std::move(flow_farm_);
     if (!farm->failed()) {
       try {
+        farm->finish();
         farm->drain();
       } catch (const OutputError&) {
         throw;
@@ -461,10 +482,11 @@ class CaptureRun {
     selected_input_ += totals.selected;
     farm_bytes_ += totals.bytes;
     farm_time_.threads = farm->threads();
-    farm_time_.reassembling_cpu += thread_cpu_seconds() - farm_cpu_start_;
+    farm_time_.main_cpu += thread_cpu_seconds() - farm_cpu_start_;
     farm_time_.waited_for_threads += totals.waited;
     farm_time_.threads_cpu_max += totals.threads_cpu_max;
     farm_time_.threads_cpu_sum += totals.threads_cpu_sum;
+    report_early_gaps(totals.reassembly, farm->reassembly_limits(), farm->threads());
   }
 
   // The reading threads end (their time joins --stats', also when a damaged record
@@ -481,10 +503,10 @@ class CaptureRun {
     if (farm_time_.threads == 0) return {};
     char text[400];
     std::snprintf(text, sizeof text,
-                  "\"flow_threads\":%zu,\"reading_cpu_s\":%.3f,\"reassembling_cpu_s\":%.3f,"
-                  "\"reassembling_waited_for_reading_s\":%.3f,\"reassembling_waited_for_flows_s\":%.3f,"
+                  "\"flow_threads\":%zu,\"reading_cpu_s\":%.3f,\"main_cpu_s\":%.3f,"
+                  "\"main_waited_for_reading_s\":%.3f,\"main_waited_for_flows_s\":%.3f,"
                   "\"flow_thread_cpu_max_s\":%.3f,\"flow_threads_cpu_s\":%.3f",
-                  farm_time_.threads, farm_time_.reading_cpu, farm_time_.reassembling_cpu,
+                  farm_time_.threads, farm_time_.reading_cpu, farm_time_.main_cpu,
                   farm_time_.waited_for_reading, farm_time_.waited_for_threads, farm_time_.threads_cpu_max,
                   farm_time_.threads_cpu_sum);
     return text;
@@ -530,30 +552,35 @@ class CaptureRun {
     cursor_.reset();
   }
 
-  // The flows of the packets a few places on are fetched into the cache while this one
-  // is reassembled: their table slots eight on, the flows themselves four on (the flow
-  // table's cache misses were the reassembling thread's largest cost).
-  void prefetch_flows() const {
-    if (const FlowKey* later = ahead_->peek_key(8)) reassembler_->prefetch(*later, false);
-    if (const FlowKey* soon = ahead_->peek_key(4)) reassembler_->prefetch(*soon, true);
-  }
-
-  // The next packet from the thread reading ahead, decoded there. At a record the mapping
-  // does not read, libpcap reads on from it here (and the packet is decoded here).
-  PcapReader::Read next_ahead(PcapReader& reader, RawPacket& raw, PacketInfo& info) {
-    if (ahead_->batch_begin() >= released_ + kReleaseStep) release_mapping(ahead_->batch_begin());
-    switch (ahead_->next(raw, info)) {
-      case PcapPieces::Cursor::Read::kPacket: return PcapReader::Read::kPacket;
-      case PcapPieces::Cursor::Read::kEnd: return PcapReader::Read::kEnd;
-      case PcapPieces::Cursor::Read::kLeft: break;
+  // The flow farm's packets, a part of the file at a time as the reading threads decoded
+  // them. True when a record the mapping does not read stopped them: libpcap reads on
+  // from it, here (read_packets()).
+  bool read_ahead(PcapReader& reader) {
+    try {
+      PcapPieces::Cursor::Read got = PcapPieces::Cursor::Read::kPacket;
+      while (!done_ && !stop_.requested()) {
+        if (ahead_->batch_begin() >= released_ + kReleaseStep) release_mapping(ahead_->batch_begin());
+        PacketBatch batch = flow_farm_->spare_batch();
+        got = ahead_->take(batch);
+        if (got != PcapPieces::Cursor::Read::kPacket) break;
+        packets_ += batch.packets.size();
+        const std::size_t next = batch.end;
+        flow_farm_->add(std::move(batch));
+        flow_farm_->read_to(next);
+      }
+      if (got != PcapPieces::Cursor::Read::kLeft) return false;
+      const std::size_t offset = ahead_->left_offset();
+      const std::uint64_t index = ahead_->left_index();
+      retire_ahead();
+      hand_to_libpcap(reader, offset, index);
+      return true;
+    } catch (const OutputError&) {
+      throw;
+    } catch (const Error& e) {
+      read_failed_ = true;
+      fail(name_ + ": " + e.what());
+      return false;
     }
-    const std::size_t offset = ahead_->left_offset();
-    const std::uint64_t index = ahead_->left_index();
-    retire_ahead();
-    hand_to_libpcap(reader, offset, index);
-    const PcapReader::Read got = reader.read(raw);
-    if (got == PcapReader::Read::kPacket) info = decode_packet(link_type_, raw.data);
-    return got;
   }
 
   // The mapping's pages before the oldest packet still kept (waiting for its result, or
@@ -640,10 +667,8 @@ class CaptureRun {
           break;
         }
         PacketInfo info;
-        const bool decoded = ahead_ != nullptr;
-        const PcapReader::Read got = decoded ? next_ahead(reader, raw, info) : next_packet(reader, raw);
+        const PcapReader::Read got = next_packet(reader, raw);
         if (got == PcapReader::Read::kEnd) break;
-        if (decoded && reassembler_ && ahead_) prefetch_flows();
         if (got == PcapReader::Read::kIdle || (live && waiting_since_ && Clock::now() - *waiting_since_ >= batch_timeout_)) {
           // A quiet interface, or a packet that has waited the batch timeout: what waits
           // in the chunk is scanned and printed now.
@@ -655,15 +680,15 @@ class CaptureRun {
         }
         if (live && !waiting_since_) waiting_since_ = Clock::now();
         ++packets_;
-        if (!decoded) info = decode_packet(link_type_, raw.data);
-        if (o_.stream && info.transport == PacketInfo::Transport::kTcp) {
+        info = decode_packet(link_type_, raw.data);
+        if (flow_farm_) {
+          flow_farm_->add(raw, info);  // its threads reassemble and match
+          flow_farm_->read_to(cursor_ ? cursor_->offset() : 0);
+        } else if (o_.stream && info.transport == PacketInfo::Transport::kTcp) {
           add_segment(raw, info, last_expire);
-        } else if (flow_farm_) {
-          flow_farm_->packet(raw, info);
         } else {
           add_packet(raw, info);
         }
-        if (flow_farm_) flow_farm_->read_to(ahead_ ? ahead_->batch_begin() : cursor_ ? cursor_->offset() : 0);
       }
     } catch (const OutputError&) {
       throw;  // main() reports it once: "write error: ..." (quiet for a closed pipe)
@@ -680,21 +705,21 @@ class CaptureRun {
 
   // --stream: a TCP segment goes to its flow's reassembly, which hands on the bytes in order.
   void add_segment(const RawPacket& raw, const PacketInfo& info, std::int64_t& last_expire) {
-    // Its flow key was made by the reading thread when it came from one.
-    const FlowKey* key = ahead_ ? ahead_->last_key() : nullptr;
+    reassemble(raw, info, nullptr);
+    if (raw.seconds - last_expire >= 1) {
+      reassembler_->expire(raw.seconds);
+      last_expire = raw.seconds;
+    }
+  }
+
+  // A TCP segment to its flow's reassembly, which hands on the bytes in order.
+  void reassemble(const RawPacket& raw, const PacketInfo& info, const FlowKey* key) {
     const std::uint64_t flow =
         key != nullptr ? reassembler_->segment(info, raw.data, raw.seconds, *key) : reassembler_->segment(info, raw.data, raw.seconds);
     // A flow's count ends with the segment that ended it (FIN, RST): the segments its
     // tombstone absorbs after it are neither counted nor written (write_second_pass()
     // leaves them out alike), whether or not its end was printed yet.
-    if (!reassembler_->absorbed()) {
-      if (flow_farm_) flow_farm_->segment(flow, raw, info);
-      else flow_segment(flow, raw, info);
-    }
-    if (raw.seconds - last_expire >= 1) {
-      reassembler_->expire(raw.seconds);
-      last_expire = raw.seconds;
-    }
+    if (!reassembler_->absorbed()) flow_segment(flow, raw, info);
   }
 
   // A segment of `flow` (after its bytes were handed on): the flow's times and count, and
@@ -705,11 +730,16 @@ class CaptureRun {
       f.first = info;
       f.seconds = raw.seconds;
       f.nanoseconds = raw.nanoseconds;
+      f.created = raw.index;
+      f.seen = raw.seconds;
+      if (report_ != nullptr) report_->created(raw.index);
       // The empty pattern selects the flow before any of its bytes (without -w/-x).
       if (single_pass_out_ && !o_.invert && table_.has_empty_pattern() && !o_.word && !o_.whole_line) f.written = true;
     }
     f.last_seconds = raw.seconds;
     f.last_nanoseconds = raw.nanoseconds;
+    f.seen = std::max(f.seen, raw.seconds);
+    f.touched = raw.index;
     if (single_pass_out_) {
       if (f.written) write_capture(raw);
       else hold(f, raw);
@@ -797,10 +827,10 @@ class CaptureRun {
   // Gaps skipped before their bytes came, because a direction or all flows together held
   // more out-of-order data than their limits, change what --stream saw (bytes that came
   // later were not scanned; a peer can cause them): said once per capture, not an error.
-  void report_early_gaps(const TcpReassembler::Counters& c) {
+  void report_early_gaps(const TcpReassembler::Counters& c, const ReassemblyConfig& limits = {},
+                         std::size_t threads = 1) {
     if (o_.no_messages || (c.budget_gaps == 0 && c.limit_gaps == 0)) return;
     out_.flush();
-    const ReassemblyConfig limits;
     const auto say = [&](std::uint64_t gaps, std::uint64_t bytes, const char* missing, const std::string& held) {
       if (gaps > 0)
         notices_.notice(name_ + ": --stream skipped " + std::to_string(gaps) + " gaps (" + std::to_string(bytes) +
@@ -809,10 +839,13 @@ class CaptureRun {
     say(c.limit_gaps, c.limit_gap_bytes, "missing then",
         "a flow's direction held more than " + std::to_string(limits.max_pending_bytes >> 20) + " MiB (or " +
             std::to_string(TcpReassembler::max_pieces(limits)) + " pieces) of out-of-order data");
+    const std::string budget = std::to_string(limits.max_total_pending_bytes >> 20) + " MiB of out-of-order data";
     say(c.budget_gaps, c.budget_gap_bytes, "never captured",
-        "the flows held more than " + std::to_string(limits.max_total_pending_bytes >> 20) +
-            " MiB of out-of-order data together");
+        threads > 1 ? "the flows of one of the " + std::to_string(threads) + " reassembling threads held more than " +
+                          budget + " together (its share)"
+                    : "the flows held more than " + budget + " together");
   }
+
 
   // The --pcap-out writer's calls: a failure (a full disk, RLIMIT_FSIZE, an I/O error)
   // becomes a CaptureOutputError naming the file, and ends the run.
@@ -1005,8 +1038,10 @@ class CaptureRun {
                         f.excerpts.regions(), f.excerpts.left_out()};
       record.last_seconds = f.last_seconds;
       record.last_nanoseconds = f.last_nanoseconds;
+      if (report_ != nullptr) record.place_number = [this, created = f.created] { report_->number_here(created); };
       sink_->flow(record);
     }
+    if (report_ != nullptr) report_->gone(f.created);
     f.excerpts.release(budget_);
     drop_held(f);
     flows_.erase(it);
@@ -1044,6 +1079,11 @@ class CaptureRun {
   // every one at every flow's end cost more than the whole scan with thousands).
   void flow_closing(std::uint64_t flow) {
     auto it = flows_.find(flow);
+    if (report_ != nullptr) {
+      const bool ordered = ending_idle_ && it != flows_.end();
+      report_->key(ordered ? EventKey{event_index_, 1, it->second.seen, it->second.touched}
+                           : EventKey{event_index_, ending_idle_ ? std::uint8_t{1} : std::uint8_t{0}, 0, event_order_++});
+    }
     if (regex_ != nullptr && it != flows_.end()) {
       for (int d = 0; d < 2; ++d) {
         const std::string& tail = it->second.carry[d];
@@ -1149,11 +1189,14 @@ class CaptureRun {
   double farm_cpu_start_ = 0;                     // this thread's CPU seconds when it started
   struct FarmTime {
     std::size_t threads = 0;
-    double reading_cpu = 0, reassembling_cpu = 0, waited_for_reading = 0, waited_for_threads = 0;
+    double reading_cpu = 0, main_cpu = 0, waited_for_reading = 0, waited_for_threads = 0;
     double threads_cpu_max = 0, threads_cpu_sum = 0;
   } farm_time_;
   std::unique_ptr<PacketsAhead> ahead_;           // with it, the mapping read and decoded on a thread
   FlowShardReport* report_ = nullptr;             // a shard's: told when its events are decided
+  std::uint64_t event_index_ = 0;                 // a shard's: the packet its events happen at,
+  std::uint32_t event_order_ = 0;                 // how many of them so far,
+  bool ending_idle_ = false;                      // and whether they end idle flows (after it)
   bool done_ = false;
   bool input_done_ = false;          // -l/-L, -m: this capture is decided
   bool draining_ = false;            // -m reached: only the -A packets after it print
@@ -1174,7 +1217,13 @@ class ShardRun final : public FlowShard {
         run_(o, *scanner_, patterns, regexes_.get(), out, colors, stop, notices) {
     run_.serve(report, input);
   }
-  void take(const FlowEvent& event, const FlowPacket* packet) override { run_.take_event(event, packet); }
+  void segment(const RawPacket& raw, const PacketInfo& info, const FlowKey& key) override {
+    run_.shard_segment(raw, info, key);
+  }
+  void prefetch(const FlowKey& key) override { run_.shard_prefetch(key); }
+  void packet(const RawPacket& raw, const PacketInfo& info) override { run_.shard_packet(raw, info); }
+  void expire(std::int64_t seconds, std::uint64_t index) override { run_.shard_expire(seconds, index); }
+  void finish() override { run_.shard_finish(); }
   void end_round(std::uint64_t round) override { run_.end_round(round); }
   void flush() override { run_.flush_records(); }
   std::uint64_t selected() const override { return run_.selected(); }

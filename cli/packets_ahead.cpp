@@ -68,7 +68,7 @@ void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
     __builtin_prefetch(raw.data.data() + raw.data.size() + 2048);
     // Decoded where it is kept (two thirds of this loop's time went to copying it).
     if (filter_ != nullptr && !filter_->passes(raw)) continue;
-    Decoded& d = part.packets.emplace_back(raw, [&] { return decode_packet(link_type_, raw.data); });
+    DecodedPacket& d = part.packets.emplace_back(raw, [&] { return decode_packet(link_type_, raw.data); });
     if (d.info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(d.info);
   }
 }
@@ -123,7 +123,7 @@ void PacketsAhead::run(std::size_t thread) noexcept {
 // The next part in order, checked: one that does not start where the last one ended is
 // walked again from there, here. False when none is left (the file's end, or a record
 // the mapping does not read).
-bool PacketsAhead::take_part() {
+bool PacketsAhead::take_part(std::vector<DecodedPacket>& emptied) {
   if (current_.left || taken_ >= parts_) return false;
   Part part;
   {
@@ -136,8 +136,8 @@ bool PacketsAhead::take_part() {
     part = std::move(walked_.front());
     walked_.pop_front();
     ++taken_;
-    current_.packets.clear();
-    if (current_.packets.capacity() > 0) spare_.push_back(std::move(current_.packets));
+    emptied.clear();
+    if (emptied.capacity() > 0) spare_.push_back(std::move(emptied));
   }
   changed_.notify_all();
   index_base_ += current_.records;
@@ -147,7 +147,6 @@ bool PacketsAhead::take_part() {
   }
   current_ = std::move(part);
   expected_ = current_.end;
-  in_part_ = 0;
   return true;
 }
 
@@ -156,20 +155,18 @@ void PacketsAhead::release_before(std::size_t offset) {
   release_ = std::max(release_, offset);
 }
 
-PcapPieces::Cursor::Read PacketsAhead::next(RawPacket& raw, PacketInfo& info) {
-  while (in_part_ >= current_.packets.size()) {
-    if (!take_part()) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
+PcapPieces::Cursor::Read PacketsAhead::take(PacketBatch& batch) {
+  std::vector<DecodedPacket> emptied = std::move(batch.packets);
+  batch.clear();
+  for (;;) {
+    if (!take_part(emptied)) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
+    emptied = {};
+    if (!current_.packets.empty()) break;  // every record of the part filtered out, or none
   }
-  // The reading thread wrote them on its core: asked for a few packets ahead.
-  if (in_part_ + 6 < current_.packets.size()) {
-    const char* ahead = reinterpret_cast<const char*>(&current_.packets[in_part_ + 6]);
-    __builtin_prefetch(ahead);
-    __builtin_prefetch(ahead + 64);
-  }
-  const Decoded& d = current_.packets[in_part_++];
-  raw = d.raw;
-  raw.index += index_base_;
-  info = d.info;
+  batch.packets = std::move(current_.packets);
+  batch.index_base = index_base_;
+  batch.end = current_.end;
+  batch.bytes = current_.end - current_.start;
   return PcapPieces::Cursor::Read::kPacket;
 }
 

@@ -1,14 +1,13 @@
 // PacketsAhead: a mapped classic pcap file read and decoded on threads of their own, ahead
-// of the thread that takes its packets in order (--stream on many threads, where the one
-// thread that reassembles TCP bounds the run: cli/flow_farm.hpp). The file is cut into
-// parts of about kPartBytes; a reading thread takes the next part, walks its records from
-// where the first one starts (the part before's end when that part is walked already,
-// else where PcapPieces::find_start guesses it), runs the BPF filter and decodes each
-// packet. The taking thread uses the parts in order and checks each guess: a part that
-// does not start where the one before ended is walked again there, on the taking thread.
-// Packets are numbered there, as PcapReader numbers them. At most a few parts wait, so
-// memory stays bounded; the packets' data stay in the mapping, whose pages behind the
-// taking thread a reading thread gives back.
+// of the thread that takes its packets in order, a part at a time (--stream on many
+// threads: cli/flow_farm.hpp). The file is cut into parts of about kPartBytes; a reading
+// thread takes the next part, walks its records from where the first one starts (the part
+// before's end when that part is walked already, else where PcapPieces::find_start guesses
+// it), runs the BPF filter and decodes each packet. The taking thread takes the parts in
+// order and checks each guess: a part that does not start where the one before ended is
+// walked again there, on the taking thread. Packets are numbered as PcapReader numbers
+// them. At most a few parts wait, so memory stays bounded; the packets' data stay in the
+// mapping, whose pages behind the taking thread a reading thread gives back.
 #pragma once
 
 #include <atomic>
@@ -27,6 +26,33 @@
 
 namespace gpufilter {
 
+// A packet as a reading thread decoded it.
+struct DecodedPacket {
+  // `decode()`'s PacketInfo is made in place (a copy of one just written field by field
+  // would wait for those stores).
+  template <class Decode>
+  DecodedPacket(const RawPacket& r, Decode&& decode) : raw(r), info(decode()) {}
+  RawPacket raw;  // raw.index: counted from the batch's index_base
+  PacketInfo info;
+  FlowKey key;  // a TCP segment's (TcpReassembler::key_of)
+};
+
+// Packets in capture order: a part of the mapped file, or records libpcap read (their
+// frames copied into `frames`).
+struct PacketBatch {
+  std::vector<DecodedPacket> packets;
+  std::uint64_t index_base = 0;  // a packet's number: index_base + raw.index
+  std::size_t end = 0;           // the file offset after its last record
+  std::size_t bytes = 0;         // its records' bytes
+  std::deque<std::vector<std::uint8_t>> frames;
+  void clear() {
+    packets.clear();
+    frames.clear();
+    index_base = 0;
+    end = bytes = 0;
+  }
+};
+
 class PacketsAhead {
  public:
   static constexpr std::size_t kPartBytes = std::size_t{2} << 20;
@@ -40,25 +66,12 @@ class PacketsAhead {
   PacketsAhead(const PacketsAhead&) = delete;
   PacketsAhead& operator=(const PacketsAhead&) = delete;
 
-  // The next packet that passed the filter, decoded: kPacket; kEnd at the file's end;
-  // kLeft at a record the mapping does not read (libpcap reads on from left_offset()).
-  PcapPieces::Cursor::Read next(RawPacket& raw, PacketInfo& info);
-  // The flow key (TcpReassembler::key_of) of the TCP packet next() gave last, made on a
-  // reading thread; null for another protocol's.
-  const FlowKey* last_key() const noexcept {
-    const Decoded& d = current_.packets[in_part_ - 1];
-    return d.info.transport == PacketInfo::Transport::kTcp ? &d.key : nullptr;
-  }
-  // The same for the packet `ahead` places after that one, when it is decoded in the same
-  // part (null otherwise): for hints.
-  const FlowKey* peek_key(std::size_t ahead) const noexcept {
-    const std::size_t at = in_part_ + ahead - 1;
-    if (at >= current_.packets.size()) return nullptr;
-    const Decoded& d = current_.packets[at];
-    return d.info.transport == PacketInfo::Transport::kTcp ? &d.key : nullptr;
-  }
-  // Where the part of the packet next() gave last starts in the file: the mapping below
-  // it is not read again by this reader.
+  // The next part's packets that passed the filter, into `batch` (cleared; its vector is
+  // kept for a later part): kPacket; kEnd at the file's end; kLeft at a record the
+  // mapping does not read (libpcap reads on from left_offset()).
+  PcapPieces::Cursor::Read take(PacketBatch& batch);
+  // Where the part taken last starts in the file: the mapping below it is not read again
+  // by this reader.
   std::size_t batch_begin() const noexcept { return current_.start; }
   // The mapping below `offset` is read by no one any more: a reading thread gives its
   // pages back.
@@ -72,28 +85,19 @@ class PacketsAhead {
   double waited_seconds() const noexcept { return waited_; }
 
  private:
-  struct Decoded {
-    // `decode()`'s PacketInfo is made in place (a copy of one just written field by field
-    // would wait for those stores).
-    template <class Decode>
-    Decoded(const RawPacket& r, Decode&& decode) : raw(r), info(decode()) {}
-    RawPacket raw;  // its index: the record's number within the part, from 1
-    PacketInfo info;
-    FlowKey key;  // a TCP segment's
-  };
   struct Part {
     std::size_t start = PcapPieces::kNoStart;  // where its walk began (kNoStart: no record seemed to)
     std::size_t end = 0;                       // just past the last record walked
     std::uint64_t records = 0;                 // walked, passed or not
     bool left = false;                         // the walk stopped at a record not read here (at `end`)
     bool done = false;
-    std::vector<Decoded> packets;
+    std::vector<DecodedPacket> packets;  // raw.index: the record's number within the part, from 1
   };
 
   void run(std::size_t thread) noexcept;
   void walk(Part& part, std::size_t from, std::size_t until) const;
   std::size_t part_begin(std::size_t index) const noexcept { return first_ + index * part_bytes_; }
-  bool take_part();
+  bool take_part(std::vector<DecodedPacket>& emptied);
 
   const PcapPieces& pieces_;
   const BpfFilter* filter_;
@@ -108,7 +112,7 @@ class PacketsAhead {
   // Under the mutex.
   std::deque<Part> walked_;         // parts taken_ .. taken_ + walked_.size() - 1
   std::size_t next_part_ = 0;       // the next part a thread walks
-  std::vector<std::vector<Decoded>> spare_;  // emptied parts' vectors
+  std::vector<std::vector<DecodedPacket>> spare_;  // emptied batches' vectors
   bool stop_ = false;
   std::size_t release_ = 0;         // the threads give the pages below this back
   std::mutex releasing_;
@@ -117,8 +121,7 @@ class PacketsAhead {
   // The taking thread's.
   std::size_t taken_ = 0;           // parts taken
   std::size_t expected_ = 0;        // where the next part must start: the last one's end
-  Part current_;
-  std::size_t in_part_ = 0;         // of current_.packets, taken
+  Part current_;                    // the part taken last (its packets moved out)
   std::uint64_t index_base_ = 0;    // records before current_
   double waited_ = 0;
 

@@ -245,7 +245,8 @@ void PacketTextPrinter::hexdump(std::string_view bytes, std::uint64_t base, std:
 void PacketTextPrinter::flow(const FlowRecord& f) {
   head('T', f.seconds, f.nanoseconds, f.first, " <-> ");
   out_.write(" flow #");
-  out_.write_number(f.flow);
+  if (f.place_number) f.place_number();
+  else out_.write_number(f.flow);
   out_.write(" packets ");
   out_.write_number(f.packets);
   out_.write(" bytes ");
@@ -355,7 +356,15 @@ void PacketJsonPrinter::flow(const FlowRecord& f) {
   std::string& s = buffer_;
   s = "{\"type\":\"flow\",\"data\":{\"source\":\"";
   json::append_escaped(s, input_.name);
-  s += "\",\"flow\":" + std::to_string(f.flow) + ",\"proto\":\"TCP\",\"start\":\"" +
+  s += "\",\"flow\":";
+  if (f.place_number) {
+    out_.write(s);
+    s.clear();
+    f.place_number();
+  } else {
+    s += std::to_string(f.flow);
+  }
+  s += ",\"proto\":\"TCP\",\"start\":\"" +
        timestamp(f.seconds, f.nanoseconds, input_.nanosecond) + "\",\"end\":\"" +
        timestamp(f.last_seconds, f.last_nanoseconds, input_.nanosecond) + "\",\"client\":\"" + endpoint(f.first, true) +
        "\",\"server\":\"" + endpoint(f.first, false) + "\",\"packets\":" + std::to_string(f.packets) +

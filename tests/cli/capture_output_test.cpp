@@ -699,8 +699,9 @@ std::string mixed_capture(unsigned seed, bool oversized = false) {
   return file;
 }
 
-// --stream over a capture file on several threads (cli/flow_farm.hpp) prints byte for byte
-// what one thread prints: the samples and captures of many flows built here, with text,
+// --stream over a capture file on several threads (cli/flow_farm.hpp: each reassembles
+// its own flows) prints byte for byte what one thread prints, flows numbered and ended
+// in the same order: the samples and captures of many flows built here, with text,
 // JSON, -o -b, -v, -c, -w, regexes, the empty pattern and a BPF filter, in rounds of every
 // size from one packet up (GPUFILTER_FLOW_ROUND_BYTES), so that flows, their ends and the
 // writing cross many rounds' edges, read by three threads in parts as small as a record or two
@@ -731,11 +732,14 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrintsPerFlow) {
       args.insert(args.end(), run.begin(), run.end());
       const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
       // Rounds, and the parts the reading threads take (cli/packets_ahead.hpp), of many sizes.
+      // Five flow threads in one of them: flows ended idle and at the end come from many
+      // threads at once, and are written in one thread's order.
       for (const auto& [round, part] : {std::pair{"1", "300"}, std::pair{"900", "700"}, std::pair{"20000", "5000"},
                                         std::pair{"", ""}}) {
         std::vector<std::string> env;
         if (*round != '\0') env.push_back(std::string("GPUFILTER_FLOW_ROUND_BYTES=") + round);
         if (*part != '\0') env.insert(env.end(), {std::string("GPUFILTER_READ_PART_BYTES=") + part, "GPUFILTER_READ_THREADS=3"});
+        if (std::string(round) == "900") env.push_back("GPUFILTER_FLOW_THREADS=5");
         const GrepRun many = run_gpufilter(args + Args{"-j", "3"}, {}, {}, env);
         EXPECT_EQ(many.status, one.status) << describe_args(args) << round << one.err;
         EXPECT_EQ(many.err, one.err) << describe_args(args) << round;

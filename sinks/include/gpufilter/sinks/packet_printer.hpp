@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -98,6 +99,9 @@ struct FlowRecord {
   std::uint64_t matches_left_out;      // past the limits (docs/CAPTURES.md)
   std::int64_t last_seconds = 0;       // its last packet's time
   std::uint32_t last_nanoseconds = 0;
+  // Set: called where the flow's number belongs, instead of writing `flow` (a FlowFarm's
+  // thread leaves the place to the farm, which knows the number only when it writes).
+  std::function<void()> place_number{};
 };
 
 struct CaptureSummary {
