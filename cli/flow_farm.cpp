@@ -136,39 +136,50 @@ struct FlowFarm::Lane final : FlowShardReport {
     shared.changed.notify_all();
   }
 
-  static constexpr std::size_t kAhead = 8;
-  bool owns(const DecodedPacket& d) const noexcept {
-    return d.info.transport == PacketInfo::Transport::kTcp && ((d.key.hash >> 32) * lanes) >> 32 == lane;
-  }
-
-  // This lane's packets of the batch: the segments of its flows, every lanes-th packet of
-  // another protocol; and every time one reassembler would end idle flows, after the
-  // segment it would.
+  // This lane's packets of the batch, in order: the segments of its flows and every
+  // lanes-th packet of another protocol; and after each segment whose second is new, the
+  // idle flows one reassembler would end then.
   void take(const PacketBatch& batch) {
+    if (batch.lanes != lanes) throw Error("a batch listed for another number of flow threads");
+    static const std::vector<std::uint32_t> none;  // a batch without TCP lists no lanes
+    const std::vector<std::uint32_t>& mine = lane < batch.segments.size() ? batch.segments[lane] : none;
+    const std::vector<std::uint32_t>& ticks = batch.ticks;
+    const std::vector<std::uint32_t>& other = batch.others;
+    constexpr std::uint32_t kNone = ~std::uint32_t{0};
+    std::size_t m = 0, t = 0;
+    std::size_t o = (lane + lanes - others % lanes) % lanes;  // its first packet of another protocol
+    others += other.size();
     RawPacket raw;
-    const std::vector<DecodedPacket>& packets = batch.packets;
-    for (std::size_t i = 0; i < packets.size(); ++i) {
-      const DecodedPacket& d = packets[i];
-      // The flow of one of its segments a few on is fetched into the cache meanwhile (the
-      // flow table's misses were the largest cost of reassembling).
-      if (i + kAhead < packets.size() && owns(packets[i + kAhead])) shard->prefetch(packets[i + kAhead].key);
-      if (d.info.transport == PacketInfo::Transport::kTcp) {
-        if (owns(d)) {
-          raw = d.raw;
-          raw.index += batch.index_base;
-          shard->segment(raw, d.info, d.key);
+    for (;;) {
+      const std::uint32_t next_mine = m < mine.size() ? mine[m] : kNone;
+      const std::uint32_t next_tick = t < ticks.size() ? ticks[t] : kNone;
+      const std::uint32_t next_other = o < other.size() ? other[o] : kNone;
+      const std::uint32_t at = std::min({next_mine, next_tick, next_other});
+      if (at == kNone) return;
+      const DecodedPacket& d = batch.packets[at];
+      raw = d.raw;
+      raw.index += batch.index_base;
+      if (at == next_mine) {
+        // The flow of a segment a few on is fetched into the cache meanwhile (the flow
+        // table's misses were the largest cost of reassembling).
+        if (m + kAhead < mine.size()) shard->prefetch(batch.packets[mine[m + kAhead]].key);
+        shard->segment(raw, d.info, d.key);
+        ++m;
+      }
+      if (at == next_tick) {
+        if (raw.seconds - last_expire >= 1) {
+          shard->expire(raw.seconds, raw.index);
+          last_expire = raw.seconds;
         }
-        if (d.raw.seconds - last_expire >= 1) {
-          shard->expire(d.raw.seconds, batch.index_base + d.raw.index);
-          last_expire = d.raw.seconds;
-        }
-      } else if (others++ % lanes == lane) {
-        raw = d.raw;
-        raw.index += batch.index_base;
+        ++t;
+      }
+      if (at == next_other) {
         shard->packet(raw, d.info);
+        o += lanes;
       }
     }
   }
+  static constexpr std::size_t kAhead = 4;
 
   // Takes rounds until the farm ends; flushes the shard whenever it has none waiting, so
   // that every round given is finished without waiting for the next.
@@ -280,6 +291,8 @@ void FlowFarm::add(const RawPacket& raw, const PacketInfo& info) {
   DecodedPacket& d = loose_.packets.emplace_back(raw, [&] { return info; });
   d.raw.data = frame;
   if (info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(info);
+  loose_.lanes = lanes_.size();
+  loose_.list_last();
   loose_.bytes += raw.caplen;
   round_bytes_ += raw.caplen;
 }

@@ -399,8 +399,8 @@ class CaptureRun {
       // and decoded on threads of their own (PacketsAhead).
       if (flow_farm_ && cursor_) {
         try {
-          ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_, reading_threads(),
-                                                  reading_part_bytes());
+          ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_, flow_farm_->threads(),
+                                                  reading_threads(), reading_part_bytes());
         } catch (const Error&) {
           ahead_.reset();  // read here, then
         }

@@ -12,8 +12,9 @@
 namespace gpufilter {
 
 PacketsAhead::PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type,
-                           std::size_t threads, std::size_t part_bytes)
-    : pieces_(cursor.pieces()), filter_(filter), link_type_(link_type), first_(cursor.offset()),
+                           std::size_t lanes, std::size_t threads, std::size_t part_bytes)
+    : pieces_(cursor.pieces()), filter_(filter), link_type_(link_type), lanes_(std::max<std::size_t>(1, lanes)),
+      first_(cursor.offset()),
       part_bytes_(std::max<std::size_t>(1, part_bytes)),
       parts_(first_ < pieces_.size() ? (pieces_.size() - first_ + part_bytes_ - 1) / part_bytes_ : 0),
       window_(2 * std::max<std::size_t>(1, threads) + 1), expected_(first_), cpu_(std::max<std::size_t>(1, threads)) {
@@ -52,7 +53,9 @@ void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
   part.start = part.end = from;
   part.records = 0;
   part.left = false;
-  part.packets.clear();
+  PacketBatch& batch = part.batch;
+  batch.clear();
+  batch.lanes = lanes_;
   RawPacket raw;
   for (std::size_t at = from; at < until && at < pieces_.size();) {
     const std::size_t next = pieces_.record(at, raw);
@@ -68,8 +71,9 @@ void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
     __builtin_prefetch(raw.data.data() + raw.data.size() + 2048);
     // Decoded where it is kept (two thirds of this loop's time went to copying it).
     if (filter_ != nullptr && !filter_->passes(raw)) continue;
-    DecodedPacket& d = part.packets.emplace_back(raw, [&] { return decode_packet(link_type_, raw.data); });
+    DecodedPacket& d = batch.packets.emplace_back(raw, [&] { return decode_packet(link_type_, raw.data); });
     if (d.info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(d.info);
+    batch.list_last();
   }
 }
 
@@ -91,7 +95,7 @@ void PacketsAhead::run(std::size_t thread) noexcept {
       if (index == 0) part.start = first_;
       else if (slot > 0 && walked_[slot - 1].done && !walked_[slot - 1].left) part.start = walked_[slot - 1].end;
       if (!spare_.empty()) {
-        part.packets = std::move(spare_.back());
+        part.batch = std::move(spare_.back());
         spare_.pop_back();
       }
       release = release_;
@@ -123,7 +127,7 @@ void PacketsAhead::run(std::size_t thread) noexcept {
 // The next part in order, checked: one that does not start where the last one ended is
 // walked again from there, here. False when none is left (the file's end, or a record
 // the mapping does not read).
-bool PacketsAhead::take_part(std::vector<DecodedPacket>& emptied) {
+bool PacketsAhead::take_part(PacketBatch& emptied) {
   if (current_.left || taken_ >= parts_) return false;
   Part part;
   {
@@ -136,8 +140,10 @@ bool PacketsAhead::take_part(std::vector<DecodedPacket>& emptied) {
     part = std::move(walked_.front());
     walked_.pop_front();
     ++taken_;
-    emptied.clear();
-    if (emptied.capacity() > 0) spare_.push_back(std::move(emptied));
+    if (emptied.packets.capacity() > 0) {
+      emptied.clear();
+      spare_.push_back(std::move(emptied));
+    }
   }
   changed_.notify_all();
   index_base_ += current_.records;
@@ -156,14 +162,12 @@ void PacketsAhead::release_before(std::size_t offset) {
 }
 
 PcapPieces::Cursor::Read PacketsAhead::take(PacketBatch& batch) {
-  std::vector<DecodedPacket> emptied = std::move(batch.packets);
-  batch.clear();
   for (;;) {
-    if (!take_part(emptied)) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
-    emptied = {};
-    if (!current_.packets.empty()) break;  // every record of the part filtered out, or none
+    if (!take_part(batch)) return current_.left ? PcapPieces::Cursor::Read::kLeft : PcapPieces::Cursor::Read::kEnd;
+    batch = PacketBatch{};
+    if (!current_.batch.packets.empty()) break;  // every record of the part filtered out, or none
   }
-  batch.packets = std::move(current_.packets);
+  std::swap(batch, current_.batch);
   batch.index_base = index_base_;
   batch.end = current_.end;
   batch.bytes = current_.end - current_.start;

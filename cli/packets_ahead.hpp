@@ -38,19 +38,49 @@ struct DecodedPacket {
 };
 
 // Packets in capture order: a part of the mapped file, or records libpcap read (their
-// frames copied into `frames`).
+// frames copied into `frames`); and where in `packets` each of `lanes` flow threads finds
+// what it takes (cli/flow_farm.hpp), listed as they are decoded, so that a flow thread
+// visits its own packets, not every one.
 struct PacketBatch {
   std::vector<DecodedPacket> packets;
   std::uint64_t index_base = 0;  // a packet's number: index_base + raw.index
   std::size_t end = 0;           // the file offset after its last record
   std::size_t bytes = 0;         // its records' bytes
   std::deque<std::vector<std::uint8_t>> frames;
+  std::size_t lanes = 1;
+  std::vector<std::vector<std::uint32_t>> segments;  // by lane: the TCP segments of its flows
+  std::vector<std::uint32_t> others;  // packets of other protocols (dealt out in turn)
+  // TCP segments whose second differs from the TCP segment's before (or the batch's first):
+  // the only ones after which one reassembler could end idle flows.
+  std::vector<std::uint32_t> ticks;
+
+  // The lane of a flow by its key's hash (a multiply, not a division).
+  static std::size_t lane_of(std::uint64_t hash, std::size_t lanes) noexcept { return ((hash >> 32) * lanes) >> 32; }
+  // packets.back() joins the lists.
+  void list_last() {
+    const auto i = static_cast<std::uint32_t>(packets.size() - 1);
+    const DecodedPacket& d = packets.back();
+    if (d.info.transport != PacketInfo::Transport::kTcp) {
+      others.push_back(i);
+      return;
+    }
+    if (segments.size() != lanes) segments.resize(lanes);
+    segments[lane_of(d.key.hash, lanes)].push_back(i);
+    if (ticks.empty() || d.raw.seconds != last_tcp_seconds_) ticks.push_back(i);
+    last_tcp_seconds_ = d.raw.seconds;
+  }
   void clear() {
     packets.clear();
     frames.clear();
+    for (auto& s : segments) s.clear();
+    others.clear();
+    ticks.clear();
     index_base = 0;
     end = bytes = 0;
   }
+
+ private:
+  std::int64_t last_tcp_seconds_ = 0;  // the latest TCP segment's (once `ticks` has one)
 };
 
 class PacketsAhead {
@@ -60,8 +90,9 @@ class PacketsAhead {
   // Reads on from where `cursor` is, on `threads` threads (at least one), in parts of
   // `part_bytes` (kPartBytes, or less in tests). `filter`: the reader's (null: none).
   // Throws Error when no thread can be started.
-  PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type, std::size_t threads = 1,
-               std::size_t part_bytes = kPartBytes);
+  // `lanes`: the flow threads the batches are listed for (PacketBatch).
+  PacketsAhead(const PcapPieces::Cursor& cursor, const BpfFilter* filter, int link_type, std::size_t lanes,
+               std::size_t threads = 1, std::size_t part_bytes = kPartBytes);
   ~PacketsAhead();
   PacketsAhead(const PacketsAhead&) = delete;
   PacketsAhead& operator=(const PacketsAhead&) = delete;
@@ -91,17 +122,18 @@ class PacketsAhead {
     std::uint64_t records = 0;                 // walked, passed or not
     bool left = false;                         // the walk stopped at a record not read here (at `end`)
     bool done = false;
-    std::vector<DecodedPacket> packets;  // raw.index: the record's number within the part, from 1
+    PacketBatch batch;  // raw.index: the record's number within the part, from 1
   };
 
   void run(std::size_t thread) noexcept;
   void walk(Part& part, std::size_t from, std::size_t until) const;
   std::size_t part_begin(std::size_t index) const noexcept { return first_ + index * part_bytes_; }
-  bool take_part(std::vector<DecodedPacket>& emptied);
+  bool take_part(PacketBatch& emptied);
 
   const PcapPieces& pieces_;
   const BpfFilter* filter_;
   int link_type_;
+  std::size_t lanes_;
   std::size_t first_;       // where the first part starts: a record, known
   std::size_t part_bytes_;
   std::size_t parts_;       // in the file from first_
@@ -112,7 +144,7 @@ class PacketsAhead {
   // Under the mutex.
   std::deque<Part> walked_;         // parts taken_ .. taken_ + walked_.size() - 1
   std::size_t next_part_ = 0;       // the next part a thread walks
-  std::vector<std::vector<DecodedPacket>> spare_;  // emptied batches' vectors
+  std::vector<PacketBatch> spare_;  // emptied batches (their vectors kept)
   bool stop_ = false;
   std::size_t release_ = 0;         // the threads give the pages below this back
   std::mutex releasing_;
