@@ -248,7 +248,7 @@ void add_counters(TcpReassembler::Counters& to, const TcpReassembler::Counters& 
 FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, Output& out, std::size_t first_offset,
                    std::size_t round_bytes)
     : out_(out), shared_(std::make_unique<FarmShared>()),
-      window_(std::max<std::size_t>(2, 2 * threads)), round_limit_(std::max<std::size_t>(1, round_bytes)),
+      window_(kWindow), round_limit_(std::max<std::size_t>(1, round_bytes)),
       selected_(threads, 0), bytes_(threads, 0) {
   shared_->rounds.push_back(RoundOrder{0, first_offset, {}, false});
   shared_->last_next = first_offset;

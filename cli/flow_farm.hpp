@@ -18,9 +18,9 @@
 // a shard leaves its place empty (FlowShardReport::number_here) and the farm writes it, from
 // the packets the flows began at, which every thread reports (created()).
 //
-// The events are handed over in rounds of about kRoundBytes of packets; at most
-// 2 × threads rounds are given and not yet written (the calling thread waits, writing,
-// beyond that), so memory stays bounded and the mapping below the oldest of them is never
+// The packets are handed over in rounds of about kRoundBytes; at most kWindow rounds are
+// given and not yet written (the calling thread waits, writing, beyond that), so memory
+// stays bounded and the mapping below the oldest of them is never
 // read again (oldest_offset()). Records libpcap read (where the mapping does not) are
 // copied into a batch of their own.
 #pragma once
@@ -108,6 +108,10 @@ class FlowFarm {
   // `make`: a shard printing into `out` and telling `report` (called on the calling thread).
   using MakeShard = std::function<std::unique_ptr<FlowShard>(Output& out, FlowShardReport& report)>;
   static constexpr std::size_t kRoundBytes = std::size_t{4} << 20;
+  // Every thread takes every round, so a few are slack enough; each one's decoded packets
+  // are memory the reading threads filled (2 × threads rounds, the window when each thread
+  // took only its share, faulted in 40,000 pages on 16 cores).
+  static constexpr std::size_t kWindow = 3;
 
   // The threads start at once; `first_offset`: the file offset of the first packet read;
   // `round_bytes`: kRoundBytes, or less in tests (many rounds from a small capture).
@@ -163,7 +167,7 @@ class FlowFarm {
   Output& out_;
   std::unique_ptr<struct FarmShared> shared_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::size_t window_ = 2;       // rounds given and not written, at most
+  std::size_t window_ = kWindow;  // rounds given and not written, at most
   PacketBatch loose_;            // packets read here, not yet in a round
   std::vector<PacketBatch> spare_;  // batches written, emptied
   std::uint64_t next_number_ = 1;  // the next flow's number
