@@ -24,16 +24,7 @@ fi
 cat "$capture" > /dev/null
 packets=$(python3 -c "import json;print(json.load(open('$work/gen.json'))['packets'])")
 bytes=$(stat -c %s "$capture")
-printf 'google\n' > "$work/p1"
-python3 - "$work" <<'PY'
-import random, sys
-random.seed(5)
-w = sys.argv[1]
-real = ["google", "GET /", "Host:", "MAIL FROM", "www.netbsd.org", "ping", "HTTP/1.1 200", "Location:"]
-for n in (100, 10000):
-    absent = ["zq%xj%x_never" % (i, random.getrandbits(32)) for i in range(n - len(real))]
-    open(f"{w}/p{n}", "w").write("\n".join(real + absent) + "\n")
-PY
+python3 "$(dirname "$0")/capture_patterns.py" "$work"
 echo "capture: $bytes bytes, $packets packets (${extra[*]:-default engine})"
 echo "| mode | literals | selected | seconds | packets/s | GB/s |"
 echo "|---|---:|---:|---:|---:|---:|"

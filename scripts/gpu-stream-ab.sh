@@ -4,7 +4,9 @@
 # captures (gpufilter-gen-pcap's, each copy new connections, and --same-ports: the samples'
 # few 5-tuples reused), -F -c, 10,000 / 100 / 1 literals, default threads, the earlier
 # binary beside this one, alternating, REPS (3) runs each, the compile cache warm: GB/s
-# whole process and --stats' stream_threads; then per packet, and whether outputs agree.
+# whole process and --stats' stream_threads; the reading threads READERS (3 4 6); per
+# packet and --stream at 10,000 literals with the compile cache empty (a new
+# GPUFILTER_CACHE_DIR each run) and warm; whether the outputs agree.
 set -u
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 d=$PWD/.device
@@ -15,16 +17,7 @@ samples=("$d"/corpus/pcap/*.cap "$d"/corpus/pcap/*.pcap "$d"/corpus/pcap/*.trace
 [ -f $w/new.pcap ] || "$d/bin/gpufilter-gen-pcap" --out $w/new.pcap --size "${CAPTURE_SIZE:-2G}" "${samples[@]}"
 [ -f $w/same.pcap ] || "$d/bin/gpufilter-gen-pcap" --out $w/same.pcap --size "${CAPTURE_SIZE:-2G}" --same-ports "${samples[@]}"
 cat $w/new.pcap $w/same.pcap > /dev/null
-printf 'google\n' > $w/p1
-python3 - "$w" <<'PY'
-import random, sys
-random.seed(5)
-w = sys.argv[1]
-real = ["google", "GET /", "Host:", "MAIL FROM", "www.netbsd.org", "ping", "HTTP/1.1 200", "Location:"]
-for n in (100, 10000):
-    absent = ["zq%xj%x_never" % (i, random.getrandbits(32)) for i in range(n - len(real))]
-    open(f"{w}/p{n}", "w").write("\n".join(real + absent) + "\n")
-PY
+python3 bench/capture_patterns.py $w
 for n in 1 100 10000; do "$d/gpufilter" --engine=host -F -c -f $w/p$n --pcap $w/new.pcap > /dev/null; done  # the cache
 run() {  # binary capture literals [args]
   local b=$1 cap=$2 n=$3; shift 3
@@ -46,6 +39,11 @@ echo "reading threads (this binary, new.pcap):"
 for r in ${READERS:-3 4 6}; do for n in 10000 1; do GPUFILTER_READ_THREADS=$r run "$d/gpufilter" $w/new.pcap $n --stream; echo " ^ $r readers"; done; done
 echo "per packet:"
 for n in 10000 1; do run "$d/gpufilter" $w/new.pcap $n; run "$d/gpufilter" $w/new.pcap $n; done
+echo "10,000 literals, the compile cache empty, then warm:"
+for mode in "" --stream; do
+  for i in $(seq 1 ${REPS:-3}); do GPUFILTER_CACHE_DIR=$(mktemp -d) run "$d/gpufilter" $w/new.pcap 10000 $mode; done
+  for i in $(seq 1 ${REPS:-3}); do run "$d/gpufilter" $w/new.pcap 10000 $mode; done
+done
 same() {
   a=$("$d/gpufilter-old" --engine=host --stream "$@" --pcap $w/new.pcap | md5sum)
   b=$("$d/gpufilter" --engine=host --stream "$@" --pcap $w/new.pcap | md5sum)
