@@ -102,7 +102,7 @@ std::size_t reading_threads() {
 // How many threads reassemble and match flows, of the `wanted`: the cores less the reading
 // threads and the one that hands out their batches and writes.
 // Tests set it with GPUFILTER_FLOW_THREADS (more threads than this machine's cores, so
-// that many hand over their flows' events).
+// that flows and their ends come from many at once).
 std::size_t flow_threads(std::size_t wanted, std::size_t readers) {
   if (const char* set = std::getenv("GPUFILTER_FLOW_THREADS"))
     return std::clamp<std::size_t>(std::strtoull(set, nullptr, 10), 1, 64);
@@ -395,8 +395,8 @@ class CaptureRun {
     }
     if (o_.stream) {
       if (flow_threads_ != nullptr && pieces) start_flow_farm();
-      // The farm's threads match faster than one thread reassembles: the capture is read
-      // and decoded on threads of their own (PacketsAhead).
+      // The farm's threads take the capture a part at a time as threads of their own read
+      // and decode it (PacketsAhead).
       if (flow_farm_ && cursor_) {
         try {
           ahead_ = std::make_unique<PacketsAhead>(*cursor_, reader.filter(), link_type_, flow_farm_->threads(),
@@ -444,8 +444,9 @@ class CaptureRun {
                     (one ? "was" : "were") + " matched cut to it, as libpcap reads " + (one ? "it" : "them"));
   }
 
-  // The flows of a mapped capture file are matched on the farm's threads; this thread reads
-  // and reassembles. Without a thread (or a scanner for one) they are matched here.
+  // The flows of a mapped capture file are reassembled and matched on the farm's threads;
+  // this thread hands them the packets and writes. Without a thread (or a scanner for one)
+  // they are matched here.
   void start_flow_farm() {
     const CaptureInput input{name_, nano_};
     const FlowFarm::MakeShard make = [this, input](Output& out, FlowShardReport& report) {
