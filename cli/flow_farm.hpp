@@ -20,9 +20,9 @@
 //
 // The packets are handed over in rounds of about kRoundBytes; at most kWindow rounds are
 // given and not yet written (the calling thread waits, writing, beyond that), so memory
-// stays bounded and the mapping below the oldest of them is never
-// read again (oldest_offset()). Records libpcap read (where the mapping does not) are
-// copied into a batch of their own.
+// stays bounded and the mapping below the oldest of them is never read again
+// (oldest_offset()). Records libpcap read (where the mapping does not) are copied into a
+// batch of their own.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +35,6 @@
 
 #include "gpufilter/core/packet.hpp"
 #include "gpufilter/sinks/output.hpp"
-#include "gpufilter/sources/pcap_pieces.hpp"
 #include "gpufilter/sources/tcp_reassembler.hpp"
 #include "packets_ahead.hpp"
 
@@ -75,7 +74,7 @@ class FlowShardReport {
   // The oldest event given a key and not yet printed is decided: what it printed is all in
   // the shard's output.
   virtual void printed() = 0;
-  // The capture ended (kFinish): what the shard's reassembler counted.
+  // The capture ended (FlowShard::finish()): what the shard's reassembler counted.
   virtual void reassembled(const TcpReassembler::Counters& counters) = 0;
   // The round's marker came back: every event of the round is decided.
   virtual void round_done(std::uint64_t round) = 0;
