@@ -141,8 +141,7 @@ struct FlowFarm::Lane final : FlowShardReport {
   // idle flows one reassembler would end then.
   void take(const PacketBatch& batch) {
     if (batch.lanes != lanes) throw Error("a batch listed for another number of flow threads");
-    static const std::vector<std::uint32_t> none;  // a batch without TCP lists no lanes
-    const std::vector<std::uint32_t>& mine = lane < batch.segments.size() ? batch.segments[lane] : none;
+    const std::vector<std::uint32_t>& mine = batch.segments[lane];
     const std::vector<std::uint32_t>& ticks = batch.ticks;
     const std::vector<std::uint32_t>& other = batch.others;
     constexpr std::uint32_t kNone = ~std::uint32_t{0};
@@ -248,11 +247,12 @@ void add_counters(TcpReassembler::Counters& to, const TcpReassembler::Counters& 
 FlowFarm::FlowFarm(std::size_t threads, const MakeShard& make, Output& out, std::size_t first_offset,
                    std::size_t round_bytes)
     : out_(out), shared_(std::make_unique<FarmShared>()),
-      window_(kWindow), round_limit_(std::max<std::size_t>(1, round_bytes)),
+      round_limit_(std::max<std::size_t>(1, round_bytes)),
       selected_(threads, 0), bytes_(threads, 0) {
   shared_->rounds.push_back(RoundOrder{0, first_offset, {}, false});
   shared_->last_next = first_offset;
   shared_->share = shard_limits(threads);
+  loose_.for_lanes(threads);
   for (std::size_t i = 0; i < threads; ++i) {
     auto lane = std::make_unique<Lane>(*shared_, i, threads);
     lane->shard = make(lane->out, *lane);
@@ -291,16 +291,18 @@ void FlowFarm::add(const RawPacket& raw, const PacketInfo& info) {
   DecodedPacket& d = loose_.packets.emplace_back(raw, [&] { return info; });
   d.raw.data = frame;
   if (info.transport == PacketInfo::Transport::kTcp) d.key = TcpReassembler::key_of(info);
-  loose_.lanes = lanes_.size();
   loose_.list_last();
   loose_.bytes += raw.caplen;
   round_bytes_ += raw.caplen;
 }
 
 PacketBatch FlowFarm::spare_batch() {
-  if (spare_.empty()) return {};
-  PacketBatch batch = std::move(spare_.back());
-  spare_.pop_back();
+  PacketBatch batch;
+  if (!spare_.empty()) {
+    batch = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  batch.for_lanes(lanes_.size());
   return batch;
 }
 
@@ -312,7 +314,7 @@ void FlowFarm::read_to(std::size_t next) {
   end_round(next);
   while (write_oldest(false)) {
   }
-  while (shared_->rounds.size() > window_) write_oldest(true);
+  while (shared_->rounds.size() > kWindow) write_oldest(true);
 }
 
 // The round being filled goes to the threads; the next one starts at `next`.

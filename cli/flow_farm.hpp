@@ -166,7 +166,6 @@ class FlowFarm {
   Output& out_;
   std::unique_ptr<struct FarmShared> shared_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::size_t window_ = kWindow;  // rounds given and not written, at most
   PacketBatch loose_;            // packets read here, not yet in a round
   std::vector<PacketBatch> spare_;  // batches written, emptied
   std::uint64_t next_number_ = 1;  // the next flow's number

@@ -318,7 +318,7 @@ class CaptureRun {
     event_at(raw.index, false);
     reassemble(raw, info, &key);
   }
-  void shard_prefetch(const FlowKey& key) const { reassembler_->prefetch(key, true); }
+  void shard_prefetch(const FlowKey& key) const { reassembler_->prefetch(key); }
   void shard_packet(const RawPacket& raw, const PacketInfo& info) {
     event_at(raw.index, false);
     report_->key(EventKey{event_index_, 0, 0, event_order_++});

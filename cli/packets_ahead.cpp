@@ -55,7 +55,7 @@ void PacketsAhead::walk(Part& part, std::size_t from, std::size_t until) const {
   part.left = false;
   PacketBatch& batch = part.batch;
   batch.clear();
-  batch.lanes = lanes_;
+  batch.for_lanes(lanes_);
   // A new batch's vector is reserved at once, not grown by copies (each a fresh mapping
   // faulted in): records of 40 bytes at least, and untouched pages cost nothing.
   if (batch.packets.capacity() == 0) batch.packets.reserve(std::min<std::size_t>(until - from, part_bytes_) / 40 + 1);

@@ -47,7 +47,7 @@ struct PacketBatch {
   std::size_t end = 0;           // the file offset after its last record
   std::size_t bytes = 0;         // its records' bytes
   std::deque<std::vector<std::uint8_t>> frames;
-  std::size_t lanes = 1;
+  std::size_t lanes = 1;                              // set with for_lanes()
   std::vector<std::vector<std::uint32_t>> segments;  // by lane: the TCP segments of its flows
   std::vector<std::uint32_t> others;  // packets of other protocols (dealt out in turn)
   // TCP segments whose second differs from the TCP segment's before (or the batch's first):
@@ -56,6 +56,11 @@ struct PacketBatch {
 
   // The lane of a flow by its key's hash (a multiply, not a division).
   static std::size_t lane_of(std::uint64_t hash, std::size_t lanes) noexcept { return ((hash >> 32) * lanes) >> 32; }
+  // Lists for `n` flow threads (the batch cleared first).
+  void for_lanes(std::size_t n) {
+    lanes = n;
+    segments.resize(n);
+  }
   // packets.back() joins the lists.
   void list_last() {
     const auto i = static_cast<std::uint32_t>(packets.size() - 1);
@@ -64,7 +69,6 @@ struct PacketBatch {
       others.push_back(i);
       return;
     }
-    if (segments.size() != lanes) segments.resize(lanes);
     segments[lane_of(d.key.hash, lanes)].push_back(i);
     if (ticks.empty() || d.raw.seconds != last_tcp_seconds_) ticks.push_back(i);
     last_tcp_seconds_ = d.raw.seconds;

@@ -456,7 +456,7 @@ std::uint64_t TcpReassembler::segment(const PacketInfo& info, std::span<const st
   return impl_->segment(info, frame, seconds, key);
 }
 
-void TcpReassembler::prefetch(const FlowKey& key, bool near) const noexcept { impl_->flows.prefetch(key, near); }
+void TcpReassembler::prefetch(const FlowKey& key) const noexcept { impl_->flows.prefetch(key, true); }
 
 void TcpReassembler::expire(std::int64_t now_seconds) { impl_->expire(now_seconds); }
 

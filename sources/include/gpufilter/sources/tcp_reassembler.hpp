@@ -68,9 +68,9 @@ class TcpReassembler {
   // The key of a TCP segment's flow (info.transport == kTcp).
   static FlowKey key_of(const PacketInfo& info) noexcept;
   // A segment of the flow of `key` that segment() will be given a few packets on: its
-  // flow's place is fetched into the cache ahead of it (a hint; nothing changes). `near`:
-  // it comes soon, and its flow is fetched too, not only where the table keeps it.
-  void prefetch(const FlowKey& key, bool near) const noexcept;
+  // flow's place in the table and the flow itself are fetched into the cache ahead of it
+  // (a hint; nothing changes).
+  void prefetch(const FlowKey& key) const noexcept;
   // Ends flows idle since before now - idle_timeout.
   void expire(std::int64_t now_seconds);
   // Ends every flow (the end of the capture): pending out-of-order bytes are handed on
