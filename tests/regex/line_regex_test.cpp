@@ -351,5 +351,56 @@ TEST(LineRegex, ACloneMatchesAlike) {
   EXPECT_EQ(parts(*r, "a1234 56 789"), parts(*c, "a1234 56 789"));
 }
 
+// select_lines() decides a piece block by block, in one pass or line by line, whichever
+// has been cheaper (HsSelect's Pace): a piece of many blocks goes both ways, and every
+// way must select the lines that a fresh copy selects in a piece of that line alone (one
+// pass: a copy's first block always goes that way; glibc's selects() would take minutes
+// on the long lines).
+TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
+  const std::vector<std::string> patterns = {"Received block .* of size [0-9]+", "ERROR.*(disk|timeout)",
+                                             "^[a-z]+ [0-9]{2}$", "x{3,}$", "z.*z.*z"};
+  auto r = compile(patterns, extended());
+  ASSERT_TRUE(r->prepare_lines());
+  std::string piece;
+  unsigned seed = 7;
+  const auto next = [&seed] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+  const std::vector<std::string> parts = {"Received block ", "blk_1", " of size ", "42", "ERROR ", "disk", "timeout",
+                                          "ab", " ", "17", "xxx", "z", "q", "\r"};
+  while (piece.size() < (2u << 20)) {
+    const unsigned kind = next() % 5000;
+    if (kind == 0) piece += std::string(70000, 'x');  // a line longer than a block
+    if (kind != 1)                                    // kind 1: an empty line
+      for (unsigned n = next() % 8; n > 0; --n) piece += parts[next() % parts.size()];
+    piece += '\n';
+  }
+  piece += "ERROR on disk";  // no final newline
+  std::vector<const char*> expected;
+  for (std::size_t begin = 0; begin < piece.size();) {
+    const std::size_t end = std::min(piece.find('\n', begin), piece.size());
+    r->clone()->select_lines(std::string_view(piece.data() + begin, end - begin), expected);
+    begin = end + 1;
+  }
+  ASSERT_GT(expected.size(), 1000u);
+  for (int round = 0; round < 3; ++round) {
+    auto copy = r->clone();
+    for (std::size_t step : {piece.size(), std::size_t{300000}, std::size_t{20000}}) {
+      std::vector<const char*> got;
+      for (std::size_t begin = 0; begin < piece.size();) {
+        std::size_t end = std::min(begin + step, piece.size());
+        end = end == piece.size() ? end : std::min(piece.find('\n', end), piece.size() - 1) + 1;
+        ASSERT_TRUE(copy->select_lines(std::string_view(piece.data() + begin, end - begin), got));
+        begin = end;
+      }
+      // As offsets: gtest would print a const char* as the text it points to.
+      const auto offsets = [&piece](const std::vector<const char*>& starts) {
+        std::vector<std::size_t> out;
+        for (const char* s : starts) out.push_back(static_cast<std::size_t>(s - piece.data()));
+        return out;
+      };
+      EXPECT_EQ(offsets(got), offsets(expected)) << "round " << round << ", pieces of " << step;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpufilter::regex

@@ -5,6 +5,7 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -117,15 +118,84 @@ HsSelect::~HsSelect() {
 }
 
 void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
-  if (piece.empty()) return;
+  // Blocks of about kBlock bytes, each cut after a line's '\n', each decided the way that
+  // has cost this copy less per byte so far.
+  constexpr std::size_t kBlock = 64 << 10;
+  for (std::size_t begin = 0; begin < piece.size();) {
+    std::size_t end = piece.size();
+    if (piece.size() - begin > kBlock) {
+      const void* nl = std::memchr(piece.data() + begin + kBlock, '\n', piece.size() - begin - kBlock);
+      if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
+    }
+    const std::string_view block = piece.substr(begin, end - begin);
+    const bool each_line = pace_.each_line_next();
+    const auto start = std::chrono::steady_clock::now();
+    if (each_line) select_each_line(block, line_starts);
+    else select_in_one_pass(block, line_starts);
+    pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
+    begin = end;
+  }
+}
+
+bool HsSelect::Pace::each_line_next() noexcept {
+  ++blocks;
+  if (blocks == 1) return false;  // warms this copy's scratch and caches: not timed
+  if (times[0].empty()) return false;
+  if (times[1].empty()) return true;
+  trying = blocks >= next_try;
+  return trying != each_line_cheaper();
+}
+
+bool HsSelect::Pace::each_line_cheaper() const noexcept { return times[1].least() < times[0].least(); }
+
+void HsSelect::Pace::took(bool each_line, std::size_t bytes, std::chrono::nanoseconds time) noexcept {
+  if (blocks == 1) return;
+  const bool cheaper_before = each_line_cheaper();
+  times[each_line ? 1 : 0].add((static_cast<double>(time.count()) + 1) / static_cast<double>(bytes + 1));
+  if (!trying) return;
+  // The other way timed again: while it stays dearer, it is tried half as often.
+  trying = false;
+  interval = each_line_cheaper() == cheaper_before ? std::min<std::uint32_t>(interval * 2, kLongestInterval) : 2;
+  next_try = blocks + interval;
+}
+
+void HsSelect::Pace::Recent::add(double ns_per_byte) noexcept {
+  last[next] = ns_per_byte;
+  next = (next + 1) % last.size();
+  count = std::min<std::size_t>(count + 1, last.size());
+}
+
+double HsSelect::Pace::Recent::least() const noexcept {
+  return *std::min_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(count));
+}
+
+void HsSelect::select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts) {
   const std::size_t first = line_starts.size();
-  Lines lines{piece.data(), piece.size(), 1, 0, &line_starts};
-  const hs_error_t rc = hs_scan(database_.get(), piece.data(), static_cast<unsigned>(piece.size()), 0, scratch_,
+  Lines lines{block.data(), block.size(), 1, 0, &line_starts};
+  const hs_error_t rc = hs_scan(database_.get(), block.data(), static_cast<unsigned>(block.size()), 0, scratch_,
                                 on_line_match, &lines);
   if (rc != HS_SUCCESS) throw std::bad_alloc();
   std::sort(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end());
   line_starts.erase(std::unique(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end()),
                     line_starts.end());
+}
+
+// A scan per line, stopped at the line's first match. No expression of a lines database
+// matches the empty string, so an empty line is never selected.
+void HsSelect::select_each_line(std::string_view block, std::vector<const char*>& line_starts) {
+  const char* const end = block.data() + block.size();
+  for (const char* line = block.data(); line < end;) {
+    const void* nl = std::memchr(line, '\n', static_cast<std::size_t>(end - line));
+    const char* line_end = nl != nullptr ? static_cast<const char*>(nl) : end;
+    if (line_end > line) {
+      Scan scan{nullptr};
+      const hs_error_t rc = hs_scan(database_.get(), line, static_cast<unsigned>(line_end - line), 0, scratch_,
+                                    on_match, &scan);
+      if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
+      if (scan.any) line_starts.push_back(line);
+    }
+    line = line_end + 1;
+  }
 }
 
 bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
