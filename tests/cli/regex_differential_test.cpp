@@ -978,5 +978,57 @@ TEST_P(LoghubRegex, TemplatesAsRegexes) {
 INSTANTIATE_TEST_SUITE_P(Loghub, LoghubRegex, ::testing::ValuesIn(loghub_logs()),
                          [](const ::testing::TestParamInfo<std::string>& param_info) { return param_info.param; });
 
+// Sets of 64 patterns or more, each with a factor, are decided through a Hyperscan
+// database per group of patterns, built as lines need them or all at once on many lines
+// (gnu_regex.cpp, HsGroups): every template of six logs at once (223), over those logs
+// with some lines cut or changed so that no template matches them.
+TEST(LoghubRegexGroups, ManyTemplatesAtOnce) {
+  if (!corpus_present()) GTEST_SKIP() << "no corpus at " << corpus_path("loghub");
+  std::mt19937 rng(base_seed(0) + 23);
+  std::vector<std::string> ere, bre;
+  std::string input;
+  for (const char* name : {"OpenSSH", "HDFS", "Zookeeper", "Linux", "Apache", "Proxifier"}) {
+    const std::string log = corpus_path(std::string("loghub/") + name + "_2k.log");
+    for (const auto& t : event_templates(read_file(log + "_structured.csv"), rng, 1000)) {
+      ere.push_back(template_regex(t, true));
+      bre.push_back(template_regex(t, false));
+    }
+    std::string text = read_file(log);
+    for (std::size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
+      if (text.find('\n', at) == std::string::npos) break;
+      const std::size_t length = text.find('\n', at) - at;
+      if (length > 8 && rng() % 4 == 0) text[at + rng() % length] = rng() % 2 ? '#' : 'Q';
+    }
+    input += text;
+    if (input.back() != '\n') input += '\n';
+  }
+  ASSERT_GE(ere.size(), 64u);
+  TempDir dir;
+  const std::string ere_file = dir.write("ere", pattern_file(ere));
+  const std::string bre_file = dir.write("bre", pattern_file(bre));
+  const std::string log = dir.write("logs", input);
+  const std::vector<Knobs> knobs = {{"", "", "cpu"}, {"1000", "3", "cpu"}, {"64K", "2", "cpu"}, {"4093", "2", "gpu"}};
+  Tally tally;
+  for (const Locale locale : {Locale::kC, Locale::kUtf8}) {
+    for (const char* select : {"", "GPUFILTER_REGEX_SELECT=eager"}) {
+      auto env = locale_env(locale);
+      if (*select != '\0') env.push_back(select);
+      const std::string note = std::string("223 templates, LC_ALL=") + locale_name(locale) + " " + select;
+      auto check = [&](const char* m, const Args& args) {
+        ++tally.cases;
+        if (!expect_same_with(m, args, {}, knobs, note, env)) ++tally.differing;
+      };
+      check("-E", {"-c", "-f", ere_file, log});
+      check("-E", {"-n", "-f", ere_file, log});
+      check("-G", {"-c", "-v", "-f", bre_file, log});
+      check("-E", {"-c", "-i", "-f", ere_file, log});
+      check("-G", {"-c", "-w", "-f", bre_file, log});
+      check("-E", {"-c", "-x", "-f", ere_file, log});
+      check("-E", {"-o", "-b", "-m", "500", "-f", ere_file, log});
+    }
+  }
+  report_tally("223 templates as groups", tally);
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -55,6 +55,7 @@ RegexLines::RegexLines(std::unique_ptr<regex::LineRegex> regex, const std::vecto
       if (of.empty() || of.back() != i) of.push_back(static_cast<std::uint32_t>(i));
     }
   }
+  lanes_[0]->regex->factors_known(unfiltered_.size());
   if (!unfiltered_.empty() && lanes_[0]->regex->prepare_lines()) {
     // Every line is asked anyway, and one pass of all the regexes over a piece of lines
     // decides them (Searcher::predecide): the factors would be scanned for nothing.

@@ -5,10 +5,12 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <thread>
 
 namespace gpufilter::regex {
 namespace {
@@ -205,6 +207,101 @@ bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
   const hs_error_t rc = hs_scan(database_.get(), bytes, static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
   if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
   return scan.any;
+}
+
+struct HsGroups::Shared {
+  enum State : std::uint8_t { kWaiting, kBuilding, kReady, kRefused };
+  struct Group {
+    std::vector<std::string> expressions;
+    std::vector<std::uint32_t> ids;
+    std::atomic<std::uint8_t> state{kWaiting};
+    std::atomic<std::uint64_t> spent_ns{0};
+    std::unique_ptr<HsSelect> built;  // set before state becomes kReady
+  };
+  std::vector<Group> groups;
+  std::vector<std::uint32_t> group_of;           // by pattern
+  std::unique_ptr<std::atomic<bool>[]> accepted;  // by pattern, set before its group is ready
+  bool ignore_case = false, utf8 = false;
+};
+
+HsGroups::HsGroups(std::vector<std::string> expressions, std::vector<std::uint32_t> ids, std::size_t group_size,
+                   bool ignore_case, bool utf8)
+    : shared_(std::make_shared<Shared>()) {
+  Shared& s = *shared_;
+  s.ignore_case = ignore_case;
+  s.utf8 = utf8;
+  const std::uint32_t patterns = ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1;
+  s.group_of.assign(patterns, kNone);
+  s.accepted = std::make_unique<std::atomic<bool>[]>(patterns);
+  for (std::uint32_t i = 0; i < patterns; ++i) s.accepted[i].store(false, std::memory_order_relaxed);
+  s.groups = std::vector<Shared::Group>((expressions.size() + group_size - 1) / group_size);
+  for (std::size_t k = 0; k < expressions.size(); ++k) {
+    Shared::Group& g = s.groups[k / group_size];
+    g.expressions.push_back(std::move(expressions[k]));
+    g.ids.push_back(ids[k]);
+    s.group_of[ids[k]] = static_cast<std::uint32_t>(k / group_size);
+  }
+  mine_.resize(s.groups.size());
+}
+
+HsGroups::~HsGroups() = default;
+
+std::unique_ptr<HsGroups> HsGroups::clone() const {
+  std::unique_ptr<HsGroups> copy(new HsGroups());
+  copy->shared_ = shared_;
+  copy->mine_.resize(mine_.size());  // scratches of its own, cloned as it scans
+  return copy;
+}
+
+std::uint32_t HsGroups::group_of(std::uint32_t pattern) const noexcept {
+  return pattern < shared_->group_of.size() ? shared_->group_of[pattern] : kNone;
+}
+
+bool HsGroups::accepted(std::uint32_t pattern) const noexcept {
+  return shared_->accepted[pattern].load(std::memory_order_relaxed);
+}
+
+bool HsGroups::build(std::uint32_t g) {
+  Shared::Group& group = shared_->groups[g];
+  std::uint8_t state = Shared::kWaiting;
+  if (!group.state.compare_exchange_strong(state, Shared::kBuilding, std::memory_order_acq_rel))
+    return state == Shared::kReady;
+  auto built = std::make_unique<HsSelect>(group.expressions, group.ids, shared_->ignore_case, shared_->utf8);
+  if (built->empty()) {
+    group.state.store(Shared::kRefused, std::memory_order_release);
+    return false;
+  }
+  for (std::uint32_t i : built->accepted()) shared_->accepted[i].store(true, std::memory_order_relaxed);
+  group.built = std::move(built);
+  group.state.store(Shared::kReady, std::memory_order_release);
+  return true;
+}
+
+bool HsGroups::take(std::uint32_t g, std::uint64_t glibc_ns, std::uint64_t build_ns_per_expression) {
+  Shared::Group& group = shared_->groups[g];
+  const std::uint8_t state = group.state.load(std::memory_order_acquire);
+  if (state != Shared::kWaiting) return state == Shared::kReady;
+  const std::uint64_t budget = build_ns_per_expression * group.expressions.size();
+  if (group.spent_ns.fetch_add(glibc_ns, std::memory_order_relaxed) + glibc_ns < budget) return false;
+  return build(g);
+}
+
+void HsGroups::build_all(std::size_t threads) {
+  std::atomic<std::size_t> next{0};
+  const auto work = [this, &next] {
+    for (std::size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < shared_->groups.size();)
+      build(static_cast<std::uint32_t>(g));
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(threads, shared_->groups.size()); ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+}
+
+bool HsGroups::scan(std::uint32_t g, std::string_view line, std::vector<std::uint32_t>* ids) {
+  std::unique_ptr<HsSelect>& mine = mine_[g];
+  if (!mine) mine = shared_->groups[g].built->clone();
+  return mine->scan(line, ids);
 }
 
 }  // namespace gpufilter::regex

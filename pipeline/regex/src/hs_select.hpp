@@ -77,4 +77,42 @@ class HsSelect {
   Pace pace_;
 };
 
+// Many patterns of which a line names a few candidates (their factors occur in it), in
+// groups of consecutive patterns, a Hyperscan database per group: a line meets only the
+// databases of its candidates' groups, and each group's database is built when first
+// worth it (take()), or all at once on several threads (build_all()). Shared by the
+// copies; each copy clones a group's scratch when it first scans that group.
+class HsGroups {
+ public:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  // `expressions[k]` stands for pattern `ids[k]`; groups of `group_size` expressions.
+  HsGroups(std::vector<std::string> expressions, std::vector<std::uint32_t> ids, std::size_t group_size,
+           bool ignore_case, bool utf8);
+  ~HsGroups();
+  HsGroups(const HsGroups&) = delete;
+  HsGroups& operator=(const HsGroups&) = delete;
+
+  std::unique_ptr<HsGroups> clone() const;
+  // Pattern i's group (kNone: none; pattern ids up to the largest given).
+  std::uint32_t group_of(std::uint32_t pattern) const noexcept;
+  // Whether group g's database is ready, once the time spent without it (glibc_ns more
+  // now, summed over the copies) has reached its estimated build time: then it is built
+  // unless a copy is building it. build_ns_per_expression 0: built at once.
+  bool take(std::uint32_t g, std::uint64_t glibc_ns, std::uint64_t build_ns_per_expression);
+  // Every group not built yet, on up to `threads` threads; returns when all are.
+  void build_all(std::size_t threads);
+  // After take(g) said yes: whether Hyperscan took pattern i (else glibc decides it).
+  bool accepted(std::uint32_t pattern) const noexcept;
+  // Does some pattern of group g match `line`? With `ids`, every such pattern is added.
+  bool scan(std::uint32_t g, std::string_view line, std::vector<std::uint32_t>* ids);
+
+ private:
+  struct Shared;
+  HsGroups() = default;
+  bool build(std::uint32_t g);
+
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::unique_ptr<HsSelect>> mine_;  // by group: this copy's scratch on it
+};
+
 }  // namespace gpufilter::regex

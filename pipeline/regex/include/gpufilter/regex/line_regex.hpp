@@ -101,6 +101,9 @@ class LineRegex {
   // The caller will often ask about exactly these patterns (ascending; those it asks about
   // every line): an implementation may prepare a faster way to answer for them alone.
   virtual void expect_candidates(std::span<const std::uint32_t> ids) { (void)ids; }
+  // Before anything is asked: how many patterns have no factor (every line is a candidate
+  // for those); the others are asked only about lines that hold one of their factors.
+  virtual void factors_known(std::size_t without_factor) { (void)without_factor; }
   // Many whole lines at once (a piece cut at '\n'; its end is a line's end), asked about
   // every pattern. prepare_lines() makes it ready, on the thread that owns this object and
   // before the copies that are to share it are made; false: this regex cannot (then
