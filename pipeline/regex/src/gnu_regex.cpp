@@ -348,9 +348,9 @@ class GnuRegex final : public LineRegex {
   // a candidate for a few of them, and a database per group of kGroupSize patterns
   // (HsGroups) answers for the groups of those few; no database of the whole set is
   // built. A group is built when glibc's time on its patterns has cost about its build,
-  // or, once lines are asked in bulk (prepare_lines()), every group at once on every
-  // core: a build on one thread was most of a dense set's run (1,358 Loghub templates:
-  // 1.9 s on the H200 machine).
+  // or, once lines are asked in bulk (prepare_lines(), select_lines()), every group at
+  // once on every core: a build on one thread was most of a dense set's run (1,358 Loghub
+  // templates: 1.9 s on the H200 machine).
   static constexpr std::size_t kGroupsFrom = 64, kGroupSize = 64;
   std::unique_ptr<HsGroups> groups_;
   std::vector<std::uint32_t> groups_asked_;  // groups_select(): the groups a line has met
@@ -700,6 +700,12 @@ bool GnuRegex::prepare_lines() {
 }
 
 bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+  if (groups_) {
+    // Many lines are to be asked, each about its candidates' groups: every thread that
+    // gets here builds groups not taken yet, so they are all built side by side.
+    groups_->help_build();
+    return false;
+  }
   if (!adopted_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
   // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
   if (!lines_mode_ || piece.size() > 0xffffffffu || (options_.utf8 && !all_ascii(piece))) return false;

@@ -219,6 +219,7 @@ struct HsGroups::Shared {
     std::unique_ptr<HsSelect> built;  // set before state becomes kReady
   };
   std::vector<Group> groups;
+  std::atomic<std::size_t> next_to_build{0};     // help_build()'s share-out
   std::vector<std::uint32_t> group_of;           // by pattern
   std::unique_ptr<std::atomic<bool>[]> accepted;  // by pattern, set before its group is ready
   bool ignore_case = false, utf8 = false;
@@ -286,15 +287,17 @@ bool HsGroups::take(std::uint32_t g, std::uint64_t glibc_ns, std::uint64_t build
   return build(g);
 }
 
+void HsGroups::help_build() {
+  Shared& s = *shared_;
+  for (std::size_t g; (g = s.next_to_build.fetch_add(1, std::memory_order_relaxed)) < s.groups.size();)
+    build(static_cast<std::uint32_t>(g));  // a group a copy took meanwhile (take()) is skipped there
+}
+
 void HsGroups::build_all(std::size_t threads) {
-  std::atomic<std::size_t> next{0};
-  const auto work = [this, &next] {
-    for (std::size_t g; (g = next.fetch_add(1, std::memory_order_relaxed)) < shared_->groups.size();)
-      build(static_cast<std::uint32_t>(g));
-  };
+  if (shared_->next_to_build.load(std::memory_order_relaxed) >= shared_->groups.size()) return;
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(threads, shared_->groups.size()); ++t) helpers.emplace_back(work);
-  work();
+  for (std::size_t t = 1; t < std::min(threads, shared_->groups.size()); ++t) helpers.emplace_back([this] { help_build(); });
+  help_build();
   for (std::thread& t : helpers) t.join();
 }
 

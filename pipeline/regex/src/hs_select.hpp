@@ -99,7 +99,11 @@ class HsGroups {
   // now, summed over the copies) has reached its estimated build time: then it is built
   // unless a copy is building it. build_ns_per_expression 0: built at once.
   bool take(std::uint32_t g, std::uint64_t glibc_ns, std::uint64_t build_ns_per_expression);
-  // Every group not built yet, on up to `threads` threads; returns when all are.
+  // Builds groups no copy has taken yet, one after another, until none is left (the
+  // callers on several threads share them out); those being built elsewhere may not be
+  // ready on return.
+  void help_build();
+  // Every group not built yet, on up to `threads` threads of its own and the caller's.
   void build_all(std::size_t threads);
   // After take(g) said yes: whether Hyperscan took pattern i (else glibc decides it).
   bool accepted(std::uint32_t pattern) const noexcept;

@@ -28,7 +28,7 @@
 namespace gpufilter::hs_cache {
 
 inline constexpr std::uintmax_t kMaxBytes = std::uintmax_t{1} << 30;
-inline constexpr std::size_t kMaxFiles = 64;
+inline constexpr std::size_t kMaxFiles = 512;  // a large regex set stores a database per group (HsGroups)
 
 // What hs_compile_multi (or, with lengths, hs_compile_lit_multi) is given. No platform
 // argument: the database is for this machine, as with a null platform.
