@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <new>
+#include <thread>
 
 #include "gpufilter/regex/line_regex.hpp"
 #include "expansion.hpp"

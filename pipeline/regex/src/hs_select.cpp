@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <system_error>
 #include <thread>
 
 namespace gpufilter::regex {
@@ -296,7 +297,12 @@ void HsGroups::help_build() {
 void HsGroups::build_all(std::size_t threads) {
   if (shared_->next_to_build.load(std::memory_order_relaxed) >= shared_->groups.size()) return;
   std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(threads, shared_->groups.size()); ++t) helpers.emplace_back([this] { help_build(); });
+  try {
+    for (std::size_t t = 1; t < std::min(threads, shared_->groups.size()); ++t)
+      helpers.emplace_back([this] { help_build(); });
+  } catch (const std::system_error&) {
+    // No more threads to be had: those started and this one build them all.
+  }
   help_build();
   for (std::thread& t : helpers) t.join();
 }
