@@ -378,6 +378,11 @@ class GnuRegex final : public LineRegex {
   // the wrapper's "[^[:alnum:]_]" a bracket grep's DFA leaves to regex: every line is
   // decided by grep's regex matcher, and Hyperscan reads none of it exactly.
   bool words_by_regex() const noexcept { return options_.utf8 && options_.word && !options_.whole_line; }
+  // Whether Hyperscan's databases may read `line`: its length fits, and in UTF-8 it is
+  // valid text (ASCII alone where -i reads it as in the C locale).
+  bool hyperscan_reads(std::string_view line) const {
+    return line.size() <= 0xffffffffu && (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)));
+  }
   // find()'s walk along one line (not under -w): by pattern, its next match from the
   // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
   static constexpr regoff_t kNotAsked = -2;
@@ -660,8 +665,7 @@ void GnuRegex::factors_known(std::size_t without_factor) {
 // its patterns on this line.
 bool GnuRegex::groups_select(std::string_view line, std::span<const std::uint32_t> candidates,
                              std::vector<std::uint32_t>* ids) {
-  const bool readable = line.size() <= 0xffffffffu &&
-                        (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)));
+  const bool readable = hyperscan_reads(line);
   const std::uint64_t glibc_ns = kGlibcNsPerLine + kGlibcNsPerByte * line.size();
   const std::uint64_t build_ns = options_.defer_select ? kBuildNsPerExpression : 0;
   groups_asked_.clear();
@@ -717,8 +721,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
                            std::vector<std::uint32_t>* ids) {
   gate_fresh_ = false;  // the candidates below share one gate scan of this line
   if (expected_ && candidates.size() == expected_ids_.size() &&
-      std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && line.size() <= 0xffffffffu &&
-      (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)))) {
+      std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && hyperscan_reads(line)) {
     const bool any = expected_->scan(line, ids);
     if (ids != nullptr) std::sort(ids->begin(), ids->end());
     return any;
@@ -745,8 +748,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
   if (!adopted_) before_glibc(line.size(), candidates.size());
   // Hyperscan answers for all its patterns at once (a line longer than it takes goes to
   // glibc); glibc for the others among the candidates.
-  const bool fast = fast_ && line.size() <= 0xffffffffu &&
-                    (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)));
+  const bool fast = fast_ && hyperscan_reads(line);
   bool any = false;
   if (fast && fast_->scan(line, ids)) {
     if (ids == nullptr) return true;
