@@ -16,6 +16,7 @@
 #include "gpufilter/regex/line_regex.hpp"
 #include "expansion.hpp"
 #include "hs_select.hpp"
+#include "literal_chains.hpp"
 #include "regex_internal.hpp"
 
 namespace gpufilter::regex {
@@ -280,6 +281,7 @@ class GnuRegex final : public LineRegex {
     if (from.expected_) expected_ = from.expected_->clone();  // made before any copy
     expected_ids_ = from.expected_ids_;
     if (from.groups_) groups_ = from.groups_->clone();  // made before any copy
+    chains_ = from.chains_;
   }
 
   // Pattern i compiled (in a clone, on first use: every pattern compiled in the original).
@@ -353,6 +355,9 @@ class GnuRegex final : public LineRegex {
   // templates: 1.9 s on the H200 machine).
   static constexpr std::size_t kGroupsFrom = 64, kGroupSize = 64;
   std::unique_ptr<HsGroups> groups_;
+  // Those of them that are literals joined by ".*" are decided without a database.
+  std::shared_ptr<const LiteralChains> chains_;
+  std::string folded_line_;  // groups_select(): the line with ASCII letters lowered, for chains_ under -i
   std::vector<std::uint32_t> groups_asked_;  // groups_select(): the groups a line has met
   std::vector<bool> in_fast_;
   bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
@@ -657,12 +662,18 @@ void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
 
 void GnuRegex::factors_known(std::size_t without_factor) {
   if (!plan_ || without_factor > 0 || plan_->ids.size() < kGroupsFrom) return;
-  groups_ = std::make_unique<HsGroups>(plan_->expressions, plan_->ids, kGroupSize, plan_->ignore_case, plan_->utf8);
+  std::vector<std::string> rest;
+  std::vector<std::uint32_t> rest_ids;
+  chains_ = std::make_shared<const LiteralChains>(plan_->expressions, plan_->ids, plan_->ignore_case, plan_->utf8,
+                                                  rest, rest_ids);
+  if (chains_->empty()) chains_.reset();
+  groups_ = std::make_unique<HsGroups>(std::move(rest), std::move(rest_ids), kGroupSize, plan_->ignore_case,
+                                       plan_->utf8);
 }
 
-// Each candidate through its group's database once that is built, else through glibc
-// (whose estimated time counts toward building it). A group scanned once answers for all
-// its patterns on this line.
+// Each candidate through its chain of literals (LiteralChains), else its group's database
+// once that is built, else glibc (whose estimated time counts toward building it). A
+// group scanned once answers for all its patterns on this line.
 bool GnuRegex::groups_select(std::string_view line, std::span<const std::uint32_t> candidates,
                              std::vector<std::uint32_t>* ids) {
   const bool readable = hyperscan_reads(line);
@@ -670,9 +681,17 @@ bool GnuRegex::groups_select(std::string_view line, std::span<const std::uint32_
   const std::uint64_t build_ns = options_.defer_select ? kBuildNsPerExpression : 0;
   groups_asked_.clear();
   bool any = false;
+  bool folded = false;
   for (std::uint32_t i : candidates) {
     const std::uint32_t g = groups_->group_of(i);
-    if (readable && g != HsGroups::kNone && groups_->take(g, glibc_ns, build_ns) && groups_->accepted(i)) {
+    if (readable && chains_ && chains_->has(i)) {
+      if (chains_->ignore_case() && !folded) {
+        LiteralChains::fold(line, folded_line_);
+        folded = true;
+      }
+      if (!chains_->matches(i, folded ? std::string_view(folded_line_) : line)) continue;
+      if (ids != nullptr) ids->push_back(i);
+    } else if (readable && g != HsGroups::kNone && groups_->take(g, glibc_ns, build_ns) && groups_->accepted(i)) {
       if (std::find(groups_asked_.begin(), groups_asked_.end(), g) != groups_asked_.end()) continue;
       groups_asked_.push_back(g);
       if (!groups_->scan(g, line, ids)) continue;
