@@ -3,7 +3,6 @@
 #include "gpufilter/core/utf8.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 
 namespace gpufilter::regex {
@@ -16,6 +15,12 @@ int hex_digit(char c) noexcept {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// A printable ASCII byte that is neither a letter nor a digit: escaped, it stands for
+// itself in PCRE's syntax (the locale plays no part, as in Hyperscan's parser).
+bool ascii_sign(char c) noexcept {
+  return c >= ' ' && c <= '~' && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z');
 }
 
 // A byte that stands for itself in Hyperscan's (PCRE's) syntax outside brackets.
@@ -36,8 +41,7 @@ bool LiteralChains::parse(const std::string& e, bool utf8, std::vector<std::stri
         if (value >= 0x80) return false;  // a code point, not a byte, in UTF-8 mode
         run.push_back(static_cast<char>(value));
         i += 4;
-      } else if (static_cast<unsigned char>(next) < 0x80 && !std::isalnum(static_cast<unsigned char>(next)) &&
-                 std::isprint(static_cast<unsigned char>(next))) {
+      } else if (ascii_sign(next)) {
         run.push_back(next);  // an escaped sign stands for itself
         i += 2;
       } else {

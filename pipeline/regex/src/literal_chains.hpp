@@ -31,8 +31,8 @@ class LiteralChains {
     return pattern < index_.size() && index_[pattern] != kNone;
   }
   // Does chain `pattern` match `line` (a line Hyperscan would be given: no '\n', valid
-  // UTF-8 in UTF-8 mode)? Under ignore_case, `folded` is the line with ASCII letters
-  // lowered (fold() into a buffer the caller keeps).
+  // UTF-8 in UTF-8 mode)? Under ignore_case, `line` is given with its ASCII letters
+  // lowered (fold() into a buffer the caller keeps, once for all of a line's chains).
   bool matches(std::uint32_t pattern, std::string_view line) const noexcept;
   bool ignore_case() const noexcept { return ignore_case_; }
   static void fold(std::string_view line, std::string& folded);
