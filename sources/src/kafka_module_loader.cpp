@@ -57,11 +57,49 @@ const KafkaModule& kafka_module() {
   return *module;
 }
 
+// Throws what the module handed over, as the type it had there.
+void rethrow(const KafkaModuleError& error) {
+  switch (error.kind) {
+    case KafkaModuleError::Kind::kNone: return;
+    case KafkaModuleError::Kind::kConfig: throw ConfigError(error.message);
+    case KafkaModuleError::Kind::kSource: throw SourceError(error.name, error.error_number, error.message);
+    case KafkaModuleError::Kind::kOther: throw Error(error.message);
+  }
+}
+
+// The module's reader as the program calls it: its throwing calls through the table.
+class ModuleReader final : public KafkaReader {
+ public:
+  ModuleReader(const KafkaModule& module, KafkaReader* reader) : module_(module), reader_(reader) {}
+
+  const std::string& name() const noexcept override { return reader_->name(); }
+  void start() override { call(module_.start); }
+  void stop() noexcept override { reader_->stop(); }
+  bool stopped() const noexcept override { return reader_->stopped(); }
+  void on_space() override { call(module_.on_space); }
+  void close() override { call(module_.close); }
+  Counters counters() const noexcept override { return reader_->counters(); }
+
+ private:
+  void call(void (*f)(KafkaReader&, KafkaModuleError&) noexcept) {
+    KafkaModuleError error;
+    f(*reader_, error);
+    rethrow(error);
+  }
+
+  const KafkaModule& module_;
+  std::unique_ptr<KafkaReader> reader_;  // deleted by its own (virtual) destructor, in the module
+};
+
 }  // namespace
 
 std::unique_ptr<KafkaReader> open_kafka_url(RecordChannel& channel, const std::string& url,
                                             std::size_t max_line_bytes, Notices& notices) {
-  return kafka_module().open(channel, url, max_line_bytes, notices);
+  const KafkaModule& module = kafka_module();
+  KafkaModuleError error;
+  KafkaReader* reader = module.open(channel, url, max_line_bytes, notices, error);
+  rethrow(error);
+  return std::make_unique<ModuleReader>(module, reader);
 }
 
 }  // namespace gpufilter

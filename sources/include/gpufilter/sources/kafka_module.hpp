@@ -18,11 +18,27 @@
 
 namespace gpufilter {
 
-// What the module hands out (kafka_module.cpp), under the C name kKafkaModuleEntry.
+// An error as it crosses between the module and the program. gpufilter links the C++
+// runtime statically (cli/CMakeLists.txt) and the module takes the shared one, so each has
+// its own: no exception may cross, and each call below catches what it raised and hands it
+// over as this, for the program to throw again.
+struct KafkaModuleError {
+  enum class Kind { kNone, kConfig, kSource, kOther } kind = Kind::kNone;
+  std::string message;  // what()
+  std::string name;     // SourceError's input name
+  int error_number = 0; // SourceError's errno
+};
+
+// What the module hands out (kafka_module.cpp), under the C name kKafkaModuleEntry. Each
+// function sets `error` instead of throwing.
 struct KafkaModule {
-  // parse_kafka_url(url, max_line_bytes), then a KafkaSource on `channel`.
-  std::unique_ptr<KafkaReader> (*open)(RecordChannel& channel, const std::string& url, std::size_t max_line_bytes,
-                                       Notices& notices);
+  // parse_kafka_url(url, max_line_bytes), then a KafkaSource on `channel`; null on error.
+  KafkaReader* (*open)(RecordChannel& channel, const std::string& url, std::size_t max_line_bytes, Notices& notices,
+                       KafkaModuleError& error) noexcept;
+  // The reader's start(), on_space() and close().
+  void (*start)(KafkaReader& reader, KafkaModuleError& error) noexcept;
+  void (*on_space)(KafkaReader& reader, KafkaModuleError& error) noexcept;
+  void (*close)(KafkaReader& reader, KafkaModuleError& error) noexcept;
 };
 inline constexpr const char* kKafkaModuleEntry = "gpufilter_kafka_module";
 inline constexpr const char* kKafkaModuleFile = "gpufilter-kafka.so";
