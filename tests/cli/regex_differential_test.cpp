@@ -657,6 +657,30 @@ TEST(RegexOddPatterns, Perl) {
       expect_same_with("-P", args, "a\nb\nab\na b\n", {{"", "", "cpu"}}, "grep -P with -x and -w");
 }
 
+// "\a" under -i: grep's DFA selects "a" and "A" with it, glibc's regex (its -o spans, and
+// the lines of a list with a back-reference) neither. Found by an outside-style fuzzer.
+TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
+  const std::string input = "aB0\nab0\nAB0\nxab0\nQ\n";
+  Tally tally;
+  for (const Syntax s : {Syntax::kBasic, Syntax::kExtended}) {
+    const std::string group = s == Syntax::kBasic ? "\\(\\a\\)B." : "(\\a)B.";
+    const std::string backref = s == Syntax::kBasic ? "\\(x\\)\\1" : "(x)\\1";
+    const std::vector<Args> cases = {{"-i", "\\ab."},           {"-i", "-o", "\\aB."},    {"-i", "-n", "\\<\\a"},
+                                     {"-i", "-c", group},       {"-i", "-w", "\\ab0"},     {"-i", "-x", "\\aB0"},
+                                     {"-i", "-e", "\\ab.", "-e", backref},                 {"-i", "-c", "\\q"},
+                                     {"-i", "-o", "-e", "\\ab", "-e", "Q"},               {"\\ab."}};
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const Locale l = i % 2 == 0 ? Locale::kC : Locale::kUtf8;
+      std::vector<std::string> env = locale_env(l);
+      if (i % 3 == 0) env.push_back("GPUFILTER_REGEX_SELECT=eager");
+      ++tally.cases;
+      if (!expect_same_with(matcher_flag(s), cases[i], input, {{"3", "2", "cpu"}}, "escaped letter under -i", env))
+        ++tally.differing;
+    }
+  }
+  report_tally("escaped letters under -i", tally);
+}
+
 // ---------------------------------------------------------------------------------------
 // Invalid UTF-8 in the C.UTF-8 locale: grep prints "binary file matches" instead of a
 // selected line that holds an encoding error (the file is not binary in the C locale).

@@ -389,6 +389,14 @@ bool Reader::escape(std::size_t& i) {
     }
     // \x0b, not \v: in Hyperscan's (PCRE's) syntax \v is every vertical space, '\n' and \x85 included.
     atom(text, n == 's' ? "[\\t\\x0b\\f\\r ]" : "[^\\t\\n\\x0b\\f\\r ]", false);  // '\n': see pcre_bracket
+  } else if (ignore_case_ && n >= 'a' && n <= 'z') {
+    // "\a" under -i: dfa.c reads the letter and folds it; glibc's regex folds the line to
+    // upper case but takes an escaped character as written, so its "\a" matches nothing.
+    // grep selects with the DFA where it can (the letter in either case) and finds -o
+    // spans with regex (none): the DFA's reading is the letter alone, Hyperscan's never.
+    view_.corner = true;
+    if (!superset_) view_.pcre_ok = false;  // the superset's reading holds either way
+    atom(text.substr(1), pcre_byte(static_cast<unsigned char>(n)), false);
   } else {
     literal(text, static_cast<unsigned char>(n));
   }
