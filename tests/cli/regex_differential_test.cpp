@@ -681,6 +681,28 @@ TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
   report_tally("escaped letters under -i", tally);
 }
 
+// An equivalence class or a collating symbol hands the whole list to grep's regex in the
+// C locale too (dfa.c's known_bracket_exp), and so does a back-reference; -w is then
+// regex's walk of shorter and later matches, which Hyperscan's wrapper does not read.
+TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
+  const std::string input = "A\n 2_\n.9\n b\n_ 0 \nab\nB_-.Abb .1\n\n-1\n-2\n_b..bA\n";
+  const std::vector<std::pair<std::string, Args>> cases = {
+      {"-G", {"-i", "-e", "\\a", "-e", "[[=b=]]"}},   {"-G", {"-i", "-e", "\\a", "-e", "[[.b.]]"}},
+      {"-G", {"-w", "-e", "[^[=e=]]\\?"}},            {"-G", {"-w", "-e", "[^e]\\?", "-e", "\\(x\\)\\1"}},
+      {"-G", {"-w", "-e", "[^[.a.][:digit:]]\\(\\)\\|"}}, {"-E", {"-w", "-e", "([[=a=][:blank:]]*)"}},
+      {"-E", {"-w", "-e", "|[^[:lower:][=b=][:digit:]]"}}, {"-G", {"-w", "-e", "", "-e", "[^[=a=]]"}},
+      {"-E", {"-w", "-o", "-e", "|[[=a=][:punct:]]"}},    {"-G", {"-w", "-c", "-e", "[[.-.][:alpha:]]\\{,\\}"}}};
+  Tally tally;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    std::vector<std::string> env = locale_env(Locale::kC);
+    if (i % 2 == 0) env.push_back("GPUFILTER_REGEX_SELECT=eager");
+    ++tally.cases;
+    if (!expect_same_with(cases[i].first, cases[i].second, input, {{"3", "2", "cpu"}}, "a list regex decides", env))
+      ++tally.differing;
+  }
+  report_tally("lists grep's regex decides", tally);
+}
+
 // ---------------------------------------------------------------------------------------
 // Invalid UTF-8 in the C.UTF-8 locale: grep prints "binary file matches" instead of a
 // selected line that holds an encoding error (the file is not binary in the C locale).

@@ -320,8 +320,9 @@ void Reader::bracket(std::size_t& i) {
   bool confusing = false, collating = false;
   const std::size_t end = bracket_end(p_, i, confusing, collating);
   if (confusing) fail("character class syntax is [[:space:]], not [:space:]");
-  if (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))
-    left_to_regex();  // multibyte brackets: dfa.c gives most of them to regex
+  // dfa.c gives an equivalence class or a collating symbol to regex in every locale
+  // (parse_bracket_exp: known_bracket_exp), and most multibyte brackets.
+  if (collating || (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))) left_to_regex();
   const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   if (!pcre && !superset_) view_.pcre_ok = false;
   // superset_view(): one character, whatever Hyperscan cannot say of which (a collating

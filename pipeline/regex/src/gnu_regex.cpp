@@ -557,6 +557,10 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
   if (options_.null_data) return;
   if (words_by_regex()) return;
+  // Where grep's regex decides the lines (a back-reference, an equivalence class in the
+  // list), -w is its loop of shorter and later matches, not the DFA's wrapper that
+  // Hyperscan would read.
+  if (!dfa_supported_ && options_.word && !options_.whole_line) return;
   // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
   // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's. On a line of ASCII
   // alone an ASCII pattern reads as in the C locale, so Hyperscan answers those lines,
