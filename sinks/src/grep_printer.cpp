@@ -83,7 +83,7 @@ void GrepPrinter::print_line(const LineMatch& line, bool selected) {
   if (options_.only_matching) {
     // One output line per match, prefixed as a line of its own.
     for (const MatchSpan& s : line.spans) {
-      head(source_of(line), line.number, line.offset + s.begin, separator, s.end - s.begin);
+      head(source_of(line), line.number, line.offset + s.begin, separator, s.end - s.begin + (s.newline ? 1 : 0));
       match(line, s, c ? (selected ? c->selected_match : c->context_match) : std::string());
       out_.end_line(options_.eol);
     }

@@ -703,6 +703,18 @@ TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
   report_tally("lists grep's regex decides", tally);
 }
 
+// -x -w -o with an empty pattern prints an empty line's newline as its match, and -T's
+// tab goes before it, as before any match that is not empty.
+TEST(RegexOddPatterns, InitialTabBeforeAMatchedNewline) {
+  TempDir dir;
+  const std::string empty_line = dir.write("one", "\n");
+  const std::string none = dir.write("none", "");
+  for (const Args& args : std::vector<Args>{{"-x", "-w", "-o", "-T", "-e", "", empty_line, none},
+                                            {"-x", "-w", "-o", "-n", "-T", "-e", "", empty_line},
+                                            {"-x", "-w", "-o", "-b", "-T", "--color=always", "-e", "", empty_line}})
+    expect_same_with("-G", args, "", {{"3", "2", "cpu"}}, "-T before a matched newline");
+}
+
 // ---------------------------------------------------------------------------------------
 // Invalid UTF-8 in the C.UTF-8 locale: grep prints "binary file matches" instead of a
 // selected line that holds an encoding error (the file is not binary in the C locale).
