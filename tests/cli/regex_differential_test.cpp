@@ -703,6 +703,27 @@ TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
   report_tally("lists grep's regex decides", tally);
 }
 
+// Under -i in the C locale grep's DFA folds a bracket's bytes one by one, where glibc's
+// regex folds a range's ends first ("[A-b]" holds '_' for the DFA, not for regex).
+TEST(RegexOddPatterns, CaselessBracketsAsTheDfaReadsThem) {
+  const std::string input = "_\n[\n^\nb\nB\n]\n-\nx\n\\\n`\n";
+  Tally tally;
+  const std::vector<std::string> brackets = {"[[:lower:][:blank:]A-b]", "[[:upper:]A-b]", "[^A-b]", "[]a-]",
+                                             "[^]^-]", "[^^]", "[^[:lower:]]", "[xA-b]"};
+  for (std::size_t i = 0; i < brackets.size(); ++i) {
+    for (const Args& extra : std::vector<Args>{{"-i"}, {"-i", "-o"}, {"-i", "-w", "-n"}, {"-i", "-c", "-v"}}) {
+      Args args = extra;
+      args.insert(args.end(), {"-e", brackets[i] + (i % 2 == 0 ? "" : "x*")});
+      std::vector<std::string> env = locale_env(Locale::kC);
+      if (i % 3 == 0) env.push_back("GPUFILTER_REGEX_SELECT=eager");
+      ++tally.cases;
+      if (!expect_same_with(i % 2 == 0 ? "-G" : "-E", args, input, {{"3", "2", "cpu"}}, "caseless bracket", env))
+        ++tally.differing;
+    }
+  }
+  report_tally("caseless brackets", tally);
+}
+
 // -x -w -o with an empty pattern prints an empty line's newline as its match, and -T's
 // tab goes before it, as before any match that is not empty.
 TEST(RegexOddPatterns, InitialTabBeforeAMatchedNewline) {

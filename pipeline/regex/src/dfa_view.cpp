@@ -10,6 +10,8 @@
 // when the DFA would not be used at all. It also yields grep 3.8's warnings and the errors
 // only the DFA reports.
 #include <algorithm>
+#include <bitset>
+#include <iterator>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -158,6 +160,92 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
     out += pcre_byte(c);
   }
   return out + "]";
+}
+
+// The C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone).
+bool in_c_class(std::string_view name, unsigned char c) {
+  const bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
+  const bool graph = c > ' ' && c < 0x7f;
+  if (name == "alpha") return upper || lower;
+  if (name == "upper") return upper;
+  if (name == "lower") return lower;
+  if (name == "digit") return digit;
+  if (name == "alnum") return upper || lower || digit;
+  if (name == "xdigit") return digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  if (name == "space") return c == ' ' || (c >= '\t' && c <= '\r');
+  if (name == "blank") return c == ' ' || c == '\t';
+  if (name == "punct") return graph && !upper && !lower && !digit;
+  if (name == "graph") return graph;
+  if (name == "print") return graph || c == ' ';
+  if (name == "cntrl") return c < ' ' || c == 0x7f;
+  return false;
+}
+
+// Under -i in the C locale, the bytes dfa.c's bracket p[i, end) takes: each member and
+// range byte by byte with its other case, [:upper:] and [:lower:] as [:alpha:]. glibc's
+// regex reads a range after folding its ends to upper case ("[A-b]" is "[A-B]"), so
+// where the DFA decides it needs these bytes spelled out. Nothing for a form it does not
+// take apart (a collating symbol as a range end, an unknown class, a bad range).
+std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i, std::size_t end, bool& negated) {
+  std::bitset<256> set;
+  std::size_t j = i + 1;
+  negated = j < end && p[j] == '^';
+  if (negated) ++j;
+  const std::size_t first = j;
+  static constexpr std::string_view kClasses[] = {"alpha", "upper", "lower", "digit", "alnum", "xdigit",
+                                                  "space", "blank", "punct", "graph", "print", "cntrl"};
+  for (; j < end - 1; ++j) {
+    const unsigned char c = static_cast<unsigned char>(p[j]);
+    if (c == '[' && j + 1 < end && (p[j + 1] == ':' || p[j + 1] == '=' || p[j + 1] == '.')) {
+      const char kind = p[j + 1];
+      const std::size_t close = p.find(std::string{kind, ']'}, j + 2);
+      if (close == std::string_view::npos || close >= end) return std::nullopt;
+      const std::string_view name = p.substr(j + 2, close - (j + 2));
+      if (kind == ':') {
+        if (std::find(std::begin(kClasses), std::end(kClasses), name) == std::end(kClasses)) return std::nullopt;
+        const std::string_view read = name == "upper" || name == "lower" ? "alpha" : name;
+        for (int b = 0; b < 256; ++b)
+          if (in_c_class(read, static_cast<unsigned char>(b))) set.set(static_cast<std::size_t>(b));
+      } else {
+        if (name.size() != 1 || (close + 3 < end && p[close + 2] == '-' && p[close + 3] != ']')) return std::nullopt;
+        set.set(static_cast<unsigned char>(name[0]));
+      }
+      j = close + 1;
+      continue;
+    }
+    if (c == ']' && j != first) break;
+    if (j + 2 < end - 1 && p[j + 1] == '-' && p[j + 2] != ']') {
+      const unsigned char high = static_cast<unsigned char>(p[j + 2]);
+      if (p[j + 2] == '[' || high < c) return std::nullopt;
+      for (unsigned b = c; b <= high; ++b) set.set(b);
+      j += 2;
+      continue;
+    }
+    set.set(c);
+  }
+  for (unsigned b = 'A'; b <= 'Z'; ++b)
+    if (set[b] || set[b + 32]) set.set(b).set(b + 32);
+  return set;
+}
+
+// A bracket of exactly `set` (every byte listed, no range), negated or not: in glibc's
+// syntax (']' first, '^' not first, '-' last) or in Hyperscan's (pcre_bracket's, '\n' never).
+std::string listed_bracket(const std::bitset<256>& set, bool negated, bool for_hyperscan) {
+  std::string members;
+  for (int b = 0; b < 256; ++b) {
+    const auto byte = static_cast<unsigned char>(b);
+    if (!set[byte]) continue;
+    if (for_hyperscan) {
+      if (byte != '\n') members += pcre_byte(byte);
+    } else if (byte != ']' && byte != '^' && byte != '-') {
+      members += static_cast<char>(byte);
+    }
+  }
+  if (for_hyperscan) return (negated ? "[^\\x0a" : "[") + members + "]";
+  if (set[']']) members.insert(0, "]");
+  if (set['^']) members += members.empty() ? "[.^.]" : "^";
+  if (set['-']) members += '-';
+  return (negated ? "[^" : "[") + members + "]";
 }
 
 class Reader {
@@ -323,11 +411,21 @@ void Reader::bracket(std::size_t& i) {
   // dfa.c gives an equivalence class or a collating symbol to regex in every locale
   // (parse_bracket_exp: known_bracket_exp), and most multibyte brackets.
   if (collating || (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))) left_to_regex();
-  const auto pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
+  std::string text(p_.substr(i, end - i));
+  std::optional<std::string> pcre;
+  bool negated = false;
+  // Under -i in the C locale the DFA's bytes, listed (folded_bracket()): glibc would fold
+  // a range's ends first, and Hyperscan's caseless classes are not the DFA's.
+  if (const auto folded = ignore_case_ && !utf8_ && !collating ? folded_bracket(p_, i, end, negated) : std::nullopt) {
+    text = listed_bracket(*folded, negated, false);
+    pcre = listed_bracket(*folded, negated, true);
+  } else {
+    pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
+  }
   if (!pcre && !superset_) view_.pcre_ok = false;
   // superset_view(): one character, whatever Hyperscan cannot say of which (a collating
   // symbol, an equivalence class; in UTF-8 a bracket the DFA reads as one character).
-  atom(p_.substr(i, end - i), pcre.value_or(superset_ ? "." : ""), false);
+  atom(text, pcre.value_or(superset_ ? "." : ""), false);
   i = end - 1;
 }
 
