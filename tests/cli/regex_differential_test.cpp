@@ -270,6 +270,8 @@ const std::vector<std::string>& odd_basic_patterns() {
       "a\\{1a\\}", "*a", "^*b", "\\(*a\\)", "a\\|*b", "\\(^a\\)", "a\\{1\\}\\{2\\}", "[a", "[]", "[^]", "\\(\\)",
       "a\\|\\|b", "\\1", "\\(a\\)\\|\\1", "[[:alpha:]-z]", "[z-a]", "a\\{32768\\}",
       "b\\b*c", "b\\>\\{2\\}", "b$*", "{", "{a", "a\\{1,2\\}\\{3\\}",
+      // dfa.c reads '$' before a bare ')' or '|' that more follows as an anchor, glibc as '$'.
+      "$|*", "$)*", "a$)", "a$|", "a$|b", "$|",
       // Stacked repetitions, collapsed into one before glibc sees them.
       "\\(**\\)", "^**b", "a**\\+", "a\\{2\\}**", "a\\?\\?b", "a\\+\\+", "[*]**", "\\***", "a\\|**b",
       "\\(a\\)\\+\\?*", "b\\>**", "x\\?\\+\\?",

@@ -250,8 +250,13 @@ std::string listed_bracket(const std::bitset<256>& set, bool negated, bool for_h
 
 class Reader {
  public:
-  Reader(std::string_view p, Syntax syntax, bool utf8, bool ignore_case, bool superset = false)
-      : p_(p), ere_(syntax == Syntax::kExtended), utf8_(utf8), ignore_case_(ignore_case), superset_(superset) {
+  Reader(std::string_view p, Syntax syntax, bool utf8, bool ignore_case, bool followed, bool superset = false)
+      : p_(p),
+        ere_(syntax == Syntax::kExtended),
+        utf8_(utf8),
+        ignore_case_(ignore_case),
+        followed_(followed),
+        superset_(superset) {
     // Hyperscan's UTF-8 mode folds case and classifies characters its own way.
     if (utf8 && ignore_case) view_.pcre_ok = false;
   }
@@ -368,11 +373,17 @@ class Reader {
   // dfa.c's superset it stands for `superset` (".*", or "" for a word assertion).
   void left_to_regex(const char* superset = ".*");
   bool anchor_end(std::size_t i) const;
+  // A BRE '$' at p_[i] before a bare ')' or '|' that more of the list follows (dfa.c's lex
+  // looks two bytes ahead where the first is not the backslash it expects).
+  bool bare_close_or_bar_after(std::size_t i) const {
+    return i + 1 < p_.size() && (p_[i + 1] == ')' || p_[i + 1] == '|') && (i + 2 < p_.size() || followed_);
+  }
 
   std::string_view p_;
   bool ere_;
   bool utf8_;
   bool ignore_case_;
+  bool followed_;  // another pattern follows in grep's list (dfa.c reads them joined by '\n')
   bool superset_;  // superset_view()
   DfaView view_;
   std::optional<std::string> superset_atom_;  // the next atom's superset text, if not its own
@@ -388,9 +399,11 @@ class Reader {
   bool group_holds_assertion_ = false;        // the last atom is a group holding one
 };
 
-// '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|".
+// '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|" (to dfa.c
+// also before a bare ')' or '|': see read()).
 bool Reader::anchor_end(std::size_t i) const {
   if (ere_ || i + 1 == p_.size()) return true;
+  if (bare_close_or_bar_after(i)) return true;
   return p_.compare(i + 1, 2, "\\)") == 0 || p_.compare(i + 1, 2, "\\|") == 0;
 }
 
@@ -516,7 +529,15 @@ DfaView Reader::read() {
     } else if (c == '$' && anchor_end(i)) {
       view_.anchor = true;
       if (i + 1 != p_.size()) view_.inner_anchor = true;
-      atom("$", "$", true);
+      if (!ere_ && bare_close_or_bar_after(i)) {
+        // dfa.c's look past a BRE '$' skips a backslash that is not there: before a bare
+        // ')' or '|' it reads an anchor ("$|*" selects every line) where glibc reads a
+        // '$'. The DFA's reading, as glibc writes an anchor there: "\($\)".
+        view_.corner = true;
+        atom("\\($\\)", "$", true);
+      } else {
+        atom("$", "$", true);
+      }
     } else if (c == '*') {
       repeat("*", "*", "*");
     } else if (ere_ && (c == '+' || c == '?')) {
@@ -561,19 +582,20 @@ DfaView Reader::read() {
 
 }  // namespace
 
-DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case) {
-  return Reader(pattern, syntax, utf8, ignore_case, true).read();
+DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed) {
+  return Reader(pattern, syntax, utf8, ignore_case, followed, true).read();
 }
 
-DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case) {
-  return Reader(pattern, syntax, utf8, ignore_case).read();
+DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed) {
+  return Reader(pattern, syntax, utf8, ignore_case, followed).read();
 }
 
 std::vector<std::string> warnings(const std::vector<std::string>& patterns, Syntax syntax) {
   std::vector<std::string> out;
   if (syntax != Syntax::kBasic && syntax != Syntax::kExtended) return out;
-  for (const std::string& p : patterns)
-    for (std::string& w : dfa_view(p, syntax, false, false).warnings) out.push_back(std::move(w));
+  for (std::size_t i = 0; i < patterns.size(); ++i)
+    for (std::string& w : dfa_view(patterns[i], syntax, false, false, i + 1 < patterns.size()).warnings)
+      out.push_back(std::move(w));
   return out;
 }
 

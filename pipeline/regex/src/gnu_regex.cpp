@@ -427,7 +427,7 @@ void GnuRegex::compile_all() {
     if (const char* error = c->exact.compile(p, bits, c->backref, options_))
       errors.push_back(with_origin(origins_, i, error));
     compiled_.push_back(std::move(c));
-    views.push_back(dfa_view(p, options_.syntax, options_.utf8, options_.ignore_case));
+    views.push_back(dfa_view(p, options_.syntax, options_.utf8, options_.ignore_case, i + 1 < patterns_.size()));
     dfa_supported_ = dfa_supported_ && views.back().supported;
   }
   if (!errors.empty()) throw RegexError(std::move(errors));
@@ -569,7 +569,7 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   std::vector<DfaView> c_views;
   if (ascii_only_) {
     for (std::size_t i = 0; i < patterns_.size(); ++i) {
-      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, true));
+      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, true, i + 1 < patterns_.size()));
       // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
       // must then agree with regex's. A bracket is regex's in UTF-8, and regex folds case
       // before it compares with a range ('Q' is in [0-c] for the DFA, not for regex).
@@ -843,7 +843,8 @@ void GnuRegex::plan_gate(const std::vector<DfaView>& views) {
   auto plan = std::make_shared<GatePlan>();
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
     if (views[i].pcre_ok && !words_by_regex()) continue;
-    DfaView v = superset_view(patterns_[i], options_.syntax, options_.utf8, options_.ignore_case);
+    DfaView v =
+        superset_view(patterns_[i], options_.syntax, options_.utf8, options_.ignore_case, i + 1 < patterns_.size());
     if (!v.pcre_ok) continue;
     plan->expressions.push_back(std::move(v.pcre));
     plan->ids.push_back(static_cast<std::uint32_t>(i));

@@ -48,14 +48,15 @@ struct DfaView {
   bool inner_anchor = false;
   bool anchor = false;  // any anchor: under -w (grep's wrapper consumes a character first) every one is inner
 };
-DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
+// `followed`: another pattern comes after this one in grep's list.
+DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed = false);
 // The same reading, but `pcre` is a superset of the pattern in Hyperscan's syntax: what
 // grep's DFA leaves to regex (a back-reference; in UTF-8 brackets, \w \s) as ".*", a word
 // assertion as nothing, as dfa.c's superset reads them. pcre_ok: Hyperscan can read it
 // (not where the DFA and regex read a corner differently, nor with -i in UTF-8, whose
 // folding is the C library's). A line it does not match, the pattern does not select:
 // glibc, whose time can grow with the square of a line, need not be asked.
-DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case);
+DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed = false);
 
 // grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
 // UTF-8 locale a multibyte letter or digit counts; in the C locale ASCII alnum and '_'.
