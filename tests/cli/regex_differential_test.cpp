@@ -693,10 +693,15 @@ TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
       {"-G", {"-w", "-e", "[^[=e=]]\\?"}},            {"-G", {"-w", "-e", "[^e]\\?", "-e", "\\(x\\)\\1"}},
       {"-G", {"-w", "-e", "[^[.a.][:digit:]]\\(\\)\\|"}}, {"-E", {"-w", "-e", "([[=a=][:blank:]]*)"}},
       {"-E", {"-w", "-e", "|[^[:lower:][=b=][:digit:]]"}}, {"-G", {"-w", "-e", "", "-e", "[^[=a=]]"}},
-      {"-E", {"-w", "-o", "-e", "|[[=a=][:punct:]]"}},    {"-G", {"-w", "-c", "-e", "[[.-.][:alpha:]]\\{,\\}"}}};
+      {"-E", {"-w", "-o", "-e", "|[[=a=][:punct:]]"}},    {"-G", {"-w", "-c", "-e", "[[.-.][:alpha:]]\\{,\\}"}},
+      // A '{' that starts a branch: regex's repetition of nothing once the list's superset
+      // passes the line, as a pattern regex decides lets every line pass.
+      {"-E", {"-e", "{", "-e", "[[=e=]]"}},                {"-E", {"-n", "-e", "{[[:upper:]]", "-e", "[[=b=]]"}},
+      {"-E", {"-c", "-e", "[[.a.]]", "-e", "{"}},          {"-E", {"-e", "[[:lower:]]", "-e", "{"}},
+      {"-E", {"-v", "-e", "\\<", "-e", "{"}}};
   Tally tally;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    std::vector<std::string> env = locale_env(Locale::kC);
+    std::vector<std::string> env = locale_env(i >= 10 && i % 2 == 1 ? Locale::kUtf8 : Locale::kC);
     if (i % 2 == 0) env.push_back("GPUFILTER_REGEX_SELECT=eager");
     ++tally.cases;
     if (!expect_same_with(cases[i].first, cases[i].second, input, {{"3", "2", "cpu"}}, "a list regex decides", env))

@@ -495,16 +495,21 @@ void GnuRegex::compile_all() {
 // Where grep's regex decides lines, its DFA superset still passes them first, reading a
 // '{' that starts a branch as a literal where regex reads a repetition of nothing: -E
 // '{"id":[0-9]+' in UTF-8 (the bracket is regex's there) selects only lines with the
-// '{'. Those patterns keep the superset's reading beside their own. With -w in UTF-8 the
-// wrapper's brackets are the superset's ".*": the pattern's superset anywhere in the line.
+// '{'. Those patterns keep the superset's reading beside their own. The superset is the
+// whole list's (grep's DFA reads the patterns joined): "-E -e '{' -e '[[=e=]]'" passes every
+// line, the second pattern's superset being ".*", and regex's '{' then takes it. With -w
+// in UTF-8 the wrapper's brackets are the superset's ".*": anywhere in the line.
 void GnuRegex::compile_corner_selects(const std::vector<DfaView>& views) {
   const bool wrap = options_.whole_line || (options_.word && !options_.utf8);
   const reg_syntax_t bits = syntax_bits(options_);
+  if (std::none_of(views.begin(), views.end(), [](const DfaView& v) { return v.corner; })) return;
+  std::string list;  // RE_NEWLINE_ALT: one branch per pattern
+  for (std::size_t j = 0; j < views.size(); ++j)
+    list += (j ? "\n" : "") + (wrap ? wrapped(views[j].superset, options_) : views[j].superset);
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
     if (!views[i].corner) continue;
-    std::string& text = (*select_texts_)[i];
-    text = wrap ? wrapped(views[i].superset, options_) : views[i].superset;
-    corner_select_[i] = compiled_[i]->select.compile(text, bits, false, options_) == nullptr;
+    (*select_texts_)[i] = list;
+    corner_select_[i] = compiled_[i]->select.compile(list, bits, false, options_) == nullptr;
   }
 }
 
@@ -582,6 +587,7 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   std::vector<std::uint32_t> ids;
   for (std::uint32_t i : backref_free_) {
     if (!read[i].pcre_ok) continue;
+    if (!dfa_supported_ && read[i].corner) continue;  // regex's reading decides it, not the DFA's
     const std::string& p = read[i].pcre;
     if (options_.whole_line) expressions.push_back("^(?:" + p + ")$");
     else if (options_.word) expressions.push_back("(?:^|[^[:alnum:]_\\n])(?:" + p + ")(?:[^[:alnum:]_\\n]|$)");
