@@ -292,9 +292,9 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.regex_word = o.word && one_distinct && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
-  // from the start), except that -q exits 0 at the first line that would be selected:
-  // grep checks done_on_match before the count.
-  if (o.negative_max_count && o.invert && !o.quiet) searching.max_count = 0;
+  // from the start) but prints their context, except that -q exits 0 at the first line
+  // that would be selected: grep checks done_on_match before the count.
+  if (o.negative_max_count && o.invert && !o.quiet) searching.hide_selected = true;
   searching.before = o.before.value_or(o.context.value_or(0));
   searching.after = o.after.value_or(o.context.value_or(0));
   searching.group_separators = o.before || o.after || o.context;

@@ -290,8 +290,10 @@ bool Searcher::emit(std::string_view text, std::uint64_t offset, std::uint64_t n
 // not kept, and are not printed).
 bool Searcher::lags(std::uint64_t number, std::size_t size) const noexcept {
   constexpr std::size_t kLaggingBytes = std::size_t{4} << 20;
-  // Only where encoding_error() can hide a line.
-  if (!options_.utf8 || options_.binary_files == BinaryFiles::kText || options_.only_matching) return false;
+  // Only where encoding_error() can hide a line, or hide_selected every selected one.
+  if (!options_.hide_selected &&
+      (!options_.utf8 || options_.binary_files == BinaryFiles::kText || options_.only_matching))
+    return false;
   const std::size_t kept = lagging_.lines.size();
   return options_.after > 0 && number == lastout_ + kept && kept < 64 * options_.after &&
          lagging_.bytes.size() + size <= kLaggingBytes;
@@ -312,16 +314,45 @@ void Searcher::catch_up() {
   Lagging kept;
   std::swap(kept, lagging_);  // emit() clears lagging_
   std::size_t k = 0;
-  for (std::size_t left = options_.after; left > 0 && k < kept.lines.size(); --left, ++k) {
+  std::size_t left = options_.after;
+  bool stopped = false;
+  for (; left > 0 && k < kept.lines.size(); --left, ++k) {
     const Lagging::Line& l = kept.lines[k];
-    if (!emit(kept.text(l), l.offset, l.number, false, l.spans, l.ids, true)) break;
+    if (!emit(kept.text(l), l.offset, l.number, false, l.spans, l.ids, true)) {
+      stopped = true;
+      break;
+    }
   }
   lagging_.clear();
   for (; k < kept.lines.size(); ++k) {
     const Lagging::Line& l = kept.lines[k];
     lagging_.add(kept.text(l), l.offset, l.number, l.spans, l.ids);
   }
-  pending_after_ = 0;
+  // Hidden selected lines (hide_selected) stop nothing: the count left goes on to the
+  // lines after them, as grep's prpending() goes on to its limit.
+  pending_after_ = options_.hide_selected && !stopped ? left : 0;
+}
+
+// A selected line under hide_selected: its group starts and its leading context prints,
+// as in grep's prtext(), but the line itself is neither printed nor counted.
+void Searcher::hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number) {
+  if (quiet_) return;
+  if (last_selected_ == 0 || number != last_selected_ + 1) {  // grep's prtext() takes a run at once
+    start_group(number);
+    // Leading context reaches back to the last output, which a hidden line does not
+    // move: the hidden lines of earlier runs are context too.
+    for (const StoredLine& s : before_)
+      if (!lastout_set_ || s.number >= lastout_) emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
+    before_.clear();
+    pending_after_ = options_.after;
+  }
+  lag(text, offset, number, {}, {});
+  last_selected_ = number;
+  used_ = used_here_ = true;
+  if (options_.before > 0) {
+    if (before_.size() == options_.before) before_.pop_front();
+    before_.push_back(StoredLine{std::string(text), offset, number, {}, {}});
+  }
 }
 
 // With -v grep prints a run of selected lines at once, and its trailing context follows
@@ -443,6 +474,10 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
       pending_after_ = 0;
       done_ = true;
     }
+    return;
+  }
+  if (selected && options_.hide_selected) {
+    hidden_selected(text, offset, number);
     return;
   }
   if (selected) {

@@ -38,6 +38,10 @@ struct SearchOptions {
   // only the spans, never which lines match.
   bool regex_word = false;
   std::uint64_t max_count = std::numeric_limits<std::uint64_t>::max();  // -m
+  // grep -v with a negative -m: its count of lines left is below 0 from the start, so it
+  // prints and counts no selected line, but prints their context, and its late trailing
+  // context (prpending(), from its last output on) takes the selected lines as context.
+  bool hide_selected = false;
   std::size_t before = 0;   // -B
   std::size_t after = 0;    // -A
   bool group_separators = false;  // a context option was given, even -C 0: print "--"
@@ -144,6 +148,7 @@ class Searcher final : public ChunkConsumer {
   void lag(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
            std::span<const std::uint32_t> ids);
   void catch_up();
+  void hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number);
   void end_run();
   void last_buffer(std::uint64_t number);
   void start_group(std::uint64_t number);
