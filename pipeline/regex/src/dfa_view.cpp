@@ -107,6 +107,22 @@ std::string pcre_byte(unsigned char c) {
   return std::string{'\\', 'x', hex[c >> 4], hex[c & 15]};
 }
 
+// A bracket's element at p[j] == '[' ("[:name:]", "[=c=]", "[.c.]"): its kind (':',
+// '=', '.'), its name and where its closing "x]" is; kind 0 when p[j] starts none, and
+// `close` npos when it is not closed before `end`.
+struct BracketElement {
+  char kind = 0;
+  std::string_view name;
+  std::size_t close = std::string_view::npos;
+};
+BracketElement bracket_element(std::string_view p, std::size_t j, std::size_t end) {
+  if (p[j] != '[' || j + 1 >= end || (p[j + 1] != ':' && p[j + 1] != '=' && p[j + 1] != '.')) return {};
+  BracketElement e{p[j + 1], {}, p.find(std::string{p[j + 1], ']'}, j + 2)};
+  if (e.close == std::string_view::npos || e.close >= end) e.close = std::string_view::npos;
+  else e.name = p.substr(j + 2, e.close - (j + 2));
+  return e;
+}
+
 // A POSIX bracket expression p[i, end) in Hyperscan's syntax (C locale), or nothing.
 std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::size_t end, bool ignore_case,
                                         bool utf8) {
@@ -125,11 +141,8 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
   const std::size_t first = j;
   for (; j < end - 1; ++j) {
     const unsigned char c = static_cast<unsigned char>(p[j]);
-    if (c == '[' && j + 1 < end && (p[j + 1] == ':' || p[j + 1] == '=' || p[j + 1] == '.')) {
-      const char kind = p[j + 1];
-      const std::size_t close = p.find(std::string{kind, ']'}, j + 2);
-      if (close == std::string_view::npos || close >= end) return std::nullopt;
-      const std::string_view name = p.substr(j + 2, close - (j + 2));
+    if (const auto [kind, name, close] = bracket_element(p, j, end); kind != 0) {
+      if (close == std::string_view::npos) return std::nullopt;
       if (kind == ':') {
         if (ignore_case && (name == "upper" || name == "lower")) return std::nullopt;
         if (name == "space") out += "\\x09\\x0b-\\x0d\\x20";
@@ -196,11 +209,8 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
                                                   "space", "blank", "punct", "graph", "print", "cntrl"};
   for (; j < end - 1; ++j) {
     const unsigned char c = static_cast<unsigned char>(p[j]);
-    if (c == '[' && j + 1 < end && (p[j + 1] == ':' || p[j + 1] == '=' || p[j + 1] == '.')) {
-      const char kind = p[j + 1];
-      const std::size_t close = p.find(std::string{kind, ']'}, j + 2);
-      if (close == std::string_view::npos || close >= end) return std::nullopt;
-      const std::string_view name = p.substr(j + 2, close - (j + 2));
+    if (const auto [kind, name, close] = bracket_element(p, j, end); kind != 0) {
+      if (close == std::string_view::npos) return std::nullopt;
       if (kind == ':') {
         if (std::find(std::begin(kClasses), std::end(kClasses), name) == std::end(kClasses)) return std::nullopt;
         const std::string_view read = name == "upper" || name == "lower" ? "alpha" : name;
