@@ -72,6 +72,22 @@ bool grep_searches_fixed(regex::Syntax given, const std::vector<std::string>& fi
   return true;
 }
 
+// "\a" under -i: where grep searches with its regex matcher (one distinct -G/-E pattern;
+// see grep_searches_fixed()) it reads an escaped lowercase letter otherwise than the
+// letter (no -o span: dfa_view.cpp), so such a list stays a regex, as written.
+bool escape_read_otherwise(const std::vector<std::string>& patterns, regex::Syntax given,
+                           const std::vector<std::string>& fixed, bool ignore_case) {
+  if (!ignore_case || given == regex::Syntax::kFixed || grep_searches_fixed(given, fixed, ignore_case)) return false;
+  return std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) {
+    for (std::size_t i = 0; i + 1 < p.size(); ++i) {
+      if (p[i] != '\\') continue;
+      if (p[i + 1] >= 'a' && p[i + 1] <= 'z') return true;
+      ++i;  // the escaped byte
+    }
+    return false;
+  });
+}
+
 // grep drops repeated patterns before it compiles them (so a bad one is reported once, and
 // "-P -e x -e x" is one pattern); the first keeps its place and its origin.
 std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOrigin>& origins) {
@@ -109,7 +125,8 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
     // One pattern stays with grep's regex matcher: its errors are regex's.
     if (patterns.size() == 1 && o.syntax != regex::Syntax::kFixed) regex::compile(patterns, options, origins);
     std::vector<std::string> fixed;
-    if (regex::as_fixed_strings(patterns, o.syntax, o.ignore_case, utf8, fixed)) {
+    if (regex::as_fixed_strings(patterns, o.syntax, o.ignore_case, utf8, fixed) &&
+        !escape_read_otherwise(patterns, given_syntax, fixed, o.ignore_case)) {
       // The literal path keeps every pattern as given (--pattern-counts lists each).
       std::vector<std::string> all;
       regex::as_fixed_strings(o.patterns.patterns(), o.syntax, o.ignore_case, utf8, all);

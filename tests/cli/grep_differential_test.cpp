@@ -251,10 +251,12 @@ TEST_F(GrepDifferential, ZeroAndNegativeMaxCountWithListsQuietAndMissingFiles) {
 // the hidden lines as context. Found by an outside-style fuzzer.
 TEST_F(GrepDifferential, NegativeMaxCountWithInvertPrintsOnlyContext) {
   const std::vector<std::string> inputs = {"a\nb\nc\na\nd\ne\n", "x\ny\nz\nw\nx\nx\nq\nx\n",
-                                           "x\nx\ny\nx\nz\nw\nx\nx\nq\nx\nr\n", "x\ny"};
+                                           "x\nx\ny\nx\nz\nw\nx\nx\nq\nx\nr\n", "x\ny",
+                                           std::string("x\ny\n\0z\nx\nw\n", 11)};  // binary: nothing to report
   const std::vector<Args> modes = {{"-B1"},      {"-A1"},         {"-C1"},       {"-n", "-A2"}, {"-o", "-A1"},
                                    {"-A5"},      {"-B3", "-n"},   {"-C2", "-o"}, {"-B2", "-A1", "-n"},
-                                   {"-B1", "-A3"}, {"-C3", "-b"}, {"-C1", "--color=always", "-n"}, {"-c", "-A1"}};
+                                   {"-B1", "-A3"}, {"-C3", "-b"}, {"-C1", "--color=always", "-n"}, {"-c", "-A1"},
+                                   {"-L"},         {"-l", "-A1"}};
   for (std::size_t i = 0; i < modes.size(); ++i)
     for (std::size_t k = 0; k < 2; ++k)
       expect_same(Args{"-v", i % 2 == 0 ? "-m-1" : "-m-3"} + modes[i] + Args{(i + k) % 3 == 0 ? "a" : "x"},

@@ -670,7 +670,8 @@ TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
     const std::vector<Args> cases = {{"-i", "\\ab."},           {"-i", "-o", "\\aB."},    {"-i", "-n", "\\<\\a"},
                                      {"-i", "-c", group},       {"-i", "-w", "\\ab0"},     {"-i", "-x", "\\aB0"},
                                      {"-i", "-e", "\\ab.", "-e", backref},                 {"-i", "-c", "\\q"},
-                                     {"-i", "-o", "-e", "\\ab", "-e", "Q"},               {"\\ab."}};
+                                     {"-i", "-o", "-e", "\\ab", "-e", "Q"},               {"\\ab."},
+                                     {"-i", "-o", "\\a"},       {"-i", "-o", "-e", "\\a", "-e", "\\a"}};
     for (std::size_t i = 0; i < cases.size(); ++i) {
       const Locale l = i % 2 == 0 ? Locale::kC : Locale::kUtf8;
       std::vector<std::string> env = locale_env(l);
@@ -727,6 +728,14 @@ TEST(RegexOddPatterns, CaselessBracketsAsTheDfaReadsThem) {
       if (!expect_same_with(i % 2 == 0 ? "-G" : "-E", args, input, {{"3", "2", "cpu"}}, "caseless bracket", env))
         ++tally.differing;
     }
+  }
+  // Where grep's regex decides the list, a range is read with its ends folded first.
+  for (const Args& args : std::vector<Args>{{"-i", "-e", "[A-b0b]\\W", "-e", "\\(x\\)\\1"},
+                                            {"-i", "-c", "-e", "[^A-b]x*", "-e", "[[=q=]]"}}) {
+    ++tally.cases;
+    if (!expect_same_with("-G", args, input + "_  0\nb- \n", {{"3", "2", "cpu"}}, "caseless range in a regex list",
+                          locale_env(Locale::kC)))
+      ++tally.differing;
   }
   report_tally("caseless brackets", tally);
 }

@@ -426,10 +426,12 @@ void Searcher::binary_record(std::string_view text, std::uint64_t offset, std::s
       const LineOccurrence& o = occurrences[k];
       if (o.position + table_.unique_length(o.pattern) <= end) record_occurrences_.push_back({o.position - begin, o.pattern});
     }
-    if (line_matches(record, record_occurrences_) != options_.invert) {
+    const bool selected = line_matches(record, record_occurrences_) != options_.invert;
+    if (selected) used_ = used_here_ = true;  // grep's separator rule counts lines it selected but did not print
+    // hide_selected: grep counts no selected line, so it has none to report here either.
+    if (selected && !options_.hide_selected) {
       ++selected_;
       after_last_selected_ = offset + std::min(end + 1, text.size() + (terminated ? 1 : 0));
-      used_ = used_here_ = true;  // grep's separator rule counts lines it selected but did not print
       binary_matched_ = true;
       if (stop_on_first_ || selected_ >= options_.max_count) {
         done_ = true;

@@ -238,6 +238,13 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
   return set;
 }
 
+// Whether a bracket's text holds a range ("a-b"; not a '-' first or last).
+bool text_has_range(std::string_view b) {
+  for (std::size_t k = 2; k + 2 < b.size(); ++k)
+    if (b[k] == '-' && b[k - 1] != '[' && b[k + 1] != ']') return true;
+  return false;
+}
+
 // A bracket of exactly `set` (every byte listed, no range), negated or not: in glibc's
 // syntax (']' first, '^' not first, '-' last) or in Hyperscan's (pcre_bracket's, '\n' never).
 std::string listed_bracket(const std::bitset<256>& set, bool negated, bool for_hyperscan) {
@@ -442,6 +449,8 @@ void Reader::bracket(std::size_t& i) {
   if (const auto folded = ignore_case_ && !utf8_ && !collating ? folded_bracket(p_, i, end, negated) : std::nullopt) {
     text = listed_bracket(*folded, negated, false);
     pcre = listed_bracket(*folded, negated, true);
+    // A range: where grep's regex decides, it reads the range with its ends folded first.
+    if (text_has_range(p_.substr(i, end - i))) view_.corner = true;
   } else {
     pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   }
