@@ -731,7 +731,8 @@ TEST(RegexOddPatterns, CaselessBracketsAsTheDfaReadsThem) {
   }
   // Where grep's regex decides the list, a range is read with its ends folded first.
   for (const Args& args : std::vector<Args>{{"-i", "-e", "[A-b0b]\\W", "-e", "\\(x\\)\\1"},
-                                            {"-i", "-c", "-e", "[^A-b]x*", "-e", "[[=q=]]"}}) {
+                                            {"-i", "-c", "-e", "[^A-b]x*", "-e", "[[=q=]]"},
+                                            {"-i", "-e", "[[=a=]A-b]"}, {"-i", "-n", "-e", "[[.a.]A-b]"}}) {
     ++tally.cases;
     if (!expect_same_with("-G", args, input + "_  0\nb- \n", {{"3", "2", "cpu"}}, "caseless range in a regex list",
                           locale_env(Locale::kC)))

@@ -449,12 +449,13 @@ void Reader::bracket(std::size_t& i) {
   if (const auto folded = ignore_case_ && !utf8_ && !collating ? folded_bracket(p_, i, end, negated) : std::nullopt) {
     text = listed_bracket(*folded, negated, false);
     pcre = listed_bracket(*folded, negated, true);
-    // A range: where grep's regex decides, it reads the range with its ends folded first.
-    if (text_has_range(p_.substr(i, end - i))) view_.corner = true;
   } else {
     pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   }
   if (!pcre && !superset_) view_.pcre_ok = false;
+  // A range under -i in the C locale: where grep's regex decides, it reads the range with
+  // its ends folded first ("[[=a=]A-b]" holds no '_' there).
+  if (ignore_case_ && !utf8_ && text_has_range(p_.substr(i, end - i))) view_.corner = true;
   // superset_view(): one character, whatever Hyperscan cannot say of which (a collating
   // symbol, an equivalence class; in UTF-8 a bracket the DFA reads as one character).
   atom(text, pcre.value_or(superset_ ? "." : ""), false);
