@@ -11,7 +11,6 @@
 // only the DFA reports.
 #include <algorithm>
 #include <bitset>
-#include <iterator>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -175,8 +174,9 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
   return out + "]";
 }
 
-// The C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone).
-bool in_c_class(std::string_view name, unsigned char c) {
+// Whether the C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone);
+// nothing for a name that is no class.
+std::optional<bool> in_c_class(std::string_view name, unsigned char c) {
   const bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
   const bool graph = c > ' ' && c < 0x7f;
   if (name == "alpha") return upper || lower;
@@ -191,7 +191,7 @@ bool in_c_class(std::string_view name, unsigned char c) {
   if (name == "graph") return graph;
   if (name == "print") return graph || c == ' ';
   if (name == "cntrl") return c < ' ' || c == 0x7f;
-  return false;
+  return std::nullopt;
 }
 
 // Under -i in the C locale, the bytes dfa.c's bracket p[i, end) takes: each member and
@@ -199,23 +199,26 @@ bool in_c_class(std::string_view name, unsigned char c) {
 // regex reads a range after folding its ends to upper case ("[A-b]" is "[A-B]"), so
 // where the DFA decides it needs these bytes spelled out. Nothing for a form it does not
 // take apart (a collating symbol as a range end, an unknown class, a bad range).
-std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i, std::size_t end, bool& negated) {
+// `ranged`: it holds a range, whose ends glibc's regex folds first.
+std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i, std::size_t end, bool& negated,
+                                               bool& ranged) {
   std::bitset<256> set;
   std::size_t j = i + 1;
   negated = j < end && p[j] == '^';
   if (negated) ++j;
+  ranged = false;
   const std::size_t first = j;
-  static constexpr std::string_view kClasses[] = {"alpha", "upper", "lower", "digit", "alnum", "xdigit",
-                                                  "space", "blank", "punct", "graph", "print", "cntrl"};
   for (; j < end - 1; ++j) {
     const unsigned char c = static_cast<unsigned char>(p[j]);
     if (const auto [kind, name, close] = bracket_element(p, j, end); kind != 0) {
       if (close == std::string_view::npos) return std::nullopt;
       if (kind == ':') {
-        if (std::find(std::begin(kClasses), std::end(kClasses), name) == std::end(kClasses)) return std::nullopt;
         const std::string_view read = name == "upper" || name == "lower" ? "alpha" : name;
-        for (int b = 0; b < 256; ++b)
-          if (in_c_class(read, static_cast<unsigned char>(b))) set.set(static_cast<std::size_t>(b));
+        for (int b = 0; b < 256; ++b) {
+          const std::optional<bool> in = in_c_class(read, static_cast<unsigned char>(b));
+          if (!in) return std::nullopt;
+          if (*in) set.set(static_cast<std::size_t>(b));
+        }
       } else {
         if (name.size() != 1 || (close + 3 < end && p[close + 2] == '-' && p[close + 3] != ']')) return std::nullopt;
         set.set(static_cast<unsigned char>(name[0]));
@@ -228,6 +231,7 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
       const unsigned char high = static_cast<unsigned char>(p[j + 2]);
       if (p[j + 2] == '[' || high < c) return std::nullopt;
       for (unsigned b = c; b <= high; ++b) set.set(b);
+      ranged = true;
       j += 2;
       continue;
     }
@@ -236,13 +240,6 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
   for (unsigned b = 'A'; b <= 'Z'; ++b)
     if (set[b] || set[b + 32]) set.set(b).set(b + 32);
   return set;
-}
-
-// Whether a bracket's text holds a range ("a-b"; not a '-' first or last).
-bool text_has_range(std::string_view b) {
-  for (std::size_t k = 2; k + 2 < b.size(); ++k)
-    if (b[k] == '-' && b[k - 1] != '[' && b[k + 1] != ']') return true;
-  return false;
 }
 
 // A bracket of exactly `set` (every byte listed, no range), negated or not: in glibc's
@@ -443,19 +440,21 @@ void Reader::bracket(std::size_t& i) {
   if (collating || (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))) left_to_regex();
   std::string text(p_.substr(i, end - i));
   std::optional<std::string> pcre;
-  bool negated = false;
-  // Under -i in the C locale the DFA's bytes, listed (folded_bracket()): glibc would fold
-  // a range's ends first, and Hyperscan's caseless classes are not the DFA's.
-  if (const auto folded = ignore_case_ && !utf8_ && !collating ? folded_bracket(p_, i, end, negated) : std::nullopt) {
+  bool negated = false, ranged = false;
+  // Under -i in the C locale the DFA's bytes (folded_bracket()): glibc would fold a
+  // range's ends first, and Hyperscan's caseless classes are not the DFA's. Listed for
+  // both, but where regex decides anyway (an equivalence class or a collating symbol).
+  const auto folded = ignore_case_ && !utf8_ ? folded_bracket(p_, i, end, negated, ranged) : std::nullopt;
+  if (folded && !collating) {
     text = listed_bracket(*folded, negated, false);
     pcre = listed_bracket(*folded, negated, true);
   } else {
     pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   }
   if (!pcre && !superset_) view_.pcre_ok = false;
-  // A range under -i in the C locale: where grep's regex decides, it reads the range with
-  // its ends folded first ("[[=a=]A-b]" holds no '_' there).
-  if (ignore_case_ && !utf8_ && text_has_range(p_.substr(i, end - i))) view_.corner = true;
+  // Where grep's regex decides, a range reads with its ends folded first ("[[=a=]A-b]"
+  // holds no '_' there): a corner.
+  if (ranged) view_.corner = true;
   // superset_view(): one character, whatever Hyperscan cannot say of which (a collating
   // symbol, an equivalence class; in UTF-8 a bracket the DFA reads as one character).
   atom(text, pcre.value_or(superset_ ? "." : ""), false);

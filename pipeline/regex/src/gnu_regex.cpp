@@ -231,7 +231,7 @@ class GnuRegex final : public LineRegex {
   bool whole_list() const noexcept override { return whole_list_; }
 
   bool selects(std::size_t i, std::string_view line) override {
-    gate_fresh_ = false;  // a new question: the gate's answer is for another line
+    new_line();  // a new question: the gate's answer is for another line
     return decide(i, line);
   }
   bool decide(std::size_t i, std::string_view line) {
@@ -248,7 +248,7 @@ class GnuRegex final : public LineRegex {
     // grep's DFA superset passes the line before its regex decides: where the two read
     // the pattern differently ('{' starting a branch: a literal, or a repetition of
     // nothing), the superset's reading must hold too.
-    if (corner_select_[i] && c.select.search(line, 0, line.size()) < 0) return false;
+    if (corner_select_[i] && !list_superset_passes(line)) return false;
     return selects_by_regex(c.exact, line);
   }
 
@@ -270,7 +270,8 @@ class GnuRegex final : public LineRegex {
       : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
         select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
         backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), corner_select_(from.corner_select_),
-        ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_), gate_plan_(from.gate_plan_) {
+        list_superset_text_(from.list_superset_text_), ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_),
+        gate_plan_(from.gate_plan_) {
     compiled_.resize(patterns_.size());
     plan_ = from.plan_;  // set once by compile_fast(): the pointer never changes after
     if (whole_list_) compile_whole_list();
@@ -335,9 +336,13 @@ class GnuRegex final : public LineRegex {
   GnuPattern whole_select_;
   std::vector<std::uint32_t> backref_ids_;
   std::vector<std::uint32_t> backref_free_;
-  // By pattern, where grep's regex decides: the DFA's superset (DfaView::superset, as
-  // `select`) is asked first, since the two differ on a corner of this pattern.
+  // By pattern, where grep's regex decides: the DFA's superset of the whole list
+  // (list_superset_) is asked first, since the two differ on a corner of this pattern.
   std::vector<bool> corner_select_;
+  std::shared_ptr<const std::string> list_superset_text_;  // the supersets, one branch each
+  std::unique_ptr<GnuPattern> list_superset_;              // this copy's, compiled when first asked
+  bool list_pass_fresh_ = false;                           // list_pass_ is for the line being decided
+  bool list_pass_ = false;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
   bool adopted_ = true;              // plan_'s database is fast_ (or there is none)
   std::unique_ptr<HsSelect> fast_;  // selection of the patterns Hyperscan can read (in_fast_)
@@ -379,6 +384,9 @@ class GnuRegex final : public LineRegex {
   std::vector<std::uint32_t> gate_ids_;  // the gate's patterns that match the line asked about
   bool gate_scanned_ = false;            // gate_ids_ holds the gate's answer (the line is valid text for it)
   bool gate_fresh_ = false;              // gate_ids_/gate_scanned_ are for the line being decided
+  // A new line is asked about: the answers kept for the last one no longer hold.
+  void new_line() noexcept { gate_fresh_ = list_pass_fresh_ = false; }
+  bool list_superset_passes(std::string_view line);
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits, and
   // the wrapper's "[^[:alnum:]_]" a bracket grep's DFA leaves to regex: every line is
   // decided by grep's regex matcher, and Hyperscan reads none of it exactly.
@@ -506,11 +514,28 @@ void GnuRegex::compile_corner_selects(const std::vector<DfaView>& views) {
   std::string list;  // RE_NEWLINE_ALT: one branch per pattern
   for (std::size_t j = 0; j < views.size(); ++j)
     list += (j ? "\n" : "") + (wrap ? wrapped(views[j].superset, options_) : views[j].superset);
-  for (std::size_t i = 0; i < patterns_.size(); ++i) {
-    if (!views[i].corner) continue;
-    (*select_texts_)[i] = list;
-    corner_select_[i] = compiled_[i]->select.compile(list, bits, false, options_) == nullptr;
+  // Compiled once for every corner pattern (a copy compiles it when first asked).
+  list_superset_ = std::make_unique<GnuPattern>();
+  if (list_superset_->compile(list, bits, false, options_) != nullptr) {
+    list_superset_.reset();
+    return;
   }
+  list_superset_text_ = std::make_shared<const std::string>(std::move(list));
+  for (std::size_t i = 0; i < patterns_.size(); ++i) corner_select_[i] = views[i].corner;
+}
+
+// Whether the whole list's superset passes `line`: one search a line, however many
+// corner patterns ask.
+bool GnuRegex::list_superset_passes(std::string_view line) {
+  if (!list_pass_fresh_) {
+    if (!list_superset_) {  // a copy's: the original compiled the same text
+      list_superset_ = std::make_unique<GnuPattern>();
+      list_superset_->compile(*list_superset_text_, syntax_bits(options_), false, options_);
+    }
+    list_pass_ = list_superset_->search(line, 0, line.size()) >= 0;
+    list_pass_fresh_ = true;
+  }
+  return list_pass_;
 }
 
 bool GnuRegex::compile_whole_list() {
@@ -524,8 +549,7 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
     const reg_syntax_t bits = syntax_bits(options_);
     c->backref = backref_[i];
     c->exact.compile(patterns_[i], bits, c->backref, options_);
-    if ((!c->backref && dfa_supported_ && !whole_list_) || corner_select_[i])
-      c->select.compile((*select_texts_)[i], bits, false, options_);
+    if (!c->backref && dfa_supported_ && !whole_list_) c->select.compile((*select_texts_)[i], bits, false, options_);
     compiled_[i] = std::move(c);
   }
   return *compiled_[i];
@@ -748,7 +772,7 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                            std::vector<std::uint32_t>* ids) {
-  gate_fresh_ = false;  // the candidates below share one gate scan of this line
+  new_line();  // the candidates below share one gate scan of this line
   if (expected_ && candidates.size() == expected_ids_.size() &&
       std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && hyperscan_reads(line)) {
     const bool any = expected_->scan(line, ids);
