@@ -775,6 +775,27 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
   report_tally("invalid UTF-8 lines", tally);
 }
 
+// Where grep's regex decides (\W in UTF-8), it asks one regex of the backref-free patterns
+// joined; on a line that is not valid UTF-8 glibc answers that one otherwise than each
+// pattern alone when one needs its multibyte reading: -i -e A -e '\W' selects nothing.
+TEST(RegexEncodingErrors, JoinedPatternsOnInvalidLines) {
+  const std::string input = "\xc4\xb1" "a0\xc0\xaf\xf0\x9f\n\xc4\xb1" "a0 b\n" "xa\xc0 b\n\xc4\xb1" "Ab \xf0\x9f\n";
+  const std::vector<Args> cases = {{"-i", "-e", "A", "-e", "\\W"},       {"-i", "-c", "-e", "A", "-e", "\\s"},
+                                   {"-i", "-o", "-a", "-e", "A", "-e", "\\W"}, {"-i", "-w", "-e", "a", "-e", "\\W"},
+                                   {"-i", "-e", "A", "-e", "[[:alpha:]]b"},  {"-i", "-o", "-a", "-e", "b", "-e", "\\s"},
+                                   {"-e", "a", "-e", "\\W"},               {"-i", "-x", "-a", "-e", "A", "-e", "\\W"}};
+  Tally tally;
+  for (const Syntax s : {Syntax::kBasic, Syntax::kExtended}) {
+    for (const Args& args : cases) {
+      ++tally.cases;
+      if (!expect_same_with(matcher_flag(s), args, input, {{"3", "2", "cpu"}}, "joined patterns, invalid UTF-8",
+                            locale_env(Locale::kUtf8)))
+        ++tally.differing;
+    }
+  }
+  report_tally("joined patterns on invalid UTF-8 lines", tally);
+}
+
 // PCRE2 cannot decide a line ((*UTF) on invalid UTF-8 in the C locale: error -23; a
 // pattern past the backtracking limit): grep prints every line before it and dies with
 // "FILE: internal PCRE error: -23" (even under -s), searching no further file. gpufilter

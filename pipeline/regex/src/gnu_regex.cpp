@@ -236,8 +236,15 @@ class GnuRegex final : public LineRegex {
   }
   bool decide(std::size_t i, std::string_view line) {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
-    if (joined_walk_ && !backref_[i]) return joined_selects(line);
+    if (!backref_[i] && (joined_walk_ || joined_line(line))) return joined_selects(line);
     return own_selects(i, line);
+  }
+  // grep's regex asks one regex of every backref-free pattern joined. On valid text that
+  // is each pattern's own answer together; on a line that is not valid UTF-8 glibc can
+  // answer the joined regex otherwise, when a pattern in it needs its multibyte reading
+  // and another does not (-i -e A -e '\W' on "\xc4\xb1a0\xc0\xaf\xf0\x9f": no match).
+  bool joined_line(std::string_view line) const {
+    return options_.utf8 && !dfa_supported_ && backref_free_.size() > 1 && !valid_utf8(line);
   }
 
   // Pattern i alone, as if it were the only one.
@@ -779,7 +786,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
     if (ids != nullptr) std::sort(ids->begin(), ids->end());
     return any;
   }
-  if (joined_walk_) {  // the backref-free candidates together, then each backref one
+  if (joined_walk_ || joined_line(line)) {  // the backref-free candidates together, then each backref one
     bool any = false;
     bool joined = false, asked = false;
     for (std::uint32_t i : candidates) {
@@ -981,7 +988,7 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!exact_match(p, line, from, best, f)) return;
     if (better(f, best)) best = f;
   };
-  if (options_.word && !options_.whole_line) {
+  if (!options_.whole_line && (options_.word || joined_line(line))) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
