@@ -684,6 +684,28 @@ TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
   report_tally("escaped letters under -i", tally);
 }
 
+// Under -i in UTF-8 dfa.c still reads a bracket of characters, [:digit:] and digit ranges
+// itself (with each character's folded counterparts), so a leading ERE '{1}' repeats
+// nothing there (the DFA's reading) rather than being regex's literal "{1}".
+TEST(RegexOddPatterns, BracketsUnderIgnoreCaseInUtf8) {
+  const std::string input = "k\nK\n\xe2\x84\xaa\n\xc5\xbf\ns\n\xc4\xb1\ni\n\xc3\xa9\n\xc3\x89\n5\n{1}k\nxky\n-\n";
+  const std::vector<std::string> patterns = {"{1}[[:digit:]]", "{1}[k5]", "{1}[\xc3\xa9]", "{1}[-.s]", "[k]", "[s]",
+                                             "[i]",            "x[k]y",  "{1}[A-C5]",    "{1}[[:alpha:]]", "[0-9]s"};
+  Tally tally;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    for (const Args& extra : std::vector<Args>{{}, {"-o"}, {"-x"}, {"-c", "-v"}}) {
+      Args args = {"-i"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      args.push_back(patterns[i]);
+      std::vector<std::string> env = locale_env(Locale::kUtf8);
+      if (i % 3 == 0) env.push_back("GPUFILTER_REGEX_SELECT=eager");
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}}, "bracket under -i in UTF-8", env)) ++tally.differing;
+    }
+  }
+  report_tally("brackets under -i in UTF-8", tally);
+}
+
 // An equivalence class or a collating symbol hands the whole list to grep's regex in the
 // C locale too (dfa.c's known_bracket_exp), and so does a back-reference; -w is then
 // regex's walk of shorter and later matches, which Hyperscan's wrapper does not read.

@@ -56,9 +56,11 @@ std::size_t bracket_end(std::string_view p, std::size_t i, bool& confusing, bool
 // Whether dfa.c reads a bracket expression itself in a UTF-8 locale (parse_bracket_exp
 // without BACKREF, and an MBCSET that addtok() turns into an alternation of its
 // characters): not negated, no class but [:digit:], no equivalence class or collating
-// symbol, ranges of digits only, and no -i.
-bool dfa_reads_bracket(std::string_view b, bool ignore_case) {
-  if (ignore_case || b.size() < 3 || b[1] == '^') return false;
+// symbol, ranges of digits only. Under -i as well: dfa.c adds each character's folded
+// counterparts (U+212A beside 'k' and 'K'), and [:upper:]/[:lower:], which it reads as
+// [:alpha:], are classes it leaves to regex anyway.
+bool dfa_reads_bracket(std::string_view b) {
+  if (b.size() < 3 || b[1] == '^') return false;
   const std::string_view inner = b.substr(1, b.size() - 2);
   for (std::size_t j = 0; j < inner.size(); ++j) {
     if (inner[j] == '[' && j + 1 < inner.size() && (inner[j + 1] == ':' || inner[j + 1] == '=' || inner[j + 1] == '.')) {
@@ -437,7 +439,7 @@ void Reader::bracket(std::size_t& i) {
   if (confusing) fail("character class syntax is [[:space:]], not [:space:]");
   // dfa.c gives an equivalence class or a collating symbol to regex in every locale
   // (parse_bracket_exp: known_bracket_exp), and most multibyte brackets.
-  if (collating || (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i), ignore_case_))) left_to_regex();
+  if (collating || (utf8_ && !dfa_reads_bracket(p_.substr(i, end - i)))) left_to_regex();
   std::string text(p_.substr(i, end - i));
   std::optional<std::string> pcre;
   bool negated = false, ranged = false;
