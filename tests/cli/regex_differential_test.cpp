@@ -706,6 +706,26 @@ TEST(RegexOddPatterns, BracketsUnderIgnoreCaseInUtf8) {
   report_tally("brackets under -i in UTF-8", tally);
 }
 
+// Under -i in UTF-8, 'k' and U+212A fold within ASCII or not at all to grep
+// (case_folded_counterparts has no U+212A for 'k'), so two such fixed strings are
+// grep's fixed-string matcher's, whose -w walk meets the empty pattern inside a multibyte
+// character; 's' (U+017F) keeps them with its regex matcher.
+TEST(RegexOddPatterns, FixedStringsThatFoldWithinAsciiUnderIgnoreCase) {
+  const std::string input = "9\xf0\x9f\x98\x80" "2\n\nk\nK\n" + kKelvin + "\nx" + kKelvin + "y\nxky\n\xc5\xbf\nS\n";
+  const std::vector<Args> cases = {{"-i", "-w", "-e", "K", "-e", ""},         {"-i", "-w", "-e", kKelvin, "-e", ""},
+                                   {"-i", "-w", "-x", "-o", "-e", "", "-e", "k"}, {"-i", "-w", "-c", "-e", "", "-e", "k"},
+                                   {"-i", "-e", "k", "-e", "x"},                {"-i", "-w", "-e", "s", "-e", ""},
+                                   {"-i", "-o", "-e", "xky", "-e", kKelvin},    {"-i", "-c", "-F", "-e", "k", "-e", "s"}};
+  Tally tally;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    ++tally.cases;
+    if (!expect_same_with("-G", cases[i], input, {{"3", "2", "cpu"}}, "fixed strings under -i in UTF-8",
+                          locale_env(Locale::kUtf8)))
+      ++tally.differing;
+  }
+  report_tally("fixed strings folding within ASCII", tally);
+}
+
 // An equivalence class or a collating symbol hands the whole list to grep's regex in the
 // C locale too (dfa.c's known_bracket_exp), and so does a back-reference; -w is then
 // regex's walk of shorter and later matches, which Hyperscan's wrapper does not read.

@@ -252,9 +252,11 @@ TEST(LineRegex, PatternsWithoutOperatorsAreFixedStringsAsGrepMakesThem) {
   EXPECT_FALSE(as_fixed_strings({"a\\"}, Syntax::kBasic, false, false, fixed));
   EXPECT_TRUE(as_fixed_strings({"a\\+b"}, Syntax::kExtended, false, false, fixed));
   EXPECT_EQ(fixed, std::vector<std::string>{"a+b"});
-  // -i in UTF-8: 'k' also matches U+212A KELVIN SIGN, so it stays a regex.
+  // -i in UTF-8: 'i' also matches U+0131 DOTLESS I, so it stays a regex; 'k' folds within
+  // ASCII to grep (U+212A is no counterpart of it in dfa.c).
   EXPECT_FALSE(as_fixed_strings({"kilo"}, Syntax::kBasic, true, true, fixed));
   EXPECT_TRUE(as_fixed_strings({"kilo"}, Syntax::kBasic, true, false, fixed));
+  EXPECT_TRUE(as_fixed_strings({"kelp"}, Syntax::kBasic, true, true, fixed));
   EXPECT_FALSE(as_fixed_strings({"a"}, Syntax::kPerl, false, false, fixed));
 }
 

@@ -62,11 +62,11 @@ bool is_alnum(char c) { return is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z
 bool is_high(char c) { return static_cast<unsigned char>(c) >= 0x80; }
 
 // Under -i a literal byte must fold the way the scan folds: ASCII only. Bytes >= 0x80 fold
-// in other ways (UTF-8 letters; Latin-1 letters in a single-byte locale), and in UTF-8 'k',
-// 's' and 'i' also match U+212A, U+017F and U+0131 (folds_beyond_ascii).
+// in other ways (UTF-8 letters; Latin-1 letters in a single-byte locale), and in UTF-8 's'
+// and 'i' also match U+017F and U+0131, and under -P 'k' U+212A (folds_beyond_ascii_any_syntax).
 bool folds_in_ascii(char c, const FactorOptions& options) {
   if (!options.ignore_case) return true;
-  return !is_high(c) && !(options.utf8 && folds_beyond_ascii(static_cast<unsigned char>(c)));
+  return !is_high(c) && !(options.utf8 && folds_beyond_ascii_any_syntax(static_cast<unsigned char>(c)));
 }
 
 // Sorted, without duplicates (compared folded when the scan folds: "AB" and "ab" are one).

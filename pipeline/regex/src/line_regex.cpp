@@ -1,8 +1,10 @@
 // compile(), the fixed-string rule, grep's diagnostics and word characters.
 #include "gpufilter/regex/line_regex.hpp"
 
+#include <algorithm>
 #include <cwchar>
 #include <cwctype>
+#include <iterator>
 
 #include "regex_internal.hpp"
 
@@ -60,6 +62,26 @@ bool possible_backrefs(std::string_view p) {
   return false;
 }
 
+namespace {
+
+// gnulib's lonesome_lower as grep 3.8 has it (localeinfo.c): characters whose upper case
+// lowers to another character, counted among the counterparts of that upper case.
+constexpr wint_t kLonesomeLower[] = {0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x01CB, 0x01F2,
+                                     0x0345, 0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0,
+                                     0x03F1, 0x03F2, 0x03F5, 0x1E9B, 0x1FBE};
+
+// dfa.c's case_folded_counterparts(c) is not empty.
+bool has_case_counterparts(wint_t c) {
+  const wint_t uc = std::towupper(c);
+  const wint_t lc = std::towlower(uc);
+  if (uc != c) return true;
+  if (lc != uc && lc != c && std::towupper(lc) == uc) return true;
+  return std::any_of(std::begin(kLonesomeLower), std::end(kLonesomeLower),
+                     [&](wint_t li) { return li != lc && li != uc && li != c && std::towupper(li) == uc; });
+}
+
+}  // namespace
+
 std::size_t fold_free_length(std::string_view text, std::size_t at) {
   const auto b = static_cast<unsigned char>(text[at]);
   if (b < 0x80) return folds_beyond_ascii(b) ? 0 : 1;
@@ -67,8 +89,7 @@ std::size_t fold_free_length(std::string_view text, std::size_t at) {
   wchar_t wc = 0;
   const std::size_t n = std::mbrtowc(&wc, text.data() + at, text.size() - at, &state);
   if (n == 0 || n > text.size() - at) return 0;  // invalid or cut short
-  const auto c = static_cast<wint_t>(wc);
-  return std::towupper(c) != c || std::towlower(c) != c ? 0 : n;
+  return has_case_counterparts(static_cast<wint_t>(wc)) ? 0 : n;
 }
 
 // grep.c, try_fgrep_pattern: which bytes make a pattern a regex, and which escapes are

@@ -136,9 +136,9 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
                       std::vector<std::string>& fixed);
 
 // grep's fgrep_icase_charlen in a UTF-8 locale (the current one): the length of the
-// character at text[at] when -i folds it within ASCII or not at all ('a', '-', '😀'), 0
-// when it has a case variant of other bytes ('é'; 'k', 's' and 'i', whose variants
-// include U+212A, U+017F and U+0131) or is not a whole valid character.
+// character at text[at] when -i folds it within ASCII or not at all ('a', 'k', '-', '😀',
+// U+212A), 0 when dfa.c's case_folded_counterparts gives it one of other bytes ('é'; 's'
+// and 'i', whose counterparts include U+017F and U+0131) or it is not a whole valid character.
 std::size_t fold_free_length(std::string_view text, std::size_t at);
 
 // GNU grep's test for a pattern that may hold a back-reference (dfasearch.c).
