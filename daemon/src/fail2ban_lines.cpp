@@ -28,7 +28,7 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
                                                                 std::span<const Occurrence> occurrences) const {
   if (Fail2banBatch* b = handing_out_; b != nullptr && b->next < b->lines.size()) {
     if (b->lines[b->next].data() == line.data() && b->lines[b->next].size() == line.size()) {
-      outcomes_.swap(b->outcomes[b->next++]);  // the slot keeps the old vector's memory for the next batch
+      hand_out(*b, b->next++);
       return outcomes_;
     }
     handing_out_ = nullptr;  // not the lines prepared (never so from RuleConsumer): read as they come
@@ -56,14 +56,31 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
   return outcomes_;
 }
 
+// Line j's outcomes into outcomes_: what a filter found there, an empty outcome for the
+// others (emptied in place, keeping their memory).
+void RuleSet::hand_out(Fail2banBatch& b, std::size_t j) const {
+  outcomes_.resize(fail2ban_rules_.size());
+  for (std::size_t i = 0; i < outcomes_.size(); ++i) {
+    fail2ban::Filter::Outcome& out = outcomes_[i];
+    std::size_t& next = b.found_next[i];
+    if (next < b.found[i].size() && b.found[i][next].first == j) {
+      out = std::move(b.found[i][next++].second);
+      continue;
+    }
+    out.failures.clear();
+    out.ignore_hits.clear();
+    out.matched = false;
+  }
+}
+
 std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, std::span<const std::string_view> lines,
                                     std::span<const std::span<const Occurrence>> occurrences) const {
   const std::size_t rules = fail2ban_rules_.size();
   b.source = source;
   b.lines.assign(lines.begin(), lines.end());
   b.next = 0;
-  b.outcomes.resize(lines.size());
-  for (auto& o : b.outcomes) o.resize(rules);  // each filter's task sets its own, side by side
+  b.found.resize(rules);  // each filter's task fills its own, side by side
+  b.found_next.assign(rules, 0);
   b.literals.resize(rules);
   for (auto& l : b.literals) l.clear();
   for (std::size_t j = 0; j < lines.size(); ++j)
@@ -90,10 +107,9 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
 }
 
 void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
-  if (!fail2ban_reads(i, b.source)) {
-    for (auto& o : b.outcomes) o[i] = {};
-    return;
-  }
+  auto& found = b.found[i];
+  found.clear();
+  if (!fail2ban_reads(i, b.source)) return;
   try {
     const std::size_t k = static_cast<std::size_t>(
         std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
@@ -104,7 +120,8 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
     for (std::size_t j = 0; j < b.lines.size(); ++j) {
       at.clear();
       for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
-      b.outcomes[j][i] = filter.line(b.dated[k][j], at);
+      fail2ban::Filter::Outcome o = filter.line(b.dated[k][j], at);
+      if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));
     }
   } catch (...) {
     b.failed[b.readers.size() + i] = std::current_exception();
