@@ -290,6 +290,9 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   const bool one_distinct = !given.empty() && std::all_of(given.begin(), given.end(),
                                                           [&](const std::string& p) { return p == given.front(); });
   searching.regex_word = o.word && one_distinct && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
+  // That matcher, asked for a line's -o/--color parts, does not apply -x (EGexecute with a
+  // start pointer): with -v a context line that is not whole shows them.
+  searching.parts_without_whole_line = o.whole_line && !o.word && one_distinct && o.fixed_from_regex;
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start) but prints their context, except that -q exits 0 at the first line

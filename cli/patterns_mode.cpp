@@ -133,6 +133,7 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
       PatternSet literals;
       for (const std::string& f : all) literals.add(f);
       o.patterns = std::move(literals);
+      o.fixed_from_regex = given_syntax != regex::Syntax::kFixed;
       o.syntax = regex::Syntax::kFixed;
       if (!fixed_needs_characters(o, utf8)) return nullptr;
       options.fixed_matcher = grep_searches_fixed(given_syntax, fixed, o.ignore_case);

@@ -263,6 +263,22 @@ TEST_F(GrepDifferential, NegativeMaxCountWithInvertPrintsOnlyContext) {
                   inputs[(i + k) % inputs.size()], rotating_knobs(i));
 }
 
+// With -v, a line grep prints as context need not match: trailing context after -m, and
+// the selected lines a negative -m hides. grep still marks its -o/--color parts, and its
+// regex matcher (one -G/-E pattern, even one without an operator) leaves -x out there, so
+// "a0" shows its 'a'; -F and several fixed strings keep -x.
+TEST_F(GrepDifferential, PartsOfContextLinesUnderInvertAfterMaxCount) {
+  const std::vector<std::string> inputs = {"b\na0\nax\nx\na\naa\n", "a\nb a\nxa\n\na\n", "q\nxa\naxa\nx\n"};
+  const std::vector<Args> modes = {{"-m1", "-A1", "-o"},       {"-m1", "-A2", "--color=always"}, {"-m-1", "-A1", "-o"},
+                                   {"-m2", "-A3", "-o", "-n"}, {"-m-1", "-B1", "-o", "-b"},        {"-m1", "-C2", "-o"}};
+  const std::vector<std::pair<std::string, Args>> patterns = {
+      {"-G", {"a"}}, {"-E", {"a|x"}}, {"-F", {"a"}}, {"-G", {"-e", "a", "-e", "x"}}, {"-P", {"a"}}, {"-G", {"x*a"}}};
+  for (std::size_t i = 0; i < modes.size(); ++i)
+    for (std::size_t k = 0; k < patterns.size(); ++k)
+      expect_same_with(patterns[k].first, Args{"-v", "-x"} + modes[i] + patterns[k].second,
+                       inputs[(i + k) % inputs.size()], rotating_knobs(1 + (i + k) % 3));
+}
+
 TEST_F(GrepDifferential, SeveralFiles) {
   const std::string other = dir.write("other.txt", "nothing here\nfoo again\n");
   const std::string none = dir.write("none.txt", "no match\n");

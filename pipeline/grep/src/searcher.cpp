@@ -144,7 +144,10 @@ void Searcher::match_spans(std::string_view line, std::span<const LineOccurrence
     std::uint32_t best = 0;
     for (; j < occurrences.size() && occurrences[j].position == at; ++j) {
       const std::uint32_t length = table_.unique_length(occurrences[j].pattern);
-      if (best == 0 && at >= cursor && valid(line, at, length)) best = length;
+      const bool counts = options_.parts_without_whole_line
+                              ? occurrence_counts(line, at, at + length, options_.word, false)
+                              : valid(line, at, length);
+      if (best == 0 && at >= cursor && counts) best = length;
     }
     if (best != 0) {
       out.push_back({static_cast<std::size_t>(at), static_cast<std::size_t>(at + best)});
@@ -335,7 +338,8 @@ void Searcher::catch_up() {
 
 // A selected line under hide_selected: its group starts and its leading context prints,
 // as in grep's prtext(), but the line itself is neither printed nor counted.
-void Searcher::hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number) {
+void Searcher::hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number,
+                               std::span<const MatchSpan> spans) {
   if (quiet_) return;
   if (last_selected_ == 0 || number != last_selected_ + 1) {  // grep's prtext() takes a run at once
     start_group(number);
@@ -346,12 +350,12 @@ void Searcher::hidden_selected(std::string_view text, std::uint64_t offset, std:
     before_.clear();
     pending_after_ = options_.after;
   }
-  lag(text, offset, number, {}, {});
+  lag(text, offset, number, spans, {});
   last_selected_ = number;
   used_ = used_here_ = true;
   if (options_.before > 0) {
     if (before_.size() == options_.before) before_.pop_front();
-    before_.push_back(StoredLine{std::string(text), offset, number, {}, {}});
+    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}, {}});
   }
 }
 
@@ -460,8 +464,12 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   const bool selected = matched != options_.invert;
   auto spans_for = [&](bool as_selected) -> std::span<const MatchSpan> {
     // grep colours (and -o prints) matches only in lines that match: selected lines
-    // without -v, context lines with -v.
-    if (!options_.spans || !matched || (as_selected == options_.invert && !options_.context_spans)) return {};
+    // without -v, context lines with -v. With -v a line printed as context need not match
+    // (trailing context after -m, selected lines hidden by a negative -m): grep searches it
+    // all the same, and its regex matcher, asked from a start pointer, leaves -x out.
+    const bool context_under_v = options_.invert && !as_selected;
+    if (!options_.spans || (!matched && !context_under_v) || (as_selected == options_.invert && !options_.context_spans))
+      return {};
     match_spans(text, occurrences, spans_);
     return spans_;
   };
@@ -479,7 +487,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     return;
   }
   if (selected && options_.hide_selected) {
-    hidden_selected(text, offset, number);
+    hidden_selected(text, offset, number, spans_for(false));
     return;
   }
   if (selected) {

@@ -47,6 +47,9 @@ struct Options {
   std::vector<regex::PatternOrigin> origins;
   regex::Syntax syntax = regex::Syntax::kBasic;  // -G (default), -E, -F, -P
   bool syntax_given = false;
+  // -G/-E patterns without an operator taken as fixed strings (regex_lines_for()): grep
+  // kept its regex matcher for one of them, whose -o/--color parts leave -x out.
+  bool fixed_from_regex = false;
   std::vector<std::string> files;  // empty: standard input (with -r: the working directory)
   Directories directories = Directories::kRead;
   bool dereference = false;  // -R: follow every symbolic link while recursing

@@ -37,6 +37,11 @@ struct SearchOptions {
   // is the line and its newline (MatchSpan::newline). A front end sets it; it changes
   // only the spans, never which lines match.
   bool regex_word = false;
+  // -x with fixed strings that grep matched with its regex matcher (one -G/-E pattern),
+  // which leaves -x out when it finds a line's -o/--color parts: they are the pattern's
+  // occurrences, seen in a line printed as context under -v that is not whole (trailing
+  // context after -m). Spans only, never which lines match.
+  bool parts_without_whole_line = false;
   std::uint64_t max_count = std::numeric_limits<std::uint64_t>::max();  // -m
   // grep -v with a negative -m: its count of lines left is below 0 from the start, so it
   // prints and counts no selected line, but prints their context, and its late trailing
@@ -148,7 +153,8 @@ class Searcher final : public ChunkConsumer {
   void lag(std::string_view text, std::uint64_t offset, std::uint64_t number, std::span<const MatchSpan> spans,
            std::span<const std::uint32_t> ids);
   void catch_up();
-  void hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number);
+  void hidden_selected(std::string_view text, std::uint64_t offset, std::uint64_t number,
+                       std::span<const MatchSpan> spans);
   void end_run();
   void last_buffer(std::uint64_t number);
   void start_group(std::uint64_t number);
