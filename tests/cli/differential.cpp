@@ -204,7 +204,8 @@ constexpr const char* kRefusedConstructs[] = {"repeating an anchor or a word ass
                                               "beside a bracket expression in a UTF-8 locale",
                                               "repeats too much for the regex matcher",
                                               "of what can match the empty string too deep for the regex matcher",
-                                              "of a group that holds \\< or \\>"};
+                                              "of a group that holds \\< or \\>",
+                                              "an anchor beside other text in a repeated group"};
 
 // Runs `grep grep_matcher args...` once and `gpufilter [matcher] args...` per knob set and
 // reports each difference; `matcher` empty: gpufilter gets none.

@@ -943,6 +943,32 @@ TEST(RegexOddPatterns, RepeatedGroupsWithWordEdgesAreRefused) {
       expect_same_with("-E", {"-n", "-o", pattern, input}, {}, {{"", "", "cpu"}}, "", locale_env(locale));
 }
 
+// glibc lets an anchor in a later repetition of a group match where it should not
+// ("\(^ \)\{2\}" finds two spaces at the start of "  b"), and its answer depends on how
+// far past the line grep's buffer reaches: a branch holding an anchor beside other text,
+// repeated, is refused. A branch that is the anchor alone ("(^| )+", "(b|$)+") and '?' are
+// answered as grep answers them.
+TEST(RegexOddPatterns, RepeatedGroupsWithAnchorsBesideTextAreRefused) {
+  TempDir dir;
+  const std::string input = dir.write("in", "  b\nab\n a\nxa\nb a,b\n");
+  for (const Args& a : std::vector<Args>{{"-E", "(^a)+"},          {"-E", "-o", "(^.)+b"},  {"-G", "\\(^ \\)\\{1,2\\}"},
+                                         {"-G", "\\([a-z]$\\)\\{2\\}"}, {"-E", "(x(^a))*y"}, {"-E", "(a|b\\`)+"},
+                                         {"-E", "-w", "((^a))+"},    {"-E", "-e", "b", "-e", "(.$)+"}}) {
+    Args argv = {gpufilter_binary()};
+    argv.insert(argv.end(), a.begin(), a.end());
+    argv.push_back(input);
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 2) << a.back();
+    EXPECT_EQ(r.out, "") << a.back();
+    EXPECT_NE(r.err.find("an anchor beside other text in a repeated group"), std::string::npos) << r.err;
+  }
+  for (const char* pattern : {"(^| )+a", "(^|,)*b", "(b|$)+", "(^a)?", "(^a){1}b", "(^a){0,1}", "^(a )+"}) {
+    EXPECT_NE(run_process({gpufilter_binary(), "-E", pattern, input}).status, 2) << pattern;
+    for (const Locale locale : {Locale::kC, Locale::kUtf8})
+      expect_same_with("-E", {"-n", "-o", pattern, input}, {}, {{"", "", "cpu"}}, "", locale_env(locale));
+  }
+}
+
 // grep grows PCRE2's JIT stack (from 32 KiB, doubled) when a match needs more, and so the
 // answers of patterns that recurse along a long line: '(.)*$' on 1,500 characters ran out
 // of the default stack ("exhausted PCRE JIT stack", exit 2) where grep selects the line.

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gpufilter/regex/line_regex.hpp"
@@ -74,6 +75,18 @@ bool dfa_reads_bracket(std::string_view b) {
     }
   }
   return true;
+}
+
+// A repetition operator ("?", "*", "\{0,1\}", "{2}", ...) that takes its atom at most once.
+bool at_most_once(std::string_view op) {
+  std::string digits;
+  for (char c : op)
+    if (c != '\\' && c != '{' && c != '}') digits += c;
+  if (digits == "?") return true;
+  if (digits.empty() || digits == "*" || digits == "+") return false;
+  const std::size_t comma = digits.find(',');
+  const std::string high = comma == std::string::npos ? digits : digits.substr(comma + 1);
+  return high == "0" || high == "1";
 }
 
 // An interval at p[i] ('{' for ERE, the '{' after '\' for BRE): one past its end and its
@@ -298,7 +311,19 @@ class Reader {
     view_.pcre.append(superset_ && superset_atom_ ? (superset_atom_->empty() ? "" : "(?:.*)") : std::string(pcre));
     superset_atom_.reset();
     if (!zero_width) start_ = false;
+    if (!zero_width && !closing_group_) branch_.text = true;
     group_holds_assertion_ = false;  // close() says so for a group, after this
+    group_mixes_anchor_ = false;
+  }
+  // An anchor ('^', '$', '\`', '\'') in the branch being read.
+  void note_anchor() { branch_.anchor = true; }
+  // The branch being read ends ('|', a newline between patterns, a group's ')').
+  void end_branch() {
+    if (branch_.anchor && branch_.text) branch_.mixes = true;
+    mixes_in_group_ = mixes_in_group_ || branch_.mixes;
+    anchor_in_group_ = anchor_in_group_ || branch_.anchor;
+    text_in_group_ = text_in_group_ || branch_.text;
+    branch_ = {};
   }
   // A \< or \> inside the groups open now (see repeat()).
   void note_assertion() {
@@ -311,6 +336,7 @@ class Reader {
   }
   // Something that begins an expression: "(", "|", a newline between patterns.
   void open(std::string_view text, std::string_view pcre) {
+    end_branch();
     view_.select.append(text);
     view_.superset.append(text);
     view_.pcre.append(pcre);
@@ -320,7 +346,20 @@ class Reader {
   }
   void close(std::string_view text) {
     --depth_;
+    end_branch();
+    const bool mixes = mixes_in_group_, anchor = anchor_in_group_, text_inside = text_in_group_;
+    if (!outer_branches_.empty()) {
+      std::tie(branch_, mixes_in_group_, anchor_in_group_, text_in_group_) = outer_branches_.back();
+      outer_branches_.pop_back();
+    }
+    // The group is an atom of the branch around it, with what it holds.
+    branch_.anchor = branch_.anchor || anchor;
+    branch_.text = branch_.text || text_inside;
+    branch_.mixes = branch_.mixes || mixes;
+    closing_group_ = true;
     atom(text, ")", false);  // the group is the atom
+    closing_group_ = false;
+    group_mixes_anchor_ = mixes;
     if (!group_starts_.empty()) {
       atom_start_ = group_starts_.back();
       group_starts_.pop_back();
@@ -329,6 +368,9 @@ class Reader {
     }
   }
   void open_group(std::string_view text) {
+    outer_branches_.emplace_back(branch_, mixes_in_group_, anchor_in_group_, text_in_group_);
+    branch_ = {};
+    mixes_in_group_ = anchor_in_group_ = text_in_group_ = false;
     group_starts_.push_back(view_.pcre.size());
     groups_hold_assertion_.push_back(0);
     open(text, "(?:");
@@ -362,6 +404,12 @@ class Reader {
       view_.refusal = "repeating an anchor or a word assertion (\"" + std::string(p_) + "\") is not supported";
       return;
     }
+    // glibc lets an anchor in a later repetition of a group match where it should not
+    // ("\\(^ \\)\\{2\\}" finds two spaces at the start of "  b"), and what it answers
+    // depends on how far past the line the text it searches reaches (inside grep, the rest
+    // of grep's buffer): refused (GnuRegex), as -o, --color and the lines glibc decides
+    // would show it.
+    if (group_mixes_anchor_ && !at_most_once(text)) view_.anchor_in_repeated_group = true;
     if (group_holds_assertion_ && text != "?" && text != "\\?") {
       // glibc's regex answers a repeated group that holds \< or \> otherwise than grep's
       // DFA ("(\<[a-z]+\> ?){3}" selected lines grep does not), and otherwise than itself
@@ -413,6 +461,17 @@ class Reader {
   std::vector<std::size_t> group_starts_;  // where each open group's "(?:" begins
   std::vector<char> groups_hold_assertion_;  // per open group: a \< or \> inside
   bool group_holds_assertion_ = false;        // the last atom is a group holding one
+  // Anchors beside text in one branch of a group (see repeat()): the branch being read,
+  // what the branches of the innermost open group held so far, and the same saved for
+  // each group around it.
+  struct Branch {
+    bool anchor = false, text = false, mixes = false;
+  };
+  Branch branch_;
+  bool mixes_in_group_ = false, anchor_in_group_ = false, text_in_group_ = false;
+  std::vector<std::tuple<Branch, bool, bool, bool>> outer_branches_;
+  bool closing_group_ = false;      // atom() is the group that close() ends
+  bool group_mixes_anchor_ = false;  // the last atom is a group with a branch holding an anchor and text
 };
 
 // '$' is an anchor in an ERE, and in a BRE at the end or before "\)" or "\|" (to dfa.c
@@ -506,6 +565,7 @@ bool Reader::escape(std::size_t& i) {
     if (n == '<' || n == '>') note_assertion();
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
+    note_anchor();
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
   } else if (n == 'w' || n == 'W') {
     // In UTF-8 dfa.c reads \w \W \s \S as brackets of multibyte classes, which it leaves
@@ -546,10 +606,12 @@ DfaView Reader::read() {
     } else if (c == '^' && (ere_ || after_open_)) {
       view_.anchor = true;
       if (i != 0) view_.inner_anchor = true;
+      note_anchor();
       atom("^", "^", true);
     } else if (c == '$' && anchor_end(i)) {
       view_.anchor = true;
       if (i + 1 != p_.size()) view_.inner_anchor = true;
+      note_anchor();
       if (!ere_ && bare_close_or_bar_after(i)) {
         // dfa.c's look past a BRE '$' skips a backslash that is not there: before a bare
         // ')' or '|' it reads an anchor ("$|*" selects every line) where glibc reads a

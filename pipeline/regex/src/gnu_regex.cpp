@@ -459,6 +459,12 @@ void GnuRegex::compile_all() {
   }
   for (std::size_t i = 0; i < views.size(); ++i) {
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
+    if (views[i].anchor_in_repeated_group)
+      throw RegexError({with_origin(
+          origins_, i,
+          ("an anchor beside other text in a repeated group (\"" + patterns_[i] +
+           "\") is not supported; write the repetitions out")
+              .c_str())});
     if (options_.null_data && views[i].inner_anchor)
       throw RegexError({with_origin(origins_, i, "an anchor ('^' or '$') inside an expression is not supported with -z")});
     if (options_.null_data && options_.word && !options_.whole_line && views[i].anchor)
