@@ -684,6 +684,26 @@ TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
   report_tally("escaped letters under -i", tally);
 }
 
+// grep's -w walk (regex decides in UTF-8) is one of the joined backref-free patterns, and
+// a shorter match at a place is asked of a string cut there: an end anchor or a word
+// assertion of one pattern holds at the cut once another has brought the walk there.
+TEST(RegexOddPatterns, WordWalkOfJoinedPatternsWithAnchors) {
+  const std::string input = "-b kab2a\n-b\nb k\nab\nx-yb z\n\xc3\xa9-b c\n";
+  const std::vector<Args> cases = {{"-w", "-e", "[[:space:]ia-z]*\\W", "-e", "[[:print:]_]\\'"},
+                                   {"-w", "-e", "[a-z]*\\W", "-e", "b\\>"},
+                                   {"-w", "-c", "-e", "[a-z]*\\W", "-e", "b\\b"},
+                                   {"-w", "-o", "-e", "[a-z]*\\W", "-e", "b$"},
+                                   {"-w", "-n", "-e", "y[a-z]*\\W", "-e", "[a-z]\\B"}};
+  Tally tally;
+  for (const Args& args : cases)
+    for (const Locale l : {Locale::kUtf8, Locale::kC}) {
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}}, "-w walk of joined patterns", locale_env(l)))
+        ++tally.differing;
+    }
+  report_tally("-w walk of joined patterns", tally);
+}
+
 // Under -i in UTF-8 dfa.c still reads a bracket of characters, [:digit:] and digit ranges
 // itself (with each character's folded counterparts), so a leading ERE '{1}' repeats
 // nothing there (the DFA's reading) rather than being regex's literal "{1}".

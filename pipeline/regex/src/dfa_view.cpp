@@ -563,9 +563,11 @@ bool Reader::escape(std::size_t& i) {
     if (utf8_ || superset_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
     if (!superset_ && (n == '<' || n == '>' || utf8_)) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
     if (n == '<' || n == '>') note_assertion();
+    view_.assertion = true;
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {
     note_anchor();
+    view_.assertion = true;
     atom(text, n == '`' ? "^" : "$", true);  // dfa.c reads them as line anchors
   } else if (n == 'w' || n == 'W') {
     // In UTF-8 dfa.c reads \w \W \s \S as brackets of multibyte classes, which it leaves
