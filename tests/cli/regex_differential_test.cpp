@@ -684,6 +684,20 @@ TEST(RegexOddPatterns, EscapedLowercaseLetterUnderIgnoreCase) {
   report_tally("escaped letters under -i", tally);
 }
 
+// dfa.c drops an atom repeated at most zero times, with what it would have left to
+// regex: "\\a[[=b=]]{0}" is the DFA's to decide (its "\\a" the letter under -i), not
+// regex's (whose "\\a" matches nothing there).
+TEST(RegexOddPatterns, AtomsRepeatedZeroTimesAreDropped) {
+  const std::string input = "a1A2-b-0.90A\n_2A_.- aa2\n19 0\nb\n";
+  const std::vector<std::pair<std::string, Args>> cases = {
+      {"-E", {"-i", "\\a[[=b=]]{0}"}},    {"-E", {"-i", "-c", "\\a([[=b=]]x){0,0}"}}, {"-G", {"-i", "\\a\\([[=b=]]\\)\\{0\\}"}},
+      {"-E", {"-i", "\\a[[=b=]]{,0}"}},   {"-E", {"-i", "\\a[[=b=]]{1}"}},           {"-E", {"-i", "-o", "\\a[[.b.]]{0}2"}},
+      {"-G", {"-e", "a\\)"}},             {"-E", {"-i", "-w", ".*\\a(|(b[[=a=]])*){,0}\\S"}}};
+  for (const Locale l : {Locale::kC, Locale::kUtf8})
+    for (const auto& [matcher, args] : cases)
+      expect_same_with(matcher, args, input, {{"3", "2", "cpu"}}, "an atom repeated zero times", locale_env(l));
+}
+
 // grep's -w walk (regex decides in UTF-8) is one of the joined backref-free patterns, and
 // a shorter match at a place is asked of a string cut there: an end anchor or a word
 // assertion of one pattern holds at the cut once another has brought the walk there.

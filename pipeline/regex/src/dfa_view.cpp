@@ -77,6 +77,16 @@ bool dfa_reads_bracket(std::string_view b) {
   return true;
 }
 
+// A repetition operator that takes its atom no time at all ("{0}", "\{,0\}", "{0,0}").
+bool repeats_none(std::string_view op) {
+  if (op.empty() || (op.front() != '{' && op.front() != '\\')) return false;
+  std::string digits;
+  for (char c : op)
+    if (c != '\\' && c != '{' && c != '}') digits += c;
+  const std::size_t comma = digits.find(',');
+  return (comma == std::string::npos ? digits : digits.substr(comma + 1)) == "0";
+}
+
 // A repetition operator ("?", "*", "\{0,1\}", "{2}", ...) that takes its atom at most once.
 bool at_most_once(std::string_view op) {
   std::string digits;
@@ -312,6 +322,8 @@ class Reader {
     superset_atom_.reset();
     if (!zero_width) start_ = false;
     if (!zero_width && !closing_group_) branch_.text = true;
+    atom_to_regex_ = closing_group_ ? atom_to_regex_ : to_regex_pending_;
+    to_regex_pending_ = 0;
     group_holds_assertion_ = false;  // close() says so for a group, after this
     group_mixes_anchor_ = false;
   }
@@ -356,6 +368,11 @@ class Reader {
     branch_.anchor = branch_.anchor || anchor;
     branch_.text = branch_.text || text_inside;
     branch_.mixes = branch_.mixes || mixes;
+    atom_to_regex_ = 0;
+    if (!to_regex_at_group_.empty()) {  // an unmatched ')' (grep has failed already) opened none
+      atom_to_regex_ = to_regex_ - to_regex_at_group_.back();
+      to_regex_at_group_.pop_back();
+    }
     closing_group_ = true;
     atom(text, ")", false);  // the group is the atom
     closing_group_ = false;
@@ -369,6 +386,7 @@ class Reader {
   }
   void open_group(std::string_view text) {
     outer_branches_.emplace_back(branch_, mixes_in_group_, anchor_in_group_, text_in_group_);
+    to_regex_at_group_.push_back(to_regex_);
     branch_ = {};
     mixes_in_group_ = anchor_in_group_ = text_in_group_ = false;
     group_starts_.push_back(view_.pcre.size());
@@ -410,6 +428,12 @@ class Reader {
     // of grep's buffer): refused (GnuRegex), as -o, --color and the lines glibc decides
     // would show it.
     if (group_mixes_anchor_ && !at_most_once(text)) view_.anchor_in_repeated_group = true;
+    // dfa.c drops an atom repeated at most zero times (closure(): its tokens are removed),
+    // and with it what it left to regex: "\\a[[=b=]]{0}" is the DFA's to decide.
+    if (repeats_none(text)) {
+      to_regex_ -= atom_to_regex_;
+      atom_to_regex_ = 0;
+    }
     if (group_holds_assertion_ && text != "?" && text != "\\?") {
       // glibc's regex answers a repeated group that holds \< or \> otherwise than grep's
       // DFA ("(\<[a-z]+\> ?){3}" selected lines grep does not), and otherwise than itself
@@ -471,6 +495,10 @@ class Reader {
   bool mixes_in_group_ = false, anchor_in_group_ = false, text_in_group_ = false;
   std::vector<std::tuple<Branch, bool, bool, bool>> outer_branches_;
   bool closing_group_ = false;      // atom() is the group that close() ends
+  // Constructs left to grep's regex (left_to_regex()): in all, not yet taken by an atom,
+  // in the last atom, and when each open group began. DfaView::supported: none left.
+  std::size_t to_regex_ = 0, to_regex_pending_ = 0, atom_to_regex_ = 0;
+  std::vector<std::size_t> to_regex_at_group_;
   bool group_mixes_anchor_ = false;  // the last atom is a group with a branch holding an anchor and text
 };
 
@@ -523,7 +551,8 @@ void Reader::bracket(std::size_t& i) {
 }
 
 void Reader::left_to_regex(const char* superset) {
-  view_.supported = false;
+  ++to_regex_;
+  ++to_regex_pending_;
   superset_atom_ = superset;
 }
 
@@ -659,6 +688,7 @@ DfaView Reader::read() {
   }
   // Hyperscan reads the pattern as grep's DFA does: right where the DFA decides, or where
   // no corner makes the DFA and grep's regex differ.
+  view_.supported = to_regex_ == 0;
   if (view_.refusal || (!view_.supported && view_.corner)) view_.pcre_ok = false;
   // A superset must hold whichever of the DFA and regex decides: not where they differ.
   if (superset_ && view_.corner) view_.pcre_ok = false;
