@@ -423,13 +423,13 @@ class Reader {
       return;
     }
     // glibc lets an anchor in a later repetition of a group match where it should not
-    // ("\\(^ \\)\\{2\\}" finds two spaces at the start of "  b"), and what it answers
+    // ("\(^ \)\{2\}" finds two spaces at the start of "  b"), and what it answers
     // depends on how far past the line the text it searches reaches (inside grep, the rest
     // of grep's buffer): refused (GnuRegex), as -o, --color and the lines glibc decides
     // would show it.
     if (group_mixes_anchor_ && !at_most_once(text)) view_.anchor_in_repeated_group = true;
     // dfa.c drops an atom repeated at most zero times (closure(): its tokens are removed),
-    // and with it what it left to regex: "\\a[[=b=]]{0}" is the DFA's to decide.
+    // and with it what it left to regex: "\a[[=b=]]{0}" is the DFA's to decide.
     if (repeats_none(text)) {
       to_regex_ -= atom_to_regex_;
       atom_to_regex_ = 0;

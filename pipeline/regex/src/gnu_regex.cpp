@@ -478,7 +478,7 @@ void GnuRegex::compile_all() {
   if (!dfa_supported_) {
     // grep's -w walk is one of the joined regex, whose shorter matches at a place are asked
     // of a string cut there (re_match): an anchor or a word assertion of one pattern then
-    // holds at the cut ("[[:print:]_]\\'" beside "[a-z]*\\W" selects "-b kab2a", neither alone
+    // holds at the cut ("[[:print:]_]\'" beside "[a-z]*\W" selects "-b kab2a", neither alone
     // does), and one pattern's empty match stops another's walk: such lists walk together.
     if (options_.word && !options_.whole_line && backref_free_.size() > 1)
       joined_walk_ = std::any_of(backref_free_.begin(), backref_free_.end(), [&](std::uint32_t i) {

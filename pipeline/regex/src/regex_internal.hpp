@@ -49,7 +49,7 @@ struct DfaView {
   bool anchor = false;  // any anchor: under -w (grep's wrapper consumes a character first) every one is inner
   bool assertion = false;  // a word assertion (\< \> \b \B) or a buffer anchor (\` \')
   // An anchor beside other text in a branch of a group that '*', '+' or an interval
-  // repeats ("(^a)+", "\\([a-z]$\\)\\{2\\}"; not "(^| )+"): glibc, which finds -o/--color
+  // repeats ("(^a)+", "\([a-z]$\)\{2\}"; not "(^| )+"): glibc, which finds -o/--color
   // parts and decides lines where grep's DFA does not, answers it unlike grep: refused.
   bool anchor_in_repeated_group = false;
 };
