@@ -205,7 +205,7 @@ constexpr const char* kRefusedConstructs[] = {"repeating an anchor or a word ass
                                               "repeats too much for the regex matcher",
                                               "of what can match the empty string too deep for the regex matcher",
                                               "of a group that holds \\< or \\>",
-                                              "an anchor beside other text in a repeated group"};
+                                              "beside other text in a repeated group"};
 
 // Runs `grep grep_matcher args...` once and `gpufilter [matcher] args...` per knob set and
 // reports each difference; `matcher` empty: gpufilter gets none.

@@ -959,7 +959,8 @@ TEST(RegexLongLines, TheSupersetGateKeepsGrepsAnswers) {
 // glibc's regex answers a repeated group holding \< or \> unlike grep's DFA (on "check
 // pass; user unknown" it finds "(\<[a-z]+\> ?){3}"), and unlike itself inside grep
 // ("(..\>.)+" on "11-b--"; "(\<..)+" selects it in UTF-8, grep does not): refused, with
-// the ways around. '?' on such a group, and \b, are answered as grep answers them.
+// the ways around. '?' on such a group is answered as grep answers it (a repeated \b beside
+// text is refused as anchors are: RepeatedGroupsWithAnchorsBesideTextAreRefused).
 TEST(RegexOddPatterns, RepeatedGroupsWithWordEdgesAreRefused) {
   TempDir dir;
   const std::string input = dir.write("in", "check pass; user unknown\nthree short words\nab cd\n11-b--\n");
@@ -972,7 +973,7 @@ TEST(RegexOddPatterns, RepeatedGroupsWithWordEdgesAreRefused) {
   }
   const ProcessResult bre = run_process({gpufilter_binary(), "\\(a\\>\\)\\+", input});
   EXPECT_EQ(bre.status, 2);
-  for (const char* pattern : {"(\\b[a-z]+\\b ?){3}", "(\\<[a-z]+\\> ?)?x", "(\\<..)?-", "(\\<[a-z]+\\> ?)(\\<[a-z]+\\> ?)"})
+  for (const char* pattern : {"(\\<[a-z]+\\> ?)?x", "(\\<..)?-", "(\\<[a-z]+\\> ?)(\\<[a-z]+\\> ?)"})
     for (const Locale locale : {Locale::kC, Locale::kUtf8})
       expect_same_with("-E", {"-n", "-o", pattern, input}, {}, {{"", "", "cpu"}}, "", locale_env(locale));
 }
@@ -994,7 +995,7 @@ TEST(RegexOddPatterns, RepeatedGroupsWithAnchorsBesideTextAreRefused) {
     const ProcessResult r = run_process(argv);
     EXPECT_EQ(r.status, 2) << a.back();
     EXPECT_EQ(r.out, "") << a.back();
-    EXPECT_NE(r.err.find("an anchor beside other text in a repeated group"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("beside other text in a repeated group"), std::string::npos) << r.err;
   }
   for (const char* pattern : {"(^| )+a", "(^|,)*b", "(b|$)+", "(^a)?", "(^a){1}b", "(^a){0,1}", "^(a )+"}) {
     EXPECT_NE(run_process({gpufilter_binary(), "-E", pattern, input}).status, 2) << pattern;

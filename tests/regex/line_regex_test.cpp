@@ -110,6 +110,10 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"^(a*){2}{2}{2}{2}{2}", Syntax::kExtended},
            {"0*{3309}+", Syntax::kExtended},  // a large operand that can match empty, repeated again
            {"0*{,309}+", Syntax::kExtended},  // its nested options, plussed (fuzzed)
+           {"()?{309,}", Syntax::kExtended},   // copies of an optional empty group, then a loop (fuzzed)
+           {"^()?{20,}", Syntax::kExtended},   // (grep 3.8: 3 s)
+           {"(a?)?{16,}", Syntax::kExtended},
+           {"\\(a\\|\\)\\?\\{15,\\}", Syntax::kBasic},
            {"0*{3309}", Syntax::kExtended},   // many copies of what can match empty
            {"0*{,309}", Syntax::kExtended},
            {"(a*){5000}", Syntax::kExtended},
@@ -165,6 +169,9 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"(a*)" + std::string(30, '+'), Syntax::kExtended},
            {"x" + std::string(30, '*') + "\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+", Syntax::kBasic},
            {"m" + std::string(12, '+'), Syntax::kExtended},
+           {"()?{14,}", Syntax::kExtended},  // 0.06 s
+           {"(a?){20,}", Syntax::kExtended},
+           {"()?{20}", Syntax::kExtended},
            {"^(a|b?)*(c+|d)*$", Syntax::kExtended}}) {
     EXPECT_TRUE(errors_of({pattern}, syntax).empty()) << pattern;
   }

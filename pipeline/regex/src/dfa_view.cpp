@@ -327,7 +327,7 @@ class Reader {
     group_holds_assertion_ = false;  // close() says so for a group, after this
     group_mixes_anchor_ = false;
   }
-  // An anchor ('^', '$', '\`', '\'') in the branch being read.
+  // An anchor ('^', '$', '\`', '\'') or a word boundary (\b, \B) in the branch being read.
   void note_anchor() { branch_.anchor = true; }
   // The branch being read ends ('|', a newline between patterns, a group's ')').
   void end_branch() {
@@ -440,7 +440,7 @@ class Reader {
       // in grep, whose search reads past the line ("(..\>.)+" on "11-b--": grep -o prints
       // "-b-", glibc on the line alone "11-b--"): refused rather than wrong. '?' agrees.
       view_.refusal = "a repetition ('*', '+' or an interval) of a group that holds \\< or \\> (\"" +
-                      std::string(p_) + "\") is not supported; write the group out, or use \\b";
+                      std::string(p_) + "\") is not supported; write the repetitions out";
       return;
     }
     view_.select.append(text);
@@ -592,6 +592,7 @@ bool Reader::escape(std::size_t& i) {
     if (utf8_ || superset_) left_to_regex("");  // dfa.c supports word assertions in unibyte locales only
     if (!superset_ && (n == '<' || n == '>' || utf8_)) view_.pcre_ok = false;  // Hyperscan has no \< or \>; UTF-8 words are the C library's
     if (n == '<' || n == '>') note_assertion();
+    else note_anchor();  // \b and \B: glibc reads them in later repetitions as it reads anchors
     view_.assertion = true;
     atom(text, text, true);
   } else if (n == '`' || n == '\'') {

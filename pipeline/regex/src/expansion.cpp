@@ -60,6 +60,7 @@ struct Level {
   bool anchor = false;          // an anchor at this level or inside it
   bool last_anchor = false;     // in the last unit
   bool last_nullable = true;    // the last unit can match empty (true: there is none yet)
+  bool last_optional_empty = false;  // the last unit is a group that can match empty, made optional ("()?", "(a|)?")
   bool has_last = false;        // a unit to repeat (not at the start of an alternative)
   int solid_units = 0;          // units of the current alternative that cannot match empty
   bool nullable_alt = false;    // an earlier alternative can match empty
@@ -118,6 +119,11 @@ class Estimate {
     // here, grep 3.8 nine seconds; or copied many times ("(0*){1,30}{20}", 1.4 GB).
     if (l.last_nullable && l.last_options > kMaxNullableOperandOptions && high < 0) wide_nullable_ = true;
     const bool operand_nullable = l.last_nullable;
+    // Copies of an optional group that can match the empty string, then a loop over one
+    // more ("()?{20,}", "(a?)?{16,}"; fuzzed): glibc's time doubles with each copy, and
+    // grep 3.8's with it (3 s at 20, past minutes at 309).
+    if (high < 0 && low > kMaxCopiesOfOptionalEmpty && l.last_optional_empty) wide_nullable_ = true;
+    const bool optional_empty = low == 0 && high == 1 && l.last_unit.group && l.last_nullable;
 
     const double again = high < 0 ? 2 : high;
     if (l.last_nullable && again > 1 && l.last_options >= kMinCopiedOptions &&
@@ -150,6 +156,7 @@ class Estimate {
       l.last_nullable = true;
       --l.solid_units;
     }
+    l.last_optional_empty = l.last_optional_empty || optional_empty;
     // Checked where loops are added: an anchor after them costs nothing ("()*{160,}$").
     if (l.run().after_anchor > kMaxAnchoredNullableLoops) wide_nullable_ = true;
     // Many copies that can all match the empty string: glibc's epsilon closures grow with
@@ -204,6 +211,7 @@ class Estimate {
     l.last_nodes = nodes;
     l.last_options = options;
     l.last_nullable = nullable;
+    l.last_optional_empty = false;
     l.last_height = d.height;
     l.last_anchored_height = d.anchored_height;
     l.last_anchor = d.anchor;

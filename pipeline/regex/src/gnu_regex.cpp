@@ -235,8 +235,12 @@ class GnuRegex final : public LineRegex {
     return decide(i, line);
   }
   bool decide(std::size_t i, std::string_view line) {
+    if (!whole_list_ && !backref_[i] && (joined_walk_ || joined_line(line))) return joined_selects(line);
+    return decide_alone(i, line);
+  }
+  // decide() where the list is known not to be asked joined for this line.
+  bool decide_alone(std::size_t i, std::string_view line) {
     if (whole_list_) return whole_select_.search(line, 0, line.size()) >= 0;
-    if (!backref_[i] && (joined_walk_ || joined_line(line))) return joined_selects(line);
     return own_selects(i, line);
   }
   // grep's regex asks one regex of every backref-free pattern joined. On valid text that
@@ -417,6 +421,11 @@ class GnuRegex final : public LineRegex {
     std::vector<WalkNext> next;
   };
   Walk walk_;
+  struct WalkJoined {
+    const char* line = nullptr;
+    std::size_t size = 0;
+    bool joined = false;  // joined_line() of that line
+  } walk_joined_;
 };
 
 void GnuRegex::compile_all() {
@@ -462,7 +471,7 @@ void GnuRegex::compile_all() {
     if (views[i].anchor_in_repeated_group)
       throw RegexError({with_origin(
           origins_, i,
-          ("an anchor beside other text in a repeated group (\"" + patterns_[i] +
+          ("an anchor or a word boundary beside other text in a repeated group (\"" + patterns_[i] +
            "\") is not supported; write the repetitions out")
               .c_str())});
     if (options_.null_data && views[i].inner_anchor)
@@ -747,7 +756,7 @@ bool GnuRegex::groups_select(std::string_view line, std::span<const std::uint32_
       if (std::find(groups_asked_.begin(), groups_asked_.end(), g) != groups_asked_.end()) continue;
       groups_asked_.push_back(g);
       if (!groups_->scan(g, line, ids)) continue;
-    } else if (!decide(i, line)) {
+    } else if (!decide_alone(i, line)) {
       continue;
     } else if (ids != nullptr) {
       ids->push_back(i);
@@ -827,7 +836,7 @@ bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t>
   }
   for (std::uint32_t i : candidates) {
     if (fast && in_fast_[i]) continue;
-    if (!decide(i, line)) continue;
+    if (!decide_alone(i, line)) continue;
     if (ids == nullptr) return true;
     any = true;
     ids->push_back(i);
@@ -999,7 +1008,11 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!exact_match(p, line, from, best, f)) return;
     if (better(f, best)) best = f;
   };
-  if (!options_.whole_line && (options_.word || joined_line(line))) {
+  // A walk's later steps ask about the same line: its validity is looked at once.
+  if (from == 0 || line.data() != walk_joined_.line || line.size() != walk_joined_.size) {
+    walk_joined_ = {line.data(), line.size(), joined_line(line)};
+  }
+  if (!options_.whole_line && (options_.word || walk_joined_.joined)) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
