@@ -114,6 +114,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"^()?{20,}", Syntax::kExtended},   // (grep 3.8: 3 s)
            {"(a?)?{16,}", Syntax::kExtended},
            {"\\(a\\|\\)\\?\\{15,\\}", Syntax::kBasic},
+           {"^()?{309}", Syntax::kExtended},   // bounded, behind an anchor (grep 3.8: memory exhausted)
+           {"()?{309}$", Syntax::kExtended},
            {"0*{3309}", Syntax::kExtended},   // many copies of what can match empty
            {"0*{,309}", Syntax::kExtended},
            {"(a*){5000}", Syntax::kExtended},
@@ -172,6 +174,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"()?{14,}", Syntax::kExtended},  // 0.06 s
            {"(a?){20,}", Syntax::kExtended},
            {"()?{20}", Syntax::kExtended},
+           {"()?{309}", Syntax::kExtended},
+           {"^()?{100}", Syntax::kExtended},
            {"^(a|b?)*(c+|d)*$", Syntax::kExtended}}) {
     EXPECT_TRUE(errors_of({pattern}, syntax).empty()) << pattern;
   }

@@ -123,6 +123,7 @@ class Estimate {
     // more ("()?{20,}", "(a?)?{16,}"; fuzzed): glibc's time doubles with each copy, and
     // grep 3.8's with it (3 s at 20, past minutes at 309).
     if (high < 0 && low > kMaxCopiesOfOptionalEmpty && l.last_optional_empty) wide_nullable_ = true;
+    if (l.last_optional_empty) optional_empty_copies_ = std::max(optional_empty_copies_, high < 0 ? low + 1 : high);
     const bool optional_empty = low == 0 && high == 1 && l.last_unit.group && l.last_nullable;
 
     const double again = high < 0 ? 2 : high;
@@ -180,6 +181,9 @@ class Estimate {
       height = std::max(height, l.height);
       anchored = std::max(anchored, l.anchored_height);
     }
+    // With an anchor in the pattern, bounded copies too ("^()?{200}": 3 s; {309} took more
+    // than 4 GB, in grep 3.8 as well).
+    if (anchored_ && optional_empty_copies_ > kMaxAnchoredCopiesOfOptionalEmpty) return true;
     return wide_nullable_ || anchored > kMaxNullableRepeatDepthOverAnchors ||
            height > (anchored_ ? kMaxNullableRepeatDepthAnchored : kMaxNullableRepeatDepth);
   }
@@ -225,6 +229,7 @@ class Estimate {
   bool extended_;
   bool anchored_ = false;  // an anchor anywhere in the pattern
   bool wide_nullable_ = false;  // a large operand that can match empty, repeated
+  double optional_empty_copies_ = 0;  // the most copies of an optional group that can match empty
 };
 
 // A bracket expression from p[i] == '['; the index just past it (p.size() if unclosed).

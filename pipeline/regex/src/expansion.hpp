@@ -58,6 +58,8 @@ inline constexpr double kMaxAnchoredNullableLoops = 16;
 // Copies of an optional group that can match the empty string before a loop over it
 // ("()?{14,}": 0.06 s in glibc's compile, doubling with each copy).
 inline constexpr double kMaxCopiesOfOptionalEmpty = 14;
+// The same copies, bounded, in a pattern that holds an anchor ("^()?{100}": 0.2 s).
+inline constexpr double kMaxAnchoredCopiesOfOptionalEmpty = 100;
 
 // The pattern with each run of stacked repetition operators after an operand made one:
 // "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
