@@ -116,6 +116,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"\\(a\\|\\)\\?\\{15,\\}", Syntax::kBasic},
            {"^()?{309}", Syntax::kExtended},   // bounded, behind an anchor (grep 3.8: memory exhausted)
            {"()?{309}$", Syntax::kExtended},
+           {"0*{,2}{20}*", Syntax::kExtended},  // a loop over copies of optional copies (fuzzed; grep 3.8 hangs)
+           {"(0*){,4}{10}*", Syntax::kExtended},
            {"0*{3309}", Syntax::kExtended},   // many copies of what can match empty
            {"0*{,309}", Syntax::kExtended},
            {"(a*){5000}", Syntax::kExtended},
@@ -176,6 +178,8 @@ TEST(LineRegex, DeepRepetitionsOfTheEmptyStringAreRefused) {
            {"()?{20}", Syntax::kExtended},
            {"()?{309}", Syntax::kExtended},
            {"^()?{100}", Syntax::kExtended},
+           {"0*{,2}{10}*", Syntax::kExtended},  // 0.1 s
+           {"0*{,9}{39}", Syntax::kExtended},
            {"^(a|b?)*(c+|d)*$", Syntax::kExtended}}) {
     EXPECT_TRUE(errors_of({pattern}, syntax).empty()) << pattern;
   }

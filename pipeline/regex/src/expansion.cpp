@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <vector>
 
 namespace gpufilter::regex {
@@ -61,6 +62,11 @@ struct Level {
   bool last_anchor = false;     // in the last unit
   bool last_nullable = true;    // the last unit can match empty (true: there is none yet)
   bool last_optional_empty = false;  // the last unit is a group that can match empty, made optional ("()?", "(a|)?")
+  // Optional copies of what can match the empty string, copied again: the log of how many
+  // ways glibc's expansion of the last unit has ("0*{,2}{20}": 20 log 3), and the most at
+  // this level (a group carries it out).
+  double last_ways = 0;
+  double ways = 0;
   bool has_last = false;        // a unit to repeat (not at the start of an alternative)
   int solid_units = 0;          // units of the current alternative that cannot match empty
   bool nullable_alt = false;    // an earlier alternative can match empty
@@ -94,8 +100,8 @@ class Estimate {
     Level inner = levels_.back();
     levels_.pop_back();
     inner.ended.group = true;
-    add(inner.nodes + 1, inner.options, inner.nullable_alt, {inner.height, inner.anchored_height, inner.anchor},
-        inner.ended);
+    add(inner.nodes + 1, inner.options, inner.nullable_alt,
+        {inner.height, inner.anchored_height, inner.anchor, inner.ways}, inner.ended);
   }
   void alternative() {  // '|', '\|' or a newline between patterns
     end_alternative();
@@ -124,6 +130,16 @@ class Estimate {
     // grep 3.8's with it (3 s at 20, past minutes at 309).
     if (high < 0 && low > kMaxCopiesOfOptionalEmpty && l.last_optional_empty) wide_nullable_ = true;
     if (l.last_optional_empty) optional_empty_copies_ = std::max(optional_empty_copies_, high < 0 ? low + 1 : high);
+    // A loop over copies of optional copies of what can match empty ("0*{,2}{20}*",
+    // "(0*){,4}{10}*"; fuzzed): glibc's time grows with the ways to expand them, and grep
+    // 3.8's with it (past minutes); "0*{,9}{5}*" takes 0.9 s.
+    if (high < 0 && l.last_ways > kMaxLogWaysUnderLoop) wide_nullable_ = true;
+    if (l.last_nullable) {
+      const double copied = high < 0 ? low + 1 : std::max(high, 1.0);
+      const double optional_copies = high < 0 ? 0 : std::max(high - low, 0.0);
+      l.last_ways = l.last_ways * copied + (optional_copies > 0 ? std::log(optional_copies + 1) : 0);
+      l.ways = std::max(l.ways, l.last_ways);
+    }
     const bool optional_empty = low == 0 && high == 1 && l.last_unit.group && l.last_nullable;
 
     const double again = high < 0 ? 2 : high;
@@ -192,6 +208,7 @@ class Estimate {
   struct Depth {
     int height = 0, anchored_height = 0;
     bool anchor = false;
+    double ways = 0;
   };
   // The current alternative, finished: its run where the group ends, as a unit's.
   void end_alternative() {
@@ -216,6 +233,8 @@ class Estimate {
     l.last_options = options;
     l.last_nullable = nullable;
     l.last_optional_empty = false;
+    l.last_ways = d.ways;
+    l.ways = std::max(l.ways, d.ways);
     l.last_height = d.height;
     l.last_anchored_height = d.anchored_height;
     l.last_anchor = d.anchor;

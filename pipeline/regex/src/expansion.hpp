@@ -60,6 +60,9 @@ inline constexpr double kMaxAnchoredNullableLoops = 16;
 inline constexpr double kMaxCopiesOfOptionalEmpty = 14;
 // The same copies, bounded, in a pattern that holds an anchor ("^()?{100}": 0.2 s).
 inline constexpr double kMaxAnchoredCopiesOfOptionalEmpty = 100;
+// A loop over copies of optional copies of what can match empty: the log of the ways to
+// expand them ("0*{,9}{5}*", 5 log 10: 0.9 s; "0*{,2}{20}*", 20 log 3, past minutes).
+inline constexpr double kMaxLogWaysUnderLoop = 12;
 
 // The pattern with each run of stacked repetition operators after an operand made one:
 // "x++" is "x+", "x??" "x?", any other mix of '*', '+' and '?' "x*" (in a BRE '*', "\+"
