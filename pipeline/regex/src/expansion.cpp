@@ -133,7 +133,7 @@ class Estimate {
     // A loop over copies of optional copies of what can match empty ("0*{,2}{20}*",
     // "(0*){,4}{10}*"; fuzzed): glibc's time grows with the ways to expand them, and grep
     // 3.8's with it (past minutes); "0*{,9}{5}*" takes 0.9 s.
-    if (high < 0 && l.last_ways > kMaxLogWaysUnderLoop) wide_nullable_ = true;
+    if (high < 0 && l.last_nullable && l.last_ways > kMaxLogWaysUnderLoop) wide_nullable_ = true;
     if (l.last_nullable) {
       const double copied = high < 0 ? low + 1 : std::max(high, 1.0);
       const double optional_copies = high < 0 ? 0 : std::max(high - low, 0.0);
