@@ -419,13 +419,9 @@ class GnuRegex final : public LineRegex {
     std::size_t size = 0;
     std::size_t from = 0;
     std::vector<WalkNext> next;
+    bool joined = false;  // joined_line() of the line
   };
   Walk walk_;
-  struct WalkJoined {
-    const char* line = nullptr;
-    std::size_t size = 0;
-    bool joined = false;  // joined_line() of that line
-  } walk_joined_;
 };
 
 void GnuRegex::compile_all() {
@@ -1008,25 +1004,25 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!exact_match(p, line, from, best, f)) return;
     if (better(f, best)) best = f;
   };
-  // A walk's later steps ask about the same line: its validity is looked at once.
-  if (from == 0 || line.data() != walk_joined_.line || line.size() != walk_joined_.size) {
-    walk_joined_ = {line.data(), line.size(), joined_line(line)};
+  // A walk (-o, --color) asks from 0 and then further on along one line: what is found
+  // once for the line (its validity, each pattern's next match) is kept while the walk has
+  // not passed it.
+  if (from == 0 || line.data() != walk_.line || line.size() != walk_.size || from < walk_.from) {
+    walk_.next.assign(patterns_.size(), WalkNext{});
+    walk_.joined = joined_line(line);
   }
-  if (!options_.whole_line && (options_.word || walk_joined_.joined)) {
+  walk_.line = line.data();
+  walk_.size = line.size();
+  walk_.from = from;
+  if (!options_.whole_line && (options_.word || walk_.joined)) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
     for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
   } else {
-    // A walk (-o, --color) asks from 0 and then further on along one line: each pattern's
-    // next match is kept while the walk has not passed its start, and a pattern that has
-    // none is not asked again, so that "-e '^b' -e a" over a long line of a's costs one
-    // scan for '^b', not one per match (80 KB: 1.5 s, grep 0.01 s).
-    if (from == 0 || line.data() != walk_.line || line.size() != walk_.size || from < walk_.from)
-      walk_.next.assign(patterns_.size(), WalkNext{});
-    walk_.line = line.data();
-    walk_.size = line.size();
-    walk_.from = from;
+    // Each pattern's next match is kept while the walk has not passed its start, and a
+    // pattern that has none is not asked again, so that "-e '^b' -e a" over a long line of
+    // a's costs one scan for '^b', not one per match (80 KB: 1.5 s, grep 0.01 s).
     const auto try_next = [&](std::size_t i) {
       WalkNext& next = walk_.next[i];
       if (next.start == kNotAsked || (next.start >= 0 && static_cast<std::size_t>(next.start) < from)) {
