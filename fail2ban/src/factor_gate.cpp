@@ -6,9 +6,17 @@
 
 namespace gpufilter::fail2ban {
 
-FactorGate::~FactorGate() {
-  hs_free_scratch(scratch_);
-  hs_free_database(database_);
+FactorGate::~FactorGate() { hs_free_scratch(scratch_); }
+
+std::unique_ptr<FactorGate> FactorGate::copy() const {
+  auto gate = std::make_unique<FactorGate>();
+  gate->regex_literals_ = regex_literals_;
+  gate->masks_ = masks_;
+  gate->always_ = always_;
+  gate->literals_ = literals_;
+  gate->present_.assign(present_.size(), 0);
+  if (database_ != nullptr && hs_clone_scratch(scratch_, &gate->scratch_) == HS_SUCCESS) gate->database_ = database_;
+  return gate;  // without a scratch of its own, open
 }
 
 std::size_t FactorGate::add(const std::optional<std::vector<std::string>>& factors) {
@@ -39,18 +47,18 @@ void FactorGate::build() {
     ids.push_back(static_cast<unsigned>(i));
   }
   hs_compile_error_t* error = nullptr;
+  hs_database_t* compiled = nullptr;
   if (hs_compile_lit_multi(texts.data(), flags.data(), ids.data(), lengths.data(), static_cast<unsigned>(texts.size()),
-                           HS_MODE_BLOCK, nullptr, &database_, &error) != HS_SUCCESS) {
+                           HS_MODE_BLOCK, nullptr, &compiled, &error) != HS_SUCCESS) {
     hs_free_compile_error(error);
-    database_ = nullptr;
     return;
   }
-  if (hs_alloc_scratch(database_, &scratch_) != HS_SUCCESS) {
-    hs_free_database(database_);
-    database_ = nullptr;
+  if (hs_alloc_scratch(compiled, &scratch_) != HS_SUCCESS) {
+    hs_free_database(compiled);
     scratch_ = nullptr;
     return;
   }
+  database_ = std::shared_ptr<const hs_database>(compiled, [](const hs_database* d) { hs_free_database(const_cast<hs_database*>(d)); });
   present_.assign((literals_.size() + 63) / 64, 0);
   if (literals_.size() <= 64) {
     for (std::size_t r = 0; r < regex_literals_.size(); ++r) {
@@ -73,7 +81,7 @@ void FactorGate::look(std::string_view text) {
     (*present)[id / 64] |= std::uint64_t{1} << (id % 64);
     return 0;
   };
-  if (hs_scan(database_, text.data(), static_cast<unsigned>(text.size()), 0, scratch_, found, &present_) != HS_SUCCESS) {
+  if (hs_scan(database_.get(), text.data(), static_cast<unsigned>(text.size()), 0, scratch_, found, &present_) != HS_SUCCESS) {
     return;  // not valid: may_match() says yes to every regex for this text
   }
   looked_valid_ = true;

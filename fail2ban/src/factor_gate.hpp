@@ -5,11 +5,12 @@
 // find nothing and is not made. fail2ban-regex tries every failregex on every line (sshd:
 // about twenty, most of them failing), the daemon up to the first that matches.
 // A regex without factors is always searched. One gate per Filter, used by one thread at a
-// time, as the Filter is.
+// time, as the Filter is; another thread searching the filter's regexes takes a copy().
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,8 @@ class FactorGate {
   // Compiles the factors of every regex added. Where Hyperscan refuses them (it never
   // should), the gate stays open: every regex is searched, as without it.
   void build();
+  // A gate for another thread: the same compiled factors, its own scan state.
+  std::unique_ptr<FactorGate> copy() const;
   // Whether regex `regex` may match `text` (false: it cannot). The text is scanned once
   // for all regexes, again when a text at another address or of another length is asked
   // about, or after forget().
@@ -63,7 +66,7 @@ class FactorGate {
   std::size_t looked_size_ = 0;
   bool looked_any_ = false;    // a text was scanned (and not forgotten since)
   bool looked_valid_ = false;  // and the scan succeeded
-  hs_database* database_ = nullptr;  // null: the gate is open
+  std::shared_ptr<const hs_database> database_;  // null: the gate is open (shared by copies)
   hs_scratch* scratch_ = nullptr;
 };
 

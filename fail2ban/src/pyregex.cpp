@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <new>
@@ -193,49 +194,80 @@ std::string translate_python_regex(std::string_view p) {
   return out;
 }
 
-struct PyRegex::Code {
-  pcre2_code* code = nullptr;
+namespace {
+
+// A thread's match state, shared by every pattern it searches: the match data (as many
+// pairs as the most groups searched for yet), and what a long or hard line needs beyond
+// PCRE2's defaults, made at the first such line. A pattern holds none of it, so that
+// several threads search one compiled pattern at once (a filter's lines in pieces).
+struct MatchState {
   pcre2_match_data* data = nullptr;
+  std::uint32_t pairs = 0;
   // Made at the first line that outgrows JIT's default 32 KiB stack (a long line under a
   // backtracking pattern): Python's re has no such limit, so neither may a match here.
   pcre2_match_context* context = nullptr;
   pcre2_jit_stack* stack = nullptr;
   pcre2_match_context* limits = nullptr;  // made at the first search a limit stops
-  bool jit = false;  // compiled by the JIT: matched through pcre2_jit_match(), without pcre2_match()'s checks
-  std::uint32_t captures = 0;  // PCRE2_INFO_CAPTURECOUNT, read once
-  ~Code() {
+  ~MatchState() {
     if (limits != nullptr) pcre2_match_context_free(limits);
     if (context != nullptr) pcre2_match_context_free(context);
     if (stack != nullptr) pcre2_jit_stack_free(stack);
     if (data != nullptr) pcre2_match_data_free(data);
+  }
+  pcre2_match_data* data_for(std::uint32_t captures) {
+    if (captures + 1 > pairs) {
+      const std::uint32_t want = std::max<std::uint32_t>(captures + 1, std::max<std::uint32_t>(16, pairs * 2));
+      pcre2_match_data* grown = pcre2_match_data_create(want, nullptr);
+      if (grown == nullptr) throw std::bad_alloc();
+      if (data != nullptr) pcre2_match_data_free(data);
+      data = grown;
+      pairs = want;
+    }
+    return data;
+  }
+};
+
+MatchState& match_state() {
+  thread_local MatchState state;
+  return state;
+}
+
+}  // namespace
+
+struct PyRegex::Code {
+  pcre2_code* code = nullptr;
+  bool jit = false;  // compiled by the JIT: matched through pcre2_jit_match(), without pcre2_match()'s checks
+  std::uint32_t captures = 0;  // PCRE2_INFO_CAPTURECOUNT, read once
+  ~Code() {
     if (code != nullptr) pcre2_code_free(code);
   }
-  // pcre2_match(), again with a JIT stack of up to 64 MiB, then through the interpreter
-  // (its heap limit, 20 MB by default), when a limit stopped it.
-  int match(PCRE2_SPTR subject, std::size_t length, std::size_t pos) {
+  // pcre2_match() into the thread's match data, again with a JIT stack of up to 64 MiB,
+  // then through the interpreter (its heap limit, 20 MB by default), when a limit stopped it.
+  int match(MatchState& s, PCRE2_SPTR subject, std::size_t length, std::size_t pos) const {
+    pcre2_match_data* data = s.data_for(captures);
     // Every pattern is compiled with PCRE2_MATCH_INVALID_UTF, so the JIT code takes any
     // subject (pcre2_match() would not check it either).
-    int rc = jit ? pcre2_jit_match(code, subject, length, pos, 0, data, context)
-                 : pcre2_match(code, subject, length, pos, 0, data, context);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && stack == nullptr) {
-      stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
-      context = pcre2_match_context_create(nullptr);
-      if (stack == nullptr || context == nullptr) throw std::bad_alloc();
-      pcre2_jit_stack_assign(context, nullptr, stack);
-      rc = pcre2_match(code, subject, length, pos, 0, data, context);
+    int rc = jit ? pcre2_jit_match(code, subject, length, pos, 0, data, s.context)
+                 : pcre2_match(code, subject, length, pos, 0, data, s.context);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && s.stack == nullptr) {
+      s.stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
+      s.context = pcre2_match_context_create(nullptr);
+      if (s.stack == nullptr || s.context == nullptr) throw std::bad_alloc();
+      pcre2_jit_stack_assign(s.context, nullptr, s.stack);
+      rc = pcre2_match(code, subject, length, pos, 0, data, s.context);
     }
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, context);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, s.context);
     if (stopped_at_limit(rc)) {
       // The interpreter again with limits 50 and 13 times PCRE2's defaults (500 M steps,
       // 256 MiB of backtracking memory): what Python's re finds in seconds is found.
-      if (limits == nullptr) {
-        limits = pcre2_match_context_create(nullptr);
-        if (limits == nullptr) throw std::bad_alloc();
-        pcre2_set_match_limit(limits, 500'000'000u);
-        pcre2_set_depth_limit(limits, 500'000'000u);
-        pcre2_set_heap_limit(limits, 256u * 1024u);  // KiB
+      if (s.limits == nullptr) {
+        s.limits = pcre2_match_context_create(nullptr);
+        if (s.limits == nullptr) throw std::bad_alloc();
+        pcre2_set_match_limit(s.limits, 500'000'000u);
+        pcre2_set_depth_limit(s.limits, 500'000'000u);
+        pcre2_set_heap_limit(s.limits, 256u * 1024u);  // KiB
       }
-      rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, limits);
+      rc = pcre2_match(code, subject, length, pos, PCRE2_NO_JIT, data, s.limits);
       if (stopped_at_limit(rc)) g_limit_failures.fetch_add(1, std::memory_order_relaxed);
     }
     return rc;
@@ -265,8 +297,6 @@ PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
                                 std::to_string(offset) + " of " + text);
   }
   code_->jit = pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE) == 0;  // a failure only leaves the interpreter
-  code_->data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
-  if (code_->data == nullptr) throw std::bad_alloc();
   pcre2_pattern_info(code_->code, PCRE2_INFO_CAPTURECOUNT, &code_->captures);
   std::uint32_t count = 0, entry_size = 0;
   PCRE2_SPTR table = nullptr;
@@ -298,10 +328,11 @@ bool PyRegex::search(Match& m, std::string_view subject, std::size_t pos, std::s
   if (pos > length) return false;
   static constexpr char kEmpty[] = "";  // pcre2_jit_match() is given no null subject
   const char* text = subject.data() != nullptr ? subject.data() : kEmpty;
-  const int rc = code_->match(reinterpret_cast<PCRE2_SPTR>(text), length, pos);
+  MatchState& state = match_state();
+  const int rc = code_->match(state, reinterpret_cast<PCRE2_SPTR>(text), length, pos);
   if (rc <= 0) return false;  // no match, or a match limit: both are "not found" here
   const std::uint32_t groups = code_->captures;
-  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(code_->data);
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(state.data);
   m.groups.resize(groups + 1);
   for (std::uint32_t g = 0; g <= groups; ++g) {
     if (g < static_cast<std::uint32_t>(rc) && ov[2 * g] != PCRE2_UNSET) {

@@ -1,8 +1,9 @@
 // Python `re` patterns run through PCRE2. fail2ban's filters and date templates are
 // written for Python 3.11's `re`; translate_python_regex() rewrites the constructs whose
 // meaning differs in PCRE2 and throws (std::invalid_argument, with the reason) on those
-// that have no exact PCRE2 form. PyRegex is one compiled pattern with its own match data
-// (so one per thread), searched as Python's Pattern.search(string, pos, endpos) is.
+// that have no exact PCRE2 form. PyRegex is one compiled pattern, searched as Python's
+// Pattern.search(string, pos, endpos) is, by any number of threads at once (the match
+// data is each thread's).
 #pragma once
 
 #include <cstddef>
