@@ -320,9 +320,8 @@ inline std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lin
   return search_pcre2(rx, buf, org);
 }
 
-std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org) {
-  thread_local PyRegex::Match m;  // read before the next search, its memory reused
-  if (!rx.re.search(m, buf)) return std::nullopt;
+// The Hit of `rx`'s match `m` in `buf`.
+Hit hit_of(const Rx& rx, const PyRegex::Match& m, const std::string& buf, const Lines& org) {
   Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
   if (org.size() <= 1) return hit;
   const std::size_t before = buf.rfind('\n', m.start());
@@ -350,6 +349,22 @@ std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Line
   if (count2 < org.size()) hit.unmatched.insert(hit.unmatched.end(), org.begin() + static_cast<std::ptrdiff_t>(count2), org.end());
   return hit;
 }
+
+std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org) {
+  thread_local PyRegex::Match m;  // read before the next search, its memory reused
+  if (!rx.re.search(m, buf)) return std::nullopt;
+  return hit_of(rx, m, buf, org);
+}
+
+// A search made ahead (Filter::search_ahead()): the regex, the length of the text searched
+// and where it matched: `count` spans from `first` of the searches' spans, the match's
+// groups (none: no match). Spans, not a Hit: its strings, made on one thread and freed on
+// another, cost more than making them where they are read.
+struct Searched {
+  const Rx* rx = nullptr;
+  std::size_t size = 0;
+  std::size_t first = 0, count = 0;
+};
 
 
 // Utils.Cache(maxCount=100, maxTime=5*60) of multi-line failures by connection id. Found
@@ -436,6 +451,13 @@ struct Filter::Impl {
   std::optional<std::vector<std::string>> literals;
   FactorGate gate;  // the regexes' factors, for search()
   Outcome* out = nullptr;
+  // The searches made ahead of the line being read, [replay, replay_end) not yet taken up,
+  // and the date's span they assumed.
+  const Searched* replay = nullptr;
+  const Searched* replay_end = nullptr;
+  const PyRegex::Span* replay_spans = nullptr;
+  std::size_t replay_start = 0, replay_stop = 0;
+  PyRegex::Match replayed;  // a match searched ahead, its memory reused
 
   double now() const { return options.now ? *options.now : wall_clock_now(); }
   Outcome process(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr,
@@ -445,6 +467,27 @@ struct Filter::Impl {
   void find_literals();
   void build_gate();
   void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
+  // search() of `rx` in `text`, the next search made ahead where it is the same one.
+  std::optional<Hit> searched(const Rx& rx, const std::string& text, const Lines& org) {
+    if (replay != replay_end) {
+      const Searched& s = *replay;
+      if (s.rx == &rx && s.size == text.size()) {
+        ++replay;
+        if (s.count == 0) return std::nullopt;
+        replayed.subject = text;
+        replayed.groups.assign(replay_spans + s.first, replay_spans + s.first + s.count);
+        replayed.ok = true;
+        return hit_of(rx, replayed, text, org);
+      }
+      replay = replay_end;  // another way than the one taken ahead: searched from here on
+    }
+    return search(rx, text, org, gate);
+  }
+  // What find_failure() searches first in a line of a one-line filter, each search into
+  // `into`, up to and with the first failregex that matches: what follows depends on the
+  // lines before. `buf` holds the line's tuple text; `content` is scratch.
+  struct Ahead;  // Filter::Ahead::Impl
+  void search_first(Filter::Ahead::Impl& a) const;
   void replaced_buffer() {
     if (maxlines > 1) marks.assign(buffer.size(), true);  // one line: no marks are kept
   }
@@ -470,7 +513,7 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
-    if (!search(ignore[i], text, lines, gate)) continue;
+    if (!searched(ignore[i], text, lines)) continue;
     found = i;
     out->ignore_hits.push_back(i);
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
@@ -610,7 +653,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
   Groups pre;
   if (pref) {
-    auto hit = search(*pref, buf, org, gate);
+    auto hit = searched(*pref, buf, org);
     if (!hit) return;
     pre = std::move(hit->groups);
     std::optional<std::string> content = pop(pre, key.content);
@@ -625,7 +668,7 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   for (std::size_t i = 0; i < fail.size(); ++i) {
     if (stale) refill_buf();
     stale = false;
-    auto hit = search(fail[i], buf, org, gate);
+    auto hit = searched(fail[i], buf, org);
     if (!hit) continue;
     out->matched = true;
     if (!ignore.empty() && ignore_line(buf, org, &*hit)) {
@@ -694,6 +737,7 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
     date = last_date;
   }
   if (reuse) start = end = 0;
+  if (start != replay_start || end != replay_stop) replay = replay_end;  // searched ahead as another text
   // The regexes see the text around the date. With nothing before the date, that is the
   // line from `end`, where a literal must then lie; a date inside the line could join a
   // literal's halves, and such a line is searched. A multi-line filter buffers the line
@@ -902,6 +946,130 @@ Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t
   }
   return impl_->process(dated.text(), std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
 }
+struct Filter::Ahead::Impl {
+  std::unique_ptr<FactorGate> gate;  // the filter's, for this thread
+  Lines lines{1};                    // the line searched, as its tuple
+  std::string buf, content;
+  PyRegex::Match match;
+  std::vector<Searched> searched;
+  std::vector<PyRegex::Span> spans;  // of the searches that matched
+  struct Line {
+    std::size_t index, start, end;  // the line, and the date's span its text was cut at
+    std::size_t first, count;       // its searches
+  };
+  std::vector<Line> done;
+  std::size_t next = 0;  // the first of `done` not taken up
+
+  // A search of `rx` in `text`, kept; whether it matched.
+  bool look(const Rx& rx, const std::string& text) {
+    Searched s{&rx, text.size(), spans.size(), 0};
+    if (gate->may_match(rx.gate, text) && rx.re.search(match, text)) {
+      spans.insert(spans.end(), match.groups.begin(), match.groups.end());
+      s.count = match.groups.size();
+    }
+    searched.push_back(s);
+    return s.count > 0;
+  }
+};
+
+// What find_failure() searches first in a line of a one-line filter, up to and with the
+// first failregex that matches (what follows depends on the lines before), into `a`:
+// a.buf holds the line's tuple text.
+void Filter::Impl::search_first(Filter::Ahead::Impl& a) const {
+  if (!ignore.empty() && ignore.size() + 2 < fail.size()) {
+    for (const Rx& rx : ignore)
+      if (a.look(rx, a.buf)) return;  // ignored: find_failure() returns
+  }
+  const std::string* text = &a.buf;
+  if (pref) {
+    if (!a.look(*pref, a.buf)) return;
+    const auto alt = [&](const auto& ids) { return ids.second == key.content; };
+    if (std::any_of(pref->alt_ids.begin(), pref->alt_ids.end(), alt)) return;  // content from an alt_ group: left to line()
+    // The buffer becomes the content where the prefregex gave one (find_failure()).
+    const auto number = std::lower_bound(pref->groups.begin(), pref->groups.end(), std::make_pair(key.content, std::size_t{0}));
+    if (number != pref->groups.end() && number->first == key.content && number->second < a.match.groups.size() &&
+        a.match.groups[number->second].set() && a.match.end(number->second) > a.match.start(number->second)) {
+      const std::size_t at = a.match.start(number->second), size = a.match.end(number->second) - at;
+      a.content.assign(a.buf, at, size).push_back('\n');
+      a.gate->forget();
+      text = &a.content;
+    }
+  }
+  for (const Rx& rx : fail) {
+    if (!a.look(rx, *text)) continue;
+    if (!ignore.empty()) {
+      for (const Rx& ig : ignore)
+        if (a.look(ig, *text)) break;
+    }
+    return;
+  }
+}
+
+Filter::Ahead::Ahead(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Filter::Ahead::Ahead(Ahead&&) noexcept = default;
+Filter::Ahead& Filter::Ahead::operator=(Ahead&&) noexcept = default;
+Filter::Ahead::~Ahead() = default;
+void Filter::Ahead::clear() {
+  impl_->searched.clear();
+  impl_->spans.clear();
+  impl_->done.clear();
+  impl_->next = 0;
+}
+
+bool Filter::searches_ahead() const { return impl_->maxlines == 1 && !impl_->options.check_all_regex; }
+
+Filter::Ahead Filter::ahead() const {
+  auto a = std::make_unique<Ahead::Impl>();
+  a->gate = impl_->gate.copy();
+  return Ahead(std::move(a));
+}
+
+void Filter::search_ahead(const DatedLine& dated, std::span<const std::size_t> found, std::size_t index,
+                          Ahead& into) const {
+  const Impl& f = *impl_;
+  if (!searches_ahead()) return;
+  // Where process() cuts the line, when that does not depend on the lines before: a date
+  // read (not an empty span, nor one without a time: then the last date decides), or none.
+  const auto& date = dated.date;
+  std::size_t start = 0, end = 0;
+  if (date) {
+    if (date->end <= date->start || !date->time) return;
+    start = date->start;
+    end = date->end;
+  }
+  // Lines line() answers without a search.
+  if (f.literals && !dated.was_replaced && start == 0 &&
+      std::none_of(found.begin(), found.end(), [&](std::size_t at) { return at >= end; }))
+    return;
+  Ahead::Impl& a = *into.impl_;
+  const std::string_view text = dated.text();
+  a.lines[0][0].assign(text.substr(0, start));
+  a.lines[0][2].assign(text.substr(end));
+  fill_lines_buffer(a.lines, a.buf);
+  a.gate->forget();
+  const std::size_t first = a.searched.size();
+  f.search_first(a);
+  a.done.push_back({index, start, end, first, a.searched.size() - first});
+}
+
+Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found, Ahead& ahead,
+                             std::size_t index) {
+  Ahead::Impl& a = *ahead.impl_;
+  while (a.next < a.done.size() && a.done[a.next].index < index) ++a.next;
+  if (a.next == a.done.size() || a.done[a.next].index != index) return line(dated, found);
+  const Ahead::Impl::Line& l = a.done[a.next++];
+  impl_->replay = a.searched.data() + l.first;
+  impl_->replay_end = impl_->replay + l.count;
+  impl_->replay_spans = a.spans.data();
+  impl_->replay_start = l.start;
+  impl_->replay_stop = l.end;
+  struct Done {
+    Impl& f;
+    ~Done() { f.replay = f.replay_end = nullptr; }
+  } done{*impl_};
+  return line(dated, found);
+}
+
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }
