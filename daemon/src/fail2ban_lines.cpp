@@ -93,6 +93,8 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
       b.readers.push_back(date_reader_[i]);
   b.dated.resize(b.readers.size());
   b.failed.assign(b.readers.size() + rules, nullptr);
+  b.piece.assign(rules, 0);
+  b.ahead_tasks.clear();
   return b.readers.size();
 }
 
@@ -106,6 +108,65 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
   }
 }
 
+// Where a line holds none of a filter's literals the filter answers at once (Filter::line):
+// only the lines that hold one (or every line, for a filter without literals) are searched.
+std::size_t RuleSet::fail2ban_ahead(Fail2banBatch& b, std::size_t width) const {
+  constexpr std::size_t kMinPiece = 128;  // searched lines: fewer are not worth a task
+  const std::size_t rules = fail2ban_rules_.size();
+  if (b.ahead_of != serial_) {  // another set's filters: their searches are not these
+    b.ahead.clear();
+    b.ahead.resize(rules);
+    b.ahead_of = serial_;
+  }
+  const std::size_t lines = b.lines.size();
+  std::size_t all = 0;
+  std::vector<std::size_t> searched(rules, 0);
+  for (std::size_t i = 0; i < rules; ++i) {
+    const fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
+    if (!fail2ban_reads(i, b.source) || !filter.searches_ahead()) continue;
+    if (!filter.literals()) {
+      searched[i] = lines;
+    } else {
+      std::size_t last = SIZE_MAX;
+      for (const auto& [line, at] : b.literals[i]) searched[i] += line != last ? (last = line, 1) : 0;
+    }
+    all += searched[i];
+  }
+  for (std::size_t i = 0; i < rules; ++i) {
+    // A filter that would take more than its share of the step: in pieces, each at least
+    // kMinPiece searched lines, as many as there are threads.
+    if (searched[i] < kMinPiece || searched[i] * width <= all) continue;
+    const std::size_t pieces = std::min(width, searched[i] / kMinPiece);
+    b.piece[i] = (lines + pieces - 1) / pieces;
+    const fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
+    while (b.ahead[i].size() < pieces) b.ahead[i].push_back(filter.ahead());
+    for (std::size_t p = 0; p * b.piece[i] < lines; ++p) b.ahead_tasks.emplace_back(i, p);
+  }
+  return b.ahead_tasks.size();
+}
+
+void RuleSet::fail2ban_search_ahead(Fail2banBatch& b, std::size_t task) const noexcept {
+  const auto [i, p] = b.ahead_tasks[task];
+  fail2ban::Filter::Ahead& ahead = b.ahead[i][p];
+  ahead.clear();
+  try {
+    const std::size_t k = static_cast<std::size_t>(
+        std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
+    const fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
+    const std::size_t first = p * b.piece[i], last = std::min(b.lines.size(), first + b.piece[i]);
+    const auto& mine = b.literals[i];
+    auto next = std::lower_bound(mine.begin(), mine.end(), std::pair<std::size_t, std::size_t>(first, 0));
+    std::vector<std::size_t> at;
+    for (std::size_t j = first; j < last; ++j) {
+      at.clear();
+      for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
+      filter.search_ahead(b.dated[k][j], at, j, ahead);
+    }
+  } catch (...) {
+    ahead.clear();  // the filter's task searches for itself, and meets what failed here on its own thread
+  }
+}
+
 void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
   auto& found = b.found[i];
   found.clear();
@@ -115,12 +176,14 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
         std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
     fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
     const auto& mine = b.literals[i];
+    const std::size_t piece = b.piece[i];
     std::vector<std::size_t> at;
     auto next = mine.begin();
     for (std::size_t j = 0; j < b.lines.size(); ++j) {
       at.clear();
       for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
-      fail2ban::Filter::Outcome o = filter.line(b.dated[k][j], at);
+      fail2ban::Filter::Outcome o = piece == 0 ? filter.line(b.dated[k][j], at)
+                                               : filter.line(b.dated[k][j], at, b.ahead[i][j / piece], j);
       if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));
     }
   } catch (...) {

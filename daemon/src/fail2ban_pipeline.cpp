@@ -9,38 +9,42 @@ namespace gpufilter::daemon {
 void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver) {
   if (timed_ != &rules) {  // another set of filters: their times start afresh
     timed_ = &rules;
-    filter_seconds_.assign(rules.fail2ban_filters(), 0.0);
-    date_seconds_.assign(rules.fail2ban_filters(), 0.0);
+    seconds_[kFilter].assign(rules.fail2ban_filters(), 0.0);
+    seconds_[kDate].assign(rules.fail2ban_filters(), 0.0);
+    seconds_[kAhead].assign(rules.fail2ban_filters(), 0.0);
   }
   std::array<bool, kSlots> live{};  // the slot holds a batch not yet delivered
   bool more = true;
   for (std::size_t t = 0;; ++t) {
-    // Slot of batch t, t - 1 and t - 2: the one gathered now was delivered a step ago.
-    const std::size_t now = t % kSlots, filtering = (t + 2) % kSlots, delivering = (t + 1) % kSlots;
-    std::size_t dates = 0;
+    // The slots of batches t, t - 1, t - 2 and t - 3: the one gathered now was delivered a
+    // step ago.
+    const std::size_t now = t % kSlots, ahead = (t + 3) % kSlots, filtering = (t + 2) % kSlots,
+                      delivering = (t + 1) % kSlots;
+    tasks_.clear();
     if (more) {
       texts_[now].clear();
       spans_[now].clear();
       gather(now, texts_[now], spans_[now]);
       more = live[now] = !texts_[now].empty();
-      if (more) dates = rules.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]);
+      if (more) add(kDate, rules.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]));
     }
-    const bool filter = t >= 1 && live[filtering];
-    const bool hand_out = t >= 2 && live[delivering];
-    if (!more && !filter && !hand_out) return;
-    const std::size_t filters = filter ? rules.fail2ban_filters() : 0;
+    const bool search = t >= 1 && live[ahead];
+    const bool filter = t >= 2 && live[filtering];
+    const bool hand_out = t >= 3 && live[delivering];
+    if (!more && !search && !filter && !hand_out) return;
+    if (search) add(kAhead, rules.fail2ban_ahead(batches_[ahead], pool_.width()));
+    if (filter) add(kFilter, rules.fail2ban_filters());
+    const std::array<RuleSet::Fail2banBatch*, 3> of = {&batches_[now], &batches_[ahead], &batches_[filtering]};
     // The delivery first (index 0, which WorkerPool::run() gives its caller: the rules and
     // outputs stay on the scan thread), then the others longest first by what each took a
     // step ago: a long filter begun last would hold up the whole step.
-    order_.clear();
-    for (std::size_t i = 0; i < filters; ++i) order_.push_back(i);
-    for (std::size_t k = 0; k < dates; ++k) order_.push_back(kDate | k);
-    const auto cost = [&](std::size_t task) {
-      return task & kDate ? date_seconds_[batches_[now].readers[task & ~kDate]] : filter_seconds_[task];
-    };
-    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
+    std::stable_sort(tasks_.begin(), tasks_.end(), [&](const Task& a, const Task& b) {
+      return cost(a, *of[a.kind]) > cost(b, *of[b.kind]);
+    });
+    const RuleSet::Fail2banBatch& searching = batches_[ahead];
+    piece_seconds_.assign(search ? searching.ahead_tasks.size() : 0, 0.0);
     std::exception_ptr delivery_failed;
-    pool_.run((hand_out ? 1 : 0) + order_.size(), [&](std::size_t i) {
+    pool_.run((hand_out ? 1 : 0) + tasks_.size(), [&](std::size_t i) {
       if (hand_out && i-- == 0) {
         try {
           rules.fail2ban_hand_out(&batches_[delivering]);
@@ -51,17 +55,51 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
         rules.fail2ban_hand_out(nullptr);
         return;
       }
-      const std::size_t task = order_[i];
-      const auto start = std::chrono::steady_clock::now();
-      if (task & kDate) rules.fail2ban_date(batches_[now], task & ~kDate);
-      else rules.fail2ban_filter(batches_[filtering], task);
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      (task & kDate ? date_seconds_[batches_[now].readers[task & ~kDate]] : filter_seconds_[task]) = took.count();
+      run_task(rules, tasks_[i], *of[tasks_[i].kind]);
     });
+    for (std::size_t i = 0; i < piece_seconds_.size(); ++i) {
+      const std::size_t f = searching.ahead_tasks[i].first;
+      if (i == 0 || searching.ahead_tasks[i - 1].first != f) seconds_[kAhead][f] = 0;
+      seconds_[kAhead][f] += piece_seconds_[i];
+    }
     if (hand_out) live[delivering] = false;
     if (delivery_failed) std::rethrow_exception(delivery_failed);
     if (filter) RuleSet::fail2ban_check(batches_[filtering]);
-    if (dates > 0) RuleSet::fail2ban_check(batches_[now]);
+    if (more) RuleSet::fail2ban_check(batches_[now]);
+  }
+}
+
+void Fail2banPipeline::add(Kind kind, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) tasks_.push_back({kind, i});
+}
+
+// What a task took a step ago, by the filter it is of: a date reader's whole batch, a
+// filter's, or a piece of what a filter searched ahead.
+double Fail2banPipeline::cost(const Task& task, const RuleSet::Fail2banBatch& b) const {
+  switch (task.kind) {
+    case kDate: return seconds_[kDate][b.readers[task.index]];
+    case kAhead: {
+      const std::size_t filter = b.ahead_tasks[task.index].first;
+      return seconds_[kAhead][filter] / static_cast<double>((b.lines.size() + b.piece[filter] - 1) / b.piece[filter]);
+    }
+    default: return seconds_[kFilter][task.index];
+  }
+}
+
+void Fail2banPipeline::run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b) {
+  const auto start = std::chrono::steady_clock::now();
+  switch (task.kind) {
+    case kDate: rules.fail2ban_date(b, task.index); break;
+    case kAhead: rules.fail2ban_search_ahead(b, task.index); break;
+    default: rules.fail2ban_filter(b, task.index);
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // By the rule the task is of: a date reader's, a filter's; a filter's pieces run side by
+  // side, each into its own entry, summed after the step.
+  switch (task.kind) {
+    case kDate: seconds_[kDate][b.readers[task.index]] = took; break;
+    case kAhead: piece_seconds_[task.index] = took; break;
+    default: seconds_[kFilter][task.index] = took;
   }
 }
 

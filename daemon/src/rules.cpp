@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <ctime>
 #include <cstring>
@@ -62,7 +63,14 @@ std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
 
 // ---- RuleSet ---------------------------------------------------------------------------
 
-RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)) {
+namespace {
+std::uint64_t next_serial() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
+}  // namespace
+
+RuleSet::RuleSet(std::vector<RuleConfig> rules) : rules_(std::move(rules)), serial_(next_serial()) {
   for (std::uint32_t r = 0; r < rules_.size(); ++r) {
     const RuleConfig& rule = rules_[r];
     if (!rule.fail2ban_filter.empty()) {
@@ -671,7 +679,7 @@ void RuleConsumer::lines(const BatchEntry& entry, const Chunk& piece, std::span<
   LineCutter<Occurrence> cutter(std::string_view(piece.data, piece.size), piece.offset, occurrences, scratch_);
   auto& c = counts_[input.label];
   c.second += piece.size;
-  if (!input.joiner && engine_.rules().fail2ban_in_parallel()) {
+  if (!input.joiner && engine_.rules().fail2ban_in_parallel(WorkerPool::default_threads() + 1)) {
     c.first += lines_in_batches(input, entry, cutter);
     return;
   }

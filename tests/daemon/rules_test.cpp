@@ -396,21 +396,24 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
   EXPECT_GT(failures, 500u);
 }
 
-// Fail2banPipeline (RuleConsumer's path): three batches in flight, one being dated, one
-// in the filters and one delivered, on pools of one to four threads, for one filter (its
-// date reader, filter and delivery overlapping) and for six; each run of the pipeline one
-// source's lines, in batches of odd sizes. The outcomes handed out are line by line's.
+// Fail2banPipeline (RuleConsumer's path): four batches in flight, one being dated, one
+// searched ahead, one in the filters and one delivered, on pools of one to four threads,
+// for one filter (its date reader, searches, filter and delivery overlapping) and for six;
+// each run of the pipeline one source's lines, in batches of odd sizes, small ones and
+// ones large enough to be searched ahead in pieces. The outcomes handed out are line by
+// line's, and every line is handed out.
 TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
   const std::vector<std::string> lines = fail2ban_test_lines();
   for (const auto& filters : {fail2ban_rules({"sshd"}),
                               fail2ban_rules({"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"})}) {
-    for (const std::size_t threads : {0, 1, 3}) {
+    for (const std::size_t threads : {0, 1, 3})
+    for (const bool large : {false, true}) {
       std::vector<RuleConfig> configs = filters;
       if (configs.size() > 1) configs[1].only_sources = {"auth.log"};
       const Bound by_line(configs), by_batch(configs);
       WorkerPool pool(threads);
       Fail2banPipeline pipeline(pool);
-      std::size_t at = 0, k = 0, failures = 0;
+      std::size_t at = 0, k = 0, failures = 0, delivered = 0;
       std::array<std::vector<std::vector<Occurrence>>, Fail2banPipeline::kSlots> found;
       std::array<std::pair<std::size_t, std::size_t>, Fail2banPipeline::kSlots> range;  // lines of each slot
       for (std::size_t run = 0; at < lines.size(); ++run) {
@@ -418,7 +421,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
         const std::size_t run_end = std::min(lines.size(), at + 200 + run * 611 % 1500);
         const auto gather = [&](std::size_t slot, std::vector<std::string_view>& texts,
                                 std::vector<std::span<const Occurrence>>& spans) {
-          const std::size_t n = std::min<std::size_t>(run_end - at, 1 + (k++ * 37) % 101);
+          const std::size_t n = std::min<std::size_t>(run_end - at, large ? 150 + (k++ * 211) % 500 : 1 + (k++ * 37) % 101);
           range[slot] = {at, at + n};
           found[slot].resize(n);
           for (std::size_t j = 0; j < n; ++j) found[slot][j] = by_batch.scan(lines[at + j]);
@@ -429,7 +432,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
           at += n;
         };
         const auto deliver = [&](std::size_t slot) {
-          for (std::size_t i = range[slot].first; i < range[slot].second; ++i) {
+          for (std::size_t i = range[slot].first; i < range[slot].second; ++i, ++delivered) {
             const std::string_view text = RuleSet::fail2ban_text(lines[i]);
             const std::string want = describe(by_line.rules->fail2ban_lines(source, text, by_line.scan(lines[i])));
             const std::string got = describe(by_batch.rules->fail2ban_lines(source, text, found[slot][i - range[slot].first]));
@@ -441,6 +444,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
         pipeline.run(*by_batch.rules, source, gather, deliver);
         ASSERT_FALSE(HasFatalFailure());
       }
+      EXPECT_EQ(delivered, lines.size()) << configs.size() << " filters, " << threads << " threads";
       EXPECT_GT(failures, configs.size() > 1 ? 500u : 100u) << configs.size() << " filters, " << threads << " threads";
     }
   }

@@ -1,14 +1,17 @@
-// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, three batches
-// in flight. Each step is one WorkerPool::run() of three kinds of task side by side:
+// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, four batches
+// in flight. Each step is one WorkerPool::run() of four kinds of task side by side:
 //
-//   batch t      dated: a task per date reader      (RuleSet::fail2ban_date)
-//   batch t - 1  through the filters: one per filter (RuleSet::fail2ban_filter)
-//   batch t - 2  delivered: one task, the caller's   (RuleEngine, outputs)
+//   batch t      dated: a task per date reader          (RuleSet::fail2ban_date)
+//   batch t - 1  searched ahead: a task per piece of a   (RuleSet::fail2ban_search_ahead)
+//                filter that would hold up the step
+//   batch t - 2  through the filters: one per filter     (RuleSet::fail2ban_filter)
+//   batch t - 3  delivered: one task, the caller's       (RuleEngine, outputs)
 //
 // Each batch takes its steps in order and each filter reads its lines in order, so the
 // outcomes are those of line by line (tests/daemon/rules_test.cpp), while the dates, the
-// filters and the rules' thresholds and alerts overlap on as many threads as there are
-// tasks: the delivery of one batch no longer waits for the slowest filter of the next.
+// searches, the filters and the rules' thresholds and alerts overlap on as many threads as
+// there are tasks: the delivery of one batch no longer waits for the slowest filter of the
+// next, nor a filter for the regex searches of its lines (Filter::search_ahead()).
 // The tasks of a step are handed out longest first (by what each took the step before).
 #pragma once
 
@@ -26,7 +29,7 @@ namespace gpufilter::daemon {
 
 class Fail2banPipeline {
  public:
-  static constexpr std::size_t kSlots = 3;
+  static constexpr std::size_t kSlots = 4;
   // gather(slot, texts, spans): the next batch's lines, fail2ban_text() of each (valid until
   // the slot's deliver() returns), and the occurrences the scan found in each; none left
   // when it leaves `texts` empty. The caller keeps what else it needs per slot.
@@ -44,16 +47,26 @@ class Fail2banPipeline {
   void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver);
 
  private:
+  enum Kind : std::size_t { kDate, kAhead, kFilter };  // a task's, and its batch's in a step
+  struct Task {
+    Kind kind;
+    std::size_t index;  // the date reader's, the piece's (Fail2banBatch::ahead_tasks), or the filter's
+  };
+  void add(Kind kind, std::size_t count);
+  double cost(const Task& task, const RuleSet::Fail2banBatch& b) const;
+  void run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b);
+
   WorkerPool& pool_;
   const RuleSet* timed_ = nullptr;  // the set the times below are of (compared, never read)
   std::array<RuleSet::Fail2banBatch, kSlots> batches_;
   std::array<std::vector<std::string_view>, kSlots> texts_;
   std::array<std::vector<std::span<const Occurrence>>, kSlots> spans_;
-  // What each filter and each date reader (by its index in RuleSet::fail2ban_rules()) took
-  // in its last step, seconds: a step's tasks are handed out longest first.
-  std::vector<double> filter_seconds_, date_seconds_;
-  static constexpr std::size_t kDate = std::size_t{1} << 40;  // a task's mark: a date reader's
-  std::vector<std::size_t> order_;  // the step's tasks but the delivery: filter i, or kDate | reader k
+  // What each date reader, each filter's searches ahead and each filter (by its index in
+  // RuleSet::fail2ban_rules()) took in its last step, seconds, by Kind: a step's tasks are
+  // handed out longest first.
+  std::array<std::vector<double>, 3> seconds_;
+  std::vector<double> piece_seconds_;  // this step's, per search-ahead task
+  std::vector<Task> tasks_;            // the step's but the delivery
 };
 
 }  // namespace gpufilter::daemon

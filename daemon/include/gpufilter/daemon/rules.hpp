@@ -67,6 +67,8 @@ class RuleSet {
 
   const std::vector<RuleConfig>& rules() const noexcept { return rules_; }
   const PatternSet& patterns() const noexcept { return patterns_; }
+  // This set's number, unlike any other set's of the process (an address may be reused).
+  std::uint64_t serial() const noexcept { return serial_; }
   // The scan folds case when any rule ignores case; case-sensitive rules are then
   // confirmed on the host (exact bytes at the occurrence).
   MatchOptions match_options() const noexcept { return MatchOptions{any_ignore_case_}; }
@@ -98,10 +100,14 @@ class RuleSet {
   // The text a filter reads of a line: without a CRLF log's '\r'.
   static std::string_view fail2ban_text(std::string_view text);
   // Whether lines go through the filters in batches (Fail2banPipeline) rather than one at a
-  // time: with more than one filter. One filter's outcomes, made on one thread and taken
-  // apart on another, cost more (malloc across threads, caches) than overlapping its dates
-  // and delivery saves: measured with the sshd filter on two cores, 1.8 s against 2.0-2.5.
-  bool fail2ban_in_parallel() const noexcept { return fail2ban_rules_.size() > 1; }
+  // time, on a pool `width` threads wide: with more than one filter; with one where its
+  // searches ahead, its filter and its delivery can each have a thread. One filter's
+  // outcomes, made on one thread and taken apart on another, cost more (malloc across
+  // threads, caches) than that overlap saves on two cores (the sshd filter, 16 MB: 0.23-0.25 s
+  // against 0.22 line by line); on the GPU machine's 16, 3.8-3.9 s against 7.2 for 268 MB.
+  bool fail2ban_in_parallel(std::size_t width) const noexcept {
+    return fail2ban_rules_.size() > 1 || (fail2ban_rules_.size() == 1 && width >= 4);
+  }
   // A batch of one source's lines on its way through the fail2ban filters in three steps:
   // each date reader dates every line (fail2ban_date(), one task per reader), then each
   // filter takes every line in order (fail2ban_filter(), one task per filter), then
@@ -123,6 +129,12 @@ class RuleSet {
     std::vector<std::size_t> readers;  // this source's date readers (indexes of fail2ban_rules())
     std::vector<std::vector<fail2ban::Filter::DatedLine>> dated;  // per reader, per line
     std::vector<std::exception_ptr> failed;  // per task, thrown by fail2ban_hand_out()
+    // Per rule, its filter's searches made ahead (Filter::search_ahead()) in pieces of
+    // `piece` lines (0: none made), and the tasks that make them: (rule, piece).
+    std::vector<std::vector<fail2ban::Filter::Ahead>> ahead;
+    std::vector<std::size_t> piece;
+    std::vector<std::pair<std::size_t, std::size_t>> ahead_tasks;
+    std::uint64_t ahead_of = 0;  // the serial() of the RuleSet whose filters `ahead` is of
   };
   // Readies `batch` for `lines` (each valid until it is handed out) and the occurrences the
   // scan found in each: per filter its literals' offsets; the readers this source needs.
@@ -130,6 +142,11 @@ class RuleSet {
   std::size_t fail2ban_begin(Fail2banBatch& batch, std::string_view source, std::span<const std::string_view> lines,
                              std::span<const std::span<const Occurrence>> occurrences) const;
   void fail2ban_date(Fail2banBatch& batch, std::size_t reader) const noexcept;
+  // After the dates: each filter's searches made ahead of it, side by side, where its
+  // lines would keep its task longer than a `width`-th of the batch's: the batch's lines
+  // in pieces, one task each (fail2ban_search_ahead()). Returns how many tasks.
+  std::size_t fail2ban_ahead(Fail2banBatch& batch, std::size_t width) const;
+  void fail2ban_search_ahead(Fail2banBatch& batch, std::size_t task) const noexcept;
   std::size_t fail2ban_filters() const noexcept { return fail2ban_rules_.size(); }
   void fail2ban_filter(Fail2banBatch& batch, std::size_t i) const noexcept;
   // From now on fail2ban_lines() hands out `batch`'s outcomes, in line order (nullptr:
@@ -165,6 +182,7 @@ class RuleSet {
   bool regex_matches(std::uint32_t rule, std::string_view line) const;
   void add_regex_rule(std::uint32_t r, bool scanned);
   std::vector<RuleConfig> rules_;
+  std::uint64_t serial_;
   PatternSet patterns_;
   std::vector<Ref> given_;                       // per pattern of patterns_, in order
   std::vector<std::vector<Ref>> by_unique_;      // per unique id of the bound table
@@ -375,7 +393,7 @@ class RuleConsumer final : public StreamConsumer {
   std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
   std::unique_ptr<WorkerPool> pool_;  // made at the first batch
   std::unique_ptr<Fail2banPipeline> pipeline_;
-  std::array<Gathered, 3> gathered_;  // per Fail2banPipeline::kSlots
+  std::array<Gathered, 4> gathered_;  // per Fail2banPipeline::kSlots
   RuleEngine& engine_;
   Metrics* metrics_;
   std::vector<RecordShape> shapes_;
