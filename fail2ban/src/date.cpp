@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "gpufilter/fail2ban/strptime.hpp"
+#include "gpufilter/regex/factors.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -79,6 +80,12 @@ struct DateTemplate {
   std::size_t group_index = 1;
   bool long_form = false;
   std::unique_ptr<PyRegex> compiled;
+  // Literals one of which every match holds (regex/factors.hpp: the set with the fewest,
+  // often one punctuation byte such as '/'), found when compiled; nullopt: none known. A
+  // line that holds none is not searched: gpufilterd's detectors meet other logs' lines
+  // (every stock filter reads every jail's lines), where most templates cannot match, and
+  // a search that finds nothing changes nothing.
+  std::optional<std::vector<std::string>> factors;
   mutable PyRegex::GroupViews groups;  // date()'s, kept for its capacity
   // The last date read: lines in a row share their timestamp, so its text (with `now`'s
   // second, which decides the assumed year and day) gives the same time again.
@@ -126,10 +133,37 @@ struct DateTemplate {
     regex = flags_text + r;
   }
 
+  void compile() {
+    compiled = std::make_unique<PyRegex>(regex);
+    std::string perl = translate_python_regex(regex);
+    regex::FactorOptions options;
+    options.utf8 = true;
+    options.min_length = 1;
+    options.fewest = true;
+    // A case-blind template ("(?i)" first: %b, %a, %p): its factors compared folded, and
+    // only those without a letter kept (any letter would need a folded search; 's' and 'k'
+    // even match non-ASCII letters).
+    if (perl.rfind("(?i)", 0) == 0) {
+      perl.erase(0, 4);
+      options.ignore_case = true;
+    }
+    factors = regex::required_factors(perl, regex::Syntax::kPerl, options);
+    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    if (factors && options.ignore_case &&
+        std::any_of(factors->begin(), factors->end(), [&](const std::string& f) { return std::any_of(f.begin(), f.end(), letter); }))
+      factors.reset();
+  }
+
   // Into `m` (its memory reused): whether the template matches.
   bool match(PyRegex::Match& m, std::string_view line, std::size_t pos = 0,
              std::size_t endpos = std::string_view::npos) {
-    if (!compiled) compiled = std::make_unique<PyRegex>(regex);
+    if (!compiled) compile();
+    if (factors && std::none_of(factors->begin(), factors->end(), [&](const std::string& f) {
+          return f.size() == 1 ? line.find(f[0]) != std::string_view::npos : line.find(f) != std::string_view::npos;
+        })) {
+      m.ok = false;
+      return false;
+    }
     if (kind == Kind::kEpoch) {
       const std::size_t from = std::min(pos, line.size());
       const std::size_t to = std::min(endpos, line.size());

@@ -1,14 +1,18 @@
 // The text helpers fail2ban's reading rests on, against independent answers: valid_utf8()
 // (which skips ASCII eight bytes at a time) against utf8_replaced() (which decodes every
-// sequence), and strptime_groups()'s numbers against std::stoi's reading.
+// sequence), strptime_groups()'s numbers against std::stoi's reading, and date templates
+// that skip lines without their factors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gpufilter/fail2ban/date.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
 #include "gpufilter/fail2ban/strptime.hpp"
 
@@ -60,6 +64,33 @@ TEST(Fail2banText, DayOfYearAndWeekFieldsMakeTheDate) {
   EXPECT_EQ(at({{"Y", "2025"}, {"W", "0"}, {"a", "mon"}}), 1735516800.0);  // 2024-12-30
   // A week without a weekday is worthless (fail2ban: today, assumed).
   EXPECT_EQ(at({{"Y", "2026"}, {"U", "47"}, {"H", "01"}}), at({{"Y", "2026"}, {"H", "01"}}));
+}
+
+// A template searches only lines holding one of its factors (openhab's: '/'); lines of
+// other logs in between change nothing, and case-blind templates ((?i), the default
+// syslog one) still find their dates, whatever the case of the month.
+TEST(Fail2banText, DateTemplatesSkipLinesWithoutTheirFactors) {
+  constexpr double kNow = 1733814000;  // 2024-12-10
+  setenv("TZ", "UTC0", 1);  // the syslog date is local time
+  tzset();
+  DateDetector openhab;
+  openhab.append("%d/%b[^/]*/%Y:%H:%M:%S %z");
+  DateDetector syslog;  // the default templates
+  const std::string foreign = "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user admin from 10.0.0.1 port 22";
+  const std::string access = "10.0.0.2 - - [10/Dec/2024:06:55:47 +0000] \"GET /index.html HTTP/1.1\" 200";
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_FALSE(openhab.find(foreign, kNow));
+    const auto found = openhab.find(access, kNow);
+    ASSERT_TRUE(found && found->time);
+    EXPECT_EQ(*found->time, 1733813747.0);
+    EXPECT_EQ(access.substr(found->start, found->end - found->start), "10/Dec/2024:06:55:47 +0000");
+  }
+  for (const std::string line : {"Dec 10 06:55:46 host sshd[1]: x", "dec 10 06:55:46 host sshd[1]: x",
+                                 "DEC 10 06:55:46 host sshd[1]: x"}) {
+    const auto found = syslog.find(line, kNow);
+    ASSERT_TRUE(found && found->time) << line;
+    EXPECT_EQ(*found->time, 1733813746.0) << line;
+  }
 }
 
 }  // namespace

@@ -30,10 +30,11 @@ struct Opt {
   bool icase = false;
   bool utf8 = false;
   std::size_t min = 2;
+  bool fewest = false;
 };
 
 Factors factors(std::string_view pattern, Syntax syntax, Opt o = {}) {
-  Factors f = required_factors(pattern, syntax, FactorOptions{o.icase, o.utf8, o.min});
+  Factors f = required_factors(pattern, syntax, FactorOptions{o.icase, o.utf8, o.min, o.fewest});
   if (f) std::sort(f->begin(), f->end());
   return f;
 }
@@ -194,6 +195,17 @@ TEST(Factors, MinLength) {
   EXPECT_EQ(ere("ab|c", {.min = 2}), kNone);
   EXPECT_EQ(ere("abcd.ef", {.min = 5}), kNone);
   EXPECT_EQ(ere("abcd.efghi", {.min = 5}), set({"efghi"}));
+}
+
+// fewest: the set with the fewest literals (a date template's '/' rather than its twelve
+// month names, which every syslog line holds one of), then the longer.
+TEST(Factors, FewestLiterals) {
+  const std::string date = "(?=^|\\b|\\W)((?P<d>3[01]|[12]\\d|0?[1-9])/(?P<b>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+                           "[^/]*/(?P<Y>\\d{4}):(?P<H>[0-2]?\\d):(?P<M>[0-5]\\d))";
+  EXPECT_EQ(perl(date, {.min = 1}).value().size(), 12u);
+  EXPECT_EQ(perl(date, {.min = 1, .fewest = true}), set({"/"}));
+  EXPECT_EQ(ere("(abc|abd)x+yy", {.min = 1, .fewest = true}), set({"xyy"}));
+  EXPECT_EQ(ere("(abc|abd)x+yy", {.min = 1}), set({"abcx", "abdx"}));
 }
 
 TEST(Factors, Perl) {
@@ -366,9 +378,10 @@ void check_matches(Generator& gen, const std::string& pattern, const std::vector
 }
 
 // Options for one round: -i or not, UTF-8 flag (more conservative only; the locale is C),
-// min_length 1 or 2.
+// min_length 1 or 2, the default choice of set or the fewest literals.
 std::vector<FactorOptions> option_sets(bool icase) {
-  return {FactorOptions{icase, false, 1}, FactorOptions{icase, false, 2}, FactorOptions{icase, true, 1}};
+  return {FactorOptions{icase, false, 1}, FactorOptions{icase, false, 2}, FactorOptions{icase, true, 1},
+          FactorOptions{icase, true, 1, true}};
 }
 
 void posix_property(Syntax syntax, std::uint64_t base, int cases, Stats& stats) {

@@ -83,9 +83,11 @@ std::size_t shortest(const Set& set) {
   return n;
 }
 
-// The better OR-set filters more: its shortest literal is longer, or on a tie it has fewer.
-bool better(const Set& a, const Set& b) {
+// The better OR-set filters more: its shortest literal is longer, or on a tie it has fewer
+// (with `fewest`: it has fewer literals, or on a tie its shortest is longer).
+bool better(const Set& a, const Set& b, bool fewest) {
   const std::size_t la = shortest(a), lb = shortest(b);
+  if (fewest && a.size() != b.size()) return a.size() < b.size();
   return la != lb ? la > lb : a.size() < b.size();
 }
 
@@ -142,7 +144,7 @@ class Sequence {
   void offer(const Set& set) {
     if (set.empty() || set.size() > kMaxFactors) return;
     if (shortest(set) < std::max<std::size_t>(options_.min_length, 1)) return;
-    if (!best_ || better(set, *best_)) best_ = set;
+    if (!best_ || better(set, *best_, options_.fewest)) best_ = set;
   }
 
   const FactorOptions& options_;

@@ -18,6 +18,10 @@ struct FactorOptions {
   bool utf8 = false;         // the locale's character set is UTF-8
   // Every literal of the answer is at least this long; a shorter one filters too little.
   std::size_t min_length = 2;
+  // Of the sets found, the one with the fewest literals (then the longest shortest one),
+  // for a check made with memchr/find per literal; by default the one whose shortest
+  // literal is longest (a literal engine scans for every literal at once).
+  bool fewest = false;
 };
 
 // A set of literals, one of which every match of `pattern` contains (an OR-set): any string
