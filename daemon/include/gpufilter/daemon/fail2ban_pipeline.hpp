@@ -13,6 +13,8 @@
 // there are tasks: the delivery of one batch no longer waits for the slowest filter of the
 // next, nor a filter for the regex searches of its lines (Filter::search_ahead()).
 // The tasks of a step are handed out longest first (by what each took the step before).
+// One filter on fewer than four threads is read in the delivery's task instead, a step
+// later (run()).
 #pragma once
 
 #include <array>

@@ -100,13 +100,12 @@ class RuleSet {
   // The text a filter reads of a line: without a CRLF log's '\r'.
   static std::string_view fail2ban_text(std::string_view text);
   // Whether lines go through the filters in batches (Fail2banPipeline) rather than one at a
-  // time, on a pool `width` threads wide: with more than one filter; with one where its
-  // searches ahead, its filter and its delivery can each have a thread. One filter's
-  // outcomes, made on one thread and taken apart on another, cost more (malloc across
-  // threads, caches) than that overlap saves on two cores (the sshd filter, 16 MB: 0.23-0.25 s
-  // against 0.22 line by line); on the GPU machine's 16, 3.8-3.9 s against 7.2 for 268 MB.
+  // time, on a pool `width` threads wide: on two threads or more (one filter too: its
+  // searches ahead, its dates and its reading overlap; the pipeline decides whether its
+  // delivery shares its thread). The sshd rule, 67 MB here (2 threads): 0.66-0.70 s against
+  // 0.86-0.87 line by line; GPU machine (16), 268 MB: 3.8-6.0 s against 6.2-8.3.
   bool fail2ban_in_parallel(std::size_t width) const noexcept {
-    return fail2ban_rules_.size() > 1 || (fail2ban_rules_.size() == 1 && width >= 4);
+    return fail2ban_rules_.size() > 1 || (fail2ban_rules_.size() == 1 && width >= 2);
   }
   // A batch of one source's lines on its way through the fail2ban filters in three steps:
   // each date reader dates every line (fail2ban_date(), one task per reader), then each
