@@ -8,9 +8,12 @@
 //            object with all of them, the line number, the time and the failregex's index
 #include "test_filter.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -22,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpufilter/core/workers.hpp"
 #include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/fail2ban/jails.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
@@ -166,32 +170,118 @@ void count(const fail2ban::Filter::Outcome& o, Totals& t) {
   else ++t.missed;
 }
 
+// One batch of the log's lines on their way through the filter: each counted line, its
+// number, its date (DatedLine views the line), and the filter's searches made ahead.
+struct Batch {
+  std::vector<std::string> lines;
+  std::vector<std::size_t> numbers;
+  std::vector<fail2ban::Filter::DatedLine> dated;
+  std::vector<fail2ban::Filter::Ahead> ahead;  // per piece
+  std::size_t piece = 0;                       // lines per piece
+  std::exception_ptr failed;                   // what stopped the dating (at line dated.size())
+};
+
 // As fail2ban reads a log: a last line without its newline is still being written, and
-// is not read.
-int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
-  Totals t;
-  t.hits.assign(filter.failregex().size(), 0);
-  t.ignore_hits.assign(filter.ignoreregex().size(), 0);
+// is not read. Fills `b` with up to kBatch lines; false at the end of the log.
+constexpr std::size_t kBatch = 1024;
+bool gather(const Args& a, std::istream& in, std::size_t& number, Batch& b) {
+  b.lines.clear();
+  b.numbers.clear();
   std::string line;
-  while (std::getline(in, line)) {
+  while (b.lines.size() < kBatch && std::getline(in, line)) {
     // fail2ban's FileContainer takes a line as complete when it ends in '\n' or '\r'.
     if (in.eof() && (line.empty() || line.back() != '\r')) {
       std::fprintf(stderr, "gpufilterd: %s: the last line has no newline; not read (as fail2ban does)\n",
                    a.log.c_str());
+      in.setstate(std::ios::failbit);
       break;
     }
     // fail2ban-regex's reading: line ends stripped, comments and empty lines skipped.
     while (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    ++t.lines;
-    const fail2ban::Filter::Outcome o = filter.line(line);
-    if (a.out.empty()) {
-      count(o, t);
-      continue;
-    }
-    for (const auto& f : o.failures)
-      if (!f.nofail) print_failure(a, f, t.lines, line);
+    b.lines.push_back(std::move(line));
+    b.numbers.push_back(++number);
   }
+  return !b.lines.empty();
+}
+
+// The batch's lines dated by the filter's date detector, up to a line where that throws.
+void date_batch(fail2ban::Filter& filter, Batch& b) noexcept {
+  b.failed = nullptr;
+  b.dated.clear();
+  try {
+    for (const std::string& line : b.lines) b.dated.push_back(filter.date_line(line));
+  } catch (...) {
+    b.failed = std::current_exception();
+  }
+}
+
+// Piece `p` of the batch's lines searched ahead.
+void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexcept {
+  fail2ban::Filter::Ahead& piece = b.ahead[p];
+  piece.clear();
+  try {
+    for (std::size_t j = p * b.piece; j < std::min(b.dated.size(), (p + 1) * b.piece); ++j)
+      filter.search_ahead(b.dated[j], j, piece);
+  } catch (...) {
+    piece.clear();  // read_batch() searches for itself, and meets what failed here on its thread
+  }
+}
+
+// The batch's dated lines read by the filter in order, counted or printed; then what
+// stopped their dating, if anything did (the lines before it read first, as line by line).
+void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
+  for (std::size_t j = 0; j < b.dated.size(); ++j) {
+    const fail2ban::Filter::Outcome o = filter.line(b.dated[j], b.ahead[j / b.piece], j);
+    if (a.out.empty()) count(o, t);
+    else for (const auto& f : o.failures) if (!f.nofail) print_failure(a, f, b.numbers[j], b.lines[j]);
+  }
+  if (b.failed) std::rethrow_exception(b.failed);
+}
+
+// The log through the filter a batch at a time, three batches in flight, each step's tasks
+// side by side on a pool (WorkerPool::run()): batch t dated (the filter's date detector,
+// which nothing else touches), batch t - 1 searched ahead in pieces (Filter::search_ahead(),
+// const), and batch t - 2 read by the filter in order, counted or printed, on this thread.
+// The same answers as line by line (tests/fail2ban/ahead_test.cpp), on every core.
+int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
+  Totals t;
+  t.hits.assign(filter.failregex().size(), 0);
+  t.ignore_hits.assign(filter.ignoreregex().size(), 0);
+  WorkerPool pool(WorkerPool::default_threads());
+  std::array<Batch, 3> batches;
+  std::array<bool, 3> live{};
+  std::size_t number = 0;
+  bool more = true;
+  for (std::size_t step = 0;; ++step) {
+    Batch &now = batches[step % 3], &ahead = batches[(step + 2) % 3], &read = batches[(step + 1) % 3];
+    if (more) more = live[step % 3] = gather(a, in, number, now);
+    const bool search = step >= 1 && live[(step + 2) % 3], reading = step >= 2 && live[(step + 1) % 3];
+    if (!more && !search && !reading) break;
+    if (search) {
+      const std::size_t pieces = std::max<std::size_t>(1, std::min(pool.width(), ahead.lines.size() / 128));
+      ahead.piece = (ahead.lines.size() + pieces - 1) / pieces;
+      while (ahead.ahead.size() < pieces) ahead.ahead.push_back(filter.ahead());
+    }
+    const std::size_t tasks = 1 + (more ? 1 : 0) + (search ? (ahead.lines.size() + ahead.piece - 1) / ahead.piece : 0);
+    std::exception_ptr read_failed;
+    pool.run(tasks, [&](std::size_t task) {
+      if (task == 0) {  // the caller's: the filter's reading and the output
+        try {
+          if (reading) read_batch(a, filter, read, t);
+        } catch (...) {
+          read_failed = std::current_exception();
+        }
+      } else if (more && task == 1) {
+        date_batch(filter, now);
+      } else {
+        search_piece(filter, ahead, task - (more ? 2 : 1));
+      }
+    });
+    if (read_failed) std::rethrow_exception(read_failed);
+    if (reading) live[(step + 1) % 3] = false;
+  }
+  t.lines = number;
   if (a.out.empty()) print_summary(filter, t);
   std::cout.flush();
   if (const std::uint64_t stopped = fail2ban::PyRegex::limit_failures(); stopped > 0)

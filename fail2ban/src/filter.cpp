@@ -934,6 +934,9 @@ Filter::DatedLine Filter::date_line(std::string_view raw) {
   dated.date = impl_->dates.find(dated.text(), dated.now);
   return dated;
 }
+Filter::Outcome Filter::line(const DatedLine& dated) {
+  return impl_->process(dated.text(), std::nullopt, nullptr, &dated.date, dated.now);
+}
 Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
   const bool filtered = impl_->literals && !dated.was_replaced;
   // Most lines hold none of a filter's literals (every stock filter reads every line of a
@@ -973,12 +976,16 @@ struct Filter::Ahead::Impl {
 };
 
 // What find_failure() searches first in a line of a one-line filter, up to and with the
-// first failregex that matches (what follows depends on the lines before), into `a`:
-// a.buf holds the line's tuple text.
+// first failregex that matches (what follows depends on the lines before), or every
+// search when it checks all regexes (fail2ban-regex's way), into `a`: a.buf holds the
+// line's tuple text.
 void Filter::Impl::search_first(Filter::Ahead::Impl& a) const {
+  const bool all = options.check_all_regex;  // every ignoreregex and failregex, not the first that matches
   if (!ignore.empty() && ignore.size() + 2 < fail.size()) {
+    bool ignored = false;
     for (const Rx& rx : ignore)
-      if (a.look(rx, a.buf)) return;  // ignored: find_failure() returns
+      if (a.look(rx, a.buf) && (ignored = true) && !all) break;
+    if (ignored) return;  // find_failure() returns
   }
   const std::string* text = &a.buf;
   if (pref) {
@@ -999,9 +1006,10 @@ void Filter::Impl::search_first(Filter::Ahead::Impl& a) const {
     if (!a.look(rx, *text)) continue;
     if (!ignore.empty()) {
       for (const Rx& ig : ignore)
-        if (a.look(ig, *text)) break;
+        if (a.look(ig, *text) && !all) break;
     }
-    return;
+    // Checking all, a match changes neither the buffer nor which regexes come next.
+    if (!all) return;
   }
 }
 
@@ -1016,7 +1024,7 @@ void Filter::Ahead::clear() {
   impl_->next = 0;
 }
 
-bool Filter::searches_ahead() const { return impl_->maxlines == 1 && !impl_->options.check_all_regex; }
+bool Filter::searches_ahead() const { return impl_->maxlines == 1; }
 
 Filter::Ahead Filter::ahead() const {
   auto a = std::make_unique<Ahead::Impl>();
@@ -1025,6 +1033,13 @@ Filter::Ahead Filter::ahead() const {
 }
 
 void Filter::search_ahead(const DatedLine& dated, std::span<const std::size_t> found, std::size_t index,
+                          Ahead& into) const {
+  search_ahead(dated, &found, index, into);
+}
+void Filter::search_ahead(const DatedLine& dated, std::size_t index, Ahead& into) const {
+  search_ahead(dated, nullptr, index, into);
+}
+void Filter::search_ahead(const DatedLine& dated, const std::span<const std::size_t>* found, std::size_t index,
                           Ahead& into) const {
   const Impl& f = *impl_;
   if (!searches_ahead()) return;
@@ -1037,9 +1052,9 @@ void Filter::search_ahead(const DatedLine& dated, std::span<const std::size_t> f
     start = date->start;
     end = date->end;
   }
-  // Lines line() answers without a search.
-  if (f.literals && !dated.was_replaced && start == 0 &&
-      std::none_of(found.begin(), found.end(), [&](std::size_t at) { return at >= end; }))
+  // Lines line() answers without a search (given where the scan found literals).
+  if (found != nullptr && f.literals && !dated.was_replaced && start == 0 &&
+      std::none_of(found->begin(), found->end(), [&](std::size_t at) { return at >= end; }))
     return;
   Ahead::Impl& a = *into.impl_;
   const std::string_view text = dated.text();
@@ -1054,9 +1069,17 @@ void Filter::search_ahead(const DatedLine& dated, std::span<const std::size_t> f
 
 Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found, Ahead& ahead,
                              std::size_t index) {
+  return line(dated, &found, ahead, index);
+}
+Filter::Outcome Filter::line(const DatedLine& dated, Ahead& ahead, std::size_t index) {
+  return line(dated, nullptr, ahead, index);
+}
+Filter::Outcome Filter::line(const DatedLine& dated, const std::span<const std::size_t>* found, Ahead& ahead,
+                             std::size_t index) {
   Ahead::Impl& a = *ahead.impl_;
   while (a.next < a.done.size() && a.done[a.next].index < index) ++a.next;
-  if (a.next == a.done.size() || a.done[a.next].index != index) return line(dated, found);
+  const auto read = [&] { return found != nullptr ? line(dated, *found) : line(dated); };
+  if (a.next == a.done.size() || a.done[a.next].index != index) return read();
   const Ahead::Impl::Line& l = a.done[a.next++];
   impl_->replay = a.searched.data() + l.first;
   impl_->replay_end = impl_->replay + l.count;
@@ -1067,7 +1090,7 @@ Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t
     Impl& f;
     ~Done() { f.replay = f.replay_end = nullptr; }
   } done{*impl_};
-  return line(dated, found);
+  return read();
 }
 
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }

@@ -2,7 +2,8 @@
 // the filter in order, give each line the Outcome that reading it alone gives. Every stock
 // filter that searches ahead, over its own sample log, the OpenSSH sample and lines made
 // to meet the edges (a date inside the line, none, invalid UTF-8, a literal before the
-// date, a forged user).
+// date, a forged user); up to the first regex that matches with a scan's literals (the
+// daemon's rules), and every regex without (--test-filter, as fail2ban-regex).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -65,10 +66,11 @@ std::vector<std::size_t> literal_offsets(const Filter& f, const std::string& lin
 }
 
 // `lines` through two filters alike, one line by line, one a batch at a time searched
-// ahead in `pieces` pieces on as many threads; returns how many lines differed (each
-// reported) and counts the failures found.
+// ahead in `pieces` pieces on as many threads; `scanned`: given where the literals lie (as
+// gpufilterd's rules are), else without (--test-filter). Returns how many lines differed
+// (each reported) and counts the failures found.
 std::size_t compare(const std::string& name, const FilterOptions& options, const std::vector<std::string>& lines,
-                    std::size_t batch, std::size_t pieces, std::size_t& failures) {
+                    std::size_t batch, std::size_t pieces, std::size_t& failures, bool scanned = true) {
   Filter alone = Filter::load(name, options), ahead = Filter::load(name, options);
   std::vector<Filter::Ahead> searched;
   for (std::size_t p = 0; p < pieces; ++p) searched.push_back(ahead.ahead());
@@ -85,15 +87,19 @@ std::size_t compare(const std::string& name, const FilterOptions& options, const
     for (std::size_t p = 0; p < pieces; ++p) {
       threads.emplace_back([&, p] {
         searched[p].clear();
-        for (std::size_t j = p * piece; j < std::min(n, (p + 1) * piece); ++j)
-          ahead.search_ahead(dated[j], found[j], j, searched[p]);
+        for (std::size_t j = p * piece; j < std::min(n, (p + 1) * piece); ++j) {
+          if (scanned) ahead.search_ahead(dated[j], found[j], j, searched[p]);
+          else ahead.search_ahead(dated[j], j, searched[p]);
+        }
       });
     }
     for (std::thread& t : threads) t.join();
     for (std::size_t j = 0; j < n; ++j) {
       const std::string& line = lines[at + j];
-      const Filter::Outcome want = alone.line(alone.date_line(line), literal_offsets(alone, line));
-      const Filter::Outcome got = ahead.line(dated[j], found[j], searched[j / piece], j);
+      const Filter::Outcome want =
+          scanned ? alone.line(alone.date_line(line), literal_offsets(alone, line)) : alone.line(line);
+      const Filter::Outcome got =
+          scanned ? ahead.line(dated[j], found[j], searched[j / piece], j) : ahead.line(dated[j], searched[j / piece], j);
       failures += want.failures.size();
       if (text_of(got) == text_of(want)) continue;
       if (++differ <= 5) ADD_FAILURE() << name << " line " << at + j << ": " << line << "\n  got  " << text_of(got)
@@ -126,13 +132,17 @@ TEST(Fail2banAhead, EveryStockFilterAnswersAsLineByLine) {
       lines.insert(lines.end(), edges.begin(), edges.end());
     }
     EXPECT_EQ(compare(name, options, lines, 257, 3, failures), 0u) << name;
+    // fail2ban-regex's way (every regex tried), without a scan: --test-filter.
+    FilterOptions all = options;
+    all.check_all_regex = true;
+    EXPECT_EQ(compare(name, all, lines, 257, 3, failures, false), 0u) << name << ", every regex";
     ++filters;
   }
   EXPECT_GT(filters, 60u) << filters;
   EXPECT_GT(failures, 1500u);
 }
 
-// Options that change the regexes (sshd's modes), and pieces of one line.
+// Options that change the regexes (sshd's modes), and pieces of five lines.
 TEST(Fail2banAhead, ModesAndSmallPieces) {
   const std::vector<std::string> sshd = read_lines(kLogs + "sshd");
   std::vector<std::string> lines = read_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
@@ -144,8 +154,10 @@ TEST(Fail2banAhead, ModesAndSmallPieces) {
     options.now = 1733814000;
     options.values["mode"] = mode;
     std::size_t failures = 0;
-    EXPECT_EQ(compare("sshd", options, lines, 7, 7, failures), 0u) << mode;
+    EXPECT_EQ(compare("sshd", options, lines, 35, 7, failures), 0u) << mode;
     EXPECT_GT(failures, 500u) << mode;
+    options.check_all_regex = true;
+    EXPECT_EQ(compare("sshd", options, lines, 35, 7, failures, false), 0u) << mode << ", every regex";
   }
 }
 

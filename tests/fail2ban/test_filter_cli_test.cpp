@@ -317,5 +317,54 @@ TEST(TestFilterCliErrors, JsonOutputNamesLineAndFailregex) {
   EXPECT_NE(r.out.find(R"("id":"attacker.example")"), std::string::npos) << r.out;
 }
 
+// A log of many batches (the command reads 1,024 lines at a time, searched ahead in
+// pieces on every core): the summary, every address in fail2ban-regex's order, and each
+// failure's line number (counted as fail2ban-regex counts them: comments and empty lines
+// skipped) with the line's own text.
+TEST(TestFilterCliHostile, ManyBatchesKeepTheLinesOrderAndNumbers) {
+  TempDir dir;
+  const std::string log = dir.path() + "/auth.log";
+  std::vector<std::string> counted;  // the lines the tools count, in order
+  {
+    std::ofstream out(log, std::ios::binary);
+    std::istringstream in(read_file(corpus_path("loghub/OpenSSH_2k.log")));
+    std::vector<std::string> sample;
+    for (std::string line; std::getline(in, line);) sample.push_back(line);
+    for (int round = 0; round < 3; ++round) {
+      for (std::size_t i = 0; i < sample.size(); ++i) {
+        if (i % 97 == 0) out << "# a comment\n\n";
+        out << sample[i] << (i % 89 == 0 ? "\r\n" : "\n");
+        counted.push_back(sample[i]);
+      }
+    }
+  }
+  const std::string conf = "/etc/fail2ban/filter.d/sshd.conf";
+  const ProcessResult theirs = run_process({kRegexTool, "-r", log, conf});
+  const ProcessResult ours = run_process({gpufilterd_binary(), "--test-filter", "sshd", log});
+  ASSERT_EQ(ours.status, 0) << ours.err;
+  EXPECT_EQ(summary(ours.out), summary(theirs.out));
+  const ProcessResult their_ips = run_process({kRegexTool, "-r", "-o", "ip", log, conf});
+  const ProcessResult our_ips = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "ip"});
+  EXPECT_EQ(our_ips.out, their_ips.out);  // the same order, not only the same counts
+  EXPECT_GT(std::count(our_ips.out.begin(), our_ips.out.end(), '\n'), 1500);
+  const ProcessResult json = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  std::istringstream lines(json.out);
+  std::size_t failures = 0, last = 0;
+  static const std::regex number(R"re("line":([0-9]+))re"), msg(R"re("msg":"((?:[^"\\]|\\.)*)")re");
+  for (std::string line; std::getline(lines, line); ++failures) {
+    std::smatch n, m;
+    ASSERT_TRUE(std::regex_search(line, n, number) && std::regex_search(line, m, msg)) << line;
+    const std::size_t at = std::stoul(n[1].str());
+    ASSERT_GE(at, last);
+    ASSERT_TRUE(at >= 1 && at <= counted.size()) << line;
+    std::string text = counted[at - 1];
+    while (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_of("\"\\") == std::string::npos) EXPECT_EQ(m[1].str(), text) << line;
+    last = at;
+  }
+  EXPECT_GT(failures, 1500u);
+}
+
 }  // namespace
 }  // namespace gpufilter::test

@@ -143,12 +143,14 @@ class Filter {
   const std::string& date_key() const;
   DatedLine date_line(std::string_view raw);
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found);
+  Outcome line(const DatedLine& dated);  // no scan: line(text), its date read already
 
   // The searches line(DatedLine, found) begins a line with, made ahead of it on other
-  // threads (a batch's lines in pieces, side by side). In a one-line filter (maxlines 1,
-  // the first match taken) which regexes a line meets first, and what each finds, follow
-  // from the line and its date alone; only what is done with a match (the multi-line
-  // failure cache, the last date) depends on the lines before. line() replays the searches
+  // threads (a batch's lines in pieces, side by side). In a one-line filter (maxlines 1)
+  // which regexes a line meets first (up to the first that matches; all of them when
+  // check_all_regex), and what each finds, follow from the line and its date alone; only
+  // what is done with a match (the multi-line failure cache, the last date) depends on
+  // the lines before. line() replays the searches
   // made ahead while its own steps ask for the same ones, and searches itself from the
   // first that differs (or where none were made): the same Outcome, exactly.
   // An Ahead is one thread's: its lines in order, clear()ed before the next batch's.
@@ -167,11 +169,14 @@ class Filter {
   };
   bool searches_ahead() const;  // false: search_ahead() leaves nothing (maxlines > 1)
   Ahead ahead() const;
-  // Line `index`'s searches (`dated` and `found` as line() is given them) into `into`.
-  // Const: any number of threads at once, each with its own Ahead.
+  // Line `index`'s searches (`dated` and `found` as line() is given them; without `found`,
+  // as line(dated)) into `into`. Const: any number of threads at once, each with its own
+  // Ahead.
   void search_ahead(const DatedLine& dated, std::span<const std::size_t> found, std::size_t index, Ahead& into) const;
-  // line(dated, found) for line `index`, taking up what `ahead` searched of it.
+  void search_ahead(const DatedLine& dated, std::size_t index, Ahead& into) const;
+  // line(dated, found), or line(dated), for line `index`, taking up what `ahead` searched of it.
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found, Ahead& ahead, std::size_t index);
+  Outcome line(const DatedLine& dated, Ahead& ahead, std::size_t index);
 
   const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
   const std::vector<std::string>& ignoreregex() const;
@@ -180,6 +185,9 @@ class Filter {
  private:
   struct Impl;
   explicit Filter(std::unique_ptr<Impl> impl);
+  void search_ahead(const DatedLine& dated, const std::span<const std::size_t>* found, std::size_t index,
+                    Ahead& into) const;
+  Outcome line(const DatedLine& dated, const std::span<const std::size_t>* found, Ahead& ahead, std::size_t index);
   std::unique_ptr<Impl> impl_;
 };
 
