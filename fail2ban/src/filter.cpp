@@ -483,10 +483,7 @@ struct Filter::Impl {
     }
     return search(rx, text, org, gate);
   }
-  // What find_failure() searches first in a line of a one-line filter, each search into
-  // `into`, up to and with the first failregex that matches: what follows depends on the
-  // lines before. `buf` holds the line's tuple text; `content` is scratch.
-  struct Ahead;  // Filter::Ahead::Impl
+  // What find_failure() will search first in a line, searched ahead into `a` (below).
   void search_first(Filter::Ahead::Impl& a) const;
   void replaced_buffer() {
     if (maxlines > 1) marks.assign(buffer.size(), true);  // one line: no marks are kept
@@ -983,8 +980,11 @@ void Filter::Impl::search_first(Filter::Ahead::Impl& a) const {
   const bool all = options.check_all_regex;  // every ignoreregex and failregex, not the first that matches
   if (!ignore.empty() && ignore.size() + 2 < fail.size()) {
     bool ignored = false;
-    for (const Rx& rx : ignore)
-      if (a.look(rx, a.buf) && (ignored = true) && !all) break;
+    for (const Rx& rx : ignore) {
+      if (!a.look(rx, a.buf)) continue;
+      ignored = true;
+      if (!all) break;
+    }
     if (ignored) return;  // find_failure() returns
   }
   const std::string* text = &a.buf;
