@@ -182,6 +182,7 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
     for (std::size_t j = 0; j < b.lines.size(); ++j) {
       at.clear();
       for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
+      if (at.empty() && filter.learns_only(b.dated[k][j])) continue;  // most filters, most lines
       fail2ban::Filter::Outcome o = piece == 0 ? filter.line(b.dated[k][j], at)
                                                : filter.line(b.dated[k][j], at, b.ahead[i][j / piece], j);
       if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));

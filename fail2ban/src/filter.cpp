@@ -934,16 +934,18 @@ Filter::DatedLine Filter::date_line(std::string_view raw) {
 Filter::Outcome Filter::line(const DatedLine& dated) {
   return impl_->process(dated.text(), std::nullopt, nullptr, &dated.date, dated.now);
 }
-Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
-  const bool filtered = impl_->literals && !dated.was_replaced;
-  // Most lines hold none of a filter's literals (every stock filter reads every line of a
-  // jail's log): process()'s answer is then known, and only its date is learnt. Not where
-  // the date lies inside the line (it could join a literal's halves) or lines are buffered.
+// Most lines hold none of a filter's literals (every stock filter reads every line of a
+// jail's log): process()'s answer is then known, and only its date is learnt. Not where
+// the date lies inside the line (it could join a literal's halves) or lines are buffered.
+bool Filter::learns_only(const DatedLine& dated) {
   const auto& date = dated.date;
-  if (filtered && found.empty() && impl_->maxlines == 1 && (!date || date->start == 0)) {
-    if (date && date->end > date->start && date->time) impl_->last_date = *date->time;
-    return {};
-  }
+  if (!impl_->literals || dated.was_replaced || impl_->maxlines != 1 || (date && date->start != 0)) return false;
+  if (date && date->end > date->start && date->time) impl_->last_date = *date->time;
+  return true;
+}
+Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
+  if (found.empty() && learns_only(dated)) return {};
+  const bool filtered = impl_->literals && !dated.was_replaced;
   return impl_->process(dated.text(), std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
 }
 struct Filter::Ahead::Impl {

@@ -144,6 +144,10 @@ class Filter {
   DatedLine date_line(std::string_view raw);
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found);
   Outcome line(const DatedLine& dated);  // no scan: line(text), its date read already
+  // Whether line(dated, found) with no literal found answers nothing without a search (a
+  // one-line filter with literals, the date at the line's start or none); if so the line's
+  // date is learnt, as line() would, and line() need not be called.
+  bool learns_only(const DatedLine& dated);
 
   // The searches line(DatedLine, found) begins a line with, made ahead of it on other
   // threads (a batch's lines in pieces, side by side). In a one-line filter (maxlines 1)
