@@ -692,7 +692,10 @@ TEST(RegexOddPatterns, AtomsRepeatedZeroTimesAreDropped) {
   const std::vector<std::pair<std::string, Args>> cases = {
       {"-E", {"-i", "\\a[[=b=]]{0}"}},    {"-E", {"-i", "-c", "\\a([[=b=]]x){0,0}"}}, {"-G", {"-i", "\\a\\([[=b=]]\\)\\{0\\}"}},
       {"-E", {"-i", "\\a[[=b=]]{,0}"}},   {"-E", {"-i", "\\a[[=b=]]{1}"}},           {"-E", {"-i", "-o", "\\a[[.b.]]{0}2"}},
-      {"-G", {"-e", "a\\)"}},             {"-E", {"-i", "-w", ".*\\a(|(b[[=a=]])*){,0}\\S"}}};
+      {"-G", {"-e", "a\\)"}},             {"-E", {"-i", "-w", ".*\\a(|(b[[=a=]])*){,0}\\S"}},
+      // Intervals read as numbers: {00} is {0}, {01} and {0,01} at most once.
+      {"-E", {"-i", "\\a[[=b=]]{00}"}},   {"-G", {"-i", "-o", "\\a[[=b=]]\\{0,00\\}2"}}, {"-E", {"-n", "(^a){01}"}},
+      {"-G", {"-c", "\\(^a\\)\\{0,01\\}"}}, {"-E", {"-o", "(^1){01}9"}}};
   for (const Locale l : {Locale::kC, Locale::kUtf8})
     for (const auto& [matcher, args] : cases)
       expect_same_with(matcher, args, input, {{"3", "2", "cpu"}}, "an atom repeated zero times", locale_env(l));

@@ -77,26 +77,33 @@ bool dfa_reads_bracket(std::string_view b) {
   return true;
 }
 
-// A repetition operator that takes its atom no time at all ("{0}", "\{,0\}", "{0,0}").
-bool repeats_none(std::string_view op) {
-  if (op.empty() || (op.front() != '{' && op.front() != '\\')) return false;
+// The most times a repetition operator ("?", "*", "+", "{2}", "\{0,1\}", "{3,}", ...)
+// takes its atom; nullopt: no bound. Intervals' numbers read as numbers ("{00}" is 0),
+// saturating far past any count that matters here.
+std::optional<long> repeat_max(std::string_view op) {
   std::string digits;
   for (char c : op)
     if (c != '\\' && c != '{' && c != '}') digits += c;
+  if (digits == "?") return 1;
+  if (digits.empty() || digits == "*" || digits == "+") return std::nullopt;
   const std::size_t comma = digits.find(',');
-  return (comma == std::string::npos ? digits : digits.substr(comma + 1)) == "0";
+  const std::string high = comma == std::string::npos ? digits : digits.substr(comma + 1);
+  if (high.empty() || high.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;  // "{n,}"
+  long n = 0;
+  for (char c : high) n = std::min(n * 10 + (c - '0'), 1L << 40);
+  return n;
+}
+
+// A repetition operator that takes its atom no time at all ("{0}", "\{,0\}", "{0,0}").
+bool repeats_none(std::string_view op) {
+  if (op.empty() || (op.front() != '{' && op.front() != '\\')) return false;
+  return repeat_max(op) == 0L;
 }
 
 // A repetition operator ("?", "*", "\{0,1\}", "{2}", ...) that takes its atom at most once.
 bool at_most_once(std::string_view op) {
-  std::string digits;
-  for (char c : op)
-    if (c != '\\' && c != '{' && c != '}') digits += c;
-  if (digits == "?") return true;
-  if (digits.empty() || digits == "*" || digits == "+") return false;
-  const std::size_t comma = digits.find(',');
-  const std::string high = comma == std::string::npos ? digits : digits.substr(comma + 1);
-  return high == "0" || high == "1";
+  const std::optional<long> most = repeat_max(op);
+  return most && *most <= 1;
 }
 
 // An interval at p[i] ('{' for ERE, the '{' after '\' for BRE): one past its end and its
