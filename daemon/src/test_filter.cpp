@@ -182,17 +182,17 @@ struct Batch {
 };
 
 // As fail2ban reads a log: a last line without its newline is still being written, and
-// is not read. Fills `b` with up to kBatch lines; false at the end of the log.
+// is not read (`unterminated`: the caller says so once the lines before it are out). Fills
+// `b` with up to kBatch lines; false at the end of the log.
 constexpr std::size_t kBatch = 1024;
-bool gather(const Args& a, std::istream& in, std::size_t& number, Batch& b) {
+bool gather(std::istream& in, std::size_t& number, Batch& b, bool& unterminated) {
   b.lines.clear();
   b.numbers.clear();
   std::string line;
   while (b.lines.size() < kBatch && std::getline(in, line)) {
     // fail2ban's FileContainer takes a line as complete when it ends in '\n' or '\r'.
     if (in.eof() && (line.empty() || line.back() != '\r')) {
-      std::fprintf(stderr, "gpufilterd: %s: the last line has no newline; not read (as fail2ban does)\n",
-                   a.log.c_str());
+      unterminated = true;
       in.setstate(std::ios::failbit);
       break;
     }
@@ -252,10 +252,10 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   std::array<Batch, 3> batches;
   std::array<bool, 3> live{};
   std::size_t number = 0;
-  bool more = true;
+  bool more = true, unterminated = false;
   for (std::size_t step = 0;; ++step) {
     Batch &now = batches[step % 3], &ahead = batches[(step + 2) % 3], &read = batches[(step + 1) % 3];
-    if (more) more = live[step % 3] = gather(a, in, number, now);
+    if (more) more = live[step % 3] = gather(in, number, now, unterminated);
     const bool search = step >= 1 && live[(step + 2) % 3], reading = step >= 2 && live[(step + 1) % 3];
     if (!more && !search && !reading) break;
     if (search) {
@@ -282,6 +282,9 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
     if (reading) live[(step + 1) % 3] = false;
   }
   t.lines = number;
+  std::cout.flush();  // the lines before it, then the message, as line by line
+  if (unterminated)
+    std::fprintf(stderr, "gpufilterd: %s: the last line has no newline; not read (as fail2ban does)\n", a.log.c_str());
   if (a.out.empty()) print_summary(filter, t);
   std::cout.flush();
   if (const std::uint64_t stopped = fail2ban::PyRegex::limit_failures(); stopped > 0)
