@@ -1,8 +1,8 @@
 // RuleSet's fail2ban filters over the lines of a stream: one line at a time
-// (fail2ban_lines()), or a batch of one source's lines ahead of their delivery in three
-// steps (fail2ban_begin(), fail2ban_date(), fail2ban_filter()), each step's tasks side by
-// side on a pool's threads and beside other batches' steps (Fail2banPipeline), each filter
-// still reading its lines in order. Either way each filter makes of each line what it
+// (fail2ban_lines()), or a batch of one source's lines ahead of their delivery in steps
+// (fail2ban_begin(), fail2ban_date(), fail2ban_ahead() and fail2ban_search_ahead(),
+// fail2ban_filter()), each step's tasks side by side on a pool's threads and beside other
+// batches' steps (Fail2banPipeline), each filter still reading its lines in order. Either way each filter makes of each line what it
 // would make of it alone (tests/daemon/rules_test.cpp).
 #include <algorithm>
 #include <exception>

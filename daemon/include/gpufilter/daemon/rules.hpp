@@ -107,13 +107,15 @@ class RuleSet {
   bool fail2ban_in_parallel(std::size_t width) const noexcept {
     return fail2ban_rules_.size() > 1 || (fail2ban_rules_.size() == 1 && width >= 2);
   }
-  // A batch of one source's lines on its way through the fail2ban filters in three steps:
-  // each date reader dates every line (fail2ban_date(), one task per reader), then each
-  // filter takes every line in order (fail2ban_filter(), one task per filter), then
-  // fail2ban_lines() hands the outcomes out as the lines are delivered. The tasks of one
-  // step run side by side, and beside another batch's other steps (Fail2banPipeline keeps
-  // three batches in flight): a date reader touches only its filter's date detector, a
-  // filter everything else of its own. The same outcomes as line by line.
+  // A batch of one source's lines on its way through the fail2ban filters: each date
+  // reader dates every line (fail2ban_date(), one task per reader); a filter that would
+  // hold up the step has its regex searches made ahead in pieces (fail2ban_search_ahead(),
+  // one task per piece, const on the filter); each filter takes every line in order
+  // (fail2ban_filter(), one task per filter); then fail2ban_lines() hands the outcomes out
+  // as the lines are delivered. The tasks of one step run side by side, and beside another
+  // batch's other steps (Fail2banPipeline keeps four batches in flight): a date reader
+  // touches only its filter's date detector, a filter everything else of its own. The same
+  // outcomes as line by line.
   struct Fail2banBatch {
     std::string_view source;
     std::vector<std::string_view> lines;  // fail2ban_text() of each
@@ -155,7 +157,8 @@ class RuleSet {
   static void fail2ban_check(const Fail2banBatch& batch);
   // Line `j` of `batch`'s outcomes into outcomes_ (fail2ban_lines()).
   void hand_out(Fail2banBatch& batch, std::size_t j) const;
-  // The three steps one after the other on `pool`, then handed out: for a single batch.
+  // The dates and the filters one after the other on `pool`, then handed out: for a
+  // single batch (no searches ahead).
   void prepare_fail2ban(std::string_view source, std::span<const std::string_view> lines,
                         std::span<const std::span<const Occurrence>> occurrences, WorkerPool& pool) const;
   // What the named groups of the first regex of `rule` that matches `line` took.
@@ -378,7 +381,7 @@ class RuleConsumer final : public StreamConsumer {
   void record(const Input& input, const Joiner::Record& r);
   void deliver(const Input& input, LineMatch& match);
   // fail2ban filters: lines gathered kFail2banBatch at a time, each batch dated, through
-  // the filters and delivered in a Fail2banPipeline, three batches in flight.
+  // the filters and delivered in a Fail2banPipeline, four batches in flight.
   static constexpr std::size_t kFail2banBatch = 1024;
   struct Gathered {  // one slot's batch
     std::vector<std::string_view> lines;
