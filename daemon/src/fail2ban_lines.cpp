@@ -6,6 +6,7 @@
 // would make of it alone (tests/daemon/rules_test.cpp).
 #include <algorithm>
 #include <exception>
+#include <span>
 
 #include "gpufilter/daemon/rules.hpp"
 
@@ -108,6 +109,32 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
   }
 }
 
+namespace {
+
+// Lines [first, last) of a batch as one filter reads them, to fn(j, dated line, offsets of
+// the filter's literals in it): `dated`, its date reader's lines; `literals`, its
+// (line, offset) pairs in line order.
+template <typename Fn>
+void each_line(const std::vector<fail2ban::Filter::DatedLine>& dated,
+               const std::vector<std::pair<std::size_t, std::size_t>>& literals, std::size_t first, std::size_t last,
+               Fn&& fn) {
+  auto next = std::lower_bound(literals.begin(), literals.end(), std::pair<std::size_t, std::size_t>(first, 0));
+  std::vector<std::size_t> at;
+  for (std::size_t j = first; j < last; ++j) {
+    at.clear();
+    for (; next != literals.end() && next->first == j; ++next) at.push_back(next->second);
+    fn(j, dated[j], std::span<const std::size_t>(at));
+  }
+}
+
+}  // namespace
+
+// The lines filter i's date reader dated for batch `b`.
+const std::vector<fail2ban::Filter::DatedLine>& RuleSet::dated_for(const Fail2banBatch& b, std::size_t i) const {
+  return b.dated[static_cast<std::size_t>(std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) -
+                                          b.readers.begin())];
+}
+
 // Where a line holds none of a filter's literals the filter answers at once (Filter::line):
 // only the lines that hold one (or every line, for a filter without literals) are searched.
 std::size_t RuleSet::fail2ban_ahead(Fail2banBatch& b, std::size_t width) const {
@@ -150,18 +177,12 @@ void RuleSet::fail2ban_search_ahead(Fail2banBatch& b, std::size_t task) const no
   fail2ban::Filter::Ahead& ahead = b.ahead[i][p];
   ahead.clear();
   try {
-    const std::size_t k = static_cast<std::size_t>(
-        std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
     const fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
     const std::size_t first = p * b.piece[i], last = std::min(b.lines.size(), first + b.piece[i]);
-    const auto& mine = b.literals[i];
-    auto next = std::lower_bound(mine.begin(), mine.end(), std::pair<std::size_t, std::size_t>(first, 0));
-    std::vector<std::size_t> at;
-    for (std::size_t j = first; j < last; ++j) {
-      at.clear();
-      for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
-      filter.search_ahead(b.dated[k][j], at, j, ahead);
-    }
+    each_line(dated_for(b, i), b.literals[i], first, last,
+              [&](std::size_t j, const fail2ban::Filter::DatedLine& dated, std::span<const std::size_t> at) {
+                filter.search_ahead(dated, at, j, ahead);
+              });
   } catch (...) {
     ahead.clear();  // the filter's task searches for itself, and meets what failed here on its own thread
   }
@@ -172,21 +193,15 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
   found.clear();
   if (!fail2ban_reads(i, b.source)) return;
   try {
-    const std::size_t k = static_cast<std::size_t>(
-        std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) - b.readers.begin());
     fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
-    const auto& mine = b.literals[i];
     const std::size_t piece = b.piece[i];
-    std::vector<std::size_t> at;
-    auto next = mine.begin();
-    for (std::size_t j = 0; j < b.lines.size(); ++j) {
-      at.clear();
-      for (; next != mine.end() && next->first == j; ++next) at.push_back(next->second);
-      if (at.empty() && filter.learns_only(b.dated[k][j])) continue;  // most filters, most lines
-      fail2ban::Filter::Outcome o = piece == 0 ? filter.line(b.dated[k][j], at)
-                                               : filter.line(b.dated[k][j], at, b.ahead[i][j / piece], j);
-      if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));
-    }
+    each_line(dated_for(b, i), b.literals[i], 0, b.lines.size(),
+              [&](std::size_t j, const fail2ban::Filter::DatedLine& dated, std::span<const std::size_t> at) {
+                if (at.empty() && filter.learns_only(dated)) return;  // most filters, most lines
+                fail2ban::Filter::Outcome o =
+                    piece == 0 ? filter.line(dated, at) : filter.line(dated, at, b.ahead[i][j / piece], j);
+                if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));
+              });
   } catch (...) {
     b.failed[b.readers.size() + i] = std::current_exception();
   }

@@ -356,6 +356,14 @@ std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Line
   return hit_of(rx, m, buf, org);
 }
 
+// Whether a line whose date is [start, end) may hold one of a filter's literals where its
+// regexes look (after the date, or anywhere where something precedes it): `found`, the
+// offsets a scan found them at (null: no scan to go by).
+bool may_hold_literal(const std::span<const std::size_t>* found, std::size_t start, std::size_t end) {
+  return found == nullptr || start != 0 ||
+         std::any_of(found->begin(), found->end(), [&](std::size_t at) { return at >= end; });
+}
+
 // A search made ahead (Filter::search_ahead()): the regex, the length of the text searched
 // and where it matched: `count` spans from `first` of the searches' spans, the match's
 // groups (none: no match). Spans, not a Hit: its strings, made on one thread and freed on
@@ -739,9 +747,7 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
   // line from `end`, where a literal must then lie; a date inside the line could join a
   // literal's halves, and such a line is searched. A multi-line filter buffers the line
   // all the same (find_failure()).
-  const bool holds_literal =
-      literals_at == nullptr || start != 0 ||
-      std::any_of(literals_at->begin(), literals_at->end(), [&](std::size_t at) { return at >= end; });
+  const bool holds_literal = may_hold_literal(literals_at, start, end);
   if (!holds_literal && maxlines == 1) return result;
   if (reuse) {
     tuple[0].clear();
@@ -1054,10 +1060,8 @@ void Filter::search_ahead(const DatedLine& dated, const std::span<const std::siz
     start = date->start;
     end = date->end;
   }
-  // Lines line() answers without a search (given where the scan found literals).
-  if (found != nullptr && f.literals && !dated.was_replaced && start == 0 &&
-      std::none_of(found->begin(), found->end(), [&](std::size_t at) { return at >= end; }))
-    return;
+  // Lines line() answers without a search (the scan's offsets go as line() takes them).
+  if (!may_hold_literal(found != nullptr && f.literals && !dated.was_replaced ? found : nullptr, start, end)) return;
   Ahead::Impl& a = *into.impl_;
   const std::string_view text = dated.text();
   a.lines[0][0].assign(text.substr(0, start));

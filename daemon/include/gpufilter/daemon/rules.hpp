@@ -205,6 +205,7 @@ class RuleSet {
   mutable Fail2banBatch* handing_out_ = nullptr;
   mutable Fail2banBatch prepared_;
   bool fail2ban_reads(std::size_t i, std::string_view source) const;
+  const std::vector<fail2ban::Filter::DatedLine>& dated_for(const Fail2banBatch& b, std::size_t i) const;
   std::map<std::uint32_t, std::unique_ptr<RegexRule>> regex_rules_;  // by rule
   mutable std::vector<std::uint32_t> regex_candidates_;  // scratch
   bool any_ignore_case_ = false;
