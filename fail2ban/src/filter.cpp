@@ -22,6 +22,7 @@
 #include "gpufilter/fail2ban/tags.hpp"
 #include "gpufilter/regex/factors.hpp"
 #include "factor_gate.hpp"
+#include "mlfid_cache.hpp"
 
 namespace gpufilter::fail2ban {
 namespace {
@@ -375,39 +376,6 @@ struct Searched {
 };
 
 
-// Utils.Cache(maxCount=100, maxTime=5*60) of multi-line failures by connection id. Found
-// by hash (an id is a log line's prefix: a tree's comparisons of such strings cost sshd
-// more than the rest of the cache); a full cache drops the expired entries, then the one
-// that expires first, the least id among equals (the order a sorted map would give).
-class MlfidCache {
- public:
-  FailPtr get(const std::string& id) {
-    const auto it = entries_.find(id);
-    if (it == entries_.end()) return nullptr;
-    if (it->second.second <= wall_clock_now()) {
-      entries_.erase(it);
-      return nullptr;
-    }
-    return it->second.first;
-  }
-  void set(const std::string& id, FailPtr fail) {
-    if (entries_.size() >= 100 && !entries_.count(id)) {
-      const double now = wall_clock_now();
-      for (auto it = entries_.begin(); it != entries_.end();) it = it->second.second <= now ? entries_.erase(it) : std::next(it);
-      while (entries_.size() >= 100) {
-        entries_.erase(std::min_element(entries_.begin(), entries_.end(), [](const auto& a, const auto& b) {
-                         return a.second.second != b.second.second ? a.second.second < b.second.second : a.first < b.first;
-                       }));
-      }
-    }
-    entries_[id] = {std::move(fail), wall_clock_now() + 300};
-  }
-  void unset(const std::string& id) { entries_.erase(id); }
-  bool used = false;
-
- private:
-  std::unordered_map<std::string, std::pair<FailPtr, double>> entries_;
-};
 
 }  // namespace
 
@@ -452,7 +420,8 @@ struct Filter::Impl {
   // (false only where a scan said it holds none). Lines put back by a match count as true.
   std::vector<bool> marks;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
-  MlfidCache mlfid;
+  MlfidCache<FailPtr> mlfid{100, 5 * 60};  // fail2ban's Utils.Cache(maxCount=100, maxTime=5*60)
+  bool mlfid_used = false;                 // fail2ban's `if self.__mlfidCache`
   GroupNames names;  // of every group, once the regexes are compiled
   Keys key;
   std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
@@ -532,7 +501,10 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
 
 FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, const Hit& hit) {
   FailPtr cur = std::move(fail_in);
-  FailPtr cached = mlfid.used ? mlfid.get(id) : nullptr;
+  const double now = wall_clock_now();  // fail2ban's cache reads time.time()
+  FailPtr cached = nullptr;
+  if (mlfid_used)
+    if (const FailPtr* found = mlfid.get(id, now)) cached = *found;
   std::optional<std::set<std::string>>* users = nullptr;
   int flags = 0;
   const auto update_users = [](FailData& f, const std::string* user) {
@@ -563,8 +535,8 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, cons
     if (flags & 2) mlfid.unset(id);
   } else if (!(flags & 2)) {
     users = update_users(*cur, value_of(cur->g, key.user));
-    mlfid.used = true;
-    mlfid.set(id, cur);
+    mlfid_used = true;
+    mlfid.set(id, cur, now);
   }
   const bool pending = cur->mlfpending;
   cur->mlfpending = false;
