@@ -96,9 +96,6 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
   b.failed.assign(b.readers.size() + rules, nullptr);
   b.piece.assign(rules, 0);
   b.ahead_tasks.clear();
-  b.deferred.resize(rules);
-  for (auto& d : b.deferred) d.clear();
-  b.finishing.clear();
   return b.readers.size();
 }
 
@@ -191,14 +188,12 @@ void RuleSet::fail2ban_search_ahead(Fail2banBatch& b, std::size_t task) const no
   }
 }
 
-void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i, bool split) const noexcept {
+void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
   auto& found = b.found[i];
   found.clear();
   if (!fail2ban_reads(i, b.source)) return;
-  fail2ban::Filter* deferring = nullptr;
   try {
     fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
-    if (split && filter.defers()) (deferring = &filter)->defer(&b.deferred[i]);
     const std::size_t piece = b.piece[i];
     each_line(dated_for(b, i), b.literals[i], 0, b.lines.size(),
               [&](std::size_t j, const fail2ban::Filter::DatedLine& dated, std::span<const std::size_t> at) {
@@ -210,27 +205,6 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i, bool split) const
   } catch (...) {
     b.failed[b.readers.size() + i] = std::current_exception();
   }
-  if (deferring != nullptr) deferring->defer(nullptr);  // line by line, it merges itself
-}
-
-std::size_t RuleSet::fail2ban_finishing(Fail2banBatch& b) const {
-  b.finishing.clear();
-  for (std::size_t i = 0; i < b.deferred.size(); ++i)
-    if (std::any_of(b.found[i].begin(), b.found[i].end(), [](const auto& f) { return f.second.deferred > 0; }))
-      b.finishing.push_back(i);
-  return b.finishing.size();
-}
-
-void RuleSet::fail2ban_finish(Fail2banBatch& b, std::size_t task) const noexcept {
-  const std::size_t i = b.finishing[task];
-  try {
-    fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
-    for (auto& [j, o] : b.found[i])
-      if (o.deferred > 0) filter.finish(o, b.deferred[i]);
-  } catch (...) {
-    b.failed[b.readers.size() + i] = std::current_exception();
-  }
-  b.deferred[i].clear();
 }
 
 void RuleSet::fail2ban_check(const Fail2banBatch& b) {

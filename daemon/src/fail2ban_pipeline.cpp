@@ -12,18 +12,14 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
     seconds_[kFilter].assign(rules.fail2ban_filters(), 0.0);
     seconds_[kDate].assign(rules.fail2ban_filters(), 0.0);
     seconds_[kAhead].assign(rules.fail2ban_filters(), 0.0);
-    seconds_[kFinish].assign(rules.fail2ban_filters(), 0.0);
   }
-  // On four threads or more a filter's chain is read in two halves, a step apart, each on
-  // a thread of its own (RuleSet::fail2ban_filter(split)): what its failregexes matched,
-  // then the merges with its failure cache (a one-line filter with <F-MLFID>, sshd's).
-  const bool split = pool_.width() >= 4;
   std::array<bool, kSlots> live{};  // the slot holds a batch not yet delivered
   bool more = true;
   for (std::size_t t = 0;; ++t) {
-    // The slots of batches t to t - 4: the one gathered now was delivered a step ago.
-    const std::size_t now = t % kSlots, ahead = (t + 4) % kSlots, filtering = (t + 3) % kSlots,
-                      finishing = (t + 2) % kSlots, delivering = (t + 1) % kSlots;
+    // The slots of batches t, t - 1, t - 2 and t - 3: the one gathered now was delivered a
+    // step ago.
+    const std::size_t now = t % kSlots, ahead = (t + 3) % kSlots, filtering = (t + 2) % kSlots,
+                      delivering = (t + 1) % kSlots;
     tasks_.clear();
     if (more) {
       texts_[now].clear();
@@ -34,9 +30,8 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
     }
     const bool search = t >= 1 && live[ahead];
     const bool filter = t >= 2 && live[filtering];
-    const bool finish = t >= 3 && live[finishing];
-    const bool hand_out = t >= 4 && live[delivering];
-    if (!more && !search && !filter && !finish && !hand_out) return;
+    const bool hand_out = t >= 3 && live[delivering];
+    if (!more && !search && !filter && !hand_out) return;
     if (search) add(kAhead, rules.fail2ban_ahead(batches_[ahead], pool_.width()));
     // One filter on fewer than four threads reads its batch on the thread that delivers it,
     // a step later, while the others date and search ahead: its outcomes are made and taken
@@ -46,9 +41,7 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
     // GPU machine (16), 268 MB: 5.2-6.5 s so against 4.9-6.0 apart.
     const bool fused = rules.fail2ban_filters() == 1 && pool_.width() < 4;
     if (filter && !fused) add(kFilter, rules.fail2ban_filters());
-    if (finish && split) add(kFinish, rules.fail2ban_finishing(batches_[finishing]));
-    const std::array<RuleSet::Fail2banBatch*, 4> of = {&batches_[now], &batches_[ahead], &batches_[filtering],
-                                                       &batches_[finishing]};
+    const std::array<RuleSet::Fail2banBatch*, 3> of = {&batches_[now], &batches_[ahead], &batches_[filtering]};
     // The delivery first (index 0, which WorkerPool::run() gives its caller: the rules and
     // outputs stay on the scan thread), then the others longest first by what each took a
     // step ago: a long filter begun last would hold up the whole step.
@@ -70,7 +63,7 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
         rules.fail2ban_hand_out(nullptr);
         return;
       }
-      run_task(rules, tasks_[i], *of[tasks_[i].kind], split);
+      run_task(rules, tasks_[i], *of[tasks_[i].kind]);
     });
     for (std::size_t i = 0; i < piece_seconds_.size(); ++i) {
       const std::size_t f = searching.ahead_tasks[i].first;
@@ -80,7 +73,6 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
     if (hand_out) live[delivering] = false;
     if (delivery_failed) std::rethrow_exception(delivery_failed);
     if (filter && !fused) RuleSet::fail2ban_check(batches_[filtering]);
-    if (finish) RuleSet::fail2ban_check(batches_[finishing]);
     if (more) RuleSet::fail2ban_check(batches_[now]);
   }
 }
@@ -94,7 +86,6 @@ void Fail2banPipeline::add(Kind kind, std::size_t count) {
 double Fail2banPipeline::cost(const Task& task, const RuleSet::Fail2banBatch& b) const {
   switch (task.kind) {
     case kDate: return seconds_[kDate][b.readers[task.index]];
-    case kFinish: return seconds_[kFinish][b.finishing[task.index]];
     case kAhead: {
       const std::size_t filter = b.ahead_tasks[task.index].first;
       return seconds_[kAhead][filter] / static_cast<double>((b.lines.size() + b.piece[filter] - 1) / b.piece[filter]);
@@ -103,13 +94,12 @@ double Fail2banPipeline::cost(const Task& task, const RuleSet::Fail2banBatch& b)
   }
 }
 
-void Fail2banPipeline::run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b, bool split) {
+void Fail2banPipeline::run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b) {
   const auto start = std::chrono::steady_clock::now();
   switch (task.kind) {
     case kDate: rules.fail2ban_date(b, task.index); break;
     case kAhead: rules.fail2ban_search_ahead(b, task.index); break;
-    case kFinish: rules.fail2ban_finish(b, task.index); break;
-    default: rules.fail2ban_filter(b, task.index, split);
+    default: rules.fail2ban_filter(b, task.index);
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // By the rule the task is of: a date reader's, a filter's; a filter's pieces run side by
@@ -117,7 +107,6 @@ void Fail2banPipeline::run_task(const RuleSet& rules, const Task& task, RuleSet:
   switch (task.kind) {
     case kDate: seconds_[kDate][b.readers[task.index]] = took; break;
     case kAhead: piece_seconds_[task.index] = took; break;
-    case kFinish: seconds_[kFinish][b.finishing[task.index]] = took; break;
     default: seconds_[kFilter][task.index] = took;
   }
 }

@@ -472,19 +472,9 @@ struct Filter::Impl {
     gate.forget();
   }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
-  FailPtr merge_failure(const std::string& id, FailPtr data, std::size_t matched);
+  FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
-  Next emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date, Outcome& into);
-  // A failure with an <F-MLFID> whose merge with the connection's cached failure is left
-  // to finish() (Filter::defer()): the line's first failregex match, when line() reads a
-  // one-line filter's lines without check_all_regex (the match then ends the line).
-  struct Merge {
-    std::size_t failregex, matched;
-    FailPtr data;
-    std::optional<double> date;
-  };
-  std::vector<Merge>* deferred = nullptr;  // set by defer(): line()'s, not finish()'s
-  void finish(Merge& m, Outcome& into);
+  Next emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date);
   void apply(const FilterDefinition& def);
 };
 
@@ -509,7 +499,7 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   return found;
 }
 
-FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, std::size_t matched) {
+FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, const Hit& hit) {
   FailPtr cur = std::move(fail_in);
   const double now = wall_clock_now();  // fail2ban's cache reads time.time()
   FailPtr cached = nullptr;
@@ -558,18 +548,17 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, std:
   if ((flags & 1) == 0) {
     std::size_t m = cur->nofail_matches.value_or(0) + cur->matches.value_or(0);
     cur->nofail_matches.reset();
-    if ((flags & 8) == 0) m += matched;
+    if ((flags & 8) == 0) m += hit.matched;
     cur->matches = m;
   } else if ((flags & 3) == 1) {
-    cur->nofail_matches = cur->nofail_matches.value_or(0) + matched;
+    cur->nofail_matches = cur->nofail_matches.value_or(0) + hit.matched;
   }
   return cur;
 }
 
 // The failure id and the Failure handed out; kSkip: on to the next failregex (fail2ban's
 // getFailID() raised), kReturn: findFailure returns at once.
-Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date,
-                                      Outcome& into) {
+Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date) {
   const std::string* fid = value_of(data->g, key.fid);
   std::optional<std::string> ip;
   const std::string* v4 = value_of(data->g, key.ip4);
@@ -609,7 +598,7 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   if (data->users) f.users.assign(data->users->begin(), data->users->end());
   f.attempts = data->matches.value_or(0);
   if (const std::string* user = value_of(data->g, key.user)) f.user = *user;
-  into.failures.push_back(std::move(f));
+  out->failures.push_back(std::move(f));
   return Next::kGoOn;
 }
 
@@ -674,21 +663,16 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     data->g.update(std::move(hit->groups));  // the hit is read no more but for its line count
     const std::string* mlfid_value = value_of(data->g, key.mlfid);
     const bool has_mlfid = mlfid_value != nullptr;
-    if (has_mlfid && deferred != nullptr) {  // after the merge this line ends: the rest is finish()'s
-      deferred->push_back({i, hit->matched, std::move(data), date});
-      ++out->deferred;
-      return;
-    }
     if (has_mlfid) {
       mlfid_id.assign(*mlfid_value);  // data's groups change in the merge
-      data = merge_failure(mlfid_id, data, hit->matched);
+      data = merge_failure(mlfid_id, data, *hit);
       if (truthy(data->g, key.nofail) && !options.check_all_regex) return;
     } else {
       data->matches = hit->matched;
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
     // it returned; a Failure is a copy already.
-    const Next next = emit(i, data, has_mlfid, date, *out);
+    const Next next = emit(i, data, has_mlfid, date);
     if (next == Next::kReturn) return;
     if (next == Next::kSkip) continue;
     if (!options.check_all_regex) break;
@@ -1085,37 +1069,6 @@ Filter::Outcome Filter::line(const DatedLine& dated, const std::span<const std::
     ~Done() { f.replay = f.replay_end = nullptr; }
   } done{*impl_};
   return read();
-}
-
-// The merge find_failure() left (for !check_all_regex: the line ends after it), then the
-// failure handed out as it would have been there.
-void Filter::Impl::finish(Merge& m, Outcome& into) {
-  mlfid_id.assign(*value_of(m.data->g, key.mlfid));  // data's groups change in the merge
-  const FailPtr data = merge_failure(mlfid_id, std::move(m.data), m.matched);
-  if (truthy(data->g, key.nofail)) return;
-  emit(m.failregex, data, true, m.date, into);
-}
-
-struct Filter::Deferred::Impl {
-  std::vector<Filter::Impl::Merge> merges;  // in the order line() left them
-  std::size_t next = 0;                     // the first not yet finished
-};
-Filter::Deferred::Deferred() : impl_(std::make_unique<Impl>()) {}
-Filter::Deferred::Deferred(Deferred&&) noexcept = default;
-Filter::Deferred& Filter::Deferred::operator=(Deferred&&) noexcept = default;
-Filter::Deferred::~Deferred() = default;
-void Filter::Deferred::clear() {
-  impl_->merges.clear();
-  impl_->next = 0;
-}
-
-bool Filter::defers() const { return impl_->maxlines == 1 && !impl_->options.check_all_regex; }
-void Filter::defer(Deferred* into) { impl_->deferred = into != nullptr && defers() ? &into->impl_->merges : nullptr; }
-
-void Filter::finish(Outcome& o, Deferred& from) {
-  Deferred::Impl& d = *from.impl_;
-  for (; o.deferred > 0 && d.next < d.merges.size(); --o.deferred) impl_->finish(d.merges[d.next++], o);
-  o.deferred = 0;
 }
 
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }

@@ -396,9 +396,8 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
   EXPECT_GT(failures, 500u);
 }
 
-// Fail2banPipeline (RuleConsumer's path): five batches in flight, one being dated, one
-// searched ahead, one in the filters, one in the failure caches' merges (four threads)
-// and one delivered, on pools of one to four threads,
+// Fail2banPipeline (RuleConsumer's path): four batches in flight, one being dated, one
+// searched ahead, one in the filters and one delivered, on pools of one to four threads,
 // for one filter (its date reader, searches, filter and delivery overlapping) and for six;
 // each run of the pipeline one source's lines, in batches of odd sizes, small ones and
 // ones large enough to be searched ahead in pieces. The outcomes handed out are line by

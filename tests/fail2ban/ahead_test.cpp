@@ -6,7 +6,6 @@
 // daemon's rules), and every regex without (--test-filter, as fail2ban-regex).
 #include <gtest/gtest.h>
 
-#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -68,41 +67,15 @@ std::vector<std::size_t> literal_offsets(const Filter& f, const std::string& lin
 
 // `lines` through two filters alike, one line by line, one a batch at a time searched
 // ahead in `pieces` pieces on as many threads; `scanned`: given where the literals lie (as
-// gpufilterd's rules are), else without (--test-filter); `split`: the second filter's
-// merges with the failure cache left to finish() on another thread, a batch behind (as
-// gpufilterd's pipeline does), while it reads the next batch. Returns how many lines
-// differed (each reported) and counts the failures found.
+// gpufilterd's rules are), else without (--test-filter). Returns how many lines differed
+// (each reported) and counts the failures found.
 std::size_t compare(const std::string& name, const FilterOptions& options, const std::vector<std::string>& lines,
-                    std::size_t batch, std::size_t pieces, std::size_t& failures, bool scanned = true,
-                    bool split = false) {
+                    std::size_t batch, std::size_t pieces, std::size_t& failures, bool scanned = true) {
   Filter alone = Filter::load(name, options), ahead = Filter::load(name, options);
   std::vector<Filter::Ahead> searched;
   for (std::size_t p = 0; p < pieces; ++p) searched.push_back(ahead.ahead());
   std::size_t differ = 0;
-  // A batch's outcomes as the second filter gave them, to be compared once finished.
-  struct Read {
-    std::size_t at = 0;
-    std::vector<Filter::Outcome> got;
-    Filter::Deferred deferred;
-  };
-  std::array<Read, 2> reads;
-  const auto check = [&](Read& r) {
-    for (std::size_t j = 0; j < r.got.size(); ++j) {
-      const std::string& line = lines[r.at + j];
-      const Filter::Outcome want =
-          scanned ? alone.line(alone.date_line(line), literal_offsets(alone, line)) : alone.line(line);
-      failures += want.failures.size();
-      if (text_of(r.got[j]) == text_of(want)) continue;
-      if (++differ <= 5) ADD_FAILURE() << name << " line " << r.at + j << ": " << line << "\n  got  "
-                                       << text_of(r.got[j]) << "\n  want " << text_of(want);
-    }
-    r.got.clear();
-    r.deferred.clear();
-  };
-  const auto finish = [&](Read& r) {
-    for (Filter::Outcome& o : r.got) ahead.finish(o, r.deferred);
-  };
-  for (std::size_t at = 0, t = 0; at < lines.size(); at += batch, ++t) {
+  for (std::size_t at = 0; at < lines.size(); at += batch) {
     const std::size_t n = std::min(batch, lines.size() - at), piece = (n + pieces - 1) / pieces;
     std::vector<Filter::DatedLine> dated;
     std::vector<std::vector<std::size_t>> found;
@@ -121,22 +94,17 @@ std::size_t compare(const std::string& name, const FilterOptions& options, const
       });
     }
     for (std::thread& t : threads) t.join();
-    Read& now = reads[t % 2];
-    Read& before = reads[(t + 1) % 2];
-    std::thread finishing;
-    if (split) finishing = std::thread([&] { finish(before); });
-    now.at = at;
-    ahead.defer(split ? &now.deferred : nullptr);
-    for (std::size_t j = 0; j < n; ++j)
-      now.got.push_back(scanned ? ahead.line(dated[j], found[j], searched[j / piece], j)
-                                : ahead.line(dated[j], searched[j / piece], j));
-    if (split) finishing.join();
-    check(before);
-    if (!split) check(now);
-  }
-  for (std::size_t k = 0; k < 2; ++k) {  // the last batch
-    finish(reads[k]);
-    check(reads[k]);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::string& line = lines[at + j];
+      const Filter::Outcome want =
+          scanned ? alone.line(alone.date_line(line), literal_offsets(alone, line)) : alone.line(line);
+      const Filter::Outcome got =
+          scanned ? ahead.line(dated[j], found[j], searched[j / piece], j) : ahead.line(dated[j], searched[j / piece], j);
+      failures += want.failures.size();
+      if (text_of(got) == text_of(want)) continue;
+      if (++differ <= 5) ADD_FAILURE() << name << " line " << at + j << ": " << line << "\n  got  " << text_of(got)
+                                       << "\n  want " << text_of(want);
+    }
   }
   return differ;
 }
@@ -164,8 +132,6 @@ TEST(Fail2banAhead, EveryStockFilterAnswersAsLineByLine) {
       lines.insert(lines.end(), edges.begin(), edges.end());
     }
     EXPECT_EQ(compare(name, options, lines, 257, 3, failures), 0u) << name;
-    if (probe->defers())  // gpufilterd's pipeline: the failure cache's merges on another thread
-      EXPECT_EQ(compare(name, options, lines, 257, 3, failures, true, true), 0u) << name << ", merged apart";
     // fail2ban-regex's way (every regex tried), without a scan: --test-filter.
     FilterOptions all = options;
     all.check_all_regex = true;
@@ -189,7 +155,6 @@ TEST(Fail2banAhead, ModesAndSmallPieces) {
     options.values["mode"] = mode;
     std::size_t failures = 0;
     EXPECT_EQ(compare("sshd", options, lines, 35, 7, failures), 0u) << mode;
-    EXPECT_EQ(compare("sshd", options, lines, 35, 7, failures, true, true), 0u) << mode << ", merged apart";
     EXPECT_GT(failures, 500u) << mode;
     options.check_all_regex = true;
     EXPECT_EQ(compare("sshd", options, lines, 35, 7, failures, false), 0u) << mode << ", every regex";

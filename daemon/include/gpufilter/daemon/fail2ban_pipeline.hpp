@@ -1,14 +1,11 @@
-// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, five batches
-// in flight. Each step is one WorkerPool::run() of five kinds of task side by side:
+// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, four batches
+// in flight. Each step is one WorkerPool::run() of four kinds of task side by side:
 //
 //   batch t      dated: a task per date reader          (RuleSet::fail2ban_date)
 //   batch t - 1  searched ahead: a task per piece of a   (RuleSet::fail2ban_search_ahead)
 //                filter that would hold up the step
 //   batch t - 2  through the filters: one per filter     (RuleSet::fail2ban_filter)
-//   batch t - 3  the failure caches' merges: one per     (RuleSet::fail2ban_finish)
-//                filter that left some (four threads
-//                or more: Filter::defer())
-//   batch t - 4  delivered: one task, the caller's       (RuleEngine, outputs)
+//   batch t - 3  delivered: one task, the caller's       (RuleEngine, outputs)
 //
 // Each batch takes its steps in order and each filter reads its lines in order, so the
 // outcomes are those of line by line (tests/daemon/rules_test.cpp), while the dates, the
@@ -34,7 +31,7 @@ namespace gpufilter::daemon {
 
 class Fail2banPipeline {
  public:
-  static constexpr std::size_t kSlots = 5;
+  static constexpr std::size_t kSlots = 4;
   // gather(slot, texts, spans): the next batch's lines, fail2ban_text() of each (valid until
   // the slot's deliver() returns), and the occurrences the scan found in each; none left
   // when it leaves `texts` empty. The caller keeps what else it needs per slot.
@@ -52,15 +49,14 @@ class Fail2banPipeline {
   void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver);
 
  private:
-  enum Kind : std::size_t { kDate, kAhead, kFilter, kFinish };  // a task's, and its batch's in a step
+  enum Kind : std::size_t { kDate, kAhead, kFilter };  // a task's, and its batch's in a step
   struct Task {
     Kind kind;
-    std::size_t index;  // the date reader's, the piece's (Fail2banBatch::ahead_tasks), the filter's, or
-                        // the finishing filter's (Fail2banBatch::finishing)
+    std::size_t index;  // the date reader's, the piece's (Fail2banBatch::ahead_tasks), or the filter's
   };
   void add(Kind kind, std::size_t count);
   double cost(const Task& task, const RuleSet::Fail2banBatch& b) const;
-  void run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b, bool split);
+  void run_task(const RuleSet& rules, const Task& task, RuleSet::Fail2banBatch& b);
 
   WorkerPool& pool_;
   const RuleSet* timed_ = nullptr;  // the set the times below are of (compared, never read)
@@ -70,7 +66,7 @@ class Fail2banPipeline {
   // What each date reader, each filter's searches ahead and each filter (by its index in
   // RuleSet::fail2ban_rules()) took in its last step, seconds, by Kind: a step's tasks are
   // handed out longest first.
-  std::array<std::vector<double>, 4> seconds_;
+  std::array<std::vector<double>, 3> seconds_;
   std::vector<double> piece_seconds_;  // this step's, per search-ahead task
   std::vector<Task> tasks_;            // the step's but the delivery
 };

@@ -111,12 +111,11 @@ class RuleSet {
   // reader dates every line (fail2ban_date(), one task per reader); a filter that would
   // hold up the step has its regex searches made ahead in pieces (fail2ban_search_ahead(),
   // one task per piece, const on the filter); each filter takes every line in order
-  // (fail2ban_filter(), one task per filter), perhaps leaving the merges with its failure
-  // cache to a task of its own a step later (fail2ban_finish()); then fail2ban_lines()
-  // hands the outcomes out as the lines are delivered. The tasks of one step run side by
-  // side, and beside another batch's other steps (Fail2banPipeline keeps five batches in
-  // flight): a date reader touches only its filter's date detector, a filter's reading and
-  // its finishing each their own part of it. The same outcomes as line by line.
+  // (fail2ban_filter(), one task per filter); then fail2ban_lines() hands the outcomes out
+  // as the lines are delivered. The tasks of one step run side by side, and beside another
+  // batch's other steps (Fail2banPipeline keeps four batches in flight): a date reader
+  // touches only its filter's date detector, a filter everything else of its own. The same
+  // outcomes as line by line.
   struct Fail2banBatch {
     std::string_view source;
     std::vector<std::string_view> lines;  // fail2ban_text() of each
@@ -137,10 +136,6 @@ class RuleSet {
     std::vector<std::size_t> piece;
     std::vector<std::pair<std::size_t, std::size_t>> ahead_tasks;
     std::uint64_t ahead_of = 0;  // the serial() of the RuleSet whose filters `ahead` is of
-    // Per rule, the merges with its filter's failure cache that fail2ban_filter(split) left
-    // to fail2ban_finish() (Filter::defer()), and the rules that left any.
-    std::vector<fail2ban::Filter::Deferred> deferred;
-    std::vector<std::size_t> finishing;
   };
   // Readies `batch` for `lines` (each valid until it is handed out) and the occurrences the
   // scan found in each: per filter its literals' offsets; the readers this source needs.
@@ -154,13 +149,7 @@ class RuleSet {
   std::size_t fail2ban_ahead(Fail2banBatch& batch, std::size_t width) const;
   void fail2ban_search_ahead(Fail2banBatch& batch, std::size_t task) const noexcept;
   std::size_t fail2ban_filters() const noexcept { return fail2ban_rules_.size(); }
-  // Filter i reads the batch's lines in order; `split`: where its filter defers(), the
-  // merges with its failure cache are left to fail2ban_finish(), a step later on another
-  // thread, while it reads the next batch (the filter's own chain in two halves).
-  void fail2ban_filter(Fail2banBatch& batch, std::size_t i, bool split = false) const noexcept;
-  // The rules whose filters left merges in `batch` (into batch.finishing); how many.
-  std::size_t fail2ban_finishing(Fail2banBatch& batch) const;
-  void fail2ban_finish(Fail2banBatch& batch, std::size_t task) const noexcept;
+  void fail2ban_filter(Fail2banBatch& batch, std::size_t i) const noexcept;
   // From now on fail2ban_lines() hands out `batch`'s outcomes, in line order (nullptr:
   // none). Throws what a task of the batch threw, on the thread that asks (as
   // fail2ban_check()).
@@ -393,7 +382,7 @@ class RuleConsumer final : public StreamConsumer {
   void record(const Input& input, const Joiner::Record& r);
   void deliver(const Input& input, LineMatch& match);
   // fail2ban filters: lines gathered kFail2banBatch at a time, each batch dated, through
-  // the filters and delivered in a Fail2banPipeline, five batches in flight.
+  // the filters and delivered in a Fail2banPipeline, four batches in flight.
   static constexpr std::size_t kFail2banBatch = 1024;
   struct Gathered {  // one slot's batch
     std::vector<std::string_view> lines;
@@ -407,7 +396,7 @@ class RuleConsumer final : public StreamConsumer {
   std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
   std::unique_ptr<WorkerPool> pool_;  // made at the first batch
   std::unique_ptr<Fail2banPipeline> pipeline_;
-  std::array<Gathered, 5> gathered_;  // per Fail2banPipeline::kSlots
+  std::array<Gathered, 4> gathered_;  // per Fail2banPipeline::kSlots
   RuleEngine& engine_;
   Metrics* metrics_;
   std::vector<RecordShape> shapes_;

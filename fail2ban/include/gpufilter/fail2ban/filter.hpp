@@ -94,7 +94,6 @@ class Filter {
     std::vector<Failure> failures;
     std::vector<std::size_t> ignore_hits;  // the ignoreregexes that matched, once per match
     bool matched = false;  // a failregex matched (even one that yields no failure)
-    std::size_t deferred = 0;  // failures whose merge defer() left to finish()
     bool ignored() const noexcept { return !ignore_hits.empty(); }  // an ignoreregex matched
   };
 
@@ -182,31 +181,6 @@ class Filter {
   // line(dated, found), or line(dated), for line `index`, taking up what `ahead` searched of it.
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found, Ahead& ahead, std::size_t index);
   Outcome line(const DatedLine& dated, Ahead& ahead, std::size_t index);
-
-  // A line's failures in two steps on two threads (gpufilterd's pipeline): what the
-  // failregexes matched, from the line alone, then their merge with the failure the lines
-  // before left for the same connection (<F-MLFID>, fail2ban's multi-line failure cache)
-  // and the Failure made of it. In a one-line filter without check_all_regex, while
-  // defer(&into) holds, line() leaves such a failure's merge in `into` (counted in the
-  // Outcome's `deferred`) and finish() makes it: line() and finish() of one filter may run
-  // at once, each on its own thread, finish() taking the lines' outcomes in order. The
-  // same failures as line() alone, exactly.
-  class Deferred {
-   public:
-    Deferred();
-    Deferred(Deferred&&) noexcept;
-    Deferred& operator=(Deferred&&) noexcept;
-    ~Deferred();
-    void clear();  // once finish() took every outcome of a batch
-
-   private:
-    friend class Filter;
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
-  };
-  bool defers() const;          // false: defer() leaves nothing (maxlines > 1, check_all_regex)
-  void defer(Deferred* into);   // nullptr: line() merges itself again
-  void finish(Outcome& o, Deferred& from);
 
   const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
   const std::vector<std::string>& ignoreregex() const;
