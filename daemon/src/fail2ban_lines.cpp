@@ -41,6 +41,7 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
   }
   dated_.clear();
   outcomes_.resize(fail2ban_rules_.size());
+  found_in_line_.clear();
   for (std::size_t i = 0; i < fail2ban_rules_.size(); ++i) {
     if (!fail2ban_reads(i, source)) {
       outcomes_[i] = {};
@@ -53,24 +54,30 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
       it = dated_.end() - 1;
     }
     outcomes_[i] = fail2ban_.at(fail2ban_rules_[i])->line(it->second, literals_at_[i]);
+    const fail2ban::Filter::Outcome& o = outcomes_[i];
+    if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found_in_line_.push_back(i);
   }
   return outcomes_;
 }
 
-// Line j's outcomes into outcomes_: what a filter found there, an empty outcome for the
-// others (emptied in place, keeping their memory).
+// Line j's outcomes into outcomes_: what a filter found there; the outcomes the line
+// before found something in are emptied in place (keeping their memory), the others are.
 void RuleSet::hand_out(Fail2banBatch& b, std::size_t j) const {
-  outcomes_.resize(fail2ban_rules_.size());
-  for (std::size_t i = 0; i < outcomes_.size(); ++i) {
+  if (outcomes_.size() != fail2ban_rules_.size()) {
+    outcomes_.assign(fail2ban_rules_.size(), {});
+    found_in_line_.clear();
+  }
+  for (const std::size_t i : found_in_line_) {
     fail2ban::Filter::Outcome& out = outcomes_[i];
-    std::size_t& next = b.found_next[i];
-    if (next < b.found[i].size() && b.found[i][next].first == j) {
-      out = std::move(b.found[i][next++].second);
-      continue;
-    }
     out.failures.clear();
     out.ignore_hits.clear();
     out.matched = false;
+  }
+  found_in_line_.clear();
+  for (; b.by_line_next < b.by_line.size() && b.by_line[b.by_line_next][0] == j; ++b.by_line_next) {
+    const auto [line, i, entry] = b.by_line[b.by_line_next];
+    outcomes_[i] = std::move(b.found[i][entry].second);
+    found_in_line_.push_back(i);
   }
 }
 
@@ -81,7 +88,8 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
   b.lines.assign(lines.begin(), lines.end());
   b.next = 0;
   b.found.resize(rules);  // each filter's task fills its own, side by side
-  b.found_next.assign(rules, 0);
+  b.by_line.clear();
+  b.by_line_next = 0;
   b.literals.resize(rules);
   for (auto& l : b.literals) l.clear();
   for (std::size_t j = 0; j < lines.size(); ++j)
@@ -216,6 +224,13 @@ void RuleSet::fail2ban_hand_out(Fail2banBatch* b) const {
   handing_out_ = nullptr;
   if (b == nullptr) return;
   fail2ban_check(*b);
+  b->by_line.clear();
+  for (std::size_t i = 0; i < b->found.size(); ++i)
+    for (std::size_t k = 0; k < b->found[i].size(); ++k)
+      b->by_line.push_back({static_cast<std::uint32_t>(b->found[i][k].first), static_cast<std::uint32_t>(i),
+                            static_cast<std::uint32_t>(k)});
+  std::sort(b->by_line.begin(), b->by_line.end());
+  b->by_line_next = 0;
   handing_out_ = b;
 }
 

@@ -342,7 +342,7 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
                                 const RecordFields* fields) {
   std::vector<fail2ban::Filter::Outcome>& outcomes =
       rules_->fail2ban_lines(source, RuleSet::fail2ban_text(text), occurrences);
-  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+  for (const std::size_t i : rules_->fail2ban_found()) {  // the others found nothing
     const std::uint32_t r = rules_->fail2ban_rules()[i];
     bool failed = false;
     for (fail2ban::Filter::Failure& f : outcomes[i].failures) {

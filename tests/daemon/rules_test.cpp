@@ -348,9 +348,14 @@ std::vector<RuleConfig> fail2ban_rules(std::initializer_list<const char*> filter
   return configs;
 }
 
-// One line's outcomes, every filter's, as text; each failure adds four ':'.
-std::string describe(const std::vector<fail2ban::Filter::Outcome>& outcomes) {
+// One line's outcomes, every filter's, as text; each failure adds four ':'. And whether
+// RuleSet::fail2ban_found() names exactly the outcomes that hold anything, in order.
+std::string describe(const std::vector<fail2ban::Filter::Outcome>& outcomes, const RuleSet& rules) {
   std::string s;
+  std::vector<std::size_t> holding;
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    if (outcomes[i].matched || outcomes[i].ignored() || !outcomes[i].failures.empty()) holding.push_back(i);
+  if (holding != rules.fail2ban_found()) s += "(fail2ban_found() lists others) ";
   for (const fail2ban::Filter::Outcome& o : outcomes) {
     s += o.matched ? "m" : "-";
     s += o.ignored() ? "i" : "-";
@@ -386,8 +391,8 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
     }
     by_batch.rules->prepare_fail2ban(source, texts, spans, pool);
     for (std::size_t j = 0; j < n; ++j) {
-      const std::string want = describe(by_line.rules->fail2ban_lines(source, texts[j], by_line.scan(lines[at + j])));
-      ASSERT_EQ(describe(by_batch.rules->fail2ban_lines(source, texts[j], spans[j])), want)
+      const std::string want = describe(by_line.rules->fail2ban_lines(source, texts[j], by_line.scan(lines[at + j])), *by_line.rules);
+      ASSERT_EQ(describe(by_batch.rules->fail2ban_lines(source, texts[j], spans[j]), *by_batch.rules), want)
           << source << " line " << at + j << ": " << lines[at + j];
       failures += static_cast<std::size_t>(std::count(want.begin(), want.end(), ':')) / 4;
     }
@@ -434,8 +439,8 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
         const auto deliver = [&](std::size_t slot) {
           for (std::size_t i = range[slot].first; i < range[slot].second; ++i, ++delivered) {
             const std::string_view text = RuleSet::fail2ban_text(lines[i]);
-            const std::string want = describe(by_line.rules->fail2ban_lines(source, text, by_line.scan(lines[i])));
-            const std::string got = describe(by_batch.rules->fail2ban_lines(source, text, found[slot][i - range[slot].first]));
+            const std::string want = describe(by_line.rules->fail2ban_lines(source, text, by_line.scan(lines[i])), *by_line.rules);
+            const std::string got = describe(by_batch.rules->fail2ban_lines(source, text, found[slot][i - range[slot].first]), *by_batch.rules);
             ASSERT_EQ(got, want) << configs.size() << " filters, " << threads << " threads, " << source << " line " << i
                                  << ": " << lines[i];
             failures += static_cast<std::size_t>(std::count(want.begin(), want.end(), ':')) / 4;

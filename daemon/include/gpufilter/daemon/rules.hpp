@@ -97,6 +97,10 @@ class RuleSet {
   // are scratch, valid until the next call: the caller may take them apart.
   std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
                                                          std::span<const Occurrence> occurrences) const;
+  // The indexes of the outcomes the last fail2ban_lines() found anything in, ascending;
+  // every other outcome is empty. With every stock filter a line holds one or two: the
+  // delivery reads those, not all of them (93 a line were most of its time).
+  const std::vector<std::size_t>& fail2ban_found() const noexcept { return found_in_line_; }
   // The text a filter reads of a line: without a CRLF log's '\r'.
   static std::string_view fail2ban_text(std::string_view text);
   // Whether lines go through the filters in batches (Fail2banPipeline) rather than one at a
@@ -124,8 +128,11 @@ class RuleSet {
     // and rule written a rule (column) at a time missed the cache at every entry: a fifth of
     // the run with the 93 stock filters.
     std::vector<std::vector<std::pair<std::size_t, fail2ban::Filter::Outcome>>> found;
-    std::vector<std::size_t> found_next;  // per rule: its first entry of `found` not handed out
-    std::size_t next = 0;                 // the next line handed out
+    // Every entry of `found` by line, then rule: (line, rule, entry), made as the batch is
+    // handed out, and the first not handed out yet.
+    std::vector<std::array<std::uint32_t, 3>> by_line;
+    std::size_t by_line_next = 0;
+    std::size_t next = 0;  // the next line handed out
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> literals;  // per rule: (line, offset)
     std::vector<std::size_t> readers;  // this source's date readers (indexes of fail2ban_rules())
     std::vector<std::vector<fail2ban::Filter::DatedLine>> dated;  // per reader, per line
@@ -200,6 +207,7 @@ class RuleSet {
   // the lines dated once per line, by reading index.
   mutable std::vector<std::vector<std::size_t>> literals_at_;
   mutable std::vector<fail2ban::Filter::Outcome> outcomes_;
+  mutable std::vector<std::size_t> found_in_line_;  // fail2ban_found()
   mutable std::vector<std::pair<std::size_t, fail2ban::Filter::DatedLine>> dated_;
   // The batch fail2ban_lines() hands out (fail2ban_hand_out()), and prepare_fail2ban()'s.
   mutable Fail2banBatch* handing_out_ = nullptr;
