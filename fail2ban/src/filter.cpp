@@ -63,30 +63,40 @@ struct Keys {
 
 // A match's named groups (Python's groupdict()) by number, in name order as a dict of them
 // would be iterated here: a filter has a few dozen, so a sorted vector (one allocation,
-// not one map node per group per line).
-class Groups {
+// not one map node per group per line). Their values are strings (Groups: a failure's
+// data, kept) or views of the text searched (GroupViews: a line's matches, read before
+// that text changes, and copied only into the failures kept).
+template <typename V>
+class BasicGroups {
  public:
-  using Entry = std::pair<GroupId, std::optional<std::string>>;
-  Groups() = default;
+  using Entry = std::pair<GroupId, std::optional<V>>;
+  BasicGroups() = default;
   // The groups of a match: `numbers` holds (name's id, group number), sorted by id.
-  Groups(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) {
+  BasicGroups(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) {
     entries_.reserve(numbers.size());
     for (const auto& [id, number] : numbers) {
       if (number < m.groups.size() && m.groups[number].set())
-        entries_.emplace_back(id, std::string(m.subject.substr(m.start(number), m.end(number) - m.start(number))));
+        entries_.emplace_back(id, V(m.subject.substr(m.start(number), m.end(number) - m.start(number))));
       else
         entries_.emplace_back(id, std::nullopt);
     }
   }
+  // Owned copies of views.
+  template <typename U>
+  explicit BasicGroups(const BasicGroups<U>& other) {
+    entries_.reserve(other.entries_.size());
+    for (const auto& [id, value] : other.entries_) entries_.emplace_back(id, value ? std::optional<V>(V(*value)) : std::nullopt);
+  }
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
-  std::vector<Entry>::const_iterator find(GroupId key) const {
+  void clear() { entries_.clear(); }
+  typename std::vector<Entry>::const_iterator find(GroupId key) const {
     const auto it = lower(key);
     return it != entries_.end() && it->first == key ? it : entries_.end();
   }
   // The entry of `key`, added unset when missing (may move the others: no reference to
   // one entry is kept across another's insertion).
-  std::optional<std::string>& operator[](GroupId key) {
+  std::optional<V>& operator[](GroupId key) {
     auto it = entries_.begin() + (lower(key) - entries_.cbegin());
     if (it == entries_.end() || it->first != key) it = entries_.insert(it, Entry(key, std::nullopt));
     return it->second;
@@ -95,14 +105,22 @@ class Groups {
     const auto it = find(key);
     if (it != entries_.end()) entries_.erase(it);
   }
+  // Views moved to the text at `to` from the text at `from` they were views of.
+  void rebase(const char* from, const char* to) requires std::is_same_v<V, std::string_view> {
+    for (auto& [id, value] : entries_)
+      if (value) value = std::string_view(to + (value->data() - from), value->size());
+  }
   // Python's dict.update(other), or with `set_only` only other's set entries. Where this
   // holds every key of other's (a connection's failure updated by its next line: the
   // same regex's groups), the values are assigned in place, in their strings' memory;
   // else one merge of the two sorted vectors, not an insertion per key.
-  void update(const Groups& other, bool set_only = false) { merge(other, set_only); }
-  void update(Groups&& other, bool set_only = false) { merge(std::move(other), set_only); }
+  template <typename U>
+  void update(const BasicGroups<U>& other, bool set_only = false) { merge(other, set_only); }
+  void update(BasicGroups&& other, bool set_only = false) { merge(std::move(other), set_only); }
 
  private:
+  template <typename>
+  friend class BasicGroups;
   template <typename G>
   void merge(G&& other, bool set_only) {
     constexpr bool kMove = !std::is_lvalue_reference_v<G>;
@@ -112,7 +130,7 @@ class Groups {
     };
     auto a = entries_.begin();
     bool in_place = true;
-    for (const Entry& b : other.entries_) {
+    for (const auto& b : other.entries_) {
       while (a != entries_.end() && a->first < b.first) ++a;
       if (a == entries_.end() || a->first != b.first) {
         in_place = in_place && set_only && !b.second;  // an unset entry of other's changes nothing
@@ -128,7 +146,8 @@ class Groups {
       }
       return;
     }
-    std::vector<Entry> merged;
+    thread_local std::vector<Entry> merged;  // its memory reused, swapped with entries_
+    merged.clear();
     merged.reserve(entries_.size() + other.entries_.size());
     a = entries_.begin();
     for (auto& b : other.entries_) {
@@ -139,17 +158,20 @@ class Groups {
         continue;
       }
       if (same) ++a;
-      merged.emplace_back(take(b.first), take(b.second));
+      if (b.second) merged.emplace_back(b.first, std::optional<V>(V(take(*b.second))));
+      else merged.emplace_back(b.first, std::nullopt);
     }
     for (; a != entries_.end(); ++a) merged.push_back(std::move(*a));
-    entries_ = std::move(merged);
+    entries_.swap(merged);
   }
 
-  std::vector<Entry>::const_iterator lower(GroupId key) const {
+  typename std::vector<Entry>::const_iterator lower(GroupId key) const {
     return std::lower_bound(entries_.begin(), entries_.end(), key, [](const Entry& e, GroupId k) { return e.first < k; });
   }
   std::vector<Entry> entries_;
 };
+using Groups = BasicGroups<std::string>;
+using GroupViews = BasicGroups<std::string_view>;
 
 std::string joined(const TupleLine& t) { return t[0] + t[2]; }
 
@@ -169,28 +191,32 @@ std::string lines_buffer(const Lines& lines) {
   return buf;
 }
 
-bool truthy(const Groups& g, GroupId key) {
+template <typename V>
+bool truthy(const BasicGroups<V>& g, GroupId key) {
   const auto it = g.find(key);
   return it != g.end() && it->second && !it->second->empty();
 }
 
-std::optional<std::string> get(const Groups& g, GroupId key) {
+template <typename V>
+std::optional<V> get(const BasicGroups<V>& g, GroupId key) {
   const auto it = g.find(key);
   return it == g.end() ? std::nullopt : it->second;
 }
 
 // get() without the copy: the value, null where the key is missing or unset. Valid until
 // `g` changes.
-const std::string* value_of(const Groups& g, GroupId key) {
+template <typename V>
+const V* value_of(const BasicGroups<V>& g, GroupId key) {
   const auto it = g.find(key);
   return it == g.end() || !it->second ? nullptr : &*it->second;
 }
 
 // Python's g.pop(key, None): the value moved out, the key erased.
-std::optional<std::string> pop(Groups& g, GroupId key) {
+template <typename V>
+std::optional<V> pop(BasicGroups<V>& g, GroupId key) {
   const auto it = g.find(key);
   if (it == g.end()) return std::nullopt;
-  std::optional<std::string> value = std::move(g[key]);  // found: no insertion
+  std::optional<V> value = std::move(g[key]);  // found: no insertion
   g.erase(key);
   return value;
 }
@@ -280,19 +306,19 @@ struct Rx {
 };
 
 struct Hit {
-  Groups groups;
+  GroupViews groups;  // of the text searched
   std::size_t matched = 0;  // how many buffered lines the match covered
   Lines covered;            // those lines, where more than one was buffered
   Lines unmatched;          // the others, which stay buffered
 };
 
-Groups groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
-  Groups g(rx.groups, m);
+GroupViews groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
+  GroupViews g(rx.groups, m);
   for (const auto& [k, n] : rx.alt_ids) {
-    const std::string* v = value_of(g, k);
+    const std::string_view* v = value_of(g, k);
     if (v == nullptr || v->empty() || truthy(g, n)) continue;
-    std::string value = *v;  // g[n] may move the entries
-    g[n] = std::move(value);
+    const std::string_view value = *v;  // g[n] may move the entries
+    g[n] = value;
   }
   return g;
 }
@@ -425,6 +451,10 @@ struct Filter::Impl {
   GroupNames names;  // of every group, once the regexes are compiled
   Keys key;
   std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
+  // find_failure()'s scratch: the prefregex's groups (views of pre_text, a copy of the text
+  // it matched), and a failregex match's with them (views).
+  GroupViews pre_groups, line_groups;
+  std::string pre_text;
   std::optional<std::vector<std::string>> literals;
   FactorGate gate;  // the regexes' factors, for search()
   Outcome* out = nullptr;
@@ -472,7 +502,7 @@ struct Filter::Impl {
     gate.forget();
   }
   std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
-  FailPtr merge_failure(const std::string& id, FailPtr data, const Hit& hit);
+  FailPtr merge_failure(const std::string& id, GroupViews& found, const Hit& hit);
   enum class Next { kGoOn, kSkip, kReturn };
   Next emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date);
   void apply(const FilterDefinition& def);
@@ -499,44 +529,50 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   return found;
 }
 
-FailPtr Filter::Impl::merge_failure(const std::string& id, FailPtr fail_in, const Hit& hit) {
-  FailPtr cur = std::move(fail_in);
-  const double now = wall_clock_now();  // fail2ban's cache reads time.time()
+// `found`: the line's groups (the prefregex's and the failregex's), changed as fail2ban
+// changes its `fail` dict; copied where they become a failure of their own.
+FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, const Hit& hit) {
   FailPtr cached = nullptr;
-  if (mlfid_used)
-    if (const FailPtr* found = mlfid.get(id, now)) cached = *found;
+  if (mlfid_used) {
+    if (const FailPtr* in_cache = mlfid.get(id, wall_clock_now())) cached = *in_cache;  // fail2ban reads time.time()
+  }
   std::optional<std::set<std::string>>* users = nullptr;
   int flags = 0;
-  const auto update_users = [](FailData& f, const std::string* user) {
+  const auto update_users = [](FailData& f, const std::string_view* user) {
     if (user != nullptr && !user->empty()) {
       if (!f.users || f.users->empty()) f.users = std::set<std::string>{};
-      f.users->insert(*user);
+      f.users->emplace(*user);
     }
     return &f.users;
   };
-  if (truthy(cur->g, key.mlfgained)) {
+  if (truthy(found, key.mlfgained)) {
     flags |= 8 | 1;
-    if (!truthy(cur->g, key.nofail)) cur->g[key.nofail] = get(cur->g, key.mlfgained);
-  } else if (truthy(cur->g, key.nofail)) {
+    if (!truthy(found, key.nofail)) found[key.nofail] = get(found, key.mlfgained);
+  } else if (truthy(found, key.nofail)) {
     flags |= 1;
   }
-  if (truthy(cur->g, key.mlfforget)) flags |= 2;
-  cur->g.erase(key.mlfforget);
+  if (truthy(found, key.mlfforget)) flags |= 2;
+  found.erase(key.mlfforget);
+  FailPtr cur;
   if (cached) {
-    users = update_users(*cached, value_of(cur->g, key.user));
+    users = update_users(*cached, value_of(found, key.user));
     if (truthy(cached->g, key.nofail)) flags |= 4;
     if (truthy(cached->g, key.mlfgained)) flags |= 4;
     cached->g.erase(key.nofail);
     cached->g.erase(key.mlfgained);
     if (flags & 8) cached->mlfpending = false;
     if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
-    cached->g.update(cur->g, true);
+    cached->g.update(found, true);  // in the cached strings' memory
     cur = cached;
     if (flags & 2) mlfid.unset(id);
-  } else if (!(flags & 2)) {
-    users = update_users(*cur, value_of(cur->g, key.user));
-    mlfid_used = true;
-    mlfid.set(id, cur, now);
+  } else {
+    cur = std::make_shared<FailData>();
+    cur->g = Groups(found);
+    if (!(flags & 2)) {
+      users = update_users(*cur, value_of(found, key.user));
+      mlfid_used = true;
+      mlfid.set(id, cur, wall_clock_now());
+    }
   }
   const bool pending = cur->mlfpending;
   cur->mlfpending = false;
@@ -628,19 +664,23 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   refill_buf();
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
-  Groups pre;
+  GroupViews& pre = pre_groups;
+  pre.clear();
   if (pref) {
     auto hit = searched(*pref, buf, org);
     if (!hit) return;
     pre = std::move(hit->groups);
-    std::optional<std::string> content = pop(pre, key.content);
+    const std::optional<std::string_view> content = pop(pre, key.content);
     if (content && !content->empty()) {
       buffer.resize(1);
       buffer[0][0].clear();  // [1] is always empty (process())
-      buffer[0][2] = std::move(*content);
+      buffer[0][2].assign(*content);
       replaced_buffer();
       stale = true;
     }
+    // The prefregex's groups outlive this text of buf (refill_buf()): views of a copy.
+    pre_text.assign(buf);
+    pre.rebase(buf.data(), pre_text.data());
   }
   for (std::size_t i = 0; i < fail.size(); ++i) {
     if (stale) refill_buf();
@@ -658,16 +698,20 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
       replaced_buffer();
       stale = true;
     }
-    auto data = std::make_shared<FailData>();
-    data->g = pre;
-    data->g.update(std::move(hit->groups));  // the hit is read no more but for its line count
-    const std::string* mlfid_value = value_of(data->g, key.mlfid);
+    // The line's groups: views of buf (as yet unchanged) and of the prefregex's text.
+    GroupViews& found = line_groups;
+    found = pre;
+    found.update(hit->groups);
+    const std::string_view* mlfid_value = value_of(found, key.mlfid);
     const bool has_mlfid = mlfid_value != nullptr;
+    FailPtr data;
     if (has_mlfid) {
-      mlfid_id.assign(*mlfid_value);  // data's groups change in the merge
-      data = merge_failure(mlfid_id, data, *hit);
+      mlfid_id.assign(*mlfid_value);  // `found` changes in the merge
+      data = merge_failure(mlfid_id, found, *hit);
       if (truthy(data->g, key.nofail) && !options.check_all_regex) return;
     } else {
+      data = std::make_shared<FailData>();
+      data->g = Groups(found);
       data->matches = hit->matched;
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
