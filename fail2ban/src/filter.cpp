@@ -72,7 +72,9 @@ class BasicGroups {
   using Entry = std::pair<GroupId, std::optional<V>>;
   BasicGroups() = default;
   // The groups of a match: `numbers` holds (name's id, group number), sorted by id.
-  BasicGroups(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) {
+  BasicGroups(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) { assign(numbers, m); }
+  void assign(std::span<const std::pair<GroupId, std::size_t>> numbers, const PyRegex::Match& m) {
+    entries_.clear();  // its memory reused
     entries_.reserve(numbers.size());
     for (const auto& [id, number] : numbers) {
       if (number < m.groups.size() && m.groups[number].set())
@@ -312,15 +314,15 @@ struct Hit {
   Lines unmatched;          // the others, which stay buffered
 };
 
-GroupViews groups_with_alt(const Rx& rx, const PyRegex::Match& m) {
-  GroupViews g(rx.groups, m);
+// Into `g`: the match's groups, each alt_NAME group's value given to NAME where unset.
+void groups_with_alt(const Rx& rx, const PyRegex::Match& m, GroupViews& g) {
+  g.assign(rx.groups, m);
   for (const auto& [k, n] : rx.alt_ids) {
     const std::string_view* v = value_of(g, k);
     if (v == nullptr || v->empty() || truthy(g, n)) continue;
     const std::string_view value = *v;  // g[n] may move the entries
     g[n] = value;
   }
-  return g;
 }
 
 std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
@@ -339,18 +341,21 @@ std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
   return out;
 }
 
-// Regex.search(buf, orgLines): the match, and which buffered lines it covered. The gate
-// answers for PCRE2 where buf holds none of the regex's factors.
-std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org);
-inline std::optional<Hit> search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate) {
-  if (!gate.may_match(rx.gate, buf)) return std::nullopt;
-  return search_pcre2(rx, buf, org);
+// Regex.search(buf, orgLines): whether it matched, and into `hit` (its memory reused) the
+// match and which buffered lines it covered. The gate answers for PCRE2 where buf holds
+// none of the regex's factors.
+bool search_pcre2(const Rx& rx, const std::string& buf, const Lines& org, Hit& hit);
+inline bool search(const Rx& rx, const std::string& buf, const Lines& org, FactorGate& gate, Hit& hit) {
+  return gate.may_match(rx.gate, buf) && search_pcre2(rx, buf, org, hit);
 }
 
-// The Hit of `rx`'s match `m` in `buf`.
-Hit hit_of(const Rx& rx, const PyRegex::Match& m, const std::string& buf, const Lines& org) {
-  Hit hit{groups_with_alt(rx, m), org.size(), {}, {}};
-  if (org.size() <= 1) return hit;
+// Into `hit`: the Hit of `rx`'s match `m` in `buf`.
+void hit_of(const Rx& rx, const PyRegex::Match& m, const std::string& buf, const Lines& org, Hit& hit) {
+  groups_with_alt(rx, m, hit.groups);
+  hit.matched = org.size();
+  hit.covered.clear();
+  hit.unmatched.clear();
+  if (org.size() <= 1) return;
   const std::size_t before = buf.rfind('\n', m.start());
   const std::size_t line_start = before == std::string::npos ? 0 : before + 1;
   const std::size_t after = buf.find('\n', m.end() == 0 ? buf.size() - 1 : m.end() - 1);
@@ -374,13 +379,13 @@ Hit hit_of(const Rx& rx, const PyRegex::Match& m, const std::string& buf, const 
   }
   hit.matched = matched.size();
   if (count2 < org.size()) hit.unmatched.insert(hit.unmatched.end(), org.begin() + static_cast<std::ptrdiff_t>(count2), org.end());
-  return hit;
 }
 
-std::optional<Hit> search_pcre2(const Rx& rx, const std::string& buf, const Lines& org) {
+bool search_pcre2(const Rx& rx, const std::string& buf, const Lines& org, Hit& hit) {
   thread_local PyRegex::Match m;  // read before the next search, its memory reused
-  if (!rx.re.search(m, buf)) return std::nullopt;
-  return hit_of(rx, m, buf, org);
+  if (!rx.re.search(m, buf)) return false;
+  hit_of(rx, m, buf, org, hit);
+  return true;
 }
 
 // Whether a line whose date is [start, end) may hold one of a filter's literals where its
@@ -474,22 +479,25 @@ struct Filter::Impl {
   void find_literals();
   void build_gate();
   void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
-  // search() of `rx` in `text`, the next search made ahead where it is the same one.
-  std::optional<Hit> searched(const Rx& rx, const std::string& text, const Lines& org) {
+  // search() of `rx` in `text` into `hit`, the next search made ahead where it is the same one.
+  bool searched(const Rx& rx, const std::string& text, const Lines& org, Hit& hit) {
     if (replay != replay_end) {
       const Searched& s = *replay;
       if (s.rx == &rx && s.size == text.size()) {
         ++replay;
-        if (s.count == 0) return std::nullopt;
+        if (s.count == 0) return false;
         replayed.subject = text;
         replayed.groups.assign(replay_spans + s.first, replay_spans + s.first + s.count);
         replayed.ok = true;
-        return hit_of(rx, replayed, text, org);
+        hit_of(rx, replayed, text, org, hit);
+        return true;
       }
       replay = replay_end;  // another way than the one taken ahead: searched from here on
     }
-    return search(rx, text, org, gate);
+    return search(rx, text, org, gate, hit);
   }
+  // searched()'s, their memory reused: the prefregex's, a failregex's, an ignoreregex's.
+  Hit pref_hit, fail_hit, ignore_hit;
   // What find_failure() will search first in a line, searched ahead into `a` (below).
   void search_first(Filter::Ahead::Impl& a) const;
   void replaced_buffer() {
@@ -517,7 +525,7 @@ std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf,
   const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
-    if (!searched(ignore[i], text, lines)) continue;
+    if (!searched(ignore[i], text, lines, ignore_hit)) continue;
     found = i;
     out->ignore_hits.push_back(i);
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
@@ -667,9 +675,8 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   GroupViews& pre = pre_groups;
   pre.clear();
   if (pref) {
-    auto hit = searched(*pref, buf, org);
-    if (!hit) return;
-    pre = std::move(hit->groups);
+    if (!searched(*pref, buf, org, pref_hit)) return;
+    pre = pref_hit.groups;  // into pre's memory
     const std::optional<std::string_view> content = pop(pre, key.content);
     if (content && !content->empty()) {
       buffer.resize(1);
@@ -685,8 +692,8 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
   for (std::size_t i = 0; i < fail.size(); ++i) {
     if (stale) refill_buf();
     stale = false;
-    auto hit = searched(fail[i], buf, org);
-    if (!hit) continue;
+    if (!searched(fail[i], buf, org, fail_hit)) continue;
+    Hit* const hit = &fail_hit;
     out->matched = true;
     if (!ignore.empty() && ignore_line(buf, org, &*hit)) {
       stale = true;
