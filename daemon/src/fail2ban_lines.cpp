@@ -101,7 +101,6 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
     if (fail2ban_reads(i, source) && std::find(b.readers.begin(), b.readers.end(), date_reader_[i]) == b.readers.end())
       b.readers.push_back(date_reader_[i]);
   b.dated.resize(b.readers.size());
-  b.date_searches.reset(b.readers.size() > 1 ? lines.size() : 0);
   b.failed.assign(b.readers.size() + rules, nullptr);
   b.piece.assign(rules, 0);
   b.ahead_tasks.clear();
@@ -112,10 +111,7 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
   try {
     fail2ban::Filter& reader = *fail2ban_.at(fail2ban_rules_[b.readers[k]]);
     b.dated[k].clear();
-    for (std::size_t j = 0; j < b.lines.size(); ++j) {
-      const fail2ban::DateSearches::Reading reading(b.date_searches, j, b.lines[j]);
-      b.dated[k].push_back(reader.date_line(b.lines[j]));
-    }
+    for (const std::string_view line : b.lines) b.dated[k].push_back(reader.date_line(line));
   } catch (...) {
     b.failed[k] = std::current_exception();
   }

@@ -1,13 +1,10 @@
 #include "gpufilter/fail2ban/date.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <ctime>
-#include <mutex>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "gpufilter/fail2ban/strptime.hpp"
 #include "gpufilter/regex/factors.hpp"
@@ -72,90 +69,6 @@ static bool may_hold_epoch(std::string_view text) noexcept {
   return false;
 }
 
-namespace {
-
-// The line this thread's detectors read, where DateSearches are shared (DateSearches::Reading).
-struct ReadingNow {
-  DateSearches* searches = nullptr;
-  std::size_t index = 0;
-  std::string_view text;
-};
-thread_local ReadingNow reading_now;
-
-// A number per template regex text, the same in every detector (templates are compiled alike).
-std::uint32_t regex_id(const std::string& regex) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, std::uint32_t> ids;
-  const std::lock_guard<std::mutex> lock(mutex);
-  return ids.try_emplace(regex, static_cast<std::uint32_t>(ids.size() + 1)).first->second;
-}
-
-}  // namespace
-
-struct DateSearches::Slot {
-  static constexpr std::size_t kSpans = 24;  // a template's groups; one with more is not shared
-  std::atomic<std::uint32_t> state{0};       // 0 free, 1 being filled, 2 filled
-  std::uint32_t regex = 0;
-  std::size_t pos = 0, endpos = 0;
-  bool ok = false;
-  std::uint8_t groups = 0;
-  PyRegex::Span spans[kSpans];
-};
-namespace {
-constexpr std::size_t kSlotsPerLine = 4;
-}
-
-DateSearches::DateSearches() = default;
-DateSearches::~DateSearches() = default;
-DateSearches::DateSearches(DateSearches&&) noexcept = default;
-DateSearches& DateSearches::operator=(DateSearches&&) noexcept = default;
-
-void DateSearches::reset(std::size_t lines) {
-  if (lines * kSlotsPerLine > capacity_) {
-    capacity_ = lines * kSlotsPerLine;
-    slots_ = std::make_unique<Slot[]>(capacity_);
-  }
-  lines_ = lines;
-  for (std::size_t i = 0; i < lines * kSlotsPerLine; ++i) slots_[i].state.store(0, std::memory_order_relaxed);
-}
-
-DateSearches::Reading::Reading(DateSearches& searches, std::size_t index, std::string_view text) noexcept {
-  reading_now = {&searches, index, text};
-}
-DateSearches::Reading::~Reading() { reading_now = {}; }
-
-bool DateSearches::search(std::uint32_t regex, const PyRegex& re, PyRegex::Match& m, std::string_view line,
-                          std::size_t pos, std::size_t endpos) {
-  Slot* const slots = &slots_[reading_now.index * kSlotsPerLine];
-  Slot* free = nullptr;
-  for (std::size_t k = 0; k < kSlotsPerLine; ++k) {
-    Slot& s = slots[k];
-    const std::uint32_t state = s.state.load(std::memory_order_acquire);
-    if (state == 2 && s.regex == regex && s.pos == pos && s.endpos == endpos) {
-      m.subject = line;
-      m.ok = s.ok;
-      m.groups.assign(s.spans, s.spans + s.groups);
-      return s.ok;
-    }
-    if (state == 0 && free == nullptr) free = &s;
-  }
-  const bool ok = re.search(m, line, pos, endpos);
-  std::uint32_t expected = 0;
-  // Only what matched is kept: a detector that finds no date tries every template, and
-  // would fill the slots with searches no other detector makes.
-  if (ok && free != nullptr && m.groups.size() <= Slot::kSpans &&
-      free->state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
-    free->regex = regex;
-    free->pos = pos;
-    free->endpos = endpos;
-    free->ok = ok;
-    free->groups = static_cast<std::uint8_t>(m.groups.size());
-    std::copy(m.groups.begin(), m.groups.end(), free->spans);
-    free->state.store(2, std::memory_order_release);
-  }
-  return ok;
-}
-
 struct DateTemplate {
   enum class Kind { kPattern, kEpoch, kTai64n } kind = Kind::kPattern;
   std::string name;
@@ -167,7 +80,6 @@ struct DateTemplate {
   std::size_t group_index = 1;
   bool long_form = false;
   std::unique_ptr<PyRegex> compiled;
-  std::uint32_t id = 0;  // regex_id(regex): its searches are shared (DateSearches)
   // Literals one of which every match holds (regex/factors.hpp: the set with the fewest,
   // often one punctuation byte such as '/'), found when compiled; nullopt: none known. A
   // line that holds none is not searched: gpufilterd's detectors meet other logs' lines
@@ -223,7 +135,6 @@ struct DateTemplate {
 
   void compile() {
     compiled = std::make_unique<PyRegex>(regex);
-    id = regex_id(regex);
     std::string perl = translate_python_regex(regex);
     regex::FactorOptions options;
     options.utf8 = true;
@@ -261,11 +172,7 @@ struct DateTemplate {
         return false;
       }
     }
-    const ReadingNow& r = reading_now;
-    const bool shared = r.searches != nullptr && r.index < r.searches->lines_ && line.data() == r.text.data() &&
-                        line.size() == r.text.size();
-    if (!(shared ? r.searches->search(id, *compiled, m, line, pos, endpos) : compiled->search(m, line, pos, endpos)))
-      return false;
+    if (!compiled->search(m, line, pos, endpos)) return false;
     ++hits;
     return true;
   }

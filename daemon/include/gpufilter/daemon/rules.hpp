@@ -136,7 +136,6 @@ class RuleSet {
     std::vector<std::vector<std::pair<std::size_t, std::size_t>>> literals;  // per rule: (line, offset)
     std::vector<std::size_t> readers;  // this source's date readers (indexes of fail2ban_rules())
     std::vector<std::vector<fail2ban::Filter::DatedLine>> dated;  // per reader, per line
-    fail2ban::DateSearches date_searches;  // shared by the readers' templates, line by line
     std::vector<std::exception_ptr> failed;  // per task, thrown by fail2ban_hand_out()
     // Per rule, its filter's searches made ahead (Filter::search_ahead()) in pieces of
     // `piece` lines (0: none made), and the tasks that make them: (rule, piece).

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,43 +20,6 @@ struct DateTemplate;
 
 // The wall clock, seconds since the epoch (MyTime.time() when no time is set).
 double wall_clock_now() noexcept;
-
-// What the date templates' regex searches found in a batch's lines, shared by the
-// detectors that date the same lines side by side on several threads (gpufilterd's date
-// readers: the stock filters' datepatterns differ, yet most of the detectors that find a
-// syslog date end on the same template regex, and each searched it in every line). A line
-// has a few slots; a detector takes the answer a slot holds for the same regex searched
-// over the same range, or searches itself and fills a free slot. No one waits: a slot
-// being filled is passed by. The answers are PCRE2's, so every detector finds what it
-// would have found alone.
-class DateSearches {
- public:
-  DateSearches();
-  ~DateSearches();
-  DateSearches(DateSearches&&) noexcept;
-  DateSearches& operator=(DateSearches&&) noexcept;
-  // Empties the slots of `lines` lines: not while any thread reads.
-  void reset(std::size_t lines);
-  // While it lives, the calling thread's detectors reading `text` (line `index` of the
-  // batch, by its address) share their searches through `searches`.
-  class Reading {
-   public:
-    Reading(DateSearches& searches, std::size_t index, std::string_view text) noexcept;
-    ~Reading();
-    Reading(const Reading&) = delete;
-    Reading& operator=(const Reading&) = delete;
-  };
-
- private:
-  friend struct DateTemplate;
-  struct Slot;
-  // re.search(m, line, pos, endpos), `regex` being re's text's id, unless a slot of the line
-  // read holds it; whether it matched.
-  bool search(std::uint32_t regex, const PyRegex& re, PyRegex::Match& m, std::string_view line, std::size_t pos,
-              std::size_t endpos);
-  std::unique_ptr<Slot[]> slots_;  // kSlots a line
-  std::size_t lines_ = 0, capacity_ = 0;
-};
 
 class DateDetector {
  public:
