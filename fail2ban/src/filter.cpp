@@ -107,6 +107,13 @@ class BasicGroups {
     const auto it = find(key);
     if (it != entries_.end()) entries_.erase(it);
   }
+  // erase() for every reader here (an unset entry is no value: not truthy, not copied, not
+  // handed out), the entry kept: a failure's groups keep their shape from line to line,
+  // and its next update assigns in place instead of merging two vectors.
+  void unset(GroupId key) {
+    const auto it = find(key);
+    if (it != entries_.end()) entries_[static_cast<std::size_t>(it - entries_.begin())].second.reset();
+  }
   // Views moved to the text at `to` from the text at `from` they were views of.
   void rebase(const char* from, const char* to) requires std::is_same_v<V, std::string_view> {
     for (auto& [id, value] : entries_)
@@ -268,7 +275,7 @@ std::string address_text(const std::string& ip, bool v6, const std::string* cidr
 // One failure's data as fail2ban's `fail` dict: groups, then the keys fail2ban adds.
 struct FailData {
   Groups g;
-  std::optional<std::set<std::string>> users;
+  std::optional<std::set<std::string, std::less<>>> users;  // found by view
   // How many lines fail2ban keeps as the failure's matches (only their number is reported).
   std::optional<std::size_t> matches, nofail_matches;
   bool mlfpending = false;
@@ -563,12 +570,12 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, co
   if (mlfid_used) {
     if (const FailPtr* in_cache = mlfid.get(id, wall_clock_now())) cached = *in_cache;  // fail2ban reads time.time()
   }
-  std::optional<std::set<std::string>>* users = nullptr;
+  std::optional<std::set<std::string, std::less<>>>* users = nullptr;
   int flags = 0;
   const auto update_users = [](FailData& f, const std::string_view* user) {
     if (user != nullptr && !user->empty()) {
-      if (!f.users || f.users->empty()) f.users = std::set<std::string>{};
-      f.users->emplace(*user);
+      if (!f.users || f.users->empty()) f.users.emplace();
+      if (f.users->find(*user) == f.users->end()) f.users->emplace(*user);
     }
     return &f.users;
   };
@@ -585,8 +592,8 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, co
     users = update_users(*cached, value_of(found, key.user));
     if (truthy(cached->g, key.nofail)) flags |= 4;
     if (truthy(cached->g, key.mlfgained)) flags |= 4;
-    cached->g.erase(key.nofail);
-    cached->g.erase(key.mlfgained);
+    cached->g.unset(key.nofail);  // kept unset: the merge below then assigns in place
+    cached->g.unset(key.mlfgained);
     if (flags & 8) cached->mlfpending = false;
     if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
     cached->g.update(found, true);  // in the cached strings' memory
@@ -604,8 +611,8 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, co
   const bool pending = cur->mlfpending;
   cur->mlfpending = false;
   if (pending || (users != nullptr && *users && users->value().size() > 1)) {
-    cur->g.erase(key.nofail);
-    cur->g.erase(key.mlfgained);
+    cur->g.unset(key.nofail);
+    cur->g.unset(key.mlfgained);
     flags &= ~(8 | 1);
   }
   if ((flags & 1) == 0) {
