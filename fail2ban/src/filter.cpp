@@ -634,7 +634,6 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   const std::string* v4 = value_of(data->g, key.ip4);
   const std::string* v6 = v4 != nullptr ? nullptr : value_of(data->g, key.ip6);
   const std::string* dns = v4 != nullptr || v6 != nullptr ? nullptr : value_of(data->g, key.dns);
-  Failure f;
   if (v4 != nullptr) {
     ip = address_text(*v4, false, value_of(data->g, key.cidr));
   } else if (v6 != nullptr) {
@@ -648,27 +647,29 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
   if (!ip) {
     data->mlfpending = true;
     if (!options.check_all_regex && options.ignore_pending) return Next::kReturn;
+  }
+  Failure& f = out->failures.emplace_back();  // made in place
+  f.fields.reserve(data->g.end() - data->g.begin() + 1);
+  if (!ip) {
     f.pending = true;
   } else {
-    f.host = v4 != nullptr || v6 != nullptr || dns != nullptr ? *ip : std::string();
+    if (v4 != nullptr || v6 != nullptr || dns != nullptr) f.host = *ip;
     if (fid == nullptr || *fid == *ip) {
-      f.id = *ip;
+      f.id = std::move(*ip);
     } else {
-      f.fields["ip"] = *ip;
+      f.fields["ip"] = std::move(*ip);
       f.id = *fid;
     }
   }
   f.failregex = index;
   f.time = date;
   f.nofail = truthy(data->g, key.nofail);
-  f.fields.reserve(data->g.end() - data->g.begin() + 1);
   for (const auto& [id, v] : data->g) {
     if (v) f.fields.emplace(names.name(id), *v);
   }
   if (data->users) f.users.assign(data->users->begin(), data->users->end());
   f.attempts = data->matches.value_or(0);
   if (const std::string* user = value_of(data->g, key.user)) f.user = *user;
-  out->failures.push_back(std::move(f));
   return Next::kGoOn;
 }
 
