@@ -60,8 +60,9 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
   return outcomes_;
 }
 
-// Line j's outcomes into outcomes_: what a filter found there; the outcomes the line
-// before found something in are emptied in place (keeping their memory), the others are.
+// Line j's outcomes into outcomes_: what a filter found there. Only the outcomes the line
+// before found something in need emptying (in place, keeping their memory): the others
+// are empty already.
 void RuleSet::hand_out(Fail2banBatch& b, std::size_t j) const {
   if (outcomes_.size() != fail2ban_rules_.size()) {
     outcomes_.assign(fail2ban_rules_.size(), {});
