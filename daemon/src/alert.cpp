@@ -94,19 +94,4 @@ std::string alert_json(const Alert& alert) {
   return out;
 }
 
-std::string filled(const std::string& text, const std::map<std::string, std::string>& values) {
-  std::string out;
-  std::size_t at = 0;
-  for (std::size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", at)) {
-    const std::size_t close = text.find("}}", open + 2);
-    if (close == std::string::npos) break;
-    out.append(text, at, open - at);
-    const auto it = values.find(text.substr(open + 2, close - open - 2));
-    if (it != values.end()) out.append(it->second, 0, 256);
-    at = close + 2;
-  }
-  out.append(text, at);
-  return out;
-}
-
 }  // namespace gpufilter::daemon

@@ -27,6 +27,13 @@ constexpr const char* kFormat = "gpufilterd-alert-state 1";
 
 std::int64_t ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
+// A group's captures as a JSON object (name order, as they are kept).
+Json captures_json(const RuleEngine::Captures& captures) {
+  Json out = Json::object();
+  for (const auto& [key, value] : captures) out[key] = value;
+  return out;
+}
+
 std::string definition(const RuleConfig& r) {
   std::string text = r.name;
   const auto add = [&](const std::string& field) {
@@ -78,7 +85,7 @@ std::string RuleEngine::save_state(Clock::time_point now, SystemClock::time_poin
                         {"suppressed", g.suppressed},
                         {"last_line", g.last_line},
                         {"last_source", g.last_source},
-                        {"captures", g.captures}});
+                        {"captures", captures_json(g.captures)}});
       if (rule.threshold.fail2ban) {  // fail2ban's FailTicket and the ban's end (-1: never)
         groups.back()["retry"] = g.retry;
         groups.back()["first_ms"] = ms(g.first.time_since_epoch());
@@ -125,7 +132,7 @@ std::vector<Alert> RuleEngine::restore_state(std::string_view text, Clock::time_
         g.suppressed = j.at("suppressed").get<std::uint64_t>();
         g.last_line = j.at("last_line").get<std::string>();
         g.last_source = j.at("last_source").get<std::string>();
-        g.captures = j.at("captures").get<std::map<std::string, std::string>>();
+        for (const auto& [key, value] : j.at("captures").items()) g.captures.emplace(key, value.get<std::string>());
         if (rule->threshold.fail2ban) {
           g.retry = j.at("retry").get<std::uint64_t>();
           g.first = Clock::time_point(std::chrono::milliseconds(j.at("first_ms").get<std::int64_t>()));

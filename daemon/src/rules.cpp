@@ -40,8 +40,7 @@ std::string hex_fingerprint(const std::string& rule, const std::string& group) {
 
 // The log's own clock: what the group took, read with the rule's strptime format; nullopt
 // when it does not parse. Without a year in the format, the current one (syslog's lines).
-std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config,
-                                                  const std::map<std::string, std::string>& captures) {
+std::optional<SystemClock::time_point> event_time(const EventTimeConfig& config, const RuleEngine::Captures& captures) {
   const auto it = captures.find(config.capture);
   if (it == captures.end() || it->second.empty()) return std::nullopt;
   std::tm tm{};
@@ -245,8 +244,7 @@ RuleEngine::RuleEngine(std::shared_ptr<const RuleSet> rules, Emit emit, Metrics*
     : rules_(std::move(rules)), emit_(std::move(emit)), metrics_(metrics) {}
 
 std::optional<std::string> RuleEngine::group_of(const RuleConfig& rule, std::string_view source,
-                                                std::string_view text,
-                                                const std::map<std::string, std::string>& captures) const {
+                                                std::string_view text, const Captures& captures) const {
   switch (rule.threshold.group_by) {
     case ThresholdConfig::GroupBy::kNone: return std::string();
     case ThresholdConfig::GroupBy::kSource: return std::string(source);
@@ -348,8 +346,7 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
     for (fail2ban::Filter::Failure& f : outcomes[i].failures) {
       if (f.nofail) continue;
       Failure failure;
-      for (auto& [name, value] : f.fields)  // the outcome is the RuleSet's scratch: read once
-        failure.captures.emplace_hint(failure.captures.end(), std::move(name), std::move(value));
+      failure.captures = std::move(f.fields);  // the outcome is the RuleSet's scratch: read once
       failure.captures["host"] = f.id;
       if (!f.user.empty()) failure.captures["user"] = f.user;
       failure.captures["failregex"] = std::to_string(f.failregex + 1);
@@ -395,9 +392,12 @@ void RuleEngine::matched(std::uint32_t r, std::string_view source, std::string_v
   RuleState& state = state_[rule.name];
   ++state.matches;
   changed_ = true;
-  std::map<std::string, std::string> captures;
-  if (failure != nullptr) captures = std::move(failure->captures);  // the caller's, made for this call
-  else if (!rule.regexes.empty() && !rule.invert) captures = rules_->captures(r, matched_text);
+  Captures captures;
+  if (failure != nullptr) {
+    captures = std::move(failure->captures);  // the caller's, made for this call
+  } else if (!rule.regexes.empty() && !rule.invert) {
+    for (auto& [name, value] : rules_->captures(r, matched_text)) captures.emplace(name, std::move(value));
+  }
   if (fields != nullptr)
     for (const auto& [name, value] : fields->values) captures.emplace(name, value);
   std::optional<std::string> field = group_of(rule, source, text, captures);

@@ -585,6 +585,46 @@ TEST(RuleEngine, StateSavedAndRestoredAcrossARestart) {
   EXPECT_EQ(broken.save_state(t1, wall0).find("\"groups\""), std::string::npos);  // nothing restored
 }
 
+// The captures a group's labels are filled from (a regex rule's named groups; a fail2ban
+// failure's fields, host and user) are saved with the group and come back with it: a
+// restored firing alert has the labels the alert had.
+TEST(RuleEngine, CapturesComeBackAcrossARestart) {
+  RuleConfig order = rule("order", {});
+  order.regexes = {"order (?P<order>\\d+) by (?P<who>\\w+)"};
+  order.labels = {{"order", "{{order}}"}, {"who", "{{who}}"}};
+  RuleConfig jail = rule("sshd", {});
+  jail.fail2ban_filter = "sshd";
+  jail.labels = {{"user", "{{user}}"}, {"host", "{{host}}"}, {"failregex", "{{failregex}}"}};
+  for (RuleConfig* r : {&order, &jail}) {
+    r->cooldown = 10min;
+    r->resolve_after = 1h;
+  }
+  const Bound bound({order, jail});
+  Recorder first;
+  RuleEngine engine(bound.rules, first.emit());
+  const Clock::time_point t0 = Clock::now();
+  const SystemClock::time_point wall0 = SystemClock::now();
+  const std::string lines[] = {"order 17 by alice",
+                               "Dec 10 06:55:46 host sshd[1]: Failed password for root from 10.0.0.1 port 22 ssh2"};
+  for (const std::string& l : lines) engine.line("app.log", l, bound.scan(l), t0);
+  ASSERT_EQ(first.alerts.size(), 2u);
+  EXPECT_EQ(first.alerts[0].labels.at("who"), "alice");
+  EXPECT_EQ(first.alerts[1].labels.at("user"), "root");
+  EXPECT_EQ(first.alerts[1].labels.at("host"), "10.0.0.1");
+  EXPECT_EQ(first.alerts[1].labels.at("failregex"), "4");
+  const std::string saved = engine.save_state(t0, wall0);
+  EXPECT_NE(saved.find("\"captures\":{\"order\":\"17\",\"who\":\"alice\"}"), std::string::npos) << saved;
+
+  Recorder second;
+  RuleEngine restored(bound.rules, second.emit());
+  const std::vector<Alert> firing = restored.restore_state(saved, Clock::now(), wall0 + 1s);
+  ASSERT_EQ(firing.size(), 2u);
+  for (const Alert& a : firing) {
+    const Alert& was = a.rule == "order" ? first.alerts[0] : first.alerts[1];
+    EXPECT_EQ(a.labels, was.labels) << a.rule;
+  }
+}
+
 // A jail across a restart: its failure counts, first failures and bans (on the log's
 // clock, not ours) come back, so a restart neither forgets two failures nor re-bans a
 // banned host; a permanent ban stays permanent.

@@ -45,8 +45,23 @@ struct SelectedRecord {
 };
 
 // A template with each {{NAME}} replaced by `values`' NAME (cut to 256 bytes: the log's
-// writer chooses it); an unknown NAME is replaced by nothing.
-std::string filled(const std::string& text, const std::map<std::string, std::string>& values);
+// writer chooses it); an unknown NAME is replaced by nothing. `values`: a map of strings
+// to strings, or anything found by name as one (fail2ban::Fields).
+template <typename Values>
+std::string filled(const std::string& text, const Values& values) {
+  std::string out;
+  std::size_t at = 0;
+  for (std::size_t open = text.find("{{"); open != std::string::npos; open = text.find("{{", at)) {
+    const std::size_t close = text.find("}}", open + 2);
+    if (close == std::string::npos) break;
+    out.append(text, at, open - at);
+    const auto it = values.find(text.substr(open + 2, close - open - 2));
+    if (it != values.end()) out.append(it->second, 0, 256);
+    at = close + 2;
+  }
+  out.append(text, at);
+  return out;
+}
 
 // RFC 3339 UTC with milliseconds: "2026-11-21T09:58:04.123Z".
 std::string rfc3339(SystemClock::time_point t);

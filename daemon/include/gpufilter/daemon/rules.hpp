@@ -223,6 +223,9 @@ class RuleSet {
 class RuleEngine final : public Sink {
  public:
   using Clock = std::chrono::steady_clock;
+  // What a match's groups took, by name: a sorted vector, not a map (a fail2ban failure's
+  // dozen fields are moved in whole, where a map made a node of each on every failure).
+  using Captures = fail2ban::Fields;
   using Emit = std::function<void(const Alert&)>;
 
   RuleEngine(std::shared_ptr<const RuleSet> rules, Emit emit, Metrics* metrics = nullptr);
@@ -285,7 +288,7 @@ class RuleEngine final : public Sink {
     std::uint64_t suppressed = 0;
     std::string last_line;
     std::string last_source;
-    std::map<std::string, std::string> captures;  // of the last matching line (regex rules)
+    Captures captures;  // of the last matching line (regex rules, fail2ban's failures)
     // threshold.fail2ban: the host's FailTicket (hits: its last failure; retry, first) and
     // the end of its ban (on the log's clock).
     std::uint64_t retry = 0;
@@ -307,11 +310,11 @@ class RuleEngine final : public Sink {
 
   // The line's group; nullopt when the rule groups by a field the line does not hold.
   std::optional<std::string> group_of(const RuleConfig& rule, std::string_view source, std::string_view text,
-                                      const std::map<std::string, std::string>& captures) const;
+                                      const Captures& captures) const;
   // A fail2ban failure: its fields (host, ip, user, F-* groups) and the line's time;
   // matched() takes the fields.
   struct Failure {
-    std::map<std::string, std::string> captures;
+    Captures captures;
     std::optional<SystemClock::time_point> time;
   };
   void matched(std::uint32_t rule, std::string_view source, std::string_view text, Clock::time_point now,
