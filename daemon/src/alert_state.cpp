@@ -132,7 +132,8 @@ std::vector<Alert> RuleEngine::restore_state(std::string_view text, Clock::time_
         g.suppressed = j.at("suppressed").get<std::uint64_t>();
         g.last_line = j.at("last_line").get<std::string>();
         g.last_source = j.at("last_source").get<std::string>();
-        for (const auto& [key, value] : j.at("captures").items()) g.captures.emplace(key, value.get<std::string>());
+        for (auto& [key, value] : j.at("captures").get<std::map<std::string, std::string>>())  // an object of strings
+          g.captures.emplace(key, std::move(value));
         if (rule->threshold.fail2ban) {
           g.retry = j.at("retry").get<std::uint64_t>();
           g.first = Clock::time_point(std::chrono::milliseconds(j.at("first_ms").get<std::int64_t>()));

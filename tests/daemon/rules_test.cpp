@@ -623,6 +623,14 @@ TEST(RuleEngine, CapturesComeBackAcrossARestart) {
     const Alert& was = a.rule == "order" ? first.alerts[0] : first.alerts[1];
     EXPECT_EQ(a.labels, was.labels) << a.rule;
   }
+  // Captures that are not an object of strings make the state no state of ours.
+  std::string odd = saved;
+  const std::size_t at = odd.find("{\"order\":\"17\",\"who\":\"alice\"}");
+  ASSERT_NE(at, std::string::npos);
+  odd.replace(at, std::string("{\"order\":\"17\",\"who\":\"alice\"}").size(), "[\"17\"]");
+  Recorder third;
+  RuleEngine refused(bound.rules, third.emit());
+  EXPECT_THROW(refused.restore_state(odd, Clock::now(), wall0 + 1s), ConfigError);
 }
 
 // A jail across a restart: its failure counts, first failures and bans (on the log's
