@@ -147,7 +147,6 @@ const std::vector<fail2ban::Filter::DatedLine>& RuleSet::dated_for(const Fail2ba
 // Where a line holds none of a filter's literals the filter answers at once (Filter::line):
 // only the lines that hold one (or every line, for a filter without literals) are searched.
 std::size_t RuleSet::fail2ban_ahead(Fail2banBatch& b, std::size_t width) const {
-  constexpr std::size_t kMinPiece = 128;  // searched lines: fewer are not worth a task
   const std::size_t rules = fail2ban_rules_.size();
   if (b.ahead_of != serial_) {  // another set's filters: their searches are not these
     b.ahead.clear();
@@ -170,9 +169,9 @@ std::size_t RuleSet::fail2ban_ahead(Fail2banBatch& b, std::size_t width) const {
   }
   for (std::size_t i = 0; i < rules; ++i) {
     // A filter that would take more than its share of the step: in pieces, each at least
-    // kMinPiece searched lines, as many as there are threads.
-    if (searched[i] < kMinPiece || searched[i] * width <= all) continue;
-    const std::size_t pieces = std::min(width, searched[i] / kMinPiece);
+    // kAheadPiece searched lines, as many as there are threads.
+    if (searched[i] < fail2ban::Filter::kAheadPiece || searched[i] * width <= all) continue;
+    const std::size_t pieces = std::min(width, searched[i] / fail2ban::Filter::kAheadPiece);
     b.piece[i] = (lines + pieces - 1) / pieces;
     const fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
     while (b.ahead[i].size() < pieces) b.ahead[i].push_back(filter.ahead());

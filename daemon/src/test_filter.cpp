@@ -259,7 +259,7 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
     const bool search = step >= 1 && live[(step + 2) % 3], reading = step >= 2 && live[(step + 1) % 3];
     if (!more && !search && !reading) break;
     if (search) {
-      const std::size_t pieces = std::max<std::size_t>(1, std::min(pool.width(), ahead.lines.size() / 128));
+      const std::size_t pieces = std::max<std::size_t>(1, std::min(pool.width(), ahead.lines.size() / fail2ban::Filter::kAheadPiece));
       ahead.piece = (ahead.lines.size() + pieces - 1) / pieces;
       while (ahead.ahead.size() < pieces) ahead.ahead.push_back(filter.ahead());
     }

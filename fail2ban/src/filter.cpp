@@ -124,19 +124,7 @@ class BasicGroups {
   // same regex's groups), the values are assigned in place, in their strings' memory;
   // else one merge of the two sorted vectors, not an insertion per key.
   template <typename U>
-  void update(const BasicGroups<U>& other, bool set_only = false) { merge(other, set_only); }
-  void update(BasicGroups&& other, bool set_only = false) { merge(std::move(other), set_only); }
-
- private:
-  template <typename>
-  friend class BasicGroups;
-  template <typename G>
-  void merge(G&& other, bool set_only) {
-    constexpr bool kMove = !std::is_lvalue_reference_v<G>;
-    const auto take = [](auto& value) -> decltype(auto) {
-      if constexpr (kMove) return std::move(value);
-      else return std::as_const(value);
-    };
+  void update(const BasicGroups<U>& other, bool set_only = false) {
     auto a = entries_.begin();
     bool in_place = true;
     for (const auto& b : other.entries_) {
@@ -148,10 +136,10 @@ class BasicGroups {
     }
     if (in_place) {
       a = entries_.begin();
-      for (auto& b : other.entries_) {
+      for (const auto& b : other.entries_) {
         if (set_only && !b.second) continue;
         while (a->first < b.first) ++a;
-        a->second = take(b.second);
+        a->second = b.second;
       }
       return;
     }
@@ -159,7 +147,7 @@ class BasicGroups {
     merged.clear();
     merged.reserve(entries_.size() + other.entries_.size());
     a = entries_.begin();
-    for (auto& b : other.entries_) {
+    for (const auto& b : other.entries_) {
       for (; a != entries_.end() && a->first < b.first; ++a) merged.push_back(std::move(*a));
       const bool same = a != entries_.end() && a->first == b.first;
       if (set_only && !b.second) {
@@ -167,13 +155,15 @@ class BasicGroups {
         continue;
       }
       if (same) ++a;
-      if (b.second) merged.emplace_back(b.first, std::optional<V>(V(take(*b.second))));
-      else merged.emplace_back(b.first, std::nullopt);
+      merged.emplace_back(b.first, b.second ? std::optional<V>(V(*b.second)) : std::nullopt);
     }
     for (; a != entries_.end(); ++a) merged.push_back(std::move(*a));
     entries_.swap(merged);
   }
 
+ private:
+  template <typename>
+  friend class BasicGroups;
   typename std::vector<Entry>::const_iterator lower(GroupId key) const {
     return std::lower_bound(entries_.begin(), entries_.end(), key, [](const Entry& e, GroupId k) { return e.first < k; });
   }
@@ -721,33 +711,33 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     if (stale) refill_buf();
     stale = false;
     if (!searched(fail[i], buf, org, fail_hit)) continue;
-    Hit* const hit = &fail_hit;
+    const Hit& hit = fail_hit;
     out->matched = true;
-    if (!ignore.empty() && ignore_line(buf, org, &*hit)) {
+    if (!ignore.empty() && ignore_line(buf, org, &hit)) {
       stale = true;
       if (!options.check_all_regex) break;
       continue;
     }
     if (!options.check_all_regex || maxlines > 1) {
-      buffer = hit->unmatched;
+      buffer = hit.unmatched;
       replaced_buffer();
       stale = true;
     }
     // The line's groups: views of buf (as yet unchanged) and of the prefregex's text.
     GroupViews& found = line_groups;
     found = pre;
-    found.update(hit->groups);
+    found.update(hit.groups);
     const std::string_view* mlfid_value = value_of(found, key.mlfid);
     const bool has_mlfid = mlfid_value != nullptr;
     FailPtr data;
     if (has_mlfid) {
       mlfid_id.assign(*mlfid_value);  // `found` changes in the merge
-      data = merge_failure(mlfid_id, found, *hit);
+      data = merge_failure(mlfid_id, found, hit);
       if (truthy(data->g, key.nofail) && !options.check_all_regex) return;
     } else {
       data = std::make_shared<FailData>();
       data->g = Groups(found);
-      data->matches = hit->matched;
+      data->matches = hit.matched;
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
     // it returned; a Failure is a copy already.

@@ -6,7 +6,6 @@
 // first one still alive that leaves room. Found by hash (an id is a log line's prefix).
 // The clock is the caller's (fail2ban reads time.time()).
 #include <cstddef>
-#include <functional>
 #include <list>
 #include <string>
 #include <string_view>

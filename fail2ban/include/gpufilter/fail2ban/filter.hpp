@@ -172,6 +172,9 @@ class Filter {
     std::unique_ptr<Impl> impl_;
   };
   bool searches_ahead() const;  // false: search_ahead() leaves nothing (maxlines > 1)
+  // The fewest searched lines worth a task of their own when a batch's lines are searched
+  // ahead in pieces (gpufilterd's pipeline, --test-filter).
+  static constexpr std::size_t kAheadPiece = 128;
   Ahead ahead() const;
   // Line `index`'s searches (`dated` and `found` as line() is given them; without `found`,
   // as line(dated)) into `into`. Const: any number of threads at once, each with its own
