@@ -36,6 +36,7 @@
 #include "gpufilter/sources/decompressing_source.hpp"
 #include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/core/notices.hpp"
+#include "gpufilter/core/stack_overflow.hpp"
 #include "gpufilter/core/std_descriptors.hpp"
 #include "gpufilter/core/stop_signal.hpp"
 #include "packet_mode.hpp"
@@ -607,6 +608,7 @@ int main(int argc, char** argv) {
   g_standard = reopen_closed_standard_descriptors();
   reserve_descriptors();
   ::signal(SIGPIPE, SIG_DFL);  // a closed pipe ends us at once and quietly, as it ends grep
+  report_stack_overflow(kProgram);  // a back-reference glibc recurses on without end, as grep
   // A file size limit (ulimit -f) is a write error like a full disk, with a message and
   // exit 2, not a death by SIGXFSZ that leaves --state or --pcap-out unexplained.
   ::signal(SIGXFSZ, SIG_IGN);

@@ -28,6 +28,7 @@
 #include "test_filter.hpp"
 #include "gpufilter/daemon/config.hpp"
 #include "gpufilter/daemon/log.hpp"
+#include "gpufilter/core/stack_overflow.hpp"
 #include "gpufilter/core/std_descriptors.hpp"
 
 namespace {
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   // become standard input, and a "stdin: true" source would read the SIGTERM meant for
   // the control thread. A closed one now fails its reads with EBADF instead.
   gpufilter::reopen_closed_standard_descriptors();
+  gpufilter::report_stack_overflow("gpufilterd");  // a regex rule's back-reference, as grep reports it
   std::optional<std::string> config_path;
   bool check = false;
   if (argc > 1 && std::string_view(argv[1]) == "--test-filter") return gpufilter::daemon::test_filter(argc, argv, 2);

@@ -134,6 +134,8 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
 // grep names itself by its path in messages (argv[0]) and "grep" in its usage lines.
 std::string normalise_grep_stderr(std::string err) {
   replace_all(err, grep_binary() + ":", "gpufilter:");
+  // gnulib's c-stack names the program by its base name.
+  if (err == "grep: stack overflow\n") err = "gpufilter: stack overflow\n";
   replace_all(err, "Usage: grep ", "Usage: gpufilter ");
   replace_all(err, "Try 'grep --help'", "Try 'gpufilter --help'");
   return err;

@@ -13,6 +13,7 @@
 #include <new>
 #include <thread>
 
+#include "gpufilter/core/stack_overflow.hpp"
 #include "gpufilter/regex/line_regex.hpp"
 #include "expansion.hpp"
 #include "hs_select.hpp"
@@ -107,6 +108,7 @@ class GnuPattern {
   regoff_t search(std::string_view line, std::size_t start, std::size_t range, bool not_eol = false) {
     buffer_.not_eol = not_eol ? 1 : 0;
     buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
+    prepare_thread_for_stack_overflow();  // glibc may recurse without end: grep's answer then
     const regoff_t r = ::re_search(&buffer_, line.data(), static_cast<regoff_t>(line.size()),
                                    static_cast<regoff_t>(start), static_cast<regoff_t>(range),
                                    positions_ ? &registers_ : nullptr);
@@ -117,6 +119,7 @@ class GnuPattern {
   }
   // re_match of string[0, length) at `start`: the length of the match, -1.
   regoff_t match(const char* string, regoff_t length, regoff_t start) {
+    prepare_thread_for_stack_overflow();
     const regoff_t r = ::re_match(&buffer_, string, length, start, &registers_);
     if (r < -1) throw std::bad_alloc();
     return r;
