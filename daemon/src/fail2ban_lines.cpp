@@ -105,6 +105,16 @@ std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, s
   b.failed.assign(b.readers.size() + rules, nullptr);
   b.piece.assign(rules, 0);
   b.ahead_tasks.clear();
+  b.lane_count = 0;
+  if (b.lanes_of != serial_) {  // another set's filters
+    b.lanes.clear();
+    b.lanes.resize(rules);
+    b.lanes_of = serial_;
+  }
+  b.queued.resize(rules);
+  for (auto& q : b.queued) q.clear();
+  b.lane_tasks.clear();
+  b.lane_failed.clear();
   return b.readers.size();
 }
 
@@ -167,6 +177,8 @@ std::size_t RuleSet::fail2ban_ahead(Fail2banBatch& b, std::size_t width) const {
     }
     all += searched[i];
   }
+  // Where a filter searched ahead reads in lanes: one lane for every four threads.
+  b.lane_count = width >= 8 ? std::min<std::size_t>(width / 4, 8) : 0;
   for (std::size_t i = 0; i < rules; ++i) {
     // A filter that would take more than its share of the step: in pieces, each at least
     // kAheadPiece searched lines, as many as there are threads.
@@ -203,6 +215,23 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
   try {
     fail2ban::Filter& filter = *fail2ban_.at(fail2ban_rules_[i]);
     const std::size_t piece = b.piece[i];
+    if (b.lane_count != 0 && filter.reads_in_lanes()) {  // every batch: see Filter::plan()
+      if (!b.lanes[i] || b.lanes[i]->count() != b.lane_count) b.lanes[i] = filter.lanes(b.lane_count);
+      fail2ban::Filter::Lanes& lanes = *b.lanes[i];
+      lanes.clear();
+      fail2ban::Filter::Outcome o;
+      each_line(dated_for(b, i), b.literals[i], 0, b.lines.size(),
+                [&](std::size_t j, const fail2ban::Filter::DatedLine& dated, std::span<const std::size_t> at) {
+                  fail2ban::Filter::Ahead* ahead = piece != 0 ? &b.ahead[i][j / piece] : nullptr;
+                  if (filter.plan(dated, at, ahead, j, lanes, o) != fail2ban::Filter::Lanes::kDone) {
+                    b.queued[i].push_back(found.size());
+                    found.emplace_back(j, fail2ban::Filter::Outcome());  // its lane's, a step later
+                  } else if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) {
+                    found.emplace_back(j, std::move(o));
+                  }
+                });
+      return;
+    }
     each_line(dated_for(b, i), b.literals[i], 0, b.lines.size(),
               [&](std::size_t j, const fail2ban::Filter::DatedLine& dated, std::span<const std::size_t> at) {
                 if (at.empty() && filter.learns_only(dated)) return;  // most filters, most lines
@@ -215,9 +244,34 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
   }
 }
 
+std::size_t RuleSet::fail2ban_lanes(Fail2banBatch& b) const {
+  b.lane_tasks.clear();
+  b.into.resize(b.queued.size());
+  for (std::size_t i = 0; i < b.queued.size(); ++i) {
+    if (b.queued[i].empty() || b.failed[b.readers.size() + i]) continue;
+    b.into[i].clear();
+    for (const std::size_t k : b.queued[i]) b.into[i].push_back(&b.found[i][k].second);
+    for (std::size_t lane = 0; lane < b.lanes[i]->count(); ++lane)
+      if (b.lanes[i]->queued(lane) != 0) b.lane_tasks.emplace_back(i, lane);
+  }
+  b.lane_failed.assign(b.lane_tasks.size(), nullptr);
+  return b.lane_tasks.size();
+}
+
+void RuleSet::fail2ban_lane(Fail2banBatch& b, std::size_t task) const noexcept {
+  const auto [i, lane] = b.lane_tasks[task];
+  try {
+    fail2ban_.at(fail2ban_rules_[i])->read_lane(*b.lanes[i], lane, b.into[i]);
+  } catch (...) {
+    b.lane_failed[task] = std::current_exception();
+  }
+}
+
 void RuleSet::fail2ban_check(const Fail2banBatch& b) {
   for (const std::exception_ptr& e : b.failed)
     if (e) std::rethrow_exception(e);  // as fail2ban_lines() would have thrown it
+  for (const std::exception_ptr& e : b.lane_failed)
+    if (e) std::rethrow_exception(e);
 }
 
 void RuleSet::fail2ban_hand_out(Fail2banBatch* b) const {

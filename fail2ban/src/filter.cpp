@@ -429,6 +429,15 @@ std::string& Fields::operator[](std::string_view key) {
   return it->second;
 }
 
+// What reading a line in lane order decided of fail2ban's connection cache, where a filter
+// reads a batch in lanes (Filter::Lanes): the failure the line merges into, whether the
+// cache held it already, and the lane (by connection id) that merges it.
+struct Merge {
+  FailPtr cur;
+  bool cached = false;
+  std::size_t lane_key = 0;
+};
+
 struct Filter::Impl {
   FilterOptions options;
   std::optional<Rx> pref;
@@ -437,73 +446,101 @@ struct Filter::Impl {
   std::size_t maxlines = 1;
   DateDetector dates;
   std::string date_key;  // the datepattern lines appended to `dates`
-  Lines buffer;
-  // Per line's scratch, their memory reused from line to line: the line as a tuple, the
-  // buffer as it was when the line came (the lines a match covers are counted in it), and
-  // the text searched.
-  TupleLine tuple;
-  Lines org;
-  std::string buf;
-  // Multi-line (maxlines > 1): per buffered line, whether it may hold one of `literals`
-  // (false only where a scan said it holds none). Lines put back by a match count as true.
-  std::vector<bool> marks;
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   MlfidCache<FailPtr> mlfid{100, 5 * 60};  // fail2ban's Utils.Cache(maxCount=100, maxTime=5*60)
   bool mlfid_used = false;                 // fail2ban's `if self.__mlfidCache`
   GroupNames names;  // of every group, once the regexes are compiled
   Keys key;
-  std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
-  // find_failure()'s scratch: the prefregex's groups (views of pre_text, a copy of the text
-  // it matched), and a failregex match's with them (views).
-  GroupViews pre_groups, line_groups;
-  std::string pre_text;
   std::optional<std::vector<std::string>> literals;
   FactorGate gate;  // the regexes' factors, for search()
-  Outcome* out = nullptr;
-  // The searches made ahead of the line being read, [replay, replay_end) not yet taken up,
-  // and the date's span they assumed.
-  const Searched* replay = nullptr;
-  const Searched* replay_end = nullptr;
-  const PyRegex::Span* replay_spans = nullptr;
-  std::size_t replay_start = 0, replay_stop = 0;
-  PyRegex::Match replayed;  // a match searched ahead, its memory reused
+  // Reading a line: its working memory, reused from line to line. The filter's own
+  // (`main`), and each lane's where a batch is read in lanes (Filter::Lanes).
+  struct Scratch {
+    // fail2ban's line buffer (multi-line: kept from line to line; one line: the line).
+    Lines buffer;
+    // Multi-line (maxlines > 1): per buffered line, whether it may hold one of `literals`
+    // (false only where a scan said it holds none). Lines put back by a match count as true.
+    std::vector<bool> marks;
+    // The line as a tuple, the buffer as it was when the line came (the lines a match
+    // covers are counted in it), and the text searched.
+    TupleLine tuple;
+    Lines org;
+    std::string buf;
+    std::string mlfid_id;  // the failure's <F-MLFID>, while it is merged
+    // find_failure()'s: the prefregex's groups (views of pre_text, a copy of the text it
+    // matched), and a failregex match's with them (views).
+    GroupViews pre_groups, line_groups;
+    std::string pre_text;
+    Outcome* out = nullptr;
+    // The searches made ahead of the line being read, [replay, replay_end) not yet taken
+    // up, and the date's span they assumed.
+    const Searched* replay = nullptr;
+    const Searched* replay_end = nullptr;
+    const PyRegex::Span* replay_spans = nullptr;
+    std::size_t replay_start = 0, replay_stop = 0;
+    PyRegex::Match replayed;  // a match searched ahead, its memory reused
+    // searched()'s, their memory reused: the prefregex's, a failregex's, an ignoreregex's.
+    Hit pref_hit, fail_hit, ignore_hit;
+    FactorGate* gate = nullptr;  // the filter's, or the lane's own copy
+    // Lanes: read in line order, a line stops where it would merge a connection's failure,
+    // the cache's part decided into `planned`; a lane then reads it again, merging as
+    // `decided` says, the cache untouched.
+    std::optional<Merge>* planned = nullptr;
+    const Merge* decided = nullptr;
+  };
+  Scratch main;
+  Impl() { main.gate = &gate; }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   double now() const { return options.now ? *options.now : wall_clock_now(); }
+  // Where process() cuts a line, decided in line order (the last date is the filter's):
+  // the date's span [start, end) (both 0 where the last date is reused), the line's date,
+  // and whether a scan's literals lie where the regexes look.
+  struct Cut {
+    std::size_t start = 0, end = 0;
+    bool reuse = false;
+    std::optional<double> date;
+    bool holds_literal = true;
+    bool scanned = false;  // literals_at was given: holds_literal is a scan's answer
+  };
+  Cut cut(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at,
+          const std::optional<DateDetector::Found>* given_date, std::optional<double> given_now);
   Outcome process(std::string_view line, std::optional<double> known, const std::span<const std::size_t>* literals_at = nullptr,
                   const std::optional<DateDetector::Found>* given_date = nullptr,
                   std::optional<double> given_now = std::nullopt);
+  // The line, cut, read with `s` into `result`.
+  void read(Scratch& s, std::string_view line, const Cut& c, Outcome& result);
   void number_groups();
   void find_literals();
   void build_gate();
-  void find_failure(std::optional<double> date, std::optional<bool> holds_literal);
+  void find_failure(Scratch& s, std::optional<double> date, std::optional<bool> holds_literal);
   // search() of `rx` in `text` into `hit`, the next search made ahead where it is the same one.
-  bool searched(const Rx& rx, const std::string& text, const Lines& org, Hit& hit) {
-    if (replay != replay_end) {
-      const Searched& s = *replay;
-      if (s.rx == &rx && s.size == text.size()) {
-        ++replay;
-        if (s.count == 0) return false;
-        replayed.subject = text;
-        replayed.groups.assign(replay_spans + s.first, replay_spans + s.first + s.count);
-        replayed.ok = true;
-        hit_of(rx, replayed, text, org, hit);
+  bool searched(Scratch& s, const Rx& rx, const std::string& text, const Lines& org, Hit& hit) const {
+    if (s.replay != s.replay_end) {
+      const Searched& r = *s.replay;
+      if (r.rx == &rx && r.size == text.size()) {
+        ++s.replay;
+        if (r.count == 0) return false;
+        s.replayed.subject = text;
+        s.replayed.groups.assign(s.replay_spans + r.first, s.replay_spans + r.first + r.count);
+        s.replayed.ok = true;
+        hit_of(rx, s.replayed, text, org, hit);
         return true;
       }
-      replay = replay_end;  // another way than the one taken ahead: searched from here on
+      s.replay = s.replay_end;  // another way than the one taken ahead: searched from here on
     }
-    return search(rx, text, org, gate, hit);
+    return search(rx, text, org, *s.gate, hit);
   }
-  // searched()'s, their memory reused: the prefregex's, a failregex's, an ignoreregex's.
-  Hit pref_hit, fail_hit, ignore_hit;
   // Whether the searches made ahead of the line (taken up as they stand: the same date's
   // span) show that find_failure() finds nothing in it: no ignoreregex tried first, the
   // prefregex (if any) matched and gave its content, and then no failregex matched. A
   // one-line filter's buffer is the line alone, so nothing else changes: such a line
   // (a fifth of the OpenSSH sample's with sshd) is not read again.
-  bool replay_finds_nothing() const {
-    if (replay == replay_end || (!ignore.empty() && ignore.size() + 2 < fail.size())) return false;
-    const Searched* s = replay;
-    const std::size_t n = static_cast<std::size_t>(replay_end - replay);
+  bool replay_finds_nothing(const Scratch& sc) const {
+    if (sc.replay == sc.replay_end || (!ignore.empty() && ignore.size() + 2 < fail.size())) return false;
+    const Searched* s = sc.replay;
+    const std::size_t n = static_cast<std::size_t>(sc.replay_end - sc.replay);
     std::size_t first = 0;
     if (pref) {
       if (s[0].rx != &*pref || s[0].count == 0) return false;
@@ -516,49 +553,137 @@ struct Filter::Impl {
   }
   // What find_failure() will search first in a line, searched ahead into `a` (below).
   void search_first(Filter::Ahead::Impl& a) const;
-  void replaced_buffer() {
-    if (maxlines > 1) marks.assign(buffer.size(), true);  // one line: no marks are kept
+  void replaced_buffer(Scratch& s) const {
+    if (maxlines > 1) s.marks.assign(s.buffer.size(), true);  // one line: no marks are kept
   }
   // `buf` made the buffer's text again, in its own memory: the gate, which knows a text
   // by its address, is told.
-  void refill_buf() {
-    fill_lines_buffer(buffer, buf);
-    gate.forget();
+  void refill_buf(Scratch& s) const {
+    fill_lines_buffer(s.buffer, s.buf);
+    s.gate->forget();
   }
-  std::optional<std::size_t> ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed);
-  FailPtr merge_failure(const std::string& id, GroupViews& found, const Hit& hit);
+  std::optional<std::size_t> ignore_line(Scratch& s, const std::string& all_buf, const Lines& all, const Hit* failed);
+  FailPtr merge_failure(Scratch& s, const std::string& id, GroupViews& found, const Hit& hit);
+  Merge plan_merge(const std::string& id, const FailPtr& cached, bool forget);
+  std::optional<std::pair<std::string, bool>> replayed_merge(Scratch& s, std::string_view line, const Cut& c) const;
   enum class Next { kGoOn, kSkip, kReturn };
-  Next emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date);
+  Next emit(Scratch& s, std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date);
   void apply(const FilterDefinition& def);
 };
 
-std::optional<std::size_t> Filter::Impl::ignore_line(const std::string& all_buf, const Lines& all, const Hit* failed) {
+std::optional<std::size_t> Filter::Impl::ignore_line(Scratch& s, const std::string& all_buf, const Lines& all,
+                                                     const Hit* failed) {
   // Multi-line: only the lines the failregex covered (all of them where only one was buffered).
   const bool covered = failed != nullptr && maxlines > 1;
   const Lines& lines = covered && all.size() > 1 ? failed->covered : all;
   const std::string covered_buf = covered ? lines_buffer(lines) : std::string();
-  if (covered) gate.forget();  // a new text, perhaps where an earlier one was
+  if (covered) s.gate->forget();  // a new text, perhaps where an earlier one was
   const std::string& text = covered ? covered_buf : all_buf;
   std::optional<std::size_t> found;
   for (std::size_t i = 0; i < ignore.size(); ++i) {
-    if (!searched(ignore[i], text, lines, ignore_hit)) continue;
+    if (!searched(s, ignore[i], text, lines, s.ignore_hit)) continue;
     found = i;
-    out->ignore_hits.push_back(i);
+    s.out->ignore_hits.push_back(i);
     if ((!options.check_all_regex || maxlines > 1) && failed != nullptr) {
-      buffer = failed->unmatched;
-      replaced_buffer();
+      s.buffer = failed->unmatched;
+      replaced_buffer(s);
     }
     if (!options.check_all_regex) break;
   }
   return found;
 }
 
+// merge_failure()'s part in fail2ban's cache, for lanes: the failure of connection `id`
+// (`cached`: the cache's, read as merge_failure() reads it), the entry forgotten or made.
+Merge Filter::Impl::plan_merge(const std::string& id, const FailPtr& cached, bool forget) {
+  Merge m;
+  m.cached = cached != nullptr;
+  m.cur = cached ? cached : std::make_shared<FailData>();
+  m.lane_key = std::hash<std::string>{}(id);
+  if (cached && forget) mlfid.unset(id);
+  if (!cached && !forget) {
+    mlfid_used = true;
+    mlfid.set(id, m.cur, wall_clock_now());
+  }
+  return m;
+}
+
+// plan()'s shortcut. A one-line filter without ignoreregexes, its line cut where the
+// searches made ahead assumed: where those show the prefregex (if any) matched and then a
+// failregex, find_failure() takes them up to that failregex's match, and its failure
+// merges into connection `id`, the value of <F-MLFID> in the failregex's groups, or else
+// in the prefregex's (found = pre; found.update(failregex's)); alt_ groups naming it are
+// none (reads_in_lanes()). Their spans are of the texts find_failure() searches: the
+// tuple's ("before\nafter" + "\n"), and the prefregex's content + "\n" where it gave one.
+std::optional<std::pair<std::string, bool>> Filter::Impl::replayed_merge(Scratch& s, std::string_view line,
+                                                                         const Cut& c) const {
+  if (!ignore.empty() || s.replay == s.replay_end || c.start != s.replay_start || c.end != s.replay_stop)
+    return std::nullopt;
+  const Searched* r = s.replay;
+  const std::size_t n = static_cast<std::size_t>(s.replay_end - s.replay);
+  std::size_t at = 0;
+  if (pref) {
+    if (r[0].rx != &*pref || r[0].count == 0) return std::nullopt;
+    at = 1;
+  }
+  if (n <= at || n - at > fail.size()) return std::nullopt;
+  const std::size_t k = n - at - 1;  // the failregex that matched: the last search
+  if (r[n - 1].rx != &fail[k] || r[n - 1].count == 0) return std::nullopt;
+  for (std::size_t i = at; i + 1 < n; ++i)
+    if (r[i].rx != &fail[i - at] || r[i].count != 0) return std::nullopt;
+  // The texts searched.
+  std::string& buf = s.buf;
+  if (c.reuse) {
+    buf.assign(line);
+  } else {
+    buf.assign(line.substr(0, c.start));
+    buf.append(line.substr(c.end));
+  }
+  buf += '\n';
+  const auto span_of = [&](const Rx& rx, const Searched& rec, GroupId id) -> const PyRegex::Span* {
+    const auto g = std::lower_bound(rx.groups.begin(), rx.groups.end(), std::make_pair(id, std::size_t{0}));
+    if (g == rx.groups.end() || g->first != id) return nullptr;
+    static const PyRegex::Span unset;
+    return g->second < rec.count ? &s.replay_spans[rec.first + g->second] : &unset;
+  };
+  std::string_view fail_text = buf;
+  if (pref) {
+    const PyRegex::Span* content = span_of(*pref, r[0], key.content);
+    if (content != nullptr && content->set() && content->end > content->start) {
+      s.pre_text.assign(buf, static_cast<std::size_t>(content->start), static_cast<std::size_t>(content->end - content->start));
+      s.pre_text += '\n';
+      fail_text = s.pre_text;
+    }
+  }
+  // A group's value: the failregex's entry where it has one (set or not), else the prefregex's.
+  const auto value = [&](GroupId id) -> std::optional<std::string_view> {
+    const PyRegex::Span* v = span_of(fail[k], r[n - 1], id);
+    std::string_view text = fail_text;
+    if (v == nullptr && pref) {
+      v = span_of(*pref, r[0], id);
+      text = buf;
+    }
+    if (v == nullptr || !v->set()) return std::nullopt;
+    return text.substr(static_cast<std::size_t>(v->start), static_cast<std::size_t>(v->end - v->start));
+  };
+  const std::optional<std::string_view> id = value(key.mlfid);
+  if (!id) return std::nullopt;  // no connection: find_failure() decides
+  const std::optional<std::string_view> forget = value(key.mlfforget);
+  return std::make_pair(std::string(*id), forget && !forget->empty());
+}
+
 // `found`: the line's groups (the prefregex's and the failregex's), changed as fail2ban
 // changes its `fail` dict; copied where they become a failure of their own.
-FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, const Hit& hit) {
+FailPtr Filter::Impl::merge_failure(Scratch& s, const std::string& id, GroupViews& found, const Hit& hit) {
   FailPtr cached = nullptr;
-  if (mlfid_used) {
+  if (s.decided != nullptr) {  // a lane: the cache's part was decided in line order
+    if (s.decided->cached) cached = s.decided->cur;
+  } else if (mlfid_used) {
     if (const FailPtr* in_cache = mlfid.get(id, wall_clock_now())) cached = *in_cache;  // fail2ban reads time.time()
+  }
+  if (s.planned != nullptr) {  // in line order for lanes: the cache's part alone, as below
+    *s.planned = plan_merge(id, cached, truthy(found, key.mlfforget));
+    return nullptr;
   }
   std::optional<std::set<std::string, std::less<>>>* users = nullptr;
   int flags = 0;
@@ -588,14 +713,16 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, co
     if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
     cached->g.update(found, true);  // in the cached strings' memory
     cur = cached;
-    if (flags & 2) mlfid.unset(id);
+    if ((flags & 2) && s.decided == nullptr) mlfid.unset(id);
   } else {
-    cur = std::make_shared<FailData>();
+    cur = s.decided != nullptr ? s.decided->cur : std::make_shared<FailData>();
     cur->g = Groups(found);
     if (!(flags & 2)) {
       users = update_users(*cur, value_of(found, key.user));
-      mlfid_used = true;
-      mlfid.set(id, cur, wall_clock_now());
+      if (s.decided == nullptr) {
+        mlfid_used = true;
+        mlfid.set(id, cur, wall_clock_now());
+      }
     }
   }
   const bool pending = cur->mlfpending;
@@ -618,7 +745,8 @@ FailPtr Filter::Impl::merge_failure(const std::string& id, GroupViews& found, co
 
 // The failure id and the Failure handed out; kSkip: on to the next failregex (fail2ban's
 // getFailID() raised), kReturn: findFailure returns at once.
-Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_mlfid, std::optional<double> date) {
+Filter::Impl::Next Filter::Impl::emit(Scratch& s, std::size_t index, FailPtr data, bool has_mlfid,
+                                      std::optional<double> date) {
   const std::string* fid = value_of(data->g, key.fid);
   std::optional<std::string> ip;
   const std::string* v4 = value_of(data->g, key.ip4);
@@ -638,7 +766,7 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
     data->mlfpending = true;
     if (!options.check_all_regex && options.ignore_pending) return Next::kReturn;
   }
-  Failure& f = out->failures.emplace_back();  // made in place
+  Failure& f = s.out->failures.emplace_back();  // made in place
   f.fields.reserve(data->g.end() - data->g.begin() + 1);
   if (!ip) {
     f.pending = true;
@@ -665,74 +793,75 @@ Filter::Impl::Next Filter::Impl::emit(std::size_t index, FailPtr data, bool has_
 
 // The line is `tuple`. `holds_literal`: whether a scan found one of `literals` in it
 // (nullopt: no scan).
-void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> holds_literal) {
+void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::optional<bool> holds_literal) {
   if (maxlines > 1) {
-    buffer.push_back(tuple);
-    marks.push_back(holds_literal.value_or(true));
-    if (buffer.size() > maxlines) {
-      const auto cut = static_cast<std::ptrdiff_t>(buffer.size() - maxlines);
-      buffer.erase(buffer.begin(), buffer.begin() + cut);
-      marks.erase(marks.begin(), marks.begin() + cut);
+    s.buffer.push_back(s.tuple);
+    s.marks.push_back(holds_literal.value_or(true));
+    if (s.buffer.size() > maxlines) {
+      const auto cut = static_cast<std::ptrdiff_t>(s.buffer.size() - maxlines);
+      s.buffer.erase(s.buffer.begin(), s.buffer.begin() + cut);
+      s.marks.erase(s.marks.begin(), s.marks.begin() + cut);
     }
     // None of the buffered lines holds a literal: neither the regexes tried first (the
     // prefregex, or the failregexes, and the ignoreregexes tried before them) can match,
     // and a search that finds nothing changes nothing but the buffer.
-    if (holds_literal && std::none_of(marks.begin(), marks.end(), [](bool m) { return m; })) return;
+    if (holds_literal && std::none_of(s.marks.begin(), s.marks.end(), [](bool m) { return m; })) return;
   } else {
-    if (replay_finds_nothing()) return;
-    buffer.resize(1);
-    buffer[0].swap(tuple);
+    if (replay_finds_nothing(s)) return;
+    s.buffer.resize(1);
+    s.buffer[0].swap(s.tuple);
   }
   // One line: only how many lines the buffer held is read of `org` (a match covers them
   // all), not their text.
-  if (maxlines > 1) org = buffer;
-  else org.resize(1);
-  refill_buf();
+  if (maxlines > 1) s.org = s.buffer;
+  else s.org.resize(1);
+  refill_buf(s);
   bool stale = false;  // buf is no longer the buffer's text
-  if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(buf, org, nullptr)) return;
-  GroupViews& pre = pre_groups;
+  if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(s, s.buf, s.org, nullptr)) return;
+  GroupViews& pre = s.pre_groups;
   pre.clear();
   if (pref) {
-    if (!searched(*pref, buf, org, pref_hit)) return;
-    pre = pref_hit.groups;  // into pre's memory
+    if (!searched(s, *pref, s.buf, s.org, s.pref_hit)) return;
+    pre = s.pref_hit.groups;  // into pre's memory
     const std::optional<std::string_view> content = pop(pre, key.content);
     if (content && !content->empty()) {
-      buffer.resize(1);
-      buffer[0][0].clear();  // [1] is always empty (process())
-      buffer[0][2].assign(*content);
-      replaced_buffer();
+      s.buffer.resize(1);
+      s.buffer[0][0].clear();  // [1] is always empty (process())
+      s.buffer[0][2].assign(*content);
+      replaced_buffer(s);
       stale = true;
     }
     // The prefregex's groups outlive this text of buf (refill_buf()): views of a copy.
-    pre_text.assign(buf);
-    pre.rebase(buf.data(), pre_text.data());
+    s.pre_text.assign(s.buf);
+    pre.rebase(s.buf.data(), s.pre_text.data());
   }
   for (std::size_t i = 0; i < fail.size(); ++i) {
-    if (stale) refill_buf();
+    if (stale) refill_buf(s);
     stale = false;
-    if (!searched(fail[i], buf, org, fail_hit)) continue;
-    const Hit& hit = fail_hit;
-    out->matched = true;
-    if (!ignore.empty() && ignore_line(buf, org, &hit)) {
+    if (!searched(s, fail[i], s.buf, s.org, s.fail_hit)) continue;
+    const Hit& hit = s.fail_hit;
+    s.out->matched = true;
+    if (!ignore.empty() && ignore_line(s, s.buf, s.org, &hit)) {
       stale = true;
       if (!options.check_all_regex) break;
       continue;
     }
     if (!options.check_all_regex || maxlines > 1) {
-      buffer = hit.unmatched;
-      replaced_buffer();
+      s.buffer = hit.unmatched;
+      replaced_buffer(s);
       stale = true;
     }
     // The line's groups: views of buf (as yet unchanged) and of the prefregex's text.
-    GroupViews& found = line_groups;
+    GroupViews& found = s.line_groups;
     found = pre;
     found.update(hit.groups);
     const std::string_view* mlfid_value = value_of(found, key.mlfid);
     const bool has_mlfid = mlfid_value != nullptr;
     FailPtr data;
     if (has_mlfid) {
-      mlfid_id.assign(*mlfid_value);  // `found` changes in the merge
-      data = merge_failure(mlfid_id, found, hit);
+      s.mlfid_id.assign(*mlfid_value);  // `found` changes in the merge
+      data = merge_failure(s, s.mlfid_id, found, hit);
+      if (data == nullptr) return;  // read in line order for lanes: a lane goes on from here
       if (truthy(data->g, key.nofail) && !options.check_all_regex) return;
     } else {
       data = std::make_shared<FailData>();
@@ -741,11 +870,52 @@ void Filter::Impl::find_failure(std::optional<double> date, std::optional<bool> 
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
     // it returned; a Failure is a copy already.
-    const Next next = emit(i, data, has_mlfid, date);
+    const Next next = emit(s, i, data, has_mlfid, date);
     if (next == Next::kReturn) return;
     if (next == Next::kSkip) continue;
     if (!options.check_all_regex) break;
   }
+}
+
+Filter::Impl::Cut Filter::Impl::cut(std::string_view line, std::optional<double> known,
+                                    const std::span<const std::size_t>* literals_at,
+                                    const std::optional<DateDetector::Found>* given_date,
+                                    std::optional<double> given_now) {
+  Cut c;
+  const double t_now = given_now ? *given_now : now();
+  const auto recent = [&] { return last_date != 0 && last_date > t_now - 60; };
+  // The line as fail2ban's tuple: [0, start) before the date, [start, end) the date, the
+  // rest after it; `reuse`: ("", the last date's text, the whole line). The date's text
+  // is not kept (tuple[1] stays empty): fail2ban shows it only in the lines it prints,
+  // and the regexes see [0] and [2].
+  if (known) {
+    c.date = known;
+    last_date = *known;
+  } else if (const auto found = given_date != nullptr ? *given_date : dates.find(line, t_now)) {
+    c.start = found->start;
+    c.end = found->end;
+    if (c.end > c.start) {
+      c.date = found->time;
+      if (c.date) last_date = *c.date;
+    } else if (recent()) {
+      c.reuse = true;
+      c.date = last_date;
+    } else {
+      c.date = t_now;
+    }
+  }
+  if (!c.date && recent()) {  // no date: the last one, if recent
+    c.reuse = true;
+    c.date = last_date;
+  }
+  if (c.reuse) c.start = c.end = 0;
+  // The regexes see the text around the date. With nothing before the date, that is the
+  // line from `end`, where a literal must then lie; a date inside the line could join a
+  // literal's halves, and such a line is searched. A multi-line filter buffers the line
+  // all the same (find_failure()).
+  c.holds_literal = may_hold_literal(literals_at, c.start, c.end);
+  c.scanned = literals_at != nullptr;
+  return c;
 }
 
 Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<double> known,
@@ -753,54 +923,24 @@ Filter::Outcome Filter::Impl::process(std::string_view line, std::optional<doubl
                                       const std::optional<DateDetector::Found>* given_date,
                                       std::optional<double> given_now) {
   Outcome result;
-  const double t_now = given_now ? *given_now : now();
-  const auto recent = [&] { return last_date != 0 && last_date > t_now - 60; };
-  // The line as fail2ban's tuple: [0, start) before the date, [start, end) the date, the
-  // rest after it; `reuse`: ("", the last date's text, the whole line). The date's text
-  // is not kept (tuple[1] stays empty): fail2ban shows it only in the lines it prints,
-  // and the regexes see [0] and [2].
-  std::size_t start = 0, end = 0;
-  bool reuse = false;
-  std::optional<double> date;
-  if (known) {
-    date = known;
-    last_date = *known;
-  } else if (const auto found = given_date != nullptr ? *given_date : dates.find(line, t_now)) {
-    start = found->start;
-    end = found->end;
-    if (end > start) {
-      date = found->time;
-      if (date) last_date = *date;
-    } else if (recent()) {
-      reuse = true;
-      date = last_date;
-    } else {
-      date = t_now;
-    }
-  }
-  if (!date && recent()) {  // no date: the last one, if recent
-    reuse = true;
-    date = last_date;
-  }
-  if (reuse) start = end = 0;
-  if (start != replay_start || end != replay_stop) replay = replay_end;  // searched ahead as another text
-  // The regexes see the text around the date. With nothing before the date, that is the
-  // line from `end`, where a literal must then lie; a date inside the line could join a
-  // literal's halves, and such a line is searched. A multi-line filter buffers the line
-  // all the same (find_failure()).
-  const bool holds_literal = may_hold_literal(literals_at, start, end);
-  if (!holds_literal && maxlines == 1) return result;
-  if (reuse) {
-    tuple[0].clear();
-    tuple[2] = line;
-  } else {
-    tuple[0] = line.substr(0, start);
-    tuple[2] = line.substr(end);
-  }
-  out = &result;
-  find_failure(date, literals_at != nullptr ? std::optional<bool>(holds_literal) : std::nullopt);
-  out = nullptr;
+  const Cut c = cut(line, known, literals_at, given_date, given_now);
+  if (!c.holds_literal && maxlines == 1) return result;
+  read(main, line, c, result);
   return result;
+}
+
+void Filter::Impl::read(Scratch& s, std::string_view line, const Cut& c, Outcome& result) {
+  if (c.start != s.replay_start || c.end != s.replay_stop) s.replay = s.replay_end;  // searched ahead as another text
+  if (c.reuse) {
+    s.tuple[0].clear();
+    s.tuple[2] = line;
+  } else {
+    s.tuple[0] = line.substr(0, c.start);
+    s.tuple[2] = line.substr(c.end);
+  }
+  s.out = &result;
+  find_failure(s, c.date, c.scanned ? std::optional<bool>(c.holds_literal) : std::nullopt);
+  s.out = nullptr;
 }
 
 namespace {
@@ -1128,16 +1268,152 @@ Filter::Outcome Filter::line(const DatedLine& dated, const std::span<const std::
   const auto read = [&] { return found != nullptr ? line(dated, *found) : line(dated); };
   if (a.next == a.done.size() || a.done[a.next].index != index) return read();
   const Ahead::Impl::Line& l = a.done[a.next++];
-  impl_->replay = a.searched.data() + l.first;
-  impl_->replay_end = impl_->replay + l.count;
-  impl_->replay_spans = a.spans.data();
-  impl_->replay_start = l.start;
-  impl_->replay_stop = l.end;
+  Impl::Scratch& s = impl_->main;
+  s.replay = a.searched.data() + l.first;
+  s.replay_end = s.replay + l.count;
+  s.replay_spans = a.spans.data();
+  s.replay_start = l.start;
+  s.replay_stop = l.end;
   struct Done {
-    Impl& f;
-    ~Done() { f.replay = f.replay_end = nullptr; }
-  } done{*impl_};
+    Impl::Scratch& s;
+    ~Done() { s.replay = s.replay_end = nullptr; }
+  } done{s};
   return read();
+}
+
+// A batch read in lanes: the lines queued to the lanes (in line order, each with what the
+// filter decided of it in that order), and each lane's working memory.
+struct Filter::Lanes::Impl {
+  struct Job {
+    std::string_view line;  // the dated line's text (valid while the batch is)
+    Filter::Impl::Cut cut;
+    const Searched* replay = nullptr;  // its searches made ahead
+    const Searched* replay_end = nullptr;
+    const PyRegex::Span* replay_spans = nullptr;
+    std::size_t replay_start = 0, replay_stop = 0;
+    Merge merge;
+  };
+  std::vector<Job> jobs;
+  std::vector<std::vector<std::size_t>> by_lane;  // jobs, by lane, in line order
+  std::vector<std::unique_ptr<Filter::Impl::Scratch>> scratch;
+  std::vector<std::unique_ptr<FactorGate>> gates;
+};
+
+Filter::Lanes::Lanes(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Filter::Lanes::Lanes(Lanes&&) noexcept = default;
+Filter::Lanes& Filter::Lanes::operator=(Lanes&&) noexcept = default;
+Filter::Lanes::~Lanes() = default;
+void Filter::Lanes::clear() {
+  impl_->jobs.clear();
+  for (auto& lane : impl_->by_lane) lane.clear();
+}
+std::size_t Filter::Lanes::count() const { return impl_->by_lane.size(); }
+std::size_t Filter::Lanes::queued() const { return impl_->jobs.size(); }
+std::size_t Filter::Lanes::queued(std::size_t lane) const { return impl_->by_lane[lane].size(); }
+
+// One line, a filter whose only state across lines besides its dates is fail2ban's cache of
+// connections' failures: an <F-MLFID> (or none), no alt_ group naming the id or its flags,
+// the first failregex that matches taken.
+bool Filter::reads_in_lanes() const {
+  const Impl& f = *impl_;
+  if (f.maxlines != 1 || f.options.check_all_regex) return false;
+  const auto names_id = [&](const Rx& rx) {
+    return std::any_of(rx.alt_ids.begin(), rx.alt_ids.end(), [&](const auto& ids) {
+      return ids.second == f.key.mlfid || ids.second == f.key.mlfforget;
+    });
+  };
+  if (f.pref && names_id(*f.pref)) return false;
+  return std::none_of(f.fail.begin(), f.fail.end(), names_id);
+}
+
+Filter::Lanes Filter::lanes(std::size_t count) const {
+  auto l = std::make_unique<Lanes::Impl>();
+  count = std::max<std::size_t>(count, 1);
+  l->by_lane.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    l->gates.push_back(impl_->gate.copy());
+    l->scratch.push_back(std::make_unique<Impl::Scratch>());
+    l->scratch.back()->gate = l->gates.back().get();
+  }
+  return Lanes(std::move(l));
+}
+
+std::size_t Filter::plan(const DatedLine& dated, std::span<const std::size_t> found, Ahead* ahead, std::size_t index,
+                         Lanes& lanes, Outcome& out) {
+  Impl& f = *impl_;
+  out = Outcome();
+  if (found.empty() && learns_only(dated)) return Lanes::kDone;
+  Lanes::Impl::Job job;
+  Ahead::Impl* searched = ahead != nullptr ? ahead->impl_.get() : nullptr;
+  while (searched != nullptr && searched->next < searched->done.size() && searched->done[searched->next].index < index)
+    ++searched->next;
+  if (searched != nullptr && searched->next < searched->done.size() && searched->done[searched->next].index == index) {
+    Ahead::Impl& a = *searched;
+    const Ahead::Impl::Line& l = a.done[a.next++];
+    job.replay = a.searched.data() + l.first;
+    job.replay_end = job.replay + l.count;
+    job.replay_spans = a.spans.data();
+    job.replay_start = l.start;
+    job.replay_stop = l.end;
+  }
+  Impl::Scratch& s = f.main;
+  s.replay = job.replay;
+  s.replay_end = job.replay_end;
+  s.replay_spans = job.replay_spans;
+  s.replay_start = job.replay_start;
+  s.replay_stop = job.replay_stop;
+  std::optional<Merge> planned;
+  s.planned = &planned;
+  struct Done {
+    Impl::Scratch& s;
+    ~Done() {
+      s.replay = s.replay_end = nullptr;
+      s.planned = nullptr;
+    }
+  } done{s};
+  const bool filtered = f.literals && !dated.was_replaced;
+  job.line = dated.text();
+  job.cut = f.cut(job.line, std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
+  if (!job.cut.holds_literal) return Lanes::kDone;  // one line: nothing read
+  if (const auto merge = f.replayed_merge(s, job.line, job.cut)) {  // most lines: the line not read here
+    FailPtr cached;
+    if (f.mlfid_used)
+      if (const FailPtr* in_cache = f.mlfid.get(merge->first, wall_clock_now())) cached = *in_cache;
+    planned = f.plan_merge(merge->first, cached, merge->second);
+  } else {
+    f.read(s, job.line, job.cut, out);
+    if (!planned) return Lanes::kDone;
+  }
+  job.merge = std::move(*planned);
+  Lanes::Impl& l = *lanes.impl_;
+  l.by_lane[job.merge.lane_key % l.by_lane.size()].push_back(l.jobs.size());
+  l.jobs.push_back(std::move(job));
+  return l.jobs.size() - 1;
+}
+
+void Filter::read_lane(Lanes& lanes, std::size_t lane, std::span<Outcome* const> into) {
+  Impl& f = *impl_;
+  Lanes::Impl& l = *lanes.impl_;
+  Impl::Scratch& s = *l.scratch[lane];
+  struct Done {
+    Impl::Scratch& s;
+    ~Done() {
+      s.replay = s.replay_end = nullptr;
+      s.decided = nullptr;
+    }
+  } done{s};
+  for (const std::size_t j : l.by_lane[lane]) {
+    const Lanes::Impl::Job& job = l.jobs[j];
+    s.replay = job.replay;
+    s.replay_end = job.replay_end;
+    s.replay_spans = job.replay_spans;
+    s.replay_start = job.replay_start;
+    s.replay_stop = job.replay_stop;
+    s.decided = &job.merge;
+    Outcome& out = *into[j];
+    out = Outcome();
+    f.read(s, job.line, job.cut, out);
+  }
 }
 
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }

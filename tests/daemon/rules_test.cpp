@@ -401,8 +401,9 @@ TEST(RuleSet, Fail2banFiltersPreparedSideBySideAnswerAsLineByLine) {
   EXPECT_GT(failures, 500u);
 }
 
-// Fail2banPipeline (RuleConsumer's path): four batches in flight, one being dated, one
-// searched ahead, one in the filters and one delivered, on pools of one to four threads,
+// Fail2banPipeline (RuleConsumer's path): five batches in flight, one being dated, one
+// searched ahead, one in the filters, one in their lanes (sshd's, from eight threads) and
+// one delivered, on pools of one to eight threads,
 // for one filter (its date reader, searches, filter and delivery overlapping) and for six;
 // each run of the pipeline one source's lines, in batches of odd sizes, small ones and
 // ones large enough to be searched ahead in pieces. The outcomes handed out are line by
@@ -411,7 +412,7 @@ TEST(RuleSet, Fail2banPipelineAnswersAsLineByLine) {
   const std::vector<std::string> lines = fail2ban_test_lines();
   for (const auto& filters : {fail2ban_rules({"sshd"}),
                               fail2ban_rules({"sshd", "pam-generic", "slapd", "mongodb-auth", "selinux-ssh", "dovecot"})}) {
-    for (const std::size_t threads : {0, 1, 3})
+    for (const std::size_t threads : {0, 1, 3, 7})
     for (const bool large : {false, true}) {
       std::vector<RuleConfig> configs = filters;
       if (configs.size() > 1) configs[1].only_sources = {"auth.log"};

@@ -1,11 +1,13 @@
-// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, four batches
-// in flight. Each step is one WorkerPool::run() of four kinds of task side by side:
+// Fail2banPipeline: one source's lines through RuleSet's fail2ban filters, five batches
+// in flight. Each step is one WorkerPool::run() of five kinds of task side by side:
 //
 //   batch t      dated: a task per date reader          (RuleSet::fail2ban_date)
 //   batch t - 1  searched ahead: a task per piece of a   (RuleSet::fail2ban_search_ahead)
 //                filter that would hold up the step
 //   batch t - 2  through the filters: one per filter     (RuleSet::fail2ban_filter)
-//   batch t - 3  delivered: one task, the caller's       (RuleEngine, outputs)
+//   batch t - 3  the lines a filter queued to lanes by   (RuleSet::fail2ban_lane)
+//                connection: a task per lane
+//   batch t - 4  delivered: one task, the caller's       (RuleEngine, outputs)
 //
 // Each batch takes its steps in order and each filter reads its lines in order, so the
 // outcomes are those of line by line (tests/daemon/rules_test.cpp), while the dates, the
@@ -31,7 +33,7 @@ namespace gpufilter::daemon {
 
 class Fail2banPipeline {
  public:
-  static constexpr std::size_t kSlots = 4;
+  static constexpr std::size_t kSlots = 5;
   // gather(slot, texts, spans): the next batch's lines, fail2ban_text() of each (valid until
   // the slot's deliver() returns), and the occurrences the scan found in each; none left
   // when it leaves `texts` empty. The caller keeps what else it needs per slot.
@@ -49,10 +51,12 @@ class Fail2banPipeline {
   void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver);
 
  private:
-  enum Kind : std::size_t { kDate, kAhead, kFilter };  // a task's, and its batch's in a step
+  enum Kind : std::size_t { kDate, kAhead, kFilter, kLane };  // a task's, and its batch's in a step
   struct Task {
     Kind kind;
-    std::size_t index;  // the date reader's, the piece's (Fail2banBatch::ahead_tasks), or the filter's
+    // The date reader's, the piece's (Fail2banBatch::ahead_tasks), the filter's, or the
+    // lane's (Fail2banBatch::lane_tasks).
+    std::size_t index;
   };
   void add(Kind kind, std::size_t count);
   double cost(const Task& task, const RuleSet::Fail2banBatch& b) const;
@@ -63,11 +67,12 @@ class Fail2banPipeline {
   std::array<RuleSet::Fail2banBatch, kSlots> batches_;
   std::array<std::vector<std::string_view>, kSlots> texts_;
   std::array<std::vector<std::span<const Occurrence>>, kSlots> spans_;
-  // What each date reader, each filter's searches ahead and each filter (by its index in
-  // RuleSet::fail2ban_rules()) took in its last step, seconds, by Kind: a step's tasks are
-  // handed out longest first.
-  std::array<std::vector<double>, 3> seconds_;
+  // What each date reader, each filter's searches ahead, each filter and each filter's
+  // lanes (by its index in RuleSet::fail2ban_rules()) took in its last step, seconds, by
+  // Kind: a step's tasks are handed out longest first.
+  std::array<std::vector<double>, 4> seconds_;
   std::vector<double> piece_seconds_;  // this step's, per search-ahead task
+  std::vector<double> lane_seconds_;   // this step's, per lane task
   std::vector<Task> tasks_;            // the step's but the delivery
 };
 

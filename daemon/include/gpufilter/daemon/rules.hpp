@@ -115,11 +115,13 @@ class RuleSet {
   // reader dates every line (fail2ban_date(), one task per reader); a filter that would
   // hold up the step has its regex searches made ahead in pieces (fail2ban_search_ahead(),
   // one task per piece, const on the filter); each filter takes every line in order
-  // (fail2ban_filter(), one task per filter); then fail2ban_lines() hands the outcomes out
-  // as the lines are delivered. The tasks of one step run side by side, and beside another
-  // batch's other steps (Fail2banPipeline keeps four batches in flight): a date reader
-  // touches only its filter's date detector, a filter everything else of its own. The same
-  // outcomes as line by line.
+  // (fail2ban_filter(), one task per filter), a filter that reads in lanes only up to
+  // which connection a line's failure merges into, its queued lines read a step later by
+  // connection (fail2ban_lane(), one task per lane); then fail2ban_lines() hands the
+  // outcomes out as the lines are delivered. The tasks of one step run side by side, and
+  // beside another batch's other steps (Fail2banPipeline keeps five batches in flight): a
+  // date reader touches only its filter's date detector, a filter everything else of its
+  // own, a lane only its connections' failures. The same outcomes as line by line.
   struct Fail2banBatch {
     std::string_view source;
     std::vector<std::string_view> lines;  // fail2ban_text() of each
@@ -143,6 +145,17 @@ class RuleSet {
     std::vector<std::size_t> piece;
     std::vector<std::pair<std::size_t, std::size_t>> ahead_tasks;
     std::uint64_t ahead_of = 0;  // the serial() of the RuleSet whose filters `ahead` is of
+    // A filter that reads in lanes (Filter::reads_in_lanes(), on `lane_count` lanes; 0:
+    // none) plans its lines in its task and reads the queued ones a step later, a task per
+    // lane: per rule its Lanes, the entries of `found` its queued lines hold (in queued
+    // order) and where each lane puts them; the tasks, (rule, lane), and what each threw.
+    std::size_t lane_count = 0;
+    std::vector<std::optional<fail2ban::Filter::Lanes>> lanes;
+    std::vector<std::vector<std::size_t>> queued;
+    std::vector<std::vector<fail2ban::Filter::Outcome*>> into;
+    std::vector<std::pair<std::size_t, std::size_t>> lane_tasks;
+    std::vector<std::exception_ptr> lane_failed;
+    std::uint64_t lanes_of = 0;  // the serial() of the RuleSet whose filters `lanes` are of
   };
   // Readies `batch` for `lines` (each valid until it is handed out) and the occurrences the
   // scan found in each: per filter its literals' offsets; the readers this source needs.
@@ -157,6 +170,10 @@ class RuleSet {
   void fail2ban_search_ahead(Fail2banBatch& batch, std::size_t task) const noexcept;
   std::size_t fail2ban_filters() const noexcept { return fail2ban_rules_.size(); }
   void fail2ban_filter(Fail2banBatch& batch, std::size_t i) const noexcept;
+  // After the filters: the lanes their queued lines are read in, one task each
+  // (fail2ban_lane()). Returns how many tasks.
+  std::size_t fail2ban_lanes(Fail2banBatch& batch) const;
+  void fail2ban_lane(Fail2banBatch& batch, std::size_t task) const noexcept;
   // From now on fail2ban_lines() hands out `batch`'s outcomes, in line order (nullptr:
   // none). Throws what a task of the batch threw, on the thread that asks (as
   // fail2ban_check()).
@@ -393,7 +410,7 @@ class RuleConsumer final : public StreamConsumer {
   void record(const Input& input, const Joiner::Record& r);
   void deliver(const Input& input, LineMatch& match);
   // fail2ban filters: lines gathered kFail2banBatch at a time, each batch dated, through
-  // the filters and delivered in a Fail2banPipeline, four batches in flight.
+  // the filters and delivered in a Fail2banPipeline, five batches in flight.
   static constexpr std::size_t kFail2banBatch = 1024;
   struct Gathered {  // one slot's batch
     std::vector<std::string_view> lines;
@@ -407,7 +424,7 @@ class RuleConsumer final : public StreamConsumer {
   std::uint64_t lines_in_batches(const Input& input, const BatchEntry& entry, LineCutter<Occurrence>& cutter);
   std::unique_ptr<WorkerPool> pool_;  // made at the first batch
   std::unique_ptr<Fail2banPipeline> pipeline_;
-  std::array<Gathered, 4> gathered_;  // per Fail2banPipeline::kSlots
+  std::array<Gathered, 5> gathered_;  // per Fail2banPipeline::kSlots
   RuleEngine& engine_;
   Metrics* metrics_;
   std::vector<RecordShape> shapes_;

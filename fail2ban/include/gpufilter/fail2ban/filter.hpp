@@ -185,6 +185,46 @@ class Filter {
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found, Ahead& ahead, std::size_t index);
   Outcome line(const DatedLine& dated, Ahead& ahead, std::size_t index);
 
+  // Lanes: a batch of a one-line filter read in two parts. In line order (plan()): the
+  // dates, the searches made ahead taken up, and up to where a line's failure would merge
+  // into a connection's (<F-MLFID>, as sshd's), which entry of fail2ban's cache of
+  // connections that is, the cache changed as fail2ban changes it. Then side by side by
+  // connection (read_lane(), one task per lane): each queued line read again from its
+  // start, its merge into the entry decided, and its Failure made, each connection's lines
+  // in their order. fail2ban's cache is the only state of such a filter across lines
+  // besides its dates, and a connection's failure is read and changed by its own lines
+  // alone: the same outcomes as line(). A Lanes is one batch's, clear()ed before the next;
+  // a batch's lanes may be read while the filter plans the next batch.
+  class Lanes {
+   public:
+    static constexpr std::size_t kDone = static_cast<std::size_t>(-1);
+    Lanes(Lanes&&) noexcept;
+    Lanes& operator=(Lanes&&) noexcept;
+    ~Lanes();
+    void clear();
+    std::size_t count() const;                   // lanes
+    std::size_t queued() const;                  // lines queued, all lanes
+    std::size_t queued(std::size_t lane) const;  // lines queued to one
+
+   private:
+    friend class Filter;
+    struct Impl;
+    explicit Lanes(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+  };
+  bool reads_in_lanes() const;  // false: plan() may not be used
+  Lanes lanes(std::size_t count) const;
+  // line(dated, found, *ahead, index) (line(dated, found) without `ahead`), in line
+  // order: Lanes::kDone with its outcome in `out`, or the line's number among those queued
+  // to `lanes` (0, 1, ...), whose outcome read_lane() makes. Once lines are queued, every
+  // line goes through plan() until their lanes are read: a line read by line() could
+  // change a connection's failure before the lines queued before it.
+  std::size_t plan(const DatedLine& dated, std::span<const std::size_t> found, Ahead* ahead, std::size_t index,
+                   Lanes& lanes, Outcome& out);
+  // The lines queued to `lane`, their outcomes into into[number]. Any number of lanes at
+  // once, each on its own thread, beside plan() of the next batch into other Lanes.
+  void read_lane(Lanes& lanes, std::size_t lane, std::span<Outcome* const> into);
+
   const std::vector<std::string>& failregex() const;    // after tag expansion, Python syntax as fail2ban shows it
   const std::vector<std::string>& ignoreregex() const;
   std::size_t maxlines() const;
