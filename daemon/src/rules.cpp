@@ -347,9 +347,10 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
       if (f.nofail) continue;
       Failure failure;
       failure.captures = std::move(f.fields);  // the outcome is the RuleSet's scratch: read once
-      failure.captures["host"] = f.id;
-      if (!f.user.empty()) failure.captures["user"] = f.user;
-      failure.captures["failregex"] = std::to_string(f.failregex + 1);
+      std::array<fail2ban::Fields::value_type, 3> more = {{{"failregex", std::to_string(f.failregex + 1)},
+                                                           {"host", std::move(f.id)},
+                                                           {"user", std::move(f.user)}}};
+      failure.captures.set(std::span(more.data(), more[2].second.empty() ? 2 : 3));
       if (f.time)
         failure.time = SystemClock::time_point(
             std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(*f.time)));

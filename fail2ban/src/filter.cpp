@@ -438,6 +438,35 @@ struct Merge {
   std::size_t lane_key = 0;
 };
 
+void Fields::set(std::span<value_type> more) {
+  std::size_t added = 0;
+  for (value_type& m : more) {
+    const auto it = entries_.begin() + (lower(m.first) - entries_.cbegin());
+    if (it != entries_.end() && it->first == m.first) {
+      it->second = std::move(m.second);
+      m.first.clear();  // done: not merged below
+    } else {
+      ++added;
+    }
+  }
+  if (added == 0) return;
+  std::size_t old = entries_.size(), w = old + added, j = more.size();  // from the back
+  entries_.resize(w);
+  while (j > 0) {
+    value_type& m = more[j - 1];
+    if (m.first.empty()) {  // assigned in place above
+      --j;
+      continue;
+    }
+    if (old > 0 && entries_[old - 1].first > m.first) {
+      entries_[--w] = std::move(entries_[--old]);
+    } else {
+      entries_[--w] = std::move(m);
+      --j;
+    }
+  }
+}
+
 struct Filter::Impl {
   FilterOptions options;
   std::optional<Rx> pref;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpufilter/fail2ban/date.hpp"
+#include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
 #include "gpufilter/fail2ban/strptime.hpp"
 
@@ -90,6 +91,24 @@ TEST(Fail2banText, DateTemplatesSkipLinesWithoutTheirFactors) {
     const auto found = syslog.find(line, kNow);
     ASSERT_TRUE(found && found->time) << line;
     EXPECT_EQ(*found->time, 1733813746.0) << line;
+  }
+}
+
+// Fields::set(): several keys at once, merged in one pass, as operator[] one by one.
+TEST(Fail2banText, FieldsSetAsOneByOne) {
+  std::mt19937 rng(5);
+  const std::vector<std::string> names = {"a", "alt_user", "failregex", "fid", "host", "ip", "ip4", "mlfid", "user", "zz"};
+  for (int round = 0; round < 2000; ++round) {
+    Fields base;
+    for (const std::string& n : names)
+      if (rng() % 2) base[n] = n + "=" + std::to_string(rng() % 10);
+    std::vector<Fields::value_type> more;
+    for (const std::string& n : names)
+      if (rng() % 3 == 0) more.emplace_back(n, "new" + std::to_string(rng() % 10));
+    Fields want = base, got = base;
+    for (const auto& [k, v] : more) want[k] = v;
+    got.set(more);
+    ASSERT_EQ(got, want) << "round " << round;
   }
 }
 
