@@ -403,6 +403,15 @@ struct Searched {
   std::size_t first = 0, count = 0;
 };
 
+// A line's searches made ahead, [first, end) of them, the spans they point into, and the
+// date's span [start, stop) the line's text was cut at (empty: none made).
+struct Replay {
+  const Searched* first = nullptr;
+  const Searched* end = nullptr;
+  const PyRegex::Span* spans = nullptr;
+  std::size_t start = 0, stop = 0;
+};
+
 
 
 }  // namespace
@@ -508,6 +517,13 @@ struct Filter::Impl {
     const PyRegex::Span* replay_spans = nullptr;
     std::size_t replay_start = 0, replay_stop = 0;
     PyRegex::Match replayed;  // a match searched ahead, its memory reused
+    void take(const Replay& r) {  // the next line's, to take up
+      replay = r.first;
+      replay_end = r.end;
+      replay_spans = r.spans;
+      replay_start = r.start;
+      replay_stop = r.stop;
+    }
     // searched()'s, their memory reused: the prefregex's, a failregex's, an ignoreregex's.
     Hit pref_hit, fail_hit, ignore_hit;
     FactorGate* gate = nullptr;  // the filter's, or the lane's own copy
@@ -516,6 +532,16 @@ struct Filter::Impl {
     // `decided` says, the cache untouched.
     std::optional<Merge>* planned = nullptr;
     const Merge* decided = nullptr;
+  };
+  // What a line was given to read with (its searches made ahead, the lanes' parts),
+  // dropped when it is read, whichever way it returns.
+  struct Reading {
+    Scratch& s;
+    ~Reading() {
+      s.take({});
+      s.planned = nullptr;
+      s.decided = nullptr;
+    }
   };
   Scratch main;
   Impl() { main.gate = &gate; }
@@ -1178,6 +1204,14 @@ struct Filter::Ahead::Impl {
   std::vector<Line> done;
   std::size_t next = 0;  // the first of `done` not taken up
 
+  // What was searched of line `index` (none made: an empty Replay); asked in line order.
+  Replay take(std::size_t index) {
+    while (next < done.size() && done[next].index < index) ++next;
+    if (next == done.size() || done[next].index != index) return {};
+    const Line& l = done[next++];
+    return {searched.data() + l.first, searched.data() + l.first + l.count, spans.data(), l.start, l.end};
+  }
+
   // A search of `rx` in `text`, kept; whether it matched.
   bool look(const Rx& rx, const std::string& text) {
     Searched s{&rx, text.size(), spans.size(), 0};
@@ -1292,22 +1326,10 @@ Filter::Outcome Filter::line(const DatedLine& dated, Ahead& ahead, std::size_t i
 }
 Filter::Outcome Filter::line(const DatedLine& dated, const std::span<const std::size_t>* found, Ahead& ahead,
                              std::size_t index) {
-  Ahead::Impl& a = *ahead.impl_;
-  while (a.next < a.done.size() && a.done[a.next].index < index) ++a.next;
-  const auto read = [&] { return found != nullptr ? line(dated, *found) : line(dated); };
-  if (a.next == a.done.size() || a.done[a.next].index != index) return read();
-  const Ahead::Impl::Line& l = a.done[a.next++];
   Impl::Scratch& s = impl_->main;
-  s.replay = a.searched.data() + l.first;
-  s.replay_end = s.replay + l.count;
-  s.replay_spans = a.spans.data();
-  s.replay_start = l.start;
-  s.replay_stop = l.end;
-  struct Done {
-    Impl::Scratch& s;
-    ~Done() { s.replay = s.replay_end = nullptr; }
-  } done{s};
-  return read();
+  s.take(ahead.impl_->take(index));
+  const Impl::Reading reading{s};
+  return found != nullptr ? line(dated, *found) : line(dated);
 }
 
 // A batch read in lanes: the lines queued to the lanes (in line order, each with what the
@@ -1316,10 +1338,7 @@ struct Filter::Lanes::Impl {
   struct Job {
     std::string_view line;  // the dated line's text (valid while the batch is)
     Filter::Impl::Cut cut;
-    const Searched* replay = nullptr;  // its searches made ahead
-    const Searched* replay_end = nullptr;
-    const PyRegex::Span* replay_spans = nullptr;
-    std::size_t replay_start = 0, replay_stop = 0;
+    Replay replay;  // its searches made ahead
     Merge merge;
   };
   std::vector<Job> jobs;
@@ -1373,33 +1392,12 @@ std::size_t Filter::plan(const DatedLine& dated, std::span<const std::size_t> fo
   out = Outcome();
   if (found.empty() && learns_only(dated)) return Lanes::kDone;
   Lanes::Impl::Job job;
-  Ahead::Impl* searched = ahead != nullptr ? ahead->impl_.get() : nullptr;
-  while (searched != nullptr && searched->next < searched->done.size() && searched->done[searched->next].index < index)
-    ++searched->next;
-  if (searched != nullptr && searched->next < searched->done.size() && searched->done[searched->next].index == index) {
-    Ahead::Impl& a = *searched;
-    const Ahead::Impl::Line& l = a.done[a.next++];
-    job.replay = a.searched.data() + l.first;
-    job.replay_end = job.replay + l.count;
-    job.replay_spans = a.spans.data();
-    job.replay_start = l.start;
-    job.replay_stop = l.end;
-  }
+  if (ahead != nullptr) job.replay = ahead->impl_->take(index);
   Impl::Scratch& s = f.main;
-  s.replay = job.replay;
-  s.replay_end = job.replay_end;
-  s.replay_spans = job.replay_spans;
-  s.replay_start = job.replay_start;
-  s.replay_stop = job.replay_stop;
+  s.take(job.replay);
   std::optional<Merge> planned;
   s.planned = &planned;
-  struct Done {
-    Impl::Scratch& s;
-    ~Done() {
-      s.replay = s.replay_end = nullptr;
-      s.planned = nullptr;
-    }
-  } done{s};
+  const Impl::Reading reading{s};
   const bool filtered = f.literals && !dated.was_replaced;
   job.line = dated.text();
   job.cut = f.cut(job.line, std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
@@ -1412,6 +1410,7 @@ std::size_t Filter::plan(const DatedLine& dated, std::span<const std::size_t> fo
   } else {
     f.read(s, job.line, job.cut, out);
     if (!planned) return Lanes::kDone;
+    out = Outcome();  // read to the merge only: its lane reads it whole
   }
   job.merge = std::move(*planned);
   Lanes::Impl& l = *lanes.impl_;
@@ -1424,20 +1423,10 @@ void Filter::read_lane(Lanes& lanes, std::size_t lane, std::span<Outcome* const>
   Impl& f = *impl_;
   Lanes::Impl& l = *lanes.impl_;
   Impl::Scratch& s = *l.scratch[lane];
-  struct Done {
-    Impl::Scratch& s;
-    ~Done() {
-      s.replay = s.replay_end = nullptr;
-      s.decided = nullptr;
-    }
-  } done{s};
+  const Impl::Reading reading{s};
   for (const std::size_t j : l.by_lane[lane]) {
     const Lanes::Impl::Job& job = l.jobs[j];
-    s.replay = job.replay;
-    s.replay_end = job.replay_end;
-    s.replay_spans = job.replay_spans;
-    s.replay_start = job.replay_start;
-    s.replay_stop = job.replay_stop;
+    s.take(job.replay);
     s.decided = &job.merge;
     Outcome& out = *into[j];
     out = Outcome();
