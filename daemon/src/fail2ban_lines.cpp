@@ -5,6 +5,7 @@
 // batches' steps (Fail2banPipeline), each filter still reading its lines in order. Either way each filter makes of each line what it
 // would make of it alone (tests/daemon/rules_test.cpp).
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <span>
 
@@ -54,6 +55,7 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
       it = dated_.end() - 1;
     }
     outcomes_[i] = fail2ban_.at(fail2ban_rules_[i])->line(it->second, literals_at_[i]);
+    fail2ban_captures(outcomes_[i]);
     const fail2ban::Filter::Outcome& o = outcomes_[i];
     if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found_in_line_.push_back(i);
   }
@@ -227,6 +229,7 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
                     b.queued[i].push_back(found.size());
                     found.emplace_back(j, fail2ban::Filter::Outcome());  // its lane's, a step later
                   } else if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) {
+                    fail2ban_captures(o);
                     found.emplace_back(j, std::move(o));
                   }
                 });
@@ -237,7 +240,10 @@ void RuleSet::fail2ban_filter(Fail2banBatch& b, std::size_t i) const noexcept {
                 if (at.empty() && filter.learns_only(dated)) return;  // most filters, most lines
                 fail2ban::Filter::Outcome o =
                     piece == 0 ? filter.line(dated, at) : filter.line(dated, at, b.ahead[i][j / piece], j);
-                if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) found.emplace_back(j, std::move(o));
+                if (!o.failures.empty() || !o.ignore_hits.empty() || o.matched) {
+                  fail2ban_captures(o);
+                  found.emplace_back(j, std::move(o));
+                }
               });
   } catch (...) {
     b.failed[b.readers.size() + i] = std::current_exception();
@@ -262,8 +268,18 @@ void RuleSet::fail2ban_lane(Fail2banBatch& b, std::size_t task) const noexcept {
   const auto [i, lane] = b.lane_tasks[task];
   try {
     fail2ban_.at(fail2ban_rules_[i])->read_lane(*b.lanes[i], lane, b.into[i]);
+    for (const std::size_t j : b.lanes[i]->queued_to(lane)) fail2ban_captures(*b.into[i][j]);
   } catch (...) {
     b.lane_failed[task] = std::current_exception();
+  }
+}
+
+void RuleSet::fail2ban_captures(fail2ban::Filter::Outcome& outcome) {
+  for (fail2ban::Filter::Failure& f : outcome.failures) {
+    if (f.nofail) continue;  // not a failure the rules count
+    std::array<fail2ban::Fields::value_type, 3> more = {
+        {{"failregex", std::to_string(f.failregex + 1)}, {"host", f.id}, {"user", f.user}}};
+    f.fields.set(std::span(more.data(), f.user.empty() ? 2 : 3));
   }
 }
 

@@ -346,11 +346,9 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
     for (fail2ban::Filter::Failure& f : outcomes[i].failures) {
       if (f.nofail) continue;
       Failure failure;
-      failure.captures = std::move(f.fields);  // the outcome is the RuleSet's scratch: read once
-      std::array<fail2ban::Fields::value_type, 3> more = {{{"failregex", std::to_string(f.failregex + 1)},
-                                                           {"host", std::move(f.id)},
-                                                           {"user", std::move(f.user)}}};
-      failure.captures.set(std::span(more.data(), more[2].second.empty() ? 2 : 3));
+      // The rules' captures (RuleSet::fail2ban_captures()); the outcome is the RuleSet's
+      // scratch: read once.
+      failure.captures = std::move(f.fields);
       if (f.time)
         failure.time = SystemClock::time_point(
             std::chrono::duration_cast<SystemClock::duration>(std::chrono::duration<double>(*f.time)));

@@ -1358,6 +1358,7 @@ void Filter::Lanes::clear() {
 std::size_t Filter::Lanes::count() const { return impl_->by_lane.size(); }
 std::size_t Filter::Lanes::queued() const { return impl_->jobs.size(); }
 std::size_t Filter::Lanes::queued(std::size_t lane) const { return impl_->by_lane[lane].size(); }
+std::span<const std::size_t> Filter::Lanes::queued_to(std::size_t lane) const { return impl_->by_lane[lane]; }
 
 // One line, a filter whose only state across lines besides its dates is fail2ban's cache of
 // connections' failures: an <F-MLFID> (or none), no alt_ group naming the id or its flags,

@@ -94,7 +94,8 @@ class RuleSet {
   // `occurrences` (the line's, as for matching_rules) tell each where its own are, and a
   // line without one meets only the date detector, not its regexes. Filters with the same
   // date settings share one date detection per line (Filter::date_line()). The outcomes
-  // are scratch, valid until the next call: the caller may take them apart.
+  // are scratch, valid until the next call: the caller may take them apart. Each failure's
+  // fields hold the rules' captures already (fail2ban_captures()).
   std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
                                                          std::span<const Occurrence> occurrences) const;
   // The indexes of the outcomes the last fail2ban_lines() found anything in, ascending;
@@ -179,6 +180,10 @@ class RuleSet {
   // fail2ban_check()).
   void fail2ban_hand_out(Fail2banBatch* batch) const;
   static void fail2ban_check(const Fail2banBatch& batch);
+  // A failure's fields as the rules' captures: with its host (the failure id), its user
+  // (where captured) and the number of the failregex that matched (from 1). Done where
+  // the outcome is made (a filter's or a lane's task), not on the delivery's thread.
+  static void fail2ban_captures(fail2ban::Filter::Outcome& outcome);
   // Line `j` of `batch`'s outcomes into outcomes_ (fail2ban_lines()).
   void hand_out(Fail2banBatch& batch, std::size_t j) const;
   // The dates and the filters one after the other on `pool`, then handed out: for a

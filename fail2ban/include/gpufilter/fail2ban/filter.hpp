@@ -210,6 +210,7 @@ class Filter {
     std::size_t count() const;                   // lanes
     std::size_t queued() const;                  // lines queued, all lanes
     std::size_t queued(std::size_t lane) const;  // lines queued to one
+    std::span<const std::size_t> queued_to(std::size_t lane) const;  // their numbers, in order
 
    private:
     friend class Filter;
