@@ -21,17 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLogs = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    if (l.rfind('#', 0) != 0) lines.push_back(l);
-  }
-  return lines;
-}
+const std::string& kLogs = kSampleLogs;
 
 std::vector<std::string> edge_lines() {
   return {
@@ -48,21 +38,6 @@ std::vector<std::string> edge_lines() {
       "",
       "Dec 99 99:99:99 LabSZ sshd[24205]: Invalid user y from 10.0.0.9",  // a date that is no time
   };
-}
-
-// Each outcome as text: whether a failregex matched, whether an ignoreregex ignored the
-// line, and every failure field for field.
-std::string text_of(const Filter::Outcome& o) {
-  return std::string(o.matched ? "m" : "-") + (o.ignored() ? "i" : "-") + failures_text(o);
-}
-
-// The offsets of every literal of the filter in `line` (what the scan finds).
-std::vector<std::size_t> literal_offsets(const Filter& f, const std::string& line) {
-  std::vector<std::size_t> at;
-  if (!f.literals()) return at;
-  for (const std::string& l : *f.literals())
-    for (std::size_t p = line.find(l); p != std::string::npos; p = line.find(l, p + 1)) at.push_back(p);
-  return at;
 }
 
 // `lines` through two filters alike, one line by line, one a batch at a time searched
@@ -111,7 +86,7 @@ std::size_t compare(const std::string& name, const FilterOptions& options, const
 
 TEST(Fail2banAhead, EveryStockFilterAnswersAsLineByLine) {
   ASSERT_TRUE(fs::is_directory(kLogs)) << kLogs << " is missing: install Debian's fail2ban (README's set-up)";
-  const std::vector<std::string> openssh = read_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
+  const std::vector<std::string> openssh = read_log_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
   std::size_t filters = 0, failures = 0;
   for (const auto& entry : fs::directory_iterator("/etc/fail2ban/filter.d")) {
     if (entry.path().extension() != ".conf") continue;
@@ -125,7 +100,7 @@ TEST(Fail2banAhead, EveryStockFilterAnswersAsLineByLine) {
       continue;  // refused (or a fragment such as common.conf): tested elsewhere
     }
     if (!probe->searches_ahead()) continue;
-    std::vector<std::string> lines = read_lines(kLogs + name);
+    std::vector<std::string> lines = read_log_lines(kLogs + name);
     lines.insert(lines.end(), openssh.begin(), openssh.end());
     for (int round = 0; round < 3; ++round) {
       const std::vector<std::string> edges = edge_lines();
@@ -144,8 +119,8 @@ TEST(Fail2banAhead, EveryStockFilterAnswersAsLineByLine) {
 
 // Options that change the regexes (sshd's modes), and pieces of five lines.
 TEST(Fail2banAhead, ModesAndSmallPieces) {
-  const std::vector<std::string> sshd = read_lines(kLogs + "sshd");
-  std::vector<std::string> lines = read_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
+  const std::vector<std::string> sshd = read_log_lines(kLogs + "sshd");
+  std::vector<std::string> lines = read_log_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
   lines.insert(lines.end(), sshd.begin(), sshd.end());
   const std::vector<std::string> edges = edge_lines();
   lines.insert(lines.end(), edges.begin(), edges.end());

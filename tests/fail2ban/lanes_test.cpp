@@ -26,29 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLogs = "/usr/lib/python3/dist-packages/fail2ban/tests/files/logs/";
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    if (l.rfind('#', 0) != 0) lines.push_back(l);
-  }
-  return lines;
-}
-
-std::string text_of(const Filter::Outcome& o) {
-  return std::string(o.matched ? "m" : "-") + (o.ignored() ? "i" : "-") + failures_text(o);
-}
-
-std::vector<std::size_t> literal_offsets(const Filter& f, const std::string& line) {
-  std::vector<std::size_t> at;
-  if (!f.literals()) return at;
-  for (const std::string& l : *f.literals())
-    for (std::size_t p = line.find(l); p != std::string::npos; p = line.find(l, p + 1)) at.push_back(p);
-  return at;
-}
+const std::string& kLogs = kSampleLogs;
 
 // The sample lines grouped by their process (sshd[PID]), replayed as `count` connections
 // under new ids, up to `open` of them at once, their lines interleaved at random.
@@ -167,8 +145,8 @@ std::size_t compare(const FilterOptions& options, const std::vector<std::string>
 
 TEST(Fail2banLanes, ConnectionsReadSideBySideAnswerAsLineByLine) {
   ASSERT_TRUE(fs::is_directory(kLogs)) << kLogs << " is missing: install Debian's fail2ban (README's set-up)";
-  std::vector<std::string> sample = read_lines(kLogs + "sshd");
-  const std::vector<std::string> openssh = read_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
+  std::vector<std::string> sample = read_log_lines(kLogs + "sshd");
+  const std::vector<std::string> openssh = read_log_lines(gpufilter::test::corpus_path("loghub/OpenSSH_2k.log"));
   sample.insert(sample.end(), openssh.begin(), openssh.end());
   std::uint32_t seed = 7;
   for (const char* mode : {"normal", "ddos", "extra", "aggressive"}) {
