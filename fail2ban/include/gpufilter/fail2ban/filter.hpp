@@ -67,9 +67,8 @@ class Fields {
   void emplace(std::string_view key, std::string value);
   std::string& operator[](std::string_view key);
   // operator[](key) = value for each of `more` (sorted by key, none twice, none empty;
-  // taken apart), in one pass:
-  // the new keys merged in from the back, where an insertion each moved every entry after
-  // it (a failure's dozen) once per key.
+  // taken apart) in one pass: the new keys merged in from the back, where an insertion
+  // each moved every entry after it (a failure's dozen) once per key.
   void set(std::span<value_type> more);
   bool operator==(const Fields&) const = default;
 
