@@ -322,20 +322,39 @@ void groups_with_alt(const Rx& rx, const PyRegex::Match& m, GroupViews& g) {
   }
 }
 
+// Python's str.splitlines() of UTF-8 text: a line ends at \n, \r, \r\n, \v, \f, \x1c-\x1e,
+// U+0085, U+2028 or U+2029, so that a skipped line holding one of them (a forged \r in a
+// user name) is not found among the buffered lines, as in fail2ban.
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto c = static_cast<unsigned char>(text[at]);
+    std::size_t width = 0;  // of the line break at `at`, 0 where there is none
+    if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) width = 1;
+    else if (c == '\r') width = at + 1 < text.size() && text[at + 1] == '\n' ? 2 : 1;
+    else if (c == 0xc2 && at + 1 < text.size() && static_cast<unsigned char>(text[at + 1]) == 0x85) width = 2;
+    else if (c == 0xe2 && text.substr(at + 1, 2) == "\x80\xa8") width = 3;
+    else if (c == 0xe2 && text.substr(at + 1, 2) == "\x80\xa9") width = 3;
+    if (width == 0) {
+      ++at;
+      continue;
+    }
+    out.emplace_back(text.substr(begin, at - begin));
+    at += width;
+    begin = at;
+  }
+  if (begin < text.size()) out.emplace_back(text.substr(begin));
+  return out;
+}
+
 std::vector<std::string> skipped_lines(const Rx& rx, const PyRegex::Match& m) {
   std::string skipped;
   for (int n = 0; rx.re.has_group("skiplines" + std::to_string(n)); ++n) {
     if (auto v = rx.re.group(m, "skiplines" + std::to_string(n))) skipped += *v;
   }
-  std::vector<std::string> out;  // str.splitlines()
-  std::size_t at = 0;
-  while (at < skipped.size()) {
-    const std::size_t nl = skipped.find('\n', at);
-    out.push_back(skipped.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
-  return out;
+  return split_lines(skipped);
 }
 
 // Regex.search(buf, orgLines): whether it matched, and into `hit` (its memory reused) the

@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -118,6 +123,74 @@ TEST(TestFilterCliHostile, ForgedAndMalformedLinesGetFail2bansAnswers) {
   std::ofstream(log, std::ios::binary) << text;
   compare({"sshd", log});
   std::filesystem::remove_all(dir);
+}
+
+// A skipped line of a multi-line match that holds a line break of Python's str.splitlines()
+// (\r, \v, \x1c, U+2028, ...) stays matched in fail2ban: the <SKIPLINES> group's text split
+// there is not found among the buffered lines, so it is not given back to the buffer.
+TEST(TestFilterCliHostile, SkippedLinesSplitAsPythonSplitsThem) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/mongodb.log";
+  std::string text;
+  int n = 0;
+  for (const std::string brk : {"\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9", "\r\n"}) {
+    const std::string head = "2016-11-20T00:24:00.110+0100 [conn" + std::to_string(++n) + "] ";
+    text += head + "Failed to authenticate root@admin with mechanism MONGODB-CR: AuthenticationFailed\n";
+    text += head + "Failed to authenticate ro" + brk + "ot@admin with mechanism MONGODB-CR: AuthenticationFailed\n";
+    text += head + "end connection 192.0.2." + std::to_string(n) + ":53276 (0 connections now open)\n";
+    text += head + "end connection 192.0.2~." + std::to_string(n) + ":53276 (0 connections now open)\n";
+  }
+  std::ofstream(log, std::ios::binary) << text;
+  compare_ips({{log, "/etc/fail2ban/filter.d/mongodb-auth.conf"}, {"mongodb-auth", log}}, true);
+  fs::remove_all(dir);
+}
+
+// fail2ban's sample lines, each followed by three copies with a few random edits (tokens
+// an attacker writes, line breaks Python knows, bytes that are not UTF-8, spans cut or
+// doubled, case flipped), through several filters: fail2ban-regex's addresses, each as
+// often. GPUFILTER_TEST_SEED=N changes the edits; a failure names the seed and the log.
+TEST(TestFilterCliHostile, EditedSampleLinesGetFail2bansAddresses) {
+  std::uint32_t seed = 23;
+  if (const char* env = std::getenv("GPUFILTER_TEST_SEED")) seed += static_cast<std::uint32_t>(std::strtoul(env, nullptr, 10));
+  std::mt19937 rng(seed);
+  static const std::vector<std::string> tokens{
+      " ", ":", "[", "]", "1", "a", ".", "\xc3\xa9", "\xff", "\t", "from ", " from 10.0.0.9 ", "(", ")", "=",
+      "'", "\"", "user ", "::1", "\\", "<", ">", "\r", "\v", "\x1c", "\xe2\x80\xa8", "\xc2\x85", "port 22",
+      "fe80::1", "1.2.3.4", "example.com", "-", "@", "/", std::string(1, '\0'), "\xe2\x82"};
+  const auto edited = [&](std::string line) {
+    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+      const std::size_t lo = rng() % 5 != 0 ? std::min<std::size_t>(line.size(), 16) : 0;
+      const std::size_t at = lo + rng() % (line.size() - lo + 1);
+      switch (rng() % 4) {
+        case 0: line.insert(at, tokens[rng() % tokens.size()]); break;
+        case 1: line.erase(at, 1 + rng() % 6); break;
+        case 2: line.insert(at, line.substr(at, 1 + rng() % 12)); break;
+        default:
+          if (at < line.size()) line[at] = static_cast<char>(std::isupper(static_cast<unsigned char>(line[at])) ? std::tolower(line[at]) : std::toupper(line[at]));
+      }
+    }
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    return line;
+  };
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  for (const char* filter : {"sshd", "mongodb-auth", "ejabberd-auth", "postfix", "dovecot", "apache-auth", "nginx-http-auth",
+                             "courier-smtp", "exim", "named-refused", "pam-generic", "asterisk"}) {
+    std::ifstream in(kSamples + filter, std::ios::binary);
+    std::string text;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      text += line + "\n";
+      for (int copy = 0; copy < 3; ++copy) text += edited(line) + "\n";
+    }
+    const std::string log = std::string(dir) + "/" + filter + ".log";
+    std::ofstream(log, std::ios::binary) << text;
+    SCOPED_TRACE(std::string(filter) + ", seed " + std::to_string(seed) + ", log kept in " + dir);
+    compare_ips({{log, std::string("/etc/fail2ban/filter.d/") + filter + ".conf"}, {filter, log}});
+    if (::testing::Test::HasFailure()) return;
+  }
+  fs::remove_all(dir);
 }
 
 // A quoted filter option holds commas (fail2ban's extractOptions): the zone "a,b".
