@@ -624,6 +624,9 @@ int main(int argc, char** argv) {
   try {
     options = cli::parse(argc, argv);
     if (options.unix_byte_offsets) message("warning: --unix-byte-offsets (-u) is obsolete");
+    // Packets are bytes, as tshark and ngrep read them: '.', brackets, -i and -w match
+    // bytes whatever the locale, so that "\xff." or "[^a]" matches any payload byte.
+    if (!options.pcaps.empty() || !options.interface.empty()) std::setlocale(LC_CTYPE, "C");
   } catch (const cli::UsageError& e) {
     if (*e.what() != '\0') message(e.what());
     if (e.show_usage() || *e.what() == '\0')

@@ -39,8 +39,8 @@ bool may_fold_beyond_ascii(const std::string& pattern) {
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
 // word characters, and -i must fold non-ASCII letters (and 'k', 's', which fold to
 // U+212A and U+017F, and 'i', which folds to U+0131). The regex path does both, as grep does.
-// In a capture: a pattern may hold a newline byte (-X, --escapes), which a regex read line
-// by line never sees, so such a set stays bytes (-w and -i as in the C locale); and the
+// In a capture (read in the C locale, main.cpp): a pattern may hold a newline byte (-X,
+// --escapes), which a regex read line by line never sees, so such a set stays bytes; and the
 // empty pattern under -w selects by grep's rule for lines (an empty match with no word
 // character on either side), which the fixed path, knowing whole records and flows only,
 // does not apply.

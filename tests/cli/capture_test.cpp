@@ -643,6 +643,27 @@ TEST_F(Capture, RegexMatchFrameEqualsTsharkFrameMatches) {
   EXPECT_GT(selected, 50u);
 }
 
+// A payload is bytes in every locale, as tshark and ngrep read it: in a UTF-8 locale too,
+// '.', a negated bracket, a class and \xHH match single bytes that are not UTF-8.
+TEST_F(Capture, RegexReadsPayloadBytesInEveryLocale) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"-P", "\\xff[^\\n]"}, {"-P", "[^a-z\\n\\r]{4}[a-z]"}, {"-E", "[^[:cntrl:]]{6}"}, {"-P", "\\W{3}\\w"}};
+  std::size_t selected = 0;
+  for (const char* name : {"http.cap", "telnet-raw.pcap", "chrome-34-google.trace", "dns.cap"}) {
+    const std::string path = corpus_path(std::string("pcap/") + name);
+    for (const auto& [matcher, pattern] : cases) {
+      const std::set<long> want = tshark_frames(path, "frame matches " + tshark_literal("(?-i)" + pattern));
+      selected += want.size();
+      for (const char* locale : {"LC_ALL=C", "LC_ALL=C.UTF-8"}) {
+        const GrepRun ours = run_gpufilter({matcher, "--pcap", path, "--match-frame", "--json", "-e", pattern}, {}, {},
+                                           {locale});
+        EXPECT_EQ(json_frames(ours.out), want) << name << " " << matcher << " '" << pattern << "' " << locale << ours.err;
+      }
+    }
+  }
+  EXPECT_GT(selected, 100u);
+}
+
 // --stream with a regex: a line that two client segments of the SMTP session share is
 // matched by a regex from its two ends, which no packet holds both of.
 TEST_F(Capture, StreamRegexMatchesALineAcrossSegments) {
