@@ -155,8 +155,10 @@ Captures (docs/CAPTURES.md):
       --byline              print each line of a payload as a line
       --time=WHEN           packet times: absolute, relative, delta or epoch
       --max-packets=NUM     read at most NUM packets
-  In captures -o, -b, --color, -A/-B/-C (packets; bytes with --stream), -l and
-  -L apply per packet (flow); operands after PATTERNS are a BPF expression.
+  In captures PATTERNS are extended regexes (-E) unless -F, -G or -P is given,
+  as ngrep reads them. -o, -b, --color, -A/-B/-C (packets; bytes with
+  --stream), -l and -L apply per packet (flow); operands after PATTERNS are a
+  BPF expression.
 
 Regular expressions are GNU grep's (docs/grep-compatibility.md says what is
 refused and why); --stats counts the candidate lines of the GPU prefilter.

@@ -224,6 +224,10 @@ std::size_t prepare_patterns(cli::Options& o) {
   // --pattern-counts counts fixed strings: that is what its patterns are unless a matcher
   // is named (then regex_lines() refuses it).
   if (o.pattern_counts && !o.syntax_given) o.syntax = regex::Syntax::kFixed;
+  // A capture's patterns are extended regexes unless a matcher is named, as ngrep reads
+  // its match expression (`gpufilter --pcap http.cap 'GET|POST'` is ngrep's 'GET|POST').
+  const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  if (captures && !o.syntax_given && !o.hex_patterns && !o.escapes) o.syntax = regex::Syntax::kExtended;
   if (o.hex_patterns || o.escapes) {
     if (o.syntax_given && o.syntax != regex::Syntax::kFixed)
       throw cli::UsageError("-X/--hex and --escapes give fixed strings: they cannot be combined with -E, -G or -P",

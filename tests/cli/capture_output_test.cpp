@@ -805,6 +805,13 @@ TEST_F(CaptureOutput, NgrepSelectsTheSamePackets) {
       EXPECT_EQ(ours({"-e", s, "tcp"}).size(), ngrep_frames(path, {s, "tcp"}).size()) << name << " '" << s << "' tcp";
       compared += 4;
     }
+    // With no matcher named the patterns are extended regexes, as ngrep's match expression.
+    for (const std::string re : {"GET|POST", "HTTP/1\\.[01] [0-9]{3}", "(MAIL|RCPT) (FROM|TO)", "[a-z]+\\.(com|org|net)"}) {
+      std::set<long> frames;
+      for (const auto& [frame, data] : packets_of(run_gpufilter({"--pcap", path, "--json", "-e", re}).out)) frames.insert(frame);
+      EXPECT_EQ(frames, ngrep_frames(path, {re})) << name << " '" << re << "'";
+      ++compared;
+    }
     EXPECT_EQ(run_gpufilter({"--pcap", path, "-c", "-X", "0x48545450"}).out,
               std::to_string(ngrep_frames(path, {"-X", "0x48545450"}).size()) + "\n")
         << name;
