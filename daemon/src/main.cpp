@@ -61,12 +61,13 @@ void take_signals_in_one_thread() {
 int usage(int status) {
   std::fputs(
       "Usage: gpufilterd --config FILE [--check]\n"
-      "       gpufilterd --test-filter FILTER LOG [--fail2ban-dir DIR] [--out ip|id|user|msg|json]\n"
+      "       gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [--out ip|id|user|msg|json]\n"
       "Watch log streams and emit alerts, per the rules in FILE (docs/DAEMON.md).\n"
       "  --config FILE   the YAML configuration\n"
       "  --check         validate FILE and exit (0: valid, 2: not)\n"
-      "  --test-filter   a fail2ban filter (sshd, sshd[mode=aggressive], a path) over LOG (- for\n"
-      "                  standard input) as fail2ban-regex shows it; --out prints each failure\n"
+      "  --test-filter   a fail2ban filter (sshd, sshd[mode=aggressive], a path) or a failregex\n"
+      "                  over LOG (- for standard input) as fail2ban-regex shows it; --out prints\n"
+      "                  each failure\n"
       "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0\n"
       "(3 when alerts were still queued at the end of drain_timeout; 2 on trouble).\n",
       status == 0 ? stdout : stderr);

@@ -1,7 +1,10 @@
-// gpufilterd --test-filter FILTER LOG: what fail2ban-regex prints for a filter and a log,
-// from gpufilter::fail2ban, so that a fail2ban user can set the two side by side.
-//   FILTER   a filter name (sshd), with options (sshd[mode=aggressive]), or a .conf path
+// gpufilterd --test-filter FILTER LOG [IGNOREREGEX]: what fail2ban-regex prints for a
+// filter and a log, from gpufilter::fail2ban, so that a fail2ban user can set the two side
+// by side.
+//   FILTER   a filter name (sshd), with options (sshd[mode=aggressive]), or a .conf path;
+//            or, as fail2ban-regex takes it, a failregex ('Failed .* from <HOST>')
 //   LOG      a file, or - for standard input
+//   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   --out ip|id|user|msg|json   one line per failure instead of the summary: its address
 //            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
@@ -10,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,14 +40,16 @@ namespace {
 
 struct Args {
   std::string filter;
+  bool filter_is_regex = false;  // FILTER is a failregex, not a filter's name or path
   std::string log;
+  std::optional<std::string> ignore_regex;
   fail2ban::FilterOptions options;
   std::string out;  // "": the summary
 };
 
 int refuse(const std::string& why) {
   std::fprintf(stderr,
-               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [--fail2ban-dir DIR] "
+               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] "
                "[--out ip|id|user|msg|json]\n",
                why.c_str());
   return 2;
@@ -64,6 +71,18 @@ bool split_options(Args& a, std::string& why) {
   }
 }
 
+// fail2ban-regex's test of its FILTER argument: a name, a path or a name with options
+// (`^/{0,3}[\w/_\-.]+(?:\[.*\])?$`); anything else is a failregex.
+bool names_a_filter(const std::string& value) {
+  const std::size_t bracket = value.find('[');
+  const std::string_view name = std::string_view(value).substr(0, bracket);
+  if (name.empty() || (bracket != std::string::npos && value.back() != ']')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isalnum(u) || u >= 0x80 || c == '_' || c == '/' || c == '-' || c == '.';
+  });
+}
+
 std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   Args a;
   std::vector<std::string> positional;
@@ -79,8 +98,8 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
       positional.push_back(s);
     }
   }
-  if (positional.size() != 2) {
-    why = "--test-filter takes a filter and a log";
+  if (positional.size() != 2 && positional.size() != 3) {
+    why = "--test-filter takes a filter and a log (and an ignoreregex)";
     return std::nullopt;
   }
   if (!a.out.empty() && a.out != "ip" && a.out != "id" && a.out != "user" && a.out != "msg" && a.out != "json") {
@@ -89,7 +108,9 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   }
   a.filter = positional[0];
   a.log = positional[1];
-  if (!split_options(a, why)) return std::nullopt;
+  if (positional.size() == 3) a.ignore_regex = positional[2];
+  a.filter_is_regex = !names_a_filter(a.filter);
+  if (!a.filter_is_regex && !split_options(a, why)) return std::nullopt;
   return a;
 }
 
@@ -307,7 +328,15 @@ int test_filter(int argc, char** argv, int first) {
     fail2ban::FilterOptions options = a->options;
     options.check_all_regex = a->out.empty();
     options.filter_usedns = false;  // fail2ban-regex reads no usedns from the filter
-    fail2ban::Filter filter = fail2ban::Filter::load(a->filter, options);
+    fail2ban::FilterDefinition definition;
+    if (a->filter_is_regex) {
+      definition.file = "failregex";
+      definition.failregex.push_back(a->filter);
+    } else {
+      definition = fail2ban::read_filter(options.config_dir, a->filter, options.values);
+    }
+    if (a->ignore_regex) definition.ignoreregex.push_back(*a->ignore_regex);
+    fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
     std::error_code ec;
     if (std::filesystem::is_directory(a->log, ec)) {

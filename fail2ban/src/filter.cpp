@@ -1166,6 +1166,12 @@ Filter Filter::load(const std::string& name_or_path, const FilterOptions& option
   impl->apply(read_filter(options.config_dir, name_or_path, options.values));
   return Filter(std::move(impl));
 }
+Filter Filter::of(const FilterDefinition& definition, const FilterOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->apply(definition);
+  return Filter(std::move(impl));
+}
 
 // fail2ban reads a log as text: a line that is not valid UTF-8 is decoded with Python's
 // "replace" (after its strict attempt fails), each invalid sequence becoming U+FFFD, which

@@ -193,6 +193,48 @@ TEST(TestFilterCliHostile, EditedSampleLinesGetFail2bansAddresses) {
   fs::remove_all(dir);
 }
 
+// fail2ban-regex LOG REGEX [IGNOREREGEX]: a FILTER that names no filter (fail2ban-regex's
+// test: not `[\w/_\-.]+` with options) is a failregex, and a third argument an ignoreregex
+// beside the filter's own: the same summary, addresses and users.
+TEST(TestFilterCliRegexLines, RegexesGivenAsFail2banRegexTakesThem) {
+  const std::string log = corpus_path("loghub/OpenSSH_2k.log");
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs{
+      {{"Failed password for .* from <HOST>"}, {"Failed password for .* from <HOST>"}},
+      {{"^.*sshd\\[\\d+\\]: Invalid user <F-USER>\\S+</F-USER> from <HOST>\\s*$", "admin"},
+       {"^.*sshd\\[\\d+\\]: Invalid user <F-USER>\\S+</F-USER> from <HOST>\\s*$", "admin"}},
+      {{"/etc/fail2ban/filter.d/sshd.conf", "for root "}, {"sshd", "for root "}},
+      {{"/etc/fail2ban/filter.d/sshd.conf[mode=aggressive]", "user"}, {"sshd[mode=aggressive]", "user"}},
+  };
+  for (const auto& [theirs_args, ours_args] : runs) {
+    SCOPED_TRACE(ours_args[0]);
+    for (const char* out : {"", "ip", "user"}) {
+      std::vector<std::string> theirs{kRegexTool, "-r"}, ours{gpufilterd_binary(), "--test-filter", ours_args[0], log};
+      if (*out != '\0') theirs.insert(theirs.end(), {"-o", out});
+      theirs.push_back(log);
+      theirs.insert(theirs.end(), theirs_args.begin(), theirs_args.end());
+      ours.insert(ours.end(), ours_args.begin() + 1, ours_args.end());
+      if (*out != '\0') ours.insert(ours.end(), {"--out", out});
+      const ProcessResult t = run_process(theirs), o = run_process(ours);
+      ASSERT_EQ(t.status, 0) << t.err;
+      ASSERT_EQ(o.status, 0) << o.err;
+      if (*out == '\0') {
+        EXPECT_EQ(summary(o.out), summary(t.out));
+        EXPECT_NE(summary(o.out).find("Lines: "), std::string::npos) << o.out;
+      } else {
+        EXPECT_EQ(counts(o.out), counts(t.out)) << out;
+      }
+    }
+  }
+  // A failregex without a host, and one that does not compile: refused as fail2ban-regex
+  // refuses them, exit status 2.
+  for (const auto& [regex, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"no host here", "No failure-id group in 'no host here'"}, {"Failed (\\d <HOST>", "missing closing parenthesis"}}) {
+    const ProcessResult o = run_process({gpufilterd_binary(), "--test-filter", regex, log});
+    EXPECT_EQ(o.status, 2) << regex;
+    EXPECT_NE(o.err.find(reason), std::string::npos) << o.err;
+  }
+}
+
 // A quoted filter option holds commas (fail2ban's extractOptions): the zone "a,b".
 TEST(TestFilterCliOptions, AQuotedOptionValueKeepsItsCommas) {
   char dir[] = "/tmp/gpufilter-f2b-XXXXXX";

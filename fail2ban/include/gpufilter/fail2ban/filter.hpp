@@ -20,6 +20,7 @@
 
 #include "gpufilter/fail2ban/date.hpp"
 #include "gpufilter/fail2ban/errors.hpp"
+#include "gpufilter/fail2ban/reader.hpp"
 
 namespace gpufilter::fail2ban {
 
@@ -104,6 +105,9 @@ class Filter {
   // name_or_path: "sshd" (read from options.config_dir/filter.d/) or a path to a .conf
   // file (its config dir is the folder above filter.d). Throws Fail2banError.
   static Filter load(const std::string& name_or_path, const FilterOptions& options = {});
+  // A filter read already (read_filter(), reader.hpp), or made of regexes alone as
+  // fail2ban-regex takes them on its command line (`file` names them in errors).
+  static Filter of(const FilterDefinition& definition, const FilterOptions& options = {});
 
   Filter(Filter&&) noexcept;
   Filter& operator=(Filter&&) noexcept;
