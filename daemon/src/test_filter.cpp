@@ -3,7 +3,8 @@
 // by side.
 //   FILTER   a filter name (sshd), with options (sshd[mode=aggressive]), or a .conf path;
 //            or, as fail2ban-regex takes it, a failregex ('Failed .* from <HOST>')
-//   LOG      a file, or - for standard input
+//   LOG      a file, or - for standard input; or, as fail2ban-regex takes it, the log
+//            lines themselves (a LOG that is no file and holds a space or a tab)
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   --out ip|id|user|msg|json   one line per failure instead of the summary: its address
@@ -24,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -339,6 +341,10 @@ int test_filter(int argc, char** argv, int first) {
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
     std::error_code ec;
+    if (!std::filesystem::exists(a->log, ec) && a->log.find_first_of(" \t") != std::string::npos) {
+      std::istringstream lines(a->log + "\n");  // fail2ban-regex splits it at '\n'
+      return scan(*a, filter, lines);
+    }
     if (std::filesystem::is_directory(a->log, ec)) {
       std::fprintf(stderr, "gpufilterd: %s: Is a directory\n", a->log.c_str());
       return 2;

@@ -225,6 +225,18 @@ TEST(TestFilterCliRegexLines, RegexesGivenAsFail2banRegexTakesThem) {
       }
     }
   }
+  // The log's text itself in place of a file, one line or several.
+  for (const std::string text : {"Dec 10 06:55:46 h sshd[24200]: Invalid user webmaster from 173.234.31.186",
+                                 "Dec 10 06:55:46 h sshd[1]: Invalid user a from 10.0.0.1\nDec 10 06:55:47 h sshd[1]: "
+                                 "Failed password for root from 10.0.0.2 port 22 ssh2\nDec 10 06:55:48 h sshd[1]: x"}) {
+    const ProcessResult t = run_process({kRegexTool, "-r", text, "sshd"}), o = run_process({gpufilterd_binary(), "--test-filter", "sshd", text});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(summary(o.out), summary(t.out));
+    const ProcessResult ti = run_process({kRegexTool, "-r", "-o", "ip", text, "sshd"}),
+                        oi = run_process({gpufilterd_binary(), "--test-filter", "sshd", text, "--out", "ip"});
+    EXPECT_EQ(counts(oi.out), counts(ti.out));
+    EXPECT_FALSE(oi.out.empty());
+  }
   // A failregex without a host, and one that does not compile: refused as fail2ban-regex
   // refuses them, exit status 2.
   for (const auto& [regex, reason] : std::vector<std::pair<std::string, std::string>>{
