@@ -16,7 +16,10 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -47,12 +50,15 @@ struct Args {
   std::optional<std::string> ignore_regex;
   fail2ban::FilterOptions options;
   std::string out;  // "": the summary
+  // fail2ban-regex's --print-all-matched, --print-all-missed, --print-all-ignored,
+  // --print-no-missed and --print-no-ignored.
+  bool all_matched = false, all_missed = false, all_ignored = false, no_missed = false, no_ignored = false;
 };
 
 int refuse(const std::string& why) {
   std::fprintf(stderr,
                "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] "
-               "[--out ip|id|user|msg|json]\n",
+               "[--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
                why.c_str());
   return 2;
 }
@@ -96,12 +102,25 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
         return std::nullopt;
       }
       (s == "--out" ? a.out : a.options.config_dir) = argv[++i];
+    } else if (s == "--print-all-matched" || s == "--print-all-missed" || s == "--print-all-ignored" ||
+               s == "--print-no-missed" || s == "--print-no-ignored") {
+      bool& flag = s == "--print-all-matched"   ? a.all_matched
+                   : s == "--print-all-missed"  ? a.all_missed
+                   : s == "--print-all-ignored" ? a.all_ignored
+                   : s == "--print-no-missed"   ? a.no_missed
+                                                : a.no_ignored;
+      flag = true;
     } else {
       positional.push_back(s);
     }
   }
   if (positional.size() != 2 && positional.size() != 3) {
     why = "--test-filter takes a filter and a log (and an ignoreregex)";
+    return std::nullopt;
+  }
+  if ((a.no_missed && a.all_missed) || (a.no_ignored && a.all_ignored)) {
+    why = std::string("--print-no-") + (a.no_missed && a.all_missed ? "missed and --print-all-missed" : "ignored and --print-all-ignored") +
+          " are mutually exclusive";
     return std::nullopt;
   }
   if (!a.out.empty() && a.out != "ip" && a.out != "id" && a.out != "user" && a.out != "msg" && a.out != "json") {
@@ -149,10 +168,20 @@ void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_
   }
 }
 
+// fail2ban-regex lists at most this many lines of a kind unless asked for all (its
+// _maxlines): it keeps up to 21 and prints them when fewer than 20.
+constexpr std::size_t kListed = 20;
+
 struct Totals {
-  std::size_t lines = 0, matched = 0, ignored = 0, missed = 0;
+  // Signed as in Python: a multi-line match's earlier lines move from missed to matched.
+  std::int64_t lines = 0, matched = 0, ignored = 0, missed = 0;
   std::vector<std::size_t> hits;         // per failregex
   std::vector<std::size_t> ignore_hits;  // per ignoreregex
+  std::vector<std::string> matched_lines, ignored_lines, missed_lines;  // as listed
+  // Multi-line filters: each listed missed line without its date, the buffer before and
+  // after a line, and the last lines read (without their dates, and as read).
+  std::vector<std::string> missed_keys, before, after;
+  std::deque<std::pair<std::string, std::string>> recent;
 };
 
 // fail2ban-regex's list of one kind of regex: the sum of their hits, then those hit.
@@ -171,16 +200,35 @@ void print_regexes(const char* title, const std::vector<std::string>& regexes, c
   std::cout << '\n';
 }
 
-void print_summary(const fail2ban::Filter& filter, const Totals& t) {
+// fail2ban-regex's printLines(): a kind's lines, or how to see them all.
+void print_lines(const char* kind, std::int64_t count, const std::vector<std::string>& lines, bool all) {
+  if (count <= 0) return;
+  const std::string header = std::string(kind) + " line(s):";
+  if (count >= static_cast<std::int64_t>(kListed) && !all) {
+    std::cout << header << " too many to print.  Use --print-all-" << static_cast<char>(std::tolower(kind[0])) << (kind + 1)
+              << " to print all " << count << " lines\n";
+    return;
+  }
+  if (lines.empty()) return;
+  std::cout << "|- " << header << '\n';
+  for (const std::string& l : lines) std::cout << "|  " << std::string_view(l).substr(0, l.find_last_not_of(" \t\r\n\f\v") + 1) << '\n';
+  std::cout << "`-\n";
+}
+
+void print_summary(const Args& a, const fail2ban::Filter& filter, const Totals& t, double seconds) {
   print_regexes("Failregex", filter.failregex(), t.hits);
   print_regexes("Ignoreregex", filter.ignoreregex(), t.ignore_hits);
   std::cout << "Lines: " << t.lines << " lines, " << t.ignored << " ignored, " << t.matched << " matched, " << t.missed
             << " missed\n";
+  std::cout << "[processed in " << std::fixed << std::setprecision(2) << seconds << " sec]\n\n";
+  if (a.all_matched) print_lines("Matched", t.matched, t.matched_lines, true);
+  if (!a.no_ignored) print_lines("Ignored", t.ignored, t.ignored_lines, a.all_ignored);
+  if (!a.no_missed) print_lines("Missed", t.missed, t.missed_lines, a.all_missed);
 }
 
 // A line as fail2ban-regex counts it: ignored (an ignoreregex, or any failregex match
 // marked <F-NOFAIL>), matched (a failure), or missed; every failregex match is a hit.
-void count(const fail2ban::Filter::Outcome& o, Totals& t) {
+void count(const Args& a, const fail2ban::Filter::Outcome& o, std::string_view line, const std::string& key, Totals& t) {
   bool failed = false, nofail = false;
   for (const auto& f : o.failures) {
     if (f.failregex < t.hits.size()) ++t.hits[f.failregex];
@@ -188,9 +236,40 @@ void count(const fail2ban::Filter::Outcome& o, Totals& t) {
   }
   for (const std::size_t i : o.ignore_hits)
     if (i < t.ignore_hits.size()) ++t.ignore_hits[i];
-  if (o.ignored() || nofail) ++t.ignored;
-  else if (failed) ++t.matched;
-  else ++t.missed;
+  if (o.ignored() || nofail) {
+    if (++t.ignored <= static_cast<std::int64_t>(kListed) + 1 || a.all_ignored)
+      if (!a.no_ignored) t.ignored_lines.emplace_back(line);
+  } else if (failed) {
+    ++t.matched;
+    if (a.all_matched) t.matched_lines.emplace_back(line);
+  } else {
+    if ((++t.missed <= static_cast<std::int64_t>(kListed) + 1 || a.all_missed) && !a.no_missed) {
+      t.missed_lines.emplace_back(line);
+      t.missed_keys.push_back(key);
+    }
+  }
+}
+
+// fail2ban-regex's testRegex() for a multi-line filter: each line of the buffer before
+// the line came (but its oldest, when it was full) that the buffer no longer holds was
+// taken by a match: it counts as matched, no longer as missed.
+void count_taken(const Args& a, const fail2ban::Filter& filter, Totals& t) {
+  filter.buffered(t.after);
+  for (std::size_t k = t.before.size() >= filter.maxlines() ? 1 : 0; k < t.before.size(); ++k) {
+    const std::string& taken = t.before[k];
+    if (std::find(t.after.begin(), t.after.end(), taken) != t.after.end()) continue;
+    const auto listed = std::find(t.missed_keys.begin(), t.missed_keys.end(), taken);
+    if (listed != t.missed_keys.end()) {
+      t.missed_lines.erase(t.missed_lines.begin() + (listed - t.missed_keys.begin()));
+      t.missed_keys.erase(listed);
+    }
+    if (a.all_matched) {
+      const auto read = std::find_if(t.recent.rbegin(), t.recent.rend(), [&](const auto& r) { return r.first == taken; });
+      t.matched_lines.push_back(read == t.recent.rend() ? taken : read->second);
+    }
+    ++t.matched;
+    --t.missed;
+  }
 }
 
 // One batch of the log's lines on their way through the filter: each counted line, its
@@ -255,9 +334,22 @@ void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexc
 // stopped their dating, if anything did (the lines before it read first, as line by line).
 void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
   for (std::size_t j = 0; j < b.dated.size(); ++j) {
+    const bool multi = a.out.empty() && filter.maxlines() > 1;
+    if (multi) filter.buffered(t.before);
     const fail2ban::Filter::Outcome o = filter.line(b.dated[j], b.ahead[j / b.piece], j);
-    if (a.out.empty()) count(o, t);
-    else for (const auto& f : o.failures) if (!f.nofail) print_failure(a, f, b.numbers[j], b.lines[j]);
+    if (!a.out.empty()) {
+      for (const auto& f : o.failures) if (!f.nofail) print_failure(a, f, b.numbers[j], b.lines[j]);
+      continue;
+    }
+    const std::string_view line = b.dated[j].text();  // as fail2ban lists it: not UTF-8 replaced by U+FFFD
+    std::string key;
+    if (multi) {
+      key = filter.last_read();
+      t.recent.emplace_back(key, std::string(line));
+      if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();
+      count_taken(a, filter, t);
+    }
+    count(a, o, line, key, t);
   }
   if (b.failed) std::rethrow_exception(b.failed);
 }
@@ -268,6 +360,7 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
 // const), and batch t - 2 read by the filter in order, counted or printed, on this thread.
 // The same answers as line by line (tests/fail2ban/ahead_test.cpp), on every core.
 int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
+  const auto started = std::chrono::steady_clock::now();
   Totals t;
   t.hits.assign(filter.failregex().size(), 0);
   t.ignore_hits.assign(filter.ignoreregex().size(), 0);
@@ -304,11 +397,11 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
     if (read_failed) std::rethrow_exception(read_failed);
     if (reading) live[(step + 1) % 3] = false;
   }
-  t.lines = number;
+  t.lines = static_cast<std::int64_t>(number);
   std::cout.flush();  // the lines before it, then the message, as line by line
   if (unterminated)
     std::fprintf(stderr, "gpufilterd: %s: the last line has no newline; not read (as fail2ban does)\n", a.log.c_str());
-  if (a.out.empty()) print_summary(filter, t);
+  if (a.out.empty()) print_summary(a, filter, t, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::cout.flush();
   if (const std::uint64_t stopped = fail2ban::PyRegex::limit_failures(); stopped > 0)
     std::fprintf(stderr,

@@ -1462,6 +1462,11 @@ void Filter::read_lane(Lanes& lanes, std::size_t lane, std::span<Outcome* const>
 
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
+void Filter::buffered(std::vector<std::string>& out) const {
+  out.clear();
+  for (const TupleLine& t : impl_->main.buffer) out.push_back(joined(t));
+}
+std::string Filter::last_read() const { return joined(impl_->main.tuple); }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }
 
 }  // namespace gpufilter::fail2ban
