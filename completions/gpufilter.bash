@@ -124,7 +124,7 @@ _gpufilterd() {
       COMPREPLY=($(compgen -d -- "$cur"))
       return ;;
   esac
-  COMPREPLY=($(compgen -W "--config --check --test-filter --fail2ban-dir --out --print-all-matched --print-all-missed
+  COMPREPLY=($(compgen -W "--config --check --test-filter --fail2ban-dir --out --datepattern --maxlines --print-all-matched --print-all-missed
     --print-all-ignored --print-no-missed --print-no-ignored --help --version" -- "$cur"))
 }
 

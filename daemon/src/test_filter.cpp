@@ -7,6 +7,7 @@
 //            lines themselves (a LOG that is no file and holds a space or a tab)
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
+//   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
 //   --out ip|id|user|msg|json   one line per failure instead of the summary: its address
 //            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
 //            object with all of them, the line number, the time and the failregex's index
@@ -50,6 +51,9 @@ struct Args {
   std::optional<std::string> ignore_regex;
   fail2ban::FilterOptions options;
   std::string out;  // "": the summary
+  // fail2ban-regex's -d/--datepattern and -L/--maxlines: they win over the filter's.
+  std::optional<std::string> datepattern;
+  std::optional<int> maxlines;
   // fail2ban-regex's --print-all-matched, --print-all-missed, --print-all-ignored,
   // --print-no-missed and --print-no-ignored.
   bool all_matched = false, all_missed = false, all_ignored = false, no_missed = false, no_ignored = false;
@@ -57,7 +61,7 @@ struct Args {
 
 int refuse(const std::string& why) {
   std::fprintf(stderr,
-               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] "
+               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-d PATTERN] [-L N] "
                "[--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
                why.c_str());
   return 2;
@@ -96,12 +100,22 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   std::vector<std::string> positional;
   for (int i = first; i < argc; ++i) {
     const std::string s = argv[i];
-    if (s == "--fail2ban-dir" || s == "--out") {
+    if (s == "--fail2ban-dir" || s == "--out" || s == "-d" || s == "--datepattern" || s == "-L" || s == "--maxlines") {
       if (i + 1 >= argc) {
         why = "option '" + s + "' requires an argument";
         return std::nullopt;
       }
-      (s == "--out" ? a.out : a.options.config_dir) = argv[++i];
+      const std::string value = argv[++i];
+      if (s == "--out") a.out = value;
+      else if (s == "--fail2ban-dir") a.options.config_dir = value;
+      else if (s == "-d" || s == "--datepattern") a.datepattern = value;
+      else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 6 ||
+               std::stoi(value) <= 0) {
+        why = "option '" + s + "': '" + value + "' is not a number of lines above 0";
+        return std::nullopt;
+      } else {
+        a.maxlines = std::stoi(value);
+      }
     } else if (s == "--print-all-matched" || s == "--print-all-missed" || s == "--print-all-ignored" ||
                s == "--print-no-missed" || s == "--print-no-ignored") {
       bool& flag = s == "--print-all-matched"   ? a.all_matched
@@ -431,6 +445,8 @@ int test_filter(int argc, char** argv, int first) {
       definition = fail2ban::read_filter(options.config_dir, a->filter, options.values);
     }
     if (a->ignore_regex) definition.ignoreregex.push_back(*a->ignore_regex);
+    if (a->datepattern) definition.datepattern = a->datepattern;
+    if (a->maxlines) definition.maxlines = a->maxlines;
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
     std::error_code ec;

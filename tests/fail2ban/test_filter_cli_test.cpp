@@ -243,6 +243,23 @@ TEST(TestFilterCliRegexLines, RegexesGivenAsFail2banRegexTakesThem) {
       }
     }
   }
+  // -d (--datepattern) and -L (--maxlines) over the filter's, as fail2ban-regex's.
+  TempDir dir;
+  const std::string dated = dir.path() + "/dated.log";
+  std::ofstream(dated) << "2026/12/03-08:00:01 login failure from 10.0.0.1\n2026/12/03-08:00:02 login failure from 10.0.0.2\n"
+                          "2026/12/03-08:00:03 login failure\n2026/12/03-08:00:04 from 10.0.0.3\n";
+  for (const std::vector<std::string>& options : std::vector<std::vector<std::string>>{
+           {}, {"-d", "^%Y/%m/%d-%H:%M:%S"}, {"--datepattern", "{^LN-BEG}%Y/%m/%d-%H:%M:%S", "-L", "2"}}) {
+    std::vector<std::string> theirs{kRegexTool, "-r"}, ours{gpufilterd_binary(), "--test-filter", "^ login failure(?: |\\n.* )from <HOST>$", dated};
+    theirs.insert(theirs.end(), options.begin(), options.end());
+    ours.insert(ours.end(), options.begin(), options.end());
+    theirs.insert(theirs.end(), {dated, "^ login failure(?: |\\n.* )from <HOST>$"});
+    const ProcessResult t = run_process(theirs), o = run_process(ours);
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_EQ(summary(o.out), summary(t.out)) << (options.empty() ? "" : options[0]);
+    EXPECT_EQ(lines_part(o.out), lines_part(t.out));
+  }
+  EXPECT_EQ(run_process({gpufilterd_binary(), "--test-filter", "sshd", dated, "-L", "0"}).status, 2);
   // The log's text itself in place of a file, one line or several.
   for (const std::string text : {"Dec 10 06:55:46 h sshd[24200]: Invalid user webmaster from 173.234.31.186",
                                  "Dec 10 06:55:46 h sshd[1]: Invalid user a from 10.0.0.1\nDec 10 06:55:47 h sshd[1]: "
