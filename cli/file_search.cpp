@@ -30,9 +30,7 @@ std::string standard_input_name(const Options& o) {
 // is found). Nor on one core, unless -j says so.
 std::size_t files_at_once(const Options& o) {
   const bool several = o.directories == Directories::kRecurse || o.files.size() > 1;
-  if (!several || o.pattern_counts || o.line_buffered || o.follow || !o.listen.empty() ||
-      !o.pcaps.empty() || !o.interface.empty())
-    return 0;
+  if (!several || o.pattern_counts || o.line_buffered || o.follow || !o.listen.empty() || o.captures()) return 0;
   const std::uint64_t threads = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   return static_cast<std::size_t>(std::min<std::uint64_t>(threads, 256));
 }

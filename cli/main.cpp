@@ -226,8 +226,7 @@ std::size_t prepare_patterns(cli::Options& o) {
   if (o.pattern_counts && !o.syntax_given) o.syntax = regex::Syntax::kFixed;
   // A capture's patterns are extended regexes unless a matcher is named, as ngrep reads
   // its match expression (`gpufilter --pcap http.cap 'GET|POST'` is ngrep's 'GET|POST').
-  const bool captures = !o.pcaps.empty() || !o.interface.empty();
-  if (captures && !o.syntax_given && !o.hex_patterns && !o.escapes) o.syntax = regex::Syntax::kExtended;
+  if (o.captures() && !o.syntax_given && !o.hex_patterns && !o.escapes) o.syntax = regex::Syntax::kExtended;
   if (o.hex_patterns || o.escapes) {
     if (o.syntax_given && o.syntax != regex::Syntax::kFixed)
       throw cli::UsageError("-X/--hex and --escapes give fixed strings: they cannot be combined with -E, -G or -P",
@@ -469,7 +468,7 @@ int search(cli::Options& o) {
   const std::size_t given_patterns = prepare_patterns(o);
   if (nothing_can_be_selected(o)) return 1;
   const bool streams = o.follow || !o.listen.empty() || !o.kafka.empty();
-  const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  const bool captures = o.captures();
   // With -r and no operand, the working directory (FileWalk); else standard input.
   if (o.files.empty() && !streams && !captures && o.directories != cli::Directories::kRecurse)
     o.files.emplace_back("-");
@@ -630,7 +629,7 @@ int main(int argc, char** argv) {
     if (options.unix_byte_offsets) message("warning: --unix-byte-offsets (-u) is obsolete");
     // Packets are bytes, as tshark and ngrep read them: '.', brackets, -i and -w match
     // bytes whatever the locale, so that "\xff." or "[^a]" matches any payload byte.
-    if (!options.pcaps.empty() || !options.interface.empty()) std::setlocale(LC_CTYPE, "C");
+    if (options.captures()) std::setlocale(LC_CTYPE, "C");
   } catch (const cli::UsageError& e) {
     if (*e.what() != '\0') message(e.what());
     if (e.show_usage() || *e.what() == '\0')

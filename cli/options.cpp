@@ -335,7 +335,7 @@ void check_combinations(const Options& o) {
   if (streams && o.pattern_counts)
     throw UsageError("--pattern-counts cannot be combined with --follow, --listen or --kafka", true);
   if (streams && o.null_data) throw UsageError("-z (--null-data) cannot be combined with --follow, --listen or --kafka", true);
-  const bool captures = !o.pcaps.empty() || !o.interface.empty();
+  const bool captures = o.captures();
   if (o.decompress && (streams || captures))
     throw UsageError("--decompress reads FILE operands and standard input: not with --follow, --listen, --kafka or captures",
                      true);
@@ -364,7 +364,7 @@ namespace {
 // ngrep's habit: with --pcap or --interface, the operands after the patterns are a BPF
 // expression (`gpufilter --pcap x.pcap GET tcp port 80`), joined with --bpf's by "and".
 void take_bpf_operands(Options& o) {
-  if ((o.pcaps.empty() && o.interface.empty()) || o.files.empty()) return;
+  if (!o.captures() || o.files.empty()) return;
   std::string expression;
   for (const std::string& word : o.files) expression += (expression.empty() ? "" : " ") + word;
   o.bpf = o.bpf.empty() ? expression : "(" + o.bpf + ") and (" + expression + ")";

@@ -48,7 +48,7 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
   const auto& patterns = o.patterns.patterns();
   if (std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.find('\n') != std::string::npos; }))
     return false;
-  const bool capture = !o.pcaps.empty() || !o.interface.empty();
+  const bool capture = o.captures();
   if (capture && o.word && !o.whole_line &&
       std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.empty(); }))
     return true;

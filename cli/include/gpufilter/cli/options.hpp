@@ -115,6 +115,7 @@ struct Options {
   // Captures (docs/CAPTURES.md).
   std::vector<std::string> pcaps;  // --pcap FILE...
   std::string interface;           // --interface IFACE
+  bool captures() const noexcept { return !pcaps.empty() || !interface.empty(); }  // packets, not lines
   std::string bpf;                 // --bpf EXPR
   bool match_frame = false;        // --match-frame: the whole frame is the record
   bool hex_patterns = false;       // -X, --hex
