@@ -109,12 +109,10 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
       if (s == "--out") a.out = value;
       else if (s == "--fail2ban-dir") a.options.config_dir = value;
       else if (s == "-d" || s == "--datepattern") a.datepattern = value;
-      else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 6 ||
-               std::stoi(value) <= 0) {
+      else if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
+               (a.maxlines = std::stoi(value)) <= 0) {
         why = "option '" + s + "': '" + value + "' is not a number of lines above 0";
         return std::nullopt;
-      } else {
-        a.maxlines = std::stoi(value);
       }
     } else if (s == "--print-all-matched" || s == "--print-all-missed" || s == "--print-all-ignored" ||
                s == "--print-no-missed" || s == "--print-no-ignored") {
@@ -347,8 +345,8 @@ void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexc
 // The batch's dated lines read by the filter in order, counted or printed; then what
 // stopped their dating, if anything did (the lines before it read first, as line by line).
 void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
+  const bool multi = a.out.empty() && filter.maxlines() > 1;
   for (std::size_t j = 0; j < b.dated.size(); ++j) {
-    const bool multi = a.out.empty() && filter.maxlines() > 1;
     if (multi) filter.buffered(t.before);
     const fail2ban::Filter::Outcome o = filter.line(b.dated[j], b.ahead[j / b.piece], j);
     if (!a.out.empty()) {
@@ -359,8 +357,10 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
     std::string key;
     if (multi) {
       key = filter.last_read();
-      t.recent.emplace_back(key, std::string(line));
-      if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();
+      if (a.all_matched) {  // the lines a match may take, to list them as read
+        t.recent.emplace_back(key, std::string(line));
+        if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();
+      }
       count_taken(a, filter, t);
     }
     count(a, o, line, key, t);

@@ -335,8 +335,7 @@ std::vector<std::string> split_lines(std::string_view text) {
     if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) width = 1;
     else if (c == '\r') width = at + 1 < text.size() && text[at + 1] == '\n' ? 2 : 1;
     else if (c == 0xc2 && at + 1 < text.size() && static_cast<unsigned char>(text[at + 1]) == 0x85) width = 2;
-    else if (c == 0xe2 && text.substr(at + 1, 2) == "\x80\xa8") width = 3;
-    else if (c == 0xe2 && text.substr(at + 1, 2) == "\x80\xa9") width = 3;
+    else if (c == 0xe2 && (text.substr(at + 1, 2) == "\x80\xa8" || text.substr(at + 1, 2) == "\x80\xa9")) width = 3;
     if (width == 0) {
       ++at;
       continue;
@@ -1161,10 +1160,7 @@ Filter& Filter::operator=(Filter&&) noexcept = default;
 Filter::~Filter() = default;
 
 Filter Filter::load(const std::string& name_or_path, const FilterOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  impl->apply(read_filter(options.config_dir, name_or_path, options.values));
-  return Filter(std::move(impl));
+  return of(read_filter(options.config_dir, name_or_path, options.values), options);
 }
 Filter Filter::of(const FilterDefinition& definition, const FilterOptions& options) {
   auto impl = std::make_unique<Impl>();
@@ -1463,8 +1459,9 @@ void Filter::read_lane(Lanes& lanes, std::size_t lane, std::span<Outcome* const>
 const std::vector<std::string>& Filter::failregex() const { return impl_->fail_text; }
 const std::vector<std::string>& Filter::ignoreregex() const { return impl_->ignore_text; }
 void Filter::buffered(std::vector<std::string>& out) const {
-  out.clear();
-  for (const TupleLine& t : impl_->main.buffer) out.push_back(joined(t));
+  const Lines& buffer = impl_->main.buffer;
+  out.resize(buffer.size());  // the strings' memory reused from line to line
+  for (std::size_t i = 0; i < buffer.size(); ++i) out[i].assign(buffer[i][0]).append(buffer[i][2]);
 }
 std::string Filter::last_read() const { return joined(impl_->main.tuple); }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }
