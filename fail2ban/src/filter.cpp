@@ -1194,8 +1194,17 @@ Filter::DatedLine Filter::date_line(std::string_view raw) {
   dated.date = impl_->dates.find(dated.text(), dated.now);
   return dated;
 }
+Filter::DatedLine Filter::known_line(std::string_view raw, double time) {
+  DatedLine dated;
+  dated.raw = raw;
+  dated.was_replaced = !valid_utf8(raw);
+  if (dated.was_replaced) dated.replaced = utf8_replaced(raw);
+  dated.now = impl_->now();
+  dated.known = time;
+  return dated;
+}
 Filter::Outcome Filter::line(const DatedLine& dated) {
-  return impl_->process(dated.text(), std::nullopt, nullptr, &dated.date, dated.now);
+  return impl_->process(dated.text(), dated.known, nullptr, &dated.date, dated.now);
 }
 // Most lines hold none of a filter's literals (every stock filter reads every line of a
 // jail's log): process()'s answer is then known, and only its date is learnt. Not where
@@ -1203,13 +1212,14 @@ Filter::Outcome Filter::line(const DatedLine& dated) {
 bool Filter::learns_only(const DatedLine& dated) {
   const auto& date = dated.date;
   if (!impl_->literals || dated.was_replaced || impl_->maxlines != 1 || (date && date->start != 0)) return false;
-  if (date && date->end > date->start && date->time) impl_->last_date = *date->time;
+  if (dated.known) impl_->last_date = *dated.known;
+  else if (date && date->end > date->start && date->time) impl_->last_date = *date->time;
   return true;
 }
 Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
   if (found.empty() && learns_only(dated)) return {};
   const bool filtered = impl_->literals && !dated.was_replaced;
-  return impl_->process(dated.text(), std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
+  return impl_->process(dated.text(), dated.known, filtered ? &found : nullptr, &dated.date, dated.now);
 }
 struct Filter::Ahead::Impl {
   std::unique_ptr<FactorGate> gate;  // the filter's, for this thread
@@ -1422,7 +1432,7 @@ std::size_t Filter::plan(const DatedLine& dated, std::span<const std::size_t> fo
   const Impl::Reading reading{s};
   const bool filtered = f.literals && !dated.was_replaced;
   job.line = dated.text();
-  job.cut = f.cut(job.line, std::nullopt, filtered ? &found : nullptr, &dated.date, dated.now);
+  job.cut = f.cut(job.line, dated.known, filtered ? &found : nullptr, &dated.date, dated.now);
   if (!job.cut.holds_literal) return Lanes::kDone;  // one line: nothing read
   if (const auto merge = f.replayed_merge(s, job.line, job.cut)) {  // most lines: the line not read here
     FailPtr cached;

@@ -232,6 +232,7 @@ FilterDefinition read_filter(const std::string& config, const std::string& name_
     if (k == "prefregex") def.prefregex = v;
     if (k == "datepattern") def.datepattern = v;
     if (k == "usedns") def.usedns = v;
+    if (k == "journalmatch") def.journalmatch = v;
     if (k == "maxlines") {
       try {
         def.maxlines = std::stoi(v);

@@ -146,10 +146,14 @@ class Filter {
     bool was_replaced = false;  // then the raw line's offsets do not apply to text()
     std::optional<DateDetector::Found> date;
     double now = 0;  // MyTime.time() when it was read: every filter's "now" for the line
+    // The line's time given with it (the systemd journal's entries): no date is looked
+    // for in the text, which the regexes see whole, as fail2ban's systemd backend does.
+    std::optional<double> known;
     std::string_view text() const { return was_replaced ? std::string_view(replaced) : raw; }
   };
   const std::string& date_key() const;
   DatedLine date_line(std::string_view raw);
+  DatedLine known_line(std::string_view raw, double time);  // a line whose time is known
   Outcome line(const DatedLine& dated, std::span<const std::size_t> found);
   Outcome line(const DatedLine& dated);  // no scan: line(text), its date read already
   // Whether line(dated, found) with no literal found answers nothing without a search (a

@@ -15,6 +15,7 @@ namespace gpufilter::fail2ban {
 struct FilterDefinition {
   std::string file;  // the filter's main file
   std::optional<std::string> prefregex, datepattern, usedns;
+  std::optional<std::string> journalmatch;  // the systemd backend's (journalctl's matches)
   std::optional<int> maxlines;
   std::vector<std::string> failregex, ignoreregex;  // one entry per non-empty line
 };
