@@ -37,6 +37,10 @@ void StreamSession::add_capture(CaptureConfig config, Notices& notices) {
 
 void StreamSession::add_kafka(std::unique_ptr<KafkaReader> reader) { kafkas_.push_back(std::move(reader)); }
 
+void StreamSession::add_journal(JournalConfig config, Notices& notices) {
+  journals_.push_back(std::make_unique<JournalReader>(io_, channel_, std::move(config), notices));
+}
+
 void StreamSession::start(const std::function<void(const std::string&)>& on_listening) {
   if (listener_) {
     listener_->start();
@@ -46,7 +50,8 @@ void StreamSession::start(const std::function<void(const std::string&)>& on_list
   for (auto& f : followers_) f->start();
   // Standard input and capture files as the only sources: their end is the end of the run.
   const bool finite = followers_.empty() && !listener_ && kafkas_.empty() &&
-                      std::none_of(captures_.begin(), captures_.end(), [](const auto& c) { return c->live(); });
+                      std::none_of(captures_.begin(), captures_.end(), [](const auto& c) { return c->live(); }) &&
+                      std::none_of(journals_.begin(), journals_.end(), [](const auto& j) { return j->follows(); });
   if (stdin_) {
     stdin_->start();
     if (finite) stdin_->on_end([this] { end_when_all_ended(); });
@@ -58,6 +63,10 @@ void StreamSession::start(const std::function<void(const std::string&)>& on_list
     c->start();
   }
   for (auto& k : kafkas_) k->start();
+  for (auto& j : journals_) {
+    if (finite) j->on_end([this] { end_when_all_ended(); });
+    j->start();
+  }
   if (config_.stop != nullptr) {
     stop_watch_.assign(::dup(config_.stop->fd()));
     stop_watch_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& ec) {
@@ -72,6 +81,7 @@ void StreamSession::on_space() {
   if (stdin_) stdin_->on_space();
   for (auto& c : captures_) c->on_space();
   for (auto& k : kafkas_) k->on_space();
+  for (auto& j : journals_) j->on_space();
 }
 
 bool StreamSession::readers_stopped() const {
@@ -81,6 +91,8 @@ bool StreamSession::readers_stopped() const {
     if (!c->stopped()) return false;
   for (const auto& k : kafkas_)
     if (!k->stopped()) return false;
+  for (const auto& j : journals_)
+    if (!j->stopped()) return false;
   return (!listener_ || listener_->stopped()) && (!stdin_ || stdin_->stopped());
 }
 
@@ -111,6 +123,7 @@ void StreamSession::stop_readers() {
   if (stdin_) stdin_->stop();
   for (auto& c : captures_) c->stop();
   for (auto& k : kafkas_) k->stop();
+  for (auto& j : journals_) j->stop();
   finish_when_stopped();
 }
 
@@ -178,6 +191,10 @@ StreamSession::Counters StreamSession::counters() const {
   }
   if (listener_) c.listen = listener_->counters();
   if (stdin_) c.stdin_lines_too_long = stdin_->lines_too_long();
+  for (const auto& j : journals_) {
+    c.journal_entries += j->entries();
+    c.journal_entries_invalid += j->entries_invalid();
+  }
   for (const auto& capture : captures_) {
     const CaptureSource::Counters one = capture->counters();
     c.capture.packets += one.packets;

@@ -5,7 +5,7 @@
 // channel.finish(), so the consumer scans what is left and returns. The state files are
 // saved last, by the front end's call, once what they name is written.
 //
-//   add_follower / add_listener / add_stdin / add_capture / add_kafka   build the readers (each may throw)
+//   add_follower / add_listener / add_stdin / add_capture / add_kafka / add_journal   build the readers (each may throw)
 //   start()     the listener binds, the followers, standard input and the captures open
 //   run_io()    the I/O thread; the consumer then runs on the caller's thread
 //   join()      the I/O thread ends; save_state()
@@ -38,6 +38,7 @@
 #include "gpufilter/core/stop_signal.hpp"
 #include "gpufilter/sources/capture_source.hpp"
 #include "gpufilter/sources/follower.hpp"
+#include "gpufilter/sources/journal_reader.hpp"
 #include "gpufilter/sources/kafka_source.hpp"
 #include "gpufilter/sources/listener.hpp"
 #include "gpufilter/sources/stdin_reader.hpp"
@@ -78,6 +79,9 @@ class StreamSession {
   void add_capture(CaptureConfig config, Notices& notices);  // opens the capture file or interface
   // A Kafka consumer (KafkaSource, or one made by kafka_module.hpp's open_kafka_url()).
   void add_kafka(std::unique_ptr<KafkaReader> reader);
+  // The systemd journal through journalctl (JournalReader); one that does not follow is
+  // finite, as standard input is.
+  void add_journal(JournalConfig config, Notices& notices);
 
   // The listener binds (SourceError) and each bound URL goes to `on_listening`; then the
   // followers and standard input start. Before run_io().
@@ -104,6 +108,7 @@ class StreamSession {
     Follower::Counters follow;  // summed over the followers
     Listener::Counters listen;
     std::uint64_t stdin_lines_too_long = 0;
+    std::uint64_t journal_entries = 0, journal_entries_invalid = 0;  // summed over the journal readers
     CaptureSource::Counters capture;  // summed over the captures
     KafkaReader::Counters kafka;      // summed over the Kafka sources
   };
@@ -126,6 +131,7 @@ class StreamSession {
   std::unique_ptr<StdinReader> stdin_;
   std::vector<std::unique_ptr<CaptureSource>> captures_;  // declared after channel_: joined before it goes
   std::vector<std::unique_ptr<KafkaReader>> kafkas_;      // likewise
+  std::vector<std::unique_ptr<JournalReader>> journals_;
   bool stopping_ = false;
   boost::asio::steady_timer stop_check_;
   boost::asio::posix::stream_descriptor stop_watch_;
