@@ -35,7 +35,8 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # needs it (not linked, so dpkg-shlibdeps does not see it).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd, libpcap0.8 (>= 1.5.1)")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pocl-opencl-icd | opencl-icd")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "clinfo")
+# journalctl, for journal sources and fail2ban jails with backend = systemd.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "clinfo, systemd")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/cmake/deb/postinst;${PROJECT_SOURCE_DIR}/cmake/deb/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 

@@ -24,6 +24,7 @@ packages=(
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   librdkafka-dev kcat   # Kafka sources and outputs; the tests produce and read topics with kcat
   fail2ban   # its filters (read at run time) and, for the tests, fail2ban-regex and its sample logs
+  systemd python3-systemd systemd-journal-remote   # journalctl (journal sources); the tests write journal files and fail2ban-regex reads them
   grep python3 ripgrep gnuplot-nox gzip zstd xz-utils bzip2 lz4
   clang libclang-rt-14-dev llvm
   scdoc dpkg-dev man-db lintian   # the man pages, the .deb's dependencies and checks, tests/install/

@@ -406,6 +406,42 @@ void parse_kafka(const At& at, const std::string& dir, SourceConfig& s) {
   }
 }
 
+// `journal: {matches, files, directory, system, namespace, since, from_start, follow,
+// journalctl}` (or `journal: true`): journalctl's own options, checked when it runs.
+void parse_journal(const At& at, const std::string& dir, SourceConfig& s) {
+  at.require_map({"journal"});
+  s.kind = SourceConfig::Kind::kJournal;
+  JournalSourceConfig& j = s.journal;
+  const At o = at.child("journal");
+  if (!o.node.IsMap()) {
+    if (!o.boolean()) o.fail("only \"journal: true\" or a map of options means something");
+    return;
+  }
+  o.require_map({"matches", "files", "directory", "system", "namespace", "since", "from_start", "follow", "journalctl"});
+  if (o.has("matches")) {
+    // fail2ban's journalmatch syntax too: one string, words split on white space.
+    for (const std::string& words : o.child("matches").strings()) {
+      std::istringstream in(words);
+      for (std::string m; in >> m;) {
+        if (m != "+" && m.find('=') == std::string::npos)
+          o.child("matches").fail("\"" + m + "\" is not FIELD=VALUE or +");
+        j.matches.push_back(m);
+      }
+    }
+  }
+  if (o.has("files"))
+    for (const std::string& f : o.child("files").strings()) j.files.push_back(resolve(dir, f));
+  if (o.has("directory")) j.directory = resolve(dir, o.child("directory").text());
+  if (!j.files.empty() && !j.directory.empty()) o.fail("takes files or a directory, not both");
+  if (o.has("system")) j.system_only = o.child("system").boolean();
+  if (o.has("namespace")) j.ns = o.child("namespace").text();
+  if (o.has("since")) j.since = o.child("since").duration();
+  if (o.has("from_start")) j.from_start = o.child("from_start").boolean();
+  if (o.has("follow")) j.follow = o.child("follow").boolean();
+  if (o.has("journalctl")) j.journalctl = o.child("journalctl").text();
+  if (j.journalctl.empty()) o.child("journalctl").fail("is empty");
+}
+
 // `multiline: {start, continuation, max_lines, max_bytes, timeout}`: the regexes are
 // compiled now, so that --check names one that does not.
 MultilineConfig parse_multiline(const At& at) {
@@ -487,8 +523,10 @@ SourceConfig parse_source(const At& at, const std::string& dir) {
     parse_capture(at, dir, s);
   } else if (at.has("kafka")) {
     parse_kafka(at, dir, s);
+  } else if (at.has("journal")) {
+    parse_journal(at, dir, s);
   } else {
-    at.fail("a source needs one of follow, listen, stdin, pcap, interface or kafka");
+    at.fail("a source needs one of follow, listen, stdin, pcap, interface, kafka or journal");
   }
   return s;
 }

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/fail2ban/ini.hpp"
 #include "gpufilter/fail2ban/jails.hpp"
+#include "gpufilter/fail2ban/reader.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -39,11 +41,7 @@ std::vector<std::string> expand(const std::string& pattern) {
 // that no jail runs with a meaning other than the one its author gave it.
 void refuse_unsupported(const Jail& jail) {
   const std::string backend = jail.backend.substr(0, jail.backend.find('['));
-  if (backend.starts_with("systemd"))
-    throw ConfigError(named(jail) + ": backend " + jail.backend +
-                      " reads the systemd journal, which gpufilterd does not read; set backend = auto (or polling) and "
-                      "a logpath for this jail in jail.local, or leave it out of `only`");
-  if (backend != "auto" && backend != "polling" && backend != "pyinotify" && backend != "gamin")
+  if (backend != "auto" && backend != "polling" && backend != "pyinotify" && backend != "gamin" && backend != "systemd")
     throw ConfigError(named(jail) + ": backend \"" + jail.backend + "\" is not auto, polling, pyinotify, gamin or systemd");
   for (const auto& [key, value] : jail.filter_overrides) {
     if (key == "journalmatch") continue;  // the journal's only: fail2ban ignores it for files too
@@ -91,6 +89,104 @@ std::string missing_includes(const std::string& dir, const std::string& filter) 
 }
 
 Millis millis(double seconds) { return Millis(static_cast<std::int64_t>(std::llround(seconds * 1000))); }
+
+// fail2ban's backend options, `systemd[journalpath=/x, journalfiles="a b"]`: key=value
+// pairs split at commas, quotes around a value taken off.
+std::map<std::string, std::string> backend_options(const std::string& backend, const std::string& who) {
+  std::map<std::string, std::string> out;
+  const std::size_t open = backend.find('[');
+  if (open == std::string::npos) return out;
+  const std::size_t close = backend.rfind(']');
+  if (close == std::string::npos || close < open) throw ConfigError(who + ": " + backend + ": no ] closes its options");
+  const std::string inner = backend.substr(open + 1, close - open - 1);
+  const auto trim = [](std::string v) {
+    const std::size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t");
+    v = b == std::string::npos ? "" : v.substr(b, e - b + 1);
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+    return v;
+  };
+  std::size_t at = 0;
+  while (at <= inner.size()) {
+    std::size_t comma = at;
+    char quote = 0;
+    for (; comma < inner.size(); ++comma) {
+      const char c = inner[comma];
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == ',') {
+        break;
+      }
+    }
+    const std::string item = inner.substr(at, comma - at);
+    at = comma + 1;
+    if (item.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) throw ConfigError(who + ": backend option \"" + trim(item) + "\" is not key=value");
+    out[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+JournalSourceConfig systemd_backend(const std::string& backend, const std::string& who) {
+  JournalSourceConfig j;
+  const std::map<std::string, std::string> options = backend_options(backend, who);
+  for (const auto& [key, value] : options) {
+    if (key == "journalpath") {
+      j.directory = value;
+    } else if (key == "journalfiles") {
+      std::istringstream words(value);
+      for (std::string w; words >> w;)
+        for (std::string& f : expand(w))
+          if (std::find(j.files.begin(), j.files.end(), f) == j.files.end()) j.files.push_back(std::move(f));
+      if (j.files.empty()) throw ConfigError(who + ": no journal file matches journalfiles " + value);
+    } else if (key == "journalflags") {
+      // sd_journal_open's flags: 1 LOCAL_ONLY (journalctl's own default), 4 SYSTEM.
+      if (value != "0" && value != "1" && value != "4" && value != "5")
+        throw ConfigError(who + ": journalflags " + value + " is not supported (0, 1, 4 or 5: local and system)");
+      j.system_only = value == "4" || value == "5";
+    } else if (key == "namespace") {
+      j.ns = value;
+    } else {
+      throw ConfigError(who + ": backend option " + key + " is not journalpath, journalfiles, journalflags or namespace");
+    }
+  }
+  if (!j.directory.empty() && !j.files.empty()) throw ConfigError(who + ": journalpath and journalfiles both set");
+  // fail2ban's default flags: SYSTEM_ONLY, where no file or folder is named.
+  if (j.files.empty() && j.directory.empty() && !options.contains("journalflags")) j.system_only = true;
+  return j;
+}
+
+namespace {
+
+// A `backend = systemd` jail's source: the journal as fail2ban's FilterSystemd reads it
+// (journalctl with the filter's journalmatch, or the jail's), from findtime before the
+// start (fail2ban seeks there) unless the jails are read from the start.
+SourceConfig journal_source(const Jail& jail, const JailsConfig& jails) {
+  SourceConfig s;
+  s.kind = SourceConfig::Kind::kJournal;
+  s.journal = systemd_backend(jail.backend, named(jail));
+  JournalSourceConfig& j = s.journal;
+  j.name = "journal:" + jail.name;
+  std::string match;
+  if (const auto it = jail.filter_overrides.find("journalmatch"); it != jail.filter_overrides.end()) {
+    match = it->second;
+  } else {
+    try {
+      match = fail2ban::read_filter(jails.dir, jail.filter, jail.filter_options).journalmatch.value_or("");
+    } catch (const std::exception&) {  // jail_rule() reports what is wrong with the filter
+    }
+  }
+  std::istringstream words(match);
+  for (std::string w; words >> w;) j.matches.push_back(w);
+  if (jails.from_start) j.from_start = true;
+  else j.since = millis(jail.findtime);
+  return s;
+}
+
 
 // The rule of one jail: its filter (loaded now, so that --check and a reload refuse one
 // fail2ban cannot read), maxretry/findtime as the threshold, bantime as the cooldown.
@@ -150,6 +246,15 @@ void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config) {
   polling.poll_interval = Millis(1000);  // fail2ban's polling backend looks every second
   for (const Jail& jail : read) {
     refuse_unsupported(jail);
+    for (const RuleConfig& r : config.rules)
+      if (r.name == jail.name)
+        throw ConfigError(named(jail) + ": a rule named \"" + jail.name + "\" exists already (" + r.where + ")");
+    if (jail.backend.substr(0, jail.backend.find('[')) == "systemd") {  // no logpath: the journal
+      SourceConfig journal = journal_source(jail, jails);
+      config.rules.push_back(jail_rule(jail, jails.dir, {journal.journal.name}));
+      config.sources.push_back(std::move(journal));
+      continue;
+    }
     std::vector<std::string> files;
     for (const std::string& p : jail.logpaths)
       for (std::string& f : expand(p))
@@ -160,9 +265,6 @@ void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config) {
       throw ConfigError(named(jail) + ": no log file matches logpath " + (paths.empty() ? "(none set)" : paths) +
                         " (fail2ban refuses to start it: \"Have not found any log file for " + jail.name + " jail\")");
     }
-    for (const RuleConfig& r : config.rules)
-      if (r.name == jail.name)
-        throw ConfigError(named(jail) + ": a rule named \"" + jail.name + "\" exists already (" + r.where + ")");
     SourceConfig& into = jail.backend == "polling" ? polling : notify;
     for (const std::string& f : files) {
       if (std::find(followed.begin(), followed.end(), f) != followed.end()) continue;

@@ -19,9 +19,18 @@ struct JailsConfig {
 };
 
 // Adds a rule per jail and follows its files (a file already followed by a source of
-// `config`, or by another jail, is read once). Throws ConfigError naming the jail, the
-// file and the reason: a missing filter, a filter fail2ban cannot load (a missing include,
-// an invalid regex), a logpath matching no file, a systemd backend, options refused.
+// `config`, or by another jail, is read once); a `backend = systemd` jail reads the
+// journal instead (a journal source of its own, with its filter's journalmatch). Throws
+// ConfigError naming the jail, the file and the reason: a missing filter, a filter
+// fail2ban cannot load (a missing include, an invalid regex), a logpath matching no file,
+// options refused.
 void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config);
+
+// The journal a systemd backend names, as fail2ban's FilterSystemd opens it:
+// `systemd[journalpath=DIR, journalfiles="GLOB ...", journalflags=N, namespace=NAME]` (a
+// jail's backend, or fail2ban-regex's LOG `systemd-journal[...]`); without a path or
+// files, the system journal. ConfigError, starting with `who`, for an option it cannot
+// take.
+JournalSourceConfig systemd_backend(const std::string& backend, const std::string& who);
 
 }  // namespace gpufilter::daemon

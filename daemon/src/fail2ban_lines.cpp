@@ -27,7 +27,8 @@ bool RuleSet::fail2ban_reads(std::size_t i, std::string_view source) const {
 }
 
 std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view source, std::string_view line,
-                                                                std::span<const Occurrence> occurrences) const {
+                                                                std::span<const Occurrence> occurrences,
+                                                                std::optional<double> known) const {
   if (Fail2banBatch* b = handing_out_; b != nullptr && b->next < b->lines.size()) {
     if (b->lines[b->next].data() == line.data() && b->lines[b->next].size() == line.size()) {
       hand_out(*b, b->next++);
@@ -51,7 +52,8 @@ std::vector<fail2ban::Filter::Outcome>& RuleSet::fail2ban_lines(std::string_view
     const std::size_t reader = date_reader_[i];
     auto it = std::find_if(dated_.begin(), dated_.end(), [&](const auto& d) { return d.first == reader; });
     if (it == dated_.end()) {
-      dated_.emplace_back(reader, fail2ban_.at(fail2ban_rules_[reader])->date_line(line));
+      fail2ban::Filter& dater = *fail2ban_.at(fail2ban_rules_[reader]);
+      dated_.emplace_back(reader, known ? dater.known_line(line, *known) : dater.date_line(line));
       it = dated_.end() - 1;
     }
     outcomes_[i] = fail2ban_.at(fail2ban_rules_[i])->line(it->second, literals_at_[i]);
@@ -85,9 +87,11 @@ void RuleSet::hand_out(Fail2banBatch& b, std::size_t j) const {
 }
 
 std::size_t RuleSet::fail2ban_begin(Fail2banBatch& b, std::string_view source, std::span<const std::string_view> lines,
-                                    std::span<const std::span<const Occurrence>> occurrences) const {
+                                    std::span<const std::span<const Occurrence>> occurrences,
+                                    std::optional<double> known) const {
   const std::size_t rules = fail2ban_rules_.size();
   b.source = source;
+  b.known = known;
   b.lines.assign(lines.begin(), lines.end());
   b.next = 0;
   b.found.resize(rules);  // each filter's task fills its own, side by side
@@ -124,7 +128,8 @@ void RuleSet::fail2ban_date(Fail2banBatch& b, std::size_t k) const noexcept {
   try {
     fail2ban::Filter& reader = *fail2ban_.at(fail2ban_rules_[b.readers[k]]);
     b.dated[k].clear();
-    for (const std::string_view line : b.lines) b.dated[k].push_back(reader.date_line(line));
+    for (const std::string_view line : b.lines)
+      b.dated[k].push_back(b.known ? reader.known_line(line, *b.known) : reader.date_line(line));
   } catch (...) {
     b.failed[k] = std::current_exception();
   }

@@ -6,7 +6,8 @@
 
 namespace gpufilter::daemon {
 
-void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver) {
+void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver,
+                           std::optional<double> known) {
   if (timed_ != &rules) {  // another set of filters: their times start afresh
     timed_ = &rules;
     seconds_[kFilter].assign(rules.fail2ban_filters(), 0.0);
@@ -27,7 +28,7 @@ void Fail2banPipeline::run(const RuleSet& rules, std::string_view source, const 
       spans_[now].clear();
       gather(now, texts_[now], spans_[now]);
       more = live[now] = !texts_[now].empty();
-      if (more) add(kDate, rules.fail2ban_begin(batches_[now], source, texts_[now], spans_[now]));
+      if (more) add(kDate, rules.fail2ban_begin(batches_[now], source, texts_[now], spans_[now], known));
     }
     const bool search = t >= 1 && live[ahead];
     const bool filter = t >= 2 && live[filtering];

@@ -14,6 +14,7 @@
 #include "gpufilter/grep/line_occurrences.hpp"
 #include <nlohmann/json.hpp>
 
+#include "gpufilter/core/record_fields.hpp"
 #include "gpufilter/fail2ban/jails.hpp"
 #include "gpufilter/grep/word.hpp"
 #include "gpufilter/regex/factors.hpp"
@@ -339,7 +340,7 @@ void RuleEngine::fail2ban_rules(std::string_view source, std::string_view text,
                                 std::span<const Occurrence> occurrences, Clock::time_point now,
                                 const RecordFields* fields) {
   std::vector<fail2ban::Filter::Outcome>& outcomes =
-      rules_->fail2ban_lines(source, RuleSet::fail2ban_text(text), occurrences);
+      rules_->fail2ban_lines(source, RuleSet::fail2ban_text(text), occurrences, journal_time(fields));
   for (const std::size_t i : rules_->fail2ban_found()) {  // the others found nothing
     const std::uint32_t r = rules_->fail2ban_rules()[i];
     bool failed = false;
@@ -745,7 +746,7 @@ std::uint64_t RuleConsumer::lines_in_batches(const Input& input, const BatchEntr
       deliver(input, match);
     }
   };
-  pipeline_->run(engine_.rules(), input.name, gather, deliver_slot);
+  pipeline_->run(engine_.rules(), input.name, gather, deliver_slot, journal_time(entry.fields.get()));
   return lines;
 }
 

@@ -4,7 +4,9 @@
 //   FILTER   a filter name (sshd), with options (sshd[mode=aggressive]), or a .conf path;
 //            or, as fail2ban-regex takes it, a failregex ('Failed .* from <HOST>')
 //   LOG      a file, or - for standard input; or, as fail2ban-regex takes it, the log
-//            lines themselves (a LOG that is no file and holds a space or a tab)
+//            lines themselves (a LOG that is no file and holds a space or a tab), or the
+//            systemd journal: systemd-journal[journalfiles=..., journalpath=...], read
+//            through journalctl with the filter's journalmatch, each entry's time its date
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
@@ -18,9 +20,11 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <exception>
 #include <filesystem>
@@ -40,6 +44,9 @@
 #include "gpufilter/fail2ban/filter.hpp"
 #include "gpufilter/fail2ban/jails.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
+#include "gpufilter/fail2ban/reader.hpp"
+#include "gpufilter/sources/journal_reader.hpp"
+#include "fail2ban_jails.hpp"
 
 namespace gpufilter::daemon {
 namespace {
@@ -288,6 +295,7 @@ void count_taken(const Args& a, const fail2ban::Filter& filter, Totals& t) {
 // number, its date (DatedLine views the line), and the filter's searches made ahead.
 struct Batch {
   std::vector<std::string> lines;
+  std::vector<double> times;  // the lines' times, when given with them (the journal's)
   std::vector<std::size_t> numbers;
   std::vector<fail2ban::Filter::DatedLine> dated;
   std::vector<fail2ban::Filter::Ahead> ahead;  // per piece
@@ -302,6 +310,7 @@ constexpr std::size_t kBatch = 1024;
 bool gather(std::istream& in, std::size_t& number, Batch& b, bool& unterminated) {
   b.lines.clear();
   b.numbers.clear();
+  b.times.clear();
   std::string line;
   while (b.lines.size() < kBatch && std::getline(in, line)) {
     // fail2ban's FileContainer takes a line as complete when it ends in '\n' or '\r'.
@@ -324,7 +333,8 @@ void date_batch(fail2ban::Filter& filter, Batch& b) noexcept {
   b.failed = nullptr;
   b.dated.clear();
   try {
-    for (const std::string& line : b.lines) b.dated.push_back(filter.date_line(line));
+    for (std::size_t j = 0; j < b.lines.size(); ++j)
+      b.dated.push_back(b.times.empty() ? filter.date_line(b.lines[j]) : filter.known_line(b.lines[j], b.times[j]));
   } catch (...) {
     b.failed = std::current_exception();
   }
@@ -342,6 +352,22 @@ void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexc
   }
 }
 
+// A journal entry's time as fail2ban-regex shows it: Python's isoformat() of the local
+// time with its offset ("2025-12-03T23:13:25+01:00", microseconds when there are some).
+std::string iso_local(double t) {
+  const auto whole = static_cast<std::time_t>(std::floor(t));
+  const long micros = std::lround((t - static_cast<double>(whole)) * 1e6);
+  std::tm tm{};
+  ::localtime_r(&whole, &tm);
+  char buf[64];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (micros > 0 && micros < 1000000) n += static_cast<std::size_t>(std::snprintf(buf + n, sizeof buf - n, ".%06ld", micros));
+  const long off = tm.tm_gmtoff;
+  const long a = off < 0 ? -off : off;
+  std::snprintf(buf + n, sizeof buf - n, "%c%02ld:%02ld", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
+  return buf;
+}
+
 // The batch's dated lines read by the filter in order, counted or printed; then what
 // stopped their dating, if anything did (the lines before it read first, as line by line).
 void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
@@ -353,7 +379,9 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
       for (const auto& f : o.failures) if (!f.nofail) print_failure(a, f, b.numbers[j], b.lines[j]);
       continue;
     }
-    const std::string_view line = b.dated[j].text();  // as fail2ban lists it: not UTF-8 replaced by U+FFFD
+    std::string_view line = b.dated[j].text();  // as fail2ban lists it: not UTF-8 replaced by U+FFFD
+    std::string shown;  // a journal entry is listed after its time, as fail2ban-regex lists it
+    if (!b.times.empty()) line = shown = iso_local(b.times[j]) + " " + std::string(line);
     std::string key;
     if (multi) {
       key = filter.last_read();
@@ -368,12 +396,42 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
   if (b.failed) std::rethrow_exception(b.failed);
 }
 
+// The journal's entries, each the line fail2ban's systemd backend makes of it, with its
+// time (fail2ban-regex reads no date from them); every entry is a line, none skipped.
+struct Journal {
+  JournalConfig config;
+  JournalProcess process;
+  FILE* out = nullptr;
+  std::string failure;  // what journalctl's end said went wrong
+};
+bool gather_journal(Journal& j, std::size_t& number, Batch& b) {
+  b.lines.clear();
+  b.numbers.clear();
+  b.times.clear();
+  char* buf = nullptr;
+  std::size_t cap = 0;
+  while (b.lines.size() < kBatch) {
+    const ssize_t n = ::getline(&buf, &cap, j.out);
+    if (n <= 0) break;
+    try {
+      JournalLine line = journal_line(std::string_view(buf, static_cast<std::size_t>(n)));
+      b.lines.push_back(std::move(line.text));
+      b.times.push_back(line.time);
+      b.numbers.push_back(++number);
+    } catch (const std::invalid_argument&) {  // not an entry: journalctl prints none such
+    }
+  }
+  std::free(buf);
+  return !b.lines.empty();
+}
+
+
 // The log through the filter a batch at a time, three batches in flight, each step's tasks
 // side by side on a pool (WorkerPool::run()): batch t dated (the filter's date detector,
 // which nothing else touches), batch t - 1 searched ahead in pieces (Filter::search_ahead(),
 // const), and batch t - 2 read by the filter in order, counted or printed, on this thread.
 // The same answers as line by line (tests/fail2ban/ahead_test.cpp), on every core.
-int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
+int scan(const Args& a, fail2ban::Filter& filter, std::istream& in, Journal* journal = nullptr) {
   const auto started = std::chrono::steady_clock::now();
   Totals t;
   t.hits.assign(filter.failregex().size(), 0);
@@ -385,7 +443,8 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   bool more = true, unterminated = false;
   for (std::size_t step = 0;; ++step) {
     Batch &now = batches[step % 3], &ahead = batches[(step + 2) % 3], &read = batches[(step + 1) % 3];
-    if (more) more = live[step % 3] = gather(in, number, now, unterminated);
+    if (more)
+      more = live[step % 3] = journal != nullptr ? gather_journal(*journal, number, now) : gather(in, number, now, unterminated);
     const bool search = step >= 1 && live[(step + 2) % 3], reading = step >= 2 && live[(step + 1) % 3];
     if (!more && !search && !reading) break;
     if (search) {
@@ -425,6 +484,43 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in) {
   return std::cout ? 0 : 2;
 }
 
+// fail2ban-regex's `systemd-journal[...]` LOG: the journal from its start, through the
+// filter's journalmatch.
+int scan_journal(const Args& a, fail2ban::Filter& filter, const fail2ban::FilterDefinition& definition) {
+  const JournalSourceConfig source = systemd_backend(a.log, a.log);
+  Journal j;
+  j.config.directory = source.directory;
+  j.config.files = source.files;
+  j.config.system_only = source.system_only;
+  j.config.ns = source.ns;
+  std::istringstream words(definition.journalmatch.value_or(""));
+  for (std::string w; words >> w;) j.config.matches.push_back(w);
+  j.config.follow = false;
+  j.config.from_start = true;
+  j.config.name = a.log;
+  j.process = spawn_journalctl(j.config);
+  j.out = ::fdopen(j.process.out, "r");
+  if (j.out == nullptr) {
+    ::close(j.process.out);
+    (void)end_journalctl(j.process, j.config, true);
+    throw SourceError(a.log, errno);
+  }
+  std::istringstream none;
+  int rc = 2;
+  try {
+    rc = scan(a, filter, none, &j);
+  } catch (...) {
+    std::fclose(j.out);
+    (void)end_journalctl(j.process, j.config, true);
+    throw;
+  }
+  std::fclose(j.out);
+  const std::string failure = end_journalctl(j.process, j.config, false);
+  if (failure.empty()) return rc;
+  std::fprintf(stderr, "gpufilterd: %s\n", failure.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int test_filter(int argc, char** argv, int first) {
@@ -449,6 +545,7 @@ int test_filter(int argc, char** argv, int first) {
     if (a->maxlines) definition.maxlines = a->maxlines;
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
+    if (a->log == "systemd-journal" || a->log.starts_with("systemd-journal[")) return scan_journal(*a, filter, definition);
     std::error_code ec;
     if (!std::filesystem::exists(a->log, ec) && a->log.find_first_of(" \t") != std::string::npos) {
       std::istringstream lines(a->log + "\n");  // fail2ban-regex splits it at '\n'

@@ -189,7 +189,7 @@ TEST_F(Config, MistakesNameFileLineAndKey) {
       {head + "  - name: a\n    patterns: [x]\noutputs:\n  - type: webhook\n", "a webhook output needs a url"},
       {head + "  - name: a\n    patterns: [x]\nengine: quantum\n", "engine: \"quantum\" is not auto, gpu or cpu"},
       {"sources:\n  - tail: x\nrules: [{name: a, patterns: [x]}]\n",
-       "2: sources[0]: a source needs one of follow, listen, stdin, pcap, interface or kafka"},
+       "2: sources[0]: a source needs one of follow, listen, stdin, pcap, interface, kafka or journal"},
       {"rules: [{name: a, patterns: [x]}]\n", "sources: missing"},
       {"sources: [{stdin: true}]\n", "rules: missing"},
       {"sources: [{stdin: true}]\nrules: [{name: a, patterns: [x]}\n", "c.yaml:"},  // YAML syntax

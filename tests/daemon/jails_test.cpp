@@ -4,7 +4,7 @@
 // over a replayed log with its own timestamps: bans (alerts) exactly where fail2ban's
 // FailManager and BanManager ban (checked against fail2ban's own classes when its Python
 // package is installed), ignoreip hosts never alerted, labels. Hostile jails (a filter with
-// a missing include, an invalid failregex, a systemd backend) are refused by --check with
+// a missing include, an invalid failregex, a journal that is not there) are refused by --check with
 // exit status 2, naming the jail and the file, and a reload to them keeps the old rules.
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -364,7 +364,8 @@ TEST(Jails, HostileJailsAreRefusedByCheck) {
       {"filter = missing-include", "no-such-common.conf, which does not exist"},
       {"filter = bad-regex", "bad-regex.conf"},
       {"filter = no-such-filter", "no-such-filter"},
-      {"filter = sshd\nbackend = systemd", "systemd"},
+      {"filter = sshd\nbackend = systemd[journalfiles=" + f.dir + "/logs/none-*.journal]", "no journal file matches"},
+      {"filter = sshd\nbackend = systemd[journalflags=2]", "journalflags 2"},
       {"filter = sshd\nlogpath = " + f.dir + "/logs/none-*.log", "none-*.log"},
       {"filter = sshd\nfindtime = ten minutes", "findtime"},
   };

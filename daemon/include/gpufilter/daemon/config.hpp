@@ -37,8 +37,24 @@ struct KafkaClientConfig {
   bool operator==(const KafkaClientConfig&) const = default;
 };
 
+// `journal:` the systemd journal through journalctl (JournalReader), as fail2ban's systemd
+// backend reads it.
+struct JournalSourceConfig {
+  std::string journalctl = "journalctl";
+  std::string directory;
+  std::vector<std::string> files;
+  std::vector<std::string> matches;  // journalctl's: FIELD=VALUE, "+" between alternatives
+  bool system_only = false;
+  std::string ns;
+  std::optional<Millis> since;  // entries from this long before the start on
+  bool from_start = false;
+  bool follow = true;
+  std::string name = "journal";  // the stream's (a jail's: "journal:JAIL", its rule's only source)
+  bool operator==(const JournalSourceConfig&) const = default;
+};
+
 struct SourceConfig {
-  enum class Kind { kFollow, kListen, kStdin, kPcap, kInterface, kKafka };
+  enum class Kind { kFollow, kListen, kStdin, kPcap, kInterface, kKafka, kJournal };
   Kind kind = Kind::kFollow;
   std::vector<std::string> paths;  // follow: the files
   std::string url;                 // listen: tcp://, udp://, unix:
@@ -49,6 +65,7 @@ struct SourceConfig {
   std::string bpf;                 // pcap, interface: a BPF filter ("" none)
   bool stream = false;             // pcap, interface: per TCP flow direction, not per packet
   KafkaClientConfig kafka;         // kafka
+  JournalSourceConfig journal;     // journal
   // follow, stdin, kafka: lines joined into records (multiline.hpp); none when unset.
   std::optional<MultilineConfig> multiline;
   // follow, stdin, kafka: `format: json`: each record is parsed as a JSON object (at most

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -48,7 +49,9 @@ class Fail2banPipeline {
   // Every batch gather() gives, through `rules`' filters (the RuleEngine's current set: a
   // reload replaces it between runs), delivered in order before it returns. What a task
   // throws is thrown here (the older batch's first); the batches still in flight are dropped.
-  void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver);
+  // `known`: the time of every line gather() gives (one journal entry's), if given.
+  void run(const RuleSet& rules, std::string_view source, const Gather& gather, const Deliver& deliver,
+           std::optional<double> known = std::nullopt);
 
  private:
   enum Kind : std::size_t { kDate, kAhead, kFilter, kLane };  // a task's, and its batch's in a step

@@ -96,8 +96,10 @@ class RuleSet {
   // date settings share one date detection per line (Filter::date_line()). The outcomes
   // are scratch, valid until the next call: the caller may take them apart. Each failure's
   // fields hold the rules' captures already (fail2ban_captures()).
+  // `known`: the line's time, given with it (a journal entry's).
   std::vector<fail2ban::Filter::Outcome>& fail2ban_lines(std::string_view source, std::string_view line,
-                                                         std::span<const Occurrence> occurrences) const;
+                                                         std::span<const Occurrence> occurrences,
+                                                         std::optional<double> known = std::nullopt) const;
   // The indexes of the outcomes the last fail2ban_lines() found anything in, ascending;
   // every other outcome is empty. With every stock filter a line holds one or two: the
   // delivery reads those, not all of them (93 a line were most of its time).
@@ -125,6 +127,7 @@ class RuleSet {
   // own, a lane only its connections' failures. The same outcomes as line by line.
   struct Fail2banBatch {
     std::string_view source;
+    std::optional<double> known;  // the lines' time, when given with them
     std::vector<std::string_view> lines;  // fail2ban_text() of each
     // Per fail2ban rule, the lines in which its filter found something (in line order) and
     // what: each filter's task writes its own, one after the other. A table of every line
@@ -161,8 +164,10 @@ class RuleSet {
   // Readies `batch` for `lines` (each valid until it is handed out) and the occurrences the
   // scan found in each: per filter its literals' offsets; the readers this source needs.
   // Returns how many date tasks there are.
+  // `known`: the lines' time, given with them (a journal entry's): no date is looked for.
   std::size_t fail2ban_begin(Fail2banBatch& batch, std::string_view source, std::span<const std::string_view> lines,
-                             std::span<const std::span<const Occurrence>> occurrences) const;
+                             std::span<const std::span<const Occurrence>> occurrences,
+                             std::optional<double> known = std::nullopt) const;
   void fail2ban_date(Fail2banBatch& batch, std::size_t reader) const noexcept;
   // After the dates: each filter's searches made ahead of it, side by side, where its
   // lines would keep its task longer than a `width`-th of the batch's: the batch's lines
