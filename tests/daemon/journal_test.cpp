@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -332,6 +333,39 @@ TEST(Journal, AJournalSourceEndsWithItsEntriesWhenNotFollowing) {
   std::set<std::string> want_hosts;
   for (const auto& [h, n] : want) want_hosts.insert(h);
   EXPECT_EQ(hosts, want_hosts);
+}
+
+// Following a journal folder: entries written after the start (a new journal file, as
+// journald's rotation makes one) reach the rules while the daemon runs, within seconds.
+TEST(Journal, AFollowedJournalDeliversNewEntries) {
+  if (!journal_tools()) GTEST_SKIP() << "systemd-journal-remote or journalctl is not installed";
+  Folder f;
+  fs::create_directories(f.dir + "/journal");
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  (void)make_journal(f, "journal/a", {sshd("Failed password for root from 192.0.2.9 port 22 ssh2", now_us - 5'000'000, 50)});
+  write_text(f.dir + "/g.yaml", "sources: [{journal: {directory: " + f.dir + "/journal, since: 1m}}]\nengine: cpu\n"
+                                "server: 127.0.0.1:0\nrules:\n"
+                                "  - {name: ssh, fail2ban_filter: sshd, threshold: {count: 2, window: 10m, group_by: {capture: host}}, cooldown: 1d}\n"
+                                "outputs: [{type: jsonl, path: " + f.dir + "/alerts.jsonl}]\n");
+  const auto child = test::spawn_process({test::gpufilterd_binary(), "--config", f.dir + "/g.yaml"});
+  ::close(child.in);
+  std::this_thread::sleep_for(1s);
+  (void)make_journal(f, "journal/b", {sshd("Failed password for root from 192.0.2.9 port 22 ssh2", now_us - 1'000'000, 51)});
+  std::string alerts;
+  for (const auto deadline = std::chrono::steady_clock::now() + 15s;
+       std::chrono::steady_clock::now() < deadline && alerts.empty(); std::this_thread::sleep_for(50ms)) {
+    std::ifstream in(f.dir + "/alerts.jsonl");
+    alerts.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ::kill(child.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.out);
+  ::close(child.err);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_NE(alerts.find("\"group\":\"192.0.2.9\""), std::string::npos) << alerts;
+  EXPECT_NE(alerts.find("sshd[51]"), std::string::npos) << alerts;  // the entry written while it ran
 }
 
 // What cannot be read is refused with exit status 2 and says why.
