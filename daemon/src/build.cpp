@@ -171,6 +171,9 @@ void describe_metrics(Metrics& m) {
              "Gaps (bytes never captured) skipped in TCP flows of the captures with stream: true.");
   m.describe("gpufilterd_source_json_invalid_total", T::kCounter,
              "Records of format: json sources that were not a JSON object (or too long): matched as text.");
+  m.describe("gpufilterd_journal_entries_total", T::kCounter, "Entries read from the journal sources (journalctl).");
+  m.describe("gpufilterd_journal_entries_invalid_total", T::kCounter,
+             "Journal entries not read: not a JSON object, or their line longer than max_line_bytes.");
   m.describe("gpufilterd_kafka_records_total", T::kCounter, "Records read from the kafka sources.");
   m.describe("gpufilterd_kafka_bytes_total", T::kCounter, "Bytes of the records' values read from the kafka sources.");
   m.describe("gpufilterd_kafka_rebalances_total", T::kCounter, "Partition assignments and revocations.");

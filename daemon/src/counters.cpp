@@ -37,6 +37,10 @@ void CounterCopier::copy() {
     metrics_.set("gpufilterd_source_tcp_gaps_total", {}, static_cast<double>(c.capture.gaps));
   }
   if (session_.consuming()) copy_kafka(c.kafka);
+  if (session_.journaling()) {
+    metrics_.set("gpufilterd_journal_entries_total", {}, static_cast<double>(c.journal_entries));
+    metrics_.set("gpufilterd_journal_entries_invalid_total", {}, static_cast<double>(c.journal_entries_invalid));
+  }
   const std::uint64_t too_long = c.follow.lines_too_long + c.listen.lines_too_long + c.stdin_lines_too_long +
                                  c.capture.lines_too_long + c.kafka.lines_too_long;
   metrics_.set("gpufilterd_source_lines_too_long_total", {}, static_cast<double>(too_long));

@@ -190,7 +190,8 @@ JournalProcess spawn_journalctl(const JournalConfig& config) {
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err[1], 2);
   // The daemon's threads block its stop signals and it ignores SIGPIPE: journalctl gets
-  // neither, so that a SIGTERM ends it.
+  // neither, so that a SIGTERM ends it. In a process group of its own: a terminal's ^C
+  // stops gpufilterd, which then ends journalctl after taking what it printed.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, all;
@@ -198,7 +199,8 @@ JournalProcess spawn_journalctl(const JournalConfig& config) {
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   JournalProcess p;
   const int rc = ::posix_spawnp(&p.pid, argv[0], &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);

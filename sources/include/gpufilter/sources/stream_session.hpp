@@ -104,6 +104,7 @@ class StreamSession {
   bool listening() const noexcept { return listener_ != nullptr; }
   bool capturing() const noexcept { return !captures_.empty(); }
   bool consuming() const noexcept { return !kafkas_.empty(); }
+  bool journaling() const noexcept { return !journals_.empty(); }
   struct Counters {
     Follower::Counters follow;  // summed over the followers
     Listener::Counters listen;
