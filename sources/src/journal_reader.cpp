@@ -289,7 +289,6 @@ bool JournalReader::hand_on() {
       pending_fields_.reset();
     }
     const LineFramer::Ready r = framer_.ready();
-    invalid_ += r.skipped;
     if (r.lines.empty()) return true;
     const std::size_t end = r.lines.find('\n');
     const std::string_view one = r.lines.substr(0, end);

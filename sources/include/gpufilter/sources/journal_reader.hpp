@@ -93,7 +93,8 @@ class JournalReader {
   void on_space();
   bool follows() const noexcept { return config_.follow; }
   std::uint64_t entries() const noexcept { return entries_; }
-  std::uint64_t entries_invalid() const noexcept { return invalid_; }
+  // Not JSON, or longer than max_line_bytes (as journalctl printed it, or as a line).
+  std::uint64_t entries_invalid() const noexcept { return invalid_ + framer_.lines_too_long(); }
 
  private:
   void read();
