@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -129,7 +130,55 @@ std::map<std::string, std::string> backend_options(const std::string& backend, c
   return out;
 }
 
+// shlex.split(line) in its POSIX mode: words at white space, quotes taken off, a
+// backslash escaping the next character outside single quotes.
+std::vector<std::string> shlex_split(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0;
+      else word += c;
+    } else if (quote == '"') {
+      if (c == '"') quote = 0;
+      else if (c == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) word += line[++i];
+      else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+      in_word = true;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 }  // namespace
+
+std::vector<std::string> journal_matches(const std::string& value, bool last_line_only) {
+  std::vector<std::string> out;
+  std::istringstream lines(value);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> words = shlex_split(line);
+    if (words.empty()) continue;
+    if (last_line_only) out.clear();
+    else if (!out.empty()) out.emplace_back("+");
+    out.insert(out.end(), words.begin(), words.end());
+  }
+  return out;
+}
 
 JournalSourceConfig systemd_backend(const std::string& backend, const std::string& who) {
   JournalSourceConfig j;
@@ -180,8 +229,7 @@ SourceConfig journal_source(const Jail& jail, const JailsConfig& jails) {
     } catch (const std::exception&) {  // jail_rule() reports what is wrong with the filter
     }
   }
-  std::istringstream words(match);
-  for (std::string w; words >> w;) j.matches.push_back(w);
+  j.matches = journal_matches(match);
   if (jails.from_start) j.from_start = true;
   else j.since = millis(jail.findtime);
   return s;

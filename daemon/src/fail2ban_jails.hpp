@@ -33,4 +33,10 @@ void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config);
 // take.
 JournalSourceConfig systemd_backend(const std::string& backend, const std::string& who);
 
+// A journalmatch value as journalctl's matches: each line split as Python's shlex.split
+// splits it (quotes, backslashes), the lines' groups joined by "+" (fail2ban adds each
+// line as a match of its own, ORed with the others). `last_line_only`: fail2ban-regex's
+// reading, where each line replaces the one before.
+std::vector<std::string> journal_matches(const std::string& value, bool last_line_only = false);
+
 }  // namespace gpufilter::daemon

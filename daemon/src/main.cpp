@@ -66,9 +66,9 @@ int usage(int status) {
       "  --config FILE   the YAML configuration\n"
       "  --check         validate FILE and exit (0: valid, 2: not)\n"
       "  --test-filter   a fail2ban filter (sshd, sshd[mode=aggressive], a path) or a failregex\n"
-      "                  over LOG (- for standard input) as fail2ban-regex shows it; --out prints\n"
-      "                  each failure; -d PATTERN, -L N, --print-all-missed and the like as\n"
-      "                  fail2ban-regex's\n"
+      "                  over LOG (- for standard input, or systemd-journal[journalfiles=...])\n"
+      "                  as fail2ban-regex shows it; --out prints each failure; -d PATTERN,\n"
+      "                  -L N, -m MATCH, --print-all-missed and the like as fail2ban-regex's\n"
       "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0\n"
       "(3 when alerts were still queued at the end of drain_timeout; 2 on trouble).\n",
       status == 0 ? stdout : stderr);

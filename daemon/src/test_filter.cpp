@@ -10,6 +10,7 @@
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
+//   -m/--journalmatch MATCH   as fail2ban-regex's, over the filter's (a systemd-journal LOG)
 //   --out ip|id|user|msg|json   one line per failure instead of the summary: its address
 //            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
 //            object with all of them, the line number, the time and the failregex's index
@@ -60,6 +61,7 @@ struct Args {
   std::string out;  // "": the summary
   // fail2ban-regex's -d/--datepattern and -L/--maxlines: they win over the filter's.
   std::optional<std::string> datepattern;
+  std::optional<std::string> journalmatch;  // fail2ban-regex's -m/--journalmatch
   std::optional<int> maxlines;
   // fail2ban-regex's --print-all-matched, --print-all-missed, --print-all-ignored,
   // --print-no-missed and --print-no-ignored.
@@ -68,7 +70,7 @@ struct Args {
 
 int refuse(const std::string& why) {
   std::fprintf(stderr,
-               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-d PATTERN] [-L N] "
+               "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-d PATTERN] [-L N] [-m MATCH] "
                "[--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
                why.c_str());
   return 2;
@@ -107,7 +109,8 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   std::vector<std::string> positional;
   for (int i = first; i < argc; ++i) {
     const std::string s = argv[i];
-    if (s == "--fail2ban-dir" || s == "--out" || s == "-d" || s == "--datepattern" || s == "-L" || s == "--maxlines") {
+    if (s == "--fail2ban-dir" || s == "--out" || s == "-d" || s == "--datepattern" || s == "-L" || s == "--maxlines" ||
+        s == "-m" || s == "--journalmatch") {
       if (i + 1 >= argc) {
         why = "option '" + s + "' requires an argument";
         return std::nullopt;
@@ -116,6 +119,7 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
       if (s == "--out") a.out = value;
       else if (s == "--fail2ban-dir") a.options.config_dir = value;
       else if (s == "-d" || s == "--datepattern") a.datepattern = value;
+      else if (s == "-m" || s == "--journalmatch") a.journalmatch = value;
       else if (value.empty() || value.size() > 6 || value.find_first_not_of("0123456789") != std::string::npos ||
                (a.maxlines = std::stoi(value)) <= 0) {
         why = "option '" + s + "': '" + value + "' is not a number of lines above 0";
@@ -493,8 +497,7 @@ int scan_journal(const Args& a, fail2ban::Filter& filter, const fail2ban::Filter
   j.config.files = source.files;
   j.config.system_only = source.system_only;
   j.config.ns = source.ns;
-  std::istringstream words(definition.journalmatch.value_or(""));
-  for (std::string w; words >> w;) j.config.matches.push_back(w);
+  j.config.matches = a.journalmatch ? journal_matches(*a.journalmatch) : journal_matches(definition.journalmatch.value_or(""), true);
   j.config.follow = false;
   j.config.from_start = true;
   j.config.name = a.log;

@@ -235,6 +235,16 @@ TEST(Journal, TestFilterReadsTheJournalAsFail2banRegex) {
     EXPECT_FALSE(from_lines(summary.out).empty());
     EXPECT_EQ(from_lines(summary.out), from_lines(their_summary.out)) << filter;
   }
+  // -m/--journalmatch over the filter's: the forged entries' PID alone.
+  const auto other = test::run_process({test::gpufilterd_binary(), "--test-filter", "sshd", log, "-m", "_PID=77",
+                                        "--out", "ip"});
+  ASSERT_EQ(other.status, 0) << other.err;
+  EXPECT_FALSE(other.out.empty());
+  for (const std::string& ip : sorted_lines(other.out)) EXPECT_EQ(ip, "198.51.100.7");
+  if (fs::exists(kRegexTool) && test::run_process({"/usr/bin/python3", "-c", "import systemd.journal"}).status == 0) {
+    const auto theirs = test::run_process({kRegexTool, "-o", "ip", "-m", "_PID=77", log, "sshd"});
+    EXPECT_EQ(sorted_lines(other.out), sorted_lines(theirs.out));
+  }
 }
 
 // The number of failures of each address (--test-filter --out ip).
@@ -259,7 +269,9 @@ TEST(Journal, ASystemdJailAlertsOnTheJournalsClock) {
   for (int i = 0; i < 3; ++i) entries.push_back(sshd("Failed password for root from 192.0.2.1 port 22 ssh2", t0 + i * 3'600'000'000LL, 10 + i));
   for (int i = 0; i < 3; ++i) entries.push_back(sshd("Failed password for root from 192.0.2.2 port 22 ssh2", t0 + 4 * 3'600'000'000LL + i * 1'000'000, 20 + i));
   const std::string file = make_journal(f, "auth", entries);
-  write_text(f.dir + "/jail.local", "[sshd]\nenabled = true\nbackend = systemd[journalfiles=" + file + "]\nmaxretry = 3\n");
+  write_text(f.dir + "/jail.local", "[sshd]\nenabled = true\nbackend = systemd[journalfiles=" + file + "]\nmaxretry = 3\n"
+                                    // fail2ban adds each line as a match of its own, ORed
+                                    "journalmatch = _SYSTEMD_UNIT=sshd.service\n  _COMM=\"no such\"\n");
   for (const bool from_start : {true, false}) {
     std::error_code ec;
     fs::remove(f.dir + "/alerts.jsonl", ec);
