@@ -157,11 +157,9 @@ std::vector<std::string> journalctl_argv(const JournalConfig& c) {
 }
 
 JournalReader::JournalReader(asio::io_context& io, RecordChannel& channel, JournalConfig config, Notices& notices)
-    : channel_(channel),
+    : StdinReader(io, channel, config.max_line_bytes * 4 + (64u << 10), -1, config.name, config.origin),
       config_(std::move(config)),
-      notices_(notices),
-      out_(io),
-      framer_(config_.max_line_bytes * 4 + (64u << 10)) {}
+      notices_(notices) {}
 
 JournalReader::~JournalReader() {
   if (process_.pid > 0) {
@@ -250,33 +248,10 @@ std::string end_journalctl(JournalProcess& p, const JournalConfig& config, bool 
 
 void JournalReader::start() {
   process_ = spawn_journalctl(config_);
-  out_.assign(process_.out);
-  process_.out = -1;  // out_ owns it
-  id_ = channel_.new_stream_id();
-  channel_.open(id_, config_.name, kNoStream, config_.origin);
-  open_ = true;
-  read();
-}
-
-void JournalReader::read() {
-  const auto room = framer_.prepare(kReadBytes);
-  out_.async_read_some(asio::buffer(room.data(), room.size()), [this](const boost::system::error_code& ec, std::size_t n) {
-    if (!open_) return;
-    framer_.commit(n);
-    if (ec) {
-      framer_.end_of_stream();
-      at_end_ = true;
-    }
-    if (!hand_on()) {
-      parked_ = true;
-      return;
-    }
-    if (!ec) {
-      read();
-      return;
-    }
-    ended();
-  });
+  fd_ = process_.out;
+  StdinReader::start();  // reads a duplicate
+  ::close(process_.out);
+  process_.out = fd_ = -1;
 }
 
 bool JournalReader::hand_on() {
@@ -314,38 +289,9 @@ bool JournalReader::hand_on() {
   }
 }
 
-void JournalReader::close() {
-  if (!open_) return;
-  open_ = false;
-  channel_.close(id_);
-  boost::system::error_code ignored;
-  out_.close(ignored);
-  reap();
-}
-
-void JournalReader::reap() {
+void JournalReader::closed() {
   const std::string failure = end_journalctl(process_, config_, stopping_ && !at_end_);
   if (!failure.empty()) notices_.notice(failure);
-}
-
-void JournalReader::ended() {
-  close();
-  if (on_end_) on_end_();
-}
-
-void JournalReader::stop() {
-  stopping_ = true;
-  if (open_ && !parked_) close();
-}
-
-void JournalReader::on_space() {
-  if (!parked_ || !hand_on()) return;
-  parked_ = false;
-  if (stopping_ || at_end_) {
-    ended();
-  } else {
-    read();
-  }
 }
 
 }  // namespace gpufilter

@@ -16,7 +16,7 @@ constexpr std::size_t kReadBytes = 64u << 10;  // room for one read
 
 StdinReader::StdinReader(asio::io_context& io, RecordChannel& channel, std::size_t max_line_bytes, int fd,
                          std::string name, std::uint32_t origin)
-    : channel_(channel), stream_(io), framer_(max_line_bytes), fd_(fd), name_(std::move(name)), origin_(origin) {}
+    : channel_(channel), framer_(max_line_bytes), fd_(fd), stream_(io), name_(std::move(name)), origin_(origin) {}
 
 void StdinReader::start() {
   id_ = channel_.new_stream_id();
@@ -32,7 +32,10 @@ void StdinReader::read() {
                           [this](const boost::system::error_code& ec, std::size_t n) {
                             if (!open_) return;
                             framer_.commit(n);
-                            if (ec) framer_.end_of_stream();
+                            if (ec) {
+                              framer_.end_of_stream();
+                              at_end_ = true;
+                            }
                             if (!hand_on()) {
                               parked_ = true;
                               return;
@@ -61,6 +64,7 @@ void StdinReader::close() {
   channel_.close(id_);
   boost::system::error_code ignored;
   stream_.close(ignored);
+  closed();
 }
 
 void StdinReader::ended() {

@@ -31,6 +31,7 @@
 #include "gpufilter/core/record_channel.hpp"
 #include "gpufilter/core/record_fields.hpp"
 #include "gpufilter/sources/line_framer.hpp"
+#include "gpufilter/sources/stdin_reader.hpp"
 
 namespace gpufilter {
 
@@ -74,48 +75,32 @@ JournalProcess spawn_journalctl(const JournalConfig& config);
 // went wrong, in words with its last line of standard error, or "" (ended by us, or 0).
 std::string end_journalctl(JournalProcess& process, const JournalConfig& config, bool terminate);
 
-class JournalReader {
+// A StdinReader of journalctl's output (stdin_reader.hpp): the start, the reads, the
+// backpressure and the stop are standard input's; each framed line is an entry.
+class JournalReader : public StdinReader {
  public:
   JournalReader(boost::asio::io_context& io, RecordChannel& channel, JournalConfig config, Notices& notices);
-  ~JournalReader();
-  JournalReader(const JournalReader&) = delete;
-  JournalReader& operator=(const JournalReader&) = delete;
+  ~JournalReader() override;
 
   // Starts journalctl (SourceError when it cannot be started) and opens the stream. Before
   // io.run() or on the I/O thread.
   void start();
-  // On the I/O thread, once the stream closed because journalctl's output ended.
-  void on_end(std::function<void()> callback) { on_end_ = std::move(callback); }
-  // On the I/O thread: ends journalctl; what it printed and the channel has not taken yet
-  // is handed on first.
-  void stop();
-  bool stopped() const noexcept { return !open_; }
-  void on_space();
   bool follows() const noexcept { return config_.follow; }
   std::uint64_t entries() const noexcept { return entries_; }
   // Not JSON, or longer than max_line_bytes (as journalctl printed it, or as a line).
   std::uint64_t entries_invalid() const noexcept { return invalid_ + framer_.lines_too_long(); }
 
  private:
-  void read();
-  bool hand_on();  // false: the channel is full
-  void close();
-  void ended();
-  void reap();  // waits for journalctl; a failure it reports goes to notices_
+  bool hand_on() override;  // each entry as its line, with its time
+  void closed() override;   // journalctl ended (by us at a stop); a failure goes to notices_
 
-  RecordChannel& channel_;
   JournalConfig config_;
   Notices& notices_;
-  boost::asio::posix::stream_descriptor out_;
-  LineFramer framer_;
-  JournalProcess process_;  // its output is out_'s
-  StreamId id_ = kNoStream;
+  JournalProcess process_;
   std::uint64_t offset_ = 0;  // bytes handed on
   std::string pending_;       // a formatted entry the channel did not take yet, with its '\n'
   std::shared_ptr<const RecordFields> pending_fields_;
   std::uint64_t entries_ = 0, invalid_ = 0;
-  bool open_ = false, parked_ = false, stopping_ = false, at_end_ = false;
-  std::function<void()> on_end_;
 };
 
 }  // namespace gpufilter

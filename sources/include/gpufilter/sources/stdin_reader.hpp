@@ -5,6 +5,10 @@
 //
 // At the end of the input the unterminated last line becomes a line of its own; at stop()
 // it is dropped, as a follower's is (everything whole is handed on first).
+//
+// A reader of another kind of descriptor derives from it (JournalReader: journalctl's
+// output, each JSON entry made a line): hand_on() turns framed lines into records, and
+// closed() follows the stream's close.
 #pragma once
 
 #include <unistd.h>
@@ -27,6 +31,7 @@ class StdinReader {
   // Reads a duplicate of `fd` as the stream named `name`.
   StdinReader(boost::asio::io_context& io, RecordChannel& channel, std::size_t max_line_bytes, int fd = STDIN_FILENO,
               std::string name = "stdin", std::uint32_t origin = 0);
+  virtual ~StdinReader() = default;
   StdinReader(const StdinReader&) = delete;
   StdinReader& operator=(const StdinReader&) = delete;
 
@@ -44,22 +49,28 @@ class StdinReader {
   // On the I/O thread, or once it has stopped.
   std::uint64_t lines_too_long() const noexcept { return framer_.lines_too_long(); }
 
+ protected:
+  // The framed lines to the channel; false: the channel is full (called again at on_space()).
+  virtual bool hand_on();
+  virtual void closed() {}  // the stream has closed (stopped, or its input ended)
+
+  RecordChannel& channel_;
+  LineFramer framer_;
+  int fd_;
+  StreamId id_ = kNoStream;
+  bool stopping_ = false;
+  bool at_end_ = false;  // the input ended (its end was read)
+
  private:
   void read();
-  bool hand_on();  // false: the channel is full
   void close();
   void ended();    // the stream closed because the input ended
 
-  RecordChannel& channel_;
   boost::asio::posix::stream_descriptor stream_;
-  LineFramer framer_;
-  int fd_;
   std::string name_;
   std::uint32_t origin_ = 0;
-  StreamId id_ = kNoStream;
   bool open_ = false;
   bool parked_ = false;    // lines wait for room: resumed by on_space()
-  bool stopping_ = false;
   std::function<void()> on_end_;
 };
 
