@@ -89,6 +89,16 @@ std::string make_journal(const Folder& f, const std::string& name, const std::ve
   return path;
 }
 
+// SIGTERM to a running gpufilterd: its exit status (128 + the signal that ended it).
+int stop(const test::SpawnedProcess& child) {
+  ::kill(child.pid, SIGTERM);
+  int status = 0;
+  ::waitpid(child.pid, &status, 0);
+  ::close(child.out);
+  ::close(child.err);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 bool journal_tools() { return fs::exists(kRemote) && fs::exists(kJournalctl); }
 
 // An sshd entry: the message, at `t` microseconds, from PID `pid` on host `host`.
@@ -291,12 +301,7 @@ TEST(Journal, ASystemdJailAlertsOnTheJournalsClock) {
         if (!l.empty()) alerts.push_back(nlohmann::json::parse(l));
     }
     std::this_thread::sleep_for(300ms);  // and no more come
-    ::kill(child.pid, SIGTERM);
-    int status = 0;
-    ::waitpid(child.pid, &status, 0);
-    ::close(child.out);
-    ::close(child.err);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_EQ(stop(child), 0);
     alerts.clear();
     std::ifstream in(f.dir + "/alerts.jsonl");
     for (std::string l; std::getline(in, l);)
@@ -370,12 +375,7 @@ TEST(Journal, AFollowedJournalDeliversNewEntries) {
     std::ifstream in(f.dir + "/alerts.jsonl");
     alerts.assign(std::istreambuf_iterator<char>(in), {});
   }
-  ::kill(child.pid, SIGTERM);
-  int status = 0;
-  ::waitpid(child.pid, &status, 0);
-  ::close(child.out);
-  ::close(child.err);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(stop(child), 0);
   EXPECT_NE(alerts.find("\"group\":\"192.0.2.9\""), std::string::npos) << alerts;
   EXPECT_NE(alerts.find("sshd[51]"), std::string::npos) << alerts;  // the entry written while it ran
 }
