@@ -406,7 +406,6 @@ struct Journal {
   JournalConfig config;
   JournalProcess process;
   FILE* out = nullptr;
-  std::string failure;  // what journalctl's end said went wrong
 };
 bool gather_journal(Journal& j, std::size_t& number, Batch& b) {
   b.lines.clear();
@@ -428,7 +427,6 @@ bool gather_journal(Journal& j, std::size_t& number, Batch& b) {
   std::free(buf);
   return !b.lines.empty();
 }
-
 
 // The log through the filter a batch at a time, three batches in flight, each step's tasks
 // side by side on a pool (WorkerPool::run()): batch t dated (the filter's date detector,
@@ -548,8 +546,10 @@ int test_filter(int argc, char** argv, int first) {
     if (a->maxlines) definition.maxlines = a->maxlines;
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") return scan(*a, filter, std::cin);
-    if (a->log == "systemd-journal" || a->log.starts_with("systemd-journal[")) return scan_journal(*a, filter, definition);
     std::error_code ec;
+    // As fail2ban-regex: a file of that name first.
+    if (a->log.starts_with("systemd-journal") && !std::filesystem::is_regular_file(a->log, ec))
+      return scan_journal(*a, filter, definition);
     if (!std::filesystem::exists(a->log, ec) && a->log.find_first_of(" \t") != std::string::npos) {
       std::istringstream lines(a->log + "\n");  // fail2ban-regex splits it at '\n'
       return scan(*a, filter, lines);
