@@ -1,6 +1,7 @@
 // Daemon (daemon.hpp): gpufilterd's run as build steps, each from its configuration block,
 // then start, scan, and the stop: drain the outputs, end the readers, save the state.
 #include "daemon.hpp"
+#include "fail2ban_jails.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -237,26 +238,6 @@ void Daemon::save_alert_state(const std::string& text) {
   }
 }
 
-static JournalConfig journal_config(const SourceConfig& s, std::size_t max_line_bytes, std::uint32_t origin) {
-  const JournalSourceConfig& j = s.journal;
-  JournalConfig c;
-  c.journalctl = j.journalctl;
-  c.directory = j.directory;
-  c.files = j.files;
-  c.system_only = j.system_only;
-  c.ns = j.ns;
-  c.matches = j.matches;
-  if (j.since) {
-    c.since = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch() - *j.since).count();
-  }
-  c.from_start = j.from_start;
-  c.follow = j.follow;
-  c.name = j.name;
-  c.origin = origin;
-  c.max_line_bytes = max_line_bytes;
-  return c;
-}
-
 // The sources as one StreamSession: a Follower per `follow` block, one Listener for every
 // `listen` URL, standard input, a CaptureSource per `pcap` or `interface` block (opened
 // here: a capture that cannot be opened stops the start), a KafkaSource per `kafka` block
@@ -297,7 +278,7 @@ void Daemon::build_sources() {
         session_->add_kafka(std::make_unique<KafkaSource>(session_->channel(), kafka_config(s, config_, gate_, origin), *notices_));
         break;
       case SourceConfig::Kind::kJournal:
-        session_->add_journal(journal_config(s, config_.max_line_bytes, origin), *notices_);
+        session_->add_journal(journal_reader_config(s.journal, config_.max_line_bytes, origin), *notices_);
         break;
     }
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -166,6 +167,24 @@ std::vector<std::string> shlex_split(const std::string& line) {
 }
 
 }  // namespace
+
+JournalConfig journal_reader_config(const JournalSourceConfig& j, std::size_t max_line_bytes, std::uint32_t origin) {
+  JournalConfig c;
+  c.journalctl = j.journalctl;
+  c.directory = j.directory;
+  c.files = j.files;
+  c.system_only = j.system_only;
+  c.ns = j.ns;
+  c.matches = j.matches;
+  if (j.since)
+    c.since = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch() - *j.since).count();
+  c.from_start = j.from_start;
+  c.follow = j.follow;
+  c.name = j.name;
+  c.origin = origin;
+  c.max_line_bytes = max_line_bytes;
+  return c;
+}
 
 std::vector<std::string> journal_matches(const std::string& value, bool last_line_only) {
   std::vector<std::string> out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpufilter/daemon/config.hpp"
+#include "gpufilter/sources/journal_reader.hpp"
 
 namespace gpufilter::daemon {
 
@@ -32,6 +33,12 @@ void add_fail2ban_jails(const JailsConfig& jails, DaemonConfig& config);
 // files, the system journal. ConfigError, starting with `who`, for an option it cannot
 // take.
 JournalSourceConfig systemd_backend(const std::string& backend, const std::string& who);
+
+// What a JournalReader runs for a `journal` source: `since` from now, the stream's origin
+// (BatchEntry::origin) and line limit. The one conversion, for the daemon's sources and
+// --test-filter's systemd-journal LOG.
+JournalConfig journal_reader_config(const JournalSourceConfig& j, std::size_t max_line_bytes = 1u << 20,
+                                    std::uint32_t origin = 0);
 
 // A journalmatch value as journalctl's matches: each line split as Python's shlex.split
 // splits it (quotes, backslashes), the lines' groups joined by "+" (fail2ban adds each

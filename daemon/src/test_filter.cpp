@@ -489,16 +489,13 @@ int scan(const Args& a, fail2ban::Filter& filter, std::istream& in, Journal* jou
 // fail2ban-regex's `systemd-journal[...]` LOG: the journal from its start, through the
 // filter's journalmatch.
 int scan_journal(const Args& a, fail2ban::Filter& filter, const fail2ban::FilterDefinition& definition) {
-  const JournalSourceConfig source = systemd_backend(a.log, a.log);
+  JournalSourceConfig source = systemd_backend(a.log, a.log);
+  source.matches = a.journalmatch ? journal_matches(*a.journalmatch) : journal_matches(definition.journalmatch.value_or(""), true);
+  source.follow = false;
+  source.from_start = true;
+  source.name = a.log;
   Journal j;
-  j.config.directory = source.directory;
-  j.config.files = source.files;
-  j.config.system_only = source.system_only;
-  j.config.ns = source.ns;
-  j.config.matches = a.journalmatch ? journal_matches(*a.journalmatch) : journal_matches(definition.journalmatch.value_or(""), true);
-  j.config.follow = false;
-  j.config.from_start = true;
-  j.config.name = a.log;
+  j.config = journal_reader_config(source);
   j.process = spawn_journalctl(j.config);
   j.out = ::fdopen(j.process.out, "r");
   if (j.out == nullptr) {
