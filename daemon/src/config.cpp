@@ -419,13 +419,13 @@ void parse_journal(const At& at, const std::string& dir, SourceConfig& s) {
   }
   o.require_map({"matches", "files", "directory", "system", "namespace", "since", "from_start", "follow", "journalctl"});
   if (o.has("matches")) {
-    // fail2ban's journalmatch syntax too: one string, words split on white space.
-    for (const std::string& words : o.child("matches").strings()) {
-      std::istringstream in(words);
-      for (std::string m; in >> m;) {
+    // fail2ban's journalmatch syntax, as a jail's: each string's lines shell-split into
+    // words (quotes keep a value's spaces), its lines ORed; a list's strings ANDed.
+    for (const std::string& text : o.child("matches").strings()) {
+      for (std::string& m : journal_matches(text)) {
         if (m != "+" && m.find('=') == std::string::npos)
           o.child("matches").fail("\"" + m + "\" is not FIELD=VALUE or +");
-        j.matches.push_back(m);
+        j.matches.push_back(std::move(m));
       }
     }
   }

@@ -163,6 +163,24 @@ TEST_F(Config, DefaultsToJsonLinesOnStandardOutput) {
   EXPECT_FALSE(c.reload_endpoint);
 }
 
+// A journal source's matches read as a jail's journalmatch: shell words (a quoted value
+// keeps its spaces), a string's lines ORed, a list's strings joined.
+TEST_F(Config, JournalMatchesAreReadAsFail2bansJournalmatch) {
+  const DaemonConfig c = load_config(write("c.yaml", R"(
+sources:
+  - journal: {matches: "_SYSTEMD_UNIT=sshd.service + _COMM=sshd\nMESSAGE='a b'"}
+  - journal: {matches: ["_COMM=sshd", "_PID=\"7\""]}
+rules: [{name: a, patterns: [x]}]
+)"));
+  ASSERT_EQ(c.sources.size(), 2u);
+  EXPECT_EQ(c.sources[0].journal.matches,
+            (std::vector<std::string>{"_SYSTEMD_UNIT=sshd.service", "+", "_COMM=sshd", "+", "MESSAGE=a b"}));
+  EXPECT_EQ(c.sources[1].journal.matches, (std::vector<std::string>{"_COMM=sshd", "_PID=7"}));
+  EXPECT_NE(error_of("sources: [{journal: {matches: \"_COMM=sshd 'no equals'\"}}]\nrules: [{name: a, patterns: [x]}]\n")
+                .find("\"no equals\" is not FIELD=VALUE"),
+            std::string::npos);
+}
+
 // Each mistake: the message names the file, the line and the key.
 TEST_F(Config, MistakesNameFileLineAndKey) {
   const std::string head = "sources:\n  - stdin: true\nrules:\n";
