@@ -11,9 +11,10 @@
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
 //   -m/--journalmatch MATCH   as fail2ban-regex's, over the filter's (a systemd-journal LOG)
-//   --out ip|id|user|msg|json   one line per failure instead of the summary: its address
+//   -o/--out ip|id|user|msg|json   one line per failure instead of the summary: its address
 //            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
 //            object with all of them, the line number, the time and the failregex's index
+//   -r/--raw   taken and ignored: no name is ever looked up. Long options also as --opt=value.
 #include "test_filter.hpp"
 
 #include <algorithm>
@@ -71,7 +72,7 @@ struct Args {
 int refuse(const std::string& why) {
   std::fprintf(stderr,
                "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-d PATTERN] [-L N] [-m MATCH] "
-               "[--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
+               "[-o|--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
                why.c_str());
   return 2;
 }
@@ -108,14 +109,21 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   Args a;
   std::vector<std::string> positional;
   for (int i = first; i < argc; ++i) {
-    const std::string s = argv[i];
+    std::string s = argv[i];
+    // fail2ban-regex's spellings too: -o for --out, and --option=value.
+    std::optional<std::string> attached;
+    if (const std::size_t eq = s.find('='); s.rfind("--", 0) == 0 && eq != std::string::npos) {
+      attached = s.substr(eq + 1);
+      s.resize(eq);
+    }
+    if (s == "-o") s = "--out";
     if (s == "--fail2ban-dir" || s == "--out" || s == "-d" || s == "--datepattern" || s == "-L" || s == "--maxlines" ||
         s == "-m" || s == "--journalmatch") {
-      if (i + 1 >= argc) {
+      if (!attached && i + 1 >= argc) {
         why = "option '" + s + "' requires an argument";
         return std::nullopt;
       }
-      const std::string value = argv[++i];
+      const std::string value = attached ? *attached : argv[++i];
       if (s == "--out") a.out = value;
       else if (s == "--fail2ban-dir") a.options.config_dir = value;
       else if (s == "-d" || s == "--datepattern") a.datepattern = value;
@@ -125,6 +133,11 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
         why = "option '" + s + "': '" + value + "' is not a number of lines above 0";
         return std::nullopt;
       }
+    } else if (attached) {
+      why = "option '" + s + "' takes no value or is unknown";
+      return std::nullopt;
+    } else if (s == "-r" || s == "--raw") {
+      // fail2ban-regex's "no DNS lookups": what this test always does.
     } else if (s == "--print-all-matched" || s == "--print-all-missed" || s == "--print-all-ignored" ||
                s == "--print-no-missed" || s == "--print-no-ignored") {
       bool& flag = s == "--print-all-matched"   ? a.all_matched
@@ -133,6 +146,9 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
                    : s == "--print-no-missed"   ? a.no_missed
                                                 : a.no_ignored;
       flag = true;
+    } else if (s.size() > 1 && s[0] == '-') {
+      why = "unrecognized option '" + s + "'";
+      return std::nullopt;
     } else {
       positional.push_back(s);
     }

@@ -455,6 +455,9 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
       {{"--test-filter", "sshd[mode]", log}, "expected option, wrong syntax at 0: mode"},
       {{"--test-filter", "sshd[mode = aggressive]", log}, "expected option, wrong syntax at 0"},
       {{"--test-filter", "sshd[mode=\"aggr\\\"essive\"]", log}, "unexpected syntax after option mode"},
+      {{"--test-filter", "sshd", log, "--usedns", "yes"}, "unrecognized option '--usedns'"},
+      {{"--test-filter", "sshd", log, "--raw=1"}, "option '--raw' takes no value or is unknown"},
+      {{"--test-filter", "sshd", log, "-o"}, "option '--out' requires an argument"},
   };
   for (const auto& [args, reason] : mistakes) {
     std::vector<std::string> argv{gpufilterd_binary()};
@@ -463,6 +466,23 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
     EXPECT_EQ(r.status, 2) << args[1] << " " << r.err;
     EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
     EXPECT_EQ(r.out, "");
+  }
+}
+
+// fail2ban-regex's own spellings, so that its command line carries over: -o for --out,
+// --out=ip, and -r (no lookups: what this command always does).
+TEST(TestFilterCliOptions, Fail2banRegexSpellingsAreTaken) {
+  const std::string log = kSamples + "sshd";
+  const ProcessResult want = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "ip"});
+  ASSERT_EQ(want.status, 0) << want.err;
+  ASSERT_NE(want.out, "");
+  for (const std::vector<std::string>& spelling : std::vector<std::vector<std::string>>{
+           {"-o", "ip", "sshd", log}, {"sshd", log, "--out=ip"}, {"-r", "sshd", "-o", "ip", log}, {"--raw", "sshd", log, "-o", "ip"}}) {
+    std::vector<std::string> argv{gpufilterd_binary(), "--test-filter"};
+    argv.insert(argv.end(), spelling.begin(), spelling.end());
+    const ProcessResult r = run_process(argv);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, want.out) << spelling[0];
   }
 }
 
@@ -523,7 +543,9 @@ TEST(TestFilterCliHostile, ManyBatchesKeepTheLinesOrderAndNumbers) {
     ASSERT_TRUE(at >= 1 && at <= counted.size()) << line;
     std::string text = counted[at - 1];
     while (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.find_first_of("\"\\") == std::string::npos) EXPECT_EQ(m[1].str(), text) << line;
+    if (text.find_first_of("\"\\") == std::string::npos) {
+      EXPECT_EQ(m[1].str(), text) << line;
+    }
     last = at;
   }
   EXPECT_GT(failures, 1500u);
