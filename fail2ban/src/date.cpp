@@ -140,18 +140,37 @@ struct DateTemplate {
     options.utf8 = true;
     options.min_length = 1;
     options.fewest = true;
-    // A case-blind template ("(?i)" first: %b, %a, %p): its factors compared folded, and
-    // only those without a letter kept (any letter would need a folded search; 's' and 'k'
-    // even match non-ASCII letters).
+    // A case-blind template ("(?i)" first: %b, %a, %p): its factors compared folded.
     if (perl.rfind("(?i)", 0) == 0) {
       perl.erase(0, 4);
       options.ignore_case = true;
     }
     factors = regex::required_factors(perl, regex::Syntax::kPerl, options);
-    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
-    if (factors && options.ignore_case &&
-        std::any_of(factors->begin(), factors->end(), [&](const std::string& f) { return std::any_of(f.begin(), f.end(), letter); }))
-      factors.reset();
+    if (factors && options.ignore_case) factors = caseless_runs(*factors);
+  }
+
+  // A case-blind template's factors as bytes a match holds as they stand: of each factor
+  // its longest run of ASCII bytes that are no letters (folding changes letters alone, and
+  // 's' and 'k' even match non-ASCII letters; a non-ASCII byte may be part of a letter), so
+  // that `^<co ts="` wrapped around the case-blind defaults still keeps a line without `="`
+  // from PCRE2. None where a factor has no such run.
+  static std::optional<std::vector<std::string>> caseless_runs(const std::vector<std::string>& folded) {
+    std::vector<std::string> runs;
+    for (const std::string& f : folded) {
+      std::size_t best = 0, best_size = 0, start = 0;
+      for (std::size_t i = 0; i <= f.size(); ++i) {
+        const auto c = i < f.size() ? static_cast<unsigned char>(f[i]) : 0x80;
+        if (c < 0x80 && !std::isalpha(c)) continue;
+        if (i - start > best_size) {
+          best = start;
+          best_size = i - start;
+        }
+        start = i + 1;
+      }
+      if (best_size == 0) return std::nullopt;
+      runs.push_back(f.substr(best, best_size));
+    }
+    return runs;
   }
 
   // Into `m` (its memory reused): whether the template matches.

@@ -92,6 +92,19 @@ TEST(Fail2banText, DateTemplatesSkipLinesWithoutTheirFactors) {
     ASSERT_TRUE(found && found->time) << line;
     EXPECT_EQ(*found->time, 1733813746.0) << line;
   }
+  // A datepattern's text around the case-blind defaults (oracleims': `^<co ts="{DATE}"`):
+  // the run `="` of its factor gates them; its letters match in any case, as fail2ban's.
+  DateDetector wrapped;
+  wrapped.append("^<co ts=\"{DATE}\"\\s+");
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_FALSE(wrapped.find(foreign, kNow));
+    for (const std::string line : {"<co ts=\"Dec 10 06:55:46\" x", "<CO TS=\"dec 10 06:55:46\" x"}) {
+      const auto found = wrapped.find(line, kNow);
+      ASSERT_TRUE(found && found->time) << line;
+      EXPECT_EQ(*found->time, 1733813746.0) << line;
+    }
+    EXPECT_FALSE(wrapped.find("<co ts=Dec 10 06:55:46 x", kNow));
+  }
 }
 
 // Fields::set(): several keys at once, merged in one pass, as operator[] one by one.
