@@ -7,6 +7,7 @@
 //            lines themselves (a LOG that is no file and holds a space or a tab), or the
 //            systemd journal: systemd-journal[journalfiles=..., journalpath=...], read
 //            through journalctl with the filter's journalmatch, each entry's time its date
+//            (LOG FILTER, fail2ban-regex's order, is taken too: fail2ban_regex_order())
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
 //   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
@@ -105,6 +106,19 @@ bool names_a_filter(const std::string& value) {
   });
 }
 
+// Whether FILTER LOG came in fail2ban-regex's order, LOG FILTER: the first is the journal
+// (systemd-journal[...], no file of that name) or a file that is no filter file (.conf,
+// .local), and the second names no file or a filter file. In this command's order the log
+// is a file that is no filter file (or the log's text, which names none, after a filter
+// that is no file either).
+bool fail2ban_regex_order(const std::string& first, const std::string& second) {
+  std::error_code ec;
+  const auto filter_file = [](const std::string& p) { return p.ends_with(".conf") || p.ends_with(".local"); };
+  if (std::filesystem::exists(second, ec) && !filter_file(second)) return false;
+  if (first.starts_with("systemd-journal") && names_a_filter(first)) return !std::filesystem::exists(first, ec);
+  return std::filesystem::is_regular_file(first, ec) && !filter_file(first);
+}
+
 std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   Args a;
   std::vector<std::string> positional;
@@ -166,6 +180,7 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
     why = "--out: '" + a.out + "' is none of ip, id, user, msg, json";
     return std::nullopt;
   }
+  if (fail2ban_regex_order(positional[0], positional[1])) std::swap(positional[0], positional[1]);
   a.filter = positional[0];
   a.log = positional[1];
   if (positional.size() == 3) a.ignore_regex = positional[2];

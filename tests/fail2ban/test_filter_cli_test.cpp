@@ -470,14 +470,17 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
 }
 
 // fail2ban-regex's own spellings, so that its command line carries over: -o for --out,
-// --out=ip, and -r (no lookups: what this command always does).
+// --out=ip, -r (no lookups: what this command always does), and its order of LOG and
+// FILTER.
 TEST(TestFilterCliOptions, Fail2banRegexSpellingsAreTaken) {
   const std::string log = kSamples + "sshd";
   const ProcessResult want = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "ip"});
   ASSERT_EQ(want.status, 0) << want.err;
   ASSERT_NE(want.out, "");
   for (const std::vector<std::string>& spelling : std::vector<std::vector<std::string>>{
-           {"-o", "ip", "sshd", log}, {"sshd", log, "--out=ip"}, {"-r", "sshd", "-o", "ip", log}, {"--raw", "sshd", log, "-o", "ip"}}) {
+           {"-o", "ip", "sshd", log}, {"sshd", log, "--out=ip"}, {"-r", "sshd", "-o", "ip", log}, {"--raw", "sshd", log, "-o", "ip"},
+           // fail2ban-regex's order, LOG FILTER, with a name or a filter file.
+           {"-r", "-o", "ip", log, "sshd"}, {"-o", "ip", log, "/etc/fail2ban/filter.d/sshd.conf"}}) {
     std::vector<std::string> argv{gpufilterd_binary(), "--test-filter"};
     argv.insert(argv.end(), spelling.begin(), spelling.end());
     const ProcessResult r = run_process(argv);
