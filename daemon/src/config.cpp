@@ -420,7 +420,8 @@ void parse_journal(const At& at, const std::string& dir, SourceConfig& s) {
   o.require_map({"matches", "files", "directory", "system", "namespace", "since", "from_start", "follow", "journalctl"});
   if (o.has("matches")) {
     // fail2ban's journalmatch syntax, as a jail's: each string's lines shell-split into
-    // words (quotes keep a value's spaces), its lines ORed; a list's strings ANDed.
+    // words (quotes keep a value's spaces), its lines ORed; a list's strings joined (by
+    // journalctl's rules: different fields ANDed, one field's values ORed).
     for (const std::string& text : o.child("matches").strings()) {
       for (std::string& m : journal_matches(text)) {
         if (m != "+" && m.find('=') == std::string::npos)

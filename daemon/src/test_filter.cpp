@@ -15,7 +15,8 @@
 //   -o/--out ip|id|user|msg|json   one line per failure instead of the summary: its address
 //            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
 //            object with all of them, the line number, the time and the failregex's index
-//   -r/--raw   taken and ignored: no name is ever looked up. Long options also as --opt=value.
+//   -r/--raw   taken and ignored: no name is ever looked up. Long options also as --opt=value;
+//            after --, every argument is FILTER, LOG or IGNOREREGEX.
 #include "test_filter.hpp"
 
 #include <algorithm>
@@ -122,8 +123,14 @@ bool fail2ban_regex_order(const std::string& first, const std::string& second) {
 std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   Args a;
   std::vector<std::string> positional;
+  bool options_end = false;  // after "--": a failregex or a log line may begin with '-'
   for (int i = first; i < argc; ++i) {
     std::string s = argv[i];
+    if (options_end || s == "--") {
+      if (options_end) positional.push_back(s);
+      options_end = true;
+      continue;
+    }
     // fail2ban-regex's spellings too: -o for --out, and --option=value.
     std::optional<std::string> attached;
     if (const std::size_t eq = s.find('='); s.rfind("--", 0) == 0 && eq != std::string::npos) {

@@ -160,7 +160,7 @@ struct DateTemplate {
       std::size_t best = 0, best_size = 0, start = 0;
       for (std::size_t i = 0; i <= f.size(); ++i) {
         const auto c = i < f.size() ? static_cast<unsigned char>(f[i]) : 0x80;
-        if (c < 0x80 && !std::isalpha(c)) continue;
+        if (c < 0x80 && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) continue;
         if (i - start > best_size) {
           best = start;
           best_size = i - start;

@@ -480,7 +480,9 @@ TEST(TestFilterCliOptions, Fail2banRegexSpellingsAreTaken) {
   for (const std::vector<std::string>& spelling : std::vector<std::vector<std::string>>{
            {"-o", "ip", "sshd", log}, {"sshd", log, "--out=ip"}, {"-r", "sshd", "-o", "ip", log}, {"--raw", "sshd", log, "-o", "ip"},
            // fail2ban-regex's order, LOG FILTER, with a name or a filter file.
-           {"-r", "-o", "ip", log, "sshd"}, {"-o", "ip", log, "/etc/fail2ban/filter.d/sshd.conf"}}) {
+           {"-r", "-o", "ip", log, "sshd"}, {"-o", "ip", log, "/etc/fail2ban/filter.d/sshd.conf"},
+           // After --, an ignoreregex may begin with '-' (this one matches no line).
+           {"-o", "ip", "--", "sshd", log, "-never-in-the-log-"}}) {
     std::vector<std::string> argv{gpufilterd_binary(), "--test-filter"};
     argv.insert(argv.end(), spelling.begin(), spelling.end());
     const ProcessResult r = run_process(argv);
