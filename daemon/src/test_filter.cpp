@@ -9,7 +9,7 @@
 //            through journalctl with the filter's journalmatch, each entry's time its date
 //            (LOG FILTER, fail2ban-regex's order, is taken too: fail2ban_regex_order())
 //   IGNOREREGEX   an ignoreregex, beside the filter's own
-//   --fail2ban-dir DIR   where filter.d/ is (/etc/fail2ban)
+//   --fail2ban-dir DIR (-c/--config DIR, as fail2ban-regex's)   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
 //   -m/--journalmatch MATCH   as fail2ban-regex's, over the filter's (a systemd-journal LOG)
 //   -o/--out ip|id|user|msg|json   one line per failure instead of the summary: its address
@@ -138,6 +138,7 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
       s.resize(eq);
     }
     if (s == "-o") s = "--out";
+    if (s == "-c" || s == "--config") s = "--fail2ban-dir";  // fail2ban-regex's config directory
     if (s == "--fail2ban-dir" || s == "--out" || s == "-d" || s == "--datepattern" || s == "-L" || s == "--maxlines" ||
         s == "-m" || s == "--journalmatch") {
       if (!attached && i + 1 >= argc) {

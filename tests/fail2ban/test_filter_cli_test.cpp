@@ -481,6 +481,7 @@ TEST(TestFilterCliOptions, Fail2banRegexSpellingsAreTaken) {
            {"-o", "ip", "sshd", log}, {"sshd", log, "--out=ip"}, {"-r", "sshd", "-o", "ip", log}, {"--raw", "sshd", log, "-o", "ip"},
            // fail2ban-regex's order, LOG FILTER, with a name or a filter file.
            {"-r", "-o", "ip", log, "sshd"}, {"-o", "ip", log, "/etc/fail2ban/filter.d/sshd.conf"},
+           {"-c", "/etc/fail2ban", "sshd", log, "-o", "ip"}, {"--config=/etc/fail2ban", "sshd", log, "-o", "ip"},
            // After --, an ignoreregex may begin with '-' (this one matches no line).
            {"-o", "ip", "--", "sshd", log, "-never-in-the-log-"}}) {
     std::vector<std::string> argv{gpufilterd_binary(), "--test-filter"};
