@@ -67,8 +67,9 @@ int usage(int status) {
       "  --check         validate FILE and exit (0: valid, 2: not)\n"
       "  --test-filter   a fail2ban filter (sshd, sshd[mode=aggressive], a path) or a failregex\n"
       "                  over LOG (- for standard input, or systemd-journal[journalfiles=...])\n"
-      "                  as fail2ban-regex shows it; --out prints each failure; -d PATTERN,\n"
-      "                  -L N, -m MATCH, --print-all-missed and the like as fail2ban-regex's\n"
+      "                  as fail2ban-regex shows it (its order, LOG FILTER, taken too); -o/--out\n"
+      "                  prints each failure; -c DIR, -d PATTERN, -L N, -m MATCH, -r,\n"
+      "                  --print-all-missed and the like as fail2ban-regex's\n"
       "Signals: SIGHUP reloads the configuration; SIGTERM or SIGINT drains and exits 0\n"
       "(3 when alerts were still queued at the end of drain_timeout; 2 on trouble).\n",
       status == 0 ? stdout : stderr);
