@@ -116,7 +116,7 @@ _gpufilterd() {
       # fail2ban's filters, by name.
       COMPREPLY=($(compgen -W "$(ls /etc/fail2ban/filter.d 2>/dev/null | sed -n 's/\.conf$//p')" -- "$cur"))
       return ;;
-    --out)
+    --out|-o)
       COMPREPLY=($(compgen -W "ip id user msg json" -- "$cur"))
       return ;;
     --fail2ban-dir)

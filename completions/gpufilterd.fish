@@ -8,7 +8,7 @@ complete -c gpufilterd -l version -d 'Display the version and exit'
 complete -c gpufilterd -l test-filter -r -d 'A fail2ban filter over a log, as fail2ban-regex' \
   -a '(string replace -r "\.conf\$" "" (path basename /etc/fail2ban/filter.d/*.conf 2>/dev/null))'
 complete -c gpufilterd -l fail2ban-dir -r -a '(__fish_complete_directories)' -d 'Where filter.d/ is'
-complete -c gpufilterd -l out -x -a 'ip id user msg json' -d 'One line per failure'
+complete -c gpufilterd -s o -l out -x -a 'ip id user msg json' -d 'One line per failure'
 complete -c gpufilterd -s d -l datepattern -x -d 'The date pattern, over the filter\'s (--test-filter)'
 complete -c gpufilterd -s L -l maxlines -x -d 'Lines a failure may span, over the filter\'s (--test-filter)'
 complete -c gpufilterd -l print-all-matched -d 'List every matched line (--test-filter)'
