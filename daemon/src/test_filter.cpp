@@ -126,8 +126,11 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
   bool options_end = false;  // after "--": a failregex or a log line may begin with '-'
   for (int i = first; i < argc; ++i) {
     std::string s = argv[i];
-    if (options_end || s == "--") {
-      if (options_end) positional.push_back(s);
+    if (options_end) {
+      positional.push_back(s);
+      continue;
+    }
+    if (s == "--") {
       options_end = true;
       continue;
     }
