@@ -18,7 +18,8 @@ inline std::string failures_text(const Filter::Outcome& o) {
          " n=" + std::to_string(f.attempts) + " t=" + (f.time ? std::to_string(*f.time) : "none") +
          (f.nofail ? " nofail" : "") + (f.pending ? " pending" : "");
     for (const auto& [k, v] : f.fields) s += " " + k + "=" + v;
-    for (const auto& u : f.users) s += " user:" + u;
+    if (f.users)
+      for (const auto& u : *f.users) s += " user:" + u;
     s += "]";
   }
   return s;

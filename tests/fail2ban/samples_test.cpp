@@ -165,7 +165,7 @@ void SampleFile::check_one(FilterRun& run, const json& opts, const std::string& 
     if (k == "time" || k == "match" || k == "desc" || k == "constraint") continue;
     std::string got;
     if (k == "users") {
-      std::vector<std::string> want = v.get<std::vector<std::string>>(), have = f.users;
+      std::vector<std::string> want = v.get<std::vector<std::string>>(), have = f.users ? *f.users : std::vector<std::string>();
       std::sort(want.begin(), want.end());
       std::sort(have.begin(), have.end());
       if (want != have) return result_.fail(where + ": users differ: " + line);

@@ -89,7 +89,9 @@ class Filter {
     std::string host;           // the address or host name matched (<HOST>, <ADDR>, ...), if any
     std::string user;           // <F-USER>, or <F-ALT_USER>
     Fields fields;                              // every named group that took part (and fail2ban's own keys)
-    std::vector<std::string> users;             // multi-line: the users seen on one connection id
+    // Multi-line: the users seen on one connection id when this failure was found, sorted;
+    // shared by that connection's failures (null: none).
+    std::shared_ptr<const std::vector<std::string>> users;
     std::size_t attempts = 0;                   // lines fail2ban keeps as this failure's matches
     std::optional<double> time;                 // UTC seconds; nullopt: the line had no usable date
     bool nofail = false;                        // check_all_regex only: a match that is not a failure
