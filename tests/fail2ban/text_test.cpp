@@ -4,6 +4,8 @@
 // that skip lines without their factors.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
@@ -44,6 +46,47 @@ TEST(Fail2banText, DateFieldsReadAsStoiReadsThem) {
   EXPECT_EQ(*at("05", "01"), 1741136829.0);  // 2025-03-05 01:07:09 UTC
   EXPECT_EQ(at(" 5", "01"), at("05", "01"));  // "%d" takes a leading space
   EXPECT_EQ(at("5", "1"), at("05", "01"));
+}
+
+// A naive time is local: mktime's answer for its minute, plus its seconds, kept per thread
+// in sets of two. Minutes that share a set (512 minutes apart), met in turn and across a
+// zone's DST changes, each get what mktime gives for them alone, whether remembered or not.
+TEST(Fail2banText, LocalTimesAreMktimesWhateverTheOrder) {
+  using Groups = std::vector<std::pair<std::string_view, std::optional<std::string_view>>>;
+  setenv("TZ", "CET-01CEST-02,M3.5.0,M10.5.0", 1);
+  tzset();
+  const double now = 1798761600;  // 2027-01-01
+  std::vector<std::int64_t> naive;  // 2026, local: three around each change, then minutes 512 apart
+  for (const std::int64_t change : {1774746000LL, 1792890000LL})  // 2026-03-29 01:00, 10-25 01:00
+    for (int k = -3; k <= 3; ++k) naive.push_back(change + k * 512 * 60 + 17 * 60);
+  std::vector<std::int64_t> order;  // each pair twice (two ways hold them), and all in turn (evicted)
+  for (std::size_t i = 0; i + 1 < naive.size(); ++i) order.insert(order.end(), {naive[i], naive[i + 1], naive[i], naive[i + 1]});
+  order.insert(order.end(), naive.begin(), naive.end());
+  for (int round = 0; round < 3; ++round) {
+    for (const std::int64_t n : order) {
+      std::tm c{};
+      const std::time_t as_utc = static_cast<std::time_t>(n);
+      gmtime_r(&as_utc, &c);
+      if (c.tm_hour == 1 || c.tm_hour == 2) continue;  // the hour skipped (02) or met twice (01): mktime guesses
+      char text[6][16];
+      std::snprintf(text[0], 16, "%04d", c.tm_year + 1900);
+      std::snprintf(text[1], 16, "%02d", c.tm_mon + 1);
+      std::snprintf(text[2], 16, "%02d", c.tm_mday);
+      std::snprintf(text[3], 16, "%02d", c.tm_hour);
+      std::snprintf(text[4], 16, "%02d", c.tm_min);
+      std::snprintf(text[5], 16, "%02d", 40 + round);
+      const Groups g = {{"H", text[3]}, {"M", text[4]}, {"S", text[5]}, {"Y", text[0]}, {"d", text[2]}, {"m", text[1]}};
+      std::tm t = c;
+      t.tm_sec = 40 + round;
+      t.tm_isdst = -1;
+      const std::time_t want = std::mktime(&t);
+      const auto have = strptime_groups(NamedGroupViews(g), now);
+      ASSERT_TRUE(have);
+      EXPECT_EQ(*have, static_cast<double>(want)) << text[0] << "-" << text[1] << "-" << text[2] << " " << text[3] << ":" << text[4];
+    }
+  }
+  setenv("TZ", "UTC0", 1);
+  tzset();
 }
 
 // %j, and %U or %W with a weekday (%w, %a), make the day when there is no month and day, as
