@@ -470,49 +470,63 @@ bool gather_journal(Journal& j, std::size_t& number, Batch& b) {
   return !b.lines.empty();
 }
 
-// The log through the filter a batch at a time, three batches in flight, each step's tasks
-// side by side on a pool (WorkerPool::run()): batch t dated (the filter's date detector,
-// which nothing else touches), batch t - 1 searched ahead in pieces (Filter::search_ahead(),
-// const), and batch t - 2 read by the filter in order, counted or printed, on this thread.
-// The same answers as line by line (tests/fail2ban/ahead_test.cpp), on every core.
+// The log through the filter a batch at a time, four batches in flight, each step's tasks
+// side by side on a pool (WorkerPool::run()): batch t read from the log, batch t - 1 dated
+// (the filter's date detector, which nothing else touches), batch t - 2 searched ahead in
+// pieces (Filter::search_ahead(), const), and batch t - 3 read by the filter in order,
+// counted or printed, on this thread. The same answers as line by line
+// (tests/fail2ban/ahead_test.cpp), on every core; the filter's reading, the longest task,
+// is this thread's only one (reading the log here as well cost a tenth of the wall time).
 int scan(const Args& a, fail2ban::Filter& filter, std::istream& in, Journal* journal = nullptr) {
   const auto started = std::chrono::steady_clock::now();
   Totals t;
   t.hits.assign(filter.failregex().size(), 0);
   t.ignore_hits.assign(filter.ignoreregex().size(), 0);
   WorkerPool pool(WorkerPool::default_threads());
-  std::array<Batch, 3> batches;
-  std::array<bool, 3> live{};
+  constexpr std::size_t kInFlight = 4;
+  std::array<Batch, kInFlight> batches;
+  std::array<bool, kInFlight> live{};
+  const auto at = [&](std::size_t step, std::size_t back) -> std::size_t { return (step + kInFlight - back) % kInFlight; };
   std::size_t number = 0;
   bool more = true, unterminated = false;
   for (std::size_t step = 0;; ++step) {
-    Batch &now = batches[step % 3], &ahead = batches[(step + 2) % 3], &read = batches[(step + 1) % 3];
-    if (more)
-      more = live[step % 3] = journal != nullptr ? gather_journal(*journal, number, now) : gather(in, number, now, unterminated);
-    const bool search = step >= 1 && live[(step + 2) % 3], reading = step >= 2 && live[(step + 1) % 3];
-    if (!more && !search && !reading) break;
+    Batch &now = batches[at(step, 0)], &dating = batches[at(step, 1)], &ahead = batches[at(step, 2)],
+          &read = batches[at(step, 3)];
+    const bool gathering = more, date = step >= 1 && live[at(step, 1)], search = step >= 2 && live[at(step, 2)],
+               reading = step >= 3 && live[at(step, 3)];
+    if (!gathering && !date && !search && !reading) break;
     if (search) {
       const std::size_t pieces = std::max<std::size_t>(1, std::min(pool.width(), ahead.lines.size() / fail2ban::Filter::kAheadPiece));
       ahead.piece = (ahead.lines.size() + pieces - 1) / pieces;
       while (ahead.ahead.size() < pieces) ahead.ahead.push_back(filter.ahead());
     }
-    const std::size_t tasks = 1 + (more ? 1 : 0) + (search ? (ahead.lines.size() + ahead.piece - 1) / ahead.piece : 0);
-    std::exception_ptr read_failed;
-    pool.run(tasks, [&](std::size_t task) {
+    const std::size_t searches = search ? (ahead.lines.size() + ahead.piece - 1) / ahead.piece : 0;
+    std::exception_ptr read_failed, gather_failed;
+    bool gathered = false;
+    pool.run(3 + searches, [&](std::size_t task) {
       if (task == 0) {  // the caller's: the filter's reading and the output
         try {
           if (reading) read_batch(a, filter, read, t);
         } catch (...) {
           read_failed = std::current_exception();
         }
-      } else if (more && task == 1) {
-        date_batch(filter, now);
+      } else if (task == 1) {
+        if (!gathering) return;
+        try {
+          gathered = journal != nullptr ? gather_journal(*journal, number, now) : gather(in, number, now, unterminated);
+        } catch (...) {
+          gather_failed = std::current_exception();
+        }
+      } else if (task == 2) {
+        if (date) date_batch(filter, dating);
       } else {
-        search_piece(filter, ahead, task - (more ? 2 : 1));
+        search_piece(filter, ahead, task - 3);
       }
     });
     if (read_failed) std::rethrow_exception(read_failed);
-    if (reading) live[(step + 1) % 3] = false;
+    if (gather_failed) std::rethrow_exception(gather_failed);
+    if (gathering) more = live[at(step, 0)] = gathered;
+    if (reading) live[at(step, 3)] = false;
   }
   t.lines = static_cast<std::int64_t>(number);
   std::cout.flush();  // the lines before it, then the message, as line by line
