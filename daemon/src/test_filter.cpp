@@ -42,6 +42,8 @@
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "gpufilter/core/workers.hpp"
@@ -54,6 +56,33 @@
 
 namespace gpufilter::daemon {
 namespace {
+
+// Standard input in 64 KiB reads. std::cin, synchronised with stdio and tied to std::cout,
+// takes a character at a time and flushes the output before each line: a 64 MB log took
+// 3.9 s from a pipe against 0.64 s from the file. `error` keeps what stopped a read.
+class InputBuffer : public std::streambuf {
+ public:
+  explicit InputBuffer(int fd) : fd_(fd) {}
+  int error = 0;
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    ssize_t n;
+    do n = ::read(fd_, data_.data(), data_.size());
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+      if (n < 0) error = errno;
+      return traits_type::eof();
+    }
+    setg(data_.data(), data_.data(), data_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  int fd_;
+  std::array<char, 1 << 16> data_{};
+};
 
 struct Args {
   std::string filter;
@@ -598,7 +627,14 @@ int test_filter(int argc, char** argv, int first) {
     if (a->datepattern) definition.datepattern = a->datepattern;
     if (a->maxlines) definition.maxlines = a->maxlines;
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
-    if (a->log == "-") return scan(*a, filter, std::cin);
+    if (a->log == "-") {
+      InputBuffer buffer(STDIN_FILENO);
+      std::istream in(&buffer);
+      const int status = scan(*a, filter, in);
+      if (buffer.error == 0) return status;
+      std::fprintf(stderr, "gpufilterd: %s: %s\n", a->log.c_str(), std::strerror(buffer.error));
+      return 2;
+    }
     std::error_code ec;
     // As fail2ban-regex: a file of that name first.
     if (a->log.starts_with("systemd-journal") && !std::filesystem::is_regular_file(a->log, ec))

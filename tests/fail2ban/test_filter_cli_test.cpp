@@ -536,6 +536,10 @@ TEST(TestFilterCliHostile, ManyBatchesKeepTheLinesOrderAndNumbers) {
   const ProcessResult our_ips = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "ip"});
   EXPECT_EQ(our_ips.out, their_ips.out);  // the same order, not only the same counts
   EXPECT_GT(std::count(our_ips.out.begin(), our_ips.out.end(), '\n'), 1500);
+  // The log on standard input ("-"), read in blocks, not a character at a time: the same.
+  const ProcessResult piped = run_process({gpufilterd_binary(), "--test-filter", "sshd", "-", "--out", "ip"}, read_file(log));
+  ASSERT_EQ(piped.status, 0) << piped.err;
+  EXPECT_EQ(piped.out, their_ips.out);
   const ProcessResult json = run_process({gpufilterd_binary(), "--test-filter", "sshd", log, "--out", "json"});
   ASSERT_EQ(json.status, 0) << json.err;
   std::istringstream lines(json.out);
