@@ -177,6 +177,14 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
         break;
       }
       note_bytes(dst + filled, got, read_offset_);
+    } else if (capacity_ - filled >= kBinaryBlock) {
+      // The same read as below, straight into the chunk where a whole block fits.
+      got = read_source(std::span<char>(dst + filled, kBinaryBlock));
+      if (got == 0) {
+        eof_ = true;
+        break;
+      }
+      note_bytes(dst + filled, got, read_offset_);
     } else {
       // Streams are read a whole block at a time, as grep reads them, so that binary
       // mode sees what grep's read would; what does not fit the chunk stays pending.
