@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/slot_memory.hpp"
 
 namespace gpufilter {
 namespace {
@@ -42,11 +43,9 @@ std::size_t stage(const Chunk& chunk, ScanSlot& slot) {
 
 class CoScanner::Slot final : public ScanSlot {
  public:
-  explicit Slot(std::size_t bytes) : memory_(std::make_unique_for_overwrite<char[]>(bytes)) {
-    staging_ = memory_.get();
-  }
+  explicit Slot(std::size_t bytes) : memory_(slot_memory(bytes)) { staging_ = memory_.get(); }
 
-  std::unique_ptr<char[]> memory_;
+  SlotMemory memory_;
   ScanSlot* host_ = nullptr;  // the host engine's slot scanning this chunk; nullptr: a lane's
   std::string error_;         // what went wrong in a lane, if anything
   std::atomic<bool> done_{true};

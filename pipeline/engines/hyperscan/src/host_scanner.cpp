@@ -10,15 +10,16 @@
 #include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/slot_memory.hpp"
 #include "gpufilter/core/thread_clock.hpp"
 
 namespace gpufilter {
 
 class HostScanner::Slot final : public ScanSlot {
  public:
-  explicit Slot(std::size_t bytes) : memory_(new char[bytes]) { staging_ = memory_.get(); }
+  explicit Slot(std::size_t bytes) : memory_(slot_memory(bytes)) { staging_ = memory_.get(); }
 
-  std::unique_ptr<char[]> memory_;
+  SlotMemory memory_;
   std::vector<std::uint64_t> counts_;  // this chunk's per-pattern counts
   std::string error_;                  // what went wrong on the worker, if anything
   std::atomic<bool> done_{true};
