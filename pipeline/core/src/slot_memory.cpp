@@ -6,10 +6,10 @@
 
 namespace gpufilter {
 
-SlotMemory slot_memory(std::size_t bytes) {
+SlotMemory slot_memory(std::size_t bytes, bool huge_pages) {
   constexpr std::size_t kHugePage = std::size_t{2} << 20;
   void* p = nullptr;
-  if (bytes >= kHugePage) {
+  if (huge_pages && bytes >= kHugePage) {
     const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     p = std::aligned_alloc(kHugePage, rounded);
     if (p != nullptr) (void)::madvise(p, rounded, MADV_HUGEPAGE);  // advice only: 4 KiB pages where refused

@@ -43,7 +43,7 @@ std::size_t stage(const Chunk& chunk, ScanSlot& slot) {
 
 class CoScanner::Slot final : public ScanSlot {
  public:
-  explicit Slot(std::size_t bytes) : memory_(slot_memory(bytes)) { staging_ = memory_.get(); }
+  explicit Slot(std::size_t bytes) : memory_(slot_memory(bytes, true)) { staging_ = memory_.get(); }
 
   SlotMemory memory_;
   ScanSlot* host_ = nullptr;  // the host engine's slot scanning this chunk; nullptr: a lane's

@@ -17,7 +17,7 @@ namespace gpufilter {
 
 class HostScanner::Slot final : public ScanSlot {
  public:
-  explicit Slot(std::size_t bytes) : memory_(slot_memory(bytes)) { staging_ = memory_.get(); }
+  Slot(std::size_t bytes, bool huge_pages) : memory_(slot_memory(bytes, huge_pages)) { staging_ = memory_.get(); }
 
   SlotMemory memory_;
   std::vector<std::uint64_t> counts_;  // this chunk's per-pattern counts
@@ -150,7 +150,8 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
 }
 
 std::unique_ptr<ScanSlot> HostScanner::make_slot() {
-  auto slot = std::make_unique<Slot>(config_.chunk_bytes);
+  // A twin's slots take a small file each (the file farm's): small pages.
+  auto slot = std::make_unique<Slot>(config_.chunk_bytes, !all_inline_);
   if (config_.count_patterns) slot->counts_.assign(table_.unique_count(), 0);
   return slot;
 }
