@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <vector>
@@ -29,9 +30,13 @@ FileSource::FileSource(int fd, bool owned, std::string name) : fd_(fd), owned_(o
   } else if (S_ISFIFO(st.st_mode)) {
     // A pipe of 1 MiB, not 64 KiB: a writer as fast as the reads (`cat log |`) then wakes
     // this reader once a megabyte, not once a block (512 MB through `cat`: 16,000 context
-    // switches). Where the system's limit refuses it, the pipe stays as it is.
+    // switches). Where the system's limit refuses it, the pipe stays as it is. Each read
+    // still takes at most what the pipe held before, as grep's reads of the same pipe do:
+    // where a NUL lies, binary mode begins at the read that brought it.
     constexpr int kPipeBytes = 1 << 20;
-    if (::fcntl(fd_, F_GETPIPE_SZ) < kPipeBytes) (void)::fcntl(fd_, F_SETPIPE_SZ, kPipeBytes);
+    const int was = ::fcntl(fd_, F_GETPIPE_SZ);
+    if (was > 0 && was < kPipeBytes && ::fcntl(fd_, F_SETPIPE_SZ, kPipeBytes) >= 0)
+      read_limit_ = static_cast<std::size_t>(was);
   }
 }
 
@@ -102,7 +107,7 @@ std::size_t FileSource::read(std::span<char> dst) {
     return total;
   }
   for (;;) {
-    const ssize_t n = ::read(fd_, dst.data(), dst.size());
+    const ssize_t n = ::read(fd_, dst.data(), std::min(dst.size(), read_limit_));
     if (n >= 0) {
       if (regular_) offset_ += static_cast<std::uint64_t>(n);  // where the next split read begins
       return static_cast<std::size_t>(n);

@@ -64,6 +64,7 @@ class FileSource final : public Source {
   std::uint64_t start_ = 0;   // where a regular file was when this source took it
   std::uint64_t offset_ = 0;  // of the next read of a regular file
   mutable std::uint64_t size_ = 0;  // a regular file's size, seen at open and again at its end
+  std::size_t read_limit_ = SIZE_MAX;  // a grown pipe: its size before, the most one read takes
   std::string name_;
   const StopSignal* stop_ = nullptr;
   WorkerPool* workers_ = nullptr;
