@@ -133,6 +133,29 @@ void Chunker::read_ahead_to_block_end() {
   }
 }
 
+// One read into `dst` (`room` bytes free), its bytes noted for binary mode: what it put
+// there, 0 at the end. A regular file fills the room; a stream is read a whole block at a
+// time, as grep reads it, so that binary mode sees what grep's read would: straight into
+// dst where the block fits, else into pending_, where what does not fit stays.
+std::size_t Chunker::read_into(char* dst, std::size_t room) {
+  const bool direct = source_.is_regular_file() || room >= kBinaryBlock;
+  if (direct) {
+    const std::size_t got = read_source(std::span<char>(dst, source_.is_regular_file() ? room : kBinaryBlock));
+    if (got > 0) note_bytes(dst, got, read_offset_);
+    return got;
+  }
+  pending_.resize(kBinaryBlock);
+  const std::size_t n = read_source(std::span<char>(pending_.data(), pending_.size()));
+  pending_.resize(n);
+  if (n == 0) return 0;
+  note_bytes(pending_.data(), n, read_offset_);
+  const std::size_t got = std::min(n, room);
+  std::memcpy(dst, pending_.data(), got);
+  pending_.erase(0, got);
+  read_offset_ += n - got;  // the caller counts the part in dst
+  return got;
+}
+
 Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
   if (mapping_) return fill_mapped(dst, out, idle_timeout, eager);
   // 1. What is pending first: the rolled tail and any read-ahead.
@@ -169,37 +192,10 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
         return Status::kIdle;
       }
     }
-    std::size_t got;
-    if (source_.is_regular_file()) {
-      got = read_source(std::span<char>(dst + filled, capacity_ - filled));
-      if (got == 0) {
-        eof_ = true;
-        break;
-      }
-      note_bytes(dst + filled, got, read_offset_);
-    } else if (capacity_ - filled >= kBinaryBlock) {
-      // The same read as below, straight into the chunk where a whole block fits.
-      got = read_source(std::span<char>(dst + filled, kBinaryBlock));
-      if (got == 0) {
-        eof_ = true;
-        break;
-      }
-      note_bytes(dst + filled, got, read_offset_);
-    } else {
-      // Streams are read a whole block at a time, as grep reads them, so that binary
-      // mode sees what grep's read would; what does not fit the chunk stays pending.
-      pending_.resize(kBinaryBlock);
-      const std::size_t n = read_source(std::span<char>(pending_.data(), pending_.size()));
-      pending_.resize(n);
-      if (n == 0) {
-        eof_ = true;
-        break;
-      }
-      note_bytes(pending_.data(), n, read_offset_);
-      got = std::min(n, capacity_ - filled);
-      std::memcpy(dst + filled, pending_.data(), got);
-      pending_.erase(0, got);
-      read_offset_ += n - got;  // counted below for the part in dst
+    const std::size_t got = read_into(dst + filled, capacity_ - filled);
+    if (got == 0) {
+      eof_ = true;
+      break;
     }
     read_offset_ += got;
     if (newline == nullptr) {

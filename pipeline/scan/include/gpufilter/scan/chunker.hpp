@@ -81,6 +81,7 @@ class Chunker {
   void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
   void read_ahead_to_block_end();
   std::size_t read_source(std::span<char> dst);
+  std::size_t read_into(char* dst, std::size_t room);
 
   Source& source_;
   ChunkerConfig config_;
