@@ -154,5 +154,31 @@ TEST(FileSourceReads, SplitAndPlainReadsTakeTurns) {
   EXPECT_EQ(pipe_like->unread_size().has_value(), pipe_like->is_regular_file());
 }
 
+// A pipe it reads grows to 1 MiB (a writer as fast as the reads wakes the reader once a
+// megabyte, not once a block), while each read still takes at most what the pipe held
+// before: binary mode starts at the read that brings a NUL, as grep's reads bring it.
+TEST(FileSourceReads, APipeGrowsButEachReadTakesAtMostItsFormerSize) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const int before = ::fcntl(fds[0], F_GETPIPE_SZ);
+  auto source = FileSource::adopt(fds[0], "pipe");  // owns the read end from here
+  const int after = ::fcntl(fds[0], F_GETPIPE_SZ);
+  if (after <= before) {
+    ::close(fds[1]);
+    GTEST_SKIP() << "the system's limit keeps pipes at " << before << " bytes";
+  }
+  EXPECT_EQ(after, 1 << 20);
+  const std::string text = lines(4000, "p");  // more than the old pipe, less than the new
+  ASSERT_GT(text.size(), 2u * static_cast<std::size_t>(before));
+  ASSERT_EQ(::write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fds[1]);
+  std::string buffer(4 * static_cast<std::size_t>(before), '\0'), got;
+  while (const std::size_t n = source->read(std::span<char>(buffer.data(), buffer.size()))) {
+    EXPECT_LE(n, static_cast<std::size_t>(before));
+    got.append(buffer, 0, n);
+  }
+  EXPECT_EQ(got, text);
+}
+
 }  // namespace
 }  // namespace gpufilter::test
