@@ -36,13 +36,13 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -51,36 +51,39 @@
 #include "gpufilter/fail2ban/jails.hpp"
 #include "gpufilter/fail2ban/pyregex.hpp"
 #include "gpufilter/fail2ban/reader.hpp"
+#include "gpufilter/core/errors.hpp"
+#include "gpufilter/sources/file_source.hpp"
 #include "gpufilter/sources/journal_reader.hpp"
 #include "fail2ban_jails.hpp"
 
 namespace gpufilter::daemon {
 namespace {
 
-// Standard input in 64 KiB reads. std::cin, synchronised with stdio and tied to std::cout,
-// takes a character at a time and flushes the output before each line: a 64 MB log took
-// 3.9 s from a pipe against 0.64 s from the file. `error` keeps what stopped a read.
-class InputBuffer : public std::streambuf {
+// A source's bytes as a stream, 64 KiB a read. std::cin, synchronised with stdio and tied
+// to std::cout, takes a character at a time and flushes the output before each line: a 64
+// MB log took 3.9 s from a pipe against 0.64 s from the file. `failed` keeps what
+// stopped a read (what() names the input).
+class SourceBuffer : public std::streambuf {
  public:
-  explicit InputBuffer(int fd) : fd_(fd) {}
-  int error = 0;
+  explicit SourceBuffer(Source& source) : source_(source) {}
+  std::optional<SourceError> failed;
 
  protected:
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    ssize_t n;
-    do n = ::read(fd_, data_.data(), data_.size());
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) {
-      if (n < 0) error = errno;
-      return traits_type::eof();
+    std::size_t n = 0;
+    try {
+      n = source_.read(std::span<char>(data_.data(), data_.size()));
+    } catch (const SourceError& e) {
+      failed = e;
     }
+    if (n == 0) return traits_type::eof();
     setg(data_.data(), data_.data(), data_.data() + n);
     return traits_type::to_int_type(*gptr());
   }
 
  private:
-  int fd_;
+  Source& source_;
   std::array<char, 1 << 16> data_{};
 };
 
@@ -628,11 +631,12 @@ int test_filter(int argc, char** argv, int first) {
     if (a->maxlines) definition.maxlines = a->maxlines;
     fail2ban::Filter filter = fail2ban::Filter::of(definition, options);
     if (a->log == "-") {
-      InputBuffer buffer(STDIN_FILENO);
+      const std::unique_ptr<FileSource> input = FileSource::standard_input(a->log);
+      SourceBuffer buffer(*input);
       std::istream in(&buffer);
       const int status = scan(*a, filter, in);
-      if (buffer.error == 0) return status;
-      std::fprintf(stderr, "gpufilterd: %s: %s\n", a->log.c_str(), std::strerror(buffer.error));
+      if (!buffer.failed) return status;
+      std::fprintf(stderr, "gpufilterd: %s\n", buffer.failed->what());
       return 2;
     }
     std::error_code ec;
