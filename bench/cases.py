@@ -7,8 +7,8 @@ in the same run as the sets:
 - files500x20K, files500x512K: 500 files cut from the corpus at line boundaries, all
   named on one command line, 100 literals (one process start, hundreds of opens).
 - pipe: the corpus on standard input through a pipe (`cat CORPUS | tool -c -F -f
-  patterns-100.txt`), timed from cat's start to the tool's exit: what a user's `cat`,
-  `zcat` or `tail` in front of the tool costs it.
+  patterns-100.txt`), timed from the tool's start (cat's just before) to its exit: what a
+  user's `cat`, `zcat` or `tail` in front of the tool costs it.
 - capture: a capture made of the sample captures' packets (gpufilter-gen-pcap, 256 MB or
   the corpus size if smaller), the frames
   holding "google": `gpufilter -c --pcap` beside `tshark -r -Y 'frame contains "google"'`.
@@ -20,7 +20,6 @@ import os
 import selectors
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -146,39 +145,28 @@ def files_case(a, corpus, run_once, out_dir, size):
             "tools": tools, "problems": _disagreements(tools, "lines")}
 
 
-def _run_piped(cmd, corpus, env, out_dir, timeout):
-    """`cat corpus | cmd`, stdout to out_dir/stdout: wall seconds from cat's fork to both exits."""
-    out = out_dir / "stdout"
-    with open(out, "wb") as o:
-        start = time.perf_counter()
+def _from_cat(run_once, corpus):
+    """run_once with `cat corpus |` as the command's standard input."""
+    def run(cmd, out_dir, timeout):
         cat = subprocess.Popen(["cat", str(corpus)], stdout=subprocess.PIPE)
-        proc = subprocess.Popen([str(c) for c in cmd], stdin=cat.stdout, stdout=o, stderr=subprocess.DEVNULL, env=env)
-        cat.stdout.close()  # the tool's end alone: cat sees the tool exit
-        killed = threading.Event()
-        timer = threading.Timer(timeout, lambda: (killed.set(), proc.kill(), cat.kill()))
-        timer.start()
-        rc = proc.wait()
-        cat.wait()
-        seconds = time.perf_counter() - start
-        timer.cancel()
-    if killed.is_set():
-        return {"status": "timeout", "seconds": timeout}
-    if rc not in (0, 1):
-        return {"status": "failed", "seconds": seconds, "message": f"exit {rc}"}
-    data = out.read_bytes()
-    return {"status": "ok", "seconds": seconds, "lines": data.count(b"\n"),
-            "sha1": hashlib.sha1(data).hexdigest()}
+        try:
+            return run_once(cmd, out_dir, timeout, stdin=cat.stdout)
+        finally:
+            cat.stdout.close()  # the last reader gone: a cat still writing (a timeout) ends
+            cat.wait()
+    return run
 
 
-def pipe_case(a, corpus, env, out_dir):
+def pipe_case(a, corpus, run_once, out_dir):
     patterns = a.work / "patterns-100.txt"
     commands = {"gpufilter": _gpufilter(a) + ["-c", "-F", "-f", patterns],
                 "grep": [a.grep, "-c", "-F", "-f", patterns],
                 "rg": [a.rg, "-c", "-F", "--no-config", "-f", patterns]}
     size = Path(corpus).stat().st_size
+    piped = _from_cat(run_once, corpus)
     tools = {}
     for t in _tools(a):
-        tools[t] = _best([_run_piped(commands[t], corpus, env, out_dir, a.timeout) for _ in range(a.repeat)])
+        tools[t] = _best([_run(piped, commands[t], a.timeout, out_dir) for _ in range(a.repeat)])
         if tools[t]["status"] == "ok":
             tools[t]["gbps"] = size / tools[t]["seconds"] / 1e9
     return {"what": f"`cat` of the corpus ({size / 1e6:.0f} MB) into `-c`, 100 literals", "unit": "s",
@@ -234,7 +222,7 @@ def run_case(a, name, corpus, env, out_dir, run_once):
     if name.startswith("files500x"):
         return files_case(a, corpus, run_once, out_dir, int(name[len("files500x"):-1]) << 10)
     if name == "pipe":
-        return pipe_case(a, corpus, env, out_dir)
+        return pipe_case(a, corpus, run_once, out_dir)
     return capture_case(a, run_once, out_dir)
 
 

@@ -241,12 +241,13 @@ def command(a, tool, patterns, icase, corpus, regex=False):
         ["--threads", str(a.threads)] if a.threads else []) + i + ["-f", patterns, corpus]
 
 
-def run_once(cmd, out_dir, timeout):
-    """One whole-process run: wall seconds from fork to exit, with stdout to a file."""
+def run_once(cmd, out_dir, timeout, stdin=None):
+    """One whole-process run: wall seconds from fork to exit, with stdout to a file (and
+    standard input from `stdin`, a pipe's end, where given)."""
     out, err = out_dir / "stdout", out_dir / "stderr"
     with open(out, "wb") as o, open(err, "wb") as e:
         start = time.perf_counter()
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=o, stderr=e, env=ENV)
+        proc = subprocess.Popen([str(c) for c in cmd], stdin=stdin, stdout=o, stderr=e, env=ENV)
         # A blocking wait with a timer that kills: Popen.wait(timeout) polls, adding up to 50 ms.
         killed = threading.Event()
         timer = threading.Timer(timeout, lambda: (killed.set(), proc.kill()))
