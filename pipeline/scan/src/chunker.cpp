@@ -138,9 +138,9 @@ void Chunker::read_ahead_to_block_end() {
 // time, as grep reads it, so that binary mode sees what grep's read would: straight into
 // dst where the block fits, else into pending_, where what does not fit stays.
 std::size_t Chunker::read_into(char* dst, std::size_t room) {
-  const bool direct = source_.is_regular_file() || room >= kBinaryBlock;
-  if (direct) {
-    const std::size_t got = read_source(std::span<char>(dst, source_.is_regular_file() ? room : kBinaryBlock));
+  const bool regular = source_.is_regular_file();
+  if (regular || room >= kBinaryBlock) {
+    const std::size_t got = read_source(std::span<char>(dst, regular ? room : kBinaryBlock));
     if (got > 0) note_bytes(dst, got, read_offset_);
     return got;
   }
