@@ -113,6 +113,16 @@ def _gpufilter(a):
         [f"--engine={a.engine}"] if a.engine else [])
 
 
+def _best_runs(a, commands, run_once, out_dir, size):
+    """Each tool's best of --repeat whole runs of its command, with GB/s over `size` bytes."""
+    tools = {}
+    for t in _tools(a):
+        tools[t] = _best([_run(run_once, commands[t], a.timeout, out_dir) for _ in range(a.repeat)])
+        if tools[t]["status"] == "ok":
+            tools[t]["gbps"] = size / tools[t]["seconds"] / 1e9
+    return tools
+
+
 def first_line_case(a, corpus, env, out_dir):
     literal = _first_line_literal(corpus)
     # --line-buffered: a line is written when it is found, not when a buffer fills (or the
@@ -136,11 +146,7 @@ def files_case(a, corpus, run_once, out_dir, size):
                 "grep": [a.grep, "-h", "-F", "-f", patterns] + files,
                 "rg": [a.rg, "-F", "--no-config", "--no-filename", "--no-line-number", "--color", "never",
                        "-f", patterns] + files}
-    tools = {}
-    for t in _tools(a):
-        tools[t] = _best([_run(run_once, commands[t], a.timeout, out_dir) for _ in range(a.repeat)])
-        if tools[t]["status"] == "ok":
-            tools[t]["gbps"] = total / tools[t]["seconds"] / 1e9
+    tools = _best_runs(a, commands, run_once, out_dir, total)
     return {"what": f"500 files of {size >> 10} KiB ({total / 1e6:.0f} MB), 100 literals", "unit": "s",
             "tools": tools, "problems": _disagreements(tools, "lines")}
 
@@ -163,12 +169,7 @@ def pipe_case(a, corpus, run_once, out_dir):
                 "grep": [a.grep, "-c", "-F", "-f", patterns],
                 "rg": [a.rg, "-c", "-F", "--no-config", "-f", patterns]}
     size = Path(corpus).stat().st_size
-    piped = _from_cat(run_once, corpus)
-    tools = {}
-    for t in _tools(a):
-        tools[t] = _best([_run(piped, commands[t], a.timeout, out_dir) for _ in range(a.repeat)])
-        if tools[t]["status"] == "ok":
-            tools[t]["gbps"] = size / tools[t]["seconds"] / 1e9
+    tools = _best_runs(a, commands, _from_cat(run_once, corpus), out_dir, size)
     return {"what": f"`cat` of the corpus ({size / 1e6:.0f} MB) into `-c`, 100 literals", "unit": "s",
             "tools": tools, "problems": _disagreements(tools, "lines")}
 
