@@ -96,7 +96,8 @@ std::string joined(const std::vector<std::string>& topics) {
 // The group is rebalancing (another member joined or left): a commit is refused until
 // this member has taken part, and then succeeds.
 bool rebalancing(RdKafka::ErrorCode err) {
-  return err == RdKafka::ERR_REBALANCE_IN_PROGRESS || err == RdKafka::ERR_ILLEGAL_GENERATION;
+  return err == RdKafka::ERR_REBALANCE_IN_PROGRESS || err == RdKafka::ERR_ILLEGAL_GENERATION ||
+         err == RdKafka::ERR__ASSIGNMENT_LOST;
 }
 
 }  // namespace
@@ -193,6 +194,10 @@ struct KafkaSource::Impl final : RdKafka::RebalanceCb, RdKafka::EventCb, RdKafka
   bool closing = false;              // close(): partitions assigned now are not read
   std::string terminated;            // a record's value with the '\n' it lacked
   RdKafka::ErrorCode last_commit_error = RdKafka::ERR_NO_ERROR;
+  // close(): the settled offsets of partitions a rebalance revoked while their commit was
+  // refused (librdkafka forgets what was stored for them), committed by name once the
+  // group lets this member commit again.
+  std::map<std::pair<std::string, std::int32_t>, std::int64_t> unsaved;
 
   explicit Impl(KafkaSource& s) : self(s) {}
 
@@ -210,6 +215,7 @@ struct KafkaSource::Impl final : RdKafka::RebalanceCb, RdKafka::EventCb, RdKafka
   void mark_and_settle(Partition& p);
   void store(bool all);
   bool commit();
+  bool commit_unsaved();
   void close_streams() noexcept;
   void statistics(const std::string& json);
 };
@@ -259,10 +265,11 @@ void KafkaSource::Impl::revoke(std::vector<RdKafka::TopicPartition*>& list) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   store(true);
-  commit();
+  const bool committed = commit();
   for (RdKafka::TopicPartition* tp : list) {
     auto it = partitions.find({tp->topic(), tp->partition()});
     if (it == partitions.end()) continue;
+    if (closing && !committed && it->second.settled >= 0) unsaved[it->first] = it->second.settled;
     if (!it->second.closed) self.channel_.close(it->second.stream);
     self.channel_.forget(it->second.stream);
     partitions.erase(it);
@@ -430,6 +437,25 @@ bool KafkaSource::Impl::commit() {
   return false;
 }
 
+// unsaved, committed by name (their partitions may be another member's now: its commits
+// then follow ours).
+bool KafkaSource::Impl::commit_unsaved() {
+  if (unsaved.empty()) return true;
+  std::vector<RdKafka::TopicPartition*> list;
+  for (const auto& [key, offset] : unsaved) list.push_back(RdKafka::TopicPartition::create(key.first, key.second, offset));
+  RdKafka::ErrorCode err = consumer->commitSync(list);
+  for (const RdKafka::TopicPartition* tp : list)
+    if (err == RdKafka::ERR_NO_ERROR && tp->err() != RdKafka::ERR_NO_ERROR) err = tp->err();
+  RdKafka::TopicPartition::destroy(list);
+  if (err == RdKafka::ERR_NO_ERROR) {
+    unsaved.clear();
+    return true;
+  }
+  ++commit_failures;
+  last_commit_error = err;
+  return false;
+}
+
 void KafkaSource::Impl::close_streams() noexcept {
   for (auto& [key, p] : partitions) {
     if (p.closed) continue;
@@ -504,8 +530,10 @@ void KafkaSource::run() noexcept {
 }
 
 // The last commit. When another member's leaving is rebalancing the group, the commit is
-// refused (rebalance in progress, or an old generation) until this member has taken part: consume() serves the rebalance (its records
-// are left to the group) and the commit is tried again, for up to kCloseWait.
+// refused (rebalance in progress, or an old generation) until this member has taken part:
+// consume() serves the rebalance (its records are left to the group) and the commit is
+// tried again, for up to kCloseWait. What that rebalance revoked before it could be
+// committed (unsaved) is committed by name then.
 void KafkaSource::close() {
   if (thread_.joinable()) thread_.join();
   Impl& s = *impl_;
@@ -514,10 +542,11 @@ void KafkaSource::close() {
   stopping_ = true;
   s.store(true);
   const Clock::time_point until = Clock::now() + kCloseWait;
-  bool committed = s.commit();
+  const auto commit_all = [&s] { return s.commit() && s.commit_unsaved(); };
+  bool committed = commit_all();
   while (!committed && rebalancing(s.last_commit_error) && Clock::now() < until) {
     std::unique_ptr<RdKafka::Message> m(s.consumer->consume(100));
-    committed = s.commit();
+    committed = commit_all();
   }
   s.consumer->close();
   s.consumer.reset();
