@@ -683,7 +683,8 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   p.pieces.resize(pool->width());
   p.piece_ends.resize(pool->width());
   p.piece_valid.assign(pool->width(), 1);
-  const bool check_utf8 = options_.utf8 && options_.binary_files != BinaryFiles::kText;
+  // Only printed lines are checked (emit_run): -c, -l, -q print none.
+  const bool check_utf8 = options_.utf8 && options_.binary_files != BinaryFiles::kText && !options_.quiet;
   p.scratch.resize(pool->width());
   std::vector<std::exception_ptr> errors(pool->width());
   const std::size_t pieces = pool->split(end - begin, kMinPiece, [&](std::size_t i, std::size_t b, std::size_t e) {
@@ -786,8 +787,8 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
       if (count == 0) return;
       decide_literal_lines(chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends);
     }
-    d.all_valid_utf8 =
-        !options_.utf8 || options_.binary_files == BinaryFiles::kText || lines_valid_utf8(d.matched, d.ends);
+    d.all_valid_utf8 = !options_.utf8 || options_.binary_files == BinaryFiles::kText || options_.quiet ||
+                       lines_valid_utf8(d.matched, d.ends);
     d.seq = chunk.seq;
     d.offset = chunk.offset;
     d.begin = chunk.data + pos;
