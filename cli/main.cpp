@@ -504,6 +504,9 @@ int search(cli::Options& o) {
   if (o.json) json = json_printer(o, json_patterns, patterns, regexes != nullptr, streams, out);
   Sink& printer = json ? static_cast<Sink&>(*json) : grep_printer;
   Searcher searcher(patterns, searching, printer);
+  // Streams and captures cut lines of their own from pieces of many inputs.
+  if (searcher.one_occurrence_per_line() && !o.pattern_counts && !streams && !captures)
+    engine->locate_one_per_line(o.eol());
   Scanner& scanner =
       engine->make_scanner(searcher.needs_locations() || o.pattern_counts || streams || captures, o.pattern_counts);
   std::string scanning_now;  // the input being searched, for the warning of a device fault

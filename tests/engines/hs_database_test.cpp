@@ -491,3 +491,46 @@ TEST(HsDatabase, TheScanFindsTheFirstNul) {
 }
 
 }  // namespace
+
+// With one_per_line, a scan may leave out occurrences of a line (cut at the eol or a NUL)
+// that already has one, never a line's last, and keeps their order.
+TEST(HsDatabase, OnePerLineKeepsOneOfEveryLine) {
+  std::mt19937 rng(5);
+  for (const std::string list : {"e"s, "ab\nb"s, "a\naa\nba\nbab"s}) {
+    for (bool ic : {false, true}) {
+      PatternSet patterns;
+      patterns.add_list(list);
+      const PatternTable table(patterns, MatchOptions{.ignore_case = ic});
+      const HsDatabase matcher(table);
+      auto scratch = matcher.new_scratch();
+      for (const char eol : {'\n', '\0'}) {
+        for (int round = 0; round < 50; ++round) {
+          const std::string text = random_string(rng, "aAbBe\n\n \0"s, static_cast<std::size_t>(round) * 37);
+          const std::size_t overlap = static_cast<std::size_t>(round % 3) * text.size() / 4;
+          const auto all = reference(patterns, table, text, overlap);
+          std::vector<Occurrence> out;
+          const std::uint64_t total = matcher.scan(text.data(), text.size(), overlap, scratch, &out, nullptr,
+                                                   nullptr, static_cast<unsigned char>(eol));
+          EXPECT_EQ(total, out.size());
+          const auto kept = as_pairs(out);
+          const std::string what = list + " round " + std::to_string(round);
+          // In order, and each one of the reference's.
+          auto at = all.begin();
+          for (const Pair& o : kept) {
+            at = std::find(at, all.end(), o);
+            ASSERT_NE(at, all.end()) << what << ": kept out of order or not an occurrence";
+          }
+          const auto line_of = [&](std::size_t position) {
+            while (position > 0 && text[position - 1] != eol && text[position - 1] != '\0') --position;
+            return position;
+          };
+          std::set<std::size_t> with, kept_lines;
+          for (const Pair& o : all) with.insert(line_of(o.first));
+          for (const Pair& o : kept) kept_lines.insert(line_of(o.first));
+          EXPECT_EQ(kept_lines, with) << what;
+          if (list == "e" && eol == '\n' && round == 49) EXPECT_LT(kept.size(), all.size());
+        }
+      }
+    }
+  }
+}

@@ -1066,6 +1066,12 @@ bool Searcher::needs_locations() const noexcept {
            options_.binary_files != BinaryFiles::kWithoutMatch);
 }
 
+bool Searcher::one_occurrence_per_line() const noexcept {
+  return options_.regex == nullptr && !options_.word && !options_.whole_line && !options_.spans &&
+         !options_.context_spans && !options_.pattern_ids && !options_.only_matching &&
+         !table_.has_empty_pattern() && !table_.has_nul_byte();
+}
+
 Flow Searcher::consume_count(const Chunk& chunk, std::uint64_t occurrences) {
   if (done_) return Flow::kStop;
   bytes_searched_ = std::max(bytes_searched_, chunk.offset + chunk.size);

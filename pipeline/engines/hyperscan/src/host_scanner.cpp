@@ -137,13 +137,15 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
   const Chunk& chunk = slot.chunk_;
   std::vector<Occurrence>* out = config_.locate ? &slot.occurrences_ : nullptr;
   std::uint64_t* counts = config_.count_patterns ? slot.counts_.data() : nullptr;
+  const int one_per_line = counts == nullptr ? config_.one_per_line : -1;
   slot.first_nul_ = ScanSlot::kNoNul;
   if (chunk.nul_search == 0) {
-    slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts);
+    slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, nullptr, one_per_line);
     return;
   }
   static_assert(HsDatabase::kNoNul == ScanSlot::kNoNul);
-  slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, &slot.first_nul_);
+  slot.total_ =
+      matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, &slot.first_nul_, one_per_line);
   if (slot.first_nul_ != ScanSlot::kNoNul || chunk.nul_search <= chunk.size) return;
   if (const void* past = std::memchr(chunk.data + chunk.size, '\0', chunk.nul_search - chunk.size))
     slot.first_nul_ = static_cast<std::size_t>(static_cast<const char*>(past) - chunk.data);

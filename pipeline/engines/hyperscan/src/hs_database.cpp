@@ -72,6 +72,12 @@ struct ScanContext {
   std::uint64_t digest = 0;  // count_each/uncount: of the ids counted, in order
   std::uint64_t limit = 0;   // uncount: how many counts to take back
   std::vector<Occurrence>* out = nullptr;
+  // locate_line_firsts: the bytes scanned, the byte that ends a line, and the last
+  // occurrence appended's start and the end of its line (no occurrence crosses one).
+  const char* data = nullptr;
+  unsigned long long size = 0;
+  int eol = -1;
+  unsigned long long line_from = ~0ull, line_end = 0;
   std::uint64_t last_key = 0;
   bool ordered = true;
   std::exception_ptr error = nullptr;
@@ -111,9 +117,7 @@ int uncount(unsigned int id, unsigned long long, unsigned long long to, unsigned
   return 0;
 }
 
-int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
-  auto& c = *static_cast<ScanContext*>(context);
-  if (to <= c.overlap) return 0;
+int append(ScanContext& c, unsigned int id, unsigned long long to) noexcept {
   const std::uint32_t length = c.length[id];
   const auto position = static_cast<std::uint32_t>(to - length) + c.base;
   const std::uint64_t key = order_key(position, length);
@@ -127,6 +131,35 @@ int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned 
   }
   ++c.total;
   return 0;
+}
+
+int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  return append(c, id, to);
+}
+
+// locate, leaving out an occurrence that starts at or after the last one appended and
+// ends within its line: one per line for a consumer that selects lines and shows no
+// match (a line of "e"s is one occurrence, not thousands to append and walk). Which line
+// an occurrence is in is the consumer's to say: this only leaves out those that cannot
+// be the first of theirs, and may keep more.
+int locate_line_firsts(unsigned int id, unsigned long long, unsigned long long to, unsigned int,
+                       void* context) noexcept {
+  auto& c = *static_cast<ScanContext*>(context);
+  if (to <= c.overlap) return 0;
+  const unsigned long long from = to - c.length[id];
+  if (from >= c.line_from && to <= c.line_end) return 0;
+  // The line ends at the next eol, or at a NUL before it: grep cuts a binary input's
+  // lines there too (its NULs become line ends).
+  const char* rest = c.data + to;
+  const void* end = std::memchr(rest, c.eol, c.size - to);
+  std::size_t length = end != nullptr ? static_cast<std::size_t>(static_cast<const char*>(end) - rest) : c.size - to;
+  if (c.eol != '\0')
+    if (const void* nul = std::memchr(rest, '\0', length)) length = static_cast<std::size_t>(static_cast<const char*>(nul) - rest);
+  c.line_from = from;
+  c.line_end = to + length;
+  return append(c, id, to);
 }
 
 }  // namespace
@@ -231,8 +264,8 @@ HsDatabase::Scratch HsDatabase::new_scratch() const {
 // 1,000 literals on the H200 machine (docs/PERFORMANCE.md).
 std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                                 std::vector<Occurrence>* out, std::uint64_t* pattern_counts,
-                                std::size_t* first_nul) const {
-  if (first_nul == nullptr) return scan_at(data, size, overlap, 0, scratch, out, pattern_counts);
+                                std::size_t* first_nul, int one_per_line) const {
+  if (first_nul == nullptr) return scan_at(data, size, overlap, 0, scratch, out, pattern_counts, one_per_line);
   *first_nul = kNoNul;
   const std::size_t longest = table_->max_length() > 0 ? table_->max_length() - 1 : 0;
   const std::size_t first = out != nullptr ? out->size() : 0;
@@ -246,7 +279,7 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
       const std::size_t drop = std::max(overlap, begin);
       if (drop < end)
         total += scan_at(data + from, end - from, drop - from, static_cast<std::uint32_t>(from), scratch, out,
-                         pattern_counts);
+                         pattern_counts, one_per_line);
       if (*first_nul != kNoNul) continue;
       if (const void* nul = std::memchr(data + begin, '\0', end - begin))
         *first_nul = static_cast<std::size_t>(static_cast<const char*>(nul) - data);
@@ -267,7 +300,7 @@ std::uint64_t HsDatabase::scan(const char* data, std::size_t size, std::size_t o
 
 std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base,
                                    Scratch& scratch, std::vector<Occurrence>* out,
-                                   std::uint64_t* pattern_counts) const {
+                                   std::uint64_t* pattern_counts, int one_per_line) const {
   if (size > UINT_MAX) throw Error("host scan: a chunk must be smaller than 4 GiB");
   if (scratch.database_ != database_) throw Error("host scan: scratch space made for another HsDatabase");
   if (database_ == nullptr || size == 0 || overlap >= size) return 0;
@@ -275,8 +308,11 @@ std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_
   ScanContext context{.length = table_->unique_lengths().data(), .base = base, .overlap = overlap};
   match_event_handler handler = count_only;
   if (out != nullptr) {
-    handler = locate;
+    handler = one_per_line >= 0 ? locate_line_firsts : locate;
     context.out = out;
+    context.data = data;
+    context.size = size;
+    context.eol = one_per_line;
   } else if (pattern_counts != nullptr) {
     handler = count_each;
     context.pattern_counts = pattern_counts;

@@ -151,6 +151,9 @@ class Engine {
   // needs: Searcher::needs_locations(), a rule set, packets), `count_patterns` per-pattern
   // counts. Once per engine.
   virtual Scanner& make_scanner(bool locate, bool count_patterns) = 0;
+  // Before make_scanner(): the consumer needs one occurrence per line ending in `eol`, no
+  // more (ScanConfig::one_per_line).
+  void locate_one_per_line(char eol) noexcept { scanning_.one_per_line = static_cast<unsigned char>(eol); }
   Scanner& scanner() noexcept { return *scanner_; }
   // After make_scanner(): another scanner like it, sharing its compiled patterns, that
   // scans on the thread that submits chunks, for a search of many files on several

@@ -54,6 +54,11 @@ struct ScanConfig {
   std::size_t slots = 2;         // at least 2, so reading overlaps scanning
   bool locate = true;            // hand on positions and ids, not only counts
   bool count_patterns = false;   // accumulate per-pattern occurrence counts
+  // With locate and not count_patterns: the byte that ends a line ('\n', '\0' for grep
+  // -z) when the consumer needs one occurrence per line and no more (Searcher::
+  // one_occurrence_per_line), -1 for all. The host engine then leaves out most of a line's
+  // later occurrences; other engines hand on all of them.
+  int one_per_line = -1;
   // DeviceScanner: chunks smaller than this are scanned on the host by a walk of the same
   // trie (PatternTable::for_each_at), with identical results, where a device round trip
   // would cost more than the scan. 0: always on the device.

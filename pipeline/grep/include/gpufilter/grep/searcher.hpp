@@ -98,6 +98,10 @@ class Searcher final : public ChunkConsumer {
   // decides the input (-q, -l, -L without -v, -w, -x, -I, the empty pattern or NUL bytes
   // in patterns): then consume_count() takes the chunk's count alone.
   bool needs_locations() const noexcept;
+  // Whether one occurrence per line is all it needs: any occurrence selects its line
+  // (fixed strings without -w, -x, the empty pattern or NUL bytes) and nothing shows
+  // where (no -o, --color, --json).
+  bool one_occurrence_per_line() const noexcept;
   Flow consume_count(const Chunk& chunk, std::uint64_t occurrences) override;
   // `lines` lines of the input were dropped before the next chunk (over-long lines of a
   // stream): line numbers go on counting them.

@@ -63,7 +63,9 @@ class HsDatabase {
   // its pattern's counter. With `first_nul`, also sets it to where the first NUL byte of
   // data[0, size) is (kNoNul: none), searched piece by piece just after each is scanned
   // (a mapped chunk's binary-file test). Concurrent calls are safe with distinct Scratch objects
-  // (and distinct `out` and `pattern_counts`).
+  // (and distinct `out` and `pattern_counts`). With `out` and `one_per_line` (the byte that
+  // ends a line, '\n' or '\0'; -1: every occurrence), an occurrence that starts in a line
+  // whose earlier occurrence was appended may be left out (ScanConfig::one_per_line).
   // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
   // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
   // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
@@ -71,12 +73,12 @@ class HsDatabase {
   static constexpr std::size_t kNoNul = static_cast<std::size_t>(-1);
   std::uint64_t scan(const char* data, std::size_t size, std::size_t overlap, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts,
-                     std::size_t* first_nul = nullptr) const;
+                     std::size_t* first_nul = nullptr, int one_per_line = -1) const;
 
  private:
   // scan(), with `base` added to every position reported.
   std::uint64_t scan_at(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
-                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
+                        std::vector<Occurrence>* out, std::uint64_t* pattern_counts, int one_per_line) const;
   // scan()'s results from PatternTable::for_each_occurrence, without Hyperscan.
   std::uint64_t walk(const char* data, std::size_t size, std::size_t overlap, std::uint32_t base, Scratch& scratch,
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
