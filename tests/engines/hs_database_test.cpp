@@ -492,6 +492,35 @@ TEST(HsDatabase, TheScanFindsTheFirstNul) {
 
 }  // namespace
 
+// One case-sensitive literal is found without Hyperscan (one_literal.hpp): 32 starting
+// positions at a time, then one by one near the end. Every length against every text size
+// around those blocks, each overlap, runs of one byte (overlapping occurrences) included.
+TEST(HsDatabase, OneLiteralAtEveryAlignment) {
+  std::mt19937 rng(7);
+  const std::string literals[] = {"a", "ab", "aa", "aaaa", "aba", "INFO", "\n", "a\0b"s, "\xff\x80",
+                                  std::string(33, 'a'), "session opened for user"};
+  for (const std::string& literal : literals) {
+    PatternSet patterns;
+    patterns.add(literal);
+    const PatternTable table(patterns, MatchOptions{});
+    const HsDatabase matcher(table);
+    auto scratch = matcher.new_scratch();
+    for (std::size_t size = 0; size < 100; ++size) {
+      for (const std::string& chars : {"ab"s, "a"s, "aINFOb\n\0\xff\x80"s}) {
+        std::string text = random_string(rng, chars, size);
+        if (size > literal.size() && size % 3 == 0) text.replace(size - literal.size(), literal.size(), literal);
+        for (const std::size_t overlap : {std::size_t{0}, size / 2, size}) {
+          const auto expected = reference(patterns, table, text, overlap);
+          ASSERT_EQ(diff(expected, host(matcher, scratch, text, overlap)), "")
+              << "literal of " << literal.size() << ", size " << size << ", overlap " << overlap;
+        }
+      }
+    }
+    const std::string dense = random_string(rng, "aINFOb\n", 5000);
+    check_all_modes(patterns, table, matcher, scratch, dense, 0, "one literal, dense");
+  }
+}
+
 // With one_per_line, a scan may leave out occurrences of a line (cut at the eol or a NUL)
 // that already has one, never a line's last, and keeps their order.
 TEST(HsDatabase, OnePerLineKeepsOneOfEveryLine) {

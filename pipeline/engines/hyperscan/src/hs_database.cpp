@@ -16,6 +16,7 @@
 #include "gpufilter/hyperscan/hs_database.hpp"
 
 #include "gpufilter/hs_cache/compile_cache.hpp"
+#include "one_literal.hpp"
 
 #include <hs/hs.h>
 
@@ -220,7 +221,11 @@ HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
   const LiteralRequest literals(table);
   hs_compile_error_t* error = nullptr;
   const hs_error_t rc = hs_cache::compile(literals.request(), &database_, &error);
-  if (rc == HS_SUCCESS) return;
+  if (rc == HS_SUCCESS) {
+    if (n == 1 && !table.options().ignore_case && OneLiteral::usable())
+      one_ = std::make_unique<const OneLiteral>(table.unique_pattern(0));
+    return;
+  }
   const std::string message = error != nullptr && error->message != nullptr ? error->message : hs_error_name(rc);
   const int expression = error != nullptr ? error->expression : -1;
   hs_free_compile_error(error);
@@ -236,12 +241,13 @@ HsDatabase::HsDatabase(const PatternTable& table) : table_(&table) {
 HsDatabase::~HsDatabase() { hs_free_database(database_); }
 
 HsDatabase::HsDatabase(HsDatabase&& other) noexcept
-    : database_(std::exchange(other.database_, nullptr)), table_(other.table_) {}
+    : database_(std::exchange(other.database_, nullptr)), one_(std::move(other.one_)), table_(other.table_) {}
 
 HsDatabase& HsDatabase::operator=(HsDatabase&& other) noexcept {
   if (this != &other) {
     hs_free_database(database_);
     database_ = std::exchange(other.database_, nullptr);
+    one_ = std::move(other.one_);
     table_ = other.table_;
   }
   return *this;
@@ -318,7 +324,9 @@ std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_
     context.pattern_counts = pattern_counts;
   }
   const std::size_t first = out != nullptr ? out->size() : 0;
-  const hs_error_t rc = hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
+  const hs_error_t rc =
+      one_ ? (one_->scan(data, size, handler, &context) ? HS_SCAN_TERMINATED : HS_SUCCESS)
+           : hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
   if (rc != HS_SUCCESS) {
     if (out != nullptr) out->resize(first);  // no partial result
     if (context.error) std::rethrow_exception(context.error);

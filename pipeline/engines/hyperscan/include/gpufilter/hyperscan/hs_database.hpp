@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
@@ -15,6 +16,8 @@ struct hs_database;
 struct hs_scratch;
 
 namespace gpufilter {
+
+class OneLiteral;
 
 class HsDatabase {
  public:
@@ -85,6 +88,8 @@ class HsDatabase {
 
   static constexpr std::size_t kNulPiece = std::size_t{256} << 10;  // scan()'s pieces with first_nul
   hs_database* database_ = nullptr;  // null when there is nothing to match
+  // One case-sensitive literal: found by it, not by Hyperscan (one_literal.hpp).
+  std::unique_ptr<const OneLiteral> one_;
   const PatternTable* table_;
 };
 
