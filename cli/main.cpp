@@ -413,14 +413,15 @@ void print_stats(Engine& engine, const FileScan& files, Clock::time_point build_
                "\"unique_patterns\":%zu,\"device_ms\":%.3f,\"build_ms\":%.3f,\"table_ms\":%.3f,\"matcher_ms\":%.3f,"
                "\"engine_ms\":%.3f,\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
                "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu,\"fill_s\":%.6f,\"wait_s\":%.6f,"
-               "\"deliver_s\":%.6f%s}\n",
+               "\"deliver_s\":%.6f,\"inputs_mapped\":%llu%s}\n",
                std::string(scanner.engine()).c_str(), json_string(engine.reason()).c_str(),
                json_string(engine.device_name()).c_str(), patterns.pattern_count(), patterns.unique_count(),
                t.device_ms, ms_between(build_start, build_end), t.table_ms, t.program_ms, t.scanner_ms,
                ms_between(g_started, first), static_cast<unsigned long long>(outcome.bytes), scan_s,
                scan_s > 0 ? static_cast<double>(outcome.bytes) / scan_s / 1e9 : 0.0,
                ms_between(g_started, end) / 1000, scanner.chunk_bytes(), scanner.slot_count(), files.times().fill_s,
-               files.times().wait_s, files.times().deliver_s, (engine.stats_json() + outcome.stats).c_str());
+               files.times().wait_s, files.times().deliver_s, static_cast<unsigned long long>(files.inputs_mapped()),
+               (engine.stats_json() + outcome.stats).c_str());
 }
 
 // A device that fails mid-run: the scanner redoes the chunks it had on the host and goes
@@ -461,6 +462,25 @@ std::string regex_stats(const RegexLines& r, const RegexCounts& farm) {
          ",\"regex_without_factor\":" + std::to_string(r.unfiltered_count());
 }
 
+
+// How files and standard input are read and cut into chunks.
+FileScanConfig file_scan_config(const cli::Options& o, const PatternTable& patterns, WorkerPool& workers,
+                                std::atomic<std::uint64_t>& bytes_done) {
+  FileScanConfig piping;
+  piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
+  // With -z a NUL ends a record: it is no sign of a binary file (grep's buf_has_nulls).
+  piping.detect_binary = o.binary_files != BinaryFiles::kText && !o.null_data;
+  piping.eol = o.eol();
+  piping.scan_to_end = o.pattern_counts;
+  piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
+  piping.workers = &workers;
+  piping.progress = &bytes_done;
+  // Tests and benchmarks: GPUFILTER_MAP_FILES=1 or 0 maps regular files always or never
+  // (unset: as mapping_beats_reading() measures this machine).
+  if (const char* map = std::getenv("GPUFILTER_MAP_FILES"); map != nullptr && (*map == '0' || *map == '1'))
+    piping.map_files = *map == '1';
+  return piping;
+}
 
 int search(cli::Options& o) {
   // The stop handlers are installed in main(), before anything slow: a signal during
@@ -516,15 +536,7 @@ int search(cli::Options& o) {
     engine->wait_for_device();
   const Clock::time_point build_end = Clock::now();
 
-  FileScanConfig piping;
-  piping.batch_timeout = std::chrono::milliseconds(o.batch_timeout_ms);
-  // With -z a NUL ends a record: it is no sign of a binary file (grep's buf_has_nulls).
-  piping.detect_binary = o.binary_files != BinaryFiles::kText && !o.null_data;
-  piping.eol = o.eol();
-  piping.scan_to_end = o.pattern_counts;
-  piping.count_lines = o.pattern_counts && patterns.has_empty_pattern();
-  piping.workers = &workers;
-  piping.progress = &bytes_done;
+  const FileScanConfig piping = file_scan_config(o, patterns, workers, bytes_done);
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;
   install_stop_handlers();

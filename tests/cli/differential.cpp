@@ -18,7 +18,8 @@ namespace gpufilter::test {
 std::string Knobs::describe() const {
   return "--chunk-size=" + (chunk.empty() ? std::string("(default)") : chunk) +
          " --slots=" + (slots.empty() ? std::string("(default)") : slots) +
-         " --engine=" + (engine.empty() ? std::string("(default)") : engine);
+         " --engine=" + (engine.empty() ? std::string("(default)") : engine) +
+         (map.empty() ? std::string() : " GPUFILTER_MAP_FILES=" + map);
 }
 
 const std::vector<Knobs>& small_knobs() {
@@ -34,8 +35,8 @@ std::vector<Knobs> rotating_knobs(std::size_t count) {
   // default always runs.
   static const std::vector<Knobs> cycle = {
       {"5", "1", "gpu"}, {"17", "2", "gpu"}, {"64", "3", "gpu"}, {"4096", "1", "gpu"},
-      {"5", "3", "cpu"}, {"17", "1", "cpu"}, {"64", "2", "cpu"}, {"4096", "3", "cpu"},
-      {"5", "2", "gpu"}, {"17", "3", "cpu"}, {"64", "1", "gpu"}, {"4096", "2", "cpu"},
+      {"5", "3", "cpu", "1"}, {"17", "1", "cpu", "0"}, {"64", "2", "cpu", "1"}, {"4096", "3", "cpu", "0"},
+      {"5", "2", "gpu"}, {"17", "3", "cpu", "1"}, {"64", "1", "gpu"}, {"4096", "2", "cpu", "0"},
   };
   static std::size_t next = 0;
   std::vector<Knobs> knobs;
@@ -45,7 +46,7 @@ std::vector<Knobs> rotating_knobs(std::size_t count) {
 }
 
 const std::vector<Knobs>& large_knobs() {
-  static const std::vector<Knobs> knobs = {{"4093", "2", "gpu"}, {"64K", "1", "cpu"}, {"", "3", ""}};
+  static const std::vector<Knobs> knobs = {{"4093", "2", "gpu"}, {"64K", "1", "cpu", "1"}, {"", "3", "", "0"}};
   return knobs;
 }
 
@@ -195,7 +196,9 @@ GrepRun run_gpufilter(const std::vector<std::string>& args, const std::string& i
   if (end_of_options) argv.insert(argv.end(), knob_args.begin(), knob_args.end());
   argv.insert(argv.end(), args.begin(), args.end());
   if (!end_of_options) argv.insert(argv.end(), knob_args.begin(), knob_args.end());
-  ProcessResult r = run_process(argv, input, env);
+  std::vector<std::string> environment = env;
+  if (!knobs.map.empty()) environment.push_back("GPUFILTER_MAP_FILES=" + knobs.map);
+  ProcessResult r = run_process(argv, input, environment);
   return {std::move(r.out), std::move(r.err), r.status};
 }
 

@@ -20,6 +20,9 @@ struct Knobs {
   std::string chunk;
   std::string slots;
   std::string engine;  // gpu (the OpenCL device), cpu (the host engine), or auto
+  // "1" or "0": regular files mapped always or never (GPUFILTER_MAP_FILES), so that both
+  // paths are tested whichever this machine's measure picks; empty: as measured.
+  std::string map = "";
   std::string describe() const;
 };
 

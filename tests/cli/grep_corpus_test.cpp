@@ -16,7 +16,8 @@ namespace {
 using Args = std::vector<std::string>;
 
 std::vector<Knobs> corpus_knobs() {
-  static const std::vector<Knobs> cycle = {{"4093", "2", "gpu"}, {"64K", "1", "cpu"}, {"1000", "3", "gpu"}, {"333", "2", "cpu"}, {"128K", "3", "gpu"}};
+  static const std::vector<Knobs> cycle = {{"4093", "2", "gpu"}, {"64K", "1", "cpu", "1"}, {"1000", "3", "gpu"},
+                                           {"333", "2", "cpu", "0"}, {"128K", "3", "gpu"}, {"777", "2", "cpu", "1"}};
   static std::size_t next = 0;
   return {cycle[next++ % cycle.size()], {"", "", ""}};
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/mapping_cost.hpp"
 #include "read_ahead.hpp"
 
 namespace gpufilter {
@@ -171,9 +172,12 @@ InputSummary FileScan::run(Source& source) {
   chunking.eol = config_.eol;
   chunking.batch_timeout = config_.batch_timeout;
   chunking.workers = config_.workers;
-  chunking.map_file = scanner_.scans_in_place();
+  // (Asked only of a file larger than a chunk, the only kind the chunker maps.)
+  chunking.map_file = scanner_.scans_in_place() && source.unread_size().value_or(0) > chunking.capacity &&
+                      config_.map_files.value_or(mapping_beats_reading());
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
+  if (chunker.in_place()) ++inputs_mapped_;
   // The consumer's work ahead runs on the engine's threads while this input is searched;
   // not when the scan goes on past the consumer's decision (--pattern-counts), where it
   // would decide lines no one takes. It is set and cleared with nothing in flight.

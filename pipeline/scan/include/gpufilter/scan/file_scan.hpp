@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ struct FileScanConfig {
   // by another thread (a progress line); several FileScans may add to one. Null: not
   // published.
   std::atomic<std::uint64_t>* progress = nullptr;
+  // An engine that scans in place is given a regular file mapped (ChunkerConfig::map_file)
+  // where mapping beats reading on this machine (mapping_beats_reading()); set: always
+  // (true) or never (false), for tests and benchmarks.
+  std::optional<bool> map_files = std::nullopt;
 };
 
 class FileScan {
@@ -83,6 +88,8 @@ class FileScan {
 
   std::uint64_t bytes_scanned() const noexcept { return bytes_scanned_; }
   std::uint64_t lines_seen() const noexcept { return lines_seen_; }
+  // Inputs scanned where they lie (mapped) so far (--stats).
+  std::uint64_t inputs_mapped() const noexcept { return inputs_mapped_; }
   // Where the pipeline thread's time went, over every input so far (--stats).
   struct Times {
     double fill_s = 0;     // reading and cutting chunks into slots (a file: waiting for them)
@@ -111,6 +118,7 @@ class FileScan {
   bool open_line_ = false;  // the last byte delivered was not the line end (FileScanConfig::eol)
   std::uint64_t bytes_scanned_ = 0;
   std::uint64_t lines_seen_ = 0;
+  std::uint64_t inputs_mapped_ = 0;
   std::chrono::steady_clock::time_point first_submit_{};
   Times times_;
 };
