@@ -23,6 +23,7 @@
 #   bash .device/gpu-stream-ab.sh issue 19: --stream, an earlier binary (.device/gpufilter-old) beside this one
 #   bash .device/gpu-regex-ab.sh issue 16: the regex sets, an earlier gpufilter (REGEX_BEFORE: its folder) beside this one
 #   bash .device/gpu-dense.sh    dense output to /dev/shm beside one thread writing as much (dd)
+#   bash .device/gpu-literal.sh  one literal: mapped, read and as chosen, beside grep, rg and Hyperscan
 #   bash .device/gpu-reliability.sh fuzz SECONDS   the long fuzz run on every core
 #   bash .device/gpu-reliability.sh soak SECONDS   bench/soak.sh on the GPU engine
 # The fuzz targets come from build-asan/fuzz (scripts/sanitize.sh address) when built.
@@ -46,7 +47,7 @@ cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
   scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
-  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-fail2ban-ab.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh scripts/gpu-read.sh scripts/gpu-first.sh scripts/gpu-stream.sh scripts/gpu-dense.sh scripts/gpu-stream-ab.sh scripts/gpu-regex-ab.sh .device/
+  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-fail2ban-ab.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh scripts/gpu-read.sh scripts/gpu-first.sh scripts/gpu-stream.sh scripts/gpu-dense.sh scripts/gpu-stream-ab.sh scripts/gpu-regex-ab.sh scripts/gpu-literal.sh .device/
 cp scripts/gpu-stream-rep.sh .device/stream-rep.sh
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \
