@@ -1,8 +1,8 @@
 #!/bin/bash
 # Runs on the GPU machine from the repository root after scripts/stage-gpu-run.sh (as
 # .device/gpu-literal.sh): one literal, -c, over a page-cached Loghub corpus, gpufilter
-# beside grep 3.8, rg and the Hyperscan reference, alternating, three runs each (seconds,
-# whole process). gpufilter runs as it chooses (its --stats says whether it mapped the
+# beside grep 3.8, rg and the Hyperscan reference, alternating, three runs each
+# (milliseconds, whole process; the count in brackets). gpufilter runs as it chooses (its --stats says whether it mapped the
 # file: mapping_beats_reading()), and mapped and read by force (GPUFILTER_MAP_FILES);
 # LITERAL_BEFORE: a folder holding an older gpufilter, run beside.
 #   LITERAL_SIZE (bytes, default 4294967296), LITERAL_DIR (default /dev/shm)
@@ -25,10 +25,10 @@ run() {  # TAG BIN LITERAL: prints seconds and the count
   [ "$tag" = read ] && env=(GPUFILTER_MAP_FILES=0)
   if [ "$tag" = hs ]; then printf '%s\n' "$lit" > $w/lit.txt; set -- "$bin" -f $w/lit.txt $w/corpus.log
   else set -- "$bin" -cF "$lit" $w/corpus.log; fi
-  local start=$(date +%s.%N)
+  local start=$(date +%s%N)
   local out=$(env "${env[@]}" timeout 60 "$@" 2>&1 | tail -1)
-  local end=$(date +%s.%N)
-  printf '%.3f(%s) ' "$(echo "$end - $start" | bc)" "${out##* }"
+  local end=$(date +%s%N)
+  printf '%d(%s) ' $(( (end - start) / 1000000 )) "${out##* }"
 }
 for lit in "error" "INFO" "Failed password" "session opened for user" "e" "zzzq"; do
   declare -A times=()
@@ -47,8 +47,8 @@ for n in 100 1000; do
     [ "$tag" = rg ] || [ "$tag" = grep ] && continue
     env=(); [ "$tag" = map ] && env=(GPUFILTER_MAP_FILES=1); [ "$tag" = read ] && env=(GPUFILTER_MAP_FILES=0)
     if [ "$tag" = hs ]; then set -- "$bin" -f $w/patterns-$n.txt $w/corpus.log; else set -- "$bin" -cF -f $w/patterns-$n.txt $w/corpus.log; fi
-    start=$(date +%s.%N); out=$(env "${env[@]}" timeout 60 "$@" 2>&1 | tail -1); end=$(date +%s.%N)
-    times[$tag]+="$(printf '%.3f(%s) ' "$(echo "$end - $start" | bc)" "${out##* }")"
+    start=$(date +%s%N); out=$(env "${env[@]}" timeout 60 "$@" 2>&1 | tail -1); end=$(date +%s%N)
+    times[$tag]+="$(printf '%d(%s) ' $(( (end - start) / 1000000 )) "${out##* }")"
   done; done
   for t in $tools; do IFS=: read -r tag bin <<< "$t"; [ -n "${times[$tag]:-}" ] && echo "patterns-$n | $tag | ${times[$tag]}"; done
   unset times
