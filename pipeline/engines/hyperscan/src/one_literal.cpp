@@ -58,7 +58,10 @@ __attribute__((target("avx2"))) bool scan_avx2(const std::string& literal, std::
 
 }  // namespace
 
-bool OneLiteral::usable() noexcept { return __builtin_cpu_supports("avx2"); }
+bool OneLiteral::usable() noexcept {
+  __builtin_cpu_init();  // (needed only before main(), harmless after)
+  return __builtin_cpu_supports("avx2");
+}
 
 OneLiteral::OneLiteral(std::string_view literal) : literal_(literal) {
   // The rarest byte, then the rarest at another offset (a repeated byte is as good).
