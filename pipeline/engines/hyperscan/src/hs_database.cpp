@@ -142,9 +142,9 @@ int locate(unsigned int id, unsigned long long, unsigned long long to, unsigned 
 
 // locate, leaving out an occurrence that starts at or after the last one appended and
 // ends within its line: one per line for a consumer that selects lines and shows no
-// match (a line of "e"s is one occurrence, not thousands to append and walk). Which line
-// an occurrence is in is the consumer's to say: this only leaves out those that cannot
-// be the first of theirs, and may keep more.
+// match (a line of "e"s is one occurrence, not thousands to append and walk). It leaves
+// out only occurrences of a line that already has one kept, and may keep more: the
+// consumer cuts the lines.
 int locate_line_firsts(unsigned int id, unsigned long long, unsigned long long to, unsigned int,
                        void* context) noexcept {
   auto& c = *static_cast<ScanContext*>(context);
@@ -314,7 +314,8 @@ std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_
   ScanContext context{.length = table_->unique_lengths().data(), .base = base, .overlap = overlap};
   match_event_handler handler = count_only;
   if (out != nullptr) {
-    handler = one_per_line >= 0 ? locate_line_firsts : locate;
+    // (Counts made from `out` need every occurrence.)
+    handler = one_per_line >= 0 && pattern_counts == nullptr ? locate_line_firsts : locate;
     context.out = out;
     context.data = data;
     context.size = size;

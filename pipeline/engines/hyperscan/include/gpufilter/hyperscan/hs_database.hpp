@@ -66,9 +66,10 @@ class HsDatabase {
   // its pattern's counter. With `first_nul`, also sets it to where the first NUL byte of
   // data[0, size) is (kNoNul: none), searched piece by piece just after each is scanned
   // (a mapped chunk's binary-file test). Concurrent calls are safe with distinct Scratch objects
-  // (and distinct `out` and `pattern_counts`). With `out` and `one_per_line` (the byte that
-  // ends a line, '\n' or '\0'; -1: every occurrence), an occurrence that starts in a line
-  // whose earlier occurrence was appended may be left out (ScanConfig::one_per_line).
+  // (and distinct `out` and `pattern_counts`). With `out`, no `pattern_counts` and
+  // `one_per_line` (the byte that ends a line, '\n' or '\0'; -1: every occurrence), an
+  // occurrence of a line that already has one appended may be left out
+  // (ScanConfig::one_per_line).
   // Where Hyperscan fails on a chunk with HS_UNKNOWN_ERROR (a known bug of its literal
   // API, see hs_database.cpp), the chunk is scanned by the pattern table's trie walk
   // instead, with the same results. Other Hyperscan failures throw Error; a failed scan
