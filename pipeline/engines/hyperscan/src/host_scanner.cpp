@@ -137,7 +137,7 @@ void HostScanner::scan(Slot& slot, HsDatabase::Scratch& scratch) {
   const Chunk& chunk = slot.chunk_;
   std::vector<Occurrence>* out = config_.locate ? &slot.occurrences_ : nullptr;
   std::uint64_t* counts = config_.count_patterns ? slot.counts_.data() : nullptr;
-  const int one_per_line = counts == nullptr ? config_.one_per_line : -1;
+  const int one_per_line = config_.one_per_line;  // HsDatabase leaves it aside with counts
   slot.first_nul_ = ScanSlot::kNoNul;
   if (chunk.nul_search == 0) {
     slot.total_ = matcher_->scan(chunk.data, chunk.size, chunk.overlap, scratch, out, counts, nullptr, one_per_line);
