@@ -183,7 +183,7 @@ class Progress {
   }
 
  private:
-  FdWriter stdout_fd_{STDOUT_FILENO};
+  FdWriter stdout_fd_{STDOUT_FILENO, /*space_ahead=*/true};
   FdWriter stderr_fd_{STDERR_FILENO};
   std::optional<cli::ProgressLine> line_;
   std::optional<cli::ErasingWriter> out_;

@@ -1,6 +1,8 @@
 // Output's buffer, and the Writers it writes through.
 #include "gpufilter/sinks/output.hpp"
 
+#include "space_ahead.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +19,10 @@ OutputError::OutputError(int error_number)
 
 bool OutputError::closed() const noexcept { return errno_ == EPIPE; }
 
+FdWriter::FdWriter(int fd, bool space_ahead) noexcept : fd_(fd), space_ahead_(space_ahead) {}
+
+FdWriter::~FdWriter() = default;
+
 void FdWriter::write(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
@@ -25,6 +31,21 @@ void FdWriter::write(std::string_view bytes) {
       throw OutputError(errno);
     }
     bytes.remove_prefix(static_cast<std::size_t>(n));
+    wrote(static_cast<std::size_t>(n));
+  }
+}
+
+void FdWriter::wrote(std::size_t bytes) noexcept {
+  written_ += bytes;
+  if (ahead_) {
+    ahead_->wrote(bytes);
+  } else if (space_ahead_ && written_ >= (16u << 20)) {
+    space_ahead_ = false;  // tried once
+    try {
+      ahead_ = SpaceAhead::open(fd_);
+    } catch (const std::exception&) {
+      // No thread or no memory for it: the writes go on as they were.
+    }
   }
 }
 

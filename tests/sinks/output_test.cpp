@@ -3,10 +3,16 @@
 // FdWriter's errors (EPIPE is "closed"), and write-behind (a thread that writes full
 // buffers; labelled `concurrency`, so ThreadSanitizer runs it).
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +87,90 @@ TEST(Output, FdWriterWritesTheDescriptor) {
   const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
   ::close(fds[0]);
   EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<std::size_t>(n) : 0), "through the pipe\n");
+}
+
+// A file on tmpfs (FdWriter's space_ahead). Null where /dev/shm is not tmpfs.
+int tmpfs_file(bool append, std::string& path) {
+  struct statfs fs {};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC) return -1;
+  path = "/dev/shm/gpufilter-output-test-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0 || !append) return fd;
+  ::close(fd);
+  return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+}
+
+struct FileSpace {
+  std::uint64_t size, allocated;
+};
+FileSpace file_space(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0);
+  return {static_cast<std::uint64_t>(st.st_size), static_cast<std::uint64_t>(st.st_blocks) * 512};
+}
+
+// Writes 40 pieces of a MiB and a byte (pages are not the writes' unit) through a
+// FdWriter with space_ahead, each piece of its own byte. Returns the largest allocation
+// seen past the file's size while writing.
+constexpr std::size_t kPiece = (1u << 20) + 1;
+std::uint64_t write_40_pieces(int fd, const std::string& path) {
+  std::uint64_t most_ahead = 0;
+  FdWriter w(fd, /*space_ahead=*/true);
+  for (int i = 0; i < 40; ++i) {
+    w.write(std::string(kPiece, static_cast<char>('a' + i % 26)));
+    if (i < 20) continue;
+    // The thread reserves on its own time: give it a moment to show.
+    for (int wait = 0; wait < 20; ++wait) {
+      const FileSpace space = file_space(path);
+      EXPECT_EQ(space.size, (static_cast<std::uint64_t>(i) + 1) * kPiece);  // KEEP_SIZE
+      if (space.allocated > space.size) {
+        most_ahead = std::max(most_ahead, space.allocated - space.size);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return most_ahead;
+}
+
+// Past 16 MiB the pages of a file on tmpfs are allocated ahead of the writes, its size
+// stays what was written, and what was allocated past the end is given back at the end.
+TEST(Output, SpaceAheadOnTmpfsKeepsTheSizeAndGivesTheRestBack) {
+  std::string path;
+  const int fd = tmpfs_file(false, path);
+  if (fd < 0) GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  const std::uint64_t most_ahead = write_40_pieces(fd, path);
+  EXPECT_GT(most_ahead, 8u << 20);
+  EXPECT_LE(most_ahead, (64u + 8u) << 20);
+  const FileSpace after = file_space(path);
+  EXPECT_EQ(after.size, 40 * kPiece);
+  EXPECT_LE(after.allocated, (after.size + 4095) / 4096 * 4096);  // nothing left past the end
+  std::string back(40 * kPiece, '\0');
+  EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  for (std::size_t i = 0; i < 40; ++i)
+    ASSERT_EQ(back.find_first_not_of(static_cast<char>('a' + i % 26), i * kPiece),
+              i == 39 ? std::string::npos : (i + 1) * kPiece)
+        << i;
+  ::close(fd);
+  ::unlink(path.c_str());
+}
+
+// O_APPEND: where the writes land is not the writer's to know, so nothing is reserved.
+TEST(Output, SpaceAheadLeavesAnAppendingFileAlone) {
+  std::string path;
+  const int fd = tmpfs_file(true, path);
+  if (fd < 0) GTEST_SKIP() << "/dev/shm is not tmpfs here";
+  {
+    FdWriter w(fd, /*space_ahead=*/true);
+    const std::string piece(1u << 20, 'x');
+    for (int i = 0; i < 40; ++i) w.write(piece);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const FileSpace space = file_space(path);
+    EXPECT_EQ(space.size, 40u << 20);
+    EXPECT_LE(space.allocated, space.size);
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
 }
 
 // Write-behind: full buffers go to the Output's thread, in order with writes larger than

@@ -3,9 +3,11 @@
 // without a descriptor or a child process.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 
 #include "gpufilter/core/errors.hpp"
 
@@ -29,15 +31,30 @@ class Writer {
   virtual void write(std::string_view bytes) = 0;
 };
 
+class SpaceAhead;
+
 // write(2) until every byte is out; EINTR is retried, any other failure (EPIPE for a
 // closed reader included) is an OutputError. The descriptor is not owned.
+//
+// `space_ahead`: once an output passes 16 MiB, a file on tmpfs has its pages allocated
+// ahead of the writes by a thread of their own (sinks/src/space_ahead.hpp), never past
+// what is written by more than 64 MiB, and those left over given back when the writer
+// goes. Elsewhere (a pipe, a terminal, a disk, O_APPEND) nothing changes.
 class FdWriter final : public Writer {
  public:
-  explicit FdWriter(int fd) noexcept : fd_(fd) {}
+  explicit FdWriter(int fd, bool space_ahead = false) noexcept;
+  ~FdWriter() override;
+  FdWriter(const FdWriter&) = delete;
+  FdWriter& operator=(const FdWriter&) = delete;
   void write(std::string_view bytes) override;
 
  private:
+  void wrote(std::size_t bytes) noexcept;
+
   int fd_;
+  bool space_ahead_;  // SpaceAhead not tried yet
+  std::uint64_t written_ = 0;
+  std::unique_ptr<SpaceAhead> ahead_;
 };
 
 class StringWriter final : public Writer {
