@@ -7,7 +7,7 @@
 # beside grep -E, rg and the Hyperscan reference (every run compiles there).
 #   REGEX_SIZE (bytes, default 2147483648), REGEX_SETS (default "templates logregex nofactor
 #   ioc"), BENCH_SETS (bench/run.py's, default templates,logregex,nofactor; grep -E is left
-#   out there: it times out on the template set)
+#   out there: it times out on the template set), BENCH_TOOLS (default gpufilter,rg,hs)
 set -u
 sh .device/opencl-setup.sh >/dev/null 2>&1
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
@@ -19,7 +19,7 @@ mkdir -p $w
 sets="${REGEX_SETS:-templates logregex nofactor ioc}"
 # The corpus and the sets as bench/run.py makes them.
 [ -s $w/corpus.log ] || timeout 200 $d/bin/gpufilter-gen-corpus --loghub $d/corpus/loghub \
-  --size "${REGEX_SIZE:-2147483648}" --out $w --seed 1 > /dev/null || exit 1
+  --size "${REGEX_SIZE:-2147483648}" --out $w --seed 1 > $w/corpus.json || exit 1
 python3 - $w $d $sets <<'PY' || exit 1
 import os, sys; sys.path.insert(0, "bench"); import regex_sets
 w, d = sys.argv[1], sys.argv[2]
@@ -45,5 +45,5 @@ done
 rm -f $w/out
 echo "=== bench/run.py (cold compile cache, as the reference)"
 python3 bench/run.py --work $w --size "${REGEX_SIZE:-2147483648}" --sets "${BENCH_SETS:-templates,logregex,nofactor}" \
-  --repeat 2 --timeout 45 --tools gpufilter,rg,hs --cases none --kernel-bench none --gpufilter $d/gpufilter --grep $d/grep --rg $d/bin/rg \
+  --repeat 2 --timeout 45 --tools "${BENCH_TOOLS:-gpufilter,rg,hs}" --cases none --kernel-bench none --gpufilter $d/gpufilter --grep $d/grep --rg $d/bin/rg \
   --hs-count $d/bin/gpufilter-hs-count --gen-corpus $d/bin/gpufilter-gen-corpus --loghub $d/corpus/loghub 2>&1 | tail -12
