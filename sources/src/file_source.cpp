@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/mapping_cost.hpp"
 #include "gpufilter/core/workers.hpp"
 #include "mapped_file.hpp"
 
@@ -117,7 +118,7 @@ std::size_t FileSource::read(std::span<char> dst) {
   }
 }
 
-std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
+std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes, bool if_faster) {
   if (!regular_ || (stop_ != nullptr && stop_->requested())) return nullptr;
   if (unread_size().value_or(0) < min_bytes) return nullptr;  // most small files stop here, with no system call
   struct stat st {};
@@ -125,6 +126,8 @@ std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes) {
   if (at < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= at) return nullptr;
   const auto size = static_cast<std::uint64_t>(st.st_size - at);
   if (size < min_bytes || size > SIZE_MAX / 2) return nullptr;
+  if (if_faster && !mapping_beats_reading(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(size)))
+    return nullptr;
   std::unique_ptr<MappedFile> mapped = MappedFile::map(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(size));
   if (!mapped) return nullptr;
   // Reads go on after the mapping, where a file that grew has more.

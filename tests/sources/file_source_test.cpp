@@ -32,6 +32,31 @@ std::string lines(std::size_t n, const std::string& prefix) {
   return s;
 }
 
+// Mapped only if faster (the host engine's default): a file too short for the measure
+// (2 MiB whole) is read and keeps its place; a longer one is mapped or read as measured,
+// and either way its bytes are the same. Asked without the measure, both are mapped.
+TEST(FileSourceMapping, IfFasterMeasuresOnlyFilesLongEnough) {
+  TempDir dir;
+  const std::string small = lines(2000, "line ");  // under 2 MiB
+  const std::string path = dir.write("small.log", small);
+  auto source = FileSource::open(path);
+  EXPECT_EQ(source->map_unread(1000, /*if_faster=*/true), nullptr);
+  EXPECT_NE(source->map_unread(1000), nullptr);
+  const std::string big = lines(200000, "row ");  // about 8 MiB
+  ASSERT_GT(big.size(), std::size_t{6} << 20);
+  const std::string big_path = dir.write("big.log", big);
+  auto big_source = FileSource::open(big_path);
+  std::unique_ptr<MappedBytes> mapped = big_source->map_unread(1000, /*if_faster=*/true);
+  if (mapped) {
+    EXPECT_EQ(std::string_view(mapped->data(), mapped->size()), big);
+  } else {
+    std::string back(big.size() + 1, '\0');
+    std::size_t got = 0;
+    while (std::size_t n = big_source->read(std::span<char>(back.data() + got, back.size() - got))) got += n;
+    EXPECT_EQ(back.substr(0, got), big);
+  }
+}
+
 TEST(FileSourceMapping, MapsTheRestAndReadsGoOnAfterIt) {
   TempDir dir;
   const std::string text = lines(2000, "line ");

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "gpufilter/core/errors.hpp"
-#include "gpufilter/core/mapping_cost.hpp"
 #include "read_ahead.hpp"
 
 namespace gpufilter {
@@ -174,7 +173,8 @@ InputSummary FileScan::run(Source& source) {
   chunking.workers = config_.workers;
   // (Asked only of a file larger than a chunk, the only kind the chunker maps.)
   chunking.map_file = scanner_.scans_in_place() && source.unread_size().value_or(0) > chunking.capacity &&
-                      config_.map_files.value_or(mapping_beats_reading());
+                      config_.map_files.value_or(true);
+  chunking.map_if_faster = !config_.map_files.has_value();
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
   if (chunker.in_place()) ++inputs_mapped_;

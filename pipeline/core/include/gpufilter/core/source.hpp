@@ -58,9 +58,11 @@ class Source {
 
   // A regular file's unread bytes, mapped, when there are at least `min_bytes` of them;
   // read() goes on after them (a file that grew). Null where the input is not mapped
-  // (too small, not a regular file, the mapping failed): the caller reads instead.
-  virtual std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes) {
+  // (too small, not a regular file, the mapping failed, or `if_faster` and reading this
+  // file measured faster: mapping_beats_reading()): the caller reads instead.
+  virtual std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false) {
     (void)min_bytes;
+    (void)if_faster;
     return nullptr;
   }
 

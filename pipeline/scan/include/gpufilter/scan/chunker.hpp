@@ -35,6 +35,9 @@ struct ChunkerConfig {
   // where they lie (Scanner::scans_in_place). The last chunk's bytes are still copied, so
   // that a file that grew meanwhile and the input's end are handled as for any read.
   bool map_file = false;
+  // With map_file: only where touching the file's mapped pages measures faster than
+  // reading them (mapping_beats_reading(), on the file's first bytes).
+  bool map_if_faster = false;
 };
 
 class Chunker {

@@ -71,8 +71,9 @@ struct FileScanConfig {
   // published.
   std::atomic<std::uint64_t>* progress = nullptr;
   // An engine that scans in place is given a regular file mapped (ChunkerConfig::map_file)
-  // where mapping beats reading on this machine (mapping_beats_reading()); set: always
-  // (true) or never (false), for tests and benchmarks.
+  // where mapping beats reading that file on this machine (mapping_beats_reading(),
+  // measured on each file mapped); set: always (true) or never (false), for tests and
+  // benchmarks.
   std::optional<bool> map_files = std::nullopt;
 };
 
