@@ -9,9 +9,9 @@ namespace gpufilter {
 
 // True when touching the pages of a fresh mapping of `fd` costs less than copying them
 // with read() would (1 us a 4 KiB page, 4 GB/s): the host engine then scans the file where
-// it lies in the page cache (ChunkerConfig::map_file). Timed on the first whole 2 MiB of
-// its `size` bytes from `offset` (0.03-2.5 ms), mapped afresh and touched once a page;
-// false (read) where the file is too short for it or the mapping fails.
+// it lies in the page cache (ChunkerConfig::map_file). Timed on the first, middle and last
+// whole 2 MiB of its `size` bytes from `offset` (0.1-3 ms), each mapped afresh and touched
+// once a page; false (read) where the file has no whole 2 MiB or the mapping fails.
 //
 // The answer depends on the machine and on the file. On the H200 machine's host mapping
 // won (docs/PERFORMANCE.md). On a virtual machine with shadow page tables (this project's
