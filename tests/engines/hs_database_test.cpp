@@ -341,10 +341,13 @@ TEST(HsDatabase, PatternLongerThanText) {
   EXPECT_EQ(host(long_matcher, long_scratch, std::string(101, 'x'), 0), (std::vector<Pair>{{0, 0}, {1, 0}}));
 }
 
+// (Two literals each: a lone literal is OneLiteral's, with no database and no scratch.)
 TEST(HsDatabase, ScratchOfAnotherMatcherIsRefused) {
   PatternSet a, b;
   a.add("a");
+  a.add("x");
   b.add("b");
+  b.add("y");
   const PatternTable ta(a, MatchOptions{}), tb(b, MatchOptions{});
   const HsDatabase ma(ta);
   HsDatabase mb(tb);

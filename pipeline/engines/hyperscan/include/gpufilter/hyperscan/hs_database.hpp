@@ -88,8 +88,8 @@ class HsDatabase {
                      std::vector<Occurrence>* out, std::uint64_t* pattern_counts) const;
 
   static constexpr std::size_t kNulPiece = std::size_t{256} << 10;  // scan()'s pieces with first_nul
-  hs_database* database_ = nullptr;  // null when there is nothing to match
-  // One case-sensitive literal: found by it, not by Hyperscan (one_literal.hpp).
+  hs_database* database_ = nullptr;  // null when there is nothing to match, or one_ matches
+  // One case-sensitive literal: found by it alone, no database compiled (one_literal.hpp).
   std::unique_ptr<const OneLiteral> one_;
   const PatternTable* table_;
 };
