@@ -16,10 +16,6 @@ double micros_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-}  // namespace
-
-namespace {
-
 // Microseconds to touch each page of `bytes` of `fd` at `at`, mapped afresh; negative
 // when it cannot be mapped.
 double touch_micros(int fd, std::uint64_t at, std::uint64_t bytes, std::uint64_t page) {

@@ -1,5 +1,5 @@
 // Whether a file's cached pages are read faster through a mapping or through pread():
-// measured on the file itself, on the first bytes of a fresh mapping of it.
+// measured on the file itself, on three pieces of it mapped afresh.
 #pragma once
 
 #include <cstddef>

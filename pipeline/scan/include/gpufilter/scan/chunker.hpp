@@ -36,7 +36,7 @@ struct ChunkerConfig {
   // that a file that grew meanwhile and the input's end are handled as for any read.
   bool map_file = false;
   // With map_file: only where touching the file's mapped pages measures faster than
-  // reading them (mapping_beats_reading(), on the file's first bytes).
+  // reading them (mapping_beats_reading(), on three pieces of the file).
   bool map_if_faster = false;
 };
 
