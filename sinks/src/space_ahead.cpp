@@ -58,8 +58,9 @@ void SpaceAhead::run() {
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || reserved_ < written_ + kAhead; });
     if (stopping_) return;
-    // Never behind the writer: the pages it has already written need nothing.
-    const std::uint64_t from = std::max(reserved_, written_ & ~(kPage - 1));
+    // Never behind the writer: the pages it has already written need nothing. On whole
+    // pages: the first offset (where the writer was at open) need not be one.
+    const std::uint64_t from = std::max(reserved_, written_) & ~(kPage - 1);
     lock.unlock();
     // KEEP_SIZE: the file's size stays what was written. A failure (ENOSPC, a full
     // tmpfs; EOPNOTSUPP) ends the reserving, and the writes report what they meet.
