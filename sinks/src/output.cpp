@@ -39,7 +39,7 @@ void FdWriter::wrote(std::size_t bytes) noexcept {
   written_ += bytes;
   if (ahead_) {
     ahead_->wrote(bytes);
-  } else if (space_ahead_ && written_ >= (16u << 20)) {
+  } else if (space_ahead_ && written_ >= SpaceAhead::kStart) {
     space_ahead_ = false;  // tried once
     try {
       ahead_ = SpaceAhead::open(fd_);

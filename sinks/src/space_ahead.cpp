@@ -24,7 +24,11 @@ std::unique_ptr<SpaceAhead> SpaceAhead::open(int fd) {
 }
 
 SpaceAhead::SpaceAhead(int fd, std::uint64_t offset)
-    : fd_(fd), written_(offset), reserved_(offset), thread_([this] { run(); }) {}
+    : fd_(fd),
+      page_(static_cast<std::uint64_t>(std::max(::sysconf(_SC_PAGESIZE), 4096L))),
+      written_(offset),
+      reserved_(offset),
+      thread_([this] { run(); }) {}
 
 SpaceAhead::~SpaceAhead() {
   {
@@ -36,7 +40,7 @@ SpaceAhead::~SpaceAhead() {
   // Give back the pages past the file's end. The size is read now: bytes written there by
   // anyone, through this descriptor or another, lie below it and are never punched.
   // The last page reserved is given back whole.
-  const std::uint64_t end = (reserved_ + kPage - 1) & ~(kPage - 1);
+  const std::uint64_t end = (reserved_ + page_ - 1) / page_ * page_;
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || static_cast<std::uint64_t>(st.st_size) >= end) return;
   (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size,
@@ -60,7 +64,7 @@ void SpaceAhead::run() {
     if (stopping_) return;
     // Never behind the writer: the pages it has already written need nothing. On whole
     // pages: the first offset (where the writer was at open) need not be one.
-    const std::uint64_t from = std::max(reserved_, written_) & ~(kPage - 1);
+    const std::uint64_t from = std::max(reserved_, written_) / page_ * page_;
     lock.unlock();
     // KEEP_SIZE: the file's size stays what was written. A failure (ENOSPC, a full
     // tmpfs; EOPNOTSUPP) ends the reserving, and the writes report what they meet.

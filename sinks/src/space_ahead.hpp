@@ -31,14 +31,15 @@ class SpaceAhead {
   // The writer has written `bytes` more at its offset.
   void wrote(std::uint64_t bytes);
 
+  static constexpr std::uint64_t kStart = 16u << 20;  // an output this long gets one
   static constexpr std::uint64_t kAhead = 64u << 20;  // kept allocated past the writer
   static constexpr std::uint64_t kStep = 8u << 20;    // a fallocate(2) call's size
-  static constexpr std::uint64_t kPage = 4096;        // reservations start on a page
 
  private:
   void run();
 
   int fd_;
+  std::uint64_t page_;  // the system's: reservations start on one, and end on one
   std::mutex mutex_;
   std::condition_variable wake_;
   std::uint64_t written_;   // the writer's offset
