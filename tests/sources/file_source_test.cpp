@@ -95,7 +95,7 @@ TEST(FileSourceMapping, ChunksOfTheMappingEqualChunksOfReads) {
       ChunkerConfig config;
       config.capacity = capacity;
       config.overlap = 7;
-      config.map_file = map;
+      config.mapping = map ? FileMapping::always : FileMapping::never;
       Chunker chunker(*source, config);
       std::string staging(capacity, '\0'), all;
       Chunk chunk;
@@ -136,7 +136,7 @@ TEST(FileSourceMapping, TruncatedUnderTheMappingReadsZeros) {
   auto again = FileSource::open(path);
   ChunkerConfig config;
   config.capacity = 64 << 10;
-  config.map_file = true;
+  config.mapping = FileMapping::always;
   Chunker chunker(*again, config);
   std::string staging(config.capacity, '\0');
   Chunk chunk;

@@ -172,9 +172,8 @@ InputSummary FileScan::run(Source& source) {
   chunking.batch_timeout = config_.batch_timeout;
   chunking.workers = config_.workers;
   // (Asked only of a file larger than a chunk, the only kind the chunker maps.)
-  chunking.map_file = scanner_.scans_in_place() && source.unread_size().value_or(0) > chunking.capacity &&
-                      config_.map_files.value_or(true);
-  chunking.map_if_faster = !config_.map_files.has_value();
+  const bool mappable = scanner_.scans_in_place() && source.unread_size().value_or(0) > chunking.capacity;
+  chunking.mapping = mappable ? config_.mapping : FileMapping::never;
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
   if (chunker.in_place()) ++inputs_mapped_;

@@ -26,7 +26,7 @@ struct Chunk {
   // Where GNU grep's binary-file mode begins (the start of its read buffer that held the
   // first NUL byte), once a NUL has been seen; kNoBinary otherwise.
   std::uint64_t binary_offset = kNoBinary;
-  // A chunk of a mapped file (ChunkerConfig::map_file): the NUL search of data[0,
+  // A chunk of a mapped file (ChunkerConfig::mapping): the NUL search of data[0,
   // nul_search) (the chunk, and what a read would have brought with it) is left to the
   // engine's worker, which has the bytes at hand (ScanSlot::first_nul), and binary_offset
   // is settled at delivery (Chunker::settle_binary). 0: the chunker searched.

@@ -9,7 +9,7 @@ namespace gpufilter {
 
 // True when touching the pages of a fresh mapping of `fd` costs less than copying them
 // with read() would (1 us a 4 KiB page, 4 GB/s): the host engine then scans the file where
-// it lies in the page cache (ChunkerConfig::map_file). Timed on the first, middle and last
+// it lies in the page cache (ChunkerConfig::mapping). Timed on the first, middle and last
 // whole 2 MiB of its `size` bytes from `offset` (0.1-3 ms), each mapped afresh and touched
 // once a page; false (read) where the file has no whole 2 MiB or the mapping fails.
 //

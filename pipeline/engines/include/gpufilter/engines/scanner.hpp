@@ -123,7 +123,7 @@ class Scanner {
   bool locates() const noexcept { return config_.locate; }
   // "gpu" for the OpenCL device, "cpu" for the host engine.
   virtual std::string_view engine() const noexcept = 0;
-  // Whether a chunk's data may lie anywhere (a mapped file: ChunkerConfig::map_file)
+  // Whether a chunk's data may lie anywhere (a mapped file: ChunkerConfig::mapping)
   // rather than in the slot's staging (a device uploads from pinned staging). Such an
   // engine also does a chunk's NUL search (Chunk::nul_search).
   virtual bool scans_in_place() const noexcept { return false; }

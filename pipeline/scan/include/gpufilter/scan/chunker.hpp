@@ -21,6 +21,11 @@
 
 namespace gpufilter {
 
+// Whether a regular file's chunks come out of a mapping: never, where touching the file's
+// mapped pages measures faster than reading them (mapping_beats_reading(), on three pieces
+// of each file), or always.
+enum class FileMapping { never, if_faster, always };
+
 struct ChunkerConfig {
   std::size_t capacity = 1 << 20;  // bytes per chunk; raised to overlap + 1 if smaller
   std::size_t overlap = 0;         // longest pattern - 1
@@ -30,14 +35,12 @@ struct ChunkerConfig {
   std::chrono::milliseconds batch_timeout{2};
   // Splits the NUL search of large reads over its threads; null: this thread alone.
   WorkerPool* workers = nullptr;
-  // A regular file of more than one chunk is mapped (Source::map_unread) and its chunks
-  // point into the mapping instead of being copied into dst: for engines that scan chunks
-  // where they lie (Scanner::scans_in_place). The last chunk's bytes are still copied, so
-  // that a file that grew meanwhile and the input's end are handled as for any read.
-  bool map_file = false;
-  // With map_file: only where touching the file's mapped pages measures faster than
-  // reading them (mapping_beats_reading(), on three pieces of the file).
-  bool map_if_faster = false;
+  // A regular file of more than one chunk may be mapped (Source::map_unread), its chunks
+  // then pointing into the mapping instead of being copied into dst: for engines that scan
+  // chunks where they lie (Scanner::scans_in_place). The last chunk's bytes are still
+  // copied, so that a file that grew meanwhile and the input's end are handled as for any
+  // read.
+  FileMapping mapping = FileMapping::never;
 };
 
 class Chunker {
@@ -65,7 +68,7 @@ class Chunker {
   Status fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager = false);
 
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
-  // Whether chunks come out of a mapping (ChunkerConfig::map_file took effect).
+  // Whether chunks come out of a mapping (ChunkerConfig::mapping took effect).
   bool in_place() const noexcept { return mapped_ != nullptr; }
 
   // At delivery, in input order, of every chunk: a mapped chunk's NUL search result

@@ -6,7 +6,7 @@
 // One pipeline thread submits chunks and delivers results while the engine scans the
 // chunks in flight (on the device, or on host workers). A regular file is read ahead by a
 // ReadAhead thread (whose large reads are split over a WorkerPool), unless the host engine
-// scans it where it lies (mapped: ChunkerConfig::map_file), whose chunks the pipeline
+// scans it where it lies (mapped: ChunkerConfig::mapping), whose chunks the pipeline
 // thread cuts itself; a stream, which can stall, is read by the pipeline thread between
 // deliveries, so that a quiet input never holds back a complete line. Chunks complete in
 // the order they were submitted.
@@ -70,11 +70,10 @@ struct FileScanConfig {
   // by another thread (a progress line); several FileScans may add to one. Null: not
   // published.
   std::atomic<std::uint64_t>* progress = nullptr;
-  // An engine that scans in place is given a regular file mapped (ChunkerConfig::map_file)
-  // where mapping beats reading that file on this machine (mapping_beats_reading(),
-  // measured on each file mapped); set: always (true) or never (false), for tests and
-  // benchmarks.
-  std::optional<bool> map_files = std::nullopt;
+  // Whether an engine that scans in place is given a regular file mapped
+  // (ChunkerConfig::mapping): by default where mapping beats reading that file on this
+  // machine; always or never for tests and benchmarks.
+  FileMapping mapping = FileMapping::if_faster;
 };
 
 class FileScan {
