@@ -478,7 +478,7 @@ FileScanConfig file_scan_config(const cli::Options& o, const PatternTable& patte
   // Tests and benchmarks: GPUFILTER_MAP_FILES=1 or 0 maps regular files always or never
   // (unset: as mapping_beats_reading() measures each file).
   if (const char* map = std::getenv("GPUFILTER_MAP_FILES"); map != nullptr && (*map == '0' || *map == '1'))
-    piping.mapping = *map == '1' ? FileMapping::always : FileMapping::never;
+    piping.mapping = *map == '1' ? FileMapping::kAlways : FileMapping::kNever;
   return piping;
 }
 

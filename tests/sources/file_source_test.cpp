@@ -95,7 +95,7 @@ TEST(FileSourceMapping, ChunksOfTheMappingEqualChunksOfReads) {
       ChunkerConfig config;
       config.capacity = capacity;
       config.overlap = 7;
-      config.mapping = map ? FileMapping::always : FileMapping::never;
+      config.mapping = map ? FileMapping::kAlways : FileMapping::kNever;
       Chunker chunker(*source, config);
       std::string staging(capacity, '\0'), all;
       Chunk chunk;
@@ -136,7 +136,7 @@ TEST(FileSourceMapping, TruncatedUnderTheMappingReadsZeros) {
   auto again = FileSource::open(path);
   ChunkerConfig config;
   config.capacity = 64 << 10;
-  config.mapping = FileMapping::always;
+  config.mapping = FileMapping::kAlways;
   Chunker chunker(*again, config);
   std::string staging(config.capacity, '\0');
   Chunk chunk;

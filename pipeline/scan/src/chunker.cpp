@@ -12,8 +12,8 @@ using Clock = std::chrono::steady_clock;
 
 Chunker::Chunker(Source& source, ChunkerConfig config)
     : source_(source), config_(config), capacity_(std::max(config.capacity, config.overlap + 1)) {
-  if (config_.mapping != FileMapping::never && source_.is_regular_file()) {
-    mapped_ = source_.map_unread(capacity_ + 1, config_.mapping == FileMapping::if_faster);
+  if (config_.mapping != FileMapping::kNever && source_.is_regular_file()) {
+    mapped_ = source_.map_unread(capacity_ + 1, config_.mapping == FileMapping::kIfFaster);
     mapping_ = mapped_ != nullptr;
   }
 }

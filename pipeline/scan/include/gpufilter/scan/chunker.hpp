@@ -24,7 +24,7 @@ namespace gpufilter {
 // Whether a regular file's chunks come out of a mapping: never, where touching the file's
 // mapped pages measures faster than reading them (mapping_beats_reading(), on three pieces
 // of each file), or always.
-enum class FileMapping { never, if_faster, always };
+enum class FileMapping { kNever, kIfFaster, kAlways };
 
 struct ChunkerConfig {
   std::size_t capacity = 1 << 20;  // bytes per chunk; raised to overlap + 1 if smaller
@@ -40,7 +40,7 @@ struct ChunkerConfig {
   // chunks where they lie (Scanner::scans_in_place). The last chunk's bytes are still
   // copied, so that a file that grew meanwhile and the input's end are handled as for any
   // read.
-  FileMapping mapping = FileMapping::never;
+  FileMapping mapping = FileMapping::kNever;
 };
 
 class Chunker {

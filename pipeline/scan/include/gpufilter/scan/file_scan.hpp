@@ -73,7 +73,7 @@ struct FileScanConfig {
   // Whether an engine that scans in place is given a regular file mapped
   // (ChunkerConfig::mapping): by default where mapping beats reading that file on this
   // machine; always or never for tests and benchmarks.
-  FileMapping mapping = FileMapping::if_faster;
+  FileMapping mapping = FileMapping::kIfFaster;
 };
 
 class FileScan {
