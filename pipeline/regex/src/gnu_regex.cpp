@@ -104,8 +104,21 @@ class GnuPattern {
     return nullptr;
   }
 
+  // With -z grep's DFA reads '\n' as an ordinary byte: an anchor holds at a record's ends
+  // alone. glibc's matcher, even with newline_anchor off, lets '^' match right after a
+  // '\n' it has consumed and '$' right before one ("a.^b" on "a\nb"). A pattern set
+  // that grep's DFA decides, and that holds no '\v', is searched in a copy of the record
+  // whose '\n' are '\v': a control and space character as '\n' is, in every class and
+  // range such a set can hold (GnuRegex::compile_all()), never an anchor's neighbour.
+  void read_newline_as_vt() noexcept { newline_as_vt_ = true; }
+
   // re_search over line[0, n) from `start` for `range` bytes: the start of the match, -1.
   regoff_t search(std::string_view line, std::size_t start, std::size_t range, bool not_eol = false) {
+    if (newline_as_vt_ && line.find('\n') != std::string_view::npos) {
+      flat_.assign(line);
+      std::replace(flat_.begin(), flat_.end(), '\n', '\v');
+      line = flat_;
+    }
     buffer_.not_eol = not_eol ? 1 : 0;
     buffer_.newline_anchor = newline_anchor_ ? 1 : 0;
     prepare_thread_for_stack_overflow();  // glibc may recurse without end: grep's answer then
@@ -143,6 +156,8 @@ class GnuPattern {
   bool compiled_ = false;
   bool newline_anchor_ = true;  // '^' and '$' match at a '\n' inside the text too
   bool positions_ = false;       // registers_ are filled
+  bool newline_as_vt_ = false;   // read_newline_as_vt()
+  std::string flat_;             // its copy of the record searched last
   std::string_view searched_;    // search()'s last text and answer
   regoff_t found_ = -1;
 };
@@ -282,7 +297,8 @@ class GnuRegex final : public LineRegex {
 
   GnuRegex(const GnuRegex& from, int)
       : patterns_(from.patterns_), options_(from.options_), origins_(from.origins_), backref_(from.backref_),
-        select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), whole_list_(from.whole_list_),
+        select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), select_flat_(from.select_flat_),
+        whole_list_(from.whole_list_),
         backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), corner_select_(from.corner_select_),
         list_superset_text_(from.list_superset_text_), ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_),
         gate_plan_(from.gate_plan_) {
@@ -304,6 +320,8 @@ class GnuRegex final : public LineRegex {
   void compile_all();
   void compile_corner_selects(const std::vector<DfaView>& views);
   bool compile_whole_list();
+  // A select pattern (the DFA's reading): false where glibc refuses the text.
+  bool compile_select(GnuPattern& p, const std::string& text) const;
   void compile_combined();
   bool selects_by_regex(GnuPattern& p, std::string_view line);
   bool gate_rejects(std::size_t i, std::string_view line);
@@ -344,6 +362,8 @@ class GnuRegex final : public LineRegex {
   bool combined_tried_ = false;
   // grep's DFA decides lines (else its regex does, for every pattern: dfa_view.cpp).
   bool dfa_supported_ = true;
+  // -z with an anchor inside a pattern: the selects read '\n' as '\v' (compile_all()).
+  bool select_flat_ = false;
   // grep wraps its whole list for -w/-x, and an ERE ')' that closes nothing closes that
   // wrapper: then the list is read as one text, as grep's DFA reads it.
   bool whole_list_ = false;
@@ -465,6 +485,14 @@ void GnuRegex::compile_all() {
     }
     said.insert(said.end(), v.warnings.begin(), v.warnings.end());
   }
+  // With -z, an anchor inside a pattern: where grep's DFA decides the records, they are
+  // selected as it reads them (GnuPattern::read_newline_as_vt()); where its regex decides
+  // (a back-reference, -w, in UTF-8 a construct the DFA leaves to regex) grep's answer
+  // mixes the two readings: refused.
+  const bool inner_anchor = std::any_of(views.begin(), views.end(), [](const DfaView& v) { return v.inner_anchor; });
+  select_flat_ = options_.null_data && inner_anchor && dfa_supported_ &&
+                 std::none_of(patterns_.begin(), patterns_.end(),
+                              [](const std::string& p) { return p.find('\v') != std::string::npos; });
   for (std::size_t i = 0; i < views.size(); ++i) {
     if (views[i].refusal) throw RegexError({with_origin(origins_, i, views[i].refusal->c_str())});
     if (views[i].anchor_in_repeated_group)
@@ -473,8 +501,11 @@ void GnuRegex::compile_all() {
           ("an anchor or a word boundary beside other text in a repeated group (\"" + patterns_[i] +
            "\") is not supported; write the repetitions out")
               .c_str())});
-    if (options_.null_data && views[i].inner_anchor)
-      throw RegexError({with_origin(origins_, i, "an anchor ('^' or '$') inside an expression is not supported with -z")});
+    if (options_.null_data && views[i].inner_anchor && !select_flat_)
+      throw RegexError({with_origin(origins_, i,
+                                    "an anchor ('^' or '$') inside an expression is not supported with -z where grep's "
+                                    "regex decides the records (a back-reference; in a UTF-8 locale \\< \\> \\b \\w \\s "
+                                    "and most brackets; a '\\v' in a pattern)")});
     if (options_.null_data && options_.word && !options_.whole_line && views[i].anchor)
       throw RegexError({with_origin(
           origins_, i,
@@ -518,9 +549,9 @@ void GnuRegex::compile_all() {
     // The DFA's reading; should glibc refuse the rewritten text, the pattern as given.
     std::string& text = (*select_texts_)[i];
     text = wrap ? wrapped(views[i].select, options_) : views[i].select;
-    if (compiled_[i]->select.compile(text, bits, false, options_) == nullptr) continue;
+    if (compile_select(compiled_[i]->select, text)) continue;
     text = wrap ? wrapped(patterns_[i], options_) : patterns_[i];
-    if (compiled_[i]->select.compile(text, bits, false, options_) != nullptr)
+    if (!compile_select(compiled_[i]->select, text))
       throw RegexError({with_origin(origins_, i, "invalid regular expression")});
   }
   compile_fast(views);
@@ -564,8 +595,12 @@ bool GnuRegex::list_superset_passes(std::string_view line) {
   return list_pass_;
 }
 
-bool GnuRegex::compile_whole_list() {
-  return whole_select_.compile(select_texts_->back(), syntax_bits(options_), false, options_) == nullptr;
+bool GnuRegex::compile_whole_list() { return compile_select(whole_select_, select_texts_->back()); }
+
+bool GnuRegex::compile_select(GnuPattern& p, const std::string& text) const {
+  if (p.compile(text, syntax_bits(options_), false, options_) != nullptr) return false;
+  if (select_flat_) p.read_newline_as_vt();
+  return true;
 }
 
 GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
@@ -575,7 +610,7 @@ GnuRegex::Compiled& GnuRegex::compiled(std::size_t i) {
     const reg_syntax_t bits = syntax_bits(options_);
     c->backref = backref_[i];
     c->exact.compile(patterns_[i], bits, c->backref, options_);
-    if (!c->backref && dfa_supported_ && !whole_list_) c->select.compile((*select_texts_)[i], bits, false, options_);
+    if (!c->backref && dfa_supported_ && !whole_list_) compile_select(c->select, (*select_texts_)[i]);
     compiled_[i] = std::move(c);
   }
   return *compiled_[i];
