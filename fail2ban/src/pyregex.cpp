@@ -239,7 +239,6 @@ struct PyRegex::Code {
   pcre2_code* code = nullptr;
   // The pattern's translated text where it is ASCII (else empty), for its twin.
   std::string ascii_text;
-  bool multiline = false;
   bool jit = false;  // compiled by the JIT: matched through pcre2_jit_match(), without pcre2_match()'s checks
   std::uint32_t captures = 0;  // PCRE2_INFO_CAPTURECOUNT, read once
   ~Code() {
@@ -303,7 +302,10 @@ std::uint64_t PyRegex::limit_failures() noexcept { return g_limit_failures.load(
 std::unique_ptr<PyRegex::Code> PyRegex::Code::twin() const {
   if (ascii_text.empty()) return nullptr;
   auto twin = std::make_unique<Code>();
-  if (twin->compile(ascii_text, multiline ? PCRE2_MULTILINE : 0u) || twin->captures != captures) return nullptr;
+  std::uint32_t options = 0;  // this pattern's own, less the UTF ones
+  pcre2_pattern_info(code, PCRE2_INFO_ARGOPTIONS, &options);
+  options &= ~static_cast<std::uint32_t>(PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF);
+  if (twin->compile(ascii_text, options) || twin->captures != captures) return nullptr;
   return twin;
 }
 
@@ -344,7 +346,6 @@ PyRegex::PyRegex(std::string_view python_pattern, bool multiline)
   if (const std::optional<std::string> error = code_->compile(text, options))
     throw std::invalid_argument(*error + " of " + text);
   if (all_ascii(text)) code_->ascii_text = text;
-  code_->multiline = multiline;
   std::uint32_t count = 0, entry_size = 0;
   PCRE2_SPTR table = nullptr;
   pcre2_pattern_info(code_->code, PCRE2_INFO_NAMECOUNT, &count);
