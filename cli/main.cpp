@@ -233,7 +233,7 @@ std::size_t prepare_patterns(cli::Options& o) {
                             false);
     o.syntax = regex::Syntax::kFixed;
   }
-  o.patterns = cli::decode_patterns(o.patterns, o.hex_patterns, o.escapes);
+  if (o.hex_patterns || o.escapes) o.patterns = cli::decode_patterns(o.patterns, o.hex_patterns, o.escapes);
   const std::size_t given = o.patterns.size();
   if (o.patterns.empty()) {
     o.syntax = regex::Syntax::kFixed;

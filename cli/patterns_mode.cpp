@@ -118,6 +118,9 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
   // A test knob: GPUFILTER_REGEX_SELECT=eager builds the selection database at once.
   if (const char* knob = std::getenv("GPUFILTER_REGEX_SELECT"); knob != nullptr && std::strcmp(knob, "eager") == 0)
     options.defer_select = false;
+  // Fixed strings that need no characters stay as given: the literal path (nothing to
+  // rebuild; a million patterns are copied four times below otherwise).
+  if (o.syntax == regex::Syntax::kFixed && !fixed_needs_characters(o, utf8)) return nullptr;
   std::vector<regex::PatternOrigin> origins;
   std::vector<std::string> patterns = distinct(o, origins);
   const regex::Syntax given_syntax = o.syntax;
