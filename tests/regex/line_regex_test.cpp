@@ -231,7 +231,8 @@ TEST(LineRegex, AStrayParenUnderWordOrLineRepeatsTheWrapperAndIsMeasured) {
 }
 
 TEST(LineRegex, EveryBadPatternIsNamedWithItsFileAndLine) {
-  const std::vector<PatternOrigin> origins{{"", 0}, {"pats", 1}, {"pats", 2}};
+  const auto pats = std::make_shared<const std::string>("pats");
+  const std::vector<PatternOrigin> origins{{nullptr, 0}, {pats, 1}, {pats, 2}};
   EXPECT_EQ(errors_of({"a\\(", "ok", "[x"}, Syntax::kBasic, origins),
             (std::vector<std::string>{"Unmatched ( or \\(", "pats:2: Unmatched [, [^, [:, [., or [="}));
 }

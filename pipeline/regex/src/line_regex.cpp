@@ -46,8 +46,8 @@ std::unique_ptr<LineRegex> compile(const std::vector<std::string>& patterns, con
 }
 
 std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message) {
-  if (index < origins.size() && !origins[index].file.empty())
-    return origins[index].file + ":" + std::to_string(origins[index].line) + ": " + message;
+  if (index < origins.size() && origins[index].file && !origins[index].file->empty())
+    return *origins[index].file + ":" + std::to_string(origins[index].line) + ": " + message;
   return message;
 }
 

@@ -47,7 +47,7 @@ struct RegexOptions {
 // Where a pattern came from, for grep's "FILE:LINE: " before a compile error of a pattern
 // read with -f (empty file: -e or the PATTERNS operand, no prefix).
 struct PatternOrigin {
-  std::string file;
+  std::shared_ptr<const std::string> file;  // one copy for a file's patterns (a million, with -f)
   std::size_t line = 0;
 };
 
