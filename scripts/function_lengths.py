@@ -3,7 +3,7 @@
 
     scripts/function_lengths.py [--root DIR] [--limit N] [--all] [PATH...]
 
-Reads the tracked .cpp, .hpp and .cc files under pipeline/ sources/ sinks/ cli/ daemon/
+Reads the tracked .cpp, .hpp and .cc files under pipeline/ sources/ sinks/ cli/ daemon/ fail2ban/
 kernels/ examples/ bench/ tests/ (or the PATHs given, files or folders) and prints
 `file:line: name: N lines` for each function whose body runs over N lines, longest first;
 exits 1 if there is one, 0 otherwise. --all prints every function found, whatever its length.
@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 
-FOLDERS = ["pipeline", "sources", "sinks", "cli", "daemon", "kernels", "examples", "bench", "tests"]
+FOLDERS = ["pipeline", "sources", "sinks", "cli", "daemon", "fail2ban", "kernels", "examples", "bench", "tests"]
 EXTENSIONS = (".cpp", ".hpp", ".cc")
 RAW_PREFIXES = {"R", "u8R", "uR", "UR", "LR"}
 
