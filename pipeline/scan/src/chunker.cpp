@@ -21,10 +21,14 @@ Chunker::Chunker(Source& source, ChunkerConfig config)
 void Chunker::done_with(const Chunk& chunk) noexcept {
   // The next chunk repeats the last `overlap` bytes of this one.
   const std::uint64_t offset = chunk.offset + chunk.size - std::min<std::uint64_t>(chunk.size, config_.overlap);
-  // In steps of four chunks (4 MiB at least): each munmap() stops every core running one
-  // of our threads to flush its TLB, so not one per chunk; the resident set stays near what
-  // is in flight (tests/cli/streaming_test.cpp bounds it).
-  const std::uint64_t step = std::max<std::uint64_t>(4u << 20, 4 * std::uint64_t{capacity_});
+  // In steps of four chunks (4 MiB at least), or of what may be in flight up to 64 MiB:
+  // each munmap() stops every core running one of our threads to flush its TLB. On 16
+  // cores, steps of four 4 MiB chunks cost the host engine's pipeline thread 0.20-0.47 s of
+  // an 8 GiB file and made the whole run 1.4x as long as with 64 MiB steps (100 and 1,000
+  // literals; docs/PERFORMANCE.md). The resident set stays under twice what is in flight
+  // (tests/cli/streaming_test.cpp bounds it).
+  const std::uint64_t in_flight = std::min<std::uint64_t>(config_.in_flight, 64u << 20);
+  const std::uint64_t step = std::max<std::uint64_t>({4u << 20, 4 * std::uint64_t{capacity_}, in_flight});
   if (!mapped_ || offset < dropped_ + step) return;
   dropped_ = std::min<std::uint64_t>(offset, mapped_->size());
   mapped_->drop_before(static_cast<std::size_t>(dropped_));

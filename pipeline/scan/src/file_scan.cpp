@@ -174,6 +174,7 @@ InputSummary FileScan::run(Source& source) {
   // (Asked only of a file larger than a chunk, the only kind the chunker maps.)
   const bool mappable = scanner_.scans_in_place() && source.unread_size().value_or(0) > chunking.capacity;
   chunking.mapping = mappable ? config_.mapping : FileMapping::kNever;
+  chunking.in_flight = scanner_.slot_count() * chunking.capacity;
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
   if (chunker.in_place()) ++inputs_mapped_;

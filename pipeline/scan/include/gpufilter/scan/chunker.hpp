@@ -41,6 +41,9 @@ struct ChunkerConfig {
   // copied, so that a file that grew meanwhile and the input's end are handled as for any
   // read.
   FileMapping mapping = FileMapping::kNever;
+  // The bytes of chunks the engine may hold at once (its slots): a mapping's pages are given
+  // back in steps of this much, up to 64 MiB (Chunker::done_with).
+  std::size_t in_flight = 0;
 };
 
 class Chunker {
