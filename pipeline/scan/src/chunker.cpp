@@ -100,17 +100,26 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
 void Chunker::note_bytes(const char* data, std::size_t size, std::uint64_t offset) {
   if (!config_.detect_binary || binary_offset_ != kNoBinary) return;
   const char* nul = find_byte(config_.workers, data, size, '\0');
-  if (nul == nullptr) return;
-  // A regular file's buffers start at multiples of the block; a stream's where its read did.
-  const std::uint64_t at = offset + static_cast<std::uint64_t>(nul - data);
-  binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : offset;
+  if (nul != nullptr) note_nul(offset + static_cast<std::uint64_t>(nul - data), offset);
 }
 
-// A failed read is the input's end for now, so that the bytes before it are searched
-// (lines before a corrupt compressed block are printed, as `gzip -dc | grep` prints them).
+// A NUL at `at`, in the read that began at `read_at`.
+void Chunker::note_nul(std::uint64_t at, std::uint64_t read_at) noexcept {
+  // A regular file's buffers start at multiples of the block; a stream's where its read did.
+  binary_offset_ = source_.is_regular_file() ? at / kBinaryBlock * kBinaryBlock : read_at;
+}
+
+// A read, its bytes noted for binary mode as note_bytes() would, searched by the source
+// as it copies them (Source::read_finding). A failed read is the input's end for now, so
+// that the bytes before it are searched (lines before a corrupt compressed block are
+// printed, as `gzip -dc | grep` prints them).
 std::size_t Chunker::read_source(std::span<char> dst) {
   try {
-    return source_.read(dst);
+    if (!config_.detect_binary || binary_offset_ != kNoBinary) return source_.read(dst);
+    std::size_t first = Source::kNotFound;
+    const std::size_t got = source_.read_finding(dst, '\0', first);
+    if (first != Source::kNotFound) note_nul(read_offset_ + first, read_offset_);
+    return got;
   } catch (const SourceError&) {
     read_error_ = std::current_exception();
     eof_ = true;
@@ -132,7 +141,6 @@ void Chunker::read_ahead_to_block_end() {
       eof_ = true;
       return;
     }
-    note_bytes(pending_.data() + old, got, read_offset_);
     read_offset_ += got;
   }
 }
@@ -144,15 +152,12 @@ void Chunker::read_ahead_to_block_end() {
 std::size_t Chunker::read_into(char* dst, std::size_t room) {
   const bool regular = source_.is_regular_file();
   if (regular || room >= kBinaryBlock) {
-    const std::size_t got = read_source(std::span<char>(dst, regular ? room : kBinaryBlock));
-    if (got > 0) note_bytes(dst, got, read_offset_);
-    return got;
+    return read_source(std::span<char>(dst, regular ? room : kBinaryBlock));
   }
   pending_.resize(kBinaryBlock);
   const std::size_t n = read_source(std::span<char>(pending_.data(), pending_.size()));
   pending_.resize(n);
   if (n == 0) return 0;
-  note_bytes(pending_.data(), n, read_offset_);
   const std::size_t got = std::min(n, room);
   std::memcpy(dst, pending_.data(), got);
   pending_.erase(0, got);

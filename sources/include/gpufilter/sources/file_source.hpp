@@ -34,6 +34,7 @@ class FileSource final : public Source {
   void set_workers(WorkerPool* workers) noexcept { workers_ = workers; }
 
   std::size_t read(std::span<char> dst) override;
+  std::size_t read_finding(std::span<char> dst, char byte, std::size_t& first) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   // Leaves a seekable descriptor where grep leaves it once the input is searched: just
   // past the first `consumed` bytes of what this source read (-m), or at the end of the
@@ -55,6 +56,8 @@ class FileSource final : public Source {
 
  private:
   FileSource(int fd, bool owned, std::string name);
+  // read() and read_finding(): with `byte`, `*first` is where it first lies in what was read.
+  std::size_t read_searching(std::span<char> dst, const char* byte, std::size_t* first);
 
   int fd_;
   bool owned_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <optional>
@@ -39,6 +40,17 @@ class Source {
   // Reads up to dst.size() bytes; returns 0 only at the end of the input.
   // Blocks until some data is there. Throws SourceError on failure.
   virtual std::size_t read(std::span<char> dst) = 0;
+
+  // read(), and where the first `byte` lies in what it read (its index in dst, or
+  // kNotFound in `first`). By default searched after the read; a source that copies in
+  // pieces searches each while it is in cache (FileSource: its threads' pieces).
+  static constexpr std::size_t kNotFound = static_cast<std::size_t>(-1);
+  virtual std::size_t read_finding(std::span<char> dst, char byte, std::size_t& first) {
+    const std::size_t got = read(dst);
+    const void* at = std::memchr(dst.data(), byte, got);
+    first = at == nullptr ? kNotFound : static_cast<std::size_t>(static_cast<const char*>(at) - dst.data());
+    return got;
+  }
 
   // Waits at most `timeout` for data; true when read() would not block.
   // Sources whose reads never wait (regular files) return true at once.

@@ -88,6 +88,7 @@ class Chunker {
   Status fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager);
   void note_mapped(std::size_t upto);
   void note_bytes(const char* data, std::size_t size, std::uint64_t offset);
+  void note_nul(std::uint64_t at, std::uint64_t read_at) noexcept;
   void read_ahead_to_block_end();
   std::size_t read_source(std::span<char> dst);
   std::size_t read_into(char* dst, std::size_t room);
