@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gpufilter/core/workers.hpp"
 #include "gpufilter/scan/chunker.hpp"
@@ -177,6 +178,35 @@ TEST(FileSourceReads, SplitAndPlainReadsTakeTurns) {
   EXPECT_EQ(source->unread_size(), 0u);
   auto pipe_like = FileSource::standard_input("(standard input)");
   EXPECT_EQ(pipe_like->unread_size().has_value(), pipe_like->is_regular_file());
+}
+
+// read_finding() names the first byte sought among what it read, wherever the split read's
+// threads met it: in the first piece, a later one, at a 256 KiB step's edge, at the read's
+// last byte, twice, or not at all; the bytes read are read()'s.
+TEST(FileSourceReads, SplitReadsFindTheFirstNulWhereverItLies) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; text.size() < (6u << 20); ++i) text += "line " + std::to_string(i) + "\n";
+  constexpr std::size_t kWant = 5u << 20;  // one read of 5 pieces over 3 threads
+  const std::size_t none = Source::kNotFound;
+  const std::vector<std::vector<std::size_t>> cases = {
+      {}, {0}, {17}, {(256u << 10) - 1}, {256u << 10}, {(1u << 20) + 5}, {(3u << 20) + 99, (1u << 20) + 5},
+      {kWant - 1}, {kWant}, {(4u << 20) + 1, (4u << 20) + 2}};
+  WorkerPool pool(3);
+  for (const std::vector<std::size_t>& nuls : cases) {
+    std::string bytes = text;
+    for (const std::size_t at : nuls) bytes[at] = '\0';
+    const std::string path = dir.write("n.log", bytes);
+    auto source = FileSource::open(path);
+    source->set_workers(&pool);
+    std::string buffer(kWant, 'x');
+    std::size_t first = 0;
+    const std::size_t n = source->read_finding(std::span<char>(buffer.data(), buffer.size()), '\0', first);
+    ASSERT_EQ(n, kWant);
+    EXPECT_EQ(buffer, bytes.substr(0, kWant));
+    const std::size_t at = bytes.find('\0');
+    EXPECT_EQ(first, at < kWant ? at : none) << (nuls.empty() ? 0 : nuls[0]);
+  }
 }
 
 // A pipe it reads grows to 1 MiB (a writer as fast as the reads wakes the reader once a
