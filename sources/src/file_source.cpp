@@ -113,7 +113,8 @@ std::size_t FileSource::read_searching(std::span<char> dst, const char* byte, st
   // one thread's copy runs well below what the device link takes. A small file is read
   // here: waking the pool cost more than the copy (500 files of 20 KB took 0.5 s). Each
   // thread searches what it copied while it is in cache: a second pass over a 64 MiB
-  // chunk cost the GPU path 0.1 s of 0.57 s of reading 16 GiB on the H100 machine.
+  // chunk cost the GPU path's reader 0.1 s of 0.57 s for 16 GiB on one H100 lease, and
+  // two thirds of the process's user time on another (docs/PERFORMANCE.md).
   constexpr std::size_t kPiece = 1u << 20;
   if (regular_ && workers_ != nullptr && dst.size() >= 2 * kPiece && unread_size().value_or(0) >= 2 * kPiece) {
     WorkerPool& pool = *workers_;
