@@ -89,9 +89,10 @@ int pread_searching(int fd, char* dst, std::size_t size, std::uint64_t offset, s
     std::size_t step = 0;
     const std::size_t want = std::min(kStep, size - got);
     const int error = pread_full(fd, dst + got, want, offset + got, step);
-    if (first == Source::kNotFound)
-      if (const void* at = std::memchr(dst + got, *byte, step))
-        first = static_cast<std::size_t>(static_cast<const char*>(at) - dst);
+    if (first == Source::kNotFound) {
+      const std::size_t at = Source::index_of(dst + got, step, *byte);
+      if (at != Source::kNotFound) first = got + at;
+    }
     got += step;
     if (error != 0 || step < want) return error;
   }
@@ -147,9 +148,7 @@ std::size_t FileSource::read_searching(std::span<char> dst, const char* byte, st
     if (n >= 0) {
       if (regular_) offset_ += static_cast<std::uint64_t>(n);  // where the next split read begins
       const auto got = static_cast<std::size_t>(n);
-      if (byte != nullptr)
-        if (const void* at = std::memchr(dst.data(), *byte, got))
-          *first = static_cast<std::size_t>(static_cast<const char*>(at) - dst.data());
+      if (byte != nullptr) *first = index_of(dst.data(), got, *byte);
       return got;
     }
     if (errno != EINTR) throw SourceError(name_, errno);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
 #include <cstdint>
@@ -729,24 +730,23 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrintsPerFlow) {
   // Rounds, and the parts the reading threads take (cli/packets_ahead.hpp), of many sizes.
   // Five flow threads in one of them: flows ended idle and at the end come from many
   // threads at once, and are written in one thread's order.
-  const std::vector<std::pair<const char*, const char*>> shapes = {
-      {"1", "300"}, {"900", "700"}, {"20000", "5000"}, {"", ""}};
+  constexpr std::array<std::pair<const char*, const char*>, 4> shapes = {
+      {{"1", "300"}, {"900", "700"}, {"20000", "5000"}, {"", ""}}};
 #if defined(GPUFILTER_SANITIZED)
-  std::size_t next_shape = 0;
+  // Under a sanitizer (114 s for every shape, the longest test of CI's slowest stage)
+  // each capture and run meets one shape, in turn: every shape still meets 20 of them.
+  constexpr std::size_t kShapesPerRun = 1;
+#else
+  constexpr std::size_t kShapesPerRun = shapes.size();
 #endif
+  std::size_t next_shape = 0;
   for (const std::string& capture : captures) {
     for (const std::vector<std::string>& run : runs) {
       std::vector<std::string> args = {"--engine=host", "--stream", "--pcap", capture};
       args.insert(args.end(), run.begin(), run.end());
       const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
-#if defined(GPUFILTER_SANITIZED)
-      // Under a sanitizer (114 s for every shape, the longest test of CI's slowest stage)
-      // each capture and run meets one shape, in turn: every shape still meets 20 of them.
-      const std::vector<std::pair<const char*, const char*>> these = {shapes[next_shape++ % shapes.size()]};
-#else
-      const std::vector<std::pair<const char*, const char*>>& these = shapes;
-#endif
-      for (const auto& [round, part] : these) {
+      for (std::size_t k = 0; k < kShapesPerRun; ++k) {
+        const auto& [round, part] = shapes[next_shape++ % shapes.size()];
         std::vector<std::string> env;
         if (*round != '\0') env.push_back(std::string("GPUFILTER_FLOW_ROUND_BYTES=") + round);
         if (*part != '\0') env.insert(env.end(), {std::string("GPUFILTER_READ_PART_BYTES=") + part, "GPUFILTER_READ_THREADS=3"});

@@ -47,9 +47,13 @@ class Source {
   static constexpr std::size_t kNotFound = static_cast<std::size_t>(-1);
   virtual std::size_t read_finding(std::span<char> dst, char byte, std::size_t& first) {
     const std::size_t got = read(dst);
-    const void* at = std::memchr(dst.data(), byte, got);
-    first = at == nullptr ? kNotFound : static_cast<std::size_t>(static_cast<const char*>(at) - dst.data());
+    first = index_of(dst.data(), got, byte);
     return got;
+  }
+  // The first `byte` among `size` bytes: its index, or kNotFound.
+  static std::size_t index_of(const char* data, std::size_t size, char byte) noexcept {
+    const void* at = std::memchr(data, byte, size);
+    return at == nullptr ? kNotFound : static_cast<std::size_t>(static_cast<const char*>(at) - data);
   }
 
   // Waits at most `timeout` for data; true when read() would not block.
