@@ -119,11 +119,13 @@ TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
   std::mt19937 rng(61);
   TempDir dir;
   std::size_t compared = 0, selected = 0;
+  SweepShare share;
   for (const std::string& name : samples()) {
     const std::string path = corpus_path("pcap/" + name);
     const std::string bytes = read_file(path);
     const std::vector<std::string> strings = strings_of(bytes, rng, 6);
     for (const std::string& s : strings) {
+      if (!share.take()) continue;
       const GrepRun ours = run_gpufilter({"-F", "--pcap", path, "--match-frame", "--json", "-e", s});
       const std::set<long> want = tshark_frames(path, "frame contains " + tshark_literal(s));
       ASSERT_EQ(ours.status, want.empty() ? 1 : 0) << name << " '" << s << "': " << ours.err;
@@ -145,7 +147,7 @@ TEST_F(Capture, MatchFrameEqualsTsharkFrameContains) {
     compared += 1;
   }
   std::printf("tshark comparisons: %zu, frames selected in the single-string runs: %zu\n", compared, selected);
-  EXPECT_GT(selected, 50u);
+  EXPECT_GT(selected, whole_sweeps() ? 50u : 10u);
 }
 
 // Case folding and -v per packet, against tshark's "frame matches (?i)" and "!".
@@ -625,9 +627,11 @@ TEST_F(Capture, RegexMatchFrameEqualsTsharkFrameMatches) {
       {"-E", "content-length: [0-9]+", "content-length: [0-9]+", true},
   };
   std::size_t compared = 0, selected = 0;
+  SweepShare share;
   for (const std::string& name : samples()) {
     const std::string path = corpus_path("pcap/" + name);
     for (const Case& c : cases) {
+      if (!share.take()) continue;
       std::vector<std::string> args = {c.matcher, "--pcap", path, "--match-frame", "--json", "-e", c.pattern};
       if (c.ignore_case) args.push_back("-i");
       const GrepRun ours = run_gpufilter(args);
@@ -640,7 +644,7 @@ TEST_F(Capture, RegexMatchFrameEqualsTsharkFrameMatches) {
     }
   }
   std::printf("regex tshark comparisons: %zu, frames selected: %zu\n", compared, selected);
-  EXPECT_GT(selected, 50u);
+  EXPECT_GT(selected, whole_sweeps() ? 50u : 10u);
 }
 
 // A payload is bytes in every locale, as tshark and ngrep read it: in a UTF-8 locale too,

@@ -79,8 +79,8 @@ std::string first_difference(std::string_view expected, std::string_view actual)
 std::string pattern_file(const std::vector<std::string>& patterns);
 
 // How many of a randomized test's `cases` to run: the first half in a sanitizer build (3-4
-// times slower, and CI runs it after the release build has run every case), so that CI's
-// time goes to what only the sanitizers find.
+// times slower; SweepShare in testutil.hpp says why and where every case runs), so that
+// CI's time goes to what only the sanitizers find.
 constexpr int case_count(int cases) {
 #if defined(GPUFILTER_SANITIZED)
   return (cases + 1) / 2;

@@ -232,12 +232,13 @@ TEST_F(GrepDifferential, ZeroAndNegativeMaxCountWithListsQuietAndMissingFiles) {
   const std::vector<Args> inputs = {{lines}, {missing, lines}, {lines, missing}, {missing}, {none, lines}, {none}};
   const std::vector<Args> modes = {{},         {"-q"},       {"-l"},       {"-L"},       {"-c"},      {"-q", "-s"},
                                    {"-L", "-q"}, {"-l", "-q"}, {"-c", "-q"}, {"-L", "-c"}, {"-o", "-q"}};
+  SweepShare share;
   for (const char* max : {"-m0", "-m-1", "-m-5"}) {
     for (const Args& mode : modes) {
       for (const Args& invert : std::vector<Args>{{}, {"-v"}}) {
         for (const Args& in : inputs) {
           for (const char* pattern : {"y", "z"})
-            expect_same(Args{max} + mode + invert + Args{pattern} + in, {}, rotating_knobs(1));
+            if (share.take()) expect_same(Args{max} + mode + invert + Args{pattern} + in, {}, rotating_knobs(1));
         }
       }
     }

@@ -60,6 +60,28 @@ std::string shell_quote(const std::string& text) {
   return out + "'";
 }
 
+bool whole_sweeps() {
+#if defined(GPUFILTER_SANITIZED)
+  static const bool whole = [] {
+    const char* value = std::getenv("GPUFILTER_WHOLE_SWEEPS");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return whole;
+#else
+  return true;
+#endif
+}
+
+SweepShare::SweepShare(std::uint64_t share) : share_(whole_sweeps() || share == 0 ? 1 : share) {}
+
+bool SweepShare::take() {
+  // splitmix64's finaliser of the call number.
+  std::uint64_t z = calls_++ + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) % share_ == 0;
+}
+
 long memory_in_use_kib() {
 #if defined(GPUFILTER_SANITIZED)
   return static_cast<long>(__sanitizer_get_current_allocated_bytes() / 1024);

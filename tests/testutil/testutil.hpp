@@ -63,6 +63,25 @@ std::string diff(const std::vector<Pair>& expected, const std::vector<Pair>& act
 PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::size_t count, std::size_t max_len,
                            const std::string& text, bool keep_newlines = false);
 
+// One case in `share` of a long sweep, in a sanitizer build: take() answers yes for about
+// that share of its calls, picked by a hash of the call's number (so that no value of a
+// nested sweep's inner loops is skipped whole), and yes to every call elsewhere. CI has
+// time for the sanitized suite alone (scripts/bootstrap.sh test: under 45 minutes on two
+// cores); the sanitizers find what a third of a sweep meets, and the release suite
+// (GPUFILTER_SANITIZERS=0 scripts/bootstrap.sh test) compares every case with its oracle.
+// GPUFILTER_WHOLE_SWEEPS=1 runs every case under a sanitizer too. The grep differential
+// tests' compare_runs() makes the same cut its own way (differential.cpp).
+bool whole_sweeps();
+class SweepShare {
+ public:
+  explicit SweepShare(std::uint64_t share = 3);
+  bool take();
+
+ private:
+  std::uint64_t share_;
+  std::uint64_t calls_ = 0;
+};
+
 // The memory this process holds, in KiB, for tests that bound its growth: the resident set
 // (VmRSS), except in sanitizer builds, where the RSS mostly measures the sanitizer's
 // quarantine of freed blocks and its shadow memory; there it is the heap in use.
