@@ -93,9 +93,11 @@ const std::vector<Args>& flag_sets() {
 }
 
 TEST_F(Decompress, EveryFormatAsGrepOnTheDecompressedBytes) {
+  SweepShare share;
   for (const Format& f : formats()) {
     const std::string path = dir.write("app.log" + f.extension, compressed(dir, f.tool, text));
-    for (const Args& flags : flag_sets()) expect_same_as_grep(flags, path, text, f.tool);
+    for (const Args& flags : flag_sets())
+      if (share.take()) expect_same_as_grep(flags, path, text, f.tool);
   }
 }
 
