@@ -734,20 +734,16 @@ TEST_F(CaptureOutput, ManyThreadsPrintWhatOneThreadPrintsPerFlow) {
   // threads at once, and are written in one thread's order.
   constexpr std::array<std::pair<const char*, const char*>, 4> shapes = {
       {{"1", "300"}, {"900", "700"}, {"20000", "5000"}, {"", ""}}};
-#if defined(GPUFILTER_SANITIZED)
   // Under a sanitizer (114 s for every shape, the longest test of CI's slowest stage)
   // each capture and run meets one shape, in turn: every shape still meets 20 of them.
-  constexpr std::size_t kShapesPerRun = 1;
-#else
-  constexpr std::size_t kShapesPerRun = shapes.size();
-#endif
+  const std::size_t shapes_per_run = whole_sweeps() ? shapes.size() : 1;
   std::size_t next_shape = 0;
   for (const std::string& capture : captures) {
     for (const std::vector<std::string>& run : runs) {
       std::vector<std::string> args = {"--engine=host", "--stream", "--pcap", capture};
       args.insert(args.end(), run.begin(), run.end());
       const GrepRun one = run_gpufilter(args + Args{"-j", "1"});
-      for (std::size_t k = 0; k < kShapesPerRun; ++k) {
+      for (std::size_t k = 0; k < shapes_per_run; ++k) {
         const auto& [round, part] = shapes[next_shape++ % shapes.size()];
         std::vector<std::string> env;
         if (*round != '\0') env.push_back(std::string("GPUFILTER_FLOW_ROUND_BYTES=") + round);

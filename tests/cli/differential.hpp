@@ -81,12 +81,6 @@ std::string pattern_file(const std::vector<std::string>& patterns);
 // How many of a randomized test's `cases` to run: the first half in a sanitizer build (3-4
 // times slower; SweepShare in testutil.hpp says why and where every case runs), so that
 // CI's time goes to what only the sanitizers find.
-constexpr int case_count(int cases) {
-#if defined(GPUFILTER_SANITIZED)
-  return (cases + 1) / 2;
-#else
-  return cases;
-#endif
-}
+inline int case_count(int cases) { return whole_sweeps() ? cases : (cases + 1) / 2; }
 
 }  // namespace gpufilter::test

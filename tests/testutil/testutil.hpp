@@ -70,7 +70,7 @@ PatternSet random_patterns(std::mt19937& rng, const std::string& alphabet, std::
 // cores); the sanitizers find what a third of a sweep meets, and the release suite
 // (GPUFILTER_SANITIZERS=0 scripts/bootstrap.sh test) compares every case with its oracle.
 // GPUFILTER_WHOLE_SWEEPS=1 runs every case under a sanitizer too. The grep differential
-// tests' compare_runs() makes the same cut its own way (differential.cpp).
+// tests' compare_runs(), case_count() and the per-flow capture test ask whole_sweeps() too.
 bool whole_sweeps();
 class SweepShare {
  public:
