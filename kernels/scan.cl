@@ -14,10 +14,11 @@
 // ones included. scan() walks where the position is; scan_compact() (what GPUs run, see
 // ScanProgram) gathers a work-group's walks past the gate first and then takes them side
 // by side. The two direct tables make the first two steps (where most walks end)
-// cost no hash probe, and a gate of bits (prefix_words, PatternTable::prefix_words())
-// stops most of the rest before the third: a word per hashed three-byte prefix, bit 0
+// cost no hash probe, and two gates of bits stop most of the rest before the third: a
+// word per hashed three-byte prefix (prefix_words, PatternTable::prefix_words()), bit 0
 // for a pattern of exactly those three bytes, bit 1 + (b3 * 7) % 31 for a longer one
-// whose fourth byte is b3. A chunk may begin with `overlap` bytes repeated from the previous
+// whose fourth byte is b3; then a word per hashed four-byte prefix (deep_words), bit 0 for
+// a pattern of exactly four bytes, bit 1 + (b4 * 7) % 31 for a longer one. A chunk may begin with `overlap` bytes repeated from the previous
 // piece of an over-long line; an occurrence belongs to this chunk only if it ends past
 // them (p + length > overlap), so the one that lies wholly inside the overlap is
 // reported once, by the previous chunk.
@@ -65,13 +66,21 @@ inline void report(uint ref, uint p, uint depth, uint overlap, __global const ui
   }
 }
 
-// Whether the gate in global memory lets a walk take its third step at p (c0 c1 c2 read).
+// Whether the gates in global memory let a walk take its third step at p (c0 c1 c2 read):
+// the first keyed by three bytes, with a bit for the fourth; then, unless a pattern of
+// three bytes may end here, the second keyed by four, with a bit for the fifth.
 inline uint gate_passes(__global const uchar* text, uint p, uint size, uint c0, uint c1, uint c2,
-                        __global const uint* prefix_words, uint prefix_shift, uint ignore_case) {
+                        __global const uint* prefix_words, uint prefix_shift,
+                        __global const uint* deep_words, uint deep_shift, uint ignore_case) {
   uint word = prefix_words[(((c0 << 16) | (c1 << 8) | c2) * 0x9E3779B1u) >> prefix_shift];
+  if ((word & 1u) != 0u) return 1u;
+  if (p + 3u >= size) return 0u;
+  uint c3 = (uint)fold(text[p + 3u], ignore_case);
+  if ((word & (1u << (1u + (c3 * 7u) % 31u))) == 0u) return 0u;
+  uint deep = deep_words[(((c0 << 24) | (c1 << 16) | (c2 << 8) | c3) * 0x85EBCA6Bu) >> deep_shift];
   uint wanted = 1u;
-  if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
-  return (word & wanted) != 0u ? 1u : 0u;
+  if (p + 4u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 4u], ignore_case) * 7u) % 31u);
+  return (deep & wanted) != 0u ? 1u : 0u;
 }
 
 // The walk from depth 3 on, below `node` (two bytes down from p, c2 the third byte).
@@ -96,7 +105,8 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
                    __global uint2* out, uint capacity, __global uint* total, uint locate,
                    __global uint* pattern_counts, uint count_patterns,
                    __global const uint* root_pairs, __global const uint* prefix_words,
-                   uint prefix_shift, __global const ushort* node_info) {
+                   uint prefix_shift, __global const ushort* node_info,
+                   __global const uint* deep_words, uint deep_shift) {
   uint first = (uint)get_global_id(0) * POSITIONS;
   for (uint k = 0u; k < POSITIONS; ++k) {
     uint p = first + k;
@@ -112,7 +122,8 @@ __kernel void scan(__global const uchar* text, uint size, uint overlap,
     report(node, p, 2u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
     if (p + 2u >= size) continue;
     uchar c2 = fold(text[p + 2u], ignore_case);
-    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, ignore_case) == 0u) continue;
+    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, deep_words, deep_shift,
+                    ignore_case) == 0u) continue;
     walk_deep(text, p, size, overlap, node, c2, node_info, edges, edge_mask, node_pattern, ignore_case,
               out, capacity, total, locate, pattern_counts, count_patterns);
   }
@@ -132,7 +143,8 @@ __kernel void scan_compact(__global const uchar* text, uint size, uint overlap,
                            __global uint2* out, uint capacity, __global uint* total, uint locate,
                            __global uint* pattern_counts, uint count_patterns,
                            __global const uint* root_pairs, __global const uint* prefix_words,
-                           uint prefix_shift, __global const ushort* node_info, __local uint2* walks) {
+                           uint prefix_shift, __global const ushort* node_info,
+                           __global const uint* deep_words, uint deep_shift, __local uint2* walks) {
   __local uint count;
   if (get_local_id(0) == 0) count = 0u;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -151,7 +163,8 @@ __kernel void scan_compact(__global const uchar* text, uint size, uint overlap,
     report(node, p, 2u, overlap, node_pattern, out, capacity, total, locate, pattern_counts, count_patterns);
     if (p + 2u >= size) continue;
     uchar c2 = fold(text[p + 2u], ignore_case);
-    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, ignore_case) == 0u) continue;
+    if (gate_passes(text, p, size, c0, c1, c2, prefix_words, prefix_shift, deep_words, deep_shift,
+                    ignore_case) == 0u) continue;
     walks[atomic_inc(&count)] = (uint2)(p, node);
   }
   barrier(CLK_LOCAL_MEM_FENCE);

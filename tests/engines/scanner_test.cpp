@@ -175,7 +175,7 @@ TEST(Scanner, CompactedWalksOnLargeSets) {
           ASSERT_EQ(matcher.compacted(), walks == ScanLayout::Walks::kCompacted);
           DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = text.size(), .slots = 2});
           for (const auto& [size, overlap] : {std::pair<std::size_t, std::size_t>{text.size(), 0},
-                                              {text.size(), 7}, {4097, 3}, {3, 0}, {2, 1}}) {
+                                              {text.size(), 7}, {4097, 3}, {5, 0}, {4, 1}, {3, 0}, {2, 1}}) {
             std::string folded = text.substr(0, size);
             for (char& c : folded) c = static_cast<char>(gpufilter::fold_byte(static_cast<unsigned char>(c), ic));
             std::vector<Pair> expected;

@@ -241,7 +241,7 @@ TEST(PatternTable, ForEachAtAgreesWithReference) {
 }
 
 // A set large enough to be built on several threads (one first byte's subtree each)
-// walks as the reference matches, and its gate lets every pattern's own prefix through.
+// walks as the reference matches, and its gates let every pattern's own prefix through.
 TEST(PatternTable, LargeSetsBuiltOnThreadsWalkAsTheReference) {
   std::mt19937 rng(7);
   for (const std::string& chars : {"abc\x80\xff"s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789 .:"s}) {
@@ -262,6 +262,9 @@ TEST(PatternTable, LargeSetsBuiltOnThreadsWalkAsTheReference) {
         const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
         const std::uint32_t word = t.prefix_words()[PatternTable::prefix_word(b(0), b(1), b(2), t.prefix_shift())];
         EXPECT_NE(word & (s.size() == 3 ? 1u : 1u << PatternTable::prefix_bit(b(3))), 0u) << "pattern " << id;
+        if (s.size() < 4) continue;
+        const std::uint32_t deep = t.deep_words()[PatternTable::deep_word(b(0), b(1), b(2), b(3), t.deep_shift())];
+        EXPECT_NE(deep & (s.size() == 4 ? 1u : 1u << PatternTable::prefix_bit(b(4))), 0u) << "pattern " << id;
       }
     }
   }

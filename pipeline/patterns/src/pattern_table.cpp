@@ -237,20 +237,35 @@ void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
   std::string().swap(b.unique_bytes);
 }
 
-// Four words for each pattern of three bytes or more (between 1 Ki and 1 Mi words), so
-// that few prefixes share a word.
+namespace {
+
+// A gate's words: four for each pattern that reaches it (between 1 Ki and 1 Mi words),
+// so that few prefixes share a word. Returns the shift that makes an index of that many.
+std::uint32_t size_gate(std::vector<std::uint32_t>& words, std::size_t patterns) {
+  const std::size_t count = std::bit_ceil(std::clamp<std::size_t>(patterns * 4, 1024, std::size_t{1} << 20));
+  words.assign(count, 0);
+  return 32u - static_cast<std::uint32_t>(std::countr_zero(count));
+}
+
+}  // namespace
+
+// The two gates (see prefix_words() and deep_words()).
 void PatternTable::fill_prefix_words() {
-  std::size_t long_patterns = 0;
-  for (std::uint32_t length : unique_length_) long_patterns += length >= 3 ? 1 : 0;
-  const std::size_t words = std::bit_ceil(std::clamp<std::size_t>(long_patterns * 4, 1024, std::size_t{1} << 20));
-  prefix_shift_ = 32u - static_cast<std::uint32_t>(std::countr_zero(words));
-  prefix_words_.assign(words, 0);
+  std::size_t from3 = 0, from4 = 0;
+  for (std::uint32_t length : unique_length_) {
+    from3 += length >= 3 ? 1 : 0;
+    from4 += length >= 4 ? 1 : 0;
+  }
+  prefix_shift_ = size_gate(prefix_words_, from3);
+  deep_shift_ = size_gate(deep_words_, from4);
   for (std::uint32_t id = 0; id < unique_count(); ++id) {
     const std::string_view s = unique_pattern(id);
     if (s.size() < 3) continue;
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-    std::uint32_t& word = prefix_words_[prefix_word(byte(0), byte(1), byte(2), prefix_shift_)];
-    word |= s.size() == 3 ? 1u : 1u << prefix_bit(byte(3));
+    prefix_words_[prefix_word(byte(0), byte(1), byte(2), prefix_shift_)] |= s.size() == 3 ? 1u : 1u << prefix_bit(byte(3));
+    if (s.size() < 4) continue;
+    deep_words_[deep_word(byte(0), byte(1), byte(2), byte(3), deep_shift_)] |=
+        s.size() == 4 ? 1u : 1u << prefix_bit(byte(4));
   }
 }
 

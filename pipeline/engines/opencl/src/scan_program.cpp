@@ -55,6 +55,7 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLa
     root_next_ = upload(device.context(), table_.root_next());
     root_pairs_ = upload(device.context(), table_.root_pairs());
     prefix_words_ = upload(device.context(), table_.prefix_words());
+    deep_words_ = upload(device.context(), table_.deep_words());
     node_info_ = upload(device.context(), table_.node_info());
     edges_ = upload(device.context(), table_.edge_slots());
     node_pattern_ = upload(device.context(), table_.node_pattern());
@@ -70,7 +71,7 @@ enum ScanArg : cl_uint {
   kText, kSize, kOverlap,                                                  // the chunk
   kRootNext, kEdges, kEdgeMask, kNodePattern, kIgnoreCase,                 // the patterns
   kOut, kCapacity, kTotal, kLocate, kPatternCounts, kCountPatterns,         // the results
-  kRootPairs, kPrefixWords, kPrefixShift, kNodeInfo,                       // the patterns
+  kRootPairs, kPrefixWords, kPrefixShift, kNodeInfo, kDeepWords, kDeepShift, // the patterns
   kWalks,                                                                  // scan_compact's
 };
 
@@ -88,6 +89,8 @@ cl::Kernel ScanProgram::new_scan_kernel() const {
   kernel.setArg(kPrefixWords, prefix_words_);
   kernel.setArg(kPrefixShift, static_cast<cl_uint>(table_.prefix_shift()));
   kernel.setArg(kNodeInfo, node_info_);
+  kernel.setArg(kDeepWords, deep_words_);
+  kernel.setArg(kDeepShift, static_cast<cl_uint>(table_.deep_shift()));
   return kernel;
 }
 

@@ -71,6 +71,7 @@ class ScanProgram {
   cl::Buffer root_next_;
   cl::Buffer root_pairs_;
   cl::Buffer prefix_words_;
+  cl::Buffer deep_words_;
   cl::Buffer node_info_;
   cl::Buffer edges_;
   cl::Buffer node_pattern_;
