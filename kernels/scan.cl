@@ -18,7 +18,8 @@
 // word per hashed three-byte prefix (prefix_words, PatternTable::prefix_words()), bit 0
 // for a pattern of exactly those three bytes, bit 1 + (b3 * 7) % 31 for a longer one
 // whose fourth byte is b3; then a word per hashed four-byte prefix (deep_words), bit 0 for
-// a pattern of exactly four bytes, bit 1 + (b4 * 7) % 31 for a longer one. A chunk may begin with `overlap` bytes repeated from the previous
+// a pattern of exactly four bytes, bit 1 + (b4 * 7) % 31 for a longer one (DEEP_GATE).
+// A chunk may begin with `overlap` bytes repeated from the previous
 // piece of an over-long line; an occurrence belongs to this chunk only if it ends past
 // them (p + length > overlap), so the one that lies wholly inside the overlap is
 // reported once, by the previous chunk.
@@ -34,6 +35,9 @@
 #define EMPTY_KEY 0xffffffffffffffffUL
 #ifndef POSITIONS
 #define POSITIONS 1u  // set by Matcher (-DPOSITIONS=n): 4 on GPUs, 1 on CPU devices
+#endif
+#ifndef DEEP_GATE
+#define DEEP_GATE 0  // set by ScanProgram (-DDEEP_GATE=1) where the second gate pays
 #endif
 
 inline uchar fold(uchar c, uint ignore_case) {
@@ -67,12 +71,15 @@ inline void report(uint ref, uint p, uint depth, uint overlap, __global const ui
 }
 
 // Whether the gates in global memory let a walk take its third step at p (c0 c1 c2 read):
-// the first keyed by three bytes, with a bit for the fourth; then, unless a pattern of
-// three bytes may end here, the second keyed by four, with a bit for the fifth.
+// the first keyed by three bytes, with a bit for the fourth; then, with DEEP_GATE and
+// unless a pattern of three bytes may end here, the second keyed by four, with a bit for
+// the fifth. Without DEEP_GATE the second is not read (the code of the first alone: on the
+// H100 the two-gate code was 8-20 % slower kernel-only from 1 to 100,000 literals).
 inline uint gate_passes(__global const uchar* text, uint p, uint size, uint c0, uint c1, uint c2,
                         __global const uint* prefix_words, uint prefix_shift,
                         __global const uint* deep_words, uint deep_shift, uint ignore_case) {
   uint word = prefix_words[(((c0 << 16) | (c1 << 8) | c2) * 0x9E3779B1u) >> prefix_shift];
+#if DEEP_GATE
   if ((word & 1u) != 0u) return 1u;
   if (p + 3u >= size) return 0u;
   uint c3 = (uint)fold(text[p + 3u], ignore_case);
@@ -81,6 +88,11 @@ inline uint gate_passes(__global const uchar* text, uint p, uint size, uint c0, 
   uint wanted = 1u;
   if (p + 4u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 4u], ignore_case) * 7u) % 31u);
   return (deep & wanted) != 0u ? 1u : 0u;
+#else
+  uint wanted = 1u;
+  if (p + 3u < size) wanted |= 1u << (1u + ((uint)fold(text[p + 3u], ignore_case) * 7u) % 31u);
+  return (word & wanted) != 0u ? 1u : 0u;
+#endif
 }
 
 // The walk from depth 3 on, below `node` (two bytes down from p, c2 the third byte).

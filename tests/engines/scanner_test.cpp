@@ -94,9 +94,11 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
         // 1, 2 or 4 start positions per work-item (the GPU default is 4, a CPU device's 1),
         // each walk where its position is or the walks gathered per work-group.
         const unsigned positions = 1u << (matchers % 3);
+        // One gate or two: every fourth set its own, so that each meets both layouts.
+        const auto gates = matchers % 4 < 2 ? ScanLayout::Gates::kOne : ScanLayout::Gates::kTwo;
         const auto walks = matchers++ % 2 == 0 ? ScanLayout::Walks::kInPlace : ScanLayout::Walks::kCompacted;
         const ScanProgram matcher(*dev, PatternTable(patterns, MatchOptions{.ignore_case = ic}),
-                                  ScanLayout{.positions = positions, .walks = walks});
+                                  ScanLayout{.positions = positions, .walks = walks, .gates = gates});
         const PatternTable& table = matcher.table();
         for (std::size_t chunk : chunk_sizes) {
           const std::size_t slots = 1 + checked % 3;
@@ -114,7 +116,8 @@ TEST(Scanner, RandomPatternSetsMatchReference) {
             ASSERT_EQ(diff(expected, actual), "")
                 << a.name << " count=" << spec.count << " max_len=" << spec.max_len << " ignore_case=" << ic
                 << " chunk=" << chunk << " slots=" << slots << " size=" << size << " overlap=" << overlap
-                << " positions=" << positions << " compacted=" << matcher.compacted();
+                << " positions=" << positions << " compacted=" << matcher.compacted()
+                << " two_gates=" << matcher.two_gates();
             ++checked;
             occurrences += expected.size();
           }
@@ -171,8 +174,14 @@ TEST(Scanner, CompactedWalksOnLargeSets) {
       for (std::uint32_t id = 0; id < table.unique_count(); ++id) ids.emplace(table.unique_pattern(id), id);
       for (const auto walks : {ScanLayout::Walks::kInPlace, ScanLayout::Walks::kCompacted}) {
         for (unsigned positions : {1u, 4u}) {
-          const ScanProgram matcher(*dev, table, ScanLayout{.positions = positions, .walks = walks});
+          // The second gate on two of the four layouts, one of each walk and start count.
+          const bool two = (walks == ScanLayout::Walks::kCompacted) != (positions == 4u);
+          const ScanProgram matcher(
+              *dev, table,
+              ScanLayout{.positions = positions, .walks = walks,
+                         .gates = two ? ScanLayout::Gates::kTwo : ScanLayout::Gates::kOne});
           ASSERT_EQ(matcher.compacted(), walks == ScanLayout::Walks::kCompacted);
+          ASSERT_EQ(matcher.two_gates(), two);
           DeviceScanner scanner(*dev, matcher, ScanConfig{.chunk_bytes = text.size(), .slots = 2});
           for (const auto& [size, overlap] : {std::pair<std::size_t, std::size_t>{text.size(), 0},
                                               {text.size(), 7}, {4097, 3}, {5, 0}, {4, 1}, {3, 0}, {2, 1}}) {
@@ -187,7 +196,7 @@ TEST(Scanner, CompactedWalksOnLargeSets) {
             auto actual = scan_one(scanner, text.substr(0, size), overlap);
             std::sort(expected.begin(), expected.end());
             std::sort(actual.begin(), actual.end());
-            ASSERT_EQ(diff(expected, actual), "") << "count=" << count << " ic=" << ic << " compacted=" << matcher.compacted()
+            ASSERT_EQ(diff(expected, actual), "") << "count=" << count << " ic=" << ic << " compacted=" << matcher.compacted() << " two_gates=" << matcher.two_gates()
                                                   << " positions=" << positions << " size=" << size
                                                   << " overlap=" << overlap;
             if (size == text.size()) EXPECT_GT(expected.size(), 1000u);

@@ -23,6 +23,11 @@ cl::Buffer upload(const cl::Context& context, std::span<const T> data) {
 constexpr std::size_t kGroupItems = 128;
 constexpr std::size_t kLargeSetGroupItems = 64;
 constexpr std::size_t kLargeSet = 500000;
+// The second gate from this many patterns: on the H100, kernel-only, 1,000,000 literals
+// 88 -> 133 GB/s with it, while 1 to 100,000 literals were 8-20 % slower (the longer code,
+// not the load: at 100,000 it cut the walks from 3.3 % of positions to almost none and
+// still lost, 209 -> 191).
+constexpr std::size_t kTwoGatesSet = 500000;
 // A global size rounded up to a fixed multiple (the kernel ignores positions past the
 // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
 constexpr std::size_t kLaunchMultiple = 4096;
@@ -34,9 +39,12 @@ ScanProgram::ScanProgram(const DeviceContext& device, const PatternSet& patterns
 
 ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout)
     : table_(std::move(table)),
-      positions_per_item_(layout.positions != 0 ? layout.positions : device.info().is_gpu ? 4 : 1) {
+      positions_per_item_(layout.positions != 0 ? layout.positions : device.info().is_gpu ? 4 : 1),
+      two_gates_(layout.gates == ScanLayout::Gates::kTwo ||
+                 (layout.gates == ScanLayout::Gates::kAuto && table_.unique_count() >= kTwoGatesSet)) {
   program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"),
-                                  "-cl-std=CL1.2 -DPOSITIONS=" + std::to_string(positions_per_item_) + "u");
+                                  "-cl-std=CL1.2 -DPOSITIONS=" + std::to_string(positions_per_item_) + "u" +
+                                      (two_gates_ ? " -DDEEP_GATE=1" : ""));
   try {
     // Gathered on a GPU, whose warps wait for their longest walk (kernel-only on the H200:
     // as fast at 1 literal, 1.1-1.5x from 10 to 1,000,000); in place on a CPU device,

@@ -22,6 +22,10 @@ struct ScanLayout {
   Walks walks = Walks::kAuto;
   // Work-items a group when the walks are gathered (a power of two); 0: the measured default.
   unsigned group_items = 0;
+  // Whether positions past the three-byte gate also ask the four-byte one
+  // (PatternTable::deep_words()): kAuto does for large sets, where it was measured to pay.
+  enum class Gates { kAuto, kOne, kTwo };
+  Gates gates = Gates::kAuto;
 };
 
 class ScanProgram {
@@ -36,6 +40,8 @@ class ScanProgram {
   // Whether the kernel is scan_compact (a work-group gathers the walks that pass the gate,
   // then takes them side by side) rather than scan (each walk where its position is).
   bool compacted() const noexcept { return compacted_; }
+  // Whether the kernel reads the second gate (see ScanLayout::gates).
+  bool two_gates() const noexcept { return two_gates_; }
   // The launch that scans `chunk_size` bytes: global and work-group sizes.
   cl::NDRange global_size(std::size_t chunk_size) const;
   cl::NDRange group_size() const;
@@ -66,6 +72,7 @@ class ScanProgram {
   PatternTable table_;
   unsigned positions_per_item_;
   bool compacted_ = false;
+  bool two_gates_ = false;
   std::size_t group_ = 0;  // compacted: work-items a group
   cl::Program program_;
   cl::Buffer root_next_;
