@@ -63,7 +63,9 @@ ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLa
     root_next_ = upload(device.context(), table_.root_next());
     root_pairs_ = upload(device.context(), table_.root_pairs());
     prefix_words_ = upload(device.context(), table_.prefix_words());
-    deep_words_ = upload(device.context(), table_.deep_words());
+    // Without the second gate the kernel never reads its words (up to 4 MiB): one stands in.
+    static constexpr std::uint32_t kNoDeepWords[1] = {0};
+    deep_words_ = upload(device.context(), two_gates_ ? table_.deep_words() : std::span<const std::uint32_t>(kNoDeepWords));
     node_info_ = upload(device.context(), table_.node_info());
     edges_ = upload(device.context(), table_.edge_slots());
     node_pattern_ = upload(device.context(), table_.node_pattern());
