@@ -899,6 +899,26 @@ TEST(RegexEncodingErrors, JoinedPatternsOnInvalidLines) {
   report_tally("joined patterns on invalid UTF-8 lines", tally);
 }
 
+// The joined regex is asked only of lines grep's DFA superset passes: a '{' starting an
+// ERE branch is a literal to the superset and a repetition of nothing to glibc, so -E -e q
+// -e '{\>' selected "9\xffbA(B" (no '{') through the joined regex. Found by an outside-style
+// fuzzer (seed 90210).
+TEST(RegexEncodingErrors, JoinedPatternsPassTheSupersetFirst) {
+  const std::string input = "9\xff" "bA(B\r\n9\xff" "bA{B\nx1c(\xc3\x89\n\xc3\x89{ c\n";
+  const std::vector<Args> cases = {{"-e", "q", "-e", "{\\>"},        {"-a", "-e", "{", "-e", "{\\>"},
+                                   {"-c", "-e", "q", "-e", "{B\\>"},  {"-w", "-a", "-e", "q", "-e", "{\\>"},
+                                   {"-o", "-a", "-e", "q", "-e", "{\\>"}, {"-a", "-n", "-e", "q", "-e", "{b"},
+                                   {"-w", "-c", "-e", "q", "-e", "\\W{"}};
+  Tally tally;
+  for (const Args& args : cases) {
+    ++tally.cases;
+    if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}}, "joined patterns and the superset",
+                          locale_env(Locale::kUtf8)))
+      ++tally.differing;
+  }
+  report_tally("joined patterns and the superset", tally);
+}
+
 // PCRE2 cannot decide a line ((*UTF) on invalid UTF-8 in the C locale: error -23; a
 // pattern past the backtracking limit): grep prints every line before it and dies with
 // "FILE: internal PCRE error: -23" (even under -s), searching no further file. gpufilter

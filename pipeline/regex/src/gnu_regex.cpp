@@ -523,7 +523,7 @@ void GnuRegex::compile_all() {
       joined_walk_ = std::any_of(backref_free_.begin(), backref_free_.end(), [&](std::uint32_t i) {
         return views[i].anchor || views[i].assertion || matches_empty(compiled_[i]->exact);
       });
-    if (!joined_walk_) compile_corner_selects(views);
+    compile_corner_selects(views);
     if (!joined_walk_) compile_fast(views);
     return;
   }
@@ -976,6 +976,8 @@ bool GnuRegex::matches_empty(GnuPattern& p) {
 // The line as grep's regex matcher selects it for the backref-free patterns under -w
 // (joined_walk_): one walk of their joined regex.
 bool GnuRegex::joined_selects(std::string_view line) {
+  // grep's DFA superset passes a line before its regex decides, the joined one too.
+  if (list_superset_text_ && !list_superset_passes(line)) return false;
   if (!combined_tried_) compile_combined();
   return combined_ && selects_by_regex(*combined_, line);
 }
