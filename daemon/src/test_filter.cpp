@@ -13,7 +13,8 @@
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
 //   -m/--journalmatch MATCH   as fail2ban-regex's, over the filter's (a systemd-journal LOG)
 //   -o/--out ip|id|user|msg|json   one line per failure instead of the summary: its address
-//            (as fail2ban-regex -o ip -r), fail2ban's id, the user, the line, or a JSON
+//            (as fail2ban-regex -o ip -r), fail2ban's id, the user, its matches (every line
+//            fail2ban keeps for it, as -o msg prints them), or a JSON
 //            object with all of them, the line number, the time and the failregex's index
 //   -r/--raw   taken and ignored: no name is ever looked up. Long options also as --opt=value;
 //            after --, every argument is FILTER, LOG or IGNOREREGEX.
@@ -254,7 +255,7 @@ void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_
   if (a.out == "ip") std::cout << address(f) << '\n';
   else if (a.out == "id") std::cout << f.id << '\n';
   else if (a.out == "user") std::cout << user_of(f) << '\n';
-  else if (a.out == "msg") std::cout << line << '\n';
+  else if (a.out == "msg") for (const std::string& m : f.matches) std::cout << m << '\n';  // fail2ban's matches
   else {
     nlohmann::json j{{"line", number}, {"id", f.id}, {"ip", address(f)}, {"failregex", f.failregex + 1}, {"msg", line}};
     // A user the filter captured empty is "" (fail2ban's 'user': ''), none is left out.
@@ -618,6 +619,7 @@ int test_filter(int argc, char** argv, int first) {
     // does); --out reports each failure once, from the first that matches (its -o).
     fail2ban::FilterOptions options = a->options;
     options.check_all_regex = a->out.empty();
+    options.keep_matches = a->out == "msg";
     options.filter_usedns = false;  // fail2ban-regex reads no usedns from the filter
     fail2ban::FilterDefinition definition;
     if (a->filter_is_regex) {

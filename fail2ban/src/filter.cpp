@@ -27,7 +27,8 @@
 namespace gpufilter::fail2ban {
 namespace {
 
-using TupleLine = std::array<std::string, 3>;  // (before the date, the date: left empty, after it)
+// (before the date, the date: left empty unless FilterOptions::keep_matches, after it)
+using TupleLine = std::array<std::string, 3>;
 using Lines = std::vector<TupleLine>;
 // The names of a filter's groups (every regex's, their alt_ targets, and the keys fail2ban
 // adds), numbered in name order once the filter is loaded: a line's groups are looked up
@@ -173,6 +174,8 @@ using Groups = BasicGroups<std::string>;
 using GroupViews = BasicGroups<std::string_view>;
 
 std::string joined(const TupleLine& t) { return t[0] + t[2]; }
+// The line as read (fail2ban's "".join(tupleLine)), the date in its place.
+std::string whole(const TupleLine& t) { return t[0] + t[1] + t[2]; }
 
 // Regex._tupleLinesBuf, into `buf` (its memory reused).
 void fill_lines_buffer(const Lines& lines, std::string& buf) {
@@ -270,8 +273,10 @@ struct FailData {
   // only grows): a connection's failures share one copy, where a copy each cost a fifth
   // of --test-filter sshd's time over a long log.
   std::shared_ptr<const std::vector<std::string>> users_given;
-  // How many lines fail2ban keeps as the failure's matches (only their number is reported).
+  // How many lines fail2ban keeps as the failure's matches (only their number is reported),
+  // and with FilterOptions::keep_matches the lines themselves.
   std::optional<std::size_t> matches, nofail_matches;
+  std::vector<std::string> match_lines, nofail_match_lines;
   bool mlfpending = false;
 };
 using FailPtr = std::shared_ptr<FailData>;
@@ -400,6 +405,11 @@ void hit_of(const Rx& rx, const PyRegex::Match& m, const std::string& buf, const
   if (count2 < org.size()) hit.unmatched.insert(hit.unmatched.end(), org.begin() + static_cast<std::ptrdiff_t>(count2), org.end());
 }
 
+// Regex.getMatchedTupleLines(): the lines `hit` covered, as read, onto `into`.
+void add_matched(const Lines& org, const Hit& hit, std::vector<std::string>& into) {
+  for (const TupleLine& t : org.size() > 1 ? hit.covered : org) into.push_back(whole(t));
+}
+
 bool search_pcre2(const Rx& rx, const std::string& buf, const Lines& org, Hit& hit) {
   thread_local PyRegex::Match m;  // read before the next search, its memory reused
   if (!rx.re.search(m, buf)) return false;
@@ -507,6 +517,7 @@ struct Filter::Impl {
   DateDetector dates;
   std::string date_key;  // the datepattern lines appended to `dates`
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
+  std::string last_time_text;  // its text (fail2ban's __lastTimeText), kept only with keep_matches
   MlfidCache<FailPtr> mlfid{100, 5 * 60};  // fail2ban's Utils.Cache(maxCount=100, maxTime=5*60)
   bool mlfid_used = false;                 // fail2ban's `if self.__mlfidCache`
   GroupNames names;  // of every group, once the regexes are compiled
@@ -787,7 +798,10 @@ FailPtr Filter::Impl::merge_failure(Scratch& s, const std::string& id, GroupView
     cached->g.unset(key.nofail);  // kept unset: the merge below then assigns in place
     cached->g.unset(key.mlfgained);
     if (flags & 8) cached->mlfpending = false;
-    if ((flags & 4) == 0 && !cached->mlfpending) cached->matches.reset();
+    if ((flags & 4) == 0 && !cached->mlfpending) {
+      cached->matches.reset();
+      cached->match_lines.clear();
+    }
     cached->g.update(found, true);  // in the cached strings' memory
     cur = cached;
     if ((flags & 2) && s.decided == nullptr) mlfid.unset(id);
@@ -814,8 +828,15 @@ FailPtr Filter::Impl::merge_failure(Scratch& s, const std::string& id, GroupView
     cur->nofail_matches.reset();
     if ((flags & 8) == 0) m += hit.matched;
     cur->matches = m;
+    if (options.keep_matches) {  // fail2ban's list: the nofail matches, the matches, the line's
+      std::vector<std::string> lines = std::exchange(cur->nofail_match_lines, {});
+      lines.insert(lines.end(), cur->match_lines.begin(), cur->match_lines.end());
+      if ((flags & 8) == 0) add_matched(s.org, hit, lines);
+      cur->match_lines = std::move(lines);
+    }
   } else if ((flags & 3) == 1) {
     cur->nofail_matches = cur->nofail_matches.value_or(0) + hit.matched;
+    if (options.keep_matches) add_matched(s.org, hit, cur->nofail_match_lines);
   }
   return cur;
 }
@@ -868,6 +889,7 @@ Filter::Impl::Next Filter::Impl::emit(Scratch& s, std::size_t index, FailPtr dat
     f.users = data->users_given;
   }
   f.attempts = data->matches.value_or(0);
+  if (options.keep_matches) f.matches = data->match_lines;
   if (const std::string* user = value_of(data->g, key.user)) f.user = *user;
   return Next::kGoOn;
 }
@@ -896,6 +918,7 @@ void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::opt
   // all), not their text.
   if (maxlines > 1) s.org = s.buffer;
   else s.org.resize(1);
+  if (maxlines == 1 && options.keep_matches) s.org[0] = s.buffer[0];  // the line, before a prefregex's content replaces it
   refill_buf(s);
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(s, s.buf, s.org, nullptr)) return;
@@ -907,7 +930,8 @@ void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::opt
     const std::optional<std::string_view> content = pop(pre, key.content);
     if (content && !content->empty()) {
       s.buffer.resize(1);
-      s.buffer[0][0].clear();  // [1] is always empty (process())
+      s.buffer[0][0].clear();
+      s.buffer[0][1].clear();  // the date, kept only with keep_matches (read())
       s.buffer[0][2].assign(*content);
       replaced_buffer(s);
       stale = true;
@@ -948,6 +972,7 @@ void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::opt
       data = std::make_shared<FailData>();
       data->g = Groups(found);
       data->matches = hit.matched;
+      if (options.keep_matches) add_matched(s.org, hit, data->match_lines);
     }
     // fail2ban copies the dict here (check_all_regex) so that later lines do not change what
     // it returned; a Failure is a copy already.
@@ -978,6 +1003,7 @@ Filter::Impl::Cut Filter::Impl::cut(std::string_view line, std::optional<double>
     if (c.end > c.start) {
       c.date = found->time;
       if (c.date) last_date = *c.date;
+      if (c.date && options.keep_matches) last_time_text.assign(line.substr(c.start, c.end - c.start));
     } else if (recent()) {
       c.reuse = true;
       c.date = last_date;
@@ -1019,6 +1045,8 @@ void Filter::Impl::read(Scratch& s, std::string_view line, const Cut& c, Outcome
     s.tuple[0] = line.substr(0, c.start);
     s.tuple[2] = line.substr(c.end);
   }
+  // fail2ban's tuple of a line whose last date is reused: ("", that date's text, the line).
+  if (options.keep_matches) s.tuple[1] = c.reuse ? std::string_view(last_time_text) : line.substr(c.start, c.end - c.start);
   s.out = &result;
   find_failure(s, c.date, c.scanned ? std::optional<bool>(c.holds_literal) : std::nullopt);
   s.out = nullptr;

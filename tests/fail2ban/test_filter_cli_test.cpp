@@ -94,6 +94,12 @@ void compare(const Case& c) {
   const ProcessResult their_users = run_process({kRegexTool, "-r", "-o", "user", c.log, conf});
   const ProcessResult our_users = run_process({gpufilterd_binary(), "--test-filter", c.filter, c.log, "--out", "user"});
   EXPECT_EQ(counts(our_users.out), counts(their_users.out));
+  // -o msg: each failure's matches as fail2ban keeps them (a multi-line failure's lines, a
+  // connection's earlier lines), in order and byte for byte.
+  const ProcessResult their_msgs = run_process({kRegexTool, "-r", "-o", "msg", c.log, conf});
+  const ProcessResult our_msgs = run_process({gpufilterd_binary(), "--test-filter", c.filter, c.log, "--out", "msg"});
+  ASSERT_EQ(our_msgs.status, 0) << our_msgs.err;
+  EXPECT_EQ(our_msgs.out, their_msgs.out);
 }
 
 TEST_P(TestFilterCli, SameAsFail2banRegex) { compare(GetParam()); }
@@ -137,6 +143,42 @@ TEST(TestFilterCliHostile, ForgedAndMalformedLinesGetFail2bansAnswers) {
   }
   std::ofstream(log, std::ios::binary) << text;
   compare({"sshd", log});
+  std::filesystem::remove_all(dir);
+}
+
+// A line without a date shortly after one with a date takes that date's text in fail2ban's
+// tuple ("", the last date's text, the line), which -o msg prints joined; the dates must be
+// within a minute of the clock. Found by an outside-style fuzzer (-o msg had printed only
+// the line read, not fail2ban's matches).
+TEST(TestFilterCliHostile, MatchesPrintedAsFail2banKeepsThem) {
+  char dir[] = "/tmp/gpufilter-f2b-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%b %e %H:%M:%S", &tm);
+  const std::string head = std::string(stamp) + " host sshd[";
+  const std::string sshd = std::string(dir) + "/auth.log";
+  std::ofstream(sshd, std::ios::binary)
+      << head << "1]: Invalid user ab\xff" "cd from 10.10.1.2 port 55555\n"
+      << "sshd[2]: Invalid user zz from 10.10.1.3 port 1\n"
+      << head << "3]: Connection from 10.10.1.4 port 2 on 10.0.0.1 port 22\n"
+      << head << "3]: Failed password for root from 10.10.1.4 port 2 ssh2\n"
+      << "sshd[3]: Failed password for root from 10.10.1.4 port 2 ssh2\n";
+  const std::string guac = std::string(dir) + "/catalina.log";
+  std::ofstream(guac, std::ios::binary)
+      << "apr 16, 2013 8:32:13 AM org.slf4j.impl.JCLLoggerAdapter warn\n"
+      << "WARNING: Authentication attempt from 192.0.2.0 for user \"null\" failed.\n"
+      << "WARNING: Authentication attempt from 192.0.2.1 for user \"a\xc3\" failed.\n";
+  for (const auto& [filter, log] : std::vector<std::pair<std::string, std::string>>{
+           {"sshd", sshd}, {"sshd[mode=aggressive]", sshd}, {"guacamole", guac}}) {
+    const ProcessResult theirs = run_process({kRegexTool, "-r", "-o", "msg", log, filter});
+    const ProcessResult ours = run_process({gpufilterd_binary(), "--test-filter", filter, log, "-o", "msg"});
+    EXPECT_EQ(ours.status, 0) << ours.err;
+    EXPECT_EQ(ours.out, theirs.out) << filter;
+    EXPECT_FALSE(ours.out.empty()) << filter;
+  }
   std::filesystem::remove_all(dir);
 }
 

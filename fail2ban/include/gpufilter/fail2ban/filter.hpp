@@ -42,6 +42,9 @@ struct FilterOptions {
   // MyTime: "now" for the assumed year/day and the 60-second reuse of the last date;
   // unset, the clock's time.
   std::optional<double> now;
+  // Each failure's matches as fail2ban keeps them, the lines' text (Failure::matches, what
+  // fail2ban-regex -o msg prints); off, only their number (Failure::attempts).
+  bool keep_matches = false;
 };
 
 // A failure's named values in name order, as a sorted vector: a failure has a dozen, and
@@ -93,6 +96,7 @@ class Filter {
     // shared by that connection's failures (null: none).
     std::shared_ptr<const std::vector<std::string>> users;
     std::size_t attempts = 0;                   // lines fail2ban keeps as this failure's matches
+    std::vector<std::string> matches;           // those lines, with FilterOptions::keep_matches
     std::optional<double> time;                 // UTC seconds; nullopt: the line had no usable date
     bool nofail = false;                        // check_all_regex only: a match that is not a failure
     bool pending = false;                       // ignore_pending = false only: no id known yet
