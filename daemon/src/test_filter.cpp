@@ -463,7 +463,9 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
     if (!b.times.empty()) line = shown = iso_local(b.times[j]) + " " + std::string(line);
     std::string key;
     if (multi) {
-      key = filter.last_read();
+      // fail2ban-regex looks a taken line's joined tuple up among the listed lines' text
+      // (a journal entry's joined tuple is its listed text; the filter sees it without).
+      key = b.times.empty() ? std::string(line) : filter.last_read();
       if (a.all_matched) {  // the lines a match may take, to list them as read
         t.recent.emplace_back(key, std::string(line));
         if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();

@@ -517,7 +517,10 @@ struct Filter::Impl {
   DateDetector dates;
   std::string date_key;  // the datepattern lines appended to `dates`
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
-  std::string last_time_text;  // its text (fail2ban's __lastTimeText), kept only with keep_matches
+  std::string last_time_text;  // its text (fail2ban's __lastTimeText), where keeps_dates()
+  // Whether a line's tuple holds its date's text: for the matches kept, and in a multi-line
+  // filter's buffer, whose lines fail2ban-regex compares as whole tuples.
+  bool keeps_dates() const noexcept { return options.keep_matches || maxlines > 1; }
   MlfidCache<FailPtr> mlfid{100, 5 * 60};  // fail2ban's Utils.Cache(maxCount=100, maxTime=5*60)
   bool mlfid_used = false;                 // fail2ban's `if self.__mlfidCache`
   GroupNames names;  // of every group, once the regexes are compiled
@@ -931,7 +934,7 @@ void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::opt
     if (content && !content->empty()) {
       s.buffer.resize(1);
       s.buffer[0][0].clear();
-      s.buffer[0][1].clear();  // the date, kept only with keep_matches (read())
+      s.buffer[0][1].clear();  // the date, where keeps_dates() (read())
       s.buffer[0][2].assign(*content);
       replaced_buffer(s);
       stale = true;
@@ -1003,7 +1006,7 @@ Filter::Impl::Cut Filter::Impl::cut(std::string_view line, std::optional<double>
     if (c.end > c.start) {
       c.date = found->time;
       if (c.date) last_date = *c.date;
-      if (c.date && options.keep_matches) last_time_text.assign(line.substr(c.start, c.end - c.start));
+      if (c.date && keeps_dates()) last_time_text.assign(line.substr(c.start, c.end - c.start));
     } else if (recent()) {
       c.reuse = true;
       c.date = last_date;
@@ -1046,7 +1049,7 @@ void Filter::Impl::read(Scratch& s, std::string_view line, const Cut& c, Outcome
     s.tuple[2] = line.substr(c.end);
   }
   // fail2ban's tuple of a line whose last date is reused: ("", that date's text, the line).
-  if (options.keep_matches) s.tuple[1] = c.reuse ? std::string_view(last_time_text) : line.substr(c.start, c.end - c.start);
+  if (keeps_dates()) s.tuple[1] = c.reuse ? std::string_view(last_time_text) : line.substr(c.start, c.end - c.start);
   s.out = &result;
   find_failure(s, c.date, c.scanned ? std::optional<bool>(c.holds_literal) : std::nullopt);
   s.out = nullptr;
@@ -1507,9 +1510,9 @@ const std::vector<std::string>& Filter::ignoreregex() const { return impl_->igno
 void Filter::buffered(std::vector<std::string>& out) const {
   const Lines& buffer = impl_->main.buffer;
   out.resize(buffer.size());  // the strings' memory reused from line to line
-  for (std::size_t i = 0; i < buffer.size(); ++i) out[i].assign(buffer[i][0]).append(buffer[i][2]);
+  for (std::size_t i = 0; i < buffer.size(); ++i) out[i].assign(buffer[i][0]).append(buffer[i][1]).append(buffer[i][2]);
 }
-std::string Filter::last_read() const { return joined(impl_->main.tuple); }
+std::string Filter::last_read() const { return whole(impl_->main.tuple); }
 std::size_t Filter::maxlines() const { return impl_->maxlines; }
 
 }  // namespace gpufilter::fail2ban

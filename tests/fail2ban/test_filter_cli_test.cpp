@@ -179,6 +179,28 @@ TEST(TestFilterCliHostile, MatchesPrintedAsFail2banKeepsThem) {
     EXPECT_EQ(ours.out, theirs.out) << filter;
     EXPECT_FALSE(ours.out.empty()) << filter;
   }
+  // A multi-line match takes its earlier lines out of the missed list by their joined
+  // tuple: with a reused date's text before a dateless line none is found, and equal texts
+  // of different dates are not confused ("apr 16" twice at 8:32:28, once at 8:32:13).
+  char catalina[32];
+  std::strftime(catalina, sizeof catalina, "%b %d, %Y %I:%M:%S %p", &tm);
+  catalina[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(catalina[0])));
+  const std::string warn = " org.slf4j.impl.JCLLoggerAdapter warn\n";
+  const std::string attempt = "WARNING: Authentication attempt from ";
+  const std::string recent = std::string(dir) + "/recent.log";
+  std::ofstream(recent, std::ios::binary)
+      << catalina << warn << attempt << "192.0.2.0 for user \"x\" failed.\n" << attempt << "1.2.3 for user \"x\" failed.\n"
+      << attempt << "192.0.2.1 for user \"x\" failed.\n" << catalina << warn << attempt << "1.2.3 for user \"y\" failed.\n"
+      << attempt << "192.0.2.1 for user \"x\" failed.\n"
+      << "apr 16, 2013 8:32:28 AM" << warn << attempt << "999.1.1.1 for user \"p\" failed.\n"
+      << "apr 16, 2013 8:32:28 AM" << warn << "apr 16, 2013 8:32:13 AM" << warn << attempt
+      << "192.0.2.9 for user \"p\" failed.\n";
+  for (const char* list : {"--print-all-missed", "--print-all-matched", "--print-no-ignored"}) {
+    const ProcessResult theirs = run_process({kRegexTool, "-r", list, recent, "guacamole"});
+    const ProcessResult ours = run_process({gpufilterd_binary(), "--test-filter", "guacamole", recent, list});
+    EXPECT_EQ(ours.status, 0) << ours.err;
+    EXPECT_EQ(lines_part(ours.out), lines_part(theirs.out)) << list;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -248,7 +248,8 @@ class Filter {
   const std::vector<std::string>& ignoreregex() const;
   std::size_t maxlines() const;
   // A multi-line filter's line buffer (fail2ban's __lineBuffer) as line() left it, each
-  // line without its date, oldest first; and the last line line() read, so. What
+  // line's tuple joined (its date's text in place; a dateless line that reused the last
+  // date after that date's text), oldest first; and the last line line() read, so. What
   // fail2ban-regex compares to count a match's earlier lines as matched.
   void buffered(std::vector<std::string>& out) const;
   std::string last_read() const;
