@@ -27,7 +27,7 @@
 namespace gpufilter::fail2ban {
 namespace {
 
-// (before the date, the date: left empty unless FilterOptions::keep_matches, after it)
+// (before the date, the date: left empty unless Impl::keeps_dates(), after it)
 using TupleLine = std::array<std::string, 3>;
 using Lines = std::vector<TupleLine>;
 // The names of a filter's groups (every regex's, their alt_ targets, and the keys fail2ban
@@ -1435,7 +1435,8 @@ std::span<const std::size_t> Filter::Lanes::queued_to(std::size_t lane) const { 
 // the first failregex that matches taken.
 bool Filter::reads_in_lanes() const {
   const Impl& f = *impl_;
-  if (f.maxlines != 1 || f.options.check_all_regex) return false;
+  // keep_matches: a lane's tuple would read the last date's text the planning thread writes.
+  if (f.maxlines != 1 || f.options.check_all_regex || f.options.keep_matches) return false;
   const auto names_id = [&](const Rx& rx) {
     return std::any_of(rx.alt_ids.begin(), rx.alt_ids.end(), [&](const auto& ids) {
       return ids.second == f.key.mlfid || ids.second == f.key.mlfforget;
