@@ -61,7 +61,7 @@ void take_signals_in_one_thread() {
 int usage(int status) {
   std::fputs(
       "Usage: gpufilterd --config FILE [--check]\n"
-      "       gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-o|--out ip|id|user|msg|json]\n"
+      "       gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-o|--out ip|id|user|msg|json|KEY]\n"
       "Watch log streams and emit alerts, per the rules in FILE (docs/DAEMON.md).\n"
       "  --config FILE   the YAML configuration\n"
       "  --check         validate FILE and exit (0: valid, 2: not)\n"

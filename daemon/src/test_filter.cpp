@@ -12,10 +12,11 @@
 //   --fail2ban-dir DIR (-c/--config DIR, as fail2ban-regex's)   where filter.d/ is (/etc/fail2ban)
 //   -d/--datepattern PATTERN, -L/--maxlines N   as fail2ban-regex's, over the filter's
 //   -m/--journalmatch MATCH   as fail2ban-regex's, over the filter's (a systemd-journal LOG)
-//   -o/--out ip|id|user|msg|json   one line per failure instead of the summary: its address
-//            (as fail2ban-regex -o ip -r), fail2ban's id, the user, its matches (every line
-//            fail2ban keeps for it, as -o msg prints them), or a JSON
-//            object with all of them, the line number, the time and the failregex's index
+//   -o/--out ip|id|fid|user|msg|json|KEY   one line per failure instead of the summary: its
+//            address (as fail2ban-regex -o ip -r), fail2ban's id, the user, its matches (every
+//            line fail2ban keeps for it, as -o msg prints them), a JSON object with all of
+//            them, the line number, the time and the failregex's index, or the value of any
+//            other key of fail2ban's failure dict (port, ip4, mlfid; None where it has none)
 //   -r/--raw   taken and ignored: no name is ever looked up. Long options also as --opt=value;
 //            after --, every argument is FILTER, LOG or IGNOREREGEX.
 #include "test_filter.hpp"
@@ -107,7 +108,7 @@ struct Args {
 int refuse(const std::string& why) {
   std::fprintf(stderr,
                "gpufilterd: %s\nUsage: gpufilterd --test-filter FILTER LOG [IGNOREREGEX] [--fail2ban-dir DIR] [-d PATTERN] [-L N] [-m MATCH] "
-               "[-o|--out ip|id|user|msg|json] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
+               "[-o|--out ip|id|user|msg|json|KEY] [--print-all-matched|missed|ignored] [--print-no-missed|ignored]\n",
                why.c_str());
   return 2;
 }
@@ -220,8 +221,11 @@ std::optional<Args> parse(int argc, char** argv, int first, std::string& why) {
           " are mutually exclusive";
     return std::nullopt;
   }
-  if (!a.out.empty() && a.out != "ip" && a.out != "id" && a.out != "user" && a.out != "msg" && a.out != "json") {
-    why = "--out: '" + a.out + "' is none of ip, id, user, msg, json";
+  // fail2ban-regex -o takes any key of the failure's dict too (-o port, -o ip4); those whose
+  // value is a Python set or list (users, matches) and its <tag> templates are not taken.
+  if (a.out == "users" || a.out == "matches" || a.out == "nofail-matches" || a.out == "row" ||
+      a.out.find('<') != std::string::npos) {
+    why = "--out: '" + a.out + "' is not supported (ip, id, fid, user, msg, json, or a failure's key such as port)";
     return std::nullopt;
   }
   if (fail2ban_regex_order(positional[0], positional[1])) std::swap(positional[0], positional[1]);
@@ -244,6 +248,12 @@ std::string address(const fail2ban::Filter::Failure& f) {
   return ip.empty() ? f.id : ip;
 }
 
+// fail2ban-regex -o KEY: the failure's value, or Python's None.
+std::string field_or_none(const fail2ban::Filter::Failure& f, const std::string& key) {
+  const auto it = f.fields.find(key);
+  return it == f.fields.end() ? "None" : it->second;
+}
+
 // fail2ban-regex -o user: Python's None for a failure without one.
 std::string user_of(const fail2ban::Filter::Failure& f) {
   const auto it = f.fields.find("user");
@@ -253,9 +263,10 @@ std::string user_of(const fail2ban::Filter::Failure& f) {
 
 void print_failure(const Args& a, const fail2ban::Filter::Failure& f, std::size_t number, const std::string& line) {
   if (a.out == "ip") std::cout << address(f) << '\n';
-  else if (a.out == "id") std::cout << f.id << '\n';
+  else if (a.out == "id" || a.out == "fid") std::cout << f.id << '\n';
   else if (a.out == "user") std::cout << user_of(f) << '\n';
   else if (a.out == "msg") for (const std::string& m : f.matches) std::cout << m << '\n';  // fail2ban's matches
+  else if (a.out != "json") std::cout << field_or_none(f, a.out) << '\n';  // r[3].get(KEY)
   else {
     nlohmann::json j{{"line", number}, {"id", f.id}, {"ip", address(f)}, {"failregex", f.failregex + 1}, {"msg", line}};
     // A user the filter captured empty is "" (fail2ban's 'user': ''), none is left out.

@@ -3,7 +3,7 @@
 
 namespace gpufilter::daemon {
 
-// argv[first..argc): FILTER LOG [--fail2ban-dir DIR] [--out ip|id|user|msg|json].
+// argv[first..argc): FILTER LOG [--fail2ban-dir DIR] [--out ip|id|user|msg|json|KEY].
 // Prints the summary (lines matched, missed, ignored; hits per failregex) or, with --out,
 // one line per failure; returns the exit status (0, or 2 with a message on standard error).
 int test_filter(int argc, char** argv, int first);

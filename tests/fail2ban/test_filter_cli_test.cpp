@@ -146,6 +146,20 @@ TEST(TestFilterCliHostile, ForgedAndMalformedLinesGetFail2bansAnswers) {
   std::filesystem::remove_all(dir);
 }
 
+// fail2ban-regex -o KEY prints that key of each failure's dict (Python's None where it has
+// none): fid, ip4, ip6, dns, mlfid, port, host, an F- group's name.
+TEST(TestFilterCliOptions, AnyKeyOfTheFailureAsFail2banRegexPrintsIt) {
+  for (const char* filter : {"sshd", "postfix", "guacamole"}) {
+    const std::string log = kSamples + filter;
+    for (const char* key : {"fid", "ip4", "ip6", "dns", "mlfid", "port", "host", "F-USER", "nofail", "content"}) {
+      const ProcessResult theirs = run_process({kRegexTool, "-r", "-o", key, log, filter});
+      const ProcessResult ours = run_process({gpufilterd_binary(), "--test-filter", filter, log, "-o", key});
+      EXPECT_EQ(ours.status, 0) << ours.err;
+      EXPECT_EQ(ours.out, theirs.out) << filter << " -o " << key;
+    }
+  }
+}
+
 // A line without a date shortly after one with a date takes that date's text in fail2ban's
 // tuple ("", the last date's text, the line), which -o msg prints joined; the dates must be
 // within a minute of the clock. Found by an outside-style fuzzer (-o msg had printed only
@@ -513,7 +527,8 @@ TEST(TestFilterCliErrors, MistakesAreExitStatusTwoWithAReason) {
       {{"--test-filter", "no-such-filter", log}, "no-such-filter"},
       {{"--test-filter", "sshd", "/nonexistent/auth.log"}, "/nonexistent/auth.log: No such file or directory"},
       {{"--test-filter", "sshd"}, "takes a filter and a log"},
-      {{"--test-filter", "sshd", log, "--out", "host"}, "'host' is none of ip, id, user, msg, json"},
+      {{"--test-filter", "sshd", log, "--out", "users"}, "--out: 'users' is not supported"},
+      {{"--test-filter", "sshd", log, "-o", "<ip> <F-USER>"}, "--out: '<ip> <F-USER>' is not supported"},
       {{"--test-filter", "sshd", log, "--fail2ban-dir", "/nonexistent"}, "/nonexistent"},
       // fail2ban-regex's "Wrong filter name or options" for each of these.
       {{"--test-filter", "sshd[mode]", log}, "expected option, wrong syntax at 0: mode"},
