@@ -418,13 +418,35 @@ bool gather(std::istream& in, std::size_t& number, Batch& b, bool& unterminated)
   return !b.lines.empty();
 }
 
+// A journal entry's time as fail2ban-regex shows it: Python's isoformat() of the local
+// time with its offset ("2025-12-03T23:13:25+01:00", microseconds when there are some).
+std::string iso_local(double t) {
+  const auto whole = static_cast<std::time_t>(std::floor(t));
+  const long micros = std::lround((t - static_cast<double>(whole)) * 1e6);
+  std::tm tm{};
+  ::localtime_r(&whole, &tm);
+  char buf[64];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (micros > 0 && micros < 1000000) n += static_cast<std::size_t>(std::snprintf(buf + n, sizeof buf - n, ".%06ld", micros));
+  const long off = tm.tm_gmtoff;
+  const long a = off < 0 ? -off : off;
+  std::snprintf(buf + n, sizeof buf - n, "%c%02ld:%02ld", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
+  return buf;
+}
+
 // The batch's lines dated by the filter's date detector, up to a line where that throws.
 void date_batch(fail2ban::Filter& filter, Batch& b) noexcept {
   b.failed = nullptr;
   b.dated.clear();
   try {
-    for (std::size_t j = 0; j < b.lines.size(); ++j)
-      b.dated.push_back(b.times.empty() ? filter.date_line(b.lines[j]) : filter.known_line(b.lines[j], b.times[j]));
+    for (std::size_t j = 0; j < b.lines.size(); ++j) {
+      if (b.times.empty()) {
+        b.dated.push_back(filter.date_line(b.lines[j]));
+        continue;
+      }
+      b.dated.push_back(filter.known_line(b.lines[j], b.times[j]));
+      b.dated.back().known_text = iso_local(b.times[j]) + " ";  // fail2ban's journal tuple
+    }
   } catch (...) {
     b.failed = std::current_exception();
   }
@@ -442,21 +464,6 @@ void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexc
   }
 }
 
-// A journal entry's time as fail2ban-regex shows it: Python's isoformat() of the local
-// time with its offset ("2025-12-03T23:13:25+01:00", microseconds when there are some).
-std::string iso_local(double t) {
-  const auto whole = static_cast<std::time_t>(std::floor(t));
-  const long micros = std::lround((t - static_cast<double>(whole)) * 1e6);
-  std::tm tm{};
-  ::localtime_r(&whole, &tm);
-  char buf[64];
-  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (micros > 0 && micros < 1000000) n += static_cast<std::size_t>(std::snprintf(buf + n, sizeof buf - n, ".%06ld", micros));
-  const long off = tm.tm_gmtoff;
-  const long a = off < 0 ? -off : off;
-  std::snprintf(buf + n, sizeof buf - n, "%c%02ld:%02ld", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
-  return buf;
-}
 
 // The batch's dated lines read by the filter in order, counted or printed; then what
 // stopped their dating, if anything did (the lines before it read first, as line by line).
@@ -471,12 +478,12 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
     }
     std::string_view line = b.dated[j].text();  // as fail2ban lists it: not UTF-8 replaced by U+FFFD
     std::string shown;  // a journal entry is listed after its time, as fail2ban-regex lists it
-    if (!b.times.empty()) line = shown = iso_local(b.times[j]) + " " + std::string(line);
+    if (!b.times.empty()) line = shown = b.dated[j].known_text + std::string(line);
     std::string key;
     if (multi) {
       // fail2ban-regex looks a taken line's joined tuple up among the listed lines' text
-      // (a journal entry's joined tuple is its listed text; the filter sees it without).
-      key = b.times.empty() ? std::string(line) : filter.last_read();
+      // (a journal entry's tuple is ("", its time and a space, the line), as listed).
+      key = std::string(line);
       if (a.all_matched) {  // the lines a match may take, to list them as read
         t.recent.emplace_back(key, std::string(line));
         if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();

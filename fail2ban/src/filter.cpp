@@ -518,6 +518,7 @@ struct Filter::Impl {
   std::string date_key;  // the datepattern lines appended to `dates`
   double last_date = 0;  // 0: none yet (Python's falsy __lastDate)
   std::string last_time_text;  // its text (fail2ban's __lastTimeText), where keeps_dates()
+  std::string_view known_text;  // the line being read's DatedLine::known_text
   // Whether a line's tuple holds its date's text: for the matches kept, and in a multi-line
   // filter's buffer, whose lines fail2ban-regex compares as whole tuples.
   bool keeps_dates() const noexcept { return options.keep_matches || maxlines > 1; }
@@ -591,6 +592,7 @@ struct Filter::Impl {
   struct Cut {
     std::size_t start = 0, end = 0;
     bool reuse = false;
+    bool known = false;  // the time was given with the line (its text: known_text)
     std::optional<double> date;
     bool holds_literal = true;
     bool scanned = false;  // literals_at was given: holds_literal is a scan's answer
@@ -999,7 +1001,9 @@ Filter::Impl::Cut Filter::Impl::cut(std::string_view line, std::optional<double>
   // and the regexes see [0] and [2].
   if (known) {
     c.date = known;
+    c.known = true;
     last_date = *known;
+    if (keeps_dates()) last_time_text.assign(known_text);
   } else if (const auto found = given_date != nullptr ? *given_date : dates.find(line, t_now)) {
     c.start = found->start;
     c.end = found->end;
@@ -1049,7 +1053,8 @@ void Filter::Impl::read(Scratch& s, std::string_view line, const Cut& c, Outcome
     s.tuple[2] = line.substr(c.end);
   }
   // fail2ban's tuple of a line whose last date is reused: ("", that date's text, the line).
-  if (keeps_dates()) s.tuple[1] = c.reuse ? std::string_view(last_time_text) : line.substr(c.start, c.end - c.start);
+  if (keeps_dates())
+    s.tuple[1] = c.reuse ? std::string_view(last_time_text) : c.known ? known_text : line.substr(c.start, c.end - c.start);
   s.out = &result;
   find_failure(s, c.date, c.scanned ? std::optional<bool>(c.holds_literal) : std::nullopt);
   s.out = nullptr;
@@ -1243,6 +1248,7 @@ Filter::DatedLine Filter::known_line(std::string_view raw, double time) {
   return dated;
 }
 Filter::Outcome Filter::line(const DatedLine& dated) {
+  impl_->known_text = dated.known_text;
   return impl_->process(dated.text(), dated.known, nullptr, &dated.date, dated.now);
 }
 // Most lines hold none of a filter's literals (every stock filter reads every line of a
@@ -1250,7 +1256,9 @@ Filter::Outcome Filter::line(const DatedLine& dated) {
 // the date lies inside the line (it could join a literal's halves) or lines are buffered.
 bool Filter::learns_only(const DatedLine& dated) {
   const auto& date = dated.date;
-  if (!impl_->literals || dated.was_replaced || impl_->maxlines != 1 || (date && date->start != 0)) return false;
+  if (!impl_->literals || dated.was_replaced || impl_->maxlines != 1 || (date && date->start != 0) ||
+      impl_->keeps_dates())  // the last date's text is then the tuple's (cut())
+    return false;
   if (dated.known) impl_->last_date = *dated.known;
   else if (date && date->end > date->start && date->time) impl_->last_date = *date->time;
   return true;
@@ -1258,6 +1266,7 @@ bool Filter::learns_only(const DatedLine& dated) {
 Filter::Outcome Filter::line(const DatedLine& dated, std::span<const std::size_t> found) {
   if (found.empty() && learns_only(dated)) return {};
   const bool filtered = impl_->literals && !dated.was_replaced;
+  impl_->known_text = dated.known_text;
   return impl_->process(dated.text(), dated.known, filtered ? &found : nullptr, &dated.date, dated.now);
 }
 struct Filter::Ahead::Impl {

@@ -227,6 +227,13 @@ TEST(Journal, TestFilterReadsTheJournalAsFail2banRegex) {
     const auto summary = test::run_process(argv);
     ASSERT_EQ(summary.status, 0) << summary.err;
     EXPECT_GT(sorted_lines(ours.out).size(), 300u) << filter;
+    // -o msg: each failure's lines as fail2ban's journal tuple joins them, after the
+    // entry's time and a space.
+    const auto msgs = test::run_process({test::gpufilterd_binary(), "--test-filter", filter, log, "--out", "msg"});
+    ASSERT_EQ(msgs.status, 0) << msgs.err;
+    static const std::regex timed(R"(^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{6})?[+-][0-9]{2}:[0-9]{2} \S)");
+    EXPECT_GE(sorted_lines(msgs.out).size(), sorted_lines(ours.out).size()) << filter;
+    for (const std::string& m : sorted_lines(msgs.out)) EXPECT_TRUE(std::regex_search(m, timed)) << m;
     for (const std::string& ip : sorted_lines(ours.out)) {
       EXPECT_NE(ip, "203.0.113.5") << filter << ": an entry of other.service, which journalmatch leaves out";
       EXPECT_NE(ip, "10.9.9.9") << filter << ": the forged address";
@@ -244,6 +251,8 @@ TEST(Journal, TestFilterReadsTheJournalAsFail2banRegex) {
     const auto their_summary = test::run_process(argv);
     EXPECT_FALSE(from_lines(summary.out).empty());
     EXPECT_EQ(from_lines(summary.out), from_lines(their_summary.out)) << filter;
+    const auto their_msgs = test::run_process({kRegexTool, "-o", "msg", log, filter});
+    EXPECT_EQ(msgs.out, their_msgs.out) << filter;
   }
   // -m/--journalmatch over the filter's: the forged entries' PID alone.
   const auto other = test::run_process({test::gpufilterd_binary(), "--test-filter", "sshd", log, "-m", "_PID=77",

@@ -155,6 +155,9 @@ class Filter {
     // The line's time given with it (the systemd journal's entries): no date is looked
     // for in the text, which the regexes see whole, as fail2ban's systemd backend does.
     std::optional<double> known;
+    // Its text in fail2ban's tuple ("", this, the line): the journal's "ISO-TIME "; shown
+    // in the matches kept (FilterOptions::keep_matches) and a multi-line filter's buffer.
+    std::string known_text;
     std::string_view text() const { return was_replaced ? std::string_view(replaced) : raw; }
   };
   const std::string& date_key() const;
