@@ -31,7 +31,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -287,10 +286,8 @@ struct Totals {
   std::vector<std::size_t> hits;         // per failregex
   std::vector<std::size_t> ignore_hits;  // per ignoreregex
   std::vector<std::string> matched_lines, ignored_lines, missed_lines;  // as listed
-  // Multi-line filters: each listed missed line without its date, the buffer before and
-  // after a line, and the last lines read (without their dates, and as read).
-  std::vector<std::string> missed_keys, before, after;
-  std::deque<std::pair<std::string, std::string>> recent;
+  // Multi-line filters: the buffer before and after a line, each line its tuple joined.
+  std::vector<std::string> before, after;
 };
 
 // fail2ban-regex's list of one kind of regex: the sum of their hits, then those hit.
@@ -337,7 +334,7 @@ void print_summary(const Args& a, const fail2ban::Filter& filter, const Totals& 
 
 // A line as fail2ban-regex counts it: ignored (an ignoreregex, or any failregex match
 // marked <F-NOFAIL>), matched (a failure), or missed; every failregex match is a hit.
-void count(const Args& a, const fail2ban::Filter::Outcome& o, std::string_view line, const std::string& key, Totals& t) {
+void count(const Args& a, const fail2ban::Filter::Outcome& o, std::string_view line, Totals& t) {
   bool failed = false, nofail = false;
   for (const auto& f : o.failures) {
     if (f.failregex < t.hits.size()) ++t.hits[f.failregex];
@@ -352,30 +349,24 @@ void count(const Args& a, const fail2ban::Filter::Outcome& o, std::string_view l
     ++t.matched;
     if (a.all_matched) t.matched_lines.emplace_back(line);
   } else {
-    if ((++t.missed <= static_cast<std::int64_t>(kListed) + 1 || a.all_missed) && !a.no_missed) {
+    if ((++t.missed <= static_cast<std::int64_t>(kListed) + 1 || a.all_missed) && !a.no_missed)
       t.missed_lines.emplace_back(line);
-      t.missed_keys.push_back(key);
-    }
   }
 }
 
 // fail2ban-regex's testRegex() for a multi-line filter: each line of the buffer before
 // the line came (but its oldest, when it was full) that the buffer no longer holds was
-// taken by a match: it counts as matched, no longer as missed.
+// taken by a match: it counts as matched, no longer as missed; its joined tuple (a dateless
+// line after a recent date holds that date's text before it, a journal entry its time) is
+// looked up among the listed lines' text, and listed as matched so.
 void count_taken(const Args& a, const fail2ban::Filter& filter, Totals& t) {
   filter.buffered(t.after);
   for (std::size_t k = t.before.size() >= filter.maxlines() ? 1 : 0; k < t.before.size(); ++k) {
     const std::string& taken = t.before[k];
     if (std::find(t.after.begin(), t.after.end(), taken) != t.after.end()) continue;
-    const auto listed = std::find(t.missed_keys.begin(), t.missed_keys.end(), taken);
-    if (listed != t.missed_keys.end()) {
-      t.missed_lines.erase(t.missed_lines.begin() + (listed - t.missed_keys.begin()));
-      t.missed_keys.erase(listed);
-    }
-    if (a.all_matched) {
-      const auto read = std::find_if(t.recent.rbegin(), t.recent.rend(), [&](const auto& r) { return r.first == taken; });
-      t.matched_lines.push_back(read == t.recent.rend() ? taken : read->second);
-    }
+    const auto listed = std::find(t.missed_lines.begin(), t.missed_lines.end(), taken);
+    if (listed != t.missed_lines.end()) t.missed_lines.erase(listed);
+    if (a.all_matched) t.matched_lines.push_back(taken);
     ++t.matched;
     --t.missed;
   }
@@ -464,7 +455,6 @@ void search_piece(const fail2ban::Filter& filter, Batch& b, std::size_t p) noexc
   }
 }
 
-
 // The batch's dated lines read by the filter in order, counted or printed; then what
 // stopped their dating, if anything did (the lines before it read first, as line by line).
 void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
@@ -479,18 +469,8 @@ void read_batch(const Args& a, fail2ban::Filter& filter, Batch& b, Totals& t) {
     std::string_view line = b.dated[j].text();  // as fail2ban lists it: not UTF-8 replaced by U+FFFD
     std::string shown;  // a journal entry is listed after its time, as fail2ban-regex lists it
     if (!b.times.empty()) line = shown = b.dated[j].known_text + std::string(line);
-    std::string key;
-    if (multi) {
-      // fail2ban-regex looks a taken line's joined tuple up among the listed lines' text
-      // (a journal entry's tuple is ("", its time and a space, the line), as listed).
-      key = std::string(line);
-      if (a.all_matched) {  // the lines a match may take, to list them as read
-        t.recent.emplace_back(key, std::string(line));
-        if (t.recent.size() > filter.maxlines() + 1) t.recent.pop_front();
-      }
-      count_taken(a, filter, t);
-    }
-    count(a, o, line, key, t);
+    if (multi) count_taken(a, filter, t);
+    count(a, o, line, t);
   }
   if (b.failed) std::rethrow_exception(b.failed);
 }
