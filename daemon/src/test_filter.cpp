@@ -620,6 +620,7 @@ int test_filter(int argc, char** argv, int first) {
     fail2ban::FilterOptions options = a->options;
     options.check_all_regex = a->out.empty();
     options.keep_matches = a->out == "msg";
+    options.keep_dates = a->out.empty();  // the summary's multi-line bookkeeping (count_taken())
     options.filter_usedns = false;  // fail2ban-regex reads no usedns from the filter
     fail2ban::FilterDefinition definition;
     if (a->filter_is_regex) {

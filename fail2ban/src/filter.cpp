@@ -521,7 +521,7 @@ struct Filter::Impl {
   std::string_view known_text;  // the line being read's DatedLine::known_text
   // Whether a line's tuple holds its date's text: for the matches kept, and in a multi-line
   // filter's buffer, whose lines fail2ban-regex compares as whole tuples.
-  bool keeps_dates() const noexcept { return options.keep_matches || maxlines > 1; }
+  bool keeps_dates() const noexcept { return options.keep_matches || (options.keep_dates && maxlines > 1); }
   MlfidCache<FailPtr> mlfid{100, 5 * 60};  // fail2ban's Utils.Cache(maxCount=100, maxTime=5*60)
   bool mlfid_used = false;                 // fail2ban's `if self.__mlfidCache`
   GroupNames names;  // of every group, once the regexes are compiled
@@ -922,8 +922,8 @@ void Filter::Impl::find_failure(Scratch& s, std::optional<double> date, std::opt
   // One line: only how many lines the buffer held is read of `org` (a match covers them
   // all), not their text.
   if (maxlines > 1) s.org = s.buffer;
+  else if (options.keep_matches) s.org.assign(1, s.buffer[0]);  // the line, before a prefregex's content replaces it
   else s.org.resize(1);
-  if (maxlines == 1 && options.keep_matches) s.org[0] = s.buffer[0];  // the line, before a prefregex's content replaces it
   refill_buf(s);
   bool stale = false;  // buf is no longer the buffer's text
   if (!ignore.empty() && ignore.size() + 2 < fail.size() && ignore_line(s, s.buf, s.org, nullptr)) return;

@@ -45,6 +45,9 @@ struct FilterOptions {
   // Each failure's matches as fail2ban keeps them, the lines' text (Failure::matches, what
   // fail2ban-regex -o msg prints); off, only their number (Failure::attempts).
   bool keep_matches = false;
+  // A multi-line filter's buffered lines keep their date's text (buffered(), last_read()):
+  // fail2ban-regex compares them so. Only --test-filter asks; the daemon has no use for it.
+  bool keep_dates = false;
 };
 
 // A failure's named values in name order, as a sorted vector: a failure has a dozen, and
@@ -251,8 +254,8 @@ class Filter {
   const std::vector<std::string>& ignoreregex() const;
   std::size_t maxlines() const;
   // A multi-line filter's line buffer (fail2ban's __lineBuffer) as line() left it, each
-  // line's tuple joined (its date's text in place; a dateless line that reused the last
-  // date after that date's text), oldest first; and the last line line() read, so. What
+  // line's tuple joined (with FilterOptions::keep_dates its date's text in place; a
+  // dateless line that reused the last date after that date's text), oldest first; and the last line line() read, so. What
   // fail2ban-regex compares to count a match's earlier lines as matched.
   void buffered(std::vector<std::string>& out) const;
   std::string last_read() const;
