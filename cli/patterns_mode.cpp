@@ -36,9 +36,22 @@ bool may_fold_beyond_ascii(const std::string& pattern) {
   return false;
 }
 
+// -F -w in a UTF-8 locale stays on the literal path where grep's fixed-string matcher
+// (Fexecute) decides it: the Searcher reads multibyte word characters there
+// (SearchOptions::utf8). Not for the empty pattern, a pattern that is not valid UTF-8
+// (grep's regex matcher decides then), or one -G/-E pattern (EGexecute's -w walk).
+bool fixed_matcher_words(const Options& o) {
+  const auto& patterns = o.patterns.patterns();
+  const bool one_regex = o.fixed_from_regex && std::all_of(patterns.begin(), patterns.end(),
+                                                           [&](const std::string& p) { return p == patterns.front(); });
+  return !one_regex && std::none_of(patterns.begin(), patterns.end(),
+                                    [](const std::string& p) { return p.empty() || !valid_utf8(p); });
+}
+
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
-// word characters, and -i must fold non-ASCII letters (and 'k', 's', which fold to
-// U+212A and U+017F, and 'i', which folds to U+0131). The regex path does both, as grep does.
+// word characters (the Searcher does, fixed_matcher_words()), and -i must fold non-ASCII
+// letters (and 'k', 's', which fold to U+212A and U+017F, and 'i', which folds to U+0131).
+// The regex path does both, as grep does.
 // In a capture (read in the C locale, main.cpp): a pattern may hold a newline byte (-X,
 // --escapes), which a regex read line by line never sees, so such a set stays bytes; and the
 // empty pattern under -w selects by grep's rule for lines (an empty match with no word
@@ -53,7 +66,7 @@ bool fixed_needs_characters(const Options& o, bool utf8) {
       std::any_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.empty(); }))
     return true;
   if (!utf8) return false;
-  if (o.word) return true;
+  if (o.word && !fixed_matcher_words(o)) return true;
   if (!o.ignore_case) return false;
   return std::any_of(patterns.begin(), patterns.end(), may_fold_beyond_ascii);
 }

@@ -670,6 +670,30 @@ TEST_F(GrepDifferential, FixedStringsInUtf8KeepTheFixedStringMatcher) {
       expect_same(c.args, c.input, {}, std::string(locale) + " input " + escape(c.input), {locale});
 }
 
+// -F -w in a UTF-8 locale is decided on the literal path (the regex matcher had read every
+// line of a one-byte pattern: 5x grep's time on the Loghub logs): a multibyte letter or
+// digit beside an occurrence is a word character, an encoding error or a symbol is not, and
+// a failed occurrence skips the run of word characters as Fexecute does.
+TEST_F(GrepDifferential, FixedWordsInUtf8ReadCharactersOnTheLiteralPath) {
+  const std::string in =
+      "caf\xc3\xa9 e \xc3\xa9" "e e\xc3\xa9 _e e_ 1e\n"
+      "\xce\xb1" "e\xce\xb1 \xe2\x80\x94" "e\xe2\x80\x94 \xc2\xa0" "e\xc2\xa0\n"
+      "\xff" "e\xff \xc3" "e \x80" "e e\xe4\xb8\xad e\xf0\x9f\x98\x80\n"
+      "ee e-e ee.e\r\n"
+      "in\xc3\xa9 in to into \xc3\xa9to to\n";
+  const std::vector<Args> sets = {{"e"},       {"-e", "e", "-e", "ee"}, {"-e", "in", "-e", "to"}, {"-o", "e"},
+                                  {"-c", "e"}, {"-o", "-b", "-e", "e", "-e", "e-e"}, {"--color=always", "-e", "e", "-e", "to"},
+                                  {"-v", "e"}, {"-x", "ee e-e ee.e\r"},  {"-i", "-o", "-e", "E", "-e", "TO"}};
+  for (const Args& args : sets) {
+    expect_same(Args{"-w"} + args, in, rotating_knobs(3), "UTF-8", {"LC_ALL=C.UTF-8"});
+    expect_same_with("-E", Args{"-w"} + args, in, rotating_knobs(2), "UTF-8", {"LC_ALL=C.UTF-8"});
+  }
+  // On the literal path: --stats names no regex.
+  const GrepRun stats = run_gpufilter({"-F", "-w", "-c", "--stats", "e"}, in, {}, {"LC_ALL=C.UTF-8"});
+  EXPECT_EQ(stats.out, "4\n");
+  EXPECT_EQ(stats.err.find("regex_"), std::string::npos) << stats.err;
+}
+
 // -o in a UTF-8 locale: a matched part that is not valid UTF-8 is not printed, and nor
 // are the line's parts after it (grep's print_line_head stops the line there).
 TEST_F(GrepDifferential, OnlyMatchingStopsAtAPartThatIsNotUtf8) {

@@ -8,6 +8,7 @@
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/grep/word.hpp"
+#include "gpufilter/regex/line_regex.hpp"
 
 namespace gpufilter {
 namespace {
@@ -90,8 +91,11 @@ void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t>
   sink_.begin(InputInfo{name_, size});
 }
 
-// -x: the occurrence is the whole line. -w: no word character touches either end.
+// -x: the occurrence is the whole line. -w: no word character touches either end (in a
+// UTF-8 locale a character: grep's fixed-string matcher reads multibyte letters there).
 bool Searcher::valid(std::string_view line, std::uint64_t position, std::uint32_t length) const {
+  if (options_.utf8 && options_.word && !options_.whole_line)
+    return !regex::word_before(line, position, true) && !regex::word_after(line, position + length, true);
   return occurrence_counts(line, position, position + length, options_.word, options_.whole_line);
 }
 
@@ -167,7 +171,8 @@ void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence>
                           std::vector<MatchSpan>& out) const {
   const std::size_t n = line.size();
   const bool empty = table_.has_empty_pattern();
-  auto word_at = [&](std::size_t i) { return i < n && is_word(static_cast<unsigned char>(line[i])); };
+  const bool utf8 = options_.utf8;
+  auto word_at = [&](std::size_t i) { return regex::word_after(line, i, utf8); };
   std::size_t index = 0;
   std::size_t cursor = 0;
   while (cursor <= n) {
@@ -181,7 +186,7 @@ void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence>
       if (empty) at = from;
       else if (index < occurrences.size()) at = static_cast<std::size_t>(occurrences[index].position);
       else break;
-      if (!(at > search_start && word_at(at - 1))) {
+      if (!(at > search_start && regex::word_before(line, at, utf8))) {
         // Longest first, then shorter ones at the same place, the empty pattern last.
         for (std::size_t k = index; k < occurrences.size() && occurrences[k].position == at; ++k) {
           const std::size_t length = table_.unique_length(occurrences[k].pattern);
@@ -199,8 +204,7 @@ void Searcher::word_spans(std::string_view line, std::span<const LineOccurrence>
         }
         if (found) break;
       }
-      std::size_t skip = at;
-      while (word_at(skip)) ++skip;
+      const std::size_t skip = at + regex::word_chars_from(line, at, utf8);
       search_start = skip;
       from = skip + 1;
     }

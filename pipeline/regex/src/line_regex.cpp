@@ -172,4 +172,20 @@ bool word_before(std::string_view line, std::size_t at, bool utf8) {
   return wide_word(wc);
 }
 
+std::size_t word_chars_from(std::string_view line, std::size_t at, bool utf8) {
+  std::size_t i = at;
+  while (i < line.size()) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (!utf8 || c < 0x80) {
+      if (!ascii_word(c)) break;
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    if (!wide_word(decode(line, i, length))) break;
+    i += length;
+  }
+  return i - at;
+}
+
 }  // namespace gpufilter::regex

@@ -63,9 +63,4 @@ DfaView dfa_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore
 // glibc, whose time can grow with the square of a line, need not be asked.
 DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed = false);
 
-// grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
-// UTF-8 locale a multibyte letter or digit counts; in the C locale ASCII alnum and '_'.
-bool word_before(std::string_view line, std::size_t at, bool utf8);
-bool word_after(std::string_view line, std::size_t at, bool utf8);
-
 }  // namespace gpufilter::regex

@@ -144,6 +144,14 @@ std::size_t fold_free_length(std::string_view text, std::size_t at);
 // GNU grep's test for a pattern that may hold a back-reference (dfasearch.c).
 bool possible_backrefs(std::string_view pattern);
 
+// grep's word constituents around a position (searchutils.c, wordchar_prev/next): in a
+// UTF-8 locale a multibyte letter or digit counts (an encoding error does not); in the C
+// locale ASCII alnum and '_'. word_chars_from(): how many bytes of word characters begin
+// at `at` (wordchars_size), which grep's fixed-string -w skips after a failed match.
+bool word_before(std::string_view line, std::size_t at, bool utf8);
+bool word_after(std::string_view line, std::size_t at, bool utf8);
+std::size_t word_chars_from(std::string_view line, std::size_t at, bool utf8);
+
 }  // namespace gpufilter::regex
 
 namespace gpufilter::regex {
