@@ -349,18 +349,17 @@ void Searcher::hidden_selected(std::string_view text, std::uint64_t offset, std:
     start_group(number);
     // Leading context reaches back to the last output, which a hidden line does not
     // move: the hidden lines of earlier runs are context too.
-    for (const StoredLine& s : before_)
+    for (std::size_t i = 0; i < before_.size(); ++i) {
+      const StoredLine& s = before_[i];
       if (!lastout_set_ || s.number >= lastout_) emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
+    }
     before_.clear();
     pending_after_ = options_.after;
   }
   lag(text, offset, number, spans, {});
   last_selected_ = number;
   used_ = used_here_ = true;
-  if (options_.before > 0) {
-    if (before_.size() == options_.before) before_.pop_front();
-    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()}, {}});
-  }
+  if (options_.before > 0) before_.keep(options_.before, text, offset, number, spans, {});
 }
 
 // With -v grep prints a run of selected lines at once, and its trailing context follows
@@ -382,11 +381,31 @@ void Searcher::last_buffer(std::uint64_t number) {
   lastout_set_ = false;
   lastout_ = begin;
   lagging_.clear();
-  for (const StoredLine& l : before_) {
+  for (std::size_t i = 0; i < before_.size(); ++i) {
+    const StoredLine& l = before_[i];
     if (l.number < begin) continue;
     if (!lags(l.number, l.text.size())) break;  // only the lines from `begin` on, without a gap
     lagging_.add(l.text, l.offset, l.number, l.spans, l.ids);
   }
+}
+
+void Searcher::BeforeLines::keep(std::size_t capacity, std::string_view text, std::uint64_t offset,
+                                  std::uint64_t number, std::span<const MatchSpan> spans,
+                                  std::span<const std::uint32_t> ids) {
+  std::size_t at;
+  if (count_ < capacity) {  // first_ is 0 until the ring is full
+    at = count_++;
+    if (at == lines_.size()) lines_.emplace_back();
+  } else {
+    at = first_;
+    first_ = (first_ + 1) % lines_.size();
+  }
+  StoredLine& s = lines_[at];
+  s.text.assign(text.data(), text.size());
+  s.offset = offset;
+  s.number = number;
+  s.spans.assign(spans.begin(), spans.end());
+  s.ids.assign(ids.begin(), ids.end());
 }
 
 void Searcher::enter_binary() {
@@ -500,7 +519,10 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     if (!quiet_) {
       const bool run_goes_on = options_.invert && last_selected_ != 0 && number == last_selected_ + 1;
       if (!run_goes_on) start_group(number);  // -v: a run of selected lines is one group
-      for (const StoredLine& s : before_) emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
+      for (std::size_t i = 0; i < before_.size(); ++i) {
+        const StoredLine& s = before_[i];
+        emit(s.text, s.offset, s.number, false, s.spans, s.ids, true);
+      }
       before_.clear();
       pending_after_ = options_.after;
       if (!emit(text, offset, number, true, spans_for(true), ids(), terminated)) {
@@ -533,11 +555,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
   if (options_.before == 0 && !lags(number, text.size())) return;
   const auto spans = spans_for(false);
   const auto line_ids = ids();
-  if (options_.before > 0) {
-    if (before_.size() == options_.before) before_.pop_front();
-    before_.push_back(StoredLine{std::string(text), offset, number, {spans.begin(), spans.end()},
-                                 {line_ids.begin(), line_ids.end()}});
-  }
+  if (options_.before > 0) before_.keep(options_.before, text, offset, number, spans, line_ids);
   lag(text, offset, number, spans, line_ids);
 }
 
