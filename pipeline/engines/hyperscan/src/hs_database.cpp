@@ -327,7 +327,10 @@ std::uint64_t HsDatabase::scan_at(const char* data, std::size_t size, std::size_
   }
   const std::size_t first = out != nullptr ? out->size() : 0;
   const hs_error_t rc =
-      one_ ? (one_->scan(data, size, handler, &context) ? HS_SCAN_TERMINATED : HS_SUCCESS)
+      one_ ? (one_->scan(data, size, handler, &context,
+                         handler == locate_line_firsts ? &context.line_end : nullptr)
+                  ? HS_SCAN_TERMINATED
+                  : HS_SUCCESS)
            : hs_scan(database_, data, static_cast<unsigned>(size), 0, scratch.scratch_, handler, &context);
   if (rc != HS_SUCCESS) {
     if (out != nullptr) out->resize(first);  // no partial result

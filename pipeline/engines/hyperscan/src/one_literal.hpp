@@ -19,10 +19,13 @@ class OneLiteral {
 
   // Calls report(to) with the end offset of each occurrence in data[0, size) (overlapping
   // ones too), in ascending order, until report returns non-zero: Hyperscan's callback
-  // contract (id 0). Returns whether report stopped it.
+  // contract (id 0). Returns whether report stopped it. With `drops_until`, after each
+  // report the occurrences after it that end at or before *drops_until are not reported:
+  // the caller would drop them (a line's later occurrences, where one a line is enough).
   using Report = int (*)(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags,
                          void* context);
-  bool scan(const char* data, std::size_t size, Report report, void* context) const noexcept;
+  bool scan(const char* data, std::size_t size, Report report, void* context,
+            const unsigned long long* drops_until = nullptr) const noexcept;
 
  private:
   std::string literal_;
