@@ -159,9 +159,14 @@ bool word_before(std::string_view line, std::size_t at, bool utf8) {
   const unsigned char c = static_cast<unsigned char>(line[at - 1]);
   if (!utf8 || c < 0x80) return ascii_word(c);
   // The character that holds byte at - 1, found as grep's mb_goback finds it: decoding
-  // forward from a known boundary (any ASCII byte starts a character).
+  // forward from a known boundary. That decoding passes over continuation bytes (0x80-0xbf)
+  // alone (a character takes them after its first byte, an encoding error takes one byte),
+  // so every other byte starts a character, and a continuation byte more than three after
+  // one is an encoding error of its own: the walk back stops within three bytes (walking
+  // back to an ASCII byte made a long line of CJK letters quadratic: 210 KB, 71 s).
+  const auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(line[i]) & 0xc0) == 0x80; };
   std::size_t p = at - 1;
-  while (p > 0 && static_cast<unsigned char>(line[p - 1]) >= 0x80) --p;
+  while (p > 0 && at - 1 - p < 3 && continuation(p)) --p;
   wint_t wc = WEOF;
   for (;;) {
     std::size_t length = 0;
