@@ -290,9 +290,7 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   // grep.c: one distinct pattern (its duplicates are dropped) of -G or -E stays with the
   // regex matcher, and so does -F -w in a single-byte locale; in a UTF-8 one -F keeps its
   // fixed-string matcher. Distinct as given, before -i folds them.
-  const std::vector<std::string>& given = o.patterns.patterns();
-  const bool one_distinct = !given.empty() && std::all_of(given.begin(), given.end(),
-                                                          [&](const std::string& p) { return p == given.front(); });
+  const bool one_distinct = cli::one_distinct_pattern(o);
   searching.regex_word = o.word && one_distinct && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
   // That matcher, asked for a line's -o/--color parts, does not apply -x (EGexecute with a
   // start pointer): with -v a context line that is not whole shows them.

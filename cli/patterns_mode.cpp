@@ -42,10 +42,8 @@ bool may_fold_beyond_ascii(const std::string& pattern) {
 // (grep's regex matcher decides then), or one -G/-E pattern (EGexecute's -w walk).
 bool fixed_matcher_words(const Options& o) {
   const auto& patterns = o.patterns.patterns();
-  const bool one_regex = o.fixed_from_regex && std::all_of(patterns.begin(), patterns.end(),
-                                                           [&](const std::string& p) { return p == patterns.front(); });
-  return !one_regex && std::none_of(patterns.begin(), patterns.end(),
-                                    [](const std::string& p) { return p.empty() || !valid_utf8(p); });
+  return !(o.fixed_from_regex && one_distinct_pattern(o)) &&
+         std::none_of(patterns.begin(), patterns.end(), [](const std::string& p) { return p.empty() || !valid_utf8(p); });
 }
 
 // -F in a UTF-8 locale where bytes are not characters: -w must see multibyte letters as
@@ -113,6 +111,12 @@ std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOr
 }
 
 }  // namespace
+
+bool one_distinct_pattern(const Options& o) {
+  const std::vector<std::string>& given = o.patterns.patterns();
+  return !given.empty() &&
+         std::all_of(given.begin(), given.end(), [&](const std::string& p) { return p == given.front(); });
+}
 
 bool utf8_locale() {
   const char* codeset = ::nl_langinfo(CODESET);

@@ -15,6 +15,10 @@ namespace gpufilter::cli {
 // The locale's character set is UTF-8 (LC_ALL, LC_CTYPE, LANG, as setlocale reads them).
 bool utf8_locale();
 
+// `o` holds one distinct pattern, however often given: grep then keeps -G/-E (and, in a
+// single-byte locale, -F -w) on its regex matcher (grep.c, fgrep_to_grep_pattern).
+bool one_distinct_pattern(const Options& o);
+
 // Decides fixed strings or regexes for `o` (after -f, -X and --escapes were read). Fixed:
 // returns nullptr and leaves o.patterns as the literals to scan for (-G/-E patterns
 // without an operator become fixed strings, as grep makes them). Regexes: compiles them

@@ -8,7 +8,6 @@
 #include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/grep/word.hpp"
-#include "gpufilter/regex/line_regex.hpp"
 
 namespace gpufilter {
 namespace {
@@ -94,9 +93,7 @@ void Searcher::begin_input(const std::string& name, std::optional<std::uint64_t>
 // -x: the occurrence is the whole line. -w: no word character touches either end (in a
 // UTF-8 locale a character: grep's fixed-string matcher reads multibyte letters there).
 bool Searcher::valid(std::string_view line, std::uint64_t position, std::uint32_t length) const {
-  if (options_.utf8 && options_.word && !options_.whole_line)
-    return !regex::word_before(line, position, true) && !regex::word_after(line, position + length, true);
-  return occurrence_counts(line, position, position + length, options_.word, options_.whole_line);
+  return occurrence_counts(line, position, position + length, options_.word, options_.whole_line, options_.utf8);
 }
 
 bool Searcher::any_line_may_match() const noexcept {

@@ -255,8 +255,9 @@ class Filter {
   std::size_t maxlines() const;
   // A multi-line filter's line buffer (fail2ban's __lineBuffer) as line() left it, each
   // line's tuple joined (with FilterOptions::keep_dates its date's text in place; a
-  // dateless line that reused the last date after that date's text), oldest first; and the last line line() read, so. What
-  // fail2ban-regex compares to count a match's earlier lines as matched.
+  // dateless line that reused the last date after that date's text), oldest first; and
+  // the last line line() read, so. What fail2ban-regex compares to count a match's
+  // earlier lines as matched.
   void buffered(std::vector<std::string>& out) const;
   std::string last_read() const;
 

@@ -76,16 +76,11 @@ __attribute__((target("avx2"))) bool scan_avx2(const std::string& literal, std::
     at = block_matches(mask, at, literal, data, report, context, drops_until);
     if (at == kStopped) return true;
   }
-  while (at <= last_start) {
-    if (data[at + first] == literal[first] && data[at + second] == literal[second] &&
-        std::memcmp(data + at, literal.data(), length) == 0) {
-      if (report(0, 0, at + length, 0, context) != 0) return true;
-      at = resume_after(at, length, drops_until);
-      continue;
-    }
-    ++at;
-  }
-  return false;
+  // The last starts (fewer than 32), their candidates found one by one.
+  unsigned mask = 0;
+  for (std::size_t i = at; i <= last_start; ++i)
+    if (data[i + first] == literal[first] && data[i + second] == literal[second]) mask |= 1u << (i - at);
+  return mask != 0 && block_matches(mask, at, literal, data, report, context, drops_until) == kStopped;
 }
 
 }  // namespace
