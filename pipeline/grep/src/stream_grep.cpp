@@ -1,6 +1,9 @@
 #include "gpufilter/grep/stream_grep.hpp"
 
 #include <algorithm>
+#include <string_view>
+
+#include "gpufilter/core/utf8.hpp"
 
 namespace gpufilter {
 
@@ -61,7 +64,7 @@ void StreamGrep::decide_all() {
 }
 
 void StreamGrep::lines(const BatchEntry& e, const Chunk& piece, std::span<const Occurrence> occurrences) {
-  lines_ += static_cast<std::uint64_t>(std::count(piece.data, piece.data + piece.size, '\n'));
+  lines_ += count_byte(std::string_view(piece.data, piece.size), '\n');
   auto it = inputs_.find(e.stream);
   if (it == inputs_.end() || it->second.finished || decided_) return;
   Input& input = it->second;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/utf8.hpp"
 #include "read_ahead.hpp"
 
 namespace gpufilter {
@@ -29,7 +31,7 @@ void FileScan::deliver_oldest() {
   bytes_scanned_ += chunk.size - chunk.overlap;
   if (config_.progress != nullptr) config_.progress->fetch_add(chunk.size - chunk.overlap, std::memory_order_relaxed);
   if (config_.count_lines && chunk.size > chunk.overlap) {
-    lines_seen_ += static_cast<std::uint64_t>(std::count(chunk.data + chunk.overlap, chunk.data + chunk.size, config_.eol));
+    lines_seen_ += count_byte(std::string_view(chunk.data + chunk.overlap, chunk.size - chunk.overlap), config_.eol);
     open_line_ = chunk.data[chunk.size - 1] != config_.eol;
   }
   if (!stopped_) {

@@ -1,13 +1,18 @@
 // Byte helpers for text: UTF-8 validity as the C library's mbrtowc reads it in the
 // current locale (grep's buf_has_encoding_errors), the one copy for the Searcher's output
-// rule and the regex matchers; ASCII and byte counts eight bytes at a time.
+// rule and the regex matchers; ASCII tests eight bytes at a time, byte counts sixteen.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <cwchar>
 #include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace gpufilter {
 
@@ -49,16 +54,34 @@ inline bool all_ascii(std::string_view text) noexcept {
   return (any & detail::kHighBits) == 0;
 }
 
-// How many bytes of `text` are `byte`, eight at a time.
+// How many bytes of `text` are `byte` (-n's line numbers: a newline count of every byte
+// read). With SSE2 (every x86-64), sixteen a step, each lane's count summed every 255
+// steps: 250 MB in 10 ms here, against 66 ms for the eight-byte SWAR loop below, whose
+// popcount is a call without -mpopcnt.
 inline std::size_t count_byte(std::string_view text, char byte) noexcept {
+  std::size_t n = 0, i = 0;
+#if defined(__SSE2__)
+  const __m128i pattern16 = _mm_set1_epi8(byte);
+  while (i + 16 <= text.size()) {
+    __m128i lanes = _mm_setzero_si128();  // each lane counts up to 255
+    const std::size_t stop = std::min(text.size() - 15, i + 255 * 16);
+    for (; i < stop; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+      lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(v, pattern16));
+    }
+    const __m128i sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
+    n += static_cast<std::size_t>(_mm_cvtsi128_si64(sums)) +
+         static_cast<std::size_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#else
   const std::uint64_t pattern = 0x0101010101010101ULL * static_cast<unsigned char>(byte);
   constexpr std::uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
-  std::size_t n = 0, i = 0;
   for (; i + 8 <= text.size(); i += 8) {
     const std::uint64_t v = detail::load8(text.data() + i) ^ pattern;  // zero bytes where equal
     const std::uint64_t zero = ~(((v & low7) + low7) | v | low7);       // high bit of each zero byte
     n += static_cast<std::size_t>(__builtin_popcountll(zero));
   }
+#endif
   for (; i < text.size(); ++i) n += text[i] == byte;
   return n;
 }
