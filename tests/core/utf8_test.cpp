@@ -36,6 +36,24 @@ TEST(Bytes, CountAndAsciiAgreeWithAPlainLoop) {
   }
 }
 
+// count_byte() sums sixteen byte-wide lanes every 255 steps: a text of nothing but the
+// byte, around and past those sums, must not wrap a lane.
+TEST(Bytes, CountOfLongRunsOfTheByteAroundTheLaneSums) {
+  for (const std::size_t size : {std::size_t{4079}, std::size_t{4080}, std::size_t{4081}, std::size_t{4096},
+                                 std::size_t{8160 + 5}, std::size_t{100003}}) {
+    for (std::size_t offset = 0; offset < 3; ++offset) {
+      const std::string text(size + offset, '\n');
+      EXPECT_EQ(count_byte(std::string_view(text.data() + offset, size), '\n'), size) << size << " " << offset;
+      std::string mixed = text;
+      for (std::size_t i = 0; i < mixed.size(); i += 7) mixed[i] = '\xff';
+      std::size_t want = 0;
+      for (std::size_t i = offset; i < mixed.size(); ++i) want += mixed[i] == '\n';
+      EXPECT_EQ(count_byte(std::string_view(mixed.data() + offset, size), '\n'), want) << size << " " << offset;
+      EXPECT_EQ(count_byte(std::string_view(mixed.data() + offset, size), '\xff'), size - want) << size << " " << offset;
+    }
+  }
+}
+
 TEST(Bytes, ValidUtf8AcrossTheEightByteSteps) {
   ASSERT_NE(std::setlocale(LC_ALL, "C.UTF-8"), nullptr);
   const std::string e = "\xc3\xa9";  // é
