@@ -156,20 +156,21 @@ std::size_t FileSource::read_searching(std::span<char> dst, const char* byte, st
   }
 }
 
-std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes, bool if_faster) {
+std::unique_ptr<MappedBytes> FileSource::map_unread(std::size_t min_bytes, bool if_faster, std::size_t read_back) {
   if (!regular_ || (stop_ != nullptr && stop_->requested())) return nullptr;
   if (unread_size().value_or(0) < min_bytes) return nullptr;  // most small files stop here, with no system call
   struct stat st {};
   const off_t at = ::lseek(fd_, 0, SEEK_CUR);  // both read paths keep the descriptor here
-  if (at < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= at) return nullptr;
-  const auto size = static_cast<std::uint64_t>(st.st_size - at);
-  if (size < min_bytes || size > SIZE_MAX / 2) return nullptr;
-  if (if_faster && !mapping_beats_reading(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(size)))
+  if (at < 0 || ::fstat(fd_, &st) != 0 || st.st_size <= at || static_cast<std::uint64_t>(at) < read_back) return nullptr;
+  const auto unread = static_cast<std::uint64_t>(st.st_size - at);
+  if (unread < min_bytes || unread > SIZE_MAX / 2) return nullptr;
+  if (if_faster && !mapping_beats_reading(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(unread)))
     return nullptr;
-  std::unique_ptr<MappedFile> mapped = MappedFile::map(fd_, static_cast<std::uint64_t>(at), static_cast<std::size_t>(size));
+  const std::uint64_t from = static_cast<std::uint64_t>(at) - read_back;
+  std::unique_ptr<MappedFile> mapped = MappedFile::map(fd_, from, static_cast<std::size_t>(unread + read_back));
   if (!mapped) return nullptr;
   // Reads go on after the mapping, where a file that grew has more.
-  offset_ = static_cast<std::uint64_t>(at) + size;
+  offset_ = static_cast<std::uint64_t>(st.st_size);
   ::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);
   return mapped;
 }

@@ -94,12 +94,15 @@ DriveResult drive(Chunker& chunker, std::size_t input_size) {
 }
 
 // The structural invariants every sequence of chunks must satisfy; returns the first
-// violation, or "" when none.
+// violation, or "" when none. With `first_capacity` (ChunkerConfig's), the first chunks
+// are smaller: each holds at most its own capacity, a split line fills exactly that, and
+// each is flushed after.
 std::string check_chunks(const std::string& input, const std::vector<Recorded>& chunks, std::size_t capacity,
-                         std::size_t config_overlap, bool may_flush = false) {
+                         std::size_t config_overlap, bool may_flush = false, std::size_t first_capacity = 0) {
   std::string owned;
   std::uint64_t consumed = 0;
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
+  std::size_t ramp = first_capacity == 0 ? capacity : std::min(capacity, std::max(first_capacity, 4 * (config_overlap + 1)));
+  for (std::size_t i = 0; i < chunks.size(); ++i, ramp = capacity / 4 < ramp ? capacity : 4 * ramp) {
     const Chunk& c = chunks[i].chunk;
     const std::string& b = chunks[i].bytes;
     const Chunk* prev = i > 0 ? &chunks[i - 1].chunk : nullptr;
@@ -123,15 +126,18 @@ std::string check_chunks(const std::string& input, const std::vector<Recorded>& 
     } else if (c.offset != 0 && input[static_cast<std::size_t>(c.offset) - 1] != '\n') {
       return at + "does not continue a line but does not start at a line start";
     }
+    if (c.size > ramp) return at + "holds " + std::to_string(c.size) + " bytes, more than its " + std::to_string(ramp);
     if (c.line_open) {
       if (c.last) return at + "both line_open and last";
-      if (c.size != capacity) return at + "line_open but not full";
+      if (c.size != ramp) return at + "line_open but not full";
       if (b.find('\n', c.overlap) != std::string::npos) return at + "line_open but holds a '\\n' past its overlap";
     } else if (!c.last && b.back() != '\n') {
       return at + "neither line_open nor last, and does not end with '\\n'";
     }
     if (c.last && i + 1 != chunks.size()) return at + "last but more chunks follow";
-    if (c.flush_after && !may_flush) return at + "flush_after on a source that never stalls";
+    if (c.flush_after != (ramp < capacity) && !may_flush) {
+      return at + (c.flush_after ? "flush_after on a source that never stalls" : "one of the first chunks, not flushed after");
+    }
     owned.append(b, c.overlap, std::string::npos);
     consumed += c.size - c.overlap;
   }
@@ -208,24 +214,29 @@ TEST(Chunker, InvariantsOverSweep) {
         for (std::size_t rs : read_sizes) {
           for (bool regular : {true, false}) {
             for (bool detect : {true, false}) {
-              StringSource src(input, rs, "(test)", regular);
-              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect, .batch_timeout = kNever});
-              const DriveResult r = drive(chunker, input.size());
-              std::string error = r.error;
-              if (error.empty()) error = check_chunks(input, r.chunks, chunker.capacity(), ov);
-              if (error.empty() && !detect) {
-                for (const Recorded& c : r.chunks)
-                  if (c.chunk.binary_offset != kNoBinary) error = "binary_offset set with detect_binary=false";
+              for (std::size_t first : {std::size_t{0}, std::size_t{1}}) {
+                if (first != 0 && cap < 16) continue;  // no room to grow
+                StringSource src(input, rs, "(test)", regular);
+                Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .first_capacity = first,
+                                                   .detect_binary = detect, .batch_timeout = kNever});
+                const DriveResult r = drive(chunker, input.size());
+                std::string error = r.error;
+                if (error.empty()) error = check_chunks(input, r.chunks, chunker.capacity(), ov, false, first);
+                if (error.empty() && !detect) {
+                  for (const Recorded& c : r.chunks)
+                    if (c.chunk.binary_offset != kNoBinary) error = "binary_offset set with detect_binary=false";
+                }
+                if (error.empty() && input.find('\0') == std::string::npos) {
+                  for (const Recorded& c : r.chunks)
+                    if (c.chunk.binary_offset != kNoBinary) error = "binary_offset set on input without NUL";
+                }
+                ASSERT_EQ(error, "") << "input=" << name << " capacity=" << cap << " overlap=" << ov
+                                     << " read_size=" << rs << " regular=" << regular << " detect=" << detect
+                                     << " first_capacity=" << first;
+                ++runs;
+                chunks_seen += r.chunks.size();
+                for (const Recorded& c : r.chunks) open_seen += c.chunk.line_open ? 1 : 0;
               }
-              if (error.empty() && input.find('\0') == std::string::npos) {
-                for (const Recorded& c : r.chunks)
-                  if (c.chunk.binary_offset != kNoBinary) error = "binary_offset set on input without NUL";
-              }
-              ASSERT_EQ(error, "") << "input=" << name << " capacity=" << cap << " overlap=" << ov
-                                   << " read_size=" << rs << " regular=" << regular << " detect=" << detect;
-              ++runs;
-              chunks_seen += r.chunks.size();
-              for (const Recorded& c : r.chunks) open_seen += c.chunk.line_open ? 1 : 0;
             }
           }
         }
@@ -302,41 +313,46 @@ TEST(Chunker, BinaryOffsetRule) {
           if (rs == 7 && cap != 4096) continue;  // tiny reads are slow: one configuration suffices
           for (bool regular : {true, false}) {
             for (bool detect : {true, false}) {
-              StringSource src(bc.input, rs, "(test)", regular);
-              Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .detect_binary = detect, .batch_timeout = kNever});
-              const DriveResult r = drive(chunker, bc.input.size());
-              std::string error = r.error;
-              if (error.empty()) error = check_chunks(bc.input, r.chunks, chunker.capacity(), ov);
-              // grep's buffer that held the first NUL: for a regular file the 96 KiB block;
-              // for a stream, the read that returned it (the chunker reads a stream a
-              // block at a time, and StringSource hands out at most `rs` bytes a read).
-              const std::uint64_t unit = regular || rs == 0 ? kBlock : std::min<std::uint64_t>(rs, kBlock);
-              const std::uint64_t block = bc.first_nul ? *bc.first_nul / unit * unit : kNoBinary;
-              bool seen = false;
-              for (std::size_t i = 0; i < r.chunks.size() && error.empty(); ++i) {
-                const Chunk& c = r.chunks[i].chunk;
-                const std::string at = "chunk " + std::to_string(i) + " [" + std::to_string(c.offset) + ", " +
-                                       std::to_string(c.offset + c.size) + "): binary_offset " +
-                                       (c.binary_offset == kNoBinary ? std::string("none")
-                                                                     : std::to_string(c.binary_offset));
-                if (!detect || !bc.first_nul) {
-                  if (c.binary_offset != kNoBinary) error = at + ", expected none";
-                  continue;
+              // The first chunks small (ChunkerConfig::first_capacity), where there is room.
+              for (std::size_t first : {std::size_t{0}, cap / 64}) {
+                StringSource src(bc.input, rs, "(test)", regular);
+                Chunker chunker(src, ChunkerConfig{.capacity = cap, .overlap = ov, .first_capacity = first,
+                                                   .detect_binary = detect, .batch_timeout = kNever});
+                const DriveResult r = drive(chunker, bc.input.size());
+                std::string error = r.error;
+                if (error.empty()) error = check_chunks(bc.input, r.chunks, chunker.capacity(), ov, false, first);
+                // grep's buffer that held the first NUL: for a regular file the 96 KiB block;
+                // for a stream, the read that returned it (the chunker reads a stream a
+                // block at a time, and StringSource hands out at most `rs` bytes a read).
+                const std::uint64_t unit = regular || rs == 0 ? kBlock : std::min<std::uint64_t>(rs, kBlock);
+                const std::uint64_t block = bc.first_nul ? *bc.first_nul / unit * unit : kNoBinary;
+                bool seen = false;
+                for (std::size_t i = 0; i < r.chunks.size() && error.empty(); ++i) {
+                  const Chunk& c = r.chunks[i].chunk;
+                  const std::string at = "chunk " + std::to_string(i) + " [" + std::to_string(c.offset) + ", " +
+                                         std::to_string(c.offset + c.size) + "): binary_offset " +
+                                         (c.binary_offset == kNoBinary ? std::string("none")
+                                                                       : std::to_string(c.binary_offset));
+                  if (!detect || !bc.first_nul) {
+                    if (c.binary_offset != kNoBinary) error = at + ", expected none";
+                    continue;
+                  }
+                  if (c.binary_offset != kNoBinary && c.binary_offset != block)
+                    error = at + ", expected none or " + std::to_string(block);
+                  if (seen && c.binary_offset == kNoBinary) error = at + ": unset again after being set";
+                  seen = seen || c.binary_offset != kNoBinary;
+                  // Set from the chunk that reaches that buffer's start on: a regular file is
+                  // read ahead to the block's end, a stream's read is checked whole before any
+                  // chunk is cut from it.
+                  const std::uint64_t from = block;
+                  if (c.offset + c.size > from && c.binary_offset != block)
+                    error = at + ", expected " + std::to_string(block);
+                  if (c.binary_offset != kNoBinary) ++binary_chunks;
                 }
-                if (c.binary_offset != kNoBinary && c.binary_offset != block)
-                  error = at + ", expected none or " + std::to_string(block);
-                if (seen && c.binary_offset == kNoBinary) error = at + ": unset again after being set";
-                seen = seen || c.binary_offset != kNoBinary;
-                // Set from the chunk that reaches that buffer's start on: a regular file is
-                // read ahead to the block's end, a stream's read is checked whole before any
-                // chunk is cut from it.
-                const std::uint64_t from = block;
-                if (c.offset + c.size > from && c.binary_offset != block)
-                  error = at + ", expected " + std::to_string(block);
-                if (c.binary_offset != kNoBinary) ++binary_chunks;
+                ASSERT_EQ(error, "") << "case=" << bc.name << " capacity=" << cap << " overlap=" << ov
+                                     << " read_size=" << rs << " regular=" << regular << " detect=" << detect
+                                     << " first_capacity=" << first;
               }
-              ASSERT_EQ(error, "") << "case=" << bc.name << " capacity=" << cap << " overlap=" << ov
-                                   << " read_size=" << rs << " regular=" << regular << " detect=" << detect;
             }
           }
         }

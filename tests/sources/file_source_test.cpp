@@ -86,34 +86,41 @@ TEST(FileSourceMapping, MapsTheRestAndReadsGoOnAfterIt) {
 
 // The Chunker in mapped mode hands out the same chunks as when it reads, the file's growth
 // during the scan included.
+// Also where the first chunks are small (ChunkerConfig::first_capacity): they are read,
+// and the mapping, taken after them, begins where they end, a line's start or in a line.
 TEST(FileSourceMapping, ChunksOfTheMappingEqualChunksOfReads) {
   TempDir dir;
   std::string text = lines(3000, "x") + std::string(5000, 'L') + "\n" + lines(100, "y") + "no final newline";
   const std::string path = dir.write("b.log", text);
-  for (std::size_t capacity : {64u, 4096u, 10000u}) {
-    auto collect = [&](bool map, bool grow) {
-      auto source = FileSource::open(path);
-      ChunkerConfig config;
-      config.capacity = capacity;
-      config.overlap = 7;
-      config.mapping = map ? FileMapping::kAlways : FileMapping::kNever;
-      Chunker chunker(*source, config);
-      std::string staging(capacity, '\0'), all;
-      Chunk chunk;
-      int n = 0;
-      while (chunker.fill(staging.data(), chunk, std::chrono::milliseconds(-1)) == Chunker::Status::kChunk) {
-        all += std::to_string(chunk.offset) + "+" + std::to_string(chunk.overlap) + ":" +
-               std::string(chunk.data, chunk.size) + (chunk.last ? "|last" : "") + (chunk.line_open ? "|open" : "") + "\n";
-        if (grow && ++n == 3) std::ofstream(path, std::ios::app) << "grown line\n";
-      }
-      return all;
-    };
-    const std::string copied = collect(false, false);
-    EXPECT_EQ(collect(true, false), copied) << "capacity " << capacity;
-    const std::string grown_copied = collect(false, true);  // the file now ends with the line
-    write_file(path, text);
-    EXPECT_EQ(collect(true, true), grown_copied) << "capacity " << capacity;
-    write_file(path, text);
+  for (const std::size_t capacity : {64u, 4096u, 10000u}) {
+    for (const std::size_t first : {std::size_t{0}, capacity / 16, std::size_t{1}}) {
+      auto collect = [&](bool map, bool grow) {
+        auto source = FileSource::open(path);
+        ChunkerConfig config;
+        config.capacity = capacity;
+        config.overlap = 7;
+        config.first_capacity = first;
+        config.mapping = map ? FileMapping::kAlways : FileMapping::kNever;
+        Chunker chunker(*source, config);
+        std::string staging(capacity, '\0'), all;
+        Chunk chunk;
+        int n = 0;
+        while (chunker.fill(staging.data(), chunk, std::chrono::milliseconds(-1)) == Chunker::Status::kChunk) {
+          all += std::to_string(chunk.offset) + "+" + std::to_string(chunk.overlap) + ":" +
+                 std::string(chunk.data, chunk.size) + (chunk.last ? "|last" : "") + (chunk.line_open ? "|open" : "") +
+                 (chunk.flush_after ? "|flush" : "") + "\n";
+          if (grow && ++n == 3) std::ofstream(path, std::ios::app) << "grown line\n";
+        }
+        EXPECT_EQ(chunker.in_place(), map) << "capacity " << capacity << ", first " << first;
+        return all;
+      };
+      const std::string copied = collect(false, false);
+      EXPECT_EQ(collect(true, false), copied) << "capacity " << capacity << ", first " << first;
+      const std::string grown_copied = collect(false, true);  // the file now ends with the line
+      write_file(path, text);
+      EXPECT_EQ(collect(true, true), grown_copied) << "capacity " << capacity << ", first " << first;
+      write_file(path, text);
+    }
   }
 }
 

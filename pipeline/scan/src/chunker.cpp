@@ -11,11 +11,32 @@ namespace gpufilter {
 using Clock = std::chrono::steady_clock;
 
 Chunker::Chunker(Source& source, ChunkerConfig config)
-    : source_(source), config_(config), capacity_(std::max(config.capacity, config.overlap + 1)) {
-  if (config_.mapping != FileMapping::kNever && source_.is_regular_file()) {
-    mapped_ = source_.map_unread(capacity_ + 1, config_.mapping == FileMapping::kIfFaster);
-    mapping_ = mapped_ != nullptr;
-  }
+    : source_(source),
+      config_(config),
+      capacity_(std::max(config.capacity, config.overlap + 1)),
+      // A chunk carries the overlap again: four times it at least, so that each moves on.
+      ramp_(config.first_capacity == 0 ? capacity_
+                                        : std::min(capacity_, std::max(config.first_capacity, 4 * (config.overlap + 1)))) {
+  map_later_ = config_.mapping != FileMapping::kNever && source_.is_regular_file();
+  if (!growing()) map_rest();
+}
+
+void Chunker::map_rest() {
+  if (!map_later_ || growing()) return;
+  map_later_ = false;
+  // The pending bytes (a line's start, the read to a block's end) are mapped again.
+  mapped_ = source_.map_unread(capacity_ + 1, config_.mapping == FileMapping::kIfFaster, pending_.size());
+  if (mapped_ == nullptr) return;
+  mapping_ = true;
+  map_base_ = pending_offset_;
+  pending_.clear();
+}
+
+std::size_t Chunker::next_capacity() noexcept {
+  const std::size_t capacity = ramp_;
+  growing_ = capacity < capacity_;
+  ramp_ = capacity_ / 4 < ramp_ ? capacity_ : 4 * ramp_;
+  return capacity;
 }
 
 void Chunker::done_with(const Chunk& chunk) noexcept {
@@ -29,14 +50,14 @@ void Chunker::done_with(const Chunk& chunk) noexcept {
   // (tests/cli/streaming_test.cpp bounds it).
   const std::uint64_t in_flight = std::min<std::uint64_t>(config_.in_flight, 64u << 20);
   const std::uint64_t step = std::max<std::uint64_t>({4u << 20, 4 * std::uint64_t{capacity_}, in_flight});
-  if (!mapped_ || offset < dropped_ + step) return;
-  dropped_ = std::min<std::uint64_t>(offset, mapped_->size());
+  if (!mapped_ || offset < map_base_ + dropped_ + step) return;
+  dropped_ = std::min<std::uint64_t>(offset - map_base_, mapped_->size());
   mapped_->drop_before(static_cast<std::size_t>(dropped_));
 }
 
 void Chunker::note_mapped(std::size_t upto) {
   if (upto <= noted_) return;
-  note_bytes(mapped_->data() + noted_, upto - noted_, noted_);
+  note_bytes(mapped_->data() + noted_, upto - noted_, map_base_ + noted_);
   noted_ = upto;
 }
 
@@ -53,23 +74,27 @@ void Chunker::settle_binary(Chunk& chunk, std::size_t first_nul) noexcept {
 Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
   const std::uint64_t offset = pending_offset_;
   const std::size_t overlap = pending_overlap_;
-  const auto begin = static_cast<std::size_t>(offset);
+  const auto begin = static_cast<std::size_t>(offset - map_base_);
   const std::size_t backed = mapped_->still_backed();  // less than mapped once truncated
   char* const base = mapped_->data();
-  if (begin + capacity_ >= backed) {
+  const std::size_t capacity = ramp_;
+  if (begin + capacity >= backed) {
     // The mapping's last bytes go through fill()'s reads, with whatever the file gained.
     mapping_ = false;
     noted_ = begin;  // the chunks before searched up to here and beyond (Chunk::nul_search)
     note_mapped(backed);
     if (backed > begin) pending_.assign(base + begin, backed - begin);
-    read_offset_ = backed;
+    read_offset_ = map_base_ + backed;
     return fill(dst, out, idle_timeout, eager);
   }
-  const std::size_t end = begin + capacity_;
-  const std::size_t block_end = (end + kBinaryBlock - 1) / kBinaryBlock * kBinaryBlock;
+  next_capacity();
+  const std::size_t end = begin + capacity;
+  // (Blocks lie at multiples of kBinaryBlock of the input, not of the mapping.)
+  const std::size_t block_end =
+      static_cast<std::size_t>((map_base_ + end + kBinaryBlock - 1) / kBinaryBlock * kBinaryBlock - map_base_);
   const std::size_t searched = std::min(backed, block_end);  // what a read would have brought
-  read_offset_ = std::max<std::uint64_t>(read_offset_, searched);
-  const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, config_.eol, capacity_ - overlap));
+  read_offset_ = std::max<std::uint64_t>(read_offset_, map_base_ + searched);
+  const char* last_nl = static_cast<const char*>(memrchr(base + begin + overlap, config_.eol, capacity - overlap));
   std::size_t cut = end;
   std::size_t next = end - config_.overlap;
   std::size_t next_overlap = config_.overlap;
@@ -90,8 +115,9 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   // The engine's worker searches for NUL (Chunk::nul_search); a NUL found before it was
   // (noted_) is already in binary_offset_.
   if (config_.detect_binary && binary_offset_ == kNoBinary) out.nul_search = searched - begin;
+  out.flush_after = growing_;
   continues_line_ = line_open;
-  pending_offset_ = next;
+  pending_offset_ = map_base_ + next;
   pending_overlap_ = next_overlap;
   return Status::kChunk;
 }
@@ -166,11 +192,13 @@ std::size_t Chunker::read_into(char* dst, std::size_t room) {
 }
 
 Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds idle_timeout, bool eager) {
+  map_rest();
   if (mapping_) return fill_mapped(dst, out, idle_timeout, eager);
   // 1. What is pending first: the rolled tail and any read-ahead.
   const std::uint64_t offset = pending_offset_;
   const std::size_t overlap = pending_overlap_;
-  std::size_t filled = std::min(pending_.size(), capacity_);
+  const std::size_t capacity = next_capacity();
+  std::size_t filled = std::min(pending_.size(), capacity);
   std::memcpy(dst, pending_.data(), filled);
   pending_.erase(0, filled);
 
@@ -180,7 +208,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   if (newline != nullptr) deadline = Clock::now() + config_.batch_timeout;
   bool stalled = false;
   bool overdue = false;  // a complete line has waited the batch timeout on a busy stream
-  while (filled < capacity_ && pending_.empty() && !eof_) {
+  while (filled < capacity && pending_.empty() && !eof_) {
     if (!source_.is_regular_file()) {
       if (newline != nullptr && Clock::now() >= deadline) {
         overdue = true;
@@ -201,7 +229,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
         return Status::kIdle;
       }
     }
-    const std::size_t got = read_into(dst + filled, capacity_ - filled);
+    const std::size_t got = read_into(dst + filled, capacity - filled);
     if (got == 0) {
       eof_ = true;
       break;
@@ -230,7 +258,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   } else if (last_nl != nullptr) {
     cut = keep_from = static_cast<std::size_t>(last_nl - dst) + 1;
   } else {
-    // filled == capacity_ here: no '\n' in a full chunk.
+    // filled == capacity here: no '\n' in a full chunk.
     cut = filled;
     keep_from = filled - config_.overlap;
     line_open = true;
@@ -255,7 +283,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   // delivered and flushed at once. A fast stream (a chunk of a megabyte or more in one
   // timeout) is not held up to flush: its lines wait for the chunks in flight, not for time.
   constexpr std::size_t kFlushBelow = 1u << 20;
-  out.flush_after = stalled || (overdue && cut < kFlushBelow);
+  out.flush_after = growing_ || stalled || (overdue && cut < kFlushBelow);
   out.binary_offset = binary_offset_;
   continues_line_ = line_open;
   return Status::kChunk;

@@ -77,6 +77,7 @@ void FileScan::read_file(Chunker& chunker, const std::string& name, std::string&
   ReadAhead ahead(chunker);
   // Every slot the reader holds comes back to the scanner, whatever ends the loop.
   auto reclaim = [&] {
+    ahead.cancel();
     while (ahead.held() > 0) scanner_.release(*ahead.take().slot);
   };
   try {
@@ -109,10 +110,12 @@ void FileScan::read_file(Chunker& chunker, const std::string& name, std::string&
 }
 
 // A stream: read between deliveries, never blocking on a quiet input while results or
-// output are waiting; a partial chunk is cut after the batch timeout (Chunker).
-void FileScan::read_stream(Chunker& chunker, std::string& read_error) {
+// output are waiting; a partial chunk is cut after the batch timeout (Chunker). Also a
+// file's first, small chunks (`while_growing`), each delivered before the next is read
+// (Chunk::flush_after). Returns whether the input ended.
+bool FileScan::read_stream(Chunker& chunker, std::string& read_error, bool while_growing) {
   bool unflushed = false;  // lines may sit in the sink's buffer
-  while (!stopped_ || config_.scan_to_end) {
+  while ((!stopped_ || config_.scan_to_end) && (!while_growing || chunker.growing())) {
     ScanSlot* slot = scanner_.acquire();
     if (slot == nullptr) {
       deliver_oldest();
@@ -134,7 +137,7 @@ void FileScan::read_stream(Chunker& chunker, std::string& read_error) {
     times_.fill_s += seconds_since(mark);
     if (status != Chunker::Status::kChunk) {
       scanner_.release(*slot);
-      if (status == Chunker::Status::kEnd) return;
+      if (status == Chunker::Status::kEnd) return true;
       drain();  // kIdle: the input is quiet
       searcher_.flush();
       unflushed = false;
@@ -147,6 +150,7 @@ void FileScan::read_stream(Chunker& chunker, std::string& read_error) {
       unflushed = false;
     }
   }
+  return false;
 }
 
 // A regular file of one chunk or less, for an engine that scans on host workers, is cut
@@ -168,6 +172,10 @@ InputSummary FileScan::run(Source& source) {
   searcher_.begin_input(source.name(), source.file_size());
   ChunkerConfig chunking;
   chunking.capacity = piece_bytes(source);
+  // An input of more than a chunk starts with small ones (ChunkerConfig::first_capacity),
+  // 64 KiB of 4 MiB chunks: `-l ERROR` on 250 MB read 40 MB before its answer, 25 ms
+  // against grep's 5. (Tests' small --chunk-size values thus sweep these chunks too.)
+  if (source.unread_size().value_or(SIZE_MAX) > chunking.capacity) chunking.first_capacity = chunking.capacity / 64;
   chunking.overlap = scanner_.table().max_length() > 0 ? scanner_.table().max_length() - 1 : 0;
   chunking.detect_binary = config_.detect_binary;
   chunking.eol = config_.eol;
@@ -179,7 +187,6 @@ InputSummary FileScan::run(Source& source) {
   chunking.in_flight = scanner_.slot_count() * chunking.capacity;
   Chunker chunker(source, chunking);
   chunker_ = &chunker;
-  if (chunker.in_place()) ++inputs_mapped_;
   // The consumer's work ahead runs on the engine's threads while this input is searched;
   // not when the scan goes on past the consumer's decision (--pattern-counts), where it
   // would decide lines no one takes. It is set and cleared with nothing in flight.
@@ -200,12 +207,18 @@ InputSummary FileScan::run(Source& source) {
 
   std::string read_error;
   try {
-    // A mapped file's chunks are cut without a copy: no reader thread to wait for, and the
-    // stream loop never waits on a regular file. Nor does a file of one chunk get a reader
-    // thread: it has nothing to overlap, and starting one per file cost 1 ms a file.
-    const bool read_ahead = !chunker.in_place() && source.unread_size().value_or(0) > scanner_.chunk_bytes();
-    if (read_ahead) read_file(chunker, source.name(), read_error);
-    else read_stream(chunker, read_error);
+    // The first, small chunks one by one; a search that stops there maps nothing.
+    const bool ended = chunker.growing() && read_stream(chunker, read_error, /*while_growing=*/true);
+    if (!ended && (!stopped_ || config_.scan_to_end)) {
+      chunker.map_rest();
+      if (chunker.in_place()) ++inputs_mapped_;
+      // A mapped file's chunks are cut without a copy: no reader thread to wait for, and
+      // the stream loop never waits on a regular file. Nor does a file of one chunk get a
+      // reader thread: it has nothing to overlap, and starting one per file cost 1 ms a file.
+      const bool read_ahead = !chunker.in_place() && source.unread_size().value_or(0) > scanner_.chunk_bytes();
+      if (read_ahead) read_file(chunker, source.name(), read_error);
+      else read_stream(chunker, read_error);
+    }
     if (stopped_ && !config_.scan_to_end) scanner_.discard_in_flight();
     else drain();
     if (open_line_) ++lines_seen_;  // the input ended without a final newline

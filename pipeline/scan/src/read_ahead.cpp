@@ -36,7 +36,7 @@ void ReadAhead::work() {
     if (slot == nullptr) return;
     Filled f;
     f.slot = slot;
-    if (!ended) {
+    if (!ended && !cancelled_.load(std::memory_order_relaxed)) {
       try {
         // A regular file never waits, so no idle timeout applies.
         f.status = chunker_.fill(slot->staging(), slot->chunk(), std::chrono::milliseconds(-1));

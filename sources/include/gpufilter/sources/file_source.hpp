@@ -45,7 +45,8 @@ class FileSource final : public Source {
   std::optional<std::uint64_t> unread_size() const override;
   std::optional<std::uint64_t> file_size() const override;
   // The file from the next read's offset to its present end (sources/src/mapped_file.hpp).
-  std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false) override;
+  std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false,
+                                          std::size_t read_back = 0) override;
   // Whether this is a regular file and `other` (an open descriptor) is that same file:
   // grep's "input file is also the output", with `other` standard output.
   bool is_same_file_as(int other) const;

@@ -22,7 +22,9 @@ struct Chunk {
   bool continues_line = false;  // data[overlap] continues the previous chunk's last line
   bool line_open = false;       // the last line goes on in the next chunk
   bool last = false;            // nothing follows in this input
-  bool flush_after = false;     // the input went quiet: deliver and flush after this chunk
+  // The input went quiet, or the chunk is one of its first, small ones
+  // (ChunkerConfig::first_capacity): deliver and flush after this chunk.
+  bool flush_after = false;
   // Where GNU grep's binary-file mode begins (the start of its read buffer that held the
   // first NUL byte), once a NUL has been seen; kNoBinary otherwise.
   std::uint64_t binary_offset = kNoBinary;

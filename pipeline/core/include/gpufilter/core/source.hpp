@@ -73,12 +73,16 @@ class Source {
   virtual std::optional<std::uint64_t> file_size() const { return std::nullopt; }
 
   // A regular file's unread bytes, mapped, when there are at least `min_bytes` of them;
-  // read() goes on after them (a file that grew). Null where the input is not mapped
-  // (too small, not a regular file, the mapping failed, or `if_faster` and reading this
-  // file measured faster: mapping_beats_reading()): the caller reads instead.
-  virtual std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false) {
+  // read() goes on after them (a file that grew). The mapping begins `read_back` bytes
+  // before them (bytes read already that the caller has not used: at most what was read).
+  // Null where the input is not mapped (too small, not a regular file, the mapping failed,
+  // or `if_faster` and reading this file measured faster: mapping_beats_reading()): the
+  // caller reads instead.
+  virtual std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false,
+                                                  std::size_t read_back = 0) {
     (void)min_bytes;
     (void)if_faster;
+    (void)read_back;
     return nullptr;
   }
 

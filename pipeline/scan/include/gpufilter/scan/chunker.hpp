@@ -29,6 +29,13 @@ enum class FileMapping { kNever, kIfFaster, kAlways };
 struct ChunkerConfig {
   std::size_t capacity = 1 << 20;  // bytes per chunk; raised to overlap + 1 if smaller
   std::size_t overlap = 0;         // longest pattern - 1
+  // The first chunk holds at most this much (0: capacity), each next one four times the
+  // last, up to capacity, and each is delivered and flushed before the next goes
+  // (Chunk::flush_after): a search that stops early (-l, -q, -m) reads and scans little
+  // more than grep's buffers before its answer, and a first line comes out sooner. These
+  // chunks are read; the rest of the file is mapped after them, if at all (map_rest()),
+  // so that such a search never pays for measuring the mapping's cost either.
+  std::size_t first_capacity = 0;
   bool detect_binary = true;       // track NUL bytes (off for -a)
   char eol = '\n';                 // the byte that ends a line ('\0' for -z, --null-data)
   // A complete line waits at most this long for its chunk to fill on a slow input.
@@ -73,6 +80,12 @@ class Chunker {
   std::uint64_t bytes_read() const noexcept { return read_offset_; }
   // Whether chunks come out of a mapping (ChunkerConfig::mapping took effect).
   bool in_place() const noexcept { return mapped_ != nullptr; }
+  // Whether the next chunk is one of the first, small ones (ChunkerConfig::first_capacity).
+  bool growing() const noexcept { return ramp_ < capacity_; }
+  // Once no longer growing(): maps the rest of a regular file as ChunkerConfig::mapping
+  // says, from the first byte not yet handed out. fill() calls it then; a caller that
+  // hands fill() to another thread calls it first, on the thread that calls done_with().
+  void map_rest();
 
   // At delivery, in input order, of every chunk: a mapped chunk's NUL search result
   // (ScanSlot::first_nul) decides where binary mode begins, as the chunker's own search
@@ -92,10 +105,13 @@ class Chunker {
   void read_ahead_to_block_end();
   std::size_t read_source(std::span<char> dst);
   std::size_t read_into(char* dst, std::size_t room);
+  std::size_t next_capacity() noexcept;
 
   Source& source_;
   ChunkerConfig config_;
   std::size_t capacity_;
+  std::size_t ramp_;  // the next chunk's capacity while it grows (ChunkerConfig::first_capacity)
+  bool growing_ = false;  // the chunk being cut is one of those
   std::string pending_;              // bytes read but not yet handed out (tail + read-ahead)
   std::uint64_t pending_offset_ = 0; // absolute offset of pending_[0]
   std::uint64_t read_offset_ = 0;    // bytes read from the source so far
@@ -105,9 +121,11 @@ class Chunker {
   std::exception_ptr read_error_;  // what ended the input, thrown once it is handed out
   std::uint64_t seq_ = 0;
   std::uint64_t binary_offset_ = kNoBinary;
-  // Mapped mode: the file from read offset 0 on; in use while `mapping_`, kept until the
+  // Mapped mode: the file from map_base_ on; in use while `mapping_`, kept until the
   // chunker goes (chunks in flight point into it).
   std::unique_ptr<MappedBytes> mapped_;
+  std::uint64_t map_base_ = 0;  // the input's offset of mapped_'s first byte
+  bool map_later_ = false;      // map_rest() has yet to decide
   bool mapping_ = false;
   std::size_t noted_ = 0;  // where the chunker's own NUL search of the mapping starts
   std::uint64_t mapped_binary_ = kNoBinary;  // settle_binary's: from the engine's searches

@@ -107,7 +107,7 @@ class FileScan {
   void drain();
   void discard_everything() noexcept;
   void read_file(Chunker& chunker, const std::string& name, std::string& read_error);
-  void read_stream(Chunker& chunker, std::string& read_error);
+  bool read_stream(Chunker& chunker, std::string& read_error, bool while_growing = false);
 
   Scanner& scanner_;
   Chunker* chunker_ = nullptr;  // of the input being searched
