@@ -168,6 +168,39 @@ TEST_F(GrepDifferential, Context) {
   expect_same({"-C", "-1", "ERR", ctx});
 }
 
+// Matches far apart, with lines between them that are not valid UTF-8 (grep hides them in
+// a UTF-8 locale) and selected lines that are not either (their trailing context then
+// starts at the last output: lines that lag). Context without -v visits only the lines
+// near a selected one (Searcher::context_gap()); the rest are counted.
+TEST_F(GrepDifferential, ContextBetweenDistantMatches) {
+  std::string text;
+  std::uint32_t state = 12345;
+  auto next = [&](std::uint32_t below) {
+    state = state * 1103515245u + 12345u;
+    return (state >> 8) % below;
+  };
+  for (int i = 0; i < 1500; ++i) {
+    const std::uint32_t kind = next(40);
+    if (kind == 0) text += "ERR bad \xff byte " + std::to_string(i) + "\n";
+    else if (kind < 3) text += "ERR line " + std::to_string(i) + (kind == 2 ? "\r\n" : "\n");
+    else if (kind < 5) text += "ok \xc3 " + std::to_string(i) + "\n";
+    else text += "ok line " + std::to_string(i) + "\n";
+  }
+  const std::string file = dir.write("distant.txt", text);
+  const std::string open_end = dir.write("open-end.txt", text + "ok no newline");
+  const std::string erred_end = dir.write("erred-end.txt", text + "ok ERR no newline");
+  const std::vector<Args> forms = {
+      {"-C2"},        {"-B3"},  {"-A2"},       {"-A1", "-B4", "-n"}, {"-C1", "-m", "5"}, {"-B2", "-m", "3", "-n"},
+      {"-A70", "-n"}, {"-C2", "-b", "--color=always"}, {"-C3", "-c"}, {"-B1", "-o"}, {"-C1", "-a"}, {"-A0", "-B0"},
+  };
+  for (const char* locale : {"LC_ALL=C.UTF-8", "LC_ALL=C"}) {
+    for (const Args& f : forms) {
+      for (const std::string& input : {file, open_end, erred_end})
+        expect_same(f + Args{"ERR", input}, {}, rotating_knobs(2), locale, {locale});
+    }
+  }
+}
+
 TEST_F(GrepDifferential, Color) {
   const std::vector<Args> forms = {
       {},       {"-n"},        {"-b", "-H"},  {"-o"},       {"-o", "-b", "-n"}, {"-v"},  {"-i"},

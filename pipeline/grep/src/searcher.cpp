@@ -561,6 +561,51 @@ bool Searcher::fast_path() const noexcept {
   return !options_.invert && !options_.group_separators && !any_line_may_match();
 }
 
+bool Searcher::context_path() const noexcept {
+  return !options_.invert && !any_line_may_match() && binary_start_ == kNoBinary && !in_binary_;
+}
+
+// One line of data[pos, end) with no occurrence, to line(); returns where the next begins.
+std::size_t Searcher::visit_line(const Chunk& chunk, std::size_t pos, std::size_t end) {
+  const char* nl = static_cast<const char*>(std::memchr(chunk.data + pos, options_.eol, end - pos));
+  const std::size_t stop = nl != nullptr ? static_cast<std::size_t>(nl - chunk.data) : end;
+  line(std::string_view(chunk.data + pos, stop - pos), chunk.offset + pos, {}, nl != nullptr);
+  return stop + 1;
+}
+
+// The lines of data[pos, gap_end), none with an occurrence (gap_end: a line's start, or
+// the end of the chunk's complete lines): those that can print or lag are visited one by
+// one; of the rest only the last `before` (leading context for a line that may follow)
+// and an unterminated last line are, the others only counted (-C2 walked every line of
+// 250 MB: 1.7x grep's time). Returns gap_end.
+std::size_t Searcher::context_gap(const Chunk& chunk, std::size_t pos, std::size_t gap_end) {
+  const char* data = chunk.data;
+  const char eol = options_.eol;
+  // Each line that follows the last output closely may lag; each of pending_after_ prints.
+  auto matters = [&] {
+    return draining_ || pending_after_ > 0 || next_number_ <= lastout_ + lagging_.lines.size();
+  };
+  while (pos < gap_end && !done_ && matters()) pos = visit_line(chunk, pos, gap_end);
+  if (pos >= gap_end || done_) return std::max(pos, gap_end);
+  // Back from gap_end over an unterminated last line, then over `before` lines.
+  std::size_t keep = gap_end;
+  if (data[keep - 1] != eol) {
+    const void* nl = memrchr(data + pos, eol, keep - pos);
+    keep = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : pos;
+  }
+  for (std::size_t i = 0; i < options_.before && keep > pos; ++i) {
+    const void* nl = keep - 1 > pos ? memrchr(data + pos, eol, keep - 1 - pos) : nullptr;
+    keep = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : pos;
+  }
+  if (keep > pos) {
+    next_number_ += count_lines(data + pos, data + keep, eol);
+    before_.clear();  // older than the lines skipped
+    pos = keep;
+  }
+  while (pos < gap_end && !done_) pos = visit_line(chunk, pos, gap_end);
+  return std::max(pos, gap_end);
+}
+
 void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& index, std::size_t begin,
                       std::size_t end) {
   line_occurrences_.clear();
@@ -905,6 +950,18 @@ Flow Searcher::consume_lines(const Chunk& chunk, std::span<const Occurrence> occ
     }
     if (options_.line_numbers && pos < complete_end) next_number_ += count_lines(data + pos, data + complete_end, options_.eol);
     pos = std::max(pos, complete_end);
+  } else if (context_path()) {
+    while (index < occurrences.size() && occurrences[index].position < complete_end) {
+      const auto [begin, end, terminated] = line_around(data, pos, occurrences[index].position, complete_end, options_.eol);
+      pos = context_gap(chunk, pos, begin);
+      if (done_) return Flow::kStop;
+      gather(occurrences, index, begin, end);
+      line(std::string_view(data + begin, end - begin), chunk.offset + begin, line_occurrences_, terminated);
+      pos = end + 1;
+      if (done_) return Flow::kStop;
+    }
+    pos = context_gap(chunk, std::min(pos, complete_end), complete_end);
+    if (done_) return Flow::kStop;
   } else {
     LineCutter<> cutter(std::string_view(data, complete_end), chunk.offset, occurrences, line_occurrences_, pos, index,
                         options_.eol);

@@ -179,6 +179,12 @@ class Searcher final : public ChunkConsumer {
   void start_group(std::uint64_t number);
   std::span<const std::uint32_t> matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences);
   bool fast_path() const noexcept;
+  // Context without -v: only lines with an occurrence can be selected, so the lines
+  // between them matter only as trailing context, as lagging lines (lags()), or as the
+  // `before` lines before the next selected one (context_gap()).
+  bool context_path() const noexcept;
+  std::size_t context_gap(const Chunk& chunk, std::size_t pos, std::size_t gap_end);
+  std::size_t visit_line(const Chunk& chunk, std::size_t pos, std::size_t end);
   // A line can be selected without any occurrence: the empty pattern, or a regex that has
   // no factor.
   bool any_line_may_match() const noexcept;
