@@ -587,16 +587,15 @@ std::size_t Searcher::context_gap(const Chunk& chunk, std::size_t pos, std::size
   };
   while (pos < gap_end && !done_ && matters()) pos = visit_line(chunk, pos, gap_end);
   if (pos >= gap_end || done_) return std::max(pos, gap_end);
-  // Back from gap_end over an unterminated last line, then over `before` lines.
+  // Back from gap_end over an unterminated last line, then over `before` lines: each step
+  // to the start of the line whose last byte lies before `keep` (its eol not searched).
   std::size_t keep = gap_end;
-  if (data[keep - 1] != eol) {
-    const void* nl = memrchr(data + pos, eol, keep - pos);
+  auto back = [&](std::size_t last) {
+    const void* nl = last > pos ? memrchr(data + pos, eol, last - pos) : nullptr;
     keep = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : pos;
-  }
-  for (std::size_t i = 0; i < options_.before && keep > pos; ++i) {
-    const void* nl = keep - 1 > pos ? memrchr(data + pos, eol, keep - 1 - pos) : nullptr;
-    keep = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - data) + 1 : pos;
-  }
+  };
+  if (data[keep - 1] != eol) back(keep);
+  for (std::size_t i = 0; i < options_.before && keep > pos; ++i) back(keep - 1);
   if (keep > pos) {
     next_number_ += count_lines(data + pos, data + keep, eol);
     before_.clear();  // older than the lines skipped

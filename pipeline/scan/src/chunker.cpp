@@ -34,7 +34,6 @@ void Chunker::map_rest() {
 
 std::size_t Chunker::next_capacity() noexcept {
   const std::size_t capacity = ramp_;
-  growing_ = capacity < capacity_;
   ramp_ = capacity_ / 4 < ramp_ ? capacity_ : 4 * ramp_;
   return capacity;
 }
@@ -77,8 +76,7 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   const auto begin = static_cast<std::size_t>(offset - map_base_);
   const std::size_t backed = mapped_->still_backed();  // less than mapped once truncated
   char* const base = mapped_->data();
-  const std::size_t capacity = ramp_;
-  if (begin + capacity >= backed) {
+  if (begin + ramp_ >= backed) {
     // The mapping's last bytes go through fill()'s reads, with whatever the file gained.
     mapping_ = false;
     noted_ = begin;  // the chunks before searched up to here and beyond (Chunk::nul_search)
@@ -87,7 +85,7 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
     read_offset_ = map_base_ + backed;
     return fill(dst, out, idle_timeout, eager);
   }
-  next_capacity();
+  const std::size_t capacity = next_capacity();
   const std::size_t end = begin + capacity;
   // (Blocks lie at multiples of kBinaryBlock of the input, not of the mapping.)
   const std::size_t block_end =
@@ -115,7 +113,7 @@ Chunker::Status Chunker::fill_mapped(char* dst, Chunk& out, std::chrono::millise
   // The engine's worker searches for NUL (Chunk::nul_search); a NUL found before it was
   // (noted_) is already in binary_offset_.
   if (config_.detect_binary && binary_offset_ == kNoBinary) out.nul_search = searched - begin;
-  out.flush_after = growing_;
+  out.flush_after = capacity < capacity_;  // one of the first, small chunks
   continues_line_ = line_open;
   pending_offset_ = map_base_ + next;
   pending_overlap_ = next_overlap;
@@ -283,7 +281,7 @@ Chunker::Status Chunker::fill(char* dst, Chunk& out, std::chrono::milliseconds i
   // delivered and flushed at once. A fast stream (a chunk of a megabyte or more in one
   // timeout) is not held up to flush: its lines wait for the chunks in flight, not for time.
   constexpr std::size_t kFlushBelow = 1u << 20;
-  out.flush_after = growing_ || stalled || (overdue && cut < kFlushBelow);
+  out.flush_after = capacity < capacity_ || stalled || (overdue && cut < kFlushBelow);
   out.binary_offset = binary_offset_;
   continues_line_ = line_open;
   return Status::kChunk;

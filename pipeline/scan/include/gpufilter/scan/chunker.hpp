@@ -111,7 +111,6 @@ class Chunker {
   ChunkerConfig config_;
   std::size_t capacity_;
   std::size_t ramp_;  // the next chunk's capacity while it grows (ChunkerConfig::first_capacity)
-  bool growing_ = false;  // the chunk being cut is one of those
   std::string pending_;              // bytes read but not yet handed out (tail + read-ahead)
   std::uint64_t pending_offset_ = 0; // absolute offset of pending_[0]
   std::uint64_t read_offset_ = 0;    // bytes read from the source so far
