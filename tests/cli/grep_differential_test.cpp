@@ -201,6 +201,32 @@ TEST_F(GrepDifferential, ContextBetweenDistantMatches) {
   }
 }
 
+// -v counted where an occurrence is a match: the chunk's lines less those with one
+// (Searcher::count_unmatched()); -m, -w, -x, the empty pattern and binary data keep the
+// line-by-line path. Several occurrences a line, a line without a final newline, CRLF,
+// and pieces that end in a line's middle (the knobs' small chunks).
+TEST_F(GrepDifferential, InvertedCountsOfLinesWithoutAnOccurrence) {
+  std::string text;
+  for (int i = 0; i < 900; ++i) {
+    text += i % 7 == 0 ? "ok line " : i % 3 == 0 ? "ERR ERR twice ERR " : "a line with ERR ";
+    text += std::to_string(i) + (i % 11 == 0 ? "\r\n" : "\n");
+  }
+  const std::string file = dir.write("inverted.txt", text);
+  const std::string open_end = dir.write("inverted-open.txt", text + "ok no newline");
+  const std::string matched_end = dir.write("inverted-matched.txt", text + "ERR no newline");
+  const std::string nul = dir.write("inverted-nul.txt", text + "ok \0 line\n" + text);
+  const std::vector<Args> forms = {
+      {"-v", "-c"}, {"-v", "-c", "-n"}, {"-v", "-c", "-m", "5"}, {"-v", "-c", "-m", "1000"}, {"-v", "-c", "-i"},
+      {"-v", "-L"}, {"-v", "-l"}, {"-v", "-q"}, {"-v", "-c", "-w"}, {"-v", "-c", "-x"}, {"-v", "-c", "-a"},
+      {"-v", "-c", "-e", "zzz", "-e"},
+  };
+  for (const Args& f : forms) {
+    expect_same(f + Args{"ERR", file, open_end, matched_end, nul});
+    expect_same(f + Args{"ok"}, text);
+  }
+  expect_same({"-v", "-c", "-e", "", "-e", "ERR", file});
+}
+
 TEST_F(GrepDifferential, Color) {
   const std::vector<Args> forms = {
       {},       {"-n"},        {"-b", "-H"},  {"-o"},       {"-o", "-b", "-n"}, {"-v"},  {"-i"},
