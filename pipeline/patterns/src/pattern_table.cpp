@@ -4,8 +4,10 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <numeric>
 #include <utility>
 
@@ -150,8 +152,25 @@ std::size_t build_helpers(std::size_t bytes) {
 
 }  // namespace
 
+PatternTable::ZeroedWords::ZeroedWords(std::size_t count)
+    : count_(count), words_(static_cast<std::uint32_t*>(std::calloc(count, sizeof(std::uint32_t)))) {
+  if (!words_) throw std::bad_alloc();
+}
+
+PatternTable::ZeroedWords::ZeroedWords(const ZeroedWords& other) : ZeroedWords(other.count_) {
+  if (other.words_) std::memcpy(words_.get(), other.words_.get(), count_ * sizeof(std::uint32_t));
+}
+
+PatternTable::ZeroedWords& PatternTable::ZeroedWords::operator=(const ZeroedWords& other) {
+  if (this != &other) *this = ZeroedWords(other);
+  return *this;
+}
+
 PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
-    : options_(options), root_next_(256, kNoNode), root_pairs_(256 * 256, kNoNode) {
+    : options_(options),
+      root_next_(256, kNoNode),
+      root_pairs_(kRootPairs) {
+  static_assert(kNoNode == 0, "root_pairs_ starts as calloc()'s zeros");
   const std::size_t n = patterns.size();
   std::string storage;
   const std::vector<std::string_view> folded = folded_patterns(patterns, options.ignore_case, storage);
@@ -222,7 +241,7 @@ void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
   root_next_[first] = ref(0);
   std::size_t others = 0;  // the edges to a child other than the first stay for the hash table
   for (const TrieBranch::Edge& e : b.edges) {
-    if (e.parent == 0) root_pairs_[std::size_t{first} << 8 | e.byte] = ref(e.child);
+    if (e.parent == 0) root_pairs_.data()[std::size_t{first} << 8 | e.byte] = ref(e.child);
     std::uint16_t& info = node_info_[b.node_base + e.parent];
     if (e.child == e.parent + 1) {
       info = static_cast<std::uint16_t>(info | e.byte | kHasChild |
