@@ -110,6 +110,15 @@ std::vector<std::string> distinct(const Options& o, std::vector<regex::PatternOr
   return kept;
 }
 
+// Letters, digits, spaces and punctuation that no syntax (-G, -E) reads as anything but
+// itself, alone or after any other of them: such a pattern compiles without error.
+bool plain_bytes_only(const std::string& pattern) {
+  return std::all_of(pattern.begin(), pattern.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && std::strchr(" _-:/,;=@#%&'\"!<>~", c) != nullptr);
+  });
+}
+
 }  // namespace
 
 bool one_distinct_pattern(const Options& o) {
@@ -142,8 +151,10 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
   std::vector<std::string> patterns = distinct(o, origins);
   const regex::Syntax given_syntax = o.syntax;
   if (o.syntax != regex::Syntax::kPerl) {
-    // One pattern stays with grep's regex matcher: its errors are regex's.
-    if (patterns.size() == 1 && o.syntax != regex::Syntax::kFixed) regex::compile(patterns, options, origins);
+    // One pattern stays with grep's regex matcher: its errors are regex's (none for one
+    // made of plain bytes alone, the common `gpufilter WORD`).
+    if (patterns.size() == 1 && o.syntax != regex::Syntax::kFixed && !plain_bytes_only(patterns[0]))
+      regex::compile(patterns, options, origins);
     std::vector<std::string> fixed;
     if (regex::as_fixed_strings(patterns, o.syntax, o.ignore_case, utf8, fixed) &&
         !escape_read_otherwise(patterns, given_syntax, fixed, o.ignore_case)) {
