@@ -31,9 +31,10 @@ set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# useradd, for the unit's user (postinst); libpcap, which the programs load when a capture
-# needs it (not linked, so dpkg-shlibdeps does not see it).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd, libpcap0.8 (>= 1.5.1)")
+# useradd, for the unit's user (postinst); libpcap and the decompressors, which the
+# programs load when a capture or a compressed input needs them (not linked, so
+# dpkg-shlibdeps does not see them).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd, libpcap0.8 (>= 1.5.1), zlib1g, libzstd1, liblzma5, libbz2-1.0, liblz4-1")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pocl-opencl-icd | opencl-icd")
 # journalctl, for journal sources and fail2ban jails with backend = systemd.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "clinfo, systemd")

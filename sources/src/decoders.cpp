@@ -1,17 +1,99 @@
 #include "decoders.hpp"
 
 #include <bzlib.h>
+#include <dlfcn.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <string>
 
+#include "gpufilter/core/errors.hpp"
+
 namespace gpufilter::detail {
 namespace {
+
+// The five libraries are loaded (dlopen) the first time their format is met, not linked:
+// loading them cost every start of gpufilter about 0.3 ms (of 5 on the 2-core machine;
+// an empty program linked with them starts that much later), and most runs read no
+// compressed input. Each library's functions, with their own signatures:
+#define GPUFILTER_ZLIB(X) X(inflateInit2_) X(inflate) X(inflateEnd) X(inflateReset) X(zError)
+#define GPUFILTER_ZSTD(X)                                                                        \
+  X(ZSTD_createDCtx) X(ZSTD_freeDCtx) X(ZSTD_DCtx_reset) X(ZSTD_decompressStream) X(ZSTD_isError) \
+  X(ZSTD_getErrorName)
+#define GPUFILTER_LZMA(X) X(lzma_stream_decoder) X(lzma_code) X(lzma_end)
+#define GPUFILTER_BZ2(X) X(BZ2_bzDecompressInit) X(BZ2_bzDecompress) X(BZ2_bzDecompressEnd)
+#define GPUFILTER_LZ4(X)                                                                           \
+  X(LZ4F_createDecompressionContext) X(LZ4F_freeDecompressionContext) X(LZ4F_resetDecompressionContext) \
+  X(LZ4F_decompress) X(LZ4F_isError) X(LZ4F_getErrorName)
+
+#define GPUFILTER_MEMBER(name) decltype(&::name) name = nullptr;
+struct Zlib {
+  GPUFILTER_ZLIB(GPUFILTER_MEMBER)
+};
+struct Zstd {
+  GPUFILTER_ZSTD(GPUFILTER_MEMBER)
+};
+struct Lzma {
+  GPUFILTER_LZMA(GPUFILTER_MEMBER)
+};
+struct Bz2 {
+  GPUFILTER_BZ2(GPUFILTER_MEMBER)
+};
+struct Lz4 {
+  GPUFILTER_LZ4(GPUFILTER_MEMBER)
+};
+#undef GPUFILTER_MEMBER
+
+template <typename Functions>
+struct Library {
+  const char* soname;
+  const char* package;  // Debian's
+  Functions functions;
+  std::string failure;  // why it could not be loaded ("" when it was)
+};
+
+// Opens `soname` and fills `functions` through `look_up(handle, functions, failure)`.
+template <typename Functions, typename LookUp>
+Library<Functions> open_library(const char* soname, const char* package, LookUp look_up) {
+  Library<Functions> l{soname, package, {}, {}};
+  void* handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = ::dlerror();
+    l.failure = why != nullptr ? why : soname;
+    return l;
+  }
+  look_up(handle, l.functions, l.failure);
+  return l;  // the library stays loaded until the process ends
+}
+
+template <typename Function>
+Function symbol(void* handle, const char* name, std::string& failure) {
+  void* address = ::dlsym(handle, name);
+  if (address == nullptr && failure.empty()) failure = std::string("it has no ") + name;
+  return reinterpret_cast<Function>(address);
+}
+
+#define GPUFILTER_LOOK_UP(name) f.name = symbol<decltype(f.name)>(handle, #name, failure);
+#define GPUFILTER_LIBRARY(function, Type, soname, package, FUNCTIONS)                                  \
+  const Library<Type>& function() {                                                                   \
+    static const Library<Type> l =                                                                    \
+        open_library<Type>(soname, package, [](void* handle, Type& f, std::string& failure) {         \
+          FUNCTIONS(GPUFILTER_LOOK_UP)                                                                \
+        });                                                                                           \
+    return l;                                                                                         \
+  }
+GPUFILTER_LIBRARY(zlib, Zlib, "libz.so.1", "zlib1g", GPUFILTER_ZLIB)
+GPUFILTER_LIBRARY(zstd, Zstd, "libzstd.so.1", "libzstd1", GPUFILTER_ZSTD)
+GPUFILTER_LIBRARY(lzma, Lzma, "liblzma.so.5", "liblzma5", GPUFILTER_LZMA)
+GPUFILTER_LIBRARY(bz2, Bz2, "libbz2.so.1.0", "libbz2-1.0", GPUFILTER_BZ2)
+GPUFILTER_LIBRARY(lz4, Lz4, "liblz4.so.1", "liblz4-1", GPUFILTER_LZ4)
+#undef GPUFILTER_LIBRARY
+#undef GPUFILTER_LOOK_UP
 
 // Our buffers are far below the 32-bit counts that zlib, libbz2 and liblzma take.
 unsigned int u32(std::size_t n) {
@@ -26,14 +108,17 @@ void advance(std::span<const unsigned char>& in, std::span<unsigned char>& out, 
 }
 
 class GzipDecoder final : public Decoder {
+  const Zlib& lib_;  // first: members below are made with it
+
  public:
+  explicit GzipDecoder(const Zlib& lib) : lib_(lib) {}
   ~GzipDecoder() override {
-    if (started_) ::inflateEnd(&z_);
+    if (started_) lib_.inflateEnd(&z_);
   }
   void restart() override {
     // 16 + 15: a gzip header and trailer (CRC-32, length) around a 32 KiB window.
-    const int rc = started_ ? ::inflateReset(&z_) : ::inflateInit2(&z_, 16 + MAX_WBITS);
-    if (rc != Z_OK) throw DecodeError(std::string("zlib: ") + ::zError(rc));
+    const int rc = started_ ? lib_.inflateReset(&z_) : lib_.inflateInit2_(&z_, 16 + MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream)));
+    if (rc != Z_OK) throw DecodeError(std::string("zlib: ") + lib_.zError(rc));
     started_ = true;
   }
   bool decode(std::span<const unsigned char>& in, std::span<unsigned char>& out) override {
@@ -41,11 +126,11 @@ class GzipDecoder final : public Decoder {
     z_.avail_in = u32(in.size());
     z_.next_out = out.data();
     z_.avail_out = u32(out.size());
-    const int rc = ::inflate(&z_, Z_NO_FLUSH);
+    const int rc = lib_.inflate(&z_, Z_NO_FLUSH);
     advance(in, out, in.size() - (u32(in.size()) - z_.avail_in), out.size() - (u32(out.size()) - z_.avail_out));
     if (rc == Z_STREAM_END) return true;
     if (rc == Z_OK || rc == Z_BUF_ERROR) return false;  // Z_BUF_ERROR: it needs more input
-    throw DecodeError(z_.msg != nullptr ? z_.msg : ::zError(rc));
+    throw DecodeError(z_.msg != nullptr ? z_.msg : lib_.zError(rc));
   }
   bool another_stream(std::span<const unsigned char> in) const override {
     return in[0] == 0x1f && (in.size() < 2 || in[1] == 0x8b);
@@ -57,20 +142,22 @@ class GzipDecoder final : public Decoder {
 };
 
 class ZstdDecoder final : public Decoder {
+  const Zstd& lib_;  // first: members below are made with it
+
  public:
-  ZstdDecoder() : ctx_(::ZSTD_createDCtx()) {
+  explicit ZstdDecoder(const Zstd& lib) : lib_(lib), ctx_(lib_.ZSTD_createDCtx()) {
     if (ctx_ == nullptr) throw std::bad_alloc();
   }
-  ~ZstdDecoder() override { ::ZSTD_freeDCtx(ctx_); }
+  ~ZstdDecoder() override { lib_.ZSTD_freeDCtx(ctx_); }
   // The library's window limit stays (2^27, as the zstd tool's without --memory), so a
   // frame cannot ask for more memory than that.
-  void restart() override { ::ZSTD_DCtx_reset(ctx_, ZSTD_reset_session_only); }
+  void restart() override { lib_.ZSTD_DCtx_reset(ctx_, ZSTD_reset_session_only); }
   bool decode(std::span<const unsigned char>& in, std::span<unsigned char>& out) override {
     ZSTD_inBuffer src{in.data(), in.size(), 0};
     ZSTD_outBuffer dst{out.data(), out.size(), 0};
-    const std::size_t rc = ::ZSTD_decompressStream(ctx_, &dst, &src);
+    const std::size_t rc = lib_.ZSTD_decompressStream(ctx_, &dst, &src);
     advance(in, out, in.size() - src.pos, out.size() - dst.pos);
-    if (::ZSTD_isError(rc)) throw DecodeError(::ZSTD_getErrorName(rc));
+    if (lib_.ZSTD_isError(rc)) throw DecodeError(lib_.ZSTD_getErrorName(rc));
     return rc == 0;  // a frame ended and everything it held was written
   }
 
@@ -79,12 +166,15 @@ class ZstdDecoder final : public Decoder {
 };
 
 class XzDecoder final : public Decoder {
+  const Lzma& lib_;  // first: members below are made with it
+
  public:
-  ~XzDecoder() override { ::lzma_end(&s_); }
+  explicit XzDecoder(const Lzma& lib) : lib_(lib) {}
+  ~XzDecoder() override { lib_.lzma_end(&s_); }
   void restart() override {
     // One stream at a time (the caller restarts for the next, skipping stream padding).
     // Memory for a stream's dictionary is capped at 1 GiB: xz -9 needs 65 MiB.
-    const lzma_ret rc = ::lzma_stream_decoder(&s_, std::uint64_t{1} << 30, 0);
+    const lzma_ret rc = lib_.lzma_stream_decoder(&s_, std::uint64_t{1} << 30, 0);
     if (rc != LZMA_OK) throw DecodeError(message(rc));
   }
   bool decode(std::span<const unsigned char>& in, std::span<unsigned char>& out) override {
@@ -92,7 +182,7 @@ class XzDecoder final : public Decoder {
     s_.avail_in = in.size();
     s_.next_out = out.data();
     s_.avail_out = out.size();
-    const lzma_ret rc = ::lzma_code(&s_, LZMA_RUN);
+    const lzma_ret rc = lib_.lzma_code(&s_, LZMA_RUN);
     advance(in, out, s_.avail_in, s_.avail_out);
     if (rc == LZMA_STREAM_END) return true;
     if (rc == LZMA_OK || rc == LZMA_BUF_ERROR) return false;
@@ -120,14 +210,17 @@ class XzDecoder final : public Decoder {
 };
 
 class Bzip2Decoder final : public Decoder {
+  const Bz2& lib_;  // first: members below are made with it
+
  public:
+  explicit Bzip2Decoder(const Bz2& lib) : lib_(lib) {}
   ~Bzip2Decoder() override {
-    if (started_) ::BZ2_bzDecompressEnd(&s_);
+    if (started_) lib_.BZ2_bzDecompressEnd(&s_);
   }
   void restart() override {
-    if (started_) ::BZ2_bzDecompressEnd(&s_);
+    if (started_) lib_.BZ2_bzDecompressEnd(&s_);
     s_ = bz_stream{};
-    started_ = ::BZ2_bzDecompressInit(&s_, 0, 0) == BZ_OK;
+    started_ = lib_.BZ2_bzDecompressInit(&s_, 0, 0) == BZ_OK;
     if (!started_) throw DecodeError("libbz2: cannot start a decoder");
   }
   bool decode(std::span<const unsigned char>& in, std::span<unsigned char>& out) override {
@@ -135,7 +228,7 @@ class Bzip2Decoder final : public Decoder {
     s_.avail_in = u32(in.size());
     s_.next_out = reinterpret_cast<char*>(out.data());
     s_.avail_out = u32(out.size());
-    const int rc = ::BZ2_bzDecompress(&s_);
+    const int rc = lib_.BZ2_bzDecompress(&s_);
     advance(in, out, in.size() - (u32(in.size()) - s_.avail_in), out.size() - (u32(out.size()) - s_.avail_out));
     if (rc == BZ_STREAM_END) return true;
     if (rc == BZ_OK) return false;
@@ -157,17 +250,19 @@ class Bzip2Decoder final : public Decoder {
 };
 
 class Lz4Decoder final : public Decoder {
+  const Lz4& lib_;  // first: members below are made with it
+
  public:
-  Lz4Decoder() {
-    if (::LZ4F_isError(::LZ4F_createDecompressionContext(&ctx_, LZ4F_VERSION))) throw std::bad_alloc();
+  explicit Lz4Decoder(const Lz4& lib) : lib_(lib) {
+    if (lib_.LZ4F_isError(lib_.LZ4F_createDecompressionContext(&ctx_, LZ4F_VERSION))) throw std::bad_alloc();
   }
-  ~Lz4Decoder() override { ::LZ4F_freeDecompressionContext(ctx_); }
-  void restart() override { ::LZ4F_resetDecompressionContext(ctx_); }
+  ~Lz4Decoder() override { lib_.LZ4F_freeDecompressionContext(ctx_); }
+  void restart() override { lib_.LZ4F_resetDecompressionContext(ctx_); }
   bool decode(std::span<const unsigned char>& in, std::span<unsigned char>& out) override {
     std::size_t consumed = in.size();
     std::size_t produced = out.size();
-    const std::size_t rc = ::LZ4F_decompress(ctx_, out.data(), &produced, in.data(), &consumed, nullptr);
-    if (::LZ4F_isError(rc)) throw DecodeError(::LZ4F_getErrorName(rc));
+    const std::size_t rc = lib_.LZ4F_decompress(ctx_, out.data(), &produced, in.data(), &consumed, nullptr);
+    if (lib_.LZ4F_isError(rc)) throw DecodeError(lib_.LZ4F_getErrorName(rc));
     advance(in, out, in.size() - consumed, out.size() - produced);
     return rc == 0;  // the frame ended and was flushed
   }
@@ -176,15 +271,25 @@ class Lz4Decoder final : public Decoder {
   LZ4F_dctx* ctx_ = nullptr;
 };
 
+// A decoder over `library`, or the SourceError that names `input` where it cannot be loaded.
+template <typename D, typename Functions>
+std::unique_ptr<Decoder> over(const Library<Functions>& library, Compression format, const std::string& input) {
+  if (!library.failure.empty())
+    throw SourceError(input, ENOENT,
+                      input + ": reading " + compression_name(format) + " data needs " + library.soname + " (Debian: " +
+                          library.package + "), which could not be loaded: " + library.failure);
+  return std::make_unique<D>(library.functions);
+}
+
 }  // namespace
 
-std::unique_ptr<Decoder> make_decoder(Compression format) {
+std::unique_ptr<Decoder> make_decoder(Compression format, const std::string& input) {
   switch (format) {
-    case Compression::kGzip: return std::make_unique<GzipDecoder>();
-    case Compression::kZstd: return std::make_unique<ZstdDecoder>();
-    case Compression::kXz: return std::make_unique<XzDecoder>();
-    case Compression::kBzip2: return std::make_unique<Bzip2Decoder>();
-    case Compression::kLz4: return std::make_unique<Lz4Decoder>();
+    case Compression::kGzip: return over<GzipDecoder>(zlib(), format, input);
+    case Compression::kZstd: return over<ZstdDecoder>(zstd(), format, input);
+    case Compression::kXz: return over<XzDecoder>(lzma(), format, input);
+    case Compression::kBzip2: return over<Bzip2Decoder>(bz2(), format, input);
+    case Compression::kLz4: return over<Lz4Decoder>(lz4(), format, input);
     case Compression::kNone: break;
   }
   throw std::logic_error("make_decoder: no format");

@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
 
 #include "gpufilter/sources/decompressing_source.hpp"
 
@@ -45,7 +46,8 @@ class Decoder {
   }
 };
 
-// A Decoder for `format` (not kNone).
-std::unique_ptr<Decoder> make_decoder(Compression format);
+// A Decoder for `format` (not kNone). Loads the format's library the first time; throws
+// SourceError, naming `input`, where it cannot be loaded.
+std::unique_ptr<Decoder> make_decoder(Compression format, const std::string& input);
 
 }  // namespace gpufilter::detail

@@ -133,7 +133,7 @@ namespace {
 template <typename Shared, typename Block>
 class DecodeLoop {
  public:
-  explicit DecodeLoop(Shared& s) : s_(s), decoder_(detail::make_decoder(s.format)), in_(kInputBytes) {
+  DecodeLoop(Shared& s, std::unique_ptr<detail::Decoder> decoder) : s_(s), decoder_(std::move(decoder)), in_(kInputBytes) {
     end_ = std::min(s.head.size(), in_.size());
     std::memcpy(in_.data(), s.head.data(), end_);
   }
@@ -301,7 +301,11 @@ DecompressingSource::DecompressingSource(std::unique_ptr<Source> source, Compres
   s.head = std::move(head);
   s.stop = stop;
   s.max_blocks = std::max<std::size_t>(1, ahead_bytes / kBlockBytes);
-  thread_ = std::thread([shared = shared_] { DecodeLoop<Shared, Block>(*shared).run(); });
+  // Made here, where a library that cannot be loaded is the caller's error to report.
+  std::unique_ptr<detail::Decoder> decoder = detail::make_decoder(format, name_);
+  thread_ = std::thread([shared = shared_, decoder = std::move(decoder)]() mutable {
+    DecodeLoop<Shared, Block>(*shared, std::move(decoder)).run();
+  });
 }
 
 DecompressingSource::~DecompressingSource() {

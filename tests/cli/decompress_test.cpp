@@ -10,9 +10,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "differential.hpp"
@@ -255,6 +258,32 @@ TEST_F(Decompress, CorruptStreamNamesTheFileAndOffsetAndExits2) {
     EXPECT_EQ(got2.status, 2) << f.tool << " " << got2.err;
     EXPECT_NE(got2.err.find(path2 + ": "), std::string::npos) << f.tool << ": " << got2.err;
     EXPECT_NE(got2.err.find("byte "), std::string::npos) << f.tool << ": " << got2.err;
+  }
+}
+
+// The libraries are loaded when a format is met (decoders.cpp): one that cannot be is
+// that input's error, with the library and Debian's package named, and the other inputs
+// are searched. An empty file of the library's name, found first through
+// LD_LIBRARY_PATH, stands for a broken installation.
+TEST_F(Decompress, ALibraryThatCannotBeLoadedIsTheErrorOfItsInputAlone) {
+  const std::map<std::string, std::string> library = {{"gzip", "libz.so.1"},
+                                                      {"zstd", "libzstd.so.1"},
+                                                      {"xz", "liblzma.so.5"},
+                                                      {"bzip2", "libbz2.so.1.0"},
+                                                      {"lz4", "liblz4.so.1"}};
+  const std::string plain = dir.write("plain.log", text);
+  for (const Format& f : formats()) {
+    const std::string broken = dir.file("broken-" + f.tool);
+    std::filesystem::create_directories(broken);
+    std::ofstream(broken + "/" + library.at(f.tool)).flush();
+    const std::string path = dir.write("app.log.5", compressed(dir, f.tool, text));
+    const GrepRun got =
+        run_gpufilter({"--decompress", "-c", "status=500", path, plain}, {}, {}, {"LD_LIBRARY_PATH=" + broken});
+    EXPECT_EQ(got.status, 2) << f.tool;
+    EXPECT_NE(got.err.find(path + ": reading " + f.tool + " data needs " + library.at(f.tool) + " (Debian: "),
+              std::string::npos)
+        << f.tool << ": " << got.err;
+    EXPECT_EQ(got.out, plain + ":" + run_grep({"-c", "status=500"}, text).out) << f.tool;
   }
 }
 
