@@ -161,7 +161,7 @@ std::unique_ptr<ScanSlot> HostScanner::make_slot() {
 void HostScanner::start(ScanSlot& base) {
   auto& slot = static_cast<Slot&>(base);
   slot.error_.clear();
-  if (all_inline_ || slot.chunk_.size < kInlineBytes) {
+  if (all_inline_ || slot.chunk_.size < kInlineBytes || (slot.chunk_.flush_after && slot.chunk_.size <= kFirstInlineBytes)) {
     scan_slot(slot, inline_scratch_);  // finish() raises what failed, as from a worker
     slot.done_.store(true, std::memory_order_relaxed);
     return;

@@ -64,6 +64,10 @@ class HostScanner final : public Scanner {
   // of /usr/include, 22,431 small files, spent 87 % of its system time in futex). A twin
   // (twin_on_caller_thread) scans every chunk so.
   static constexpr std::size_t kInlineBytes = 32u << 10;
+  // A file's first, small chunks (Chunk::flush_after) up to 1 MiB too: an early answer
+  // (-l, -q, -m) mostly comes from them, and starting the workers for them cost more than
+  // their scan.
+  static constexpr std::size_t kFirstInlineBytes = 1u << 20;
   HsDatabase::Scratch inline_scratch_;
   bool all_inline_ = false;
   moodycamel::BlockingConcurrentQueue<Slot*> jobs_;  // nullptr: stop
