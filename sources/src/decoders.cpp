@@ -1,7 +1,6 @@
 #include "decoders.hpp"
 
 #include <bzlib.h>
-#include <dlfcn.h>
 #include <lz4frame.h>
 #include <lzma.h>
 #include <zlib.h>
@@ -11,8 +10,10 @@
 #include <cerrno>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/shared_library.hpp"
 
 namespace gpufilter::detail {
 namespace {
@@ -57,32 +58,21 @@ struct Library {
   std::string failure;  // why it could not be loaded ("" when it was)
 };
 
-// Opens `soname` and fills `functions` through `look_up(handle, functions, failure)`.
+// Opens `soname` and fills `functions` through `look_up(library, functions)`.
 template <typename Functions, typename LookUp>
 Library<Functions> open_library(const char* soname, const char* package, LookUp look_up) {
   Library<Functions> l{soname, package, {}, {}};
-  void* handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = ::dlerror();
-    l.failure = why != nullptr ? why : soname;
-    return l;
-  }
-  look_up(handle, l.functions, l.failure);
-  return l;  // the library stays loaded until the process ends
+  SharedLibrary library = open_shared_library(soname);
+  if (library.handle != nullptr) look_up(library, l.functions);
+  l.failure = std::move(library.failure);
+  return l;
 }
 
-template <typename Function>
-Function symbol(void* handle, const char* name, std::string& failure) {
-  void* address = ::dlsym(handle, name);
-  if (address == nullptr && failure.empty()) failure = std::string("it has no ") + name;
-  return reinterpret_cast<Function>(address);
-}
-
-#define GPUFILTER_LOOK_UP(name) f.name = symbol<decltype(f.name)>(handle, #name, failure);
+#define GPUFILTER_LOOK_UP(name) f.name = shared_function<decltype(f.name)>(library, #name);
 #define GPUFILTER_LIBRARY(function, Type, soname, package, FUNCTIONS)                                  \
   const Library<Type>& function() {                                                                   \
     static const Library<Type> l =                                                                    \
-        open_library<Type>(soname, package, [](void* handle, Type& f, std::string& failure) {         \
+        open_library<Type>(soname, package, [](SharedLibrary& library, Type& f) {                    \
           FUNCTIONS(GPUFILTER_LOOK_UP)                                                                \
         });                                                                                           \
     return l;                                                                                         \

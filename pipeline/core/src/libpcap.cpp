@@ -1,12 +1,12 @@
 // libpcap() (libpcap.hpp): libpcap.so.0.8 (Debian's libpcap0.8) opened once.
 #include "gpufilter/core/libpcap.hpp"
 
-#include <dlfcn.h>
-
 #include <cerrno>
 #include <string>
+#include <utility>
 
 #include "gpufilter/core/errors.hpp"
+#include "gpufilter/core/shared_library.hpp"
 
 namespace gpufilter {
 namespace {
@@ -20,18 +20,14 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  void* handle = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = ::dlerror();
-    l.failure = why != nullptr ? why : kLibrary;
-    return l;
-  }
-#define GPUFILTER_LIBPCAP_LOOKUP(name)                                                   \
-  l.functions.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));        \
-  if (l.functions.name == nullptr && l.failure.empty()) l.failure = std::string(kLibrary) + " has no " #name;
-  GPUFILTER_LIBPCAP_FUNCTIONS(GPUFILTER_LIBPCAP_LOOKUP)
+  SharedLibrary library = open_shared_library(kLibrary);
+  if (library.handle != nullptr) {
+#define GPUFILTER_LIBPCAP_LOOKUP(name) l.functions.name = shared_function<decltype(&::name)>(library, #name);
+    GPUFILTER_LIBPCAP_FUNCTIONS(GPUFILTER_LIBPCAP_LOOKUP)
 #undef GPUFILTER_LIBPCAP_LOOKUP
-  return l;  // the library stays loaded until the process ends
+  }
+  l.failure = std::move(library.failure);
+  return l;
 }
 
 const Loaded& loaded() {
