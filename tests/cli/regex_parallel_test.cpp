@@ -52,6 +52,14 @@ TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
   // Vectorscan 5.4.9 matched this before the "\r\n" of Mac_2k.log's long lines (CMakeLists.txt).
   check("-E", {"-n", "-e", "[0-9]+$", log});
   check("-E", {"-c", "-v", "-e", "^[A-Z]", log});
+  // No factor, a match on most lines: lines decided by LineDfa where one pass costs more.
+  check("-G", {"-c", "-e", "[0-9]\\{4\\}", log});
+  check("-G", {"-n", "-e", "[0-9][0-9]*", "-e", "^[a-z]", log});
+  check("-E", {"-c", "-v", "-e", "[0-9]{2}:[0-9]{2}[^0-9]", log});
+  check("-E", {"-c", "-w", "-e", "[0-9]+", log});
+  check("-E", {"-c", "-x", "-e", "[^a-z]+[a-z ]*[0-9.,]*", log});
+  check("-E", {"-n", "-e", "[^ a-z]{3}.{2}[A-Z]$", log}, utf8);
+  check("-E", {"-c", "-e", "([a-f0-9]{2}[:-]){2}|[0-9]{3}", log}, utf8);
   check("-E", {"-n", "-m", "7", "-A", "2", "-e", "(error|fail)[a-z]*", log});
   check("-G", {"-b", "-e", "session \\(opened\\|closed\\)", log});
   check("-E", {"-c", "-i", "-e", "error.*(time|fail)", log}, utf8);

@@ -104,6 +104,12 @@ HsSelect::HsSelect(const std::vector<std::string>& expressions, const std::vecto
     kept_ids.erase(kept_ids.begin() + bad);
   }
   if (!database_) return;
+  if (lines) {
+    dfa_ = std::make_shared<LazyDfa>();
+    dfa_->expressions = std::move(kept);
+    dfa_->ignore_case = ignore_case;
+    dfa_->utf8 = utf8;
+  }
   if (hs_alloc_scratch(database_.get(), &scratch_) != HS_SUCCESS) throw std::bad_alloc();
   accepted_ = std::move(kept_ids);
 }
@@ -112,6 +118,7 @@ std::unique_ptr<HsSelect> HsSelect::clone() const {
   std::unique_ptr<HsSelect> copy(new HsSelect());
   copy->database_ = database_;
   copy->accepted_ = accepted_;
+  copy->dfa_ = dfa_;
   if (scratch_ != nullptr && hs_clone_scratch(scratch_, &copy->scratch_) != HS_SUCCESS) throw std::bad_alloc();
   return copy;
 }
@@ -133,11 +140,20 @@ void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
     const std::string_view block = piece.substr(begin, end - begin);
     const bool each_line = pace_.each_line_next();
     const auto start = std::chrono::steady_clock::now();
-    if (each_line) select_each_line(block, line_starts);
+    const LineDfa* dfa = each_line ? line_dfa() : nullptr;
+    if (dfa != nullptr) dfa->select_lines(block, line_starts);
+    else if (each_line) select_each_line(block, line_starts);
     else select_in_one_pass(block, line_starts);
     pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
     begin = end;
   }
+}
+
+const LineDfa* HsSelect::line_dfa() {
+  if (!dfa_) return nullptr;
+  LazyDfa& lazy = *dfa_;
+  std::call_once(lazy.once, [&] { lazy.dfa = LineDfa::build(lazy.expressions, lazy.ignore_case, lazy.utf8); });
+  return lazy.dfa.get();
 }
 
 bool HsSelect::Pace::each_line_next() noexcept {

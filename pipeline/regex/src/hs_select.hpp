@@ -7,9 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "line_dfa.hpp"
 
 struct hs_database;
 struct hs_scratch;
@@ -43,8 +46,9 @@ class HsSelect {
   void select_lines(std::string_view piece, std::vector<const char*>& line_starts);
 
  private:
-  // How select_lines() decides a block: in one pass over it, every match reported, or a
-  // scan per line stopped at its first match. One pass costs less where few lines match;
+  // How select_lines() decides a block: in one pass over it, every match reported, or
+  // line by line, each stopped at its first match (through LineDfa where it reads the
+  // expressions, else a scan per line). One pass costs less where few lines match;
   // line by line where most do and each reports many matches (the Loghub templates: 1.6x
   // less time). Each copy times both on its own blocks and takes the way whose recent
   // blocks cost least per byte (the least of a few: a block preempted on a busy machine
@@ -72,6 +76,16 @@ class HsSelect {
   void select_each_line(std::string_view block, std::vector<const char*>& line_starts);
 
   std::shared_ptr<::hs_database> database_;  // immutable once built: shared by the clones
+  // A lines database's expressions as grep's DFA reads them, if LineDfa can: built when a
+  // copy first decides a block line by line (one pass suits most sets), shared by the copies.
+  struct LazyDfa {
+    std::vector<std::string> expressions;
+    bool ignore_case = false, utf8 = false;
+    std::once_flag once;
+    std::unique_ptr<const LineDfa> dfa;
+  };
+  std::shared_ptr<LazyDfa> dfa_;
+  const LineDfa* line_dfa();
   ::hs_scratch* scratch_ = nullptr;
   std::vector<std::uint32_t> accepted_;
   Pace pace_;
