@@ -1152,6 +1152,37 @@ TEST(RegexWordPatterns, SeveralPatternsAreWalkedAsOneRegex) {
                        "-w -o with fixed strings", locale_env(l));
 }
 
+// In UTF-8 grep decides every -w line with its regex's walk of shorter and later matches;
+// on a line of ASCII alone gpufilter asks Hyperscan the C locale's wrapper instead, for
+// patterns that match a character or more with no anchor or word assertion. Patterns
+// around those limits (empty matches, anchors, \w, several patterns at once), lines of
+// ASCII beside lines with multibyte letters next to the words, in pieces small and large.
+TEST(RegexWordPatterns, AsciiLinesInUtf8AsTheWalkFindsThem) {
+  std::string input;
+  const std::vector<std::string> lines = {"12 ab 3_4 x-1 -12- 7a 8",   "a1 22\t33,44.5 ",  "_9 9_ 99",
+                                          "caf\xc3\xa9 12 \xc3\xa9" "12 12\xc3\xa9 1", "ab-ab abab b a-", "",
+                                          "x 1.2.3 1. .1 a.b -ab", "-1a", "\xc3\xa9 ab\xc3\xa9 \xe2\x82\xac" "7 ab"};
+  for (int round = 0; round < 3000; ++round) input += lines[static_cast<std::size_t>(round * 7 % 9)] + "\n";
+  const std::vector<Args> cases = {
+      {"-E", "-c", "-w", "-e", "[0-9]+"},          {"-E", "-n", "-w", "-e", "[0-9]+(\\.[0-9]+)*"},
+      {"-E", "-c", "-w", "-e", "a|b|ab"},          {"-E", "-c", "-w", "-e", "(ab)+|-[0-9]"},
+      {"-G", "-c", "-w", "-e", "[0-9][0-9]*"},     {"-G", "-c", "-w", "-e", "-\\?[0-9]"},
+      {"-E", "-c", "-w", "-e", "[0-9]*"},          {"-E", "-c", "-w", "-e", "-?[0-9]*", "-e", "a"},
+      {"-E", "-c", "-w", "-e", "-?[0-9]*"},        {"-E", "-n", "-w", "-e", "-?a*"},
+      {"-E", "-c", "-w", "-e", "[0-9]+$"},         {"-E", "-c", "-w", "-e", "^[0-9a]+"},
+      {"-E", "-c", "-w", "-e", "b\\>", "-e", "a"}, {"-E", "-c", "-w", "-e", "\\w+"},
+      {"-E", "-c", "-v", "-w", "-e", "9|x"},       {"-E", "-c", "-w", "-e", "1|12", "-e", "[0-9]{2}"}};
+  Tally tally;
+  for (const Args& args : cases) {
+    ++tally.cases;
+    if (!expect_same_with(args[0], Args(args.begin() + 1, args.end()), input,
+                          {{"", "", "cpu"}, {"64K", "2", "cpu"}, {"5", "2", "cpu"}}, "-w in UTF-8 on ASCII lines",
+                          locale_env(Locale::kUtf8)))
+      ++tally.differing;
+  }
+  report_tally("-w in UTF-8 on ASCII lines", tally);
+}
+
 // With -z a record may hold '\n', and glibc lets an anchor match next to a '\n' it has
 // consumed where grep's DFA does not; under -w grep's wrapper consumes the character
 // before the pattern, so any anchor is such an inner one: refused, not answered wrongly

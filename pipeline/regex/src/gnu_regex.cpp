@@ -399,7 +399,7 @@ class GnuRegex final : public LineRegex {
   std::string folded_line_;  // groups_select(): the line with ASCII letters lowered, for chains_ under -i
   std::vector<std::uint32_t> groups_asked_;  // groups_select(): the groups a line has met
   std::vector<bool> in_fast_;
-  bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i in UTF-8)
+  bool ascii_only_ = false;  // fast_ reads lines of ASCII alone (-i or -w in UTF-8)
   // -w decided by grep's regex matcher (not its DFA), with several backref-free patterns
   // of which one matches the empty string: grep walks one regex of them all (the joined
   // pattern, RE_NEWLINE_ALT), whose longest match can hide a pattern's empty one that its
@@ -646,24 +646,28 @@ std::string without_edge_stars(std::string p) {
 void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
   if (options_.null_data) return;
-  if (words_by_regex()) return;
   // Where grep's regex decides the lines (a back-reference, an equivalence class in the
   // list), -w is its loop of shorter and later matches, not the DFA's wrapper that
-  // Hyperscan would read.
-  if (!dfa_supported_ && options_.word && !options_.whole_line) return;
+  // Hyperscan would read; in UTF-8 that is every -w (below, the ASCII lines excepted).
+  if (!dfa_supported_ && options_.word && !options_.whole_line && !words_by_regex()) return;
   // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
-  // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's. On a line of ASCII
-  // alone an ASCII pattern reads as in the C locale, so Hyperscan answers those lines,
-  // with the C locale's reading; the others go to glibc.
-  ascii_only_ = options_.utf8 && options_.ignore_case;
+  // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's; with -w a word holds
+  // multibyte letters. On a line of ASCII alone an ASCII pattern reads as in the C locale,
+  // so Hyperscan answers those lines, with the C locale's reading; the others go to glibc.
+  ascii_only_ = options_.utf8 && (options_.ignore_case || words_by_regex());
   std::vector<DfaView> c_views;
   if (ascii_only_) {
     for (std::size_t i = 0; i < patterns_.size(); ++i) {
-      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, true, i + 1 < patterns_.size()));
+      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, options_.ignore_case, i + 1 < patterns_.size()));
       // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
       // must then agree with regex's. A bracket is regex's in UTF-8, and regex folds case
       // before it compares with a range ('Q' is in [0-c] for the DFA, not for regex).
       if (!all_ascii(patterns_[i]) || !views[i].supported || (!dfa_supported_ && c_views.back().corner))
+        c_views.back().pcre_ok = false;
+      // grep's -w walk finds what the wrapper does (some match with no word character on
+      // either side) only where every match is a character or more, and nothing holds at
+      // the end of the string it cuts a shorter match from (an anchor, a word assertion).
+      if (words_by_regex() && (views[i].anchor || views[i].assertion || matches_empty(compiled_[i]->exact)))
         c_views.back().pcre_ok = false;
     }
   }
