@@ -56,6 +56,9 @@ TEST(RegexParallel, WholeLoghubCorpusInLargeChunks) {
   check("-G", {"-c", "-e", "[0-9]\\{4\\}", log});
   check("-G", {"-n", "-e", "[0-9][0-9]*", "-e", "^[a-z]", log});
   check("-E", {"-c", "-v", "-e", "[0-9]{2}:[0-9]{2}[^0-9]", log});
+  check("-E", {"-c", "-v", "-m", "9000", "-e", "[0-9]{3}", log});  // -m reached in a chunk counted whole
+  check("-E", {"-c", "-v", "-w", "-e", "[0-9]+", log}, utf8);
+  check("-G", {"-L", "-v", "-x", "-e", ".*[0-9].*", log});
   check("-E", {"-c", "-w", "-e", "[0-9]+", log});
   check("-E", {"-c", "-x", "-e", "[^a-z]+[a-z ]*[0-9.,]*", log});
   check("-E", {"-n", "-e", "[^ a-z]{3}.{2}[A-Z]$", log}, utf8);

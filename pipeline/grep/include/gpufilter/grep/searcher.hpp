@@ -182,10 +182,14 @@ class Searcher final : public ChunkConsumer {
   // Context without -v: only lines with an occurrence can be selected, so the lines
   // between them matter only as trailing context, as lagging lines (lags()), or as the
   // `before` lines before the next selected one (context_gap()).
+  bool counting_inverted() const noexcept;
+  bool counts_inverted() const noexcept;
   bool counting_unmatched() const noexcept;
   bool counts_unmatched() const noexcept;
   bool count_unmatched(const Chunk& chunk, std::span<const Occurrence> occurrences, std::size_t pos,
                        std::size_t& index, std::size_t complete_end);
+  bool count_decided_unmatched(const Chunk& chunk, std::size_t pos, std::size_t complete_end);
+  bool add_unmatched(std::uint64_t lines, std::uint64_t matched);
   bool context_path() const noexcept;
   std::size_t context_gap(const Chunk& chunk, std::size_t pos, std::size_t gap_end);
   std::size_t visit_line(const Chunk& chunk, std::size_t pos, std::size_t end);
