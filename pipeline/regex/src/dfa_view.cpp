@@ -206,26 +206,6 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
   return out + "]";
 }
 
-// Whether the C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone);
-// nothing for a name that is no class.
-std::optional<bool> in_c_class(std::string_view name, unsigned char c) {
-  const bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
-  const bool graph = c > ' ' && c < 0x7f;
-  if (name == "alpha") return upper || lower;
-  if (name == "upper") return upper;
-  if (name == "lower") return lower;
-  if (name == "digit") return digit;
-  if (name == "alnum") return upper || lower || digit;
-  if (name == "xdigit") return digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-  if (name == "space") return c == ' ' || (c >= '\t' && c <= '\r');
-  if (name == "blank") return c == ' ' || c == '\t';
-  if (name == "punct") return graph && !upper && !lower && !digit;
-  if (name == "graph") return graph;
-  if (name == "print") return graph || c == ' ';
-  if (name == "cntrl") return c < ' ' || c == 0x7f;
-  return std::nullopt;
-}
-
 // Under -i in the C locale, the bytes dfa.c's bracket p[i, end) takes: each member and
 // range byte by byte with its other case, [:upper:] and [:lower:] as [:alpha:]. glibc's
 // regex reads a range after folding its ends to upper case ("[A-b]" is "[A-B]"), so
@@ -704,6 +684,24 @@ DfaView Reader::read() {
 }
 
 }  // namespace
+
+std::optional<bool> in_c_class(std::string_view name, unsigned char c) {
+  const bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z', digit = c >= '0' && c <= '9';
+  const bool graph = c > ' ' && c < 0x7f;
+  if (name == "alpha") return upper || lower;
+  if (name == "upper") return upper;
+  if (name == "lower") return lower;
+  if (name == "digit") return digit;
+  if (name == "alnum") return upper || lower || digit;
+  if (name == "xdigit") return digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  if (name == "space") return c == ' ' || (c >= '\t' && c <= '\r');
+  if (name == "blank") return c == ' ' || c == '\t';
+  if (name == "punct") return graph && !upper && !lower && !digit;
+  if (name == "graph") return graph;
+  if (name == "print") return graph || c == ' ';
+  if (name == "cntrl") return c < ' ' || c == 0x7f;
+  return std::nullopt;
+}
 
 DfaView superset_view(std::string_view pattern, Syntax syntax, bool utf8, bool ignore_case, bool followed) {
   return Reader(pattern, syntax, utf8, ignore_case, followed, true).read();

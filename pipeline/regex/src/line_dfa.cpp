@@ -1,5 +1,7 @@
 #include "line_dfa.hpp"
 
+#include "regex_internal.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bitset>
@@ -26,38 +28,18 @@ struct Node {
   int min = 0, max = 0;   // kRepeat; max -1: no bound
 };
 
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 bool ascii_letter(int b) noexcept { return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'); }
 bool ascii_digit(int b) noexcept { return b >= '0' && b <= '9'; }
 
-// A POSIX class of the C locale by name, or nothing.
+// A POSIX class of the C locale by name (Hyperscan's [:word:] too), or nothing.
 std::optional<Symbols> posix_class(std::string_view name) {
   Symbols s;
   for (int b = 0; b < 128; ++b) {
-    const bool alpha = ascii_letter(b), digit = ascii_digit(b);
-    const bool graph = b > 32 && b < 127;
-    bool in = false;
-    if (name == "alpha") in = alpha;
-    else if (name == "digit") in = digit;
-    else if (name == "alnum") in = alpha || digit;
-    else if (name == "word") in = alpha || digit || b == '_';
-    else if (name == "upper") in = b >= 'A' && b <= 'Z';
-    else if (name == "lower") in = b >= 'a' && b <= 'z';
-    else if (name == "space") in = b == ' ' || (b >= 9 && b <= 13);
-    else if (name == "blank") in = b == ' ' || b == 9;
-    else if (name == "punct") in = graph && !alpha && !digit;
-    else if (name == "print") in = graph || b == ' ';
-    else if (name == "graph") in = graph;
-    else if (name == "cntrl") in = b < 32 || b == 127;
-    else if (name == "xdigit") in = digit || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
-    else return std::nullopt;
-    s[static_cast<std::size_t>(b)] = in;
+    const auto byte = static_cast<unsigned char>(b);
+    const bool word = name == "word";
+    const std::optional<bool> in = in_c_class(word ? "alnum" : name, byte);
+    if (!in) return std::nullopt;
+    s[byte] = *in || (word && byte == '_');
   }
   return s;
 }

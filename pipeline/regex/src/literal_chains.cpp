@@ -1,6 +1,7 @@
 #include "literal_chains.hpp"
 
 #include "gpufilter/core/utf8.hpp"
+#include "regex_internal.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -9,13 +10,6 @@ namespace gpufilter::regex {
 namespace {
 
 constexpr char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A printable ASCII byte that is neither a letter nor a digit: escaped, it stands for
 // itself in PCRE's syntax (the locale plays no part, as in Hyperscan's parser).

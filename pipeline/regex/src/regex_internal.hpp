@@ -17,6 +17,18 @@ std::unique_ptr<LineRegex> compile_gnu(const std::vector<std::string>& patterns,
                                        const std::vector<PatternOrigin>& origins);
 std::unique_ptr<LineRegex> compile_perl(const std::vector<std::string>& patterns, const RegexOptions& options);
 
+// A hexadecimal digit's value, or -1.
+inline int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Whether the C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone);
+// nothing for a name that is no class (dfa_view.cpp).
+std::optional<bool> in_c_class(std::string_view name, unsigned char c);
+
 // "FILE:LINE: message" for a pattern read with -f, else the message.
 std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message);
 
