@@ -826,6 +826,32 @@ TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
   report_tally("lists grep's regex decides", tally);
 }
 
+// In UTF-8, -i with a range leaves the line to grep's regex, which folds the range's ends
+// first; on ASCII lines Hyperscan answers in its place where the two readings agree (the
+// range holds no letter, or its ends are letters of one case), glibc where they do not.
+TEST(RegexOddPatterns, CaselessRangesOnAsciiLinesInUtf8) {
+  std::string input;
+  for (int c = 0x21; c < 0x7f; ++c) input += std::string(1, static_cast<char>(c)) + "\n";
+  input += "user Bob\nUSER x\nuser 9\n";
+  const std::vector<std::string> patterns = {"[a-z]",      "[A-Z]",     "[0-9]",  "[0-c]",  "[@-Z]",
+                                             "[Z-a]",      "[a-{]",     "[!-/]",  "[^a-f]", "user [a-z]+",
+                                             "[b-dX-Z]+", "[[:upper:]]", "\\<[a-c]"};
+  Tally tally;
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    for (const Args& extra : std::vector<Args>{{}, {"-o"}, {"-c", "-v"}, {"-w"}}) {
+      Args args = {"-i"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      args.insert(args.end(), {"-e", patterns[i]});
+      std::vector<std::string> env = locale_env(Locale::kUtf8);
+      env.push_back("GPUFILTER_REGEX_SELECT=eager");
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"64", "1", "cpu"}}, "caseless range in UTF-8", env))
+        ++tally.differing;
+    }
+  }
+  report_tally("caseless ranges on ASCII lines in UTF-8", tally);
+}
+
 // Under -i in the C locale grep's DFA folds a bracket's bytes one by one, where glibc's
 // regex folds a range's ends first ("[A-b]" holds '_' for the DFA, not for regex).
 TEST(RegexOddPatterns, CaselessBracketsAsTheDfaReadsThem) {

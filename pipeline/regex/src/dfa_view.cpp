@@ -206,12 +206,25 @@ std::optional<std::string> pcre_bracket(std::string_view p, std::size_t i, std::
   return out + "]";
 }
 
+// Whether glibc's -i reading of the range [low-high] (a byte whose upper case is in
+// [toupper(low), toupper(high)]) is the DFA's (a byte in it, or whose other case is): when
+// the range holds no letter, or its ends are letters of one case ("[a-z]", "[0-9]"; not
+// "[0-c]", which glibc reads as [0-C] and the DFA as holding 'Q').
+bool folds_alike(unsigned char low, unsigned char high) {
+  const auto lower = [](unsigned char c) { return c >= 'a' && c <= 'z'; };
+  const auto upper = [](unsigned char c) { return c >= 'A' && c <= 'Z'; };
+  if ((lower(low) && lower(high)) || (upper(low) && upper(high))) return true;
+  for (unsigned b = low; b <= high; ++b)
+    if (lower(static_cast<unsigned char>(b)) || upper(static_cast<unsigned char>(b))) return false;
+  return true;
+}
+
 // Under -i in the C locale, the bytes dfa.c's bracket p[i, end) takes: each member and
 // range byte by byte with its other case, [:upper:] and [:lower:] as [:alpha:]. glibc's
 // regex reads a range after folding its ends to upper case ("[A-b]" is "[A-B]"), so
 // where the DFA decides it needs these bytes spelled out. Nothing for a form it does not
 // take apart (a collating symbol as a range end, an unknown class, a bad range).
-// `ranged`: it holds a range, whose ends glibc's regex folds first.
+// `ranged`: it holds a range whose ends glibc's regex folds first into another reading.
 std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i, std::size_t end, bool& negated,
                                                bool& ranged) {
   std::bitset<256> set;
@@ -243,7 +256,7 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
       const unsigned char high = static_cast<unsigned char>(p[j + 2]);
       if (p[j + 2] == '[' || high < c) return std::nullopt;
       for (unsigned b = c; b <= high; ++b) set.set(b);
-      ranged = true;
+      ranged = ranged || !folds_alike(c, high);
       j += 2;
       continue;
     }
