@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "gpufilter/core/stack_overflow.hpp"
@@ -129,7 +130,7 @@ class GnuPattern {
     const bool ignore_case = options.ignore_case && !options.fixed_matcher;
     newline_anchor_ = !options.null_data;  // with -z '\n' is an ordinary character
     bits_ = positions ? bits : bits | RE_NO_SUB;
-    // grep: no fastmap with -i, to work around glibc bug 20381.
+    // grep: no fastmap with -i, to work around glibc bug 20381 (the twin too).
     const char* error = compile_into(buffer_, text, !ignore_case);
     if (error != nullptr) return error;
     compiled_ = true;
@@ -162,15 +163,10 @@ class GnuPattern {
     b.not_eol = not_eol ? 1 : 0;
     b.newline_anchor = newline_anchor_ ? 1 : 0;
     prepare_thread_for_stack_overflow();  // glibc may recurse without end: grep's answer then
-    regoff_t r;
-    if (&b == &twin_buffer_) {
-      const InLocale c(c_locale());
-      r = ::re_search(&b, line.data(), static_cast<regoff_t>(line.size()), static_cast<regoff_t>(start),
-                      static_cast<regoff_t>(range), positions_ ? &registers_ : nullptr);
-    } else {
-      r = ::re_search(&b, line.data(), static_cast<regoff_t>(line.size()), static_cast<regoff_t>(start),
-                      static_cast<regoff_t>(range), positions_ ? &registers_ : nullptr);
-    }
+    std::optional<InLocale> c;
+    if (&b == &twin_buffer_) c.emplace(c_locale());
+    const regoff_t r = ::re_search(&b, line.data(), static_cast<regoff_t>(line.size()), static_cast<regoff_t>(start),
+                                   static_cast<regoff_t>(range), positions_ ? &registers_ : nullptr);
     if (r < -1) throw std::bad_alloc();
     searched_ = line;
     found_ = r;
@@ -225,11 +221,7 @@ class GnuPattern {
     if (!ascii || twin_ == Twin::kNone) return buffer_;
     if (twin_ == Twin::kWanted) {
       const InLocale c(c_locale());
-      // With a fastmap even under -i: glibc bug 20381, why grep goes without one there, is
-      // in its multibyte reading; in the C locale every ASCII letter folds within ASCII,
-      // and without one a caseless search tries every byte of a line and upper-cases the
-      // rest of the line at each (-o -i -E 'user [a-z]+' over 250 MB: 0.67 s, 0.26 s with).
-      twin_ = compile_into(twin_buffer_, text_, false) == nullptr ? Twin::kCompiled : Twin::kNone;
+      twin_ = compile_into(twin_buffer_, text_, !(bits_ & RE_ICASE)) == nullptr ? Twin::kCompiled : Twin::kNone;
       text_ = std::string();
       if (twin_ == Twin::kNone) return buffer_;
     }
@@ -237,13 +229,9 @@ class GnuPattern {
   }
   regoff_t match_with(re_pattern_buffer& b, const char* string, regoff_t length, regoff_t start,
                       re_registers* registers) {
-    regoff_t r;
-    if (&b == &twin_buffer_) {
-      const InLocale c(c_locale());
-      r = ::re_match(&b, string, length, start, registers);
-    } else {
-      r = ::re_match(&b, string, length, start, registers);
-    }
+    std::optional<InLocale> c;
+    if (&b == &twin_buffer_) c.emplace(c_locale());
+    const regoff_t r = ::re_match(&b, string, length, start, registers);
     if (r < -1) throw std::bad_alloc();
     return r;
   }
