@@ -340,7 +340,7 @@ class GnuRegex final : public LineRegex {
   bool whole_list() const noexcept override { return whole_list_; }
 
   bool selects(std::size_t i, std::string_view line) override {
-    new_line(line);  // a new question: the gate's answer is for another line
+    new_line();  // a new question: the gate's answer is for another line
     return decide(i, line);
   }
   bool decide(std::size_t i, std::string_view line) {
@@ -349,7 +349,7 @@ class GnuRegex final : public LineRegex {
   }
   // decide() where the list is known not to be asked joined for this line.
   bool decide_alone(std::size_t i, std::string_view line) {
-    if (whole_list_) return whole_select_.search(line, 0, line.size(), ascii_line_) >= 0;
+    if (whole_list_) return whole_select_.search(line, 0, line.size(), ascii_line(line)) >= 0;
     return own_selects(i, line);
   }
   // grep's regex asks one regex of every backref-free pattern joined. On valid text that
@@ -364,7 +364,7 @@ class GnuRegex final : public LineRegex {
   bool own_selects(std::size_t i, std::string_view line) {
     if (gate_rejects(i, line)) return false;
     Compiled& c = compiled(i);
-    if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size(), ascii_line_) >= 0;
+    if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size(), ascii_line(line)) >= 0;
     // grep's DFA superset passes the line before its regex decides: where the two read
     // the pattern differently ('{' starting a branch: a literal, or a repetition of
     // nothing), the superset's reading must hold too.
@@ -510,13 +510,20 @@ class GnuRegex final : public LineRegex {
   bool gate_scanned_ = false;            // gate_ids_ holds the gate's answer (the line is valid text for it)
   bool gate_fresh_ = false;              // gate_ids_/gate_scanned_ are for the line being decided
   // A new line is asked about: the answers kept for the last one no longer hold.
-  void new_line(std::string_view line) noexcept {
-    gate_fresh_ = list_pass_fresh_ = false;
-    ascii_line_ = options_.utf8 && all_ascii(line);
+  void new_line() noexcept { gate_fresh_ = list_pass_fresh_ = ascii_fresh_ = false; }
+  // Whether `line`, the one being decided, holds ASCII alone in a UTF-8 locale: glibc's
+  // patterns then read it with their C-locale twins (GnuPattern), and Hyperscan's ASCII
+  // reading takes it. Found once a line, when first asked (a line Hyperscan decides in
+  // UTF-8 mode never is).
+  bool ascii_line(std::string_view line) noexcept {
+    if (!ascii_fresh_) {
+      ascii_line_ = options_.utf8 && all_ascii(line);
+      ascii_fresh_ = true;
+    }
+    return ascii_line_;
   }
-  // The line asked about holds ASCII alone in a UTF-8 locale: glibc's patterns read it with
-  // their C locale twins (GnuPattern).
   bool ascii_line_ = false;
+  bool ascii_fresh_ = false;  // ascii_line_ is for the line being decided
   bool list_superset_passes(std::string_view line);
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits, and
   // the wrapper's "[^[:alnum:]_]" a bracket grep's DFA leaves to regex: every line is
@@ -524,8 +531,8 @@ class GnuRegex final : public LineRegex {
   bool words_by_regex() const noexcept { return options_.utf8 && options_.word && !options_.whole_line; }
   // Whether Hyperscan's databases may read `line`: its length fits, and in UTF-8 it is
   // valid text (ASCII alone where -i reads it as in the C locale).
-  bool hyperscan_reads(std::string_view line) const {
-    return line.size() <= 0xffffffffu && (!options_.utf8 || (ascii_only_ ? all_ascii(line) : valid_utf8(line)));
+  bool hyperscan_reads(std::string_view line) {
+    return line.size() <= 0xffffffffu && (!options_.utf8 || (ascii_only_ ? ascii_line(line) : valid_utf8(line)));
   }
   // find()'s walk along one line (not under -w): by pattern, its next match from the
   // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
@@ -687,7 +694,7 @@ bool GnuRegex::list_superset_passes(std::string_view line) {
       list_superset_ = std::make_unique<GnuPattern>();
       list_superset_->compile(*list_superset_text_, syntax_bits(options_), false, options_);
     }
-    list_pass_ = list_superset_->search(line, 0, line.size(), ascii_line_) >= 0;
+    list_pass_ = list_superset_->search(line, 0, line.size(), ascii_line(line)) >= 0;
     list_pass_fresh_ = true;
   }
   return list_pass_;
@@ -940,7 +947,7 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
                            std::vector<std::uint32_t>* ids) {
-  new_line(line);  // the candidates below share one gate scan of this line
+  new_line();  // the candidates below share one gate scan of this line
   if (expected_ && candidates.size() == expected_ids_.size() &&
       std::equal(candidates.begin(), candidates.end(), expected_ids_.begin()) && hyperscan_reads(line)) {
     const bool any = expected_->scan(line, ids);
@@ -1009,7 +1016,7 @@ void GnuRegex::compile_combined() {
 // decide: is the line selected under -w/-x?
 bool GnuRegex::selects_by_regex(GnuPattern& p, std::string_view line) {
   const std::size_t n = line.size();
-  const regoff_t start = p.search(line, 0, n, ascii_line_);
+  const regoff_t start = p.search(line, 0, n, ascii_line(line));
   if (start < 0) return false;
   std::size_t match = static_cast<std::size_t>(start);
   std::size_t length = static_cast<std::size_t>(p.match_end() - start);
@@ -1108,7 +1115,7 @@ bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from,
       // EGexecute passes the length from `from` (its ptr), not from the line's start;
       // Fexecute searches the match's own first bytes (kwsexec from it, --len of them).
       const std::size_t end = fixed ? match + length : match + length - from;
-      shorter = p.match(line.data(), static_cast<regoff_t>(end), static_cast<regoff_t>(match), ascii_line_);
+      shorter = p.match(line.data(), static_cast<regoff_t>(end), static_cast<regoff_t>(match), ascii_line(line));
     }
     if (shorter > 0 || (fixed && shorter == 0)) {  // Fexecute takes the empty pattern's match too
       length = static_cast<std::size_t>(shorter);
@@ -1116,7 +1123,7 @@ bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from,
     }
     if (match == n) return false;
     ++match;
-    const regoff_t start = p.search(line, match, n - match, ascii_line_);
+    const regoff_t start = p.search(line, match, n - match, ascii_line(line));
     if (start < 0) return false;
     length = static_cast<std::size_t>(p.match_end() - start);
     match = static_cast<std::size_t>(start);
@@ -1128,7 +1135,7 @@ bool GnuRegex::word_walk(GnuPattern& p, std::string_view line, std::size_t from,
 // can beat `best` (leftmost, then longest).
 bool GnuRegex::exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out) {
   const std::size_t n = line.size();
-  const regoff_t start = p.search(line, from, n - from, ascii_line_);
+  const regoff_t start = p.search(line, from, n - from, ascii_line(line));
   if (start < 0) return false;
   std::size_t match = static_cast<std::size_t>(start);
   std::size_t length = static_cast<std::size_t>(p.match_end() - start);
@@ -1160,6 +1167,7 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     walk_.ascii = options_.utf8 && all_ascii(line);
   }
   ascii_line_ = walk_.ascii;
+  ascii_fresh_ = true;
   walk_.line = line.data();
   walk_.size = line.size();
   walk_.from = from;
@@ -1176,7 +1184,7 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
       WalkNext& next = walk_.next[i];
       if (next.start == kNotAsked || (next.start >= 0 && static_cast<std::size_t>(next.start) < from)) {
         GnuPattern& p = compiled(i).exact;
-        next.start = p.search(line, from, line.size() - from, ascii_line_);
+        next.start = p.search(line, from, line.size() - from, ascii_line(line));
         next.end = next.start >= 0 ? p.match_end() : 0;
       }
       if (next.start < 0) return;
