@@ -388,12 +388,16 @@ struct Batch {
 // is not read (`unterminated`: the caller says so once the lines before it are out). Fills
 // `b` with up to kBatch lines; false at the end of the log.
 constexpr std::size_t kBatch = 1024;
+// Each line is read into the string that held a line of the batch before, in its memory
+// (a string made and freed a line cost a tenth of the time of `--test-filter sshd`).
 bool gather(std::istream& in, std::size_t& number, Batch& b, bool& unterminated) {
-  b.lines.clear();
   b.numbers.clear();
   b.times.clear();
-  std::string line;
-  while (b.lines.size() < kBatch && std::getline(in, line)) {
+  std::size_t n = 0;
+  while (n < kBatch) {
+    if (n == b.lines.size()) b.lines.emplace_back();
+    std::string& line = b.lines[n];
+    if (!std::getline(in, line)) break;
     // fail2ban's FileContainer takes a line as complete when it ends in '\n' or '\r'.
     if (in.eof() && (line.empty() || line.back() != '\r')) {
       unterminated = true;
@@ -402,11 +406,12 @@ bool gather(std::istream& in, std::size_t& number, Batch& b, bool& unterminated)
     }
     // fail2ban-regex's reading: line ends stripped, comments and empty lines skipped.
     while (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    b.lines.push_back(std::move(line));
+    if (line.empty() || line[0] == '#') continue;  // its string takes the next line
     b.numbers.push_back(++number);
+    ++n;
   }
-  return !b.lines.empty();
+  b.lines.resize(n);
+  return n > 0;
 }
 
 // A journal entry's time as fail2ban-regex shows it: Python's isoformat() of the local
