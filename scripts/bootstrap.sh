@@ -20,6 +20,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ccache
   opencl-c-headers opencl-clhpp-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
   libboost-dev libconcurrentqueue-dev libgtest-dev libhyperscan-dev libpcre2-dev nlohmann-json3-dev libyaml-cpp-dev libpcap-dev tshark ngrep
+  libjemalloc-dev   # gpufilterd's malloc
   libssl-dev openssl   # https:// outputs; the tests make their CA and certificates with openssl
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev liblz4-dev
   librdkafka-dev kcat   # Kafka sources and outputs; the tests produce and read topics with kcat

@@ -64,6 +64,7 @@ cp "$build"/tests/kafka/gpufilter-test-kafka-broker /usr/bin/kcat .device/bin/
 cp -L /lib/x86_64-linux-gnu/librdkafka.so.1 /lib/x86_64-linux-gnu/librdkafka++.so.1 /lib/x86_64-linux-gnu/libyajl.so.2 \
   /lib/x86_64-linux-gnu/libsasl2.so.2 .device/lib/
 cp -L /lib/x86_64-linux-gnu/libhs.so.5 /lib/x86_64-linux-gnu/libpcre2-8.so.0 /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 \
+  /lib/x86_64-linux-gnu/libjemalloc.so.2 \
   /lib/x86_64-linux-gnu/libpcap.so.0.8 /lib/x86_64-linux-gnu/libdbus-1.so.3 \
   /lib/x86_64-linux-gnu/libzstd.so.1 /lib/x86_64-linux-gnu/liblz4.so.1 /lib/x86_64-linux-gnu/liblzma.so.5 \
   /lib/x86_64-linux-gnu/libbz2.so.1.0 /lib/x86_64-linux-gnu/libz.so.1 .device/lib/
