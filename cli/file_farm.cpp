@@ -44,8 +44,14 @@ class FileFarm::HeldWriter final : public Writer {
     else
       h.pieces_.push_back({kind, std::string(bytes)});
     h.bytes_ += bytes.size();
-    h.changed_.notify_all();
+    // The writer is woken for a buffer's worth; what a small file outputs goes with its
+    // end (work()), one wake-up a file, not two (a tree of 22,000 small files under -rc:
+    // three futex calls a file).
+    const bool wake = h.bytes_ >= kWakeBytes;
+    lock.unlock();
+    if (wake) h.changed_.notify_all();
   }
+  static constexpr std::size_t kWakeBytes = 32u << 10;
 
  private:
   HeldOutput::Kind kind_;
@@ -121,9 +127,11 @@ void FileFarm::work() {
       out.flush();
       err.flush();
     }
-    std::lock_guard lock(job.held->mutex_);
-    job.held->done_ = true;
-    job.held->changed_.notify_all();
+    {
+      std::lock_guard lock(job.held->mutex_);
+      job.held->done_ = true;
+    }
+    job.held->changed_.notify_all();  // after the unlock: the writer woken does not wait for the mutex
   }
   out_writer.drop();
   err_writer.drop();
