@@ -51,9 +51,9 @@ class FileFarm::HeldWriter final : public Writer {
     lock.unlock();
     if (wake) h.changed_.notify_all();
   }
-  static constexpr std::size_t kWakeBytes = 32u << 10;
 
  private:
+  static constexpr std::size_t kWakeBytes = 32u << 10;  // held output that wakes the writer
   HeldOutput::Kind kind_;
   const std::atomic<bool>& cancelled_;
   HeldOutput* held_ = nullptr;

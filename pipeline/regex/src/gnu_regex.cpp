@@ -1164,9 +1164,10 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
   if (from == 0 || line.data() != walk_.line || line.size() != walk_.size || from < walk_.from) {
     walk_.next.assign(patterns_.size(), WalkNext{});
     walk_.joined = joined_line(line);
-    walk_.ascii = options_.utf8 && all_ascii(line);
+    ascii_fresh_ = false;
+    walk_.ascii = ascii_line(line);
   }
-  ascii_line_ = walk_.ascii;
+  ascii_line_ = walk_.ascii;  // kept for the walk's line: other lines may have been asked about since
   ascii_fresh_ = true;
   walk_.line = line.data();
   walk_.size = line.size();
