@@ -1,5 +1,6 @@
 #include "file_farm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <new>
@@ -22,7 +23,7 @@ struct Cancelled : std::exception {
 // Where a farm thread's Outputs write: into the held output of the file it searches.
 class FileFarm::HeldWriter final : public Writer {
  public:
-  HeldWriter(HeldOutput::Kind kind, const std::atomic<bool>& cancelled) : kind_(kind), cancelled_(cancelled) {}
+  HeldWriter(FileFarm& farm, HeldOutput::Kind kind) : farm_(farm), kind_(kind) {}
   void bind(HeldOutput* held) noexcept { held_ = held; }
   // From now on every write is dropped (a cancelled farm; the Outputs' last flush).
   void drop() noexcept { held_ = nullptr; }
@@ -32,30 +33,32 @@ class FileFarm::HeldWriter final : public Writer {
   void put(HeldOutput::Kind kind, std::string_view bytes) {
     if (held_ == nullptr) return;
     HeldOutput& h = *held_;
-    std::unique_lock lock(h.mutex_);
+    std::unique_lock lock(farm_.out_mutex_);
     // Past the bound, wait until the file's turn has come and what it holds is written.
     while (h.bytes_ >= HeldOutput::kHeldBytes) {
-      if (cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
-      h.changed_.wait_for(lock, std::chrono::milliseconds(50));
+      if (farm_.cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
+      ++farm_.waiting_for_room_;
+      // A writer waiting for the files before this one to finish must not wait for this.
+      if (farm_.writer_waits_for_ != nullptr) farm_.writer_wake_.notify_one();
+      farm_.room_.wait_for(lock, std::chrono::milliseconds(50));
+      --farm_.waiting_for_room_;
     }
-    if (cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
+    if (farm_.cancelled_.load(std::memory_order_relaxed)) throw Cancelled();
     if (!h.pieces_.empty() && h.pieces_.back().kind == kind && kind != HeldOutput::Kind::kSeparator)
       h.pieces_.back().bytes.append(bytes);
     else
       h.pieces_.push_back({kind, std::string(bytes)});
     h.bytes_ += bytes.size();
     // The writer is woken for a buffer's worth; what a small file outputs goes with its
-    // end (work()), one wake-up a file, not two (a tree of 22,000 small files under -rc:
-    // three futex calls a file).
-    const bool wake = h.bytes_ >= kWakeBytes;
+    // end (finish()).
+    const bool wake = farm_.writer_waits_for_ == &h && farm_.writer_ready(h);
     lock.unlock();
-    if (wake) h.changed_.notify_all();
+    if (wake) farm_.writer_wake_.notify_one();
   }
 
  private:
-  static constexpr std::size_t kWakeBytes = 32u << 10;  // held output that wakes the writer
+  FileFarm& farm_;
   HeldOutput::Kind kind_;
-  const std::atomic<bool>& cancelled_;
   HeldOutput* held_ = nullptr;
 };
 
@@ -78,11 +81,16 @@ FileFarm::~FileFarm() {
     closing_ = true;
   }
   wake_.notify_all();
+  room_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
 std::shared_ptr<HeldOutput> FileFarm::submit(Task task) {
   auto held = std::make_shared<HeldOutput>();
+  {
+    std::lock_guard lock(out_mutex_);
+    ++submitted_;
+  }
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
@@ -99,8 +107,8 @@ std::shared_ptr<HeldOutput> FileFarm::submit(Task task) {
 // A farm thread: files in the order submitted, each with this thread's lane (made at the
 // first file) writing into the file's held output. Nothing is thrown across the thread.
 void FileFarm::work() {
-  HeldWriter out_writer(HeldOutput::Kind::kOut, cancelled_);
-  HeldWriter err_writer(HeldOutput::Kind::kErr, cancelled_);
+  HeldWriter out_writer(*this, HeldOutput::Kind::kOut);
+  HeldWriter err_writer(*this, HeldOutput::Kind::kErr);
   Output out(out_writer, false, 64u << 10);
   Output err(err_writer, true, 4u << 10);
   std::unique_ptr<Lane> lane;
@@ -119,7 +127,8 @@ void FileFarm::work() {
     }
     out_writer.bind(job.held.get());
     err_writer.bind(job.held.get());
-    const bool cancelled = !run(job, lane, out_writer, out, err);
+    FarmOutcome outcome;
+    const bool cancelled = !run(job, lane, out_writer, out, err, outcome);
     // What a cancelled file left in the Outputs' buffers goes nowhere.
     out_writer.drop();
     err_writer.drop();
@@ -127,20 +136,33 @@ void FileFarm::work() {
       out.flush();
       err.flush();
     }
-    {
-      std::lock_guard lock(job.held->mutex_);
-      job.held->done_ = true;
-    }
-    job.held->changed_.notify_all();  // after the unlock: the writer woken does not wait for the mutex
+    finish(*job.held, cancelled ? nullptr : &outcome);
   }
   out_writer.drop();
   err_writer.drop();
 }
 
-// One file with this thread's lane (made at its first file); false when the farm was
-// cancelled during it.
-bool FileFarm::run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer, Output& out, Output& err) {
-  FarmOutcome outcome;
+// A file's search is over: its outcome (none when cancelled) is the writer's, which is
+// woken if it waits for this file or for enough files after it.
+void FileFarm::finish(HeldOutput& held, const FarmOutcome* outcome) {
+  std::unique_lock lock(out_mutex_);
+  if (outcome != nullptr) held.outcome_ = *outcome;
+  held.done_ = true;
+  ++finished_;
+  const bool wake = writer_waits_for_ != nullptr && writer_ready(*writer_waits_for_);
+  lock.unlock();
+  if (wake) writer_wake_.notify_one();  // after the unlock: the writer woken does not wait for the mutex
+}
+
+bool FileFarm::writer_ready(const HeldOutput& held) const noexcept {
+  if (held.bytes_ >= kWakeBytes) return true;
+  return held.done_ && (finished_ >= writer_wakes_at_ || finished_ == submitted_ || waiting_for_room_ > 0);
+}
+
+// One file with this thread's lane (made at its first file), its outcome into `outcome`;
+// false when the farm was cancelled during it.
+bool FileFarm::run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer, Output& out, Output& err,
+                   FarmOutcome& outcome) {
   auto report = [&](const char* what) {
     outcome.trouble = true;
     out.flush();
@@ -167,24 +189,31 @@ bool FileFarm::run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer
   } catch (const Cancelled&) {
     return false;
   }
-  std::lock_guard lock(job.held->mutex_);
-  job.held->outcome_ = outcome;
   return true;
 }
 
 FarmOutcome FileFarm::write_out(HeldOutput& held, Output& out, Output& err,
                                 const std::function<void()>& separator) {
-  std::unique_lock lock(held.mutex_);
+  std::unique_lock lock(out_mutex_);
   for (;;) {
-    while (!held.changed_.wait_for(lock, std::chrono::milliseconds(100),
-                                   [&] { return held.done_ || !held.pieces_.empty(); })) {
-      if (outer_ != nullptr && outer_->requested()) stop_.request();
+    if (!held.done_ && held.bytes_ < kWakeBytes) {
+      // Woken when the file is done and half the files in flight after it are too.
+      writer_waits_for_ = &held;
+      writer_wakes_at_ = finished_ + std::max<std::uint64_t>(1, (submitted_ - finished_) / 2);
+      while (!writer_ready(held)) {
+        if (writer_wake_.wait_for(lock, std::chrono::milliseconds(100)) == std::cv_status::timeout) {
+          if (outer_ != nullptr && outer_->requested()) stop_.request();
+          if (!held.pieces_.empty()) break;  // what the file holds so far, at least every 0.1 s
+        }
+      }
+      writer_waits_for_ = nullptr;
     }
     std::deque<HeldOutput::Piece> pieces = std::exchange(held.pieces_, {});
     const bool done = held.done_;
+    const bool room = held.bytes_ >= HeldOutput::kHeldBytes;
     held.bytes_ = 0;
-    held.changed_.notify_all();
     lock.unlock();
+    if (room) room_.notify_all();
     for (HeldOutput::Piece& piece : pieces) {
       switch (piece.kind) {
         case HeldOutput::Kind::kOut: out.write(piece.bytes); break;

@@ -10,6 +10,12 @@
 // Memory stays bounded: a file's held output grows to kHeldBytes, then its thread waits
 // until the file's turn comes and its output is written as it is made. The caller keeps a
 // bounded number of files submitted ahead of the one it writes.
+//
+// Every file's held output is guarded by the farm's one output mutex (a file's threads
+// touch it a few times: at a flush and at its end). A writer that must wait for a file
+// sleeps until that file is done and half the files in flight after it are too (or every
+// file is done, or a thread waits for room), then writes them all without a wait: a tree
+// of tiny files wakes it once every few files, not once a file.
 #pragma once
 
 #include <atomic>
@@ -54,8 +60,6 @@ class HeldOutput {
     Kind kind;
     std::string bytes;
   };
-  std::mutex mutex_;
-  std::condition_variable changed_;
   std::deque<Piece> pieces_;
   std::size_t bytes_ = 0;
   bool done_ = false;
@@ -112,8 +116,13 @@ class FileFarm {
   };
   class HeldWriter;
   void work();
-  bool run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer, Output& out, Output& err);
+  bool run(Job& job, std::unique_ptr<Lane>& lane, HeldWriter& out_writer, Output& out, Output& err,
+           FarmOutcome& outcome);
+  void finish(HeldOutput& held, const FarmOutcome* outcome);
+  // Under out_mutex_: whether the writer waiting for `held` has something to do.
+  bool writer_ready(const HeldOutput& held) const noexcept;
 
+  static constexpr std::size_t kWakeBytes = 32u << 10;  // held output that wakes the writer
   MakeLane make_lane_;
   const StopSignal* outer_;
   StopSignal stop_;
@@ -123,6 +132,17 @@ class FileFarm {
   bool closing_ = false;
   std::size_t sleeping_ = 0;  // threads waiting for a job
   std::atomic<bool> cancelled_{false};
+  // Every HeldOutput's state, and the writer's wait: the files submitted and finished,
+  // the file the writer waits for (null: none) and the count finished that wakes it, the
+  // threads waiting for room in a held output.
+  std::mutex out_mutex_;
+  std::condition_variable writer_wake_;
+  std::condition_variable room_;
+  std::uint64_t submitted_ = 0;
+  std::uint64_t finished_ = 0;
+  const HeldOutput* writer_waits_for_ = nullptr;
+  std::uint64_t writer_wakes_at_ = 0;
+  std::size_t waiting_for_room_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -64,14 +64,15 @@ bool reads_standard_input(const WalkEntry& e) { return e.name == "-" && e.comman
 // `file`: the file, already opened by the walk (FileWalk::open_files), or none.
 // `workers`: what splits its large reads, if anything.
 OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lines, bool stdin_closed,
-                       StopSignal& stop, WorkerPool* workers, UniqueFd file_fd = {}) {
+                       StopSignal& stop, WorkerPool* workers, UniqueFd file_fd = {},
+                       const struct stat* file_stat = nullptr) {
   OpenedInput in;
   const std::string& name = entry.name;
   const bool standard_input = reads_standard_input(entry);
   try {
     // grep cannot even fstat a closed standard input: it reports it and prints no count.
     if (standard_input && stdin_closed) throw SourceError(standard_input_name(o), EBADF);
-    std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name)
+    std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name, file_stat)
                                        : standard_input   ? FileSource::standard_input(standard_input_name(o))
                                                           : FileSource::open(name);
     if (writes_lines && file->is_same_file_as(STDOUT_FILENO)) {
@@ -199,10 +200,10 @@ bool goes_to_farm(const WalkEntry& e) {
 }
 
 // A regular file the farm leaves to the main pipeline: larger than kFarmFileBytes, unless
-// it is compressed (it decodes at one core's speed wherever it is searched).
-bool too_large_for_farm(const Options& o, int fd) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= kFarmFileBytes) return false;
+// it is compressed (it decodes at one core's speed wherever it is searched). `st`: what
+// fstat(2) said of `fd` (else false).
+bool too_large_for_farm(const Options& o, int fd, const struct stat& st) {
+  if (static_cast<std::uint64_t>(st.st_size) <= kFarmFileBytes) return false;
   if (!o.decompress) return true;
   char head[8];
   const ssize_t n = ::pread(fd, head, sizeof head, 0);
@@ -226,11 +227,14 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
       const int fd = ::open(entry->name.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
       if (fd >= 0) entry->file = UniqueFd(fd);  // else open_input reports why
     }
-    if (entry->file.get() >= 0 && too_large_for_farm(o, entry->file.get())) {
+    struct stat st {};
+    const bool stated = entry->file.get() >= 0 && ::fstat(entry->file.get(), &st) == 0;
+    if (stated && too_large_for_farm(o, entry->file.get(), st)) {
       outcome.deferred = true;  // the entry keeps the descriptor for its turn
       return outcome;
     }
-    OpenedInput in = open_input(o, *entry, writes_lines, false, stop, nullptr, std::move(entry->file));
+    OpenedInput in =
+        open_input(o, *entry, writes_lines, false, stop, nullptr, std::move(entry->file), stated ? &st : nullptr);
     if (in.interrupted) return outcome;
     if (!in.error.empty()) {
       report(in.error);
@@ -387,9 +391,10 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     }
     return true;
   };
-  // Files waiting: with a farm, four per thread, searched ahead; without, --decompress's
-  // next regular files, one per core, decoding ahead; else none (opened in turn, as grep).
-  const std::size_t ahead = fs.farm ? 4 * fs.farm->threads() : o.decompress ? decode_ahead_files() : 0;
+  // Files waiting: with a farm, eight per thread, searched ahead (the writer wakes once for
+  // about half of them: file_farm.hpp); without, --decompress's next regular files, one per
+  // core, decoding ahead; else none (opened in turn, as grep).
+  const std::size_t ahead = fs.farm ? 8 * fs.farm->threads() : o.decompress ? decode_ahead_files() : 0;
   std::deque<PendingEntry> queue;
   bool go_on = true;
   auto on_entry = [&](WalkEntry&& entry) {

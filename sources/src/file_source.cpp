@@ -18,9 +18,11 @@
 
 namespace gpufilter {
 
-FileSource::FileSource(int fd, bool owned, std::string name) : fd_(fd), owned_(owned), name_(std::move(name)) {
+FileSource::FileSource(int fd, bool owned, std::string name, const struct stat* known)
+    : fd_(fd), owned_(owned), name_(std::move(name)) {
   struct stat st {};
-  regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  if (known != nullptr) st = *known;
+  regular_ = (known != nullptr || ::fstat(fd_, &st) == 0) && S_ISREG(st.st_mode);
   if (regular_) {
     device_ = st.st_dev;
     inode_ = st.st_ino;
@@ -48,8 +50,8 @@ std::unique_ptr<FileSource> FileSource::open(const std::string& path) {
   return std::unique_ptr<FileSource>(new FileSource(fd, true, path));
 }
 
-std::unique_ptr<FileSource> FileSource::adopt(int fd, const std::string& path) {
-  return std::unique_ptr<FileSource>(new FileSource(fd, true, path));
+std::unique_ptr<FileSource> FileSource::adopt(int fd, const std::string& path, const struct stat* known) {
+  return std::unique_ptr<FileSource>(new FileSource(fd, true, path, known));
 }
 
 std::unique_ptr<FileSource> FileSource::standard_input(std::string name) {

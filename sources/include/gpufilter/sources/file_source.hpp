@@ -2,6 +2,7 @@
 // and terminals can stall; wait_readable() lets the chunker cut a batch meanwhile.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -20,7 +21,8 @@ class FileSource final : public Source {
   // Opens `path` for reading; throws SourceError(path, errno).
   static std::unique_ptr<FileSource> open(const std::string& path);
   // A file already open on `fd` (at its start), named `path`; the source owns `fd`.
-  static std::unique_ptr<FileSource> adopt(int fd, const std::string& path);
+  // `known`: what fstat(2) said of `fd` just now (none: asked here).
+  static std::unique_ptr<FileSource> adopt(int fd, const std::string& path, const struct stat* known = nullptr);
   // Standard input under the name grep prints for it ("(standard input)" or --label).
   static std::unique_ptr<FileSource> standard_input(std::string name);
 
@@ -56,7 +58,7 @@ class FileSource final : public Source {
   const std::string& name() const override { return name_; }
 
  private:
-  FileSource(int fd, bool owned, std::string name);
+  FileSource(int fd, bool owned, std::string name, const struct stat* known = nullptr);
   // read() and read_finding(): with `byte`, `*first` is where it first lies in what was read.
   std::size_t read_searching(std::span<char> dst, const char* byte, std::size_t* first);
 
