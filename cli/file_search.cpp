@@ -391,10 +391,13 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     }
     return true;
   };
-  // Files waiting: with a farm, eight per thread, searched ahead (the writer wakes once for
-  // about half of them: file_farm.hpp); without, --decompress's next regular files, one per
-  // core, decoding ahead; else none (opened in turn, as grep).
-  const std::size_t ahead = fs.farm ? 8 * fs.farm->threads() : o.decompress ? decode_ahead_files() : 0;
+  // Files waiting: with a farm, four per thread and at least sixteen, searched ahead (the
+  // writer wakes once for about half of them: file_farm.hpp; each holds up to kHeldBytes);
+  // without, --decompress's next regular files, one per core, decoding ahead; else none
+  // (opened in turn, as grep).
+  const std::size_t ahead = fs.farm                ? std::max<std::size_t>(4 * fs.farm->threads(), 16)
+                            : o.decompress ? decode_ahead_files()
+                                           : 0;
   std::deque<PendingEntry> queue;
   bool go_on = true;
   auto on_entry = [&](WalkEntry&& entry) {
