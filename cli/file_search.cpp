@@ -224,7 +224,10 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
       c.err.flush();
     };
     if (entry->file.get() < 0) {
-      const int fd = ::open(entry->name.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      // The name in its directory, where the walk kept that open: one lookup, not the path's.
+      const int fd = entry->directory ? ::openat(entry->directory->get(), entry->base.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY)
+                                      : ::open(entry->name.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      entry->directory.reset();
       if (fd >= 0) entry->file = UniqueFd(fd);  // else open_input reports why
     }
     struct stat st {};
@@ -282,6 +285,15 @@ bool writes_lines(const Options& o) {
 // Without a farm, --decompress opens this many regular files ahead (one per core), each
 // decoding on its own thread into a few bounded buffers.
 std::size_t decode_ahead_files() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// Files waiting: with a farm, four per thread and at least sixteen, searched ahead (the
+// writer wakes once for about half of them: file_farm.hpp; each holds up to kHeldBytes);
+// without, --decompress's next regular files, one per core, decoding ahead; else none
+// (opened in turn, as grep).
+std::size_t files_ahead(const Options& o, const FileFarm* farm) {
+  if (farm != nullptr) return std::max<std::size_t>(4 * farm->threads(), 16);
+  return o.decompress ? decode_ahead_files() : 0;
+}
 
 // A file the farm searched: its held output, written in its turn, with grep's "--" before
 // its first group when some file before it output a line; that file's lines count for
@@ -391,13 +403,7 @@ FilesOutcome search_files(const Options& o, FileSearch& fs, FarmParts* parts, st
     }
     return true;
   };
-  // Files waiting: with a farm, four per thread and at least sixteen, searched ahead (the
-  // writer wakes once for about half of them: file_farm.hpp; each holds up to kHeldBytes);
-  // without, --decompress's next regular files, one per core, decoding ahead; else none
-  // (opened in turn, as grep).
-  const std::size_t ahead = fs.farm                ? std::max<std::size_t>(4 * fs.farm->threads(), 16)
-                            : o.decompress ? decode_ahead_files()
-                                           : 0;
+  const std::size_t ahead = files_ahead(o, fs.farm);
   std::deque<PendingEntry> queue;
   bool go_on = true;
   auto on_entry = [&](WalkEntry&& entry) {

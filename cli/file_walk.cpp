@@ -191,6 +191,7 @@ bool FileWalk::directory(const std::string& path, int fd) {
     return visit({WalkEntry::Kind::kError, path, error, false});
   }
   const std::string prefix = path.back() == '/' ? path : path + "/";
+  std::shared_ptr<const UniqueFd> held;  // the directory for the entries' opens, once one needs it
   std::vector<DirEntry> batch;
   for (bool more = true; more;) {
     batch.clear();
@@ -209,14 +210,35 @@ bool FileWalk::directory(const std::string& path, int fd) {
     if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(dir.get()), options_.dereference))
       std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
     for (const DirEntry& e : batch)
-      if (!entry(dir.get(), prefix, e)) return false;
+      if (!entry(dir.get(), prefix, e, held)) return false;
     if (error != 0) return visit({WalkEntry::Kind::kError, path, error, false});
   }
   return true;
 }
 
-// One entry of the directory `dir`, whose path and a '/' are `prefix`.
-bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
+void FileWalk::keep_directories(int descriptors) noexcept {
+  directories_left_ = descriptors > 0 ? std::make_shared<std::atomic<int>>(descriptors) : nullptr;
+}
+
+// A descriptor of `dir` for the entries handed out, counted against keep_directories()'s
+// allowance until the last entry lets it go; null where none is allowed or to be had.
+std::shared_ptr<const UniqueFd> FileWalk::kept_directory(DIR* dir) const {
+  const std::shared_ptr<std::atomic<int>> left = directories_left_;
+  if (!left || left->fetch_sub(1) <= 0) {
+    if (left) left->fetch_add(1);
+    return nullptr;
+  }
+  auto* fd = new UniqueFd(::fcntl(::dirfd(dir), F_DUPFD_CLOEXEC, 0));
+  std::shared_ptr<const UniqueFd> kept(fd, [left](const UniqueFd* p) {
+    delete p;
+    left->fetch_add(1);
+  });
+  return fd->get() >= 0 ? kept : nullptr;
+}
+
+// One entry of the directory `dir`, whose path and a '/' are `prefix`; `held`: a
+// descriptor of `dir` that the entries handed out keep (made at the first that needs it).
+bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e, std::shared_ptr<const UniqueFd>& held) {
   const auto& visit = *visit_;
   const std::string& base = e.base;
   std::string name = prefix + base;
@@ -266,6 +288,12 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e) {
     // Out of descriptors (files waiting in a WalkAhead hold some): opened in its turn.
     if (found.file.get() < 0 && errno != EMFILE && errno != ENFILE)
       found = {WalkEntry::Kind::kError, name, errno, false};
+  } else if (type == DT_REG) {
+    if (!held) held = kept_directory(dir);  // none: the file is opened by its path
+    if (held) {
+      found.directory = held;
+      found.base = base;
+    }
   }
   return visit(std::move(found));
 }
@@ -326,8 +354,12 @@ WalkAhead::WalkAhead(const Options& options, const std::vector<std::string>& ope
       // Files waiting here hold a descriptor each (up to twice the capacity and a batch):
       // opened ahead only where the limit leaves plenty (1024 is Linux's usual soft one).
       rlimit limit{};
-      walk.open_files(open_files && ::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
-                      (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 4 * (q.capacity + Queue::kBatch)));
+      const bool limited = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+      walk.open_files(open_files && (!limited || limit.rlim_cur >= 4 * (q.capacity + Queue::kBatch)));
+      // Else an eighth of the limit for directories kept open for the files' opens (none
+      // under a limit so low that a deep walk's own directories may need them).
+      if (!open_files)
+        walk.keep_directories(!limited ? 4096 : limit.rlim_cur >= 256 ? static_cast<int>(limit.rlim_cur / 8) : 0);
       walk.walk(operands, [&q, &batch](WalkEntry&& entry) {
         batch.push_back(std::move(entry));
         return batch.size() < Queue::kBatch || q.push(batch);

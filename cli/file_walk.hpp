@@ -11,6 +11,7 @@
 
 #include <deque>
 #include <functional>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,11 @@ struct WalkEntry {
   UniqueFd file;
   // kSearch of a file met in a directory that the directory (or a stat) says is regular.
   bool regular = false;
+  // kSearch of a regular file met in a directory, when the walk does not open files: that
+  // directory, open (null where no descriptor was to be had), and the file's name in it,
+  // so that whoever opens the file looks up one name, not its path from the root.
+  std::shared_ptr<const UniqueFd> directory;
+  std::string base;
 };
 
 class FileWalk {
@@ -62,6 +68,9 @@ class FileWalk {
   // path lookup from the root per file), and handed on open (WalkEntry::file); one that
   // cannot be opened is an error entry in its place, as opening it later would be.
   void open_files(bool on) noexcept { open_files_ = on; }
+  // Else, up to `descriptors` directories stay open for the entries handed out
+  // (WalkEntry::directory) until those are opened; past that, a file is opened by its path.
+  void keep_directories(int descriptors) noexcept;
 
  private:
   // The file globs' verdict on `name` (grep's excluded_file_name): `anchored` matches the
@@ -73,8 +82,9 @@ class FileWalk {
   static std::string fts_root(std::string name);
   bool directory(const std::string& path, int fd);
   struct DirEntry;
-  bool entry(DIR* dir, const std::string& prefix, const DirEntry& entry);
+  bool entry(DIR* dir, const std::string& prefix, const DirEntry& entry, std::shared_ptr<const UniqueFd>& held);
   bool symbolic_link(DIR* dir, const std::string& name, const std::string& base);
+  std::shared_ptr<const UniqueFd> kept_directory(DIR* dir) const;
 
   // A --include, --exclude or --exclude-dir pattern as gnulib's exclude keeps it, read
   // once: with wildcards for fnmatch, or without as the unescaped string it compares.
@@ -90,6 +100,7 @@ class FileWalk {
   std::vector<Glob> file_globs_, dir_globs_;
   bool omit_dot_slash_ = false;
   bool open_files_ = false;
+  std::shared_ptr<std::atomic<int>> directories_left_;  // descriptors keep_directories() allows
   std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
   const std::function<bool(WalkEntry&&)>* visit_ = nullptr;
 };
