@@ -142,5 +142,22 @@ TEST(FilesAtOnceLarge, OutputPastTheHeldBoundAndAClosedPipe) {
   EXPECT_EQ(r.out, "done\n");
 }
 
+// Small files between large ones: the writer, waiting for a small file and the files
+// after it, is woken when a large one's thread waits for room, and the small files'
+// output comes in its place.
+TEST(FilesAtOnceLarge, SmallFilesBetweenOnesPastTheHeldBound) {
+  TempDir dir;
+  dir.make_dir("t");
+  std::string text;
+  for (int i = 0; text.size() < (3u << 20) / 2; ++i) text += "line " + std::to_string(i) + " with x in it\n";
+  for (int f = 0; f < 40; ++f) {
+    const std::string name = "t/f" + std::string(f < 10 ? "0" : "") + std::to_string(f);
+    dir.write(name, f % 5 == 2 ? text : "small " + std::to_string(f) + " x\nno\n");
+  }
+  const std::string root = dir.path() + "/t";
+  for (const char* threads : {"2", "4", "16"})
+    for (const Args& f : {Args{"-r"}, Args{"-rc"}, Args{"-rn", "-B1"}}) expect_same_at_once(f + Args{"x", root}, threads);
+}
+
 }  // namespace
 }  // namespace gpufilter::test
