@@ -201,7 +201,7 @@ bool goes_to_farm(const WalkEntry& e) {
 
 // A regular file the farm leaves to the main pipeline: larger than kFarmFileBytes, unless
 // it is compressed (it decodes at one core's speed wherever it is searched). `st`: what
-// fstat(2) said of `fd` (else false).
+// fstat(2) said of `fd`.
 bool too_large_for_farm(const Options& o, int fd, const struct stat& st) {
   if (static_cast<std::uint64_t>(st.st_size) <= kFarmFileBytes) return false;
   if (!o.decompress) return true;
@@ -225,8 +225,9 @@ FileFarm::Task farm_task(const Options& o, std::shared_ptr<WalkEntry> entry, boo
     };
     if (entry->file.get() < 0) {
       // The name in its directory, where the walk kept that open: one lookup, not the path's.
-      const int fd = entry->directory ? ::openat(entry->directory->get(), entry->base.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY)
-                                      : ::open(entry->name.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      constexpr int kFlags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+      const int fd = entry->directory ? ::openat(entry->directory->get(), entry->base.c_str(), kFlags)
+                                      : ::open(entry->name.c_str(), kFlags);
       entry->directory.reset();
       if (fd >= 0) entry->file = UniqueFd(fd);  // else open_input reports why
     }

@@ -156,7 +156,8 @@ TEST(FilesAtOnceLarge, SmallFilesBetweenOnesPastTheHeldBound) {
   }
   const std::string root = dir.path() + "/t";
   for (const char* threads : {"2", "4", "16"})
-    for (const Args& f : {Args{"-r"}, Args{"-rc"}, Args{"-rn", "-B1"}}) expect_same_at_once(f + Args{"x", root}, threads);
+    for (const Args& f : {Args{"-r"}, Args{"-rc"}, Args{"-rn", "-B1"}})
+      expect_same_at_once(f + Args{"x", root}, threads);
 }
 
 }  // namespace
