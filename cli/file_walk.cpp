@@ -222,18 +222,18 @@ void FileWalk::keep_directories(int descriptors) noexcept {
 
 // A descriptor of `dir` for the entries handed out, counted against keep_directories()'s
 // allowance until the last entry lets it go; null where none is allowed or to be had.
+// Only the walk takes from the allowance (the entries' owners give back), so a look at it
+// and a take cannot race.
 std::shared_ptr<const UniqueFd> FileWalk::kept_directory(DIR* dir) const {
-  const std::shared_ptr<std::atomic<int>> left = directories_left_;
-  if (!left || left->fetch_sub(1) <= 0) {
-    if (left) left->fetch_add(1);
-    return nullptr;
-  }
-  auto* fd = new UniqueFd(::fcntl(::dirfd(dir), F_DUPFD_CLOEXEC, 0));
-  std::shared_ptr<const UniqueFd> kept(fd, [left](const UniqueFd* p) {
+  const std::shared_ptr<std::atomic<int>>& left = directories_left_;
+  if (!left || left->load() <= 0) return nullptr;
+  UniqueFd fd(::fcntl(::dirfd(dir), F_DUPFD_CLOEXEC, 0));
+  if (fd.get() < 0) return nullptr;
+  left->fetch_sub(1);
+  return std::shared_ptr<const UniqueFd>(new UniqueFd(std::move(fd)), [left](const UniqueFd* p) {
     delete p;
     left->fetch_add(1);
   });
-  return fd->get() >= 0 ? kept : nullptr;
 }
 
 // One entry of the directory `dir`, whose path and a '/' are `prefix`; `held`: a

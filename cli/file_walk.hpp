@@ -9,9 +9,9 @@
 #include <dirent.h>
 #include <sys/types.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
