@@ -61,6 +61,15 @@ struct PendingEntry {
 // directory (-r with no operand names it so, without its "./") is a file.
 bool reads_standard_input(const WalkEntry& e) { return e.name == "-" && e.command_line; }
 
+// Standard output when it is a regular file (asked once a run, not once a file), or none.
+const struct stat* regular_standard_output() {
+  static const std::optional<struct stat> out = [] {
+    struct stat st {};
+    return ::fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) ? std::optional(st) : std::nullopt;
+  }();
+  return out ? &*out : nullptr;
+}
+
 // `file`: the file, already opened by the walk (FileWalk::open_files), or none.
 // `workers`: what splits its large reads, if anything.
 OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lines, bool stdin_closed,
@@ -75,7 +84,7 @@ OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lin
     std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name, file_stat)
                                        : standard_input   ? FileSource::standard_input(standard_input_name(o))
                                                           : FileSource::open(name);
-    if (writes_lines && file->is_same_file_as(STDOUT_FILENO)) {
+    if (const struct stat* out = regular_standard_output(); writes_lines && out && file->is_same_file_as(*out)) {
       // `gpufilter x log >> log` would read its own output and grow the file forever.
       throw SourceError(file->name(), 0, file->name() + ": input file is also the output");
     }

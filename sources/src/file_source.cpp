@@ -192,9 +192,8 @@ std::optional<std::uint64_t> FileSource::unread_size() const {
   return size_ > offset_ ? size_ - offset_ : 0;
 }
 
-bool FileSource::is_same_file_as(int other) const {
-  struct stat st {};
-  return regular_ && ::fstat(other, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == device_ && st.st_ino == inode_;
+bool FileSource::is_same_file_as(const struct stat& other) const {
+  return regular_ && S_ISREG(other.st_mode) && other.st_dev == device_ && other.st_ino == inode_;
 }
 
 std::size_t FileSource::peek(std::span<char> dst) const {

@@ -49,9 +49,9 @@ class FileSource final : public Source {
   // The file from the next read's offset to its present end (sources/src/mapped_file.hpp).
   std::unique_ptr<MappedBytes> map_unread(std::size_t min_bytes, bool if_faster = false,
                                           std::size_t read_back = 0) override;
-  // Whether this is a regular file and `other` (an open descriptor) is that same file:
-  // grep's "input file is also the output", with `other` standard output.
-  bool is_same_file_as(int other) const;
+  // Whether this is a regular file and `other` (an fstat of an open descriptor) is that
+  // same file: grep's "input file is also the output", with `other` standard output's.
+  bool is_same_file_as(const struct stat& other) const;
   // A regular file's next bytes (up to dst.size()) without consuming them, as the next
   // read would return them: --decompress tells a format by them. 0 for other inputs.
   std::size_t peek(std::span<char> dst) const;
