@@ -138,7 +138,7 @@ void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
       if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
     }
     const std::string_view block = piece.substr(begin, end - begin);
-    const bool each_line = pace_.each_line_next();
+    const bool each_line = pace_.each_line_next(block.size());
     const LineDfa* dfa = each_line ? line_dfa() : nullptr;  // built, the first time, before the block is timed
     const auto start = std::chrono::steady_clock::now();
     if (dfa != nullptr) dfa->select_lines(block, line_starts);
@@ -156,12 +156,13 @@ const LineDfa* HsSelect::line_dfa() {
   return lazy.dfa.get();
 }
 
-bool HsSelect::Pace::each_line_next() noexcept {
+bool HsSelect::Pace::each_line_next(std::size_t bytes) noexcept {
   ++blocks;
   if (blocks == 1) return false;  // warms this copy's scratch and caches: not timed
   if (times[0].empty()) return false;
   if (times[1].empty()) return true;
-  trying = blocks >= next_try;
+  const double dearer_ns = times[each_line_cheaper() ? 0 : 1].least() * static_cast<double>(bytes);
+  trying = blocks >= next_try && cheap_ns >= kTrialShare * dearer_ns;
   return trying != each_line_cheaper();
 }
 
@@ -171,9 +172,13 @@ void HsSelect::Pace::took(bool each_line, std::size_t bytes, std::chrono::nanose
   if (blocks == 1) return;
   const bool cheaper_before = each_line_cheaper();
   times[each_line ? 1 : 0].add((static_cast<double>(time.count()) + 1) / static_cast<double>(bytes + 1));
-  if (!trying) return;
+  if (!trying) {
+    cheap_ns += static_cast<double>(time.count());
+    return;
+  }
   // The other way timed again: while it stays dearer, it is tried half as often.
   trying = false;
+  cheap_ns = 0;
   interval = each_line_cheaper() == cheaper_before ? std::min<std::uint32_t>(interval * 2, kLongestInterval) : 2;
   next_try = blocks + interval;
 }

@@ -53,9 +53,13 @@ class HsSelect {
   // less time). Each copy times both on its own blocks and takes the way whose recent
   // blocks cost least per byte (the least of a few: a block preempted on a busy machine
   // only looks dear), trying the other again after 2 blocks, then 4, 8, ... up to
-  // kLongestInterval while it stays dearer. The answer is the same either way.
+  // kLongestInterval while it stays dearer, and only once the cheaper way has spent
+  // kTrialShare times what the dearer would cost on the block (a trial costs at most about
+  // 1/kTrialShare of the time: one pass of `.` over every line costs 50 times LineDfa's
+  // walk, and a trial every 64 blocks doubled the time). The answer is the same either way.
   struct Pace {
     static constexpr std::uint32_t kLongestInterval = 64;
+    static constexpr double kTrialShare = 32;
     struct Recent {
       std::array<double, 4> last{};  // ns per byte
       std::size_t next = 0, count = 0;
@@ -65,8 +69,9 @@ class HsSelect {
     };
     std::array<Recent, 2> times;  // one pass, line by line
     std::uint32_t blocks = 0, next_try = 2, interval = 2;
+    double cheap_ns = 0;  // the cheaper way's time since the dearer was last timed
     bool trying = false;  // this block goes the dearer way, to time it again
-    bool each_line_next() noexcept;
+    bool each_line_next(std::size_t bytes) noexcept;
     bool each_line_cheaper() const noexcept;
     void took(bool each_line, std::size_t bytes, std::chrono::nanoseconds time) noexcept;
   };
