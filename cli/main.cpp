@@ -448,6 +448,7 @@ std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patte
   }
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);
+  regexes->count_full_scans(o.stats);  // a pass over every piece decided at once, for --stats alone
   return regexes;
 }
 

@@ -19,10 +19,16 @@ bool reads(const std::string& text, bool ignore_case = false, bool utf8 = false)
 }
 
 std::vector<std::size_t> selected(const LineDfa& dfa, const std::string& block) {
-  std::vector<const char*> starts;
-  dfa.select_lines(block, starts);
+  std::vector<const char*> starts, ends;
+  dfa.select_lines(block, starts, ends);
   std::vector<std::size_t> offsets;
-  for (const char* s : starts) offsets.push_back(static_cast<std::size_t>(s - block.data()));
+  EXPECT_EQ(starts.size(), ends.size());
+  for (std::size_t k = 0; k < starts.size() && k < ends.size(); ++k) {
+    offsets.push_back(static_cast<std::size_t>(starts[k] - block.data()));
+    // Each end is its line's '\n', or the block's end after a last line without one.
+    const std::size_t nl = block.find('\n', offsets.back());
+    EXPECT_EQ(static_cast<std::size_t>(ends[k] - block.data()), nl == std::string::npos ? block.size() : nl);
+  }
   return offsets;
 }
 

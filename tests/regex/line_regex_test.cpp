@@ -392,21 +392,21 @@ TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
     piece += '\n';
   }
   piece += "ERROR on disk";  // no final newline
-  std::vector<const char*> expected;
+  std::vector<const char*> expected, expected_ends;  // a line's end: its '\n', or the piece's end
   for (std::size_t begin = 0; begin < piece.size();) {
     const std::size_t end = std::min(piece.find('\n', begin), piece.size());
-    r->clone()->select_lines(std::string_view(piece.data() + begin, end - begin), expected);
+    r->clone()->select_lines(std::string_view(piece.data() + begin, end - begin), expected, expected_ends);
     begin = end + 1;
   }
   ASSERT_GT(expected.size(), 1000u);
   for (int round = 0; round < 3; ++round) {
     auto copy = r->clone();
     for (std::size_t step : {piece.size(), std::size_t{300000}, std::size_t{20000}}) {
-      std::vector<const char*> got;
+      std::vector<const char*> got, got_ends;
       for (std::size_t begin = 0; begin < piece.size();) {
         std::size_t end = std::min(begin + step, piece.size());
         end = end == piece.size() ? end : std::min(piece.find('\n', end), piece.size() - 1) + 1;
-        ASSERT_TRUE(copy->select_lines(std::string_view(piece.data() + begin, end - begin), got));
+        ASSERT_TRUE(copy->select_lines(std::string_view(piece.data() + begin, end - begin), got, got_ends));
         begin = end;
       }
       // As offsets: gtest would print a const char* as the text it points to.
@@ -416,6 +416,7 @@ TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
         return out;
       };
       EXPECT_EQ(offsets(got), offsets(expected)) << "round " << round << ", pieces of " << step;
+      EXPECT_EQ(offsets(got_ends), offsets(expected_ends)) << "round " << round << ", pieces of " << step;
     }
   }
 }

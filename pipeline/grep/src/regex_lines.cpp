@@ -80,6 +80,7 @@ std::unique_ptr<RegexLines> RegexLines::copy() const {
   c->patterns_of_id_ = patterns_of_id_;
   c->unfiltered_ = unfiltered_;
   c->lines_ready_ = lines_ready_;
+  c->count_full_scans_ = count_full_scans_;
   c->lanes_.push_back(std::make_unique<Lane>());
   c->lanes_[0]->regex = lanes_[0]->regex->clone();
   c->lanes_[0]->seen.assign(pattern_count_, 0);
@@ -108,16 +109,17 @@ bool RegexLines::prepare_lines() {
   return lines_ready_ == 1;
 }
 
-bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std::vector<const char*>& line_starts) {
-  return select_lines_in(lane(index), piece, line_starts);
+bool RegexLines::select_lines_on(std::size_t index, std::string_view piece, std::vector<const char*>& line_starts,
+                                 std::vector<const char*>& line_ends) {
+  return select_lines_in(lane(index), piece, line_starts, line_ends);
 }
 
-bool RegexLines::select_lines_in(Lane& l, std::string_view piece, std::vector<const char*>& line_starts) {
+bool RegexLines::select_lines_in(Lane& l, std::string_view piece, std::vector<const char*>& line_starts,
+                                 std::vector<const char*>& line_ends) {
   const std::size_t before = line_starts.size();
-  if (!l.regex->select_lines(piece, line_starts)) return false;
+  if (!l.regex->select_lines(piece, line_starts, line_ends)) return false;
   // Every line was searched in full; those selected are confirmed.
-  l.counts.full_scan += count_byte(piece, '\n') +
-                        (!piece.empty() && piece.back() != '\n' ? 1 : 0);
+  if (count_full_scans_) l.counts.full_scan += count_byte(piece, '\n') + (!piece.empty() && piece.back() != '\n' ? 1 : 0);
   l.counts.confirmed += line_starts.size() - before;
   return true;
 }

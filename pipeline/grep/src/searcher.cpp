@@ -694,20 +694,12 @@ bool whole_pieces_pay(const RegexLines& regex, std::size_t occurrences, std::siz
   return regex.every_line_is_candidate() || occurrences * 256 > bytes;
 }
 
-// The end of each line that starts at `starts` (its `eol`, or `end`).
-void ends_of_lines(const std::vector<const char*>& starts, const char* end, char eol, std::vector<const char*>& ends) {
-  for (const char* start : starts) {
-    const void* nl = std::memchr(start, eol, static_cast<std::size_t>(end - start));
-    ends.push_back(nl != nullptr ? static_cast<const char*>(nl) : end);
-  }
-}
-
 // A lane of the regexes by its number, as predecide()'s workers use them.
 struct OnLane {
   RegexLines& regex;
   std::size_t lane;
-  bool select_lines(std::string_view piece, std::vector<const char*>& starts) {
-    return regex.select_lines_on(lane, piece, starts);
+  bool select_lines(std::string_view piece, std::vector<const char*>& starts, std::vector<const char*>& ends) {
+    return regex.select_lines_on(lane, piece, starts, ends);
   }
   bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
     return regex.line_matches_on(lane, line, occurrences);
@@ -722,8 +714,7 @@ template <typename Lane>
 void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
                   std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol) {
-  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched))
-    return ends_of_lines(matched, data + end, eol, ends);
+  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched, ends)) return;
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -

@@ -435,7 +435,8 @@ class GnuRegex final : public LineRegex {
   bool groups_select(std::string_view line, std::span<const std::uint32_t> candidates,
                      std::vector<std::uint32_t>* ids);
   bool prepare_lines() override;
-  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) override;
+  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends) override;
   bool exact_match(GnuPattern& p, std::string_view line, std::size_t from, const Found& best, Found& out);
   bool word_walk(GnuPattern& p, std::string_view line, std::size_t from, std::size_t best, std::size_t& match,
                  std::size_t& length);
@@ -931,7 +932,8 @@ bool GnuRegex::prepare_lines() {
   return lines_mode_;
 }
 
-bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                            std::vector<const char*>& line_ends) {
   if (groups_) {
     // Many lines are to be asked, each about its candidates' groups: every thread that
     // gets here builds groups not taken yet, so they are all built side by side.
@@ -941,7 +943,7 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
   if (!adopted_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
   // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
   if (!lines_mode_ || piece.size() > 0xffffffffu || (options_.utf8 && !all_ascii(piece))) return false;
-  fast_->select_lines(piece, line_starts);
+  fast_->select_lines(piece, line_starts, line_ends);
   return true;
 }
 

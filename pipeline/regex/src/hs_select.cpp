@@ -9,9 +9,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
+#include <span>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 namespace gpufilter::regex {
 namespace {
@@ -36,6 +39,7 @@ struct Lines {
   std::size_t size;
   std::size_t line_begin = 1, line_end = 0;  // the last line found: [begin, end)
   std::vector<const char*>* starts;
+  std::vector<const char*>* ends;
 };
 
 int on_line_match(unsigned int, unsigned long long, unsigned long long to, unsigned int, void* context) {
@@ -52,6 +56,7 @@ int on_line_match(unsigned int, unsigned long long, unsigned long long to, unsig
   lines->line_begin = begin;
   lines->line_end = after != nullptr ? static_cast<std::size_t>(static_cast<const char*>(after) - lines->piece) : lines->size;
   lines->starts->push_back(lines->piece + begin);
+  lines->ends->push_back(lines->piece + lines->line_end);
   return 0;
 }
 
@@ -127,7 +132,8 @@ HsSelect::~HsSelect() {
   if (scratch_ != nullptr) hs_free_scratch(scratch_);
 }
 
-void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                            std::vector<const char*>& line_ends) {
   // Blocks of about kBlock bytes, each cut after a line's '\n', each decided the way that
   // has cost this copy less per byte so far.
   constexpr std::size_t kBlock = 64 << 10;
@@ -141,9 +147,9 @@ void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
     const bool each_line = pace_.each_line_next(block.size());
     const LineDfa* dfa = each_line ? line_dfa() : nullptr;  // built, the first time, before the block is timed
     const auto start = std::chrono::steady_clock::now();
-    if (dfa != nullptr) dfa->select_lines(block, line_starts);
-    else if (each_line) select_each_line(block, line_starts);
-    else select_in_one_pass(block, line_starts);
+    if (dfa != nullptr) dfa->select_lines(block, line_starts, line_ends);
+    else if (each_line) select_each_line(block, line_starts, line_ends);
+    else select_in_one_pass(block, line_starts, line_ends);
     pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
     begin = end;
   }
@@ -193,20 +199,32 @@ double HsSelect::Pace::Recent::least() const noexcept {
   return *std::min_element(last.begin(), last.begin() + static_cast<std::ptrdiff_t>(count));
 }
 
-void HsSelect::select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts) {
+void HsSelect::select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts,
+                                  std::vector<const char*>& line_ends) {
   const std::size_t first = line_starts.size();
-  Lines lines{block.data(), block.size(), 1, 0, &line_starts};
+  Lines lines{block.data(), block.size(), 1, 0, &line_starts, &line_ends};
   const hs_error_t rc = hs_scan(database_.get(), block.data(), static_cast<unsigned>(block.size()), 0, scratch_,
                                 on_line_match, &lines);
   if (rc != HS_SUCCESS) throw std::bad_alloc();
-  std::sort(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end());
-  line_starts.erase(std::unique(line_starts.begin() + static_cast<std::ptrdiff_t>(first), line_starts.end()),
-                    line_starts.end());
+  const auto starts = std::span(line_starts).subspan(first);
+  if (std::adjacent_find(starts.begin(), starts.end(), std::greater_equal<>()) == starts.end()) return;
+  // A match out of order, or a line found twice: its ends follow its starts.
+  std::vector<std::pair<const char*, const char*>> found;
+  for (std::size_t k = first; k < line_starts.size(); ++k) found.emplace_back(line_starts[k], line_ends[k]);
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  line_starts.resize(first);
+  line_ends.resize(first);
+  for (const auto& [start, end] : found) {
+    line_starts.push_back(start);
+    line_ends.push_back(end);
+  }
 }
 
 // A scan per line, stopped at the line's first match. No expression of a lines database
 // matches the empty string, so an empty line is never selected.
-void HsSelect::select_each_line(std::string_view block, std::vector<const char*>& line_starts) {
+void HsSelect::select_each_line(std::string_view block, std::vector<const char*>& line_starts,
+                                std::vector<const char*>& line_ends) {
   const char* const end = block.data() + block.size();
   for (const char* line = block.data(); line < end;) {
     const void* nl = std::memchr(line, '\n', static_cast<std::size_t>(end - line));
@@ -216,7 +234,10 @@ void HsSelect::select_each_line(std::string_view block, std::vector<const char*>
       const hs_error_t rc = hs_scan(database_.get(), line, static_cast<unsigned>(line_end - line), 0, scratch_,
                                     on_match, &scan);
       if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
-      if (scan.any) line_starts.push_back(line);
+      if (scan.any) {
+        line_starts.push_back(line);
+        line_ends.push_back(line_end);
+      }
     }
     line = line_end + 1;
   }

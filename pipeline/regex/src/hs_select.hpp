@@ -41,9 +41,11 @@ class HsSelect {
   // `lines` database, maybe more than once).
   bool scan(std::string_view line, std::vector<std::uint32_t>* ids);
   // A `lines` database over many whole lines at once: appends the first byte of every line
-  // some expression matches in, ascending. No expression's text matches a '\n' (dfa_view),
-  // so a match lies in one line and that line is selected.
-  void select_lines(std::string_view piece, std::vector<const char*>& line_starts);
+  // some expression matches in, ascending, and its end (its '\n' or the piece's end) to
+  // `line_ends`. No expression's text matches a '\n' (dfa_view), so a match lies in one
+  // line and that line is selected.
+  void select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends);
 
  private:
   // How select_lines() decides a block: in one pass over it, every match reported, or
@@ -77,8 +79,10 @@ class HsSelect {
   };
 
   HsSelect() = default;
-  void select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts);
-  void select_each_line(std::string_view block, std::vector<const char*>& line_starts);
+  void select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts,
+                          std::vector<const char*>& line_ends);
+  void select_each_line(std::string_view block, std::vector<const char*>& line_starts,
+                        std::vector<const char*>& line_ends);
 
   std::shared_ptr<::hs_database> database_;  // immutable once built: shared by the clones
   // A lines database's expressions as grep's DFA reads them, if LineDfa can: built when a

@@ -544,7 +544,8 @@ std::size_t LineDfa::skip_idle(const unsigned char* bytes, std::size_t i, std::s
   return i;
 }
 
-void LineDfa::select_lines(std::string_view block, std::vector<const char*>& line_starts) const {
+void LineDfa::select_lines(std::string_view block, std::vector<const char*>& line_starts,
+                           std::vector<const char*>& line_ends) const {
   const auto* bytes = reinterpret_cast<const unsigned char*>(block.data());
   const std::size_t size = block.size();
   const std::uint16_t* table = table_.data();
@@ -566,17 +567,20 @@ void LineDfa::select_lines(std::string_view block, std::vector<const char*>& lin
       continue;
     }
     line_starts.push_back(block.data() + line_begin(floor, i));
-    std::size_t next = i + 1;  // a '\n' that ended a match (`$`) ends its line too
+    std::size_t line_end = i;  // a '\n' that ended a match (`$`) ends its line too
     if (bytes[i] != '\n') {
       const void* nl = std::memchr(bytes + i + 1, '\n', size - i - 1);
-      next = nl != nullptr ? static_cast<std::size_t>(static_cast<const unsigned char*>(nl) - bytes) + 1 : size;
+      line_end = nl != nullptr ? static_cast<std::size_t>(static_cast<const unsigned char*>(nl) - bytes) : size;
     }
-    floor = i = next;
+    line_ends.push_back(block.data() + line_end);
+    floor = i = std::min(line_end + 1, size);
     state = line_start_;
   }
   // A last line without its '\n' ends at the block's end.
-  if (floor < size && bytes[size - 1] != '\n' && eol_accepts_[state])
+  if (floor < size && bytes[size - 1] != '\n' && eol_accepts_[state]) {
     line_starts.push_back(block.data() + line_begin(floor, size));
+    line_ends.push_back(block.data() + size);
+  }
 }
 
 }  // namespace gpufilter::regex

@@ -36,8 +36,10 @@ class LineDfa {
                                               bool utf8);
 
   // As HsSelect::select_lines(): appends the first byte of every line of `block` (whole
-  // lines, the last one maybe without its '\n') that some expression matches in, in order.
-  void select_lines(std::string_view block, std::vector<const char*>& line_starts) const;
+  // lines, the last one maybe without its '\n') that some expression matches in, in order,
+  // and its end (its '\n' or the block's end) to `line_ends`.
+  void select_lines(std::string_view block, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends) const;
 
   std::size_t states() const noexcept { return eol_accepts_.size(); }
 

@@ -64,9 +64,11 @@ class RegexLines {
   // Many whole lines at once: prepare_lines() (on the thread that owns lane 0, outside any
   // parallel use) says whether the regexes can decide a piece of lines in one pass;
   // select_lines_on() then appends the first byte of each selected line of `piece`
-  // (whole lines), ascending, or returns false for this piece (decide line by line).
+  // (whole lines), ascending, and its end (its '\n', or the piece's end) to `line_ends`,
+  // or returns false for this piece (decide line by line).
   bool prepare_lines();
-  bool select_lines_on(std::size_t lane, std::string_view piece, std::vector<const char*>& line_starts);
+  bool select_lines_on(std::size_t lane, std::string_view piece, std::vector<const char*>& line_starts,
+                       std::vector<const char*>& line_ends);
   // The same for the engine's workers, each deciding a chunk it scanned (work ahead):
   // prepare_ahead() on the thread that owns lane 0, outside any parallel use; then any
   // thread may take a lease (a lane of its own, made on first need from a copy no one
@@ -86,8 +88,9 @@ class RegexLines {
     bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
       return owner_.line_matches_in(*lane_, line, occurrences);
     }
-    bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
-      return owner_.select_lines_in(*lane_, piece, line_starts);
+    bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                      std::vector<const char*>& line_ends) {
+      return owner_.select_lines_in(*lane_, piece, line_starts, line_ends);
     }
 
    private:
@@ -115,6 +118,9 @@ class RegexLines {
 
   // Summed over the lanes.
   RegexCounts counts() const noexcept;
+  // Whether a piece decided in one pass adds its lines to counts().full_scan: a count of
+  // its newlines, a pass of its own over the piece (on unless turned off; --stats only).
+  void count_full_scans(bool on) noexcept { count_full_scans_ = on; }
 
  private:
   RegexLines() = default;  // copy()'s
@@ -123,7 +129,8 @@ class RegexLines {
   // none. `count`: for the counts (once per line).
   bool gather(Lane& lane, std::span<const LineOccurrence> occurrences, bool count) const;
   void gather_all(Lane& lane) const;
-  bool select_lines_in(Lane& lane, std::string_view piece, std::vector<const char*>& line_starts);
+  bool select_lines_in(Lane& lane, std::string_view piece, std::vector<const char*>& line_starts,
+                       std::vector<const char*>& line_ends);
   bool line_matches_in(Lane& lane, std::string_view line, std::span<const LineOccurrence> occurrences);
 
   PatternSet factors_;
@@ -140,6 +147,7 @@ class RegexLines {
   bool ahead_lines_ = false;      // ahead_model_ was copied after prepare_lines() said yes
   std::uint64_t ahead_models_ = 0;  // how many ahead_model_ has been
   mutable std::mutex ahead_mutex_;
+  bool count_full_scans_ = true;
   int lines_ready_ = -1;  // prepare_lines(): -1 not asked yet, else its answer
 };
 

@@ -108,11 +108,14 @@ class LineRegex {
   // every pattern. prepare_lines() makes it ready, on the thread that owns this object and
   // before the copies that are to share it are made; false: this regex cannot (then
   // select_lines() is never asked). select_lines() appends the first byte of each line
-  // some pattern selects, ascending, or returns false for this piece (ask line by line).
+  // some pattern selects, ascending, and to `line_ends` its end (its '\n', or the piece's
+  // end), or returns false for this piece (ask line by line) and appends nothing.
   virtual bool prepare_lines() { return false; }
-  virtual bool select_lines(std::string_view piece, std::vector<const char*>& line_starts) {
+  virtual bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                            std::vector<const char*>& line_ends) {
     (void)piece;
     (void)line_starts;
+    (void)line_ends;
     return false;
   }
   // A copy for another thread.
