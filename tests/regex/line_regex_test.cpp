@@ -421,5 +421,28 @@ TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
   }
 }
 
+// In a UTF-8 locale a piece is decided at once only when it is ASCII throughout (each
+// block tested as it is reached): a character beyond ASCII in its last block leaves it
+// undecided, with nothing appended for the blocks before, and the same piece without that
+// line is decided.
+TEST(LineRegex, SelectLinesLeavesAPieceWithACharacterBeyondAsciiUndecided) {
+  RegexOptions o = extended();
+  o.utf8 = true;
+  auto r = compile({"[0-9]+x"}, o);
+  ASSERT_TRUE(r->prepare_lines());
+  std::string piece;
+  while (piece.size() < (1u << 20)) piece += "line 42x of ascii text\nno digit here\n";
+  const std::string ascii = piece;
+  piece += "caf\xc3\xa9 7x\n";
+  std::vector<const char*> starts, ends;
+  EXPECT_FALSE(r->select_lines(piece, starts, ends));
+  EXPECT_TRUE(starts.empty());
+  EXPECT_TRUE(ends.empty());
+  ASSERT_TRUE(r->select_lines(ascii, starts, ends));
+  EXPECT_EQ(starts.size(), ascii.size() / 37);
+  ASSERT_EQ(ends.size(), starts.size());
+  EXPECT_EQ(ends.back(), ascii.data() + ascii.size() - 15);
+}
+
 }  // namespace
 }  // namespace gpufilter::regex

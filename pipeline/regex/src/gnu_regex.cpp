@@ -942,9 +942,8 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
   }
   if (!adopted_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
   // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
-  if (!lines_mode_ || piece.size() > 0xffffffffu || (options_.utf8 && !all_ascii(piece))) return false;
-  fast_->select_lines(piece, line_starts, line_ends);
-  return true;
+  if (!lines_mode_ || piece.size() > 0xffffffffu) return false;
+  return fast_->select_lines(piece, line_starts, line_ends, options_.utf8);
 }
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,

@@ -1,5 +1,6 @@
 #include "hs_select.hpp"
 
+#include "gpufilter/core/utf8.hpp"
 #include "gpufilter/hs_cache/compile_cache.hpp"
 
 #include <hs/hs.h>
@@ -132,8 +133,9 @@ HsSelect::~HsSelect() {
   if (scratch_ != nullptr) hs_free_scratch(scratch_);
 }
 
-void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
-                            std::vector<const char*>& line_ends) {
+bool HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                            std::vector<const char*>& line_ends, bool ascii_only) {
+  const std::size_t first = line_starts.size();
   // Blocks of about kBlock bytes, each cut after a line's '\n', each decided the way that
   // has cost this copy less per byte so far.
   constexpr std::size_t kBlock = 64 << 10;
@@ -144,6 +146,11 @@ void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
       if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
     }
     const std::string_view block = piece.substr(begin, end - begin);
+    if (ascii_only && !all_ascii(block)) {
+      line_starts.resize(first);
+      line_ends.resize(first);
+      return false;
+    }
     const bool each_line = pace_.each_line_next(block.size());
     const LineDfa* dfa = each_line ? line_dfa() : nullptr;  // built, the first time, before the block is timed
     const auto start = std::chrono::steady_clock::now();
@@ -153,6 +160,7 @@ void HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
     pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
     begin = end;
   }
+  return true;
 }
 
 const LineDfa* HsSelect::line_dfa() {

@@ -43,9 +43,11 @@ class HsSelect {
   // A `lines` database over many whole lines at once: appends the first byte of every line
   // some expression matches in, ascending, and its end (its '\n' or the piece's end) to
   // `line_ends`. No expression's text matches a '\n' (dfa_view), so a match lies in one
-  // line and that line is selected.
-  void select_lines(std::string_view piece, std::vector<const char*>& line_starts,
-                    std::vector<const char*>& line_ends);
+  // line and that line is selected. `ascii_only`: false, and nothing appended, where the
+  // piece holds a byte beyond ASCII (each block tested just before it is read, while the
+  // block stays in the cache for the reading).
+  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends, bool ascii_only = false);
 
  private:
   // How select_lines() decides a block: in one pass over it, every match reported, or
