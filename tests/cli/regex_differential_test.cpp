@@ -916,6 +916,35 @@ TEST(RegexEncodingErrors, InvalidUtf8Lines) {
   report_tally("invalid UTF-8 lines", tally);
 }
 
+// A surrogate's encoding (ED A0 80) and forms past U+10FFFF (F4 90 80 80, F8 88 80 80 80):
+// glibc's regex reads them as characters, grep's DFA as bytes that '.' and brackets never
+// match ("a.b" selects no "a\xed\xa0\x80b"; -o, found by grep's regex once the DFA has
+// passed the line, reads them as glibc does). Found by a differential fuzzer over large
+// inputs (`.{3}` counted three lines more than grep).
+TEST(RegexEncodingErrors, SurrogatesAndFormsPastTheLastCodePoint) {
+  std::string input;
+  for (const std::string odd : {"\xed\xa0\x80", "\xed\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+                                "\xf8\x88\x80\x80\x80", "\xfc\x84\x80\x80\x80\x80", "\xed\x9f\xbf", "\xf4\x8f\xbf\xbf"})
+    input += "a" + odd + "b\nxa" + odd + "by a\xc3\xa9" "b\n" + odd + "\n\xc3\xa9 " + odd + " 1\n";
+  const std::vector<Args> cases = {{"-a", "-c", "a.b"},   {"-a", "-c", "^.*$"},   {"-a", "-n", "a[^x]b"},
+                                   {"-a", "-c", "a..b"},  {"-a", "-o", "a.b"},    {"-a", "-c", "."},
+                                   {"-a", "-c", "^.$"},   {"-a", "-o", "[^a]"},   {"-c", "a.*b"},
+                                   {"-a", "-c", "-v", "[[:alpha:]]"}, {"-a", "-x", "-c", ".*"},
+                                   {"-a", "-i", "-c", "A.B"}};
+  Tally tally;
+  for (const Syntax s : {Syntax::kBasic, Syntax::kExtended}) {
+    for (const Args& args : cases) {
+      for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+        ++tally.cases;
+        if (!expect_same_with(matcher_flag(s), args, input, {{"3", "2", "cpu"}}, "surrogates and forms past U+10FFFF",
+                              locale_env(l)))
+          ++tally.differing;
+      }
+    }
+  }
+  report_tally("surrogates and forms past U+10FFFF", tally);
+}
+
 // Where grep's regex decides (\W in UTF-8), it asks one regex of the backref-free patterns
 // joined; on a line that is not valid UTF-8 glibc answers that one otherwise than each
 // pattern alone when one needs its multibyte reading: -i -e A -e '\W' selects nothing.

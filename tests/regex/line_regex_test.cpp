@@ -4,6 +4,8 @@
 // compare whole runs with grep.
 #include <gtest/gtest.h>
 
+#include <clocale>
+
 #include <string>
 #include <tuple>
 #include <vector>
@@ -421,27 +423,53 @@ TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
   }
 }
 
-// In a UTF-8 locale a piece is decided at once only when it is ASCII throughout (each
-// block tested as it is reached): a character beyond ASCII in its last block leaves it
-// undecided, with nothing appended for the blocks before, and the same piece without that
-// line is decided.
-TEST(LineRegex, SelectLinesLeavesAPieceWithACharacterBeyondAsciiUndecided) {
+// In a UTF-8 locale a piece is decided at once where its lines are ASCII; a line with a
+// byte beyond ASCII (valid UTF-8 or not), wherever it falls in a block, is asked alone:
+// every answer as line by line (selects_any with every pattern a candidate), and each
+// selected line's end its '\n'.
+TEST(LineRegex, SelectLinesAsksLinesBeyondAsciiAlone) {
+  // The C library reads characters as the locale does (valid_utf8(): mbrtowc).
+  const std::string before = std::setlocale(LC_ALL, nullptr);
+  ASSERT_NE(std::setlocale(LC_ALL, "C.UTF-8"), nullptr);
   RegexOptions o = extended();
   o.utf8 = true;
-  auto r = compile({"[0-9]+x"}, o);
+  const std::vector<std::string> patterns = {"[0-9]+x", "caf.$"};
+  auto r = compile(patterns, o);
   ASSERT_TRUE(r->prepare_lines());
+  const std::vector<std::string> odd = {"caf\xc3\xa9", "caf\xc3\xa9 7x", "\xc3\xa9l\xc3\xa8ve", "bad \xff 9x",
+                                        "caf\xff", "\xe2\x82\xac"};
   std::string piece;
-  while (piece.size() < (1u << 20)) piece += "line 42x of ascii text\nno digit here\n";
-  const std::string ascii = piece;
-  piece += "caf\xc3\xa9 7x\n";
+  unsigned seed = 3;
+  const auto next = [&seed] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+  while (piece.size() < (1u << 20)) {
+    const unsigned kind = next() % 200;
+    piece += kind == 0       ? odd[next() % odd.size()]
+             : kind % 3 == 0 ? "line 42x of text"
+             : kind % 3 == 1 ? "cafe"
+                             : "none";
+    piece += '\n';
+  }
+  piece += odd[1];  // no final newline
+  const std::vector<std::uint32_t> every = {0, 1};
+  std::vector<std::size_t> expected, expected_ends;
+  auto alone = r->clone();
+  for (std::size_t begin = 0; begin < piece.size();) {
+    const std::size_t end = std::min(piece.find('\n', begin), piece.size());
+    if (alone->selects_any(std::string_view(piece.data() + begin, end - begin), every, nullptr)) {
+      expected.push_back(begin);
+      expected_ends.push_back(end);
+    }
+    begin = end + 1;
+  }
   std::vector<const char*> starts, ends;
-  EXPECT_FALSE(r->select_lines(piece, starts, ends));
-  EXPECT_TRUE(starts.empty());
-  EXPECT_TRUE(ends.empty());
-  ASSERT_TRUE(r->select_lines(ascii, starts, ends));
-  EXPECT_EQ(starts.size(), ascii.size() / 37);
-  ASSERT_EQ(ends.size(), starts.size());
-  EXPECT_EQ(ends.back(), ascii.data() + ascii.size() - 15);
+  ASSERT_TRUE(r->select_lines(piece, starts, ends));
+  std::vector<std::size_t> got, got_ends;
+  for (const char* s : starts) got.push_back(static_cast<std::size_t>(s - piece.data()));
+  for (const char* e : ends) got_ends.push_back(static_cast<std::size_t>(e - piece.data()));
+  EXPECT_GT(expected.size(), 1000u);
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(got_ends, expected_ends);
+  std::setlocale(LC_ALL, before.c_str());
 }
 
 }  // namespace

@@ -27,6 +27,37 @@
 namespace gpufilter::regex {
 namespace {
 
+// grep's DFA reads a character only where RFC 3629 has one; glibc's regex reads a
+// surrogate's encoding (ED A0-BF ..) and the forms past U+10FFFF (F4 90-BF .., F5-FD
+// with 3 to 5 continuation bytes) as characters too, where grep's '.' and brackets match
+// none of their bytes ("a.b" selects no "a\xed\xa0\x80b"). In a copy of such a line each
+// of their bytes is 0xff, which glibc reads as a byte that nothing but itself matches;
+// the offsets stay. `line` itself when it holds none (well-formed lines at once).
+std::string_view glibc_characters_as_bytes(std::string_view line, std::string& copy) {
+  std::size_t at = well_formed_utf8_prefix(line);
+  if (at == line.size()) return line;
+  bool copied = false;
+  const auto* p = reinterpret_cast<const unsigned char*>(line.data());
+  for (; at < line.size(); ++at) {
+    const unsigned char c = p[at];
+    std::size_t length = 0;
+    if (c == 0xed && at + 1 < line.size() && p[at + 1] >= 0xa0) length = 3;
+    else if (c == 0xf4 && at + 1 < line.size() && p[at + 1] >= 0x90) length = 4;
+    else if (c >= 0xf5 && c <= 0xf7) length = 4;
+    else if (c >= 0xf8 && c <= 0xfb) length = 5;
+    else if (c >= 0xfc && c <= 0xfd) length = 6;
+    if (length == 0 || line.size() - at < length) continue;
+    bool tail = true;
+    for (std::size_t k = 1; k < length; ++k) tail = tail && (p[at + k] & 0xc0) == 0x80;
+    if (!tail) continue;
+    if (!copied) copy.assign(line);
+    copied = true;
+    std::fill_n(copy.begin() + static_cast<std::ptrdiff_t>(at), length, '\xff');
+    at += length - 1;
+  }
+  return copied ? std::string_view(copy) : line;
+}
+
 reg_syntax_t syntax_bits(const RegexOptions& o) {
   reg_syntax_t bits = o.syntax == Syntax::kExtended ? RE_SYNTAX_EGREP : RE_SYNTAX_GREP;
   if (o.ignore_case) bits |= RE_ICASE;
@@ -343,13 +374,23 @@ class GnuRegex final : public LineRegex {
     new_line();  // a new question: the gate's answer is for another line
     return decide(i, line);
   }
+  // The line as grep's DFA reads it (glibc_characters_as_bytes() in UTF-8), for glibc's
+  // searches that stand for the DFA; grep's regex matcher (back-references, -o's spans,
+  // constructs the DFA leaves to it) reads the line as glibc does.
+  std::string_view as_dfa_reads(std::string_view line) {
+    return options_.utf8 ? glibc_characters_as_bytes(line, dfa_copy_) : line;
+  }
+  std::string dfa_copy_;  // as_dfa_reads()'s copy of the line asked about
   bool decide(std::size_t i, std::string_view line) {
     if (!whole_list_ && !backref_[i] && (joined_walk_ || joined_line(line))) return joined_selects(line);
     return decide_alone(i, line);
   }
   // decide() where the list is known not to be asked joined for this line.
   bool decide_alone(std::size_t i, std::string_view line) {
-    if (whole_list_) return whole_select_.search(line, 0, line.size(), ascii_line(line)) >= 0;
+    if (whole_list_) {
+      const std::string_view read = dfa_supported_ ? as_dfa_reads(line) : line;
+      return whole_select_.search(read, 0, read.size(), ascii_line(line)) >= 0;
+    }
     return own_selects(i, line);
   }
   // grep's regex asks one regex of every backref-free pattern joined. On valid text that
@@ -364,7 +405,10 @@ class GnuRegex final : public LineRegex {
   bool own_selects(std::size_t i, std::string_view line) {
     if (gate_rejects(i, line)) return false;
     Compiled& c = compiled(i);
-    if (!c.backref && dfa_supported_) return c.select.search(line, 0, line.size(), ascii_line(line)) >= 0;
+    if (!c.backref && dfa_supported_) {
+      const std::string_view read = as_dfa_reads(line);
+      return c.select.search(read, 0, read.size(), ascii_line(line)) >= 0;
+    }
     // grep's DFA superset passes the line before its regex decides: where the two read
     // the pattern differently ('{' starting a branch: a literal, or a repetition of
     // nothing), the superset's reading must hold too.
@@ -477,6 +521,7 @@ class GnuRegex final : public LineRegex {
   std::vector<std::uint32_t> expected_ids_;
   std::vector<std::string> fast_expressions_;  // by pattern: its Hyperscan text ("" when not in fast_)
   bool lines_mode_ = false;  // fast_ is a multi-line database of every pattern (select_lines)
+  std::vector<std::uint32_t> every_id_;  // select_lines(): every pattern, for a line asked alone
   // Sets of kGroupsFrom patterns or more, each with a factor (factors_known()): a line is
   // a candidate for a few of them, and a database per group of kGroupSize patterns
   // (HsGroups) answers for the groups of those few; no database of the whole set is
@@ -533,7 +578,8 @@ class GnuRegex final : public LineRegex {
   // Whether Hyperscan's databases may read `line`: its length fits, and in UTF-8 it is
   // valid text (ASCII alone where -i reads it as in the C locale).
   bool hyperscan_reads(std::string_view line) {
-    return line.size() <= 0xffffffffu && (!options_.utf8 || (ascii_only_ ? ascii_line(line) : valid_utf8(line)));
+    return line.size() <= 0xffffffffu &&
+           (!options_.utf8 || (ascii_only_ ? ascii_line(line) : well_formed_utf8_prefix(line) == line.size()));
   }
   // find()'s walk along one line (not under -w): by pattern, its next match from the
   // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
@@ -695,7 +741,8 @@ bool GnuRegex::list_superset_passes(std::string_view line) {
       list_superset_ = std::make_unique<GnuPattern>();
       list_superset_->compile(*list_superset_text_, syntax_bits(options_), false, options_);
     }
-    list_pass_ = list_superset_->search(line, 0, line.size(), ascii_line(line)) >= 0;
+    const std::string_view read = as_dfa_reads(line);  // the superset is the DFA's
+    list_pass_ = list_superset_->search(read, 0, read.size(), ascii_line(line)) >= 0;
     list_pass_fresh_ = true;
   }
   return list_pass_;
@@ -941,9 +988,30 @@ bool GnuRegex::select_lines(std::string_view piece, std::vector<const char*>& li
     return false;
   }
   if (!adopted_ && plan_->built.load(std::memory_order_acquire)) adopt_fast();
-  // Hyperscan's UTF-8 mode (and the ASCII reading of -i) takes valid text only.
   if (!lines_mode_ || piece.size() > 0xffffffffu) return false;
-  return fast_->select_lines(piece, line_starts, line_ends, options_.utf8);
+  // In a UTF-8 locale the runs of lines Hyperscan reads (hyperscan_reads(): well-formed
+  // text, or ASCII alone for the ASCII reading of -i and -w) go to it at once; any other
+  // line is asked alone, every pattern a candidate, as line by line.
+  const HsSelect::Text text = !options_.utf8 ? HsSelect::Text::kAny
+                              : ascii_only_  ? HsSelect::Text::kAscii
+                                             : HsSelect::Text::kUtf8;
+  if (options_.utf8 && every_id_.size() != patterns_.size()) {
+    every_id_.resize(patterns_.size());
+    for (std::size_t i = 0; i < every_id_.size(); ++i) every_id_[i] = static_cast<std::uint32_t>(i);
+  }
+  for (std::size_t at = 0; at < piece.size();) {
+    at += fast_->select_lines(piece.substr(at), line_starts, line_ends, text);
+    if (at >= piece.size()) break;
+    const void* nl = std::memchr(piece.data() + at, '\n', piece.size() - at);
+    const std::size_t end =
+        nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) : piece.size();
+    if (selects_any(piece.substr(at, end - at), every_id_, nullptr)) {
+      line_starts.push_back(piece.data() + at);
+      line_ends.push_back(piece.data() + end);
+    }
+    at = end + 1;
+  }
+  return true;
 }
 
 bool GnuRegex::selects_any(std::string_view line, std::span<const std::uint32_t> candidates,
@@ -1036,7 +1104,8 @@ bool GnuRegex::gate_rejects(std::size_t i, std::string_view line) {
   if (!gate_fresh_) {  // one scan answers for every candidate pattern of the line
     gate_fresh_ = true;
     gate_ids_.clear();
-    gate_scanned_ = !options_.utf8 || valid_utf8(line);  // Hyperscan's UTF-8 mode takes valid text only
+    // Hyperscan's UTF-8 mode takes well-formed text only.
+    gate_scanned_ = !options_.utf8 || well_formed_utf8_prefix(line) == line.size();
     if (gate_scanned_) gate_->scan(line, &gate_ids_);
   }
   if (!gate_scanned_) return false;
@@ -1163,6 +1232,8 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
   // once for the line (its validity, each pattern's next match) is kept while the walk has
   // not passed it.
   if (from == 0 || line.data() != walk_.line || line.size() != walk_.size || from < walk_.from) {
+    walk_.line = line.data();
+    walk_.size = line.size();
     walk_.next.assign(patterns_.size(), WalkNext{});
     walk_.joined = joined_line(line);
     ascii_fresh_ = false;
@@ -1170,8 +1241,6 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
   }
   ascii_line_ = walk_.ascii;  // kept for the walk's line: other lines may have been asked about since
   ascii_fresh_ = true;
-  walk_.line = line.data();
-  walk_.size = line.size();
   walk_.from = from;
   if (!options_.whole_line && (options_.word || walk_.joined)) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.

@@ -133,11 +133,9 @@ HsSelect::~HsSelect() {
   if (scratch_ != nullptr) hs_free_scratch(scratch_);
 }
 
-bool HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
-                            std::vector<const char*>& line_ends, bool ascii_only) {
-  const std::size_t first = line_starts.size();
-  // Blocks of about kBlock bytes, each cut after a line's '\n', each decided the way that
-  // has cost this copy less per byte so far.
+std::size_t HsSelect::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                                   std::vector<const char*>& line_ends, Text text) {
+  // Blocks of about kBlock bytes, each cut after a line's '\n'.
   constexpr std::size_t kBlock = 64 << 10;
   for (std::size_t begin = 0; begin < piece.size();) {
     std::size_t end = piece.size();
@@ -146,21 +144,32 @@ bool HsSelect::select_lines(std::string_view piece, std::vector<const char*>& li
       if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
     }
     const std::string_view block = piece.substr(begin, end - begin);
-    if (ascii_only && !all_ascii(block)) {
-      line_starts.resize(first);
-      line_ends.resize(first);
-      return false;
+    const std::size_t beyond = text == Text::kAscii  ? first_beyond_ascii(block)
+                               : text == Text::kUtf8 ? well_formed_utf8_prefix(block)
+                                                     : block.size();
+    if (beyond < block.size()) {
+      const void* nl = memrchr(block.data(), '\n', beyond);
+      const std::size_t line =
+          nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - block.data()) + 1 : 0;
+      if (line > 0) select_block(block.substr(0, line), line_starts, line_ends);
+      return begin + line;
     }
-    const bool each_line = pace_.each_line_next(block.size());
-    const LineDfa* dfa = each_line ? line_dfa() : nullptr;  // built, the first time, before the block is timed
-    const auto start = std::chrono::steady_clock::now();
-    if (dfa != nullptr) dfa->select_lines(block, line_starts, line_ends);
-    else if (each_line) select_each_line(block, line_starts, line_ends);
-    else select_in_one_pass(block, line_starts, line_ends);
-    pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
+    select_block(block, line_starts, line_ends);
     begin = end;
   }
-  return true;
+  return piece.size();
+}
+
+// A block decided the way that has cost this copy less per byte so far.
+void HsSelect::select_block(std::string_view block, std::vector<const char*>& line_starts,
+                            std::vector<const char*>& line_ends) {
+  const bool each_line = pace_.each_line_next(block.size());
+  const LineDfa* dfa = each_line ? line_dfa() : nullptr;  // built, the first time, before the block is timed
+  const auto start = std::chrono::steady_clock::now();
+  if (dfa != nullptr) dfa->select_lines(block, line_starts, line_ends);
+  else if (each_line) select_each_line(block, line_starts, line_ends);
+  else select_in_one_pass(block, line_starts, line_ends);
+  pace_.took(each_line, block.size(), std::chrono::steady_clock::now() - start);
 }
 
 const LineDfa* HsSelect::line_dfa() {

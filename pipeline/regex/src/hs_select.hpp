@@ -43,11 +43,12 @@ class HsSelect {
   // A `lines` database over many whole lines at once: appends the first byte of every line
   // some expression matches in, ascending, and its end (its '\n' or the piece's end) to
   // `line_ends`. No expression's text matches a '\n' (dfa_view), so a match lies in one
-  // line and that line is selected. `ascii_only`: false, and nothing appended, where the
-  // piece holds a byte beyond ASCII (each block tested just before it is read, while the
-  // block stays in the cache for the reading).
-  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
-                    std::vector<const char*>& line_ends, bool ascii_only = false);
+  // line and that line is selected. Returns how much of the piece it decided: all of it,
+  // or the lines before the first that the database may not read as `text` says (that
+  // line's offset; each block is tested just before it is read, while it is in the cache).
+  enum class Text { kAny, kAscii, kUtf8 };  // any bytes; ASCII alone; well-formed UTF-8
+  std::size_t select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                           std::vector<const char*>& line_ends, Text text = Text::kAny);
 
  private:
   // How select_lines() decides a block: in one pass over it, every match reported, or
@@ -81,6 +82,8 @@ class HsSelect {
   };
 
   HsSelect() = default;
+  void select_block(std::string_view block, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends);
   void select_in_one_pass(std::string_view block, std::vector<const char*>& line_starts,
                           std::vector<const char*>& line_ends);
   void select_each_line(std::string_view block, std::vector<const char*>& line_starts,
