@@ -119,7 +119,8 @@ bool RegexLines::select_lines_in(Lane& l, std::string_view piece, std::vector<co
   const std::size_t before = line_starts.size();
   if (!l.regex->select_lines(piece, line_starts, line_ends)) return false;
   // Every line was searched in full; those selected are confirmed.
-  if (count_full_scans_) l.counts.full_scan += count_byte(piece, '\n') + (!piece.empty() && piece.back() != '\n' ? 1 : 0);
+  if (count_full_scans_)
+    l.counts.full_scan += count_byte(piece, '\n') + (!piece.empty() && piece.back() != '\n' ? 1 : 0);
   l.counts.confirmed += line_starts.size() - before;
   return true;
 }

@@ -576,7 +576,7 @@ class GnuRegex final : public LineRegex {
   // decided by grep's regex matcher, and Hyperscan reads none of it exactly.
   bool words_by_regex() const noexcept { return options_.utf8 && options_.word && !options_.whole_line; }
   // Whether Hyperscan's databases may read `line`: its length fits, and in UTF-8 it is
-  // valid text (ASCII alone where -i reads it as in the C locale).
+  // well-formed text (RFC 3629; ASCII alone where -i reads it as in the C locale).
   bool hyperscan_reads(std::string_view line) {
     return line.size() <= 0xffffffffu &&
            (!options_.utf8 || (ascii_only_ ? ascii_line(line) : well_formed_utf8_prefix(line) == line.size()));
