@@ -39,7 +39,9 @@ TEST(Bytes, CountAndAsciiAgreeWithAPlainLoop) {
         const std::size_t beyond = first_beyond_ascii(view);
         ASSERT_EQ(beyond == view.size(), ascii) << size << " " << offset;
         ASSERT_TRUE(all_ascii(view.substr(0, beyond)));
-        if (beyond < view.size()) ASSERT_GE(static_cast<unsigned char>(view[beyond]), 0x80);
+        if (beyond < view.size()) {
+          ASSERT_GE(static_cast<unsigned char>(view[beyond]), 0x80);
+        }
       }
     }
   }
@@ -97,8 +99,9 @@ TEST(Bytes, WellFormedUtf8PrefixIsWhatGlibcReads) {
     std::mbstate_t state{};
     wchar_t wc = 0;
     const std::size_t n = std::mbrtowc(&wc, text.data() + prefix, text.size() - prefix, &state);
-    if (n != static_cast<std::size_t>(-1) && n != static_cast<std::size_t>(-2))
+    if (n != static_cast<std::size_t>(-1) && n != static_cast<std::size_t>(-2)) {
       ASSERT_TRUE((wc >= 0xd800 && wc <= 0xdfff) || wc > 0x10ffff) << trial << " " << static_cast<long>(wc);
+    }
   }
   // Every character from U+0080 to U+10FFFF as glibc writes it, surrogates aside.
   for (char32_t cp = 0x80; cp <= 0x10ffff; cp += (cp < 0x10000 ? 1 : 97)) {
@@ -107,7 +110,8 @@ TEST(Bytes, WellFormedUtf8PrefixIsWhatGlibcReads) {
     std::mbstate_t state{};
     const std::size_t n = std::wcrtomb(bytes, static_cast<wchar_t>(cp), &state);
     ASSERT_NE(n, static_cast<std::size_t>(-1)) << static_cast<long>(cp);
-    ASSERT_EQ(well_formed_utf8_prefix(std::string_view(bytes, n)), n) << static_cast<long>(cp);
+    const std::string character(bytes, n);
+    ASSERT_EQ(well_formed_utf8_prefix(character), n) << static_cast<long>(cp);
   }
   std::setlocale(LC_ALL, "C");
 }

@@ -378,7 +378,7 @@ class GnuRegex final : public LineRegex {
   // searches that stand for the DFA; grep's regex matcher (back-references, -o's spans,
   // constructs the DFA leaves to it) reads the line as glibc does.
   std::string_view as_dfa_reads(std::string_view line) {
-    return options_.utf8 ? glibc_characters_as_bytes(line, dfa_copy_) : line;
+    return !options_.utf8 || well_formed_line(line) ? line : glibc_characters_as_bytes(line, dfa_copy_);
   }
   std::string dfa_copy_;  // as_dfa_reads()'s copy of the line asked about
   bool decide(std::size_t i, std::string_view line) {
@@ -556,7 +556,7 @@ class GnuRegex final : public LineRegex {
   bool gate_scanned_ = false;            // gate_ids_ holds the gate's answer (the line is valid text for it)
   bool gate_fresh_ = false;              // gate_ids_/gate_scanned_ are for the line being decided
   // A new line is asked about: the answers kept for the last one no longer hold.
-  void new_line() noexcept { gate_fresh_ = list_pass_fresh_ = ascii_fresh_ = false; }
+  void new_line() noexcept { gate_fresh_ = list_pass_fresh_ = ascii_fresh_ = well_formed_fresh_ = false; }
   // Whether `line`, the one being decided, holds ASCII alone in a UTF-8 locale: glibc's
   // patterns then read it with their C-locale twins (GnuPattern), and Hyperscan's ASCII
   // reading takes it. Found once a line, when first asked (a line Hyperscan decides in
@@ -570,6 +570,18 @@ class GnuRegex final : public LineRegex {
   }
   bool ascii_line_ = false;
   bool ascii_fresh_ = false;  // ascii_line_ is for the line being decided
+  // Whether `line`, the one being decided, is well-formed UTF-8 (RFC 3629): Hyperscan's
+  // UTF-8 mode reads it, and grep's DFA reads it as glibc does. Found once a line, when
+  // first asked (the gate, the databases and each candidate's DFA reading ask it).
+  bool well_formed_line(std::string_view line) noexcept {
+    if (!well_formed_fresh_) {
+      well_formed_line_ = well_formed_utf8_prefix(line) == line.size();
+      well_formed_fresh_ = true;
+    }
+    return well_formed_line_;
+  }
+  bool well_formed_line_ = false;
+  bool well_formed_fresh_ = false;  // well_formed_line_ is for the line being decided
   bool list_superset_passes(std::string_view line);
   // In UTF-8, -w's word characters are the C library's multibyte letters and digits, and
   // the wrapper's "[^[:alnum:]_]" a bracket grep's DFA leaves to regex: every line is
@@ -579,7 +591,7 @@ class GnuRegex final : public LineRegex {
   // well-formed text (RFC 3629; ASCII alone where -i reads it as in the C locale).
   bool hyperscan_reads(std::string_view line) {
     return line.size() <= 0xffffffffu &&
-           (!options_.utf8 || (ascii_only_ ? ascii_line(line) : well_formed_utf8_prefix(line) == line.size()));
+           (!options_.utf8 || (ascii_only_ ? ascii_line(line) : well_formed_line(line)));
   }
   // find()'s walk along one line (not under -w): by pattern, its next match from the
   // walk's last `from` on (start -1: none; kNotAsked: not searched on this line yet).
@@ -1105,7 +1117,7 @@ bool GnuRegex::gate_rejects(std::size_t i, std::string_view line) {
     gate_fresh_ = true;
     gate_ids_.clear();
     // Hyperscan's UTF-8 mode takes well-formed text only.
-    gate_scanned_ = !options_.utf8 || well_formed_utf8_prefix(line) == line.size();
+    gate_scanned_ = !options_.utf8 || well_formed_line(line);
     if (gate_scanned_) gate_->scan(line, &gate_ids_);
   }
   if (!gate_scanned_) return false;

@@ -74,18 +74,8 @@ inline std::size_t first_beyond_ascii(std::string_view text) noexcept {
 inline std::size_t well_formed_utf8_prefix(std::string_view text) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n;) {
-    if (i + 32 <= n && ((detail::load8(text.data() + i) | detail::load8(text.data() + i + 8) |
-                         detail::load8(text.data() + i + 16) | detail::load8(text.data() + i + 24)) &
-                        detail::kHighBits) == 0) {
-      i += 32;
-      continue;
-    }
+  for (std::size_t i = 0; (i += first_beyond_ascii(text.substr(i))) < n;) {
     const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
     std::size_t length = 2;
     unsigned char low = 0x80, high = 0xbf;  // the second byte's range
     if (c >= 0xe0 && c <= 0xef) {
