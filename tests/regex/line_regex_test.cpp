@@ -423,6 +423,49 @@ TEST(LineRegex, SelectLinesInPiecesAgreesWithLineByLine) {
   }
 }
 
+// -P decides a piece line by line itself: the lines selects() selects, each with its end,
+// empty lines, a last line without '\n', a pattern that matches the empty string, -w, -x,
+// -i and, in a UTF-8 locale, lines holding encoding errors (a barrier, as grep reads them).
+TEST(LineRegex, PerlSelectLinesIsSelectsLineByLine) {
+  const std::string before = std::setlocale(LC_ALL, nullptr);
+  ASSERT_NE(std::setlocale(LC_ALL, "C.UTF-8"), nullptr);
+  const std::string piece =
+      "ab 12\n\nx\n\xff""ab\nab\xff\n12-34\nAB\ncaf\xc3\xa9 ab\n\xc3""ab\nfoo_ab bar\n 12 \nlast ab";
+  for (const char* pattern : {"ab", "\\d+", "^$", "x*", "\\bab\\b", "(?<=\\s)\\d", "ab$", "^ab", "\\w+ \\w+"})
+    for (int variant = 0; variant < 8; ++variant) {
+      RegexOptions o;
+      o.syntax = Syntax::kPerl;
+      o.word = (variant & 1) != 0;
+      o.whole_line = (variant & 2) != 0;
+      o.ignore_case = (variant & 4) != 0;
+      for (const bool utf8 : {false, true}) {
+        o.utf8 = utf8;
+        auto r = compile({pattern}, o);
+        ASSERT_TRUE(r->prepare_lines());
+        std::vector<std::size_t> expected, expected_ends, got, got_ends;
+        for (std::size_t begin = 0; begin < piece.size();) {
+          const std::size_t end = std::min(piece.find('\n', begin), piece.size());
+          if (r->selects(0, std::string_view(piece).substr(begin, end - begin))) {
+            expected.push_back(begin);
+            expected_ends.push_back(end);
+          }
+          begin = end + 1;
+        }
+        std::vector<const char*> starts, ends;
+        ASSERT_TRUE(r->clone()->select_lines(piece, starts, ends));
+        for (const char* s : starts) got.push_back(static_cast<std::size_t>(s - piece.data()));
+        for (const char* e : ends) got_ends.push_back(static_cast<std::size_t>(e - piece.data()));
+        EXPECT_EQ(got, expected) << pattern << " variant " << variant << " utf8 " << utf8;
+        EXPECT_EQ(got_ends, expected_ends) << pattern << " variant " << variant << " utf8 " << utf8;
+      }
+    }
+  RegexOptions z;
+  z.syntax = Syntax::kPerl;
+  z.null_data = true;  // records end in NUL: not cut at '\n'
+  EXPECT_FALSE(compile({"ab"}, z)->prepare_lines());
+  std::setlocale(LC_ALL, before.c_str());
+}
+
 // In a UTF-8 locale a piece is decided at once where its lines are ASCII; a line with a
 // byte beyond ASCII (valid UTF-8 or not), wherever it falls in a block, is asked alone:
 // every answer as line by line (selects_any with every pattern a candidate), and each

@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -49,6 +50,10 @@ class PerlRegex final : public LineRegex {
     return true;
   }
   std::unique_ptr<LineRegex> clone() const override { return std::make_unique<PerlRegex>(pattern_, options_); }
+  // Lines end in '\n' there: not for -z.
+  bool prepare_lines() override { return !options_.null_data; }
+  bool select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                    std::vector<const char*>& line_ends) override;
 
  private:
   void compile_pattern();
@@ -66,6 +71,7 @@ class PerlRegex final : public LineRegex {
   std::unique_ptr<pcre2_match_context, MatchContextDeleter> match_context_;
   std::unique_ptr<pcre2_jit_stack, JitStackDeleter> jit_stack_;
   std::size_t jit_stack_size_ = 32 * 1024;
+  bool jit_ = false;  // compiled by the JIT: pcre2_jit_match()
   std::uint32_t depth_limit_ = 0;  // 0: PCRE2's default, not yet read
   bool empty_match_[2] = {false, false};  // [bol]: does the pattern match "" (grep's shortcut)
 };
@@ -89,7 +95,15 @@ void PerlRegex::compile_pattern() {
     pcre2_get_error_message(code, message, sizeof message);
     throw RegexError({reinterpret_cast<const char*>(message)});
   }
-  pcre2_jit_compile(code_.get(), PCRE2_JIT_COMPLETE);  // a failure only leaves the interpreter
+  // A failure only leaves the interpreter. With JIT code, the JIT's own entry, which checks
+  // nothing: not where the subject's UTF-8 is to be checked ("(*UTF)" in the C locale, where
+  // an encoding error is grep's error, not a barrier).
+  std::size_t jit_size = 0;
+  std::uint32_t all = 0;
+  jit_ = pcre2_jit_compile(code_.get(), PCRE2_JIT_COMPLETE) == 0 &&
+         pcre2_pattern_info(code_.get(), PCRE2_INFO_JITSIZE, &jit_size) == 0 && jit_size > 0 &&
+         pcre2_pattern_info(code_.get(), PCRE2_INFO_ALLOPTIONS, &all) == 0 &&
+         ((all & PCRE2_UTF) == 0 || (all & PCRE2_MATCH_INVALID_UTF) != 0);
   data_.reset(pcre2_match_data_create_from_pattern(code_.get(), nullptr));
   if (!data_) throw std::bad_alloc();
   empty_match_[0] = run({}, 0, PCRE2_NOTBOL) >= 0;
@@ -98,8 +112,12 @@ void PerlRegex::compile_pattern() {
 
 int PerlRegex::run(std::string_view subject, std::size_t offset, std::uint32_t flags) {
   for (;;) {
-    const int rc = pcre2_match(code_.get(), reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset,
-                               flags, data_.get(), match_context_.get());
+    // pcre2_jit_match() reads no length before the pointer: an empty subject still needs one.
+    const auto text = reinterpret_cast<PCRE2_SPTR>(subject.data() != nullptr ? subject.data() : "");
+    const int rc = jit_ ? pcre2_jit_match(code_.get(), text, subject.size(), offset, flags, data_.get(),
+                                          match_context_.get())
+                        : pcre2_match(code_.get(), text, subject.size(), offset, flags, data_.get(),
+                                      match_context_.get());
     if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
     if (!grow_limits(rc)) return fail(rc);
   }
@@ -170,6 +188,23 @@ bool PerlRegex::execute(std::string_view line, std::size_t from, std::size_t& be
     end = subject + ovector[1];
     return true;
   }
+}
+
+// Each line of the piece asked as selects() asks it, without a caller's cut and call a line.
+bool PerlRegex::select_lines(std::string_view piece, std::vector<const char*>& line_starts,
+                             std::vector<const char*>& line_ends) {
+  std::size_t begin = 0, end = 0;
+  for (std::size_t at = 0; at < piece.size();) {
+    const void* nl = std::memchr(piece.data() + at, '\n', piece.size() - at);
+    const std::size_t last =
+        nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) : piece.size();
+    if (execute(piece.substr(at, last - at), 0, begin, end)) {
+      line_starts.push_back(piece.data() + at);
+      line_ends.push_back(piece.data() + last);
+    }
+    at = last + 1;
+  }
+  return true;
 }
 
 }  // namespace
