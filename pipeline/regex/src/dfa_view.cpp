@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <bitset>
 #include <cctype>
+#include <climits>
+#include <cwchar>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -281,7 +283,7 @@ std::string listed_bracket(const std::bitset<256>& set, bool negated, bool for_h
     }
   }
   if (for_hyperscan) return (negated ? "[^\\x0a" : "[") + members + "]";
-  if (set[']']) members.insert(0, "]");
+  if (set[']']) members = ']' + members;
   if (set['^']) members += members.empty() ? "[.^.]" : "^";
   if (set['-']) members += '-';
   return (negated ? "[^" : "[") + members + "]";
@@ -296,8 +298,6 @@ class Reader {
         ignore_case_(ignore_case),
         followed_(followed),
         superset_(superset) {
-    // Hyperscan's UTF-8 mode folds case and classifies characters its own way.
-    if (utf8 && ignore_case) view_.pcre_ok = false;
   }
   DfaView read();
 
@@ -346,6 +346,11 @@ class Reader {
   void literal(std::string_view text, unsigned char c) {
     atom(text, utf8_ && c >= 0x80 ? std::string(1, static_cast<char>(c)) : pcre_byte(c), false);
   }
+  // Under -i in UTF-8 the character at p_[i] as dfa.c reads it (atom(): the character or
+  // each of its case_folded_counterparts), written out for Hyperscan, which then reads it
+  // without folding; false (nothing read) for a character without counterparts or not a
+  // whole valid character: its bytes are literals as without -i.
+  bool folded_character(std::size_t& i);
   // Something that begins an expression: "(", "|", a newline between patterns.
   void open(std::string_view text, std::string_view pcre) {
     end_branch();
@@ -515,7 +520,7 @@ void Reader::interval(std::size_t from, std::size_t end, bool bk, const char* wa
   std::string pcre;
   for (std::size_t k = from; k < end; ++k)
     if (p_[k] != '\\') pcre += p_[k];
-  if (pcre.size() > 1 && pcre[1] == ',') pcre.insert(1, "0");
+  if (pcre.size() > 1 && pcre[1] == ',') pcre = "{0" + pcre.substr(1);
   (void)bk;
   repeat(p_.substr(from, end - from), pcre, warning);
 }
@@ -540,6 +545,12 @@ void Reader::bracket(std::size_t& i) {
   } else {
     pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   }
+  // Under -i in UTF-8 Hyperscan reads without folding (folded_character()): a bracket
+  // with a letter (a member, a range's end, a class's name) would need its members'
+  // counterparts; left to the slower readings.
+  if (utf8_ && ignore_case_ && pcre &&
+      std::any_of(text.begin(), text.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
+    pcre.reset();
   if (!pcre && !superset_) view_.pcre_ok = false;
   // Where grep's regex decides, a range reads with its ends folded first ("[[=a=]A-b]"
   // holds no '_' there): a corner.
@@ -548,6 +559,35 @@ void Reader::bracket(std::size_t& i) {
   // symbol, an equivalence class; in UTF-8 a bracket the DFA reads as one character).
   atom(text, pcre.value_or(superset_ ? "." : ""), false);
   i = end - 1;
+}
+
+bool Reader::folded_character(std::size_t& i) {
+  std::mbstate_t state{};
+  wchar_t wc = 0;
+  const std::size_t n = std::mbrtowc(&wc, p_.data() + i, p_.size() - i, &state);
+  if (n == 0 || n > p_.size() - i) return false;
+  const std::vector<wint_t> folded = case_folded_counterparts(static_cast<wint_t>(wc));
+  if (folded.empty()) return false;
+  const std::string_view text = p_.substr(i, n);
+  // Each as its UTF-8 bytes: Hyperscan's UTF-8 mode reads "\xHH" as a code point.
+  std::string pcre = "(?:";
+  const auto add = [&pcre](std::string_view character) {
+    if (character.size() == 1) pcre.append(pcre_byte(static_cast<unsigned char>(character[0])));
+    else pcre.append(character);
+  };
+  add(text);
+  for (const wint_t f : folded) {
+    char bytes[MB_LEN_MAX];
+    std::mbstate_t out{};
+    const std::size_t m = std::wcrtomb(bytes, static_cast<wchar_t>(f), &out);
+    if (m == static_cast<std::size_t>(-1)) return false;
+    pcre.push_back('|');
+    add(std::string_view(bytes, m));
+  }
+  pcre.push_back(')');
+  atom(text, pcre, false);
+  i += n - 1;
+  return true;
 }
 
 void Reader::left_to_regex(const char* superset) {
@@ -623,6 +663,9 @@ bool Reader::escape(std::size_t& i) {
     if (!superset_) view_.pcre_ok = false;  // the superset's reading holds either way
     atom(text.substr(1), pcre_byte(static_cast<unsigned char>(n)), false);
   } else {
+    // An escaped character beyond ASCII under -i in UTF-8: dfa.c folds it, Hyperscan would
+    // read its bytes without folding (folded_character() reads unescaped ones).
+    if (utf8_ && ignore_case_ && static_cast<unsigned char>(n) >= 0x80) view_.pcre_ok = false;
     literal(text, static_cast<unsigned char>(n));
   }
   return true;
@@ -683,7 +726,7 @@ DfaView Reader::read() {
       open("\n", "|");
     } else if (c == '.') {
       atom(".", ".", false);
-    } else {
+    } else if (!(utf8_ && ignore_case_ && folded_character(i))) {
       literal(p_.substr(i, 1), static_cast<unsigned char>(c));
     }
   }

@@ -322,6 +322,7 @@ struct FastPlan {
   std::mutex building;
   std::shared_ptr<const HsSelect> fast;  // null: Hyperscan took none of them
   bool lines = false;
+  std::vector<std::string> ascii_expressions;  // the ASCII twin's texts (HsSelect::set_ascii_twin), or none
 };
 
 // The superset gate (GnuRegex::gate_rejects): the supersets of the patterns Hyperscan
@@ -465,6 +466,8 @@ class GnuRegex final : public LineRegex {
   bool joined_selects(std::string_view line);
   bool matches_empty(GnuPattern& p);
   void compile_fast(const std::vector<DfaView>& views);
+  std::vector<DfaView> ascii_views(const std::vector<DfaView>& views);
+  std::vector<std::string> fast_texts(const std::vector<DfaView>& read, std::vector<std::uint32_t>& ids) const;
   // The plan's database, built now if no clone built it yet, taken with a scratch of
   // this copy's own.
   void settle_fast();
@@ -807,43 +810,30 @@ std::string without_edge_stars(std::string p) {
   return p;
 }
 
-// The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
-void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
-  // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
-  if (options_.null_data) return;
-  // Where grep's regex decides the lines (a back-reference, an equivalence class in the
-  // list), -w is its loop of shorter and later matches, not the DFA's wrapper that
-  // Hyperscan would read; in UTF-8 that is every -w (below, the ASCII lines excepted).
-  if (!dfa_supported_ && options_.word && !options_.whole_line && !words_by_regex()) return;
-  // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
-  // U+017F, its 'i' U+0131) where Hyperscan's folding is Unicode's; with -w a word holds
-  // multibyte letters. On a line of ASCII alone an ASCII pattern reads as in the C locale,
-  // so Hyperscan answers those lines, with the C locale's reading; the others go to glibc.
-  // The same where no pattern has a UTF-8 reading Hyperscan takes (\<, \w, most
-  // brackets: grep's regex decides them all): ASCII lines go to Hyperscan, not glibc.
-  const bool none_read = options_.utf8 && !backref_free_.empty() &&
-                         std::none_of(backref_free_.begin(), backref_free_.end(),
-                                      [&](std::uint32_t i) { return views[i].pcre_ok; });
-  ascii_only_ = options_.utf8 && (options_.ignore_case || words_by_regex() || none_read);
+// The patterns as the C locale reads them, for lines of ASCII alone in a UTF-8 locale
+// (compile_fast): a pattern beyond ASCII has no such reading.
+std::vector<DfaView> GnuRegex::ascii_views(const std::vector<DfaView>& views) {
   std::vector<DfaView> c_views;
-  if (ascii_only_) {
-    for (std::size_t i = 0; i < patterns_.size(); ++i) {
-      c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, options_.ignore_case, i + 1 < patterns_.size()));
-      // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
-      // must then agree with regex's (no corner). A bracket is regex's in UTF-8, and regex
-      // folds case before it compares with a range ('Q' is in [0-c] for the DFA, not for
-      // regex; dfa_view.cpp's folds_alike()).
-      if (!all_ascii(patterns_[i]) || (!dfa_supported_ && c_views.back().corner)) c_views.back().pcre_ok = false;
-      // grep's -w walk finds what the wrapper does (some match with no word character on
-      // either side) only where every match is a character or more, and nothing holds at
-      // the end of the string it cuts a shorter match from (an anchor, a word assertion).
-      if (words_by_regex() && (views[i].anchor || views[i].assertion || matches_empty(compiled_[i]->exact)))
-        c_views.back().pcre_ok = false;
-    }
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    c_views.push_back(dfa_view(patterns_[i], options_.syntax, false, options_.ignore_case, i + 1 < patterns_.size()));
+    // grep reads it with regex in UTF-8 when some pattern needs it: the DFA's reading
+    // must then agree with regex's (no corner). A bracket is regex's in UTF-8, and regex
+    // folds case before it compares with a range ('Q' is in [0-c] for the DFA, not for
+    // regex; dfa_view.cpp's folds_alike()).
+    if (!all_ascii(patterns_[i]) || (!dfa_supported_ && c_views.back().corner)) c_views.back().pcre_ok = false;
+    // grep's -w walk finds what the wrapper does (some match with no word character on
+    // either side) only where every match is a character or more, and nothing holds at
+    // the end of the string it cuts a shorter match from (an anchor, a word assertion).
+    if (words_by_regex() && (views[i].anchor || views[i].assertion || matches_empty(compiled_[i]->exact)))
+      c_views.back().pcre_ok = false;
   }
-  const std::vector<DfaView>& read = ascii_only_ ? c_views : views;
+  return c_views;
+}
+
+// Hyperscan's texts of the patterns `read` has a reading of, -w and -x applied; `ids`
+// gets the pattern of each.
+std::vector<std::string> GnuRegex::fast_texts(const std::vector<DfaView>& read, std::vector<std::uint32_t>& ids) const {
   std::vector<std::string> expressions;
-  std::vector<std::uint32_t> ids;
   for (std::uint32_t i : backref_free_) {
     if (!read[i].pcre_ok) continue;
     if (!dfa_supported_ && read[i].corner) continue;  // regex's reading decides it, not the DFA's
@@ -853,18 +843,53 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
     else expressions.push_back(without_edge_stars(p));
     ids.push_back(i);
   }
+  return expressions;
+}
+
+// The patterns Hyperscan reads as grep's DFA does go to one Hyperscan database.
+void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
+  // The Hyperscan reading takes a line to hold no '\n' (dfa_view): with -z glibc reads all.
+  if (options_.null_data) return;
+  // Where grep's regex decides the lines (a back-reference, an equivalence class in the
+  // list), -w is its loop of shorter and later matches, not the DFA's wrapper that
+  // Hyperscan would read; in UTF-8 that is every -w (below, the ASCII lines excepted).
+  if (!dfa_supported_ && options_.word && !options_.whole_line && !words_by_regex()) return;
+  // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
+  // U+017F, its 'i' U+0131): the UTF-8 readings spell out each character's counterparts
+  // (dfa_view's folded_character()) for Hyperscan to read without folding, where they can
+  // (not a bracket with a letter). With -w a word holds multibyte letters. Where some
+  // pattern has no such reading, an ASCII pattern reads on a line of ASCII alone as in the
+  // C locale, so Hyperscan answers those lines, with the C locale's reading (folding ASCII
+  // alone under -i); the others go to glibc. The same where no pattern has a UTF-8 reading
+  // Hyperscan takes (\<, \w, most brackets: grep's regex decides them all).
+  const auto read_in_utf8 = [&](std::uint32_t i) { return views[i].pcre_ok; };
+  const bool none_read = options_.utf8 && !backref_free_.empty() &&
+                         std::none_of(backref_free_.begin(), backref_free_.end(), read_in_utf8);
+  const bool all_folded = std::all_of(backref_free_.begin(), backref_free_.end(), read_in_utf8);
+  ascii_only_ = options_.utf8 && ((options_.ignore_case && !all_folded) || words_by_regex() || none_read);
+  const std::vector<DfaView> c_views = ascii_only_ || (options_.utf8 && options_.ignore_case) ? ascii_views(views)
+                                                                                              : std::vector<DfaView>();
+  std::vector<std::uint32_t> ids;
+  std::vector<std::string> expressions = fast_texts(ascii_only_ ? c_views : views, ids);
   fast_expressions_.assign(patterns_.size(), std::string());
   for (std::size_t k = 0; k < ids.size(); ++k) fast_expressions_[ids[k]] = expressions[k];
   if (expressions.empty()) return;
   auto plan = std::make_shared<FastPlan>();
-  plan->ignore_case = options_.ignore_case;
   plan->utf8 = options_.utf8 && !ascii_only_;
+  plan->ignore_case = options_.ignore_case && !plan->utf8;  // UTF-8 readings are folded already
   // Every pattern read by Hyperscan and none matching the empty string: one multi-line
   // database serves both lines one at a time and pieces of many (select_lines). Else the
   // one-line database, which takes the patterns that match the empty string too.
   plan->every_pattern = ids.size() == patterns_.size();
   plan->budget_ns = options_.defer_select ? kBuildNsBase + kBuildNsPerExpression * expressions.size() : 0;
   plan->expressions = std::move(expressions);
+  // Under -i in UTF-8, the ASCII readings for blocks and lines of ASCII alone (HsSelect's
+  // twin), where they read every pattern the folded readings do.
+  if (plan->utf8 && options_.ignore_case) {
+    std::vector<std::uint32_t> twin_ids;
+    std::vector<std::string> twin = fast_texts(c_views, twin_ids);
+    if (twin_ids == ids) plan->ascii_expressions = std::move(twin);
+  }
   plan->ids = std::move(ids);
   plan_ = std::move(plan);
   adopted_ = false;
@@ -885,6 +910,10 @@ void GnuRegex::settle_fast() {
         }
       }
       if (!fast) fast = std::make_unique<HsSelect>(p.expressions, p.ids, p.ignore_case, p.utf8);
+      if (!p.ascii_expressions.empty() && !fast->empty()) {
+        auto twin = std::make_unique<HsSelect>(p.ascii_expressions, p.ids, true, false, p.lines);
+        if (!twin->empty() && twin->accepted() == fast->accepted()) fast->set_ascii_twin(std::move(twin));
+      }
       if (!fast->empty()) p.fast = std::move(fast);
       p.built.store(true, std::memory_order_release);
     }
@@ -923,7 +952,7 @@ void GnuRegex::expect_candidates(std::span<const std::uint32_t> ids) {
     expressions.push_back(fast_expressions_[i]);
   }
   auto subset = std::make_unique<HsSelect>(expressions, std::vector<std::uint32_t>(ids.begin(), ids.end()),
-                                           options_.ignore_case, options_.utf8 && !ascii_only_);
+                                           plan_->ignore_case, plan_->utf8);
   if (subset->empty() || subset->accepted().size() != ids.size()) return;
   expected_ = std::move(subset);
   expected_ids_.assign(ids.begin(), ids.end());
@@ -1137,7 +1166,7 @@ void GnuRegex::plan_gate(const std::vector<DfaView>& views) {
     plan->ids.push_back(static_cast<std::uint32_t>(i));
   }
   if (plan->ids.empty()) return;
-  plan->ignore_case = options_.ignore_case;
+  plan->ignore_case = options_.ignore_case && !options_.utf8;  // UTF-8 readings are folded already
   plan->utf8 = options_.utf8;
   gate_plan_ = std::move(plan);
 }

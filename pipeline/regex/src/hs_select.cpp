@@ -126,6 +126,7 @@ std::unique_ptr<HsSelect> HsSelect::clone() const {
   copy->accepted_ = accepted_;
   copy->dfa_ = dfa_;
   if (scratch_ != nullptr && hs_clone_scratch(scratch_, &copy->scratch_) != HS_SUCCESS) throw std::bad_alloc();
+  if (ascii_twin_) copy->ascii_twin_ = ascii_twin_->clone();
   return copy;
 }
 
@@ -144,6 +145,11 @@ std::size_t HsSelect::select_lines(std::string_view piece, std::vector<const cha
       if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
     }
     const std::string_view block = piece.substr(begin, end - begin);
+    if (ascii_twin_ && text != Text::kAscii && first_beyond_ascii(block) == block.size()) {
+      ascii_twin_->select_block(block, line_starts, line_ends);
+      begin = end;
+      continue;
+    }
     const std::size_t beyond = text == Text::kAscii  ? first_beyond_ascii(block)
                                : text == Text::kUtf8 ? well_formed_utf8_prefix(block)
                                                      : block.size();
@@ -261,6 +267,7 @@ void HsSelect::select_each_line(std::string_view block, std::vector<const char*>
 }
 
 bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
+  if (ascii_twin_ && all_ascii(line)) return ascii_twin_->scan(line, ids);
   Scan scan{ids};
   // Hyperscan refuses a null pointer even for no bytes.
   const char* bytes = line.empty() ? "" : line.data();

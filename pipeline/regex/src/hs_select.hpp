@@ -49,6 +49,11 @@ class HsSelect {
   enum class Text { kAny, kAscii, kUtf8 };  // any bytes; ASCII alone; well-formed UTF-8
   std::size_t select_lines(std::string_view piece, std::vector<const char*>& line_starts,
                            std::vector<const char*>& line_ends, Text text = Text::kAny);
+  // A UTF-8 database's reading of the same patterns on ASCII alone (the same ids accepted):
+  // blocks of select_lines() and lines of scan() that hold only ASCII go to it. Under -i
+  // the UTF-8 texts spell out each letter's counterparts (U+017F beside 's' and 'S'),
+  // which Hyperscan reads several times slower than its own ASCII folding.
+  void set_ascii_twin(std::unique_ptr<HsSelect> twin) { ascii_twin_ = std::move(twin); }
 
  private:
   // How select_lines() decides a block: in one pass over it, every match reported, or
@@ -102,6 +107,7 @@ class HsSelect {
   const LineDfa* line_dfa();
   ::hs_scratch* scratch_ = nullptr;
   std::vector<std::uint32_t> accepted_;
+  std::unique_ptr<HsSelect> ascii_twin_;
   Pace pace_;
 };
 

@@ -70,17 +70,18 @@ constexpr wint_t kLonesomeLower[] = {0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x0
                                      0x0345, 0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0,
                                      0x03F1, 0x03F2, 0x03F5, 0x1E9B, 0x1FBE};
 
-// dfa.c's case_folded_counterparts(c) is not empty.
-bool has_case_counterparts(wint_t c) {
+}  // namespace
+
+std::vector<wint_t> case_folded_counterparts(wint_t c) {
+  std::vector<wint_t> folded;
   const wint_t uc = std::towupper(c);
   const wint_t lc = std::towlower(uc);
-  if (uc != c) return true;
-  if (lc != uc && lc != c && std::towupper(lc) == uc) return true;
-  return std::any_of(std::begin(kLonesomeLower), std::end(kLonesomeLower),
-                     [&](wint_t li) { return li != lc && li != uc && li != c && std::towupper(li) == uc; });
+  if (uc != c) folded.push_back(uc);
+  if (lc != uc && lc != c && std::towupper(lc) == uc) folded.push_back(lc);
+  for (const wint_t li : kLonesomeLower)
+    if (li != lc && li != uc && li != c && std::towupper(li) == uc) folded.push_back(li);
+  return folded;
 }
-
-}  // namespace
 
 std::size_t fold_free_length(std::string_view text, std::size_t at) {
   const auto b = static_cast<unsigned char>(text[at]);
@@ -89,7 +90,7 @@ std::size_t fold_free_length(std::string_view text, std::size_t at) {
   wchar_t wc = 0;
   const std::size_t n = std::mbrtowc(&wc, text.data() + at, text.size() - at, &state);
   if (n == 0 || n > text.size() - at) return 0;  // invalid or cut short
-  return has_case_counterparts(static_cast<wint_t>(wc)) ? 0 : n;
+  return case_folded_counterparts(static_cast<wint_t>(wc)).empty() ? n : 0;
 }
 
 // grep.c, try_fgrep_pattern: which bytes make a pattern a regex, and which escapes are

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cwchar>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,11 @@ inline int hex_digit(char c) noexcept {
 // Whether the C locale's class `name` holds byte c (glibc's and dfa.c's, ASCII alone);
 // nothing for a name that is no class (dfa_view.cpp).
 std::optional<bool> in_c_class(std::string_view name, unsigned char c);
+
+// dfa.c's case_folded_counterparts(c) in the current locale: the other characters grep's
+// DFA takes for c under -i (its upper case, that one's lower case, and the "lonesome"
+// lower cases of the same upper case: 's' gives 'S' and U+017F, 'k' 'K' and U+212A).
+std::vector<wint_t> case_folded_counterparts(wint_t c);
 
 // "FILE:LINE: message" for a pattern read with -f, else the message.
 std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message);
