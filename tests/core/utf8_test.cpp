@@ -45,6 +45,14 @@ TEST(Bytes, CountAndAsciiAgreeWithAPlainLoop) {
       }
     }
   }
+  // Long ASCII runs with one byte above 0x7f anywhere (first_beyond_ascii()'s steps of 64
+  // and 16, and the tail), or none.
+  for (std::size_t size = 0; size < 300; ++size)
+    for (std::size_t at = 0; at <= size; ++at) {
+      std::string text(size, 'a');
+      if (at < size) text[at] = static_cast<char>(0x80 | (at & 0x7f));
+      ASSERT_EQ(first_beyond_ascii(text), at) << size;
+    }
 }
 
 // count_byte() sums sixteen byte-wide lanes every 255 steps: a text of nothing but the

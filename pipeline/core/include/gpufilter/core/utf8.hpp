@@ -54,17 +54,35 @@ inline bool all_ascii(std::string_view text) noexcept {
   return (any & detail::kHighBits) == 0;
 }
 
-// The offset of the first byte of `text` above 0x7f (text.size(): none), 32 bytes a step.
+// The offset of the first byte of `text` above 0x7f (text.size(): none): with SSE2 (every
+// x86-64) 64 bytes a step and the byte found from the step's mask, else 32 bytes a step.
+// A line of a log in French holds one such byte every hundred bytes or so: the byte loop
+// that found it in its step was a fifth of deciding `.` over such a log.
 inline std::size_t first_beyond_ascii(std::string_view text) noexcept {
   std::size_t i = 0;
+  const char* const data = text.data();
+#if defined(__SSE2__)
+  const auto mask16 = [data](std::size_t at) {
+    return static_cast<unsigned>(_mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at))));
+  };
+  for (; i + 64 <= text.size(); i += 64) {
+    const auto* p = reinterpret_cast<const __m128i*>(data + i);
+    const __m128i any = _mm_or_si128(_mm_or_si128(_mm_loadu_si128(p), _mm_loadu_si128(p + 1)),
+                                     _mm_or_si128(_mm_loadu_si128(p + 2), _mm_loadu_si128(p + 3)));
+    if (_mm_movemask_epi8(any) != 0) break;
+  }
+  for (; i + 16 <= text.size(); i += 16)
+    if (const unsigned high = mask16(i); high != 0) return i + static_cast<std::size_t>(__builtin_ctz(high));
+#else
   for (; i + 32 <= text.size(); i += 32) {
-    const char* p = text.data() + i;
+    const char* p = data + i;
     if (((detail::load8(p) | detail::load8(p + 8) | detail::load8(p + 16) | detail::load8(p + 24)) &
          detail::kHighBits) != 0)
       break;
   }
+#endif
   for (; i < text.size(); ++i)
-    if (static_cast<unsigned char>(text[i]) > 0x7f) return i;
+    if (static_cast<unsigned char>(data[i]) > 0x7f) return i;
   return text.size();
 }
 
