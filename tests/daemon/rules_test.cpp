@@ -359,9 +359,10 @@ std::string describe(const std::vector<fail2ban::Filter::Outcome>& outcomes, con
   for (const fail2ban::Filter::Outcome& o : outcomes) {
     s += o.matched ? "m" : "-";
     s += o.ignored() ? "i" : "-";
-    for (const fail2ban::Filter::Failure& f : o.failures)
-      s += " " + std::to_string(f.failregex) + ":" + f.id + ":" + f.user + ":" +
-           (f.time ? std::to_string(*f.time) : "none") + ":" + std::to_string(f.attempts);
+    for (const fail2ban::Filter::Failure& f : o.failures) {
+      s.append(" ").append(std::to_string(f.failregex)).append(":").append(f.id).append(":").append(f.user);
+      s.append(":").append(f.time ? std::to_string(*f.time) : "none").append(":").append(std::to_string(f.attempts));
+    }
     s += " |";
   }
   return s;

@@ -190,16 +190,19 @@ TEST(Scanner, CompactedWalksOnLargeSets) {
             std::vector<Pair> expected;
             for (std::size_t p = 0; p < size; ++p)
               for (std::size_t length = 2; length <= 8 && p + length <= size; ++length)
-                if (p + length > overlap)
+                if (p + length > overlap) {
                   if (const auto it = ids.find(std::string_view(folded).substr(p, length)); it != ids.end())
                     expected.emplace_back(static_cast<std::uint32_t>(p), it->second);
+                }
             auto actual = scan_one(scanner, text.substr(0, size), overlap);
             std::sort(expected.begin(), expected.end());
             std::sort(actual.begin(), actual.end());
             ASSERT_EQ(diff(expected, actual), "") << "count=" << count << " ic=" << ic << " compacted=" << matcher.compacted() << " two_gates=" << matcher.two_gates()
                                                   << " positions=" << positions << " size=" << size
                                                   << " overlap=" << overlap;
-            if (size == text.size()) EXPECT_GT(expected.size(), 1000u);
+            if (size == text.size()) {
+              EXPECT_GT(expected.size(), 1000u);
+            }
           }
         }
       }

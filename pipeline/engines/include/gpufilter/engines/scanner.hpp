@@ -127,6 +127,10 @@ class Scanner {
   // rather than in the slot's staging (a device uploads from pinned staging). Such an
   // engine also does a chunk's NUL search (Chunk::nul_search).
   virtual bool scans_in_place() const noexcept { return false; }
+  // How many chunks in flight keep the engine busy where each is copied into its slot's
+  // staging (a file read, not mapped): fewer than slot_count() where the slots are sized
+  // for mapped chunks, which cost no staging.
+  virtual std::size_t copied_slots() const noexcept { return slot_count(); }
 
   // Work on each chunk's results that the engine runs where it scanned the chunk, as soon
   // as it is scanned (the host engine: on its workers, several chunks at once, while the

@@ -5,6 +5,7 @@
 // same as DeviceScanner's, byte for byte.
 #pragma once
 
+#include <algorithm>
 #include <concurrentqueue/blockingconcurrentqueue.h>
 
 #include <cstddef>
@@ -27,6 +28,8 @@ class HostScanner final : public Scanner {
 
   std::string_view engine() const noexcept override { return "cpu"; }
   bool scans_in_place() const noexcept override { return true; }
+  // One per worker and two, one filling and one delivered, as for streams.
+  std::size_t copied_slots() const noexcept override { return std::min(slot_count(), worker_count_ + 2); }
   std::vector<std::uint64_t> pattern_counts() override;
   bool set_after_scan(AfterScan after) override;
 
