@@ -180,6 +180,20 @@ TEST(Factors, IgnoreCase) {
   EXPECT_EQ(perl("rusk\\.k", iu), set({"ru"}));
 }
 
+// In a UTF-8 locale, under -i a GNU pattern's letter with counterparts beyond ASCII is an
+// OR of them (as grep's DFA reads it), not a break: "user " needs "user " or "u" U+017F "er ".
+TEST(Factors, IgnoreCaseInAUtf8Locale) {
+  ASSERT_NE(std::setlocale(LC_ALL, "C.UTF-8"), nullptr);
+  const Opt iu{.icase = true, .utf8 = true};
+  EXPECT_EQ(ere("user [a-z]+", iu), set({"user ", "u\xC5\xBF" "er "}));
+  EXPECT_EQ(ere("ab\xC3\xA9xyz", iu), set({"ab\xC3\x89xyz", "ab\xC3\xA9xyz"}));
+  // i, s, s: two each beyond ASCII folding; 'k' has none (U+212A is not its counterpart).
+  EXPECT_EQ(ere("kiss", iu).value().size(), 8u);
+  EXPECT_EQ(basic("risk", iu).value().size(), 4u);
+  EXPECT_EQ(perl("abs\\.kcd", iu), set({"ab"}));  // -P folds as PCRE2 does: still a break
+  std::setlocale(LC_ALL, "C");
+}
+
 TEST(Factors, MultibyteCharacters) {
   const Opt u{.utf8 = true};
   // Without -i multibyte bytes are literal bytes, but a quantifier takes the whole character.

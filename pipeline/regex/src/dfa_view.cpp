@@ -13,6 +13,7 @@
 #include <bitset>
 #include <cctype>
 #include <climits>
+#include <cstdlib>
 #include <cwchar>
 #include <optional>
 #include <string>
@@ -562,6 +563,10 @@ void Reader::bracket(std::size_t& i) {
 }
 
 bool Reader::folded_character(std::size_t& i) {
+  if (MB_CUR_MAX == 1) {  // the C library reads no UTF-8 here: no counterparts to write out
+    view_.pcre_ok = false;
+    return false;
+  }
   std::mbstate_t state{};
   wchar_t wc = 0;
   const std::size_t n = std::mbrtowc(&wc, p_.data() + i, p_.size() - i, &state);

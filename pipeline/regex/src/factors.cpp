@@ -10,7 +10,12 @@
 // these only loses factors; none can claim a literal that some match avoids.
 #include "gpufilter/regex/factors.hpp"
 
+#include "regex_internal.hpp"
+
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cwchar>
 #include <cstdint>
 #include <utility>
 
@@ -44,10 +49,11 @@ struct Token {
   Tok kind = Tok::kEnd;
   std::string bytes;           // kAtom: the bytes of one character
   Quant quant = Quant::kOnce;  // kQuant
+  Set variants;                // kAtom, if not empty: the character is one of these (its case counterparts)
 };
 
-Token make(Tok kind) { return Token{kind, {}, Quant::kOnce}; }
-Token quantifier(Quant quant) { return Token{Tok::kQuant, {}, quant}; }
+Token make(Tok kind) { return Token{kind, {}, Quant::kOnce, {}}; }
+Token quantifier(Quant quant) { return Token{Tok::kQuant, {}, quant, {}}; }
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -67,6 +73,27 @@ bool is_high(char c) { return static_cast<unsigned char>(c) >= 0x80; }
 bool folds_in_ascii(char c, const FactorOptions& options) {
   if (!options.ignore_case) return true;
   return !is_high(c) && !(options.utf8 && folds_beyond_ascii_any_syntax(static_cast<unsigned char>(c)));
+}
+
+// Under -i in a UTF-8 locale (-G, -E): the character `bytes` and each of grep's case
+// counterparts (dfa.c's case_folded_counterparts), which the scan's ASCII folding does not
+// reach ('s' also matches U+017F, 'e' with an acute accent its capital): one of them is in
+// the line. Nothing where the locale reads no multibyte characters or `bytes` is not one
+// whole character.
+std::optional<Set> case_variants(std::string_view bytes) {
+  if (MB_CUR_MAX == 1) return std::nullopt;
+  std::mbstate_t state{};
+  wchar_t wc = 0;
+  if (std::mbrtowc(&wc, bytes.data(), bytes.size(), &state) != bytes.size()) return std::nullopt;
+  Set out{std::string(bytes)};
+  for (const wint_t f : case_folded_counterparts(static_cast<wint_t>(wc))) {
+    char character[MB_LEN_MAX];
+    std::mbstate_t out_state{};
+    const std::size_t n = std::wcrtomb(character, static_cast<wchar_t>(f), &out_state);
+    if (n == static_cast<std::size_t>(-1)) return std::nullopt;
+    out.emplace_back(character, n);
+  }
+  return out;
 }
 
 // Sorted, without duplicates (compared folded when the scan folds: "AB" and "ab" are one).
@@ -189,12 +216,15 @@ class Lexer {
     if (is_high(p_[start]))
       while (pos_ < p_.size() && (static_cast<unsigned char>(p_[pos_]) & 0xC0) == 0x80) ++pos_;
     std::string bytes(p_.substr(start, pos_ - start));
-    return foldable(bytes) ? Token{Tok::kAtom, std::move(bytes), Quant::kOnce} : make(Tok::kBreak);
+    if (foldable(bytes)) return Token{Tok::kAtom, std::move(bytes), Quant::kOnce, {}};
+    if (std::optional<Set> variants = counterparts_ ? case_variants(bytes) : std::nullopt)
+      return Token{Tok::kAtom, std::move(bytes), Quant::kOnce, std::move(*variants)};
+    return make(Tok::kBreak);
   }
 
   Token literal(char c) {
     std::string bytes(1, c);
-    return foldable(bytes) ? Token{Tok::kAtom, std::move(bytes), Quant::kOnce} : make(Tok::kBreak);
+    return foldable(bytes) ? Token{Tok::kAtom, std::move(bytes), Quant::kOnce, {}} : make(Tok::kBreak);
   }
 
   bool foldable(std::string_view bytes) const {
@@ -213,13 +243,16 @@ class Lexer {
   const FactorOptions& options_;
   std::size_t pos_ = 0;
   std::size_t depth_ = 0;  // open groups, to tell an ERE's unmatched ')' (a literal)
+  bool counterparts_ = false;  // character() gives a letter's case variants (case_variants())
 };
 
 // GNU BRE (RE_SYNTAX_GREP) and ERE (RE_SYNTAX_EGREP) as glibc's regcomp reads them.
 class PosixLexer final : public Lexer {
  public:
   PosixLexer(std::string_view pattern, const FactorOptions& options, bool extended)
-      : Lexer(pattern, options), extended_(extended) {}
+      : Lexer(pattern, options), extended_(extended) {
+    counterparts_ = options.ignore_case && options.utf8;  // grep's DFA reads its counterparts
+  }
 
   Token next() override {
     if (pos_ >= p_.size()) return make(Tok::kEnd);
@@ -560,7 +593,7 @@ class Parser {
       switch (token_.kind) {
         case Tok::kAlt: case Tok::kClose: case Tok::kEnd: return std::move(sequence).finish();
         case Tok::kGiveUp: return std::nullopt;
-        case Tok::kAtom: atom.exact = Set{token_.bytes}; break;
+        case Tok::kAtom: atom.exact = token_.variants.empty() ? Set{token_.bytes} : token_.variants; break;
         case Tok::kBreak: case Tok::kQuant: break;  // a quantifier with nothing before: a break
         case Tok::kOpen: case Tok::kAssert: case Tok::kCond: {
           if (depth >= kMaxDepth) return std::nullopt;

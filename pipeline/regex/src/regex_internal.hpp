@@ -32,7 +32,8 @@ std::optional<bool> in_c_class(std::string_view name, unsigned char c);
 
 // dfa.c's case_folded_counterparts(c) in the current locale: the other characters grep's
 // DFA takes for c under -i (its upper case, that one's lower case, and the "lonesome"
-// lower cases of the same upper case: 's' gives 'S' and U+017F, 'k' 'K' and U+212A).
+// lower cases of the same upper case: 's' gives 'S' and U+017F, 'i' 'I' and U+0131, 'k'
+// only 'K': U+212A is no counterpart of 'k' there).
 std::vector<wint_t> case_folded_counterparts(wint_t c);
 
 // "FILE:LINE: message" for a pattern read with -f, else the message.
