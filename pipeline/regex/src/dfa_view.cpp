@@ -350,7 +350,8 @@ class Reader {
   // Under -i in UTF-8 the character at p_[i] as dfa.c reads it (atom(): the character or
   // each of its case_folded_counterparts), written out for Hyperscan, which then reads it
   // without folding; false (nothing read) for a character without counterparts or not a
-  // whole valid character: its bytes are literals as without -i.
+  // whole valid character: its bytes are literals as without -i. Where the counterparts
+  // cannot be written, also false, and the pattern has no Hyperscan reading.
   bool folded_character(std::size_t& i);
   // Something that begins an expression: "(", "|", a newline between patterns.
   void open(std::string_view text, std::string_view pcre) {
@@ -585,7 +586,10 @@ bool Reader::folded_character(std::size_t& i) {
     char bytes[MB_LEN_MAX];
     std::mbstate_t out{};
     const std::size_t m = std::wcrtomb(bytes, static_cast<wchar_t>(f), &out);
-    if (m == static_cast<std::size_t>(-1)) return false;
+    if (m == static_cast<std::size_t>(-1)) {  // not to be read unfolded either
+      view_.pcre_ok = false;
+      return false;
+    }
     pcre.push_back('|');
     add(std::string_view(bytes, m));
   }
