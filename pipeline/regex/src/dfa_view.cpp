@@ -12,9 +12,6 @@
 #include <algorithm>
 #include <bitset>
 #include <cctype>
-#include <climits>
-#include <cstdlib>
-#include <cwchar>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -564,38 +561,19 @@ void Reader::bracket(std::size_t& i) {
 }
 
 bool Reader::folded_character(std::size_t& i) {
-  if (MB_CUR_MAX == 1) {  // the C library reads no UTF-8 here: no counterparts to write out
-    view_.pcre_ok = false;
-    return false;
-  }
-  std::mbstate_t state{};
-  wchar_t wc = 0;
-  const std::size_t n = std::mbrtowc(&wc, p_.data() + i, p_.size() - i, &state);
-  if (n == 0 || n > p_.size() - i) return false;
-  const std::vector<wint_t> folded = case_folded_counterparts(static_cast<wint_t>(wc));
-  if (folded.empty()) return false;
-  const std::string_view text = p_.substr(i, n);
+  std::size_t length = 0;
+  const std::optional<std::vector<std::string>> variants = case_variants(p_, i, length);
+  if (!variants) view_.pcre_ok = false;  // not to be read unfolded either
+  if (!variants || variants->size() < 2) return false;
   // Each as its UTF-8 bytes: Hyperscan's UTF-8 mode reads "\xHH" as a code point.
   std::string pcre = "(?:";
-  const auto add = [&pcre](std::string_view character) {
-    if (character.size() == 1) pcre.append(pcre_byte(static_cast<unsigned char>(character[0])));
-    else pcre.append(character);
-  };
-  add(text);
-  for (const wint_t f : folded) {
-    char bytes[MB_LEN_MAX];
-    std::mbstate_t out{};
-    const std::size_t m = std::wcrtomb(bytes, static_cast<wchar_t>(f), &out);
-    if (m == static_cast<std::size_t>(-1)) {  // not to be read unfolded either
-      view_.pcre_ok = false;
-      return false;
-    }
-    pcre.push_back('|');
-    add(std::string_view(bytes, m));
+  for (const std::string& v : *variants) {
+    if (pcre.size() > 3) pcre.push_back('|');
+    pcre.append(v.size() == 1 ? pcre_byte(static_cast<unsigned char>(v[0])) : v);
   }
   pcre.push_back(')');
-  atom(text, pcre, false);
-  i += n - 1;
+  atom(p_.substr(i, length), pcre, false);
+  i += length - 1;
   return true;
 }
 

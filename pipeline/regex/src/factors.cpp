@@ -13,9 +13,6 @@
 #include "regex_internal.hpp"
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
-#include <cwchar>
 #include <cstdint>
 #include <utility>
 
@@ -73,27 +70,6 @@ bool is_high(char c) { return static_cast<unsigned char>(c) >= 0x80; }
 bool folds_in_ascii(char c, const FactorOptions& options) {
   if (!options.ignore_case) return true;
   return !is_high(c) && !(options.utf8 && folds_beyond_ascii_any_syntax(static_cast<unsigned char>(c)));
-}
-
-// Under -i in a UTF-8 locale (-G, -E): the character `bytes` and each of grep's case
-// counterparts (dfa.c's case_folded_counterparts), which the scan's ASCII folding does not
-// reach ('s' also matches U+017F, 'e' with an acute accent its capital): one of them is in
-// the line. Nothing where the locale reads no multibyte characters or `bytes` is not one
-// whole character.
-std::optional<Set> case_variants(std::string_view bytes) {
-  if (MB_CUR_MAX == 1) return std::nullopt;
-  std::mbstate_t state{};
-  wchar_t wc = 0;
-  if (std::mbrtowc(&wc, bytes.data(), bytes.size(), &state) != bytes.size()) return std::nullopt;
-  Set out{std::string(bytes)};
-  for (const wint_t f : case_folded_counterparts(static_cast<wint_t>(wc))) {
-    char character[MB_LEN_MAX];
-    std::mbstate_t out_state{};
-    const std::size_t n = std::wcrtomb(character, static_cast<wchar_t>(f), &out_state);
-    if (n == static_cast<std::size_t>(-1)) return std::nullopt;
-    out.emplace_back(character, n);
-  }
-  return out;
 }
 
 // Sorted, without duplicates (compared folded when the scan folds: "AB" and "ab" are one).
@@ -217,7 +193,12 @@ class Lexer {
       while (pos_ < p_.size() && (static_cast<unsigned char>(p_[pos_]) & 0xC0) == 0x80) ++pos_;
     std::string bytes(p_.substr(start, pos_ - start));
     if (foldable(bytes)) return Token{Tok::kAtom, std::move(bytes), Quant::kOnce, {}};
-    if (std::optional<Set> variants = counterparts_ ? case_variants(bytes) : std::nullopt)
+    // Under -i in a UTF-8 locale (-G, -E), grep's DFA reads the character as itself or one
+    // of its case counterparts, which the scan's ASCII folding does not reach ('s' also
+    // matches U+017F): an OR of them.
+    std::size_t length = 0;
+    std::optional<Set> variants = counterparts_ ? case_variants(bytes, 0, length) : std::nullopt;
+    if (variants && length == bytes.size())
       return Token{Tok::kAtom, std::move(bytes), Quant::kOnce, std::move(*variants)};
     return make(Tok::kBreak);
   }

@@ -145,14 +145,15 @@ std::size_t HsSelect::select_lines(std::string_view piece, std::vector<const cha
       if (nl != nullptr) end = static_cast<std::size_t>(static_cast<const char*>(nl) - piece.data()) + 1;
     }
     const std::string_view block = piece.substr(begin, end - begin);
-    if (ascii_twin_ && text != Text::kAscii && first_beyond_ascii(block) == block.size()) {
+    // The ASCII prefix is found once: the twin takes an ASCII block, and a UTF-8 block's
+    // test goes on from there.
+    const std::size_t ascii = text == Text::kAny ? block.size() : first_beyond_ascii(block);
+    if (ascii_twin_ && text == Text::kUtf8 && ascii == block.size()) {
       ascii_twin_->select_block(block, line_starts, line_ends);
       begin = end;
       continue;
     }
-    const std::size_t beyond = text == Text::kAscii  ? first_beyond_ascii(block)
-                               : text == Text::kUtf8 ? well_formed_utf8_prefix(block)
-                                                     : block.size();
+    const std::size_t beyond = text == Text::kUtf8 ? ascii + well_formed_utf8_prefix(block.substr(ascii)) : ascii;
     if (beyond < block.size()) {
       const void* nl = memrchr(block.data(), '\n', beyond);
       const std::size_t line =

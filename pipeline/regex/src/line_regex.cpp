@@ -2,6 +2,8 @@
 #include "gpufilter/regex/line_regex.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cwchar>
 #include <cwctype>
 #include <iterator>
@@ -70,8 +72,7 @@ constexpr wint_t kLonesomeLower[] = {0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x0
                                      0x0345, 0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0,
                                      0x03F1, 0x03F2, 0x03F5, 0x1E9B, 0x1FBE};
 
-}  // namespace
-
+// dfa.c's case_folded_counterparts(c) in the current locale (case_variants()).
 std::vector<wint_t> case_folded_counterparts(wint_t c) {
   std::vector<wint_t> folded;
   const wint_t uc = std::towupper(c);
@@ -81,6 +82,27 @@ std::vector<wint_t> case_folded_counterparts(wint_t c) {
   for (const wint_t li : kLonesomeLower)
     if (li != lc && li != uc && li != c && std::towupper(li) == uc) folded.push_back(li);
   return folded;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> case_variants(std::string_view text, std::size_t at, std::size_t& length) {
+  length = 0;
+  if (MB_CUR_MAX == 1) return std::nullopt;
+  std::mbstate_t state{};
+  wchar_t wc = 0;
+  const std::size_t n = std::mbrtowc(&wc, text.data() + at, text.size() - at, &state);
+  if (n == 0 || n > text.size() - at) return std::vector<std::string>();  // invalid or cut short
+  std::vector<std::string> variants{std::string(text.substr(at, n))};
+  for (const wint_t f : case_folded_counterparts(static_cast<wint_t>(wc))) {
+    char character[MB_LEN_MAX];
+    std::mbstate_t out{};
+    const std::size_t m = std::wcrtomb(character, static_cast<wchar_t>(f), &out);
+    if (m == static_cast<std::size_t>(-1)) return std::nullopt;
+    variants.emplace_back(character, m);
+  }
+  length = n;
+  return variants;
 }
 
 std::size_t fold_free_length(std::string_view text, std::size_t at) {

@@ -30,11 +30,14 @@ inline int hex_digit(char c) noexcept {
 // nothing for a name that is no class (dfa_view.cpp).
 std::optional<bool> in_c_class(std::string_view name, unsigned char c);
 
-// dfa.c's case_folded_counterparts(c) in the current locale: the other characters grep's
-// DFA takes for c under -i (its upper case, that one's lower case, and the "lonesome"
-// lower cases of the same upper case: 's' gives 'S' and U+017F, 'i' 'I' and U+0131, 'k'
-// only 'K': U+212A is no counterpart of 'k' there).
-std::vector<wint_t> case_folded_counterparts(wint_t c);
+// Under -i in a UTF-8 locale, the character at text[at] as grep's DFA reads it: its bytes
+// first, then those of each of dfa.c's case_folded_counterparts() in the current locale
+// (its upper case, that one's lower case, and the "lonesome" lower cases of the same upper
+// case: 's' gives 'S' and U+017F, 'i' 'I' and U+0131, 'k' only 'K': U+212A is no
+// counterpart of 'k' there); `length` is the character's. Empty (length 0) where no whole
+// valid character starts there; nothing where the C library reads no UTF-8 or a
+// counterpart cannot be written (no reading of the counterparts exists then).
+std::optional<std::vector<std::string>> case_variants(std::string_view text, std::size_t at, std::size_t& length);
 
 // "FILE:LINE: message" for a pattern read with -f, else the message.
 std::string with_origin(const std::vector<PatternOrigin>& origins, std::size_t index, const char* message);
