@@ -173,7 +173,7 @@ TEST_F(GrepDifferential, Context) {
 // starts at the last output: lines that lag). Context without -v visits only the lines
 // near a selected one (Searcher::context_gap()); the rest are counted.
 TEST_F(GrepDifferential, ContextBetweenDistantMatches) {
-  std::string text;
+  std::string lines;
   std::uint32_t state = 12345;
   auto next = [&](std::uint32_t below) {
     state = state * 1103515245u + 12345u;
@@ -181,14 +181,14 @@ TEST_F(GrepDifferential, ContextBetweenDistantMatches) {
   };
   for (int i = 0; i < 1500; ++i) {
     const std::uint32_t kind = next(40);
-    if (kind == 0) text += "ERR bad \xff byte " + std::to_string(i) + "\n";
-    else if (kind < 3) text += "ERR line " + std::to_string(i) + (kind == 2 ? "\r\n" : "\n");
-    else if (kind < 5) text += "ok \xc3 " + std::to_string(i) + "\n";
-    else text += "ok line " + std::to_string(i) + "\n";
+    if (kind == 0) lines += "ERR bad \xff byte " + std::to_string(i) + "\n";
+    else if (kind < 3) lines += "ERR line " + std::to_string(i) + (kind == 2 ? "\r\n" : "\n");
+    else if (kind < 5) lines += "ok \xc3 " + std::to_string(i) + "\n";
+    else lines += "ok line " + std::to_string(i) + "\n";
   }
-  const std::string file = dir.write("distant.txt", text);
-  const std::string open_end = dir.write("open-end.txt", text + "ok no newline");
-  const std::string erred_end = dir.write("erred-end.txt", text + "ok ERR no newline");
+  const std::string file = dir.write("distant.txt", lines);
+  const std::string open_end = dir.write("open-end.txt", lines + "ok no newline");
+  const std::string erred_end = dir.write("erred-end.txt", lines + "ok ERR no newline");
   const std::vector<Args> forms = {
       {"-C2"},        {"-B3"},  {"-A2"},       {"-A1", "-B4", "-n"}, {"-C1", "-m", "5"}, {"-B2", "-m", "3", "-n"},
       {"-A70", "-n"}, {"-C2", "-b", "--color=always"}, {"-C3", "-c"}, {"-B1", "-o"}, {"-C1", "-a"}, {"-A0", "-B0"},
@@ -206,15 +206,15 @@ TEST_F(GrepDifferential, ContextBetweenDistantMatches) {
 // line-by-line path. Several occurrences a line, a line without a final newline, CRLF,
 // and pieces that end in a line's middle (the knobs' small chunks).
 TEST_F(GrepDifferential, InvertedCountsOfLinesWithoutAnOccurrence) {
-  std::string text;
+  std::string lines;
   for (int i = 0; i < 900; ++i) {
-    text += i % 7 == 0 ? "ok line " : i % 3 == 0 ? "ERR ERR twice ERR " : "a line with ERR ";
-    text += std::to_string(i) + (i % 11 == 0 ? "\r\n" : "\n");
+    lines += i % 7 == 0 ? "ok line " : i % 3 == 0 ? "ERR ERR twice ERR " : "a line with ERR ";
+    lines += std::to_string(i) + (i % 11 == 0 ? "\r\n" : "\n");
   }
-  const std::string file = dir.write("inverted.txt", text);
-  const std::string open_end = dir.write("inverted-open.txt", text + "ok no newline");
-  const std::string matched_end = dir.write("inverted-matched.txt", text + "ERR no newline");
-  const std::string nul = dir.write("inverted-nul.txt", text + "ok \0 line\n" + text);
+  const std::string file = dir.write("inverted.txt", lines);
+  const std::string open_end = dir.write("inverted-open.txt", lines + "ok no newline");
+  const std::string matched_end = dir.write("inverted-matched.txt", lines + "ERR no newline");
+  const std::string nul = dir.write("inverted-nul.txt", lines + "ok \0 line\n" + lines);
   const std::vector<Args> forms = {
       {"-v", "-c"}, {"-v", "-c", "-n"}, {"-v", "-c", "-m", "5"}, {"-v", "-c", "-m", "1000"}, {"-v", "-c", "-i"},
       {"-v", "-L"}, {"-v", "-l"}, {"-v", "-q"}, {"-v", "-c", "-w"}, {"-v", "-c", "-x"}, {"-v", "-c", "-a"},
@@ -222,7 +222,7 @@ TEST_F(GrepDifferential, InvertedCountsOfLinesWithoutAnOccurrence) {
   };
   for (const Args& f : forms) {
     expect_same(f + Args{"ERR", file, open_end, matched_end, nul});
-    expect_same(f + Args{"ok"}, text);
+    expect_same(f + Args{"ok"}, lines);
   }
   expect_same({"-v", "-c", "-e", "", "-e", "ERR", file});
 }
@@ -276,9 +276,9 @@ TEST_F(GrepDifferential, GrepColorsEntriesSkippedHonouredOrEndingTheParse) {
   }
   // grep warns of GREP_COLOR only while its own string is still ms or mc: an entry that
   // sets the same value silences the warning, a bare "mt" copies ms to mc with it.
-  for (const std::string& spec : {"mt=1;32", "ms=1;32:mc=7", "mc=1;32", "mt=1;32:mt", "ms=4:mt", "mc=:mt", "ms=x:mc=1"})
+  for (const char* spec : {"mt=1;32", "ms=1;32:mc=7", "mc=1;32", "mt=1;32:mt", "ms=4:mt", "mc=:mt", "ms=x:mc=1"})
     expect_same({"--color=always", "-v", "-C1", "foo", input}, {}, rotating_knobs(1), {},
-                {"GREP_COLOR=1;32", "GREP_COLORS=" + spec});
+                {"GREP_COLOR=1;32", "GREP_COLORS="s + spec});
 }
 
 // -m 0 and a negative -m against -q, -l, -L, -c, -v and missing files. grep lets -q override
@@ -765,7 +765,7 @@ TEST_F(GrepDifferential, OnlyMatchingStopsAtAPartThatIsNotUtf8) {
 
 // -m, -A, -B and -C read numbers as grep's xstrtoimax does: blanks, then a sign.
 TEST_F(GrepDifferential, CountsAndContextLengthsReadAsGrepReadsThem) {
-  for (const std::string& n : {"-0", "+1", " 1", "\t2", " +1", "-00", "+0", "1x", "", " ", "-1", "+", "99999999999999999999"}) {
+  for (const std::string n : {"-0", "+1", " 1", "\t2", " +1", "-00", "+0", "1x", "", " ", "-1", "+", "99999999999999999999"}) {
     expect_same({"-m", n, "foo", text});
     expect_same({"-A", n, "foo", text});
     expect_same({"-C", n, "-v", "foo", text});

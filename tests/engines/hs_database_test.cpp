@@ -531,7 +531,7 @@ TEST(HsDatabase, OneLiteralAtEveryAlignment) {
 TEST(HsDatabase, OnePerLineKeepsOneOfEveryLine) {
   std::mt19937 rng(5);
   const std::string alphabets[] = {"aAbBe\n\n \0"s, std::string(60, 'e') + "ab \n"s, std::string(200, 'e') + "\n\0"s};
-  for (const std::string list : {"e"s, "ee"s, "ab\nb"s, "a\naa\nba\nbab"s}) {
+  for (const std::string& list : {"e"s, "ee"s, "ab\nb"s, "a\naa\nba\nbab"s}) {
     for (bool ic : {false, true}) {
       PatternSet patterns;
       patterns.add_list(list);
@@ -563,7 +563,9 @@ TEST(HsDatabase, OnePerLineKeepsOneOfEveryLine) {
           for (const Pair& o : all) with.insert(line_of(o.first));
           for (const Pair& o : kept) kept_lines.insert(line_of(o.first));
           EXPECT_EQ(kept_lines, with) << what;
-          if (list == "e" && eol == '\n' && round == 149) EXPECT_LT(kept.size(), all.size());
+          if (list == "e" && eol == '\n' && round == 149) {
+            EXPECT_LT(kept.size(), all.size());
+          }
         }
       }
     }
