@@ -82,6 +82,25 @@ TEST(PatternSet, SizesAndEmptyPattern) {
   EXPECT_FALSE(f.has_empty_pattern());
 }
 
+// A list long enough to be counted on several threads, with duplicates near and far and
+// empty patterns, counts as the serial first_of_each().
+TEST(PatternSet, DistinctCountOfALargeListIsFirstOfEach) {
+  std::mt19937 rng(5);
+  std::vector<std::string> list;
+  for (std::size_t i = 0; i < 200000; ++i) {
+    const std::size_t pick = rng() % 10;
+    if (pick == 0 && !list.empty())
+      list.push_back(list[rng() % list.size()]);
+    else if (pick == 1)
+      list.emplace_back();
+    else
+      list.push_back(std::to_string(rng() % 150000) + std::string(rng() % 20, 'x'));
+  }
+  EXPECT_EQ(gpufilter::distinct_count(list), gpufilter::first_of_each(list).size());
+  list.resize(1000);
+  EXPECT_EQ(gpufilter::distinct_count(list), gpufilter::first_of_each(list).size());
+}
+
 TEST(PatternTable, DeduplicatesAndFolds) {
   PatternSet p;
   p.add_list("abc\nabd\nabc\n\nABC\nab\0c"s);
@@ -247,12 +266,21 @@ TEST(PatternTable, LargeSetsBuiltOnThreadsWalkAsTheReference) {
   for (const std::string& chars : {"abc\x80\xff"s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789 .:"s}) {
     for (bool ic : {false, true}) {
       const std::string text = random_string(rng, chars, 6000);
-      PatternSet p = random_patterns(rng, chars, 40000, 24, text);
+      const PatternSet random = random_patterns(rng, chars, 40000, 24, text);
+      PatternSet p;
+      p.add("");  // empty patterns among the first and the last pieces dealt to the threads
+      for (std::size_t i = 0; i < random.size(); ++i) p.add(random[i]);
       p.add("");
       p.add(p[5]);  // a duplicate
+      p.add("a\0b"s);
       const PatternTable t(p, MatchOptions{.ignore_case = ic});
       ASSERT_TRUE(t.has_empty_pattern());
-      EXPECT_EQ(t.unique_of(p.size() - 1), t.unique_of(5));
+      EXPECT_TRUE(t.has_nul_byte());
+      EXPECT_EQ(t.unique_of(0), PatternTable::kNoPattern);
+      EXPECT_EQ(t.unique_of(p.size() - 3), PatternTable::kNoPattern);
+      EXPECT_EQ(t.unique_of(p.size() - 2), t.unique_of(5));
+      for (std::size_t i = 1; i + 3 < p.size(); ++i)
+        ASSERT_EQ(t.unique_pattern(t.unique_of(i)), fold(p[i], ic)) << "pattern " << i;
       const std::vector<Pair> walked = walk_every_position(t, text);
       const auto expected = as_pairs(gpufilter::reference_occurrences(p, t, text));
       ASSERT_TRUE(walked == expected) << " ic=" << ic << ": " << walked.size() << " against " << expected.size();

@@ -159,7 +159,7 @@ EngineDecision choose_engine(EngineChoice choice, PatternStats patterns, InputKi
 }
 
 PatternStats PatternStats::of(const PatternSet& patterns) {
-  return {first_of_each(patterns.patterns()).size(), patterns.max_length()};
+  return {distinct_count(patterns.patterns()), patterns.max_length()};
 }
 
 std::vector<DeviceInfo> opencl_devices() { return list_devices(); }

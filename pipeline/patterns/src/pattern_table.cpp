@@ -35,7 +35,7 @@ struct TrieBranch {
     unsigned char byte;
     std::uint32_t child;
   };
-  std::vector<SortedPattern> patterns;
+  FillLaterVector<SortedPattern> patterns;
   std::vector<std::uint32_t> node_pattern;       // local unique id, or kNoPattern
   std::vector<Edge> edges;                       // below node 0, local numbers
   std::vector<std::uint32_t> unique_length;
@@ -50,14 +50,10 @@ struct TrieBranch {
 
 namespace {
 
-// The patterns' folded bytes: views of the patterns themselves, or of one folded copy.
-std::vector<std::string_view> folded_patterns(const PatternSet& patterns, bool ignore_case, std::string& storage) {
+// The patterns' folded bytes (-i): views of one folded copy.
+std::vector<std::string_view> folded_patterns(const PatternSet& patterns, std::string& storage) {
   const std::size_t n = patterns.size();
   std::vector<std::string_view> folded(n);
-  if (!ignore_case) {
-    for (std::size_t i = 0; i < n; ++i) folded[i] = patterns[i];
-    return folded;
-  }
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += patterns[i].size();
   storage.reserve(total);
@@ -90,6 +86,15 @@ void sort_branch(TrieBranch& b) {
 // prefix with the previous one and adds nodes only for the rest.
 void build_branch(TrieBranch& b) {
   sort_branch(b);
+  // Room for the most it can hold (a node per byte), so that no table is copied as it grows:
+  // what is never written is never touched.
+  std::size_t bytes = 0;
+  for (const TrieBranch::SortedPattern& p : b.patterns) bytes += p.bytes.size();
+  b.node_pattern.reserve(bytes);
+  b.edges.reserve(bytes);
+  b.unique_length.reserve(b.patterns.size());
+  b.unique_bytes.reserve(bytes);
+  b.ids.reserve(b.patterns.size());
   std::vector<std::uint32_t> path;  // path[d - 1]: node at depth d of the previous pattern
   std::string_view previous;
   for (const TrieBranch::SortedPattern& sorted : b.patterns) {
@@ -150,6 +155,54 @@ std::size_t build_helpers(std::size_t bytes) {
   return bytes < (std::size_t{256} << 10) ? 0 : WorkerPool::default_threads();
 }
 
+// The patterns dealt into their first bytes' branches, in pattern order within each, on the
+// pool: each piece of the list counts its patterns per branch, then writes them where the
+// counts of the pieces before it say.
+struct Dealt {
+  std::array<std::size_t, 256> sizes{};
+  std::size_t max_length = 0;
+  bool has_nul = false;
+  std::vector<std::size_t> empty;  // the empty patterns, which no branch holds
+};
+
+template <typename Patterns>  // a PatternSet, or the views of its folded copy
+Dealt deal_patterns(const Patterns& folded, std::vector<TrieBranch>& branches, WorkerPool& pool) {
+  std::vector<Dealt> pieces(pool.width());
+  std::vector<std::array<std::size_t, 256>> at(pool.width());
+  const std::size_t used = pool.split(folded.size(), 1u << 14, [&](std::size_t k, std::size_t begin, std::size_t end) {
+    Dealt& piece = pieces[k];
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::string_view s(folded[i]);
+      piece.max_length = std::max(piece.max_length, s.size());
+      piece.has_nul = piece.has_nul || s.find('\0') != std::string_view::npos;
+      if (s.empty())
+        piece.empty.push_back(i);
+      else
+        ++piece.sizes[static_cast<unsigned char>(s[0])];
+    }
+  });
+  Dealt all;
+  for (std::size_t k = 0; k < used; ++k) {
+    for (std::size_t c = 0; c < 256; ++c) {
+      at[k][c] = all.sizes[c];
+      all.sizes[c] += pieces[k].sizes[c];
+    }
+    all.max_length = std::max(all.max_length, pieces[k].max_length);
+    all.has_nul = all.has_nul || pieces[k].has_nul;
+    all.empty.insert(all.empty.end(), pieces[k].empty.begin(), pieces[k].empty.end());
+  }
+  for (std::size_t c = 0; c < 256; ++c) branches[c].patterns.resize(all.sizes[c]);
+  pool.split(folded.size(), 1u << 14, [&](std::size_t k, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::string_view s(folded[i]);
+      if (s.empty()) continue;
+      const auto c = static_cast<unsigned char>(s[0]);
+      branches[c].patterns[at[k][c]++] = {0, s, static_cast<std::uint32_t>(i)};
+    }
+  });
+  return all;
+}
+
 }  // namespace
 
 PatternTable::ZeroedWords::ZeroedWords(std::size_t count)
@@ -172,35 +225,31 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
       root_pairs_(kRootPairs) {
   static_assert(kNoNode == 0, "root_pairs_ starts as calloc()'s zeros");
   const std::size_t n = patterns.size();
-  std::string storage;
-  const std::vector<std::string_view> folded = folded_patterns(patterns, options.ignore_case, storage);
   std::size_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += patterns[i].size();
+  WorkerPool pool(build_helpers(total));
   std::vector<TrieBranch> branches(256);
-  std::array<std::size_t, 256> sizes{};
-  for (std::string_view s : folded) {
-    max_length_ = std::max(max_length_, s.size());
-    has_nul_ = has_nul_ || s.find('\0') != std::string_view::npos;
-    total += s.size();
-    has_empty_ = has_empty_ || s.empty();
-    if (!s.empty()) ++sizes[static_cast<unsigned char>(s[0])];
-  }
+  std::string storage;  // -i: the folded copy that the branches' views see
+  const Dealt dealt = options.ignore_case ? deal_patterns(folded_patterns(patterns, storage), branches, pool)
+                                          : deal_patterns(patterns, branches, pool);
+  max_length_ = dealt.max_length;
+  has_nul_ = dealt.has_nul;
+  has_empty_ = !dealt.empty.empty();
   if (max_length_ >= (std::size_t{1} << 31)) throw PatternError(0, "pattern longer than 2 GiB");
-  for (std::size_t c = 0; c < 256; ++c) branches[c].patterns.reserve(sizes[c]);
-  for (std::size_t i = 0; i < n; ++i)
-    if (!folded[i].empty())
-      branches[static_cast<unsigned char>(folded[i][0])].patterns.push_back({0, folded[i], static_cast<std::uint32_t>(i)});
   std::vector<std::size_t> order(256);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
-  WorkerPool pool(build_helpers(total));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return dealt.sizes[a] > dealt.sizes[b]; });
   run_all(pool, order, [&](std::size_t c) { build_branch(branches[c]); });
   number_branches(branches, n);
   run_all(pool, order, [&](std::size_t c) { join_branch(branches[c], static_cast<unsigned char>(c)); });
+  for (std::size_t i : dealt.empty) unique_of_pattern_[i] = kNoPattern;
   lay_out_edges(branches, order, pool);
-  fill_prefix_words();
+  fill_prefix_words(pool);
 }
 
-// Gives each branch its place in the whole, in byte order after the root.
+// Gives each branch its place in the whole, in byte order after the root. The tables are
+// sized here and written by join_branch() (each branch its own part) and the constructor.
 void PatternTable::number_branches(std::vector<TrieBranch>& branches, std::size_t pattern_count) {
   std::size_t nodes = 1, uniques = 0, bytes = 0;
   for (TrieBranch& b : branches) {
@@ -214,19 +263,23 @@ void PatternTable::number_branches(std::vector<TrieBranch>& branches, std::size_
     uniques += b.unique_length.size();
     bytes += b.unique_bytes.size();
   }
-  node_pattern_.assign(nodes, kNoPattern);
-  node_info_.assign(nodes, 0);
+  node_pattern_.resize(nodes);
+  node_info_.resize(nodes);
+  node_pattern_[0] = kNoPattern;  // the root
+  node_info_[0] = 0;
   unique_length_.resize(uniques);
   unique_start_.resize(uniques);
   unique_bytes_.resize(bytes);
-  unique_of_pattern_.assign(pattern_count, kNoPattern);
+  unique_of_pattern_.resize(pattern_count);
 }
 
-// Copies a branch into the whole at its place, its numbers made the whole's.
+// Copies a branch into the whole at its place, its numbers made the whole's: every entry
+// of its nodes, unique patterns and patterns.
 void PatternTable::join_branch(TrieBranch& b, unsigned char first) {
   if (b.node_pattern.empty()) return;
   for (std::size_t i = 0; i < b.node_pattern.size(); ++i)
-    if (b.node_pattern[i] != kNoPattern) node_pattern_[b.node_base + i] = b.unique_base + b.node_pattern[i];
+    node_pattern_[b.node_base + i] = b.node_pattern[i] != kNoPattern ? b.unique_base + b.node_pattern[i] : kNoPattern;
+  std::fill_n(node_info_.begin() + b.node_base, b.node_pattern.size(), std::uint16_t{0});
   std::size_t start = b.byte_base;
   for (std::size_t i = 0; i < b.unique_length.size(); ++i) {
     unique_length_[b.unique_base + i] = b.unique_length[i];
@@ -268,8 +321,9 @@ std::uint32_t size_gate(std::vector<std::uint32_t>& words, std::size_t patterns)
 
 }  // namespace
 
-// The two gates (see prefix_words() and deep_words()).
-void PatternTable::fill_prefix_words() {
+// The two gates (see prefix_words() and deep_words()), the unique patterns split over the
+// pool (a word's bits set by an atomic OR).
+void PatternTable::fill_prefix_words(WorkerPool& pool) {
   std::size_t from3 = 0, from4 = 0;
   for (std::uint32_t length : unique_length_) {
     from3 += length >= 3 ? 1 : 0;
@@ -277,15 +331,21 @@ void PatternTable::fill_prefix_words() {
   }
   prefix_shift_ = size_gate(prefix_words_, from3);
   deep_shift_ = size_gate(deep_words_, from4);
-  for (std::uint32_t id = 0; id < unique_count(); ++id) {
-    const std::string_view s = unique_pattern(id);
-    if (s.size() < 3) continue;
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-    prefix_words_[prefix_word(byte(0), byte(1), byte(2), prefix_shift_)] |= s.size() == 3 ? 1u : 1u << prefix_bit(byte(3));
-    if (s.size() < 4) continue;
-    deep_words_[deep_word(byte(0), byte(1), byte(2), byte(3), deep_shift_)] |=
-        s.size() == 4 ? 1u : 1u << prefix_bit(byte(4));
-  }
+  const auto set = [](std::uint32_t& word, std::uint32_t bit) {
+    std::atomic_ref<std::uint32_t>(word).fetch_or(bit, std::memory_order_relaxed);
+  };
+  pool.split(unique_count(), 1u << 14, [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t id = begin; id < end; ++id) {
+      const std::string_view s = unique_pattern(static_cast<std::uint32_t>(id));
+      if (s.size() < 3) continue;
+      const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+      set(prefix_words_[prefix_word(byte(0), byte(1), byte(2), prefix_shift_)],
+          s.size() == 3 ? 1u : 1u << prefix_bit(byte(3)));
+      if (s.size() < 4) continue;
+      set(deep_words_[deep_word(byte(0), byte(1), byte(2), byte(3), deep_shift_)],
+          s.size() == 4 ? 1u : 1u << prefix_bit(byte(4)));
+    }
+  });
 }
 
 // The edges below the root's children (those from the root are root_next_'s) go to a
@@ -298,7 +358,11 @@ void PatternTable::lay_out_edges(const std::vector<TrieBranch>& branches, const 
   for (const TrieBranch& b : branches) deep += b.edges.size();
   const std::size_t table_size = std::bit_ceil(std::max<std::size_t>(16, deep * 2));
   edge_mask_ = static_cast<std::uint32_t>(table_size - 1);
-  edge_slots_.assign(table_size, EdgeSlot{kEmptyKey, kNoNode});
+  edge_slots_.resize(table_size);
+  pool.split(table_size, 1u << 16, [&](std::size_t, std::size_t begin, std::size_t end) {
+    std::fill(edge_slots_.begin() + static_cast<std::ptrdiff_t>(begin), edge_slots_.begin() + static_cast<std::ptrdiff_t>(end),
+              EdgeSlot{kEmptyKey, kNoNode});
+  });
   run_all(pool, order, [&](std::size_t c) {
     for (const TrieBranch::Edge& e : branches[c].edges) {
       const std::uint64_t key = edge_key(e.parent, e.byte);

@@ -13,6 +13,10 @@ namespace gpufilter {
 // a million patterns in a fraction of the time of a std::set or std::unordered_set).
 std::vector<std::size_t> first_of_each(const std::vector<std::string>& patterns);
 
+// How many distinct patterns there are: first_of_each().size(), a large list counted on
+// every core (one table whose slots the threads claim by compare-and-swap).
+std::size_t distinct_count(const std::vector<std::string>& patterns);
+
 class PatternSet {
  public:
   // Adds one -e argument or PATTERNS operand: newline-separated patterns

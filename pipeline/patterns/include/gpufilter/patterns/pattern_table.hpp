@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpufilter/core/chunk.hpp"
@@ -28,6 +29,29 @@ constexpr unsigned char fold_byte(unsigned char c, bool ignore_case) noexcept {
 
 struct TrieBranch;  // pattern_table.cpp: one first byte's subtree while it is built
 class WorkerPool;   // core/workers.hpp: the threads that build the branches
+
+// An allocator whose resize() leaves trivial elements unwritten (default-initialised, not
+// zeroed): the tables of a large set are then written once, by the threads that build their
+// parts, instead of first being zeroed by one thread (80 MB at a million literals).
+template <typename T>
+struct FillLaterAllocator : std::allocator<T> {
+  FillLaterAllocator() = default;
+  template <typename U>
+  FillLaterAllocator(const FillLaterAllocator<U>&) noexcept {}  // NOLINT: as std::allocator
+  template <typename U>
+  struct rebind {
+    using other = FillLaterAllocator<U>;
+  };
+  template <typename U, typename... Args>
+  void construct(U* at, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0)
+      ::new (static_cast<void*>(at)) U;
+    else
+      ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+  }
+};
+template <typename T>
+using FillLaterVector = std::vector<T, FillLaterAllocator<T>>;
 
 class PatternTable {
  public:
@@ -138,14 +162,14 @@ class PatternTable {
   void join_branch(TrieBranch& branch, unsigned char first);
   void lay_out_edges(const std::vector<TrieBranch>& branches, const std::vector<std::size_t>& order,
                      WorkerPool& pool);
-  void fill_prefix_words();
+  void fill_prefix_words(WorkerPool& pool);
   std::uint32_t child(std::uint32_t node, unsigned char c) const noexcept;
 
   MatchOptions options_;
-  std::vector<std::uint32_t> unique_length_;
-  std::vector<std::size_t> unique_start_;  // offset of each unique pattern in unique_bytes_
+  FillLaterVector<std::uint32_t> unique_length_;
+  FillLaterVector<std::size_t> unique_start_;  // offset of each unique pattern in unique_bytes_
   std::string unique_bytes_;
-  std::vector<std::uint32_t> unique_of_pattern_;
+  FillLaterVector<std::uint32_t> unique_of_pattern_;
   bool has_empty_ = false;
   bool has_nul_ = false;
   std::size_t max_length_ = 0;
@@ -171,10 +195,10 @@ class PatternTable {
   };
   static constexpr std::size_t kRootPairs = 256 * 256;
   ZeroedWords root_pairs_;
-  std::vector<EdgeSlot> edge_slots_;
+  FillLaterVector<EdgeSlot> edge_slots_;
   std::uint32_t edge_mask_ = 0;
-  std::vector<std::uint32_t> node_pattern_;
-  std::vector<std::uint16_t> node_info_;
+  FillLaterVector<std::uint32_t> node_pattern_;
+  FillLaterVector<std::uint16_t> node_info_;
   std::vector<std::uint32_t> prefix_words_;
   std::uint32_t prefix_shift_ = 32;
   std::vector<std::uint32_t> deep_words_;
