@@ -408,13 +408,13 @@ void print_stats(Engine& engine, const FileScan& files, Clock::time_point build_
   const double scan_s = ms_between(first, end) / 1000;
   std::fprintf(stderr,
                "gpufilter-stats: {\"engine\":\"%s\",\"engine_reason\":%s,\"device\":%s,\"patterns\":%zu,"
-               "\"unique_patterns\":%zu,\"device_ms\":%.3f,\"build_ms\":%.3f,\"table_ms\":%.3f,\"matcher_ms\":%.3f,"
+               "\"unique_patterns\":%zu,\"device_ms\":%.3f,\"build_ms\":%.3f,\"table_ms\":%.3f,\"kernel_ms\":%.3f,\"matcher_ms\":%.3f,"
                "\"engine_ms\":%.3f,\"startup_ms\":%.3f,\"bytes\":%llu,\"scan_s\":%.6f,\"steady_gbps\":%.3f,"
                "\"total_s\":%.6f,\"chunk_bytes\":%zu,\"slots\":%zu,\"fill_s\":%.6f,\"wait_s\":%.6f,"
                "\"deliver_s\":%.6f,\"inputs_mapped\":%llu%s}\n",
                std::string(scanner.engine()).c_str(), json_string(engine.reason()).c_str(),
                json_string(engine.device_name()).c_str(), patterns.pattern_count(), patterns.unique_count(),
-               t.device_ms, ms_between(build_start, build_end), t.table_ms, t.program_ms, t.scanner_ms,
+               t.device_ms, ms_between(build_start, build_end), t.table_ms, t.kernel_ms, t.program_ms, t.scanner_ms,
                ms_between(g_started, first), static_cast<unsigned long long>(outcome.bytes), scan_s,
                scan_s > 0 ? static_cast<double>(outcome.bytes) / scan_s / 1e9 : 0.0,
                ms_between(g_started, end) / 1000, scanner.chunk_bytes(), scanner.slot_count(), files.times().fill_s,

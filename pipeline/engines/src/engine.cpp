@@ -214,6 +214,7 @@ EnginePlan Engines::plan(const EngineRequest& request) {
                                           [this] { return device_kind(); }, host_stored);
   plan.engine = decision.engine;
   plan.reason = std::move(decision.reason);
+  plan.distinct_patterns = request.patterns.count;
   ScanConfig& s = plan.scanning;
   const bool streams = request.input == InputKind::kStreams;
   if (plan.engine != EngineKind::kDevice) {
@@ -299,17 +300,18 @@ class HostEngine final : public Engine {
 // each with a scan program of its own, built side by side.
 class DeviceEngine final : public Engine {
  public:
-  DeviceEngine(const EnginePlan& plan, std::vector<DeviceContext*> devices, double device_ms, PatternTable table,
-               double table_ms)
+  // `kernels`: each device's scan kernel, built beside the table (Engines::compile).
+  DeviceEngine(const EnginePlan& plan, std::vector<DeviceContext*> devices, const Timings& timings, PatternTable table,
+               std::vector<ScanProgram::Kernel> kernels)
       : Engine(EngineKind::kDevice, devices_name(infos(devices)), plan.reason, plan.scanning),
         devices_(std::move(devices)) {
-    timings_.device_ms = device_ms;
-    timings_.table_ms = table_ms;
+    timings_ = timings;
     const Clock::time_point start = Clock::now();
     std::vector<PatternTable> tables = copies(std::move(table), devices_.size());
     programs_.resize(devices_.size());
     on_threads(devices_.size(), [&](std::size_t i) {
-      programs_[i] = std::make_unique<ScanProgram>(*devices_[i], std::move(tables[i]));
+      programs_[i] = std::make_unique<ScanProgram>(*devices_[i], std::move(tables[i]), ScanLayout{},
+                                                   i < kernels.size() ? std::optional(std::move(kernels[i])) : std::nullopt);
     });
     timings_.program_ms = ms_since(start);
   }
@@ -502,27 +504,36 @@ std::unique_ptr<Engine> Engines::compile(const EnginePlan& plan, const PatternSe
     co_scanning_ = true;
     return std::make_unique<CoEngine>(plan, spec_, patterns, match);
   }
-  // The pattern table is built while the devices open (NVIDIA's driver took 100-135 ms
-  // for a context on the H100 and H200 machines; the table for a million literals 0.2 s).
-  double device_ms = 0, table_ms = 0;
+  // The pattern table is built while the devices open and their scan kernels build, which
+  // need only the device (NVIDIA's driver took 100-135 ms for a context on the H100 and H200
+  // machines, 45-65 ms for the kernel; the table for a million literals 0.2 s).
+  Engine::Timings timings;
   std::optional<PatternTable> table;
-  const bool open = devices_.empty();
-  on_threads(open ? 2 : 1, [&](std::size_t i) {
+  std::vector<ScanProgram::Kernel> kernels;
+  on_threads(2, [&](std::size_t i) {
     const Clock::time_point start = Clock::now();
     if (i == 0) {
       table.emplace(table_for(plan, patterns, match));
-      table_ms = ms_since(start);
+      timings.table_ms = ms_since(start);
       return;
     }
-    const std::vector<DeviceInfo> found = find_devices(spec_);
-    std::vector<std::unique_ptr<Device>> opened(found.size());
-    on_threads(found.size(), [&](std::size_t d) { opened[d] = std::make_unique<Device>(spec_of(found[d])); });
-    devices_ = std::move(opened);
-    device_ms = ms_since(start);
+    if (devices_.empty()) {
+      const std::vector<DeviceInfo> found = find_devices(spec_);
+      std::vector<std::unique_ptr<Device>> opened(found.size());
+      on_threads(found.size(), [&](std::size_t d) { opened[d] = std::make_unique<Device>(spec_of(found[d])); });
+      devices_ = std::move(opened);
+      timings.device_ms = ms_since(start);
+    }
+    const Clock::time_point built = Clock::now();
+    kernels.resize(devices_.size());
+    on_threads(devices_.size(), [&](std::size_t d) {
+      kernels[d] = ScanProgram::build_kernel(devices_[d]->context, plan.distinct_patterns);
+    });
+    timings.kernel_ms = ms_since(built);
   });
   std::vector<DeviceContext*> contexts;
   for (const auto& d : devices_) contexts.push_back(&d->context);
-  return std::make_unique<DeviceEngine>(plan, std::move(contexts), device_ms, std::move(*table), table_ms);
+  return std::make_unique<DeviceEngine>(plan, std::move(contexts), timings, std::move(*table), std::move(kernels));
 }
 
 }  // namespace gpufilter

@@ -32,19 +32,37 @@ constexpr std::size_t kTwoGatesSet = 500000;
 // chunk) keeps runtimes that specialise per launch size, like PoCL, from rebuilding.
 constexpr std::size_t kLaunchMultiple = 4096;
 
+unsigned positions_for(const DeviceContext& device, const ScanLayout& layout) {
+  return layout.positions != 0 ? layout.positions : device.info().is_gpu ? 4 : 1;
+}
+
+bool two_gates_for(const ScanLayout& layout, std::size_t unique_patterns) {
+  return layout.gates == ScanLayout::Gates::kTwo ||
+         (layout.gates == ScanLayout::Gates::kAuto && unique_patterns >= kTwoGatesSet);
+}
+
 }  // namespace
+
+ScanProgram::Kernel ScanProgram::build_kernel(const DeviceContext& device, std::size_t unique_patterns,
+                                              ScanLayout layout) {
+  Kernel kernel{{}, positions_for(device, layout), two_gates_for(layout, unique_patterns)};
+  kernel.program = device.build_program("scan.cl", kernels::kernel_source("scan.cl"),
+                                        "-cl-std=CL1.2 -DPOSITIONS=" + std::to_string(kernel.positions) + "u" +
+                                            (kernel.two_gates ? " -DDEEP_GATE=1" : ""));
+  return kernel;
+}
 
 ScanProgram::ScanProgram(const DeviceContext& device, const PatternSet& patterns, MatchOptions options)
     : ScanProgram(device, PatternTable(patterns, options)) {}
 
-ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout)
+ScanProgram::ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout,
+                         std::optional<Kernel> kernel)
     : table_(std::move(table)),
-      positions_per_item_(layout.positions != 0 ? layout.positions : device.info().is_gpu ? 4 : 1),
-      two_gates_(layout.gates == ScanLayout::Gates::kTwo ||
-                 (layout.gates == ScanLayout::Gates::kAuto && table_.unique_count() >= kTwoGatesSet)) {
-  program_ = device.build_program("scan.cl", kernels::kernel_source("scan.cl"),
-                                  "-cl-std=CL1.2 -DPOSITIONS=" + std::to_string(positions_per_item_) + "u" +
-                                      (two_gates_ ? " -DDEEP_GATE=1" : ""));
+      positions_per_item_(positions_for(device, layout)),
+      two_gates_(two_gates_for(layout, table_.unique_count())) {
+  if (!kernel || kernel->positions != positions_per_item_ || kernel->two_gates != two_gates_)
+    kernel = build_kernel(device, table_.unique_count(), layout);
+  program_ = std::move(kernel->program);
   try {
     // Gathered on a GPU, whose warps wait for their longest walk (kernel-only on the H200:
     // as fast at 1 literal, 1.1-1.5x from 10 to 1,000,000); in place on a CPU device,

@@ -5,6 +5,8 @@
 
 #include <CL/opencl.hpp>
 
+#include <optional>
+
 #include "gpufilter/opencl/device.hpp"
 #include "gpufilter/patterns/pattern_table.hpp"
 
@@ -33,8 +35,19 @@ class ScanProgram {
   // Builds the trie, uploads it and builds the scan kernel. Throws PatternError,
   // KernelBuildError or DeviceError.
   ScanProgram(const DeviceContext& device, const PatternSet& patterns, MatchOptions options);
-  // Uploads a table built beforehand and builds the scan kernel laid out as `layout` says.
-  ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout = {});
+  // The scan kernel built for a device before its table is (Engines::compile builds it
+  // while the table is built), for about `unique_patterns` distinct patterns. Throws
+  // KernelBuildError.
+  struct Kernel {
+    cl::Program program;
+    unsigned positions = 0;  // what it was built for
+    bool two_gates = false;
+  };
+  static Kernel build_kernel(const DeviceContext& device, std::size_t unique_patterns, ScanLayout layout = {});
+  // Uploads a table built beforehand and builds the scan kernel laid out as `layout` says,
+  // or takes `kernel` where it was built for that layout and what the table holds.
+  ScanProgram(const DeviceContext& device, PatternTable table, ScanLayout layout = {},
+              std::optional<Kernel> kernel = std::nullopt);
 
   unsigned positions_per_item() const noexcept { return positions_per_item_; }
   // Whether the kernel is scan_compact (a work-group gathers the walks that pass the gate,
