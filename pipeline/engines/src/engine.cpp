@@ -300,7 +300,8 @@ class HostEngine final : public Engine {
 // each with a scan program of its own, built side by side.
 class DeviceEngine final : public Engine {
  public:
-  // `kernels`: each device's scan kernel, built beside the table (Engines::compile).
+  // `kernels`: each device's scan kernel (one per device), built beside the table
+  // (Engines::compile).
   DeviceEngine(const EnginePlan& plan, std::vector<DeviceContext*> devices, const Timings& timings, PatternTable table,
                std::vector<ScanProgram::Kernel> kernels)
       : Engine(EngineKind::kDevice, devices_name(infos(devices)), plan.reason, plan.scanning),
@@ -310,8 +311,7 @@ class DeviceEngine final : public Engine {
     std::vector<PatternTable> tables = copies(std::move(table), devices_.size());
     programs_.resize(devices_.size());
     on_threads(devices_.size(), [&](std::size_t i) {
-      programs_[i] = std::make_unique<ScanProgram>(*devices_[i], std::move(tables[i]), ScanLayout{},
-                                                   i < kernels.size() ? std::optional(std::move(kernels[i])) : std::nullopt);
+      programs_[i] = std::make_unique<ScanProgram>(*devices_[i], std::move(tables[i]), ScanLayout{}, std::move(kernels[i]));
     });
     timings_.program_ms = ms_since(start);
   }

@@ -50,12 +50,10 @@ struct TrieBranch {
 
 namespace {
 
-// The patterns' folded bytes (-i): views of one folded copy.
-std::vector<std::string_view> folded_patterns(const PatternSet& patterns, std::string& storage) {
+// The patterns' folded bytes (-i): views of one folded copy of their `total` bytes.
+std::vector<std::string_view> folded_patterns(const PatternSet& patterns, std::size_t total, std::string& storage) {
   const std::size_t n = patterns.size();
   std::vector<std::string_view> folded(n);
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < n; ++i) total += patterns[i].size();
   storage.reserve(total);
   for (std::size_t i = 0; i < n; ++i)
     for (char c : patterns[i]) storage.push_back(static_cast<char>(fold_byte(static_cast<unsigned char>(c), true)));
@@ -230,7 +228,7 @@ PatternTable::PatternTable(const PatternSet& patterns, MatchOptions options)
   WorkerPool pool(build_helpers(total));
   std::vector<TrieBranch> branches(256);
   std::string storage;  // -i: the folded copy that the branches' views see
-  const Dealt dealt = options.ignore_case ? deal_patterns(folded_patterns(patterns, storage), branches, pool)
+  const Dealt dealt = options.ignore_case ? deal_patterns(folded_patterns(patterns, total, storage), branches, pool)
                                           : deal_patterns(patterns, branches, pool);
   max_length_ = dealt.max_length;
   has_nul_ = dealt.has_nul;
