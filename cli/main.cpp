@@ -342,7 +342,8 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
   return request;
 }
 
-// --json names each unique pattern by the first given pattern that has its id. Streams
+// --json names each unique pattern by the first given pattern that has its id (or whose
+// case variant has it). Streams
 // interleave and never end: no begin and end records (json_printer.hpp).
 std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t given_patterns,
                                           const PatternTable& patterns, bool regexes, bool streams, Output& out) {
@@ -358,11 +359,13 @@ std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t giv
   }
   std::vector<JsonPrinter::Pattern> given(patterns.unique_count());
   std::vector<bool> seen(patterns.unique_count(), false);
-  for (std::size_t i = 0; i < given_patterns; ++i) {
+  // A case variant (-i in UTF-8, patterns_mode.cpp) is named by the pattern it stands for.
+  for (std::size_t i = 0; i < given_patterns + o.variant_of.size(); ++i) {
     const std::uint32_t id = patterns.unique_of(i);
     if (id == PatternTable::kNoPattern || seen[id]) continue;
     seen[id] = true;
-    given[id] = JsonPrinter::Pattern{static_cast<std::uint32_t>(i), o.patterns[i]};
+    const std::size_t named = i < given_patterns ? i : o.variant_of[i - given_patterns];
+    given[id] = JsonPrinter::Pattern{static_cast<std::uint32_t>(named), o.patterns[named]};
   }
   return std::make_unique<JsonPrinter>(out, std::move(given), options);
 }
@@ -381,9 +384,13 @@ bool print_pattern_counts(const cli::Options& o, std::size_t given_patterns, Eng
                           std::uint64_t lines_seen, Output& out) {
   const PatternTable& patterns = engine.table();
   const std::vector<std::uint64_t> counts = engine.scanner().pattern_counts();
+  // A pattern's case variants (-i in UTF-8) are found where it is not: their counts add.
+  std::vector<std::uint64_t> of_variants(counts.size(), 0);
+  for (std::size_t k = 0; k < o.variant_of.size(); ++k)
+    of_variants[patterns.unique_of(o.variant_of[k])] += counts[patterns.unique_of(given_patterns + k)];
   for (std::size_t i = 0; i < given_patterns; ++i) {
     const std::uint32_t id = patterns.unique_of(i);
-    out.write_number(id == PatternTable::kNoPattern ? lines_seen : counts[id]);
+    out.write_number(id == PatternTable::kNoPattern ? lines_seen : counts[id] + of_variants[id]);
     out.put('\t');
     out.write(o.patterns[i]);
     out.end_line();

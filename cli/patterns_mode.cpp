@@ -119,6 +119,43 @@ bool plain_bytes_only(const std::string& pattern) {
   });
 }
 
+// -i in a UTF-8 locale folds 's' to U+017F, 'i' to U+0131 and 'é' to 'É' (dfa.c's
+// case_folded_counterparts), so grep searches such fixed strings with its regex matcher.
+// Without -w, -x and -z that matcher finds exactly each string's case variants: the literal
+// path takes those (the engines fold ASCII themselves), each pattern's other variants after
+// the patterns as given (Options::variant_of), for the first of those that fold alike
+// ('S' and 's'). `fixed` is every given pattern as a fixed string. False, with nothing
+// changed, where a pattern is empty or not valid UTF-8, or where the variants would be
+// more than eight a pattern (a pattern's 2^n for n letters 's' and 'i'): grep's regex
+// matcher is emulated then (RegexLines).
+bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
+  if (!utf8 || !o.ignore_case || o.word || o.whole_line || o.null_data || o.captures()) return false;
+  if (std::any_of(fixed.begin(), fixed.end(), [](const std::string& f) { return f.empty(); })) return false;
+  std::vector<std::string> folded = fixed;
+  for (std::string& f : folded)
+    for (char& c : f) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  const std::size_t budget = 8 * fixed.size() + 1024;
+  const regex::FoldedVariants variants;
+  std::vector<std::string> extra;
+  std::vector<std::uint32_t> extra_of;
+  for (std::size_t i : first_of_each(folded)) {
+    std::vector<std::string> each = variants.of(fixed[i], budget - fixed.size() - extra.size() + 1);
+    if (each.empty()) return false;
+    for (std::size_t k = 1; k < each.size(); ++k) {
+      extra.push_back(std::move(each[k]));
+      extra_of.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  PatternSet literals;
+  for (const std::string& f : fixed) literals.add(f);
+  for (const std::string& e : extra) literals.add(e);
+  o.fixed_from_regex = o.syntax != regex::Syntax::kFixed;
+  o.syntax = regex::Syntax::kFixed;
+  o.patterns = std::move(literals);
+  o.variant_of = std::move(extra_of);
+  return true;
+}
+
 }  // namespace
 
 bool one_distinct_pattern(const Options& o) {
@@ -147,6 +184,7 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
   // Fixed strings that need no characters stay as given: the literal path (nothing to
   // rebuild; a million patterns are copied four times below otherwise).
   if (o.syntax == regex::Syntax::kFixed && !fixed_needs_characters(o, utf8)) return nullptr;
+  if (o.syntax == regex::Syntax::kFixed && take_case_variants(o, o.patterns.patterns(), utf8)) return nullptr;
   std::vector<regex::PatternOrigin> origins;
   std::vector<std::string> patterns = distinct(o, origins);
   const regex::Syntax given_syntax = o.syntax;
@@ -173,6 +211,13 @@ std::unique_ptr<RegexLines> regex_lines_for(Options& o, bool utf8,
       patterns.clear();
       for (const std::string& f : fixed) patterns.push_back(escaped(f));
       options.syntax = regex::Syntax::kBasic;
+    } else if (std::vector<std::string> plain;
+               o.ignore_case && utf8 && regex::as_fixed_strings(patterns, o.syntax, false, utf8, plain) &&
+               !escape_read_otherwise(patterns, given_syntax, plain, true)) {
+      // Without operators but for -i's folding beyond ASCII: as -F -i (grep's regex matcher
+      // either way), every given pattern as a fixed string.
+      regex::as_fixed_strings(o.patterns.patterns(), o.syntax, false, utf8, plain);
+      if (take_case_variants(o, std::move(plain), utf8)) return nullptr;
     }
   }
   auto compiled = regex::compile(patterns, options, origins);

@@ -1,5 +1,6 @@
 #include "gpufilter/sinks/json_printer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -86,6 +87,7 @@ JsonPrinter::JsonPrinter(Output& out, std::vector<Pattern> given, Options option
     std::string object;  // the empty pattern is never listed: it occurs everywhere
     if (!p.text.empty()) json::append_pattern(object, p.id, p.text);
     pattern_json_.push_back(std::move(object));
+    pattern_id_.push_back(p.id);
   }
 }
 
@@ -169,12 +171,16 @@ void JsonPrinter::line_record(const LineMatch& line, std::string_view type, std:
     b += '}';
   }
   b += "],\"patterns\":[";
-  bool first = true;
-  for (const std::uint32_t id : line.patterns) {
-    if (pattern_json_[id].empty()) continue;
-    if (!first) b += ',';
-    first = false;
-    b += pattern_json_[id];
+  // In the given patterns' order, each once: ids that name one pattern (its case variants)
+  // are listed as one.
+  listed_.clear();
+  for (const std::uint32_t id : line.patterns)
+    if (!pattern_json_[id].empty()) listed_.push_back(id);
+  std::sort(listed_.begin(), listed_.end(), [&](std::uint32_t x, std::uint32_t y) { return pattern_id_[x] < pattern_id_[y]; });
+  for (std::size_t i = 0; i < listed_.size(); ++i) {
+    if (i > 0 && pattern_id_[listed_[i]] == pattern_id_[listed_[i - 1]]) continue;
+    if (i > 0) b += ',';
+    b += pattern_json_[listed_[i]];
   }
   b += "]}}";
   write_line(b);

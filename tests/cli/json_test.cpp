@@ -226,6 +226,17 @@ TEST(Json, RefusedWithFileLists) {
   }
 }
 
+// -i in UTF-8: a line found through a pattern's case variants beyond ASCII names the
+// pattern, once, in the order given, however many of its variants the line holds.
+TEST(Json, CaseVariantsInUtf8NameTheirPatternOnce) {
+  const GrepRun r = run_gpufilter({"--json", "-F", "-i", "-e", "sshd", "-e", "\xc5\xbf", "-e", "x"},
+                                  "\xc5\xbfshd Sshd\nx \xc5\xbf\n", {}, {"LC_ALL=C.UTF-8"});
+  const std::vector<json> matches = records_of(json_records(r.out), "match");
+  ASSERT_EQ(matches.size(), 2u) << r.out;
+  EXPECT_EQ(matches[0].at("data").at("patterns").dump(), R"([{"id":0,"text":"sshd"},{"id":1,"text":"ſ"}])");
+  EXPECT_EQ(matches[1].at("data").at("patterns").dump(), R"([{"id":1,"text":"ſ"},{"id":2,"text":"x"}])");
+}
+
 // -c: an end record for every input, its count in stats.matched_lines (grep -c's); -o: a
 // match record per part, at the part's offset (grep -o -b's), its text the part.
 TEST(Json, CountAndOnlyMatchingAgreeWithGrep) {

@@ -91,6 +91,17 @@ TEST_F(PatternCounts, WithOutputModes) {
                 rotating_knobs(), "three inputs");
 }
 
+// -i in a UTF-8 locale: a pattern's case variants beyond ASCII ('s' as U+017F, 'é' as 'É')
+// are counted with it; "S" and "ſ" are one another's variants, each counted whole.
+TEST_F(PatternCounts, CaseVariantsInUtf8CountWithTheirPattern) {
+  const std::string in = "Sshd \xc5\xbfshd sSHD\ncaf\xc3\xa9 CAF\xc3\x89 caf\xc3\xa9\n\xc4\xb1" "d \xc4\xb0" "d ID\n";
+  const GrepRun r = run_gpufilter({"--pattern-counts", "-F", "-i", "-c", "-e", "sshd", "-e", "caf\xc3\xa9", "-e", "S",
+                                   "-e", "\xc5\xbf", "-e", "id", "-e", "sshd"},
+                                  in, {}, {"LC_ALL=C.UTF-8"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "3\n3\tsshd\n3\tcaf\xc3\xa9\n6\tS\n6\t\xc5\xbf\n2\tid\n3\tsshd\n");
+}
+
 TEST_F(PatternCounts, RandomInputs) {
   for (std::uint32_t i = 0; i < 40; ++i) {
     const std::uint32_t seed = 7100 + i;

@@ -515,5 +515,29 @@ TEST(LineRegex, SelectLinesAsksLinesBeyondAsciiAlone) {
   std::setlocale(LC_ALL, before.c_str());
 }
 
+// -i in UTF-8 on the literal path: a fixed string's case variants beyond ASCII, for a
+// search that folds ASCII itself ('s' to U+017F, 'i' to U+0131, 'é' to 'É'; U+212A is no
+// counterpart of 'k'), the string itself first; none where a character is not valid or the
+// variants pass the limit.
+TEST(FoldedVariants, SpellOutTheCounterpartsBeyondAscii) {
+  const std::string before = std::setlocale(LC_ALL, nullptr);
+  ASSERT_NE(std::setlocale(LC_ALL, "C.UTF-8"), nullptr);
+  const FoldedVariants variants;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(variants.of("ab", 8), V{"ab"});
+  EXPECT_EQ(variants.of("kelvin", 8), (V{"kelvin", "kelv\xc4\xb1n"}));
+  EXPECT_EQ(variants.of("Ss", 8), (V{"Ss", "S\xc5\xbf", "\xc5\xbfs", "\xc5\xbf\xc5\xbf"}));
+  EXPECT_EQ(variants.of("\xc5\xbf", 8), (V{"\xc5\xbf", "S"}));
+  EXPECT_EQ(variants.of("caf\xc3\xa9", 8), (V{"caf\xc3\xa9", "caf\xc3\x89"}));
+  EXPECT_EQ(variants.of("\xcf\x83", 8), (V{"\xcf\x83", "\xce\xa3", "\xcf\x82"}));
+  EXPECT_EQ(variants.of("\xe2\x84\xaa", 8), V{"\xe2\x84\xaa"});
+  EXPECT_EQ(variants.of("sss", 8).size(), 8u);
+  EXPECT_TRUE(variants.of("ssss", 8).empty());
+  EXPECT_TRUE(variants.of("a\xff", 8).empty());
+  EXPECT_TRUE(variants.of("\xc3", 8).empty());
+  EXPECT_TRUE(variants.of(std::string("a\0b", 3), 8).empty());
+  std::setlocale(LC_ALL, before.c_str());
+}
+
 }  // namespace
 }  // namespace gpufilter::regex

@@ -115,6 +115,66 @@ std::size_t fold_free_length(std::string_view text, std::size_t at) {
   return case_folded_counterparts(static_cast<wint_t>(wc)).empty() ? n : 0;
 }
 
+namespace {
+
+char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool ascii_letter(char c) noexcept { return ascii_lower(c) >= 'a' && ascii_lower(c) <= 'z'; }
+
+// A character's strings for ascii_folded_variants(): itself first, then its counterparts
+// but those the ASCII folding finds already. Empty where it has none.
+std::vector<std::string> unfolded_alternatives(std::string_view text, std::size_t at, std::size_t& length) {
+  const std::optional<std::vector<std::string>> variants = case_variants(text, at, length);
+  if (!variants || variants->empty()) return {};
+  std::vector<std::string> kept;
+  for (const std::string& v : *variants) {
+    const bool folded_twin = v.size() == 1 && ascii_letter(v[0]) && std::any_of(kept.begin(), kept.end(), [&](const std::string& k) {
+                               return k.size() == 1 && ascii_lower(k[0]) == ascii_lower(v[0]);
+                             });
+    if (!folded_twin) kept.push_back(v);
+  }
+  // The search folds an ASCII letter to its other case: the locale must too.
+  const char c = text[at];
+  if (length == 1 && ascii_letter(c)) {
+    const char other = ascii_lower(c) == c ? static_cast<char>(c - 'a' + 'A') : ascii_lower(c);
+    if (std::none_of(variants->begin(), variants->end(), [&](const std::string& v) { return v.size() == 1 && v[0] == other; }))
+      return {};
+  }
+  return kept;
+}
+
+}  // namespace
+
+FoldedVariants::FoldedVariants() : ascii_(128) {
+  for (int b = 1; b < 128; ++b) {
+    const char c = static_cast<char>(b);
+    std::size_t length = 0;
+    ascii_[b] = unfolded_alternatives(std::string_view(&c, 1), 0, length);
+  }
+}
+
+std::vector<std::string> FoldedVariants::of(std::string_view text, std::size_t limit) const {
+  std::vector<std::string> out{std::string()};
+  std::vector<std::string> grown;
+  std::vector<std::string> alternatives;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    std::size_t length = 1;
+    const std::vector<std::string>& each =
+        b != 0 && b < 128 ? ascii_[b] : (alternatives = unfolded_alternatives(text, i, length));
+    if (each.empty() || out.size() * each.size() > limit) return {};
+    if (each.size() == 1) {
+      for (std::string& o : out) o += each.front();
+    } else {
+      grown.clear();
+      for (const std::string& o : out)
+        for (const std::string& a : each) grown.push_back(o + a);
+      out.swap(grown);
+    }
+    i += length;
+  }
+  return out;
+}
+
 // grep.c, try_fgrep_pattern: which bytes make a pattern a regex, and which escapes are
 // only the character escaped.
 bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, bool ignore_case, bool utf8,

@@ -50,6 +50,9 @@ struct Options {
   // -G/-E patterns without an operator taken as fixed strings (regex_lines_for()): grep
   // kept its regex matcher for one of them, whose -o/--color parts leave -x out.
   bool fixed_from_regex = false;
+  // -i in a UTF-8 locale: fixed strings' case variants beyond ASCII, scanned after the
+  // patterns as given (regex_lines_for()); by each, the given pattern it stands for.
+  std::vector<std::uint32_t> variant_of;
   std::vector<std::string> files;  // empty: standard input (with -r: the working directory)
   Directories directories = Directories::kRead;
   bool dereference = false;  // -R: follow every symbolic link while recursing

@@ -101,6 +101,8 @@ class JsonPrinter final : public Sink {
   Output& out_;
   Options options_;
   std::vector<std::string> pattern_json_;  // per unique id: the ready {"id":..,"text":..} object
+  std::vector<std::uint32_t> pattern_id_;  // per unique id: the given pattern's (several may share one)
+  std::vector<std::uint32_t> listed_;      // line_record(): the line's unique ids, by given pattern
   std::string buffer_;
   std::string lines_;  // a line with its terminator
 

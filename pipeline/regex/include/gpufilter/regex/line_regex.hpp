@@ -144,6 +144,22 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
 // and 'i', whose counterparts include U+017F and U+0131) or it is not a whole valid character.
 std::size_t fold_free_length(std::string_view text, std::size_t at);
 
+// Under -i in a UTF-8 locale (the current one when made), the byte strings grep's regex
+// matcher finds for a fixed string, for a search that folds ASCII letters itself: each
+// character's case_folded_counterparts beyond ASCII spelled out ('s' gives U+017F, 'i'
+// U+0131, 'é' 'É').
+class FoldedVariants {
+ public:
+  FoldedVariants();
+  // `text` itself first. Empty where a character is not whole and valid, where an ASCII
+  // letter's other case is not among its counterparts (the search's folding would then
+  // find too much), or where there would be more than `limit` strings.
+  std::vector<std::string> of(std::string_view text, std::size_t limit) const;
+
+ private:
+  std::vector<std::vector<std::string>> ascii_;  // by ASCII byte, its strings
+};
+
 // GNU grep's test for a pattern that may hold a back-reference (dfasearch.c).
 bool possible_backrefs(std::string_view pattern);
 
