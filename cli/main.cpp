@@ -453,6 +453,11 @@ std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patte
       throw cli::UsageError("with -z (--null-data), a pattern holding a NUL byte is not supported", false);
     return nullptr;
   }
+  if (o.pattern_counts && o.syntax == regex::Syntax::kFixed)
+    throw cli::UsageError("--pattern-counts cannot count these fixed strings in a UTF-8 locale, where grep matches "
+                          "them by its regex matcher (-w with the empty pattern or one not valid UTF-8; -i folding a "
+                          "letter beyond ASCII with -w, -x or -z); with LC_ALL=C it counts their bytes",
+                          false);
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);
   regexes->count_full_scans(o.stats);  // a pass over every piece decided at once, for --stats alone
