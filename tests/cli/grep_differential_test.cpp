@@ -826,6 +826,13 @@ TEST_F(GrepDifferential, CaseVariantsOfFixedStringsInUtf8) {
     expect_same_with(matcher, args, input, rotating_knobs(2), "case " + std::to_string(c) + " input " + escape(input),
                      {"LC_ALL=C.UTF-8"});
   }
+  // -w and -x stay with the regex matcher's walk, which differs from the fixed-string
+  // matcher's: " s s" gives one " s" under -w -o; a context line after -m shows its parts
+  // although not whole under -x.
+  for (const Args& a : {Args{"-w", "-o", "-e", " s"}, Args{"-w", "-o", "-e", " s", "-e", "zzz"},
+                        Args{"-x", "-v", "-m1", "-A3", "--color=always", "-e", "s", "-e", "ab"}})
+    expect_same_with("-F", Args{"-i"} + a, " s s\n s  s \nsx\ns\nab s\nS\n", rotating_knobs(2), "-w/-x",
+                     {"LC_ALL=C.UTF-8"});
   // On the literal path: --stats names no regex.
   const GrepRun stats = run_gpufilter({"-F", "-i", "-c", "--stats", "-e", "sshd", "-e", "caf\xc3\xa9"},
                                       "SSHD\n\xc5\xbfshd\nCAF\xc3\x89\n", {}, {"LC_ALL=C.UTF-8"});
