@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <string_view>
+#include <thread>
 
 #include "gpufilter/core/utf8.hpp"
 
@@ -119,6 +120,46 @@ bool plain_bytes_only(const std::string& pattern) {
   });
 }
 
+// The other case variants of fixed[i] for each i of `firsts`, in order, with the index of
+// each; false where a pattern has none or a piece of the list more than eight a pattern.
+// A million patterns are spelled out on every core, in pieces of 65,536 at least.
+bool variants_in_pieces(const std::vector<std::string>& fixed, const std::vector<std::size_t>& firsts,
+                        std::vector<std::string>& extra, std::vector<std::uint32_t>& extra_of) {
+  constexpr std::size_t kPieceAtLeast = 65536;
+  const std::size_t pieces =
+      std::clamp<std::size_t>(firsts.size() / kPieceAtLeast, 1, std::max(1u, std::thread::hardware_concurrency()));
+  struct Piece {
+    std::vector<std::string> extra;
+    std::vector<std::uint32_t> of;
+    bool ok = true;
+  };
+  std::vector<Piece> done(pieces);
+  const regex::FoldedVariants variants;
+  const auto spell = [&](std::size_t p) {
+    const std::size_t begin = firsts.size() * p / pieces, end = firsts.size() * (p + 1) / pieces;
+    const std::size_t budget = 8 * (end - begin) + 1024;
+    Piece& piece = done[p];
+    for (std::size_t j = begin; j < end && piece.ok; ++j) {
+      std::vector<std::string> each = variants.of(fixed[firsts[j]], budget - piece.extra.size() + 1);
+      piece.ok = !each.empty();
+      for (std::size_t k = 1; k < each.size(); ++k) {
+        piece.extra.push_back(std::move(each[k]));
+        piece.of.push_back(static_cast<std::uint32_t>(firsts[j]));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t p = 1; p < pieces; ++p) threads.emplace_back(spell, p);
+  spell(0);
+  for (std::thread& t : threads) t.join();
+  for (Piece& piece : done) {
+    if (!piece.ok) return false;
+    extra.insert(extra.end(), std::make_move_iterator(piece.extra.begin()), std::make_move_iterator(piece.extra.end()));
+    extra_of.insert(extra_of.end(), piece.of.begin(), piece.of.end());
+  }
+  return true;
+}
+
 // -i in a UTF-8 locale folds 's' to U+017F, 'i' to U+0131 and 'é' to 'É' (dfa.c's
 // case_folded_counterparts), so grep searches such fixed strings with its regex matcher.
 // Without -w, -x and -z that matcher finds exactly each string's case variants: the literal
@@ -126,26 +167,17 @@ bool plain_bytes_only(const std::string& pattern) {
 // the patterns as given (Options::variant_of), for the first of those that fold alike
 // ('S' and 's'). `fixed` is every given pattern as a fixed string. False, with nothing
 // changed, where a pattern is empty or not valid UTF-8, or where the variants would be
-// more than eight a pattern (a pattern's 2^n for n letters 's' and 'i'): grep's regex
-// matcher is emulated then (RegexLines).
+// more than eight a pattern (a pattern's 2^n for n letters 's' and 'i'; variants_in_pieces()):
+// grep's regex matcher is emulated then (RegexLines).
 bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
   if (!utf8 || !o.ignore_case || o.word || o.whole_line || o.null_data || o.captures()) return false;
   if (std::any_of(fixed.begin(), fixed.end(), [](const std::string& f) { return f.empty(); })) return false;
   std::vector<std::string> folded = fixed;
   for (std::string& f : folded)
     for (char& c : f) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  const std::size_t budget = 8 * fixed.size() + 1024;
-  const regex::FoldedVariants variants;
   std::vector<std::string> extra;
   std::vector<std::uint32_t> extra_of;
-  for (std::size_t i : first_of_each(folded)) {
-    std::vector<std::string> each = variants.of(fixed[i], budget - fixed.size() - extra.size() + 1);
-    if (each.empty()) return false;
-    for (std::size_t k = 1; k < each.size(); ++k) {
-      extra.push_back(std::move(each[k]));
-      extra_of.push_back(static_cast<std::uint32_t>(i));
-    }
-  }
+  if (!variants_in_pieces(fixed, first_of_each(folded), extra, extra_of)) return false;
   PatternSet literals;
   for (const std::string& f : fixed) literals.add(f);
   for (const std::string& e : extra) literals.add(e);
