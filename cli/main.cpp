@@ -343,8 +343,8 @@ EngineRequest engine_request(const cli::Options& o, const PatternSet& scanned, I
 }
 
 // --json names each unique pattern by the first given pattern that has its id (or whose
-// case variant has it). Streams
-// interleave and never end: no begin and end records (json_printer.hpp).
+// case variant has it). Streams interleave and never end: no begin and end records
+// (json_printer.hpp).
 std::unique_ptr<JsonPrinter> json_printer(const cli::Options& o, std::size_t given_patterns,
                                           const PatternTable& patterns, bool regexes, bool streams, Output& out) {
   JsonPrinter::Options options;

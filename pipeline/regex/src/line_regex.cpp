@@ -120,7 +120,7 @@ namespace {
 char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 bool ascii_letter(char c) noexcept { return ascii_lower(c) >= 'a' && ascii_lower(c) <= 'z'; }
 
-// A character's strings for ascii_folded_variants(): itself first, then its counterparts
+// A character's strings for FoldedVariants::of(): itself first, then its counterparts
 // but those the ASCII folding finds already. Empty where it has none.
 std::vector<std::string> unfolded_alternatives(std::string_view text, std::size_t at, std::size_t& length) {
   const std::optional<std::vector<std::string>> variants = case_variants(text, at, length);
