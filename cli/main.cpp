@@ -294,7 +294,9 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   searching.regex_word = o.word && one_distinct && !(o.syntax == regex::Syntax::kFixed && cli::utf8_locale());
   // That matcher, asked for a line's -o/--color parts, does not apply -x (EGexecute with a
   // start pointer): with -v a context line that is not whole shows them.
-  searching.parts_without_whole_line = o.whole_line && !o.word && one_distinct && o.fixed_from_regex;
+  // So does it for any list whose case variants are scanned (-i in UTF-8, patterns_mode.cpp).
+  searching.parts_without_whole_line =
+      o.whole_line && !o.word && ((one_distinct && o.fixed_from_regex) || o.case_variants);
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start) but prints their context, except that -q exits 0 at the first line
@@ -456,7 +458,7 @@ std::unique_ptr<RegexLines> regex_lines(cli::Options& o, std::size_t given_patte
   if (o.pattern_counts && o.syntax == regex::Syntax::kFixed)
     throw cli::UsageError("--pattern-counts cannot count these fixed strings in a UTF-8 locale, where grep matches "
                           "them by its regex matcher (-w with the empty pattern or one not valid UTF-8; -i folding a "
-                          "letter beyond ASCII with -w, -x or -z); with LC_ALL=C it counts their bytes",
+                          "letter beyond ASCII with -w or -z); with LC_ALL=C it counts their bytes",
                           false);
   if (o.pattern_counts)
     throw cli::UsageError("--pattern-counts counts fixed strings: give -F, not regular expressions", false);

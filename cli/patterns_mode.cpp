@@ -162,7 +162,9 @@ bool variants_in_pieces(const std::vector<std::string>& fixed, const std::vector
 
 // -i in a UTF-8 locale folds 's' to U+017F, 'i' to U+0131 and 'é' to 'É' (dfa.c's
 // case_folded_counterparts), so grep searches such fixed strings with its regex matcher.
-// Without -w, -x and -z that matcher finds exactly each string's case variants: the literal
+// Without -w and -z that matcher finds exactly each string's case variants (with -x too, its
+// -o/--color parts of a context line that is not whole aside: SearchOptions'
+// parts_without_whole_line, set for such a list): the literal
 // path takes those (the engines fold ASCII themselves), each pattern's other variants after
 // the patterns as given (Options::variant_of), for the first of those that fold alike
 // ('S' and 's'). `fixed` is every given pattern as a fixed string. False, with nothing
@@ -170,7 +172,7 @@ bool variants_in_pieces(const std::vector<std::string>& fixed, const std::vector
 // more than eight a pattern (a pattern's 2^n for n letters 's' and 'i'; variants_in_pieces()):
 // grep's regex matcher is emulated then (RegexLines).
 bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
-  if (!utf8 || !o.ignore_case || o.word || o.whole_line || o.null_data || o.captures()) return false;
+  if (!utf8 || !o.ignore_case || o.word || o.null_data || o.captures()) return false;
   if (std::any_of(fixed.begin(), fixed.end(), [](const std::string& f) { return f.empty(); })) return false;
   std::vector<std::string> folded = fixed;
   for (std::string& f : folded)
@@ -185,6 +187,7 @@ bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
   o.syntax = regex::Syntax::kFixed;
   o.patterns = std::move(literals);
   o.variant_of = std::move(extra_of);
+  o.case_variants = true;
   return true;
 }
 

@@ -794,7 +794,7 @@ TEST_F(GrepDifferential, CaseFolding) {
 }
 
 // -i in a UTF-8 locale: grep searches fixed strings with a letter that folds beyond ASCII
-// ('s' to U+017F, 'i' to U+0131, 'é' to 'É') with its regex matcher; without -w, -x and -z
+// ('s' to U+017F, 'i' to U+0131, 'é' to 'É') with its regex matcher; without -w and -z
 // gpufilter scans their case variants on the literal path instead (1,000,000 literals: 35 s
 // to start through the regex path). Seeded random cases over such letters, lonesome lower
 // cases (ς, ǅ, µ), U+212A and U+0130 (no counterparts of 'k' and 'i'), encoding errors and
@@ -806,7 +806,8 @@ TEST_F(GrepDifferential, CaseVariantsOfFixedStringsInUtf8) {
       "\xc7\x86", "\xc2\xb5", "\xce\x9c", "\xce\xbc"};
   const std::vector<std::string> odd = {"\xff", "\xc5", "\xe2\x84"};
   const std::vector<Args> options = {{"-c"}, {"-o"}, {"-n"}, {"-v", "-c"}, {"--color=always"}, {"-b", "-o"}, {},
-                                     {"-m", "2"}, {"-l"}, {"-A1", "-n"}};
+                                     {"-m", "2"}, {"-l"}, {"-A1", "-n"}, {"-x", "-c"},
+                                     {"-x", "-v", "-m1", "-A2", "--color=always"}};
   std::mt19937 rng(20261207);
   const auto pick = [&rng](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   for (int c = 0; c < case_count(60); ++c) {
@@ -826,9 +827,9 @@ TEST_F(GrepDifferential, CaseVariantsOfFixedStringsInUtf8) {
     expect_same_with(matcher, args, input, rotating_knobs(2), "case " + std::to_string(c) + " input " + escape(input),
                      {"LC_ALL=C.UTF-8"});
   }
-  // -w and -x stay with the regex matcher's walk, which differs from the fixed-string
-  // matcher's: " s s" gives one " s" under -w -o; a context line after -m shows its parts
-  // although not whole under -x.
+  // -w stays with the regex matcher's walk, which differs from the fixed-string matcher's:
+  // " s s" gives one " s" under -w -o. Under -x that matcher shows the parts of a context
+  // line after -m although it is not whole, and so do the variants.
   for (const Args& a : {Args{"-w", "-o", "-e", " s"}, Args{"-w", "-o", "-e", " s", "-e", "zzz"},
                         Args{"-x", "-v", "-m1", "-A3", "--color=always", "-e", "s", "-e", "ab"}})
     expect_same_with("-F", Args{"-i"} + a, " s s\n s  s \nsx\ns\nab s\nS\n", rotating_knobs(2), "-w/-x",

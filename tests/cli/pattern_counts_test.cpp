@@ -100,8 +100,8 @@ TEST_F(PatternCounts, CaseVariantsInUtf8CountWithTheirPattern) {
                                   in, {}, {"LC_ALL=C.UTF-8"});
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "3\n3\tsshd\n3\tcaf\xc3\xa9\n6\tS\n6\t\xc5\xbf\n2\tid\n3\tsshd\n");
-  // With -x grep's regex matcher decides: refused, saying why (not "give -F").
-  const GrepRun x = run_gpufilter({"--pattern-counts", "-F", "-i", "-x", "-e", "sshd"}, in, {}, {"LC_ALL=C.UTF-8"});
+  // With -w grep's regex matcher decides: refused, saying why (not "give -F").
+  const GrepRun x = run_gpufilter({"--pattern-counts", "-F", "-i", "-w", "-e", "sshd"}, in, {}, {"LC_ALL=C.UTF-8"});
   EXPECT_EQ(x.status, 2);
   EXPECT_NE(x.err.find("LC_ALL=C"), std::string::npos) << x.err;
 }

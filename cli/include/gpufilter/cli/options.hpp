@@ -53,6 +53,7 @@ struct Options {
   // -i in a UTF-8 locale: fixed strings' case variants beyond ASCII, scanned after the
   // patterns as given (regex_lines_for()); by each, the given pattern it stands for.
   std::vector<std::uint32_t> variant_of;
+  bool case_variants = false;  // the patterns' case variants were taken (grep's regex matcher decides)
   std::vector<std::string> files;  // empty: standard input (with -r: the working directory)
   Directories directories = Directories::kRead;
   bool dereference = false;  // -R: follow every symbolic link while recursing
