@@ -162,12 +162,11 @@ bool variants_in_pieces(const std::vector<std::string>& fixed, const std::vector
 
 // -i in a UTF-8 locale folds 's' to U+017F, 'i' to U+0131 and 'é' to 'É' (dfa.c's
 // case_folded_counterparts), so grep searches such fixed strings with its regex matcher.
-// Without -w and -z that matcher finds exactly each string's case variants (with -x too, its
-// -o/--color parts of a context line that is not whole aside: SearchOptions'
-// parts_without_whole_line, set for such a list): the literal
-// path takes those (the engines fold ASCII themselves), each pattern's other variants after
-// the patterns as given (Options::variant_of), for the first of those that fold alike
-// ('S' and 's'). `fixed` is every given pattern as a fixed string. False, with nothing
+// Without -w and -z that matcher finds exactly each string's case variants (with -x too,
+// but for the -o/--color parts of a context line that is not whole: the Searcher's
+// parts_without_whole_line, set for such a list). The literal path takes those (the engines
+// fold ASCII themselves), each pattern's other variants after the patterns as given
+// (Options::variant_of), for the first of those that fold alike ('S' and 's'). `fixed` is every given pattern as a fixed string. False, with nothing
 // changed, where a pattern is empty or not valid UTF-8, or where the variants would be
 // more than eight a pattern (a pattern's 2^n for n letters 's' and 'i'; variants_in_pieces()):
 // grep's regex matcher is emulated then (RegexLines).
