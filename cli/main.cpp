@@ -296,7 +296,7 @@ SearchOptions search_options(const cli::Options& o, const PrinterOptions& printi
   // start pointer): with -v a context line that is not whole shows them.
   // So does it for any list whose case variants are scanned (-i in UTF-8, patterns_mode.cpp).
   searching.parts_without_whole_line =
-      o.whole_line && !o.word && ((one_distinct && o.fixed_from_regex) || o.case_variants);
+      o.whole_line && !o.word && ((one_distinct && o.fixed_from_regex) || !o.variant_of.empty());
   if (o.max_count) searching.max_count = *o.max_count;
   // A negative -m with -v selects no line in grep (its count of lines left is below 0
   // from the start) but prints their context, except that -q exits 0 at the first line

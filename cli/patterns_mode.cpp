@@ -8,9 +8,10 @@
 #include <cstring>
 #include <functional>
 #include <string_view>
-#include <thread>
 
 #include "gpufilter/core/utf8.hpp"
+#include "gpufilter/core/workers.hpp"
+#include "gpufilter/patterns/pattern_table.hpp"
 
 namespace gpufilter::cli {
 namespace {
@@ -125,37 +126,30 @@ bool plain_bytes_only(const std::string& pattern) {
 // A million patterns are spelled out on every core, in pieces of 65,536 at least.
 bool variants_in_pieces(const std::vector<std::string>& fixed, const std::vector<std::size_t>& firsts,
                         std::vector<std::string>& extra, std::vector<std::uint32_t>& extra_of) {
-  constexpr std::size_t kPieceAtLeast = 65536;
-  const std::size_t pieces =
-      std::clamp<std::size_t>(firsts.size() / kPieceAtLeast, 1, std::max(1u, std::thread::hardware_concurrency()));
   struct Piece {
     std::vector<std::string> extra;
     std::vector<std::uint32_t> of;
     bool ok = true;
   };
-  std::vector<Piece> done(pieces);
+  WorkerPool pool(WorkerPool::default_threads());  // its threads start only for a list of two pieces
+  std::vector<Piece> done(pool.width());
   const regex::FoldedVariants variants;
-  const auto spell = [&](std::size_t p) {
-    const std::size_t begin = firsts.size() * p / pieces, end = firsts.size() * (p + 1) / pieces;
+  const std::size_t used = pool.split(firsts.size(), 65536, [&](std::size_t k, std::size_t begin, std::size_t end) {
     const std::size_t budget = 8 * (end - begin) + 1024;
-    Piece& piece = done[p];
+    Piece& piece = done[k];
     for (std::size_t j = begin; j < end && piece.ok; ++j) {
       std::vector<std::string> each = variants.of(fixed[firsts[j]], budget - piece.extra.size() + 1);
       piece.ok = !each.empty();
-      for (std::size_t k = 1; k < each.size(); ++k) {
-        piece.extra.push_back(std::move(each[k]));
+      for (std::size_t v = 1; v < each.size(); ++v) {
+        piece.extra.push_back(std::move(each[v]));
         piece.of.push_back(static_cast<std::uint32_t>(firsts[j]));
       }
     }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t p = 1; p < pieces; ++p) threads.emplace_back(spell, p);
-  spell(0);
-  for (std::thread& t : threads) t.join();
-  for (Piece& piece : done) {
-    if (!piece.ok) return false;
-    extra.insert(extra.end(), std::make_move_iterator(piece.extra.begin()), std::make_move_iterator(piece.extra.end()));
-    extra_of.insert(extra_of.end(), piece.of.begin(), piece.of.end());
+  });
+  for (std::size_t k = 0; k < used; ++k) {
+    if (!done[k].ok) return false;
+    extra.insert(extra.end(), std::make_move_iterator(done[k].extra.begin()), std::make_move_iterator(done[k].extra.end()));
+    extra_of.insert(extra_of.end(), done[k].of.begin(), done[k].of.end());
   }
   return true;
 }
@@ -175,7 +169,7 @@ bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
   if (std::any_of(fixed.begin(), fixed.end(), [](const std::string& f) { return f.empty(); })) return false;
   std::vector<std::string> folded = fixed;
   for (std::string& f : folded)
-    for (char& c : f) c = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    for (char& c : f) c = static_cast<char>(fold_byte(static_cast<unsigned char>(c), true));
   std::vector<std::string> extra;
   std::vector<std::uint32_t> extra_of;
   if (!variants_in_pieces(fixed, first_of_each(folded), extra, extra_of)) return false;
@@ -186,7 +180,6 @@ bool take_case_variants(Options& o, std::vector<std::string> fixed, bool utf8) {
   o.syntax = regex::Syntax::kFixed;
   o.patterns = std::move(literals);
   o.variant_of = std::move(extra_of);
-  o.case_variants = true;
   return true;
 }
 

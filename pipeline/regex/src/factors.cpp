@@ -52,16 +52,15 @@ struct Token {
 Token make(Tok kind) { return Token{kind, {}, Quant::kOnce, {}}; }
 Token quantifier(Quant quant) { return Token{Tok::kQuant, {}, quant, {}}; }
 
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 std::string folded(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = lower(c);
+  for (char& c : out) c = ascii_lower(c);
   return out;
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alnum(char c) { return is_digit(c) || (lower(c) >= 'a' && lower(c) <= 'z'); }
+bool is_alnum(char c) { return is_digit(c) || (ascii_lower(c) >= 'a' && ascii_lower(c) <= 'z'); }
 bool is_high(char c) { return static_cast<unsigned char>(c) >= 0x80; }
 
 // Under -i a literal byte must fold the way the scan folds: ASCII only. Bytes >= 0x80 fold

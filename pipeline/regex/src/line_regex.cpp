@@ -117,7 +117,6 @@ std::size_t fold_free_length(std::string_view text, std::size_t at) {
 
 namespace {
 
-char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 bool ascii_letter(char c) noexcept { return ascii_lower(c) >= 'a' && ascii_lower(c) <= 'z'; }
 
 // A character's strings for FoldedVariants::of(): itself first, then its counterparts

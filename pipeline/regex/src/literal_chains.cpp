@@ -9,7 +9,6 @@
 namespace gpufilter::regex {
 namespace {
 
-constexpr char lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // A printable ASCII byte that is neither a letter nor a digit: escaped, it stands for
 // itself in PCRE's syntax (the locale plays no part, as in Hyperscan's parser).
@@ -79,7 +78,7 @@ LiteralChains::LiteralChains(const std::vector<std::string>& expressions, const 
       continue;
     }
     if (ignore_case)
-      for (std::string& l : literals) std::transform(l.begin(), l.end(), l.begin(), lower);
+      for (std::string& l : literals) std::transform(l.begin(), l.end(), l.begin(), ascii_lower);
     index_[ids[k]] = static_cast<std::uint32_t>(chains_.size());
     chains_.push_back(literals);
   }
@@ -98,7 +97,7 @@ bool LiteralChains::matches(std::uint32_t pattern, std::string_view line) const 
 
 void LiteralChains::fold(std::string_view line, std::string& folded) {
   folded.resize(line.size());
-  std::transform(line.begin(), line.end(), folded.begin(), lower);
+  std::transform(line.begin(), line.end(), folded.begin(), ascii_lower);
 }
 
 }  // namespace gpufilter::regex

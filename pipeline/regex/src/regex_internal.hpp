@@ -18,6 +18,9 @@ std::unique_ptr<LineRegex> compile_gnu(const std::vector<std::string>& patterns,
                                        const std::vector<PatternOrigin>& origins);
 std::unique_ptr<LineRegex> compile_perl(const std::vector<std::string>& patterns, const RegexOptions& options);
 
+// An ASCII letter lowered; any other byte as it is (-i's folding outside UTF-8 readings).
+constexpr char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
 // A hexadecimal digit's value, or -1.
 inline int hex_digit(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';

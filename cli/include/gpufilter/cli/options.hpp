@@ -51,9 +51,9 @@ struct Options {
   // kept its regex matcher for one of them, whose -o/--color parts leave -x out.
   bool fixed_from_regex = false;
   // -i in a UTF-8 locale: fixed strings' case variants beyond ASCII, scanned after the
-  // patterns as given (regex_lines_for()); by each, the given pattern it stands for.
+  // patterns as given (regex_lines_for()); by each, the given pattern it stands for. Not
+  // empty exactly where variants were taken: grep's regex matcher decides such a list.
   std::vector<std::uint32_t> variant_of;
-  bool case_variants = false;  // the patterns' case variants were taken (grep's regex matcher decides)
   std::vector<std::string> files;  // empty: standard input (with -r: the working directory)
   Directories directories = Directories::kRead;
   bool dereference = false;  // -R: follow every symbolic link while recursing
