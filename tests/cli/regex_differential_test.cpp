@@ -832,10 +832,12 @@ TEST(RegexOddPatterns, ListsThatGrepsRegexDecides) {
 TEST(RegexOddPatterns, CaselessRangesOnAsciiLinesInUtf8) {
   std::string input;
   for (int c = 0x21; c < 0x7f; ++c) input += std::string(1, static_cast<char>(c)) + "\n";
-  input += "user Bob\nUSER x\nuser 9\n";
+  input += "user Bob\nUSER x\nuser 9\nsa\n";
   const std::vector<std::string> patterns = {"[a-z]",      "[A-Z]",     "[0-9]",  "[0-c]",  "[@-Z]",
                                              "[Z-a]",      "[a-{]",     "[!-/]",  "[^a-f]", "user [a-z]+",
-                                             "[b-dX-Z]+", "[[:upper:]]", "\\<[a-c]"};
+                                             "[b-dX-Z]+", "[[:upper:]]", "\\<[a-c]",
+                                             // ranges between non-letters that span letters
+                                             "[ -_]",     "[!-~]",     "[^ -_]", "s[1-_]"};
   Tally tally;
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     for (const Args& extra : std::vector<Args>{{}, {"-o"}, {"-c", "-v"}, {"-w"}}) {

@@ -267,6 +267,21 @@ std::optional<std::bitset<256>> folded_bracket(std::string_view p, std::size_t i
   return set;
 }
 
+// Whether the bracket p[i, end) names or spans a letter: a member, a class's name, a
+// range's end or a byte between its ends. Where it cannot tell (folded_bracket() does not
+// take the form apart), it says so too.
+bool holds_a_letter(std::string_view p, std::size_t i, std::size_t end) {
+  const std::string_view text = p.substr(i, end - i);
+  if (std::any_of(text.begin(), text.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
+    return true;
+  bool negated = false, ranged = false;
+  const std::optional<std::bitset<256>> set = folded_bracket(p, i, end, negated, ranged);
+  if (!set) return true;
+  for (unsigned b = 'A'; b <= 'Z'; ++b)
+    if ((*set)[b]) return true;
+  return false;
+}
+
 // A bracket of exactly `set` (every byte listed, no range), negated or not: in glibc's
 // syntax (']' first, '^' not first, '-' last) or in Hyperscan's (pcre_bracket's, '\n' never).
 std::string listed_bracket(const std::bitset<256>& set, bool negated, bool for_hyperscan) {
@@ -545,11 +560,9 @@ void Reader::bracket(std::size_t& i) {
     pcre = pcre_bracket(p_, i, end, ignore_case_, utf8_);
   }
   // Under -i in UTF-8 Hyperscan reads without folding (folded_character()): a bracket
-  // with a letter (a member, a range's end, a class's name) would need its members'
-  // counterparts; left to the slower readings.
-  if (utf8_ && ignore_case_ && pcre &&
-      std::any_of(text.begin(), text.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
-    pcre.reset();
+  // with a letter (a member, a range's end or span, "[ -_]" holding 'A'-'Z', a class's
+  // name) would need its members' counterparts; left to the slower readings.
+  if (utf8_ && ignore_case_ && pcre && holds_a_letter(p_, i, end)) pcre.reset();
   if (!pcre && !superset_) view_.pcre_ok = false;
   // Where grep's regex decides, a range reads with its ends folded first ("[[=a=]A-b]"
   // holds no '_' there): a corner.
