@@ -757,6 +757,26 @@ TEST(RegexOddPatterns, WordWalkOfJoinedPatternsWithAnchors) {
   report_tally("-w walk of joined patterns", tally);
 }
 
+// An ERE ')' that closes nothing closes grep's -w/-x wrapper around the whole list; where
+// grep's regex decides the lines (-w in UTF-8, \w there, a back-reference) the wrapped
+// list's DFA superset still passes them first ("{)|" under -w needs a '{' or a ')').
+TEST(RegexOddPatterns, StrayCloseBeforeGrepsRegexDecides) {
+  const std::string input = "c}\n*s \r\n\n|2k\na) b)\nx))\n{\n a{\n(\n)\n c(a\nbx\na)\n1ax{bc\n\xc3\xa9)\n";
+  const std::vector<Args> cases = {{"-w", "-e", "{)|"},          {"-w", "-e", "x)|"},
+                                   {"-w", "-e", "a)b|c"},        {"-w", "-e", "b.)", "-e", "a"},
+                                   {"-w", "-i", "-e", "-x)", "-e", "b."}, {"-x", "-e", "a|cb", "-e", ")-{\\w", "-e", "))"},
+                                   {"-w", "-o", "-e", "(a)\\1|)", "-e", "b"}, {"-w", "-c", "-e", "))+", "-e", ".+"}};
+  Tally tally;
+  for (const Args& args : cases)
+    for (const Locale l : {Locale::kUtf8, Locale::kC}) {
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"64", "1", "gpu"}}, "stray ')' under -w/-x",
+                            locale_env(l)))
+        ++tally.differing;
+    }
+  report_tally("stray ')' under -w/-x", tally);
+}
+
 // Under -i in UTF-8 dfa.c still reads a bracket of characters, [:digit:] and digit ranges
 // itself (with each character's folded counterparts), so a leading ERE '{1}' repeats
 // nothing there (the DFA's reading) rather than being regex's literal "{1}".

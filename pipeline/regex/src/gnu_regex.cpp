@@ -514,6 +514,7 @@ class GnuRegex final : public LineRegex {
   std::vector<bool> corner_select_;
   std::shared_ptr<const std::string> list_superset_text_;  // the supersets, one branch each
   std::unique_ptr<GnuPattern> list_superset_;              // this copy's, compiled when first asked
+  bool wrapper_closed_ = false;  // -w/-x with a stray ')': list_superset_ is the wrapped list's
   bool list_pass_fresh_ = false;                           // list_pass_ is for the line being decided
   bool list_pass_ = false;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
@@ -734,10 +735,17 @@ void GnuRegex::compile_all() {
 void GnuRegex::compile_corner_selects(const std::vector<DfaView>& views) {
   const bool wrap = options_.whole_line || (options_.word && !options_.utf8);
   const reg_syntax_t bits = syntax_bits(options_);
-  if (std::none_of(views.begin(), views.end(), [](const DfaView& v) { return v.corner; })) return;
+  // With -w or -x an ERE ')' that closes nothing closes grep's wrapper around the whole
+  // list ("{)|" under -w is "(^|W)({)" or "\)(W|$)\)"), whose superset then holds for
+  // every pattern: the wrapped list's own, not its patterns' joined.
+  const bool whole = (options_.word || options_.whole_line) &&
+                     std::any_of(views.begin(), views.end(), [](const DfaView& v) { return v.stray_close; });
+  wrapper_closed_ = whole;
+  if (!whole && std::none_of(views.begin(), views.end(), [](const DfaView& v) { return v.corner; })) return;
   std::string list;  // RE_NEWLINE_ALT: one branch per pattern
   for (std::size_t j = 0; j < views.size(); ++j)
-    list += (j ? "\n" : "") + (wrap ? wrapped(views[j].superset, options_) : views[j].superset);
+    list += (j ? "\n" : "") + (whole ? patterns_[j] : wrap ? wrapped(views[j].superset, options_) : views[j].superset);
+  if (whole) list = dfa_view(wrapped(list, options_), options_.syntax, options_.utf8, options_.ignore_case).superset;
   // Compiled once for every corner pattern (a copy compiles it when first asked).
   list_superset_ = std::make_unique<GnuPattern>();
   if (list_superset_->compile(list, bits, false, options_) != nullptr) {
@@ -745,7 +753,7 @@ void GnuRegex::compile_corner_selects(const std::vector<DfaView>& views) {
     return;
   }
   list_superset_text_ = std::make_shared<const std::string>(std::move(list));
-  for (std::size_t i = 0; i < patterns_.size(); ++i) corner_select_[i] = views[i].corner;
+  for (std::size_t i = 0; i < patterns_.size(); ++i) corner_select_[i] = whole || views[i].corner;
 }
 
 // Whether the whole list's superset passes `line`: one search a line, however many
@@ -854,6 +862,8 @@ void GnuRegex::compile_fast(const std::vector<DfaView>& views) {
   // list), -w is its loop of shorter and later matches, not the DFA's wrapper that
   // Hyperscan would read; in UTF-8 that is every -w (below, the ASCII lines excepted).
   if (!dfa_supported_ && options_.word && !options_.whole_line && !words_by_regex()) return;
+  // Nor where a stray ')' closed that wrapper: the whole list's superset passes lines first.
+  if (wrapper_closed_) return;
   // With -i in UTF-8, a letter may fold to a character beyond ASCII (grep's 's' takes
   // U+017F, its 'i' U+0131): the UTF-8 readings spell out each character's counterparts
   // (dfa_view's folded_character()) for Hyperscan to read without folding, where they can
