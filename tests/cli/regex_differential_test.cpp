@@ -1129,6 +1129,42 @@ TEST(RegexLongLines, TheSupersetGateKeepsGrepsAnswers) {
       expect_same_with(a[0], Args(a.begin() + 1, a.end()), input, {{"", "", "cpu"}}, "", locale_env(locale));
 }
 
+// -o and --color parts of lines decided on the workers (pieces of 128 KiB and more) are
+// found there too: the same parts, in the same order, as grep's, line by line.
+TEST(RegexLongInputs, PartsFoundWhereLinesAreDecided) {
+  std::mt19937 random(20261207);
+  const std::vector<std::string> words = {"error", "Warn", "conn", "x1", "\xc3\xa9t\xc3\xa9", "from", "user_7", "--"};
+  std::string input;
+  while (input.size() < (std::size_t{3} << 20)) {
+    const int n = static_cast<int>(random() % 12);
+    for (int k = 0; k < n; ++k) {
+      if (random() % 5 == 0)
+        input += std::to_string(random() % 300) + "." + std::to_string(random() % 300) + "." +
+                 std::to_string(random() % 256) + "." + std::to_string(random() % 256);
+      else input += words[random() % words.size()];
+      input += random() % 7 == 0 ? "\t" : " ";
+    }
+    input += random() % 50 == 0 ? "\r\n" : "\n";
+  }
+  const std::vector<Args> cases = {{"-E", "-o", "[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+"},
+                                   {"-E", "-o", "-b", "-w", "[a-z]+[0-9_]*"},
+                                   {"-E", "--color=always", "-i", "erro?r|warn"},
+                                   {"-E", "-o", "-n", "-m", "2000", "(\\w+ ){2}from"},
+                                   {"-G", "-o", "-i", "t\\(\xc3\xa9\\)\\?"},
+                                   {"-P", "-o", "\\d+\\.\\d+(?=\\.)"},
+                                   {"-E", "-o", "-A1", "x1 [^ ]+"}};
+  Tally tally;
+  for (const Locale locale : {Locale::kC, Locale::kUtf8})
+    for (const Args& a : cases) {
+      ++tally.cases;
+      if (!expect_same_with(a[0], Args(a.begin() + 1, a.end()), input,
+                            {{"", "", "cpu"}, {"262144", "3", "cpu"}, {"", "", "gpu"}}, "parts of long inputs",
+                            locale_env(locale)))
+        ++tally.differing;
+    }
+  report_tally("parts of long inputs", tally);
+}
+
 // glibc's regex answers a repeated group holding \< or \> unlike grep's DFA (on "check
 // pass; user unknown" it finds "(\<[a-z]+\> ?){3}"), and unlike itself inside grep
 // ("(..\>.)+" on "11-b--"; "(\<..)+" selects it in UTF-8, grep does not): refused, with

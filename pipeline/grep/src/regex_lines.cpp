@@ -225,10 +225,9 @@ bool RegexLines::any_selects(std::string_view line) {
 
 // grep's print_line_middle: matches from where the last one ended; an empty match moves
 // on by one byte and prints nothing.
-void RegexLines::match_spans(std::string_view line, std::span<const LineOccurrence> occurrences,
-                             std::vector<MatchSpan>& out) {
+void RegexLines::match_spans_in(Lane& l, std::string_view line, std::span<const LineOccurrence> occurrences,
+                                std::vector<MatchSpan>& out) {
   out.clear();
-  Lane& l = lane(0);
   if (!gather(l, occurrences, false)) return;
   std::size_t from = 0;
   regex::Found found;

@@ -490,7 +490,7 @@ void Searcher::line(std::string_view text, std::uint64_t offset, std::span<const
     const bool context_under_v = options_.invert && !as_selected;
     if (!options_.spans || (!matched && !context_under_v) || (as_selected == options_.invert && !options_.context_spans))
       return {};
-    match_spans(text, occurrences, spans_);
+    if (!matched || !decided_spans(text, spans_)) match_spans(text, occurrences, spans_);
     return spans_;
   };
   auto ids = [&]() -> std::span<const std::uint32_t> {
@@ -672,6 +672,17 @@ void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& inde
     line_occurrences_.push_back({occurrences[index].position - begin, occurrences[index].pattern});
 }
 
+bool Searcher::decided_spans(std::string_view text, std::vector<MatchSpan>& out) const {
+  const Predecided& p = predecided_;
+  if (!p.has_spans || text.data() < p.begin || text.data() >= p.end || p.cursor >= p.matched.size() ||
+      p.matched[p.cursor] != text.data() || p.cursor >= p.spans.ends.size())
+    return false;
+  const std::size_t from = p.cursor == 0 ? 0 : p.spans.ends[p.cursor - 1];
+  out.assign(p.spans.spans.begin() + static_cast<std::ptrdiff_t>(from),
+             p.spans.spans.begin() + static_cast<std::ptrdiff_t>(p.spans.ends[p.cursor]));
+  return true;
+}
+
 bool Searcher::decide(std::string_view text, std::span<const LineOccurrence> occurrences) {
   Predecided& p = predecided_;
   if (text.data() < p.begin || text.data() >= p.end) return line_matches(text, occurrences);
@@ -704,17 +715,53 @@ struct OnLane {
   bool line_matches(std::string_view line, std::span<const LineOccurrence> occurrences) {
     return regex.line_matches_on(lane, line, occurrences);
   }
+  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out) {
+    regex.match_spans_on(lane, line, occurrences, out);
+  }
 };
+
+// The occurrences in data[first, last) from occurrences[index] on, relative to `first`.
+std::size_t occurrences_in(std::span<const Occurrence> occurrences, std::size_t index, std::size_t first,
+                           std::size_t last, std::vector<LineOccurrence>& out) {
+  out.clear();
+  for (; index < occurrences.size() && occurrences[index].position < last; ++index)
+    out.push_back({occurrences[index].position - first, occurrences[index].pattern});
+  return index;
+}
+
+// The spans of the lines select_lines() chose, each asked with its own occurrences.
+template <typename Lane>
+void spans_of_lines(Lane& lane, const char* data, std::span<const Occurrence> occurrences,
+                    const std::vector<const char*>& matched, const std::vector<const char*>& ends,
+                    std::vector<LineOccurrence>& scratch, DecidedSpans& spans) {
+  for (std::size_t k = 0; k < matched.size(); ++k) {
+    const auto first = static_cast<std::size_t>(matched[k] - data);
+    const auto last = static_cast<std::size_t>(ends[k] - data);
+    const auto index = static_cast<std::size_t>(
+        std::lower_bound(occurrences.begin(), occurrences.end(), first,
+                         [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
+        occurrences.begin());
+    occurrences_in(occurrences, index, first, last, scratch);
+    lane.match_spans(std::string_view(matched[k], last - first), scratch, spans.line);
+    spans.add_line();
+  }
+}
 
 // One worker's share of predecide(), or an engine's worker's chunk (work_ahead(), with a
 // RegexLines::AheadLease): the lines starting in data[begin, end) (whole lines; end is a
 // line's start or the end of the complete lines). Only lines with an occurrence can match
 // unless some regex has no factor.
+// With `spans`, each selected line's -o/--color spans too.
 template <typename Lane>
 void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::size_t begin, std::size_t end,
                   std::span<const Occurrence> occurrences, std::vector<LineOccurrence>& scratch,
-                  std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol) {
-  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched, ends)) return;
+                  std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol,
+                  DecidedSpans* spans) {
+  if (spans != nullptr) spans->clear();
+  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched, ends)) {
+    if (spans != nullptr) spans_of_lines(lane, data, occurrences, matched, ends, scratch, *spans);
+    return;
+  }
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
@@ -726,6 +773,10 @@ void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::s
       if (lane.line_matches(line.text, line.occurrences)) {
         matched.push_back(line.text.data());
         ends.push_back(line.text.data() + line.text.size());
+        if (spans != nullptr) {
+          lane.match_spans(line.text, line.occurrences, spans->line);
+          spans->add_line();
+        }
       }
     return;
   }
@@ -733,13 +784,15 @@ void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::s
   // once however many lines hold occurrences.
   for (std::size_t floor = begin; index < occurrences.size() && occurrences[index].position < end;) {
     const auto [first, last, terminated] = line_around(data, floor, occurrences[index].position, end, eol);
-    scratch.clear();
-    for (; index < occurrences.size() && occurrences[index].position < last; ++index)
-      scratch.push_back({occurrences[index].position - first, occurrences[index].pattern});
+    index = occurrences_in(occurrences, index, first, last, scratch);
     const std::string_view text(data + first, last - first);
     if (lane.line_matches(text, scratch)) {
       matched.push_back(text.data());
       ends.push_back(data + last);
+      if (spans != nullptr) {
+        lane.match_spans(text, scratch, spans->line);
+        spans->add_line();
+      }
     }
     floor = last + 1;
   }
@@ -800,6 +853,8 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   // Only printed lines are checked (emit_run): -c, -l, -q print none.
   const bool check_utf8 = options_.utf8 && options_.binary_files != BinaryFiles::kText && !options_.quiet;
   p.scratch.resize(pool->width());
+  p.has_spans = regex != nullptr && spans_ahead();
+  if (p.has_spans) p.piece_spans.resize(pool->width());
   std::vector<std::exception_ptr> errors(pool->width());
   const std::size_t pieces = pool->split(end - begin, kMinPiece, [&](std::size_t i, std::size_t b, std::size_t e) {
     p.pieces[i].clear();
@@ -808,8 +863,8 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
       const std::size_t first = line_start_from(data, begin, begin + b, end, options_.eol);
       const std::size_t last = line_start_from(data, begin, begin + e, end, options_.eol);
       if (regex != nullptr)
-        decide_lines(*regex, OnLane{*regex, i}, data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i], whole_piece,
-                     options_.eol);
+        decide_lines(*regex, OnLane{*regex, i}, data, first, last, occurrences, p.scratch[i], p.pieces[i],
+                     p.piece_ends[i], whole_piece, options_.eol, p.has_spans ? &p.piece_spans[i] : nullptr);
       else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i]);
       if (check_utf8) p.piece_valid[i] = lines_valid_utf8(p.pieces[i], p.piece_ends[i]);
     } catch (...) {
@@ -829,9 +884,14 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   p.all_valid_utf8 = std::all_of(p.piece_valid.begin(), p.piece_valid.begin() + pieces, [](char v) { return v != 0; });
   p.matched.clear();
   p.ends.clear();
+  p.spans.clear();
   for (std::size_t i = 0; i < pieces; ++i) {
     p.matched.insert(p.matched.end(), p.pieces[i].begin(), p.pieces[i].end());
     p.ends.insert(p.ends.end(), p.piece_ends[i].begin(), p.piece_ends[i].end());
+    if (!p.has_spans) continue;
+    const std::size_t base = p.spans.spans.size();
+    p.spans.spans.insert(p.spans.spans.end(), p.piece_spans[i].spans.begin(), p.piece_spans[i].spans.end());
+    for (std::size_t e : p.piece_spans[i].ends) p.spans.ends.push_back(base + e);
   }
   p.cursor = 0;
   p.begin = data + begin;
@@ -849,6 +909,8 @@ struct DecidedLines final : SlotNote {
   std::vector<const char*> matched, ends;
   bool all_valid_utf8 = false;
   std::vector<LineOccurrence> scratch;
+  bool has_spans = false;
+  DecidedSpans spans;
 };
 
 // The chunk's complete lines as consume() finds them when the chunk's first line is the
@@ -885,6 +947,7 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
     d.begin = d.end = nullptr;
     d.matched.clear();
     d.ends.clear();
+    d.has_spans = false;
     const auto [pos, complete_end] = complete_lines(chunk, options_.eol);
     if (complete_end - pos < kMinPredecided) return;
     const auto first = std::lower_bound(occurrences.begin(), occurrences.end(), pos,
@@ -894,8 +957,9 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
       // Rare candidates too: confirming them on the pipeline thread's turn held it up.
       RegexLines::AheadLease lease = regex->lease_ahead();
       if (!lease) return;
+      d.has_spans = spans_ahead();
       decide_lines(*regex, lease, chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends,
-                   whole_pieces_pay(*regex, count, complete_end - pos), options_.eol);
+                   whole_pieces_pay(*regex, count, complete_end - pos), options_.eol, d.has_spans ? &d.spans : nullptr);
     } else {
       // Sparse ones too: deciding them on the pipeline thread's turn held the delivery up.
       if (count == 0) return;
@@ -921,6 +985,8 @@ bool Searcher::take_decided(SlotNote* note, const Chunk& chunk, std::size_t pos,
   Predecided& p = predecided_;
   p.matched.swap(d->matched);  // the note keeps the vectors predecided_ had, for its next chunk
   p.ends.swap(d->ends);
+  p.has_spans = d->has_spans;
+  std::swap(p.spans, d->spans);
   p.all_valid_utf8 = d->all_valid_utf8;
   p.cursor = 0;
   p.begin = d->begin;

@@ -92,6 +92,9 @@ class RegexLines {
                       std::vector<const char*>& line_ends) {
       return owner_.select_lines_in(*lane_, piece, line_starts, line_ends);
     }
+    void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out) {
+      owner_.match_spans_in(*lane_, line, occurrences, out);
+    }
 
    private:
     friend class RegexLines;
@@ -110,8 +113,15 @@ class RegexLines {
   bool any_selects(std::string_view line);
   std::size_t pattern_count() const noexcept { return pattern_count_; }
 
-  // grep's -o/--color walk over the line.
-  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out);
+  // grep's -o/--color walk over the line (lane 0).
+  void match_spans(std::string_view line, std::span<const LineOccurrence> occurrences, std::vector<MatchSpan>& out) {
+    match_spans_in(lane(0), line, occurrences, out);
+  }
+  // The same on lane `lane`, as line_matches_on().
+  void match_spans_on(std::size_t lane_index, std::string_view line, std::span<const LineOccurrence> occurrences,
+                      std::vector<MatchSpan>& out) {
+    match_spans_in(lane(lane_index), line, occurrences, out);
+  }
   // The patterns (by index given) that select the line, ascending.
   void matched_patterns(std::string_view line, std::span<const LineOccurrence> occurrences,
                         std::vector<std::uint32_t>& out);
@@ -132,6 +142,8 @@ class RegexLines {
   bool select_lines_in(Lane& lane, std::string_view piece, std::vector<const char*>& line_starts,
                        std::vector<const char*>& line_ends);
   bool line_matches_in(Lane& lane, std::string_view line, std::span<const LineOccurrence> occurrences);
+  void match_spans_in(Lane& lane, std::string_view line, std::span<const LineOccurrence> occurrences,
+                      std::vector<MatchSpan>& out);
 
   PatternSet factors_;
   std::size_t pattern_count_ = 0;

@@ -73,6 +73,22 @@ struct SearchOptions {
   WorkerPool* workers = nullptr;
 };
 
+// The -o/--color spans of lines decided on a worker, in the order of their lines: line k's
+// are spans[ends[k - 1], ends[k]) (from 0 for the first).
+struct DecidedSpans {
+  std::vector<MatchSpan> spans;
+  std::vector<std::size_t> ends;
+  std::vector<MatchSpan> line;  // scratch: one line's
+  void clear() noexcept {
+    spans.clear();
+    ends.clear();
+  }
+  void add_line() {
+    spans.insert(spans.end(), line.begin(), line.end());
+    ends.push_back(spans.size());
+  }
+};
+
 class Searcher final : public ChunkConsumer {
  public:
   // Asks `sink` what it needs (Sink::needs()) and adds that to `options`.
@@ -298,8 +314,17 @@ class Searcher final : public ChunkConsumer {
     bool all_valid_utf8 = false;
     std::vector<char> piece_valid;
     std::vector<std::vector<LineOccurrence>> scratch;
+    // With spans_ahead(): the selected lines' spans, found by the workers too.
+    bool has_spans = false;
+    DecidedSpans spans;
+    std::vector<DecidedSpans> piece_spans;
   };
   Predecided predecided_;
+  // Whether the workers that decide a regex's lines find their -o/--color spans too
+  // (a selected line's spans; -v prints the lines that do not match).
+  bool spans_ahead() const noexcept { return options_.regex != nullptr && options_.spans && !options_.invert; }
+  // The spans the workers found for `text`, a line decide() just found selected there.
+  bool decided_spans(std::string_view text, std::vector<MatchSpan>& out) const;
 
   // Scratch, reused per line (and per NUL-separated record in the binary part).
   std::vector<LineOccurrence> line_occurrences_;
