@@ -270,6 +270,10 @@ TEST(LineRegex, PatternsWithoutOperatorsAreFixedStringsAsGrepMakesThem) {
   EXPECT_FALSE(as_fixed_strings({"a\\"}, Syntax::kBasic, false, false, fixed));
   EXPECT_TRUE(as_fixed_strings({"a\\+b"}, Syntax::kExtended, false, false, fixed));
   EXPECT_EQ(fixed, std::vector<std::string>{"a+b"});
+  // A BRE "\)" goes to the regex compiler, which refuses it; an ERE one is a ')'.
+  EXPECT_FALSE(as_fixed_strings({"x\\)y", "z"}, Syntax::kBasic, false, false, fixed));
+  EXPECT_TRUE(as_fixed_strings({"x\\)y", "z"}, Syntax::kExtended, false, false, fixed));
+  EXPECT_EQ(fixed, (std::vector<std::string>{"x)y", "z"}));
   // -i in UTF-8: 'i' also matches U+0131 DOTLESS I, so it stays a regex; 'k' folds within
   // ASCII to grep (U+212A is no counterpart of it in dfa.c).
   EXPECT_FALSE(as_fixed_strings({"kilo"}, Syntax::kBasic, true, true, fixed));

@@ -205,7 +205,8 @@ bool as_fixed_strings(const std::vector<std::string>& patterns, Syntax syntax, b
           }
           const char n = p[i + 1];
           if (std::string_view("BSW'<bsw`>123456789").find(n) != std::string_view::npos) return false;
-          if (basic && std::string_view("(+?{|").find(n) != std::string_view::npos) return false;
+          // BRE's "\)" too: grep passes it on to be refused ("Unmatched ) or \)").
+          if (basic && std::string_view("(+?{|)").find(n) != std::string_view::npos) return false;
           c = static_cast<unsigned char>(p[++i]);
           break;
         }
