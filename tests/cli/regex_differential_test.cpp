@@ -874,6 +874,31 @@ TEST(RegexOddPatterns, CaselessRangesOnAsciiLinesInUtf8) {
   report_tally("caseless ranges on ASCII lines in UTF-8", tally);
 }
 
+// Under -i, in the C locale and on ASCII lines in UTF-8, a pattern whose letters can be
+// spelled as brackets of both cases is read so, without glibc's RE_ICASE (and with its
+// fastmap); the others keep RE_ICASE. Both give grep's answers, -o's parts included.
+TEST(RegexOddPatterns, CaselessPatternsWithTheirLettersSpelledOut) {
+  const std::string input =
+      "Error: disk FULL\nwarn x1\nERRor_2 [a] {b}\nAbc aBC abc\n  kK sS\nuser=Bob id=0x1F\nQ_q-z\n\nxA-b]\n";
+  const std::vector<std::string> patterns = {
+      "error|warn",     "[aA]b+c",       "[^bB]c",      "[0-9]+[a-f]*", "\\w+=[^ ]+", "\\bab",
+      "[[:alpha:]]{3}", "[[:upper:]]b",  "(a)\\1",     "[]a]",         "[^]A]b",     "\\Bb",
+      "x[A-b]",         "[[:digit:]S]s", "q.Q",         "[ -_]{2}",     "^[a-z]+ ?$", "id=0X1f"};
+  Tally tally;
+  for (const std::string& p : patterns)
+    for (const Args& extra : std::vector<Args>{{"-o"}, {"-c"}, {"-w", "-o"}, {"-x"}, {"--color=always"}})
+      for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+        Args args = {"-i"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), {"-e", p});
+        ++tally.cases;
+        if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "caseless, letters spelled out",
+                              locale_env(l)))
+          ++tally.differing;
+      }
+  report_tally("caseless patterns, letters spelled out", tally);
+}
+
 // Under -i in the C locale grep's DFA folds a bracket's bytes one by one, where glibc's
 // regex folds a range's ends first ("[A-b]" holds '_' for the DFA, not for regex).
 TEST(RegexOddPatterns, CaselessBracketsAsTheDfaReadsThem) {

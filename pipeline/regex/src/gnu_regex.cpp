@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -93,6 +94,69 @@ std::string ascii_letters_as_brackets(std::string_view text) {
   return out;
 }
 
+// Under -i, the pattern with each ASCII letter outside brackets a bracket of both its
+// cases, for glibc to read in the C locale without RE_ICASE and so with its fastmap (grep
+// turns the fastmap off under -i, for glibc bug 20381): -o -i over a log walked every
+// start of every line. Only where both read alike: no back-reference (under RE_ICASE "\1"
+// takes the group's text in either case), no escaped letter but \w \W \s \S \b \B,
+// brackets whose letters come in both cases and whose ranges span no letter, no
+// [:upper:], [:lower:], equivalence class or collating symbol. Nothing otherwise.
+std::optional<std::string> letters_spelled_out(std::string_view p) {
+  const auto letter = [](unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  std::string out;
+  out.reserve(p.size() * 2);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (c == '\\') {
+      if (i + 1 >= p.size()) return std::nullopt;
+      const auto n = static_cast<unsigned char>(p[i + 1]);
+      if ((n >= '1' && n <= '9') || (letter(n) && std::string_view("wWsSbB").find(static_cast<char>(n)) == std::string_view::npos))
+        return std::nullopt;
+      out.append(p.substr(i, 2));
+      ++i;
+    } else if (c == '[') {
+      std::size_t j = i + 1;
+      if (j < p.size() && p[j] == '^') ++j;
+      const std::size_t first = j;
+      std::bitset<128> members;
+      for (; j < p.size() && !(p[j] == ']' && j != first); ++j) {
+        const auto b = static_cast<unsigned char>(p[j]);
+        if (b == '[' && j + 1 < p.size() && (p[j + 1] == '=' || p[j + 1] == '.')) return std::nullopt;
+        if (b == '[' && j + 1 < p.size() && p[j + 1] == ':') {
+          const std::size_t close = p.find(":]", j + 2);
+          if (close == std::string_view::npos) return std::nullopt;
+          const std::string_view name = p.substr(j + 2, close - (j + 2));
+          if (name == "upper" || name == "lower") return std::nullopt;
+          j = close + 1;
+          continue;
+        }
+        if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
+          const auto high = static_cast<unsigned char>(p[j + 2]);
+          if (b >= 0x80 || high >= 0x80 || high == '[') return std::nullopt;
+          for (unsigned k = b; k <= high; ++k)
+            if (letter(static_cast<unsigned char>(k))) return std::nullopt;
+          j += 2;
+          continue;
+        }
+        if (b < 0x80) members.set(b);
+      }
+      if (j >= p.size()) return std::nullopt;  // no ']': glibc's error, from the text given
+      for (unsigned k = 'A'; k <= 'Z'; ++k)
+        if (members[k] != members[k + 32]) return std::nullopt;
+      out.append(p.substr(i, j + 1 - i));
+      i = j;
+    } else if (letter(c)) {
+      out += '[';
+      out += static_cast<char>(c | 0x20);
+      out += static_cast<char>(c & ~0x20);
+      out += ']';
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 // glibc's compiler reads its syntax from a global (re_set_syntax): copies compile on
 // their own threads, one at a time.
 std::mutex& compile_mutex() {
@@ -161,14 +225,20 @@ class GnuPattern {
     const bool ignore_case = options.ignore_case && !options.fixed_matcher;
     newline_anchor_ = !options.null_data;  // with -z '\n' is an ordinary character
     bits_ = positions ? bits : bits | RE_NO_SUB;
+    const reg_syntax_t exact_bits = bits_ & ~static_cast<reg_syntax_t>(RE_ICASE);
+    // In the C locale (the twin's too) the letters spelled out read as RE_ICASE does.
+    const std::optional<std::string> spelled = ignore_case ? letters_spelled_out(text) : std::nullopt;
     // grep: no fastmap with -i, to work around glibc bug 20381 (the twin too).
-    const char* error = compile_into(buffer_, text, !ignore_case);
+    const char* error = spelled && !options.utf8 && compile_into(buffer_, *spelled, exact_bits, true) == nullptr
+                            ? nullptr
+                            : compile_into(buffer_, text, bits_, !ignore_case);
     if (error != nullptr) return error;
     compiled_ = true;
     positions_ = positions;
     if (options.utf8 && all_ascii(text) && ranges_by_code()) {
       twin_ = Twin::kWanted;
-      text_.assign(text);
+      text_.assign(spelled ? std::string_view(*spelled) : text);
+      twin_bits_ = spelled ? exact_bits : bits_;
     }
     return nullptr;
   }
@@ -228,7 +298,7 @@ class GnuPattern {
   enum class Twin { kNone, kWanted, kCompiled };
 
   // `fastmap`: glibc keeps a table of the bytes a match may start with.
-  const char* compile_into(re_pattern_buffer& b, std::string_view text, bool fastmap) {
+  const char* compile_into(re_pattern_buffer& b, std::string_view text, reg_syntax_t bits, bool fastmap) {
     std::memset(&b, 0, sizeof b);
     b.fastmap = fastmap ? static_cast<char*>(std::malloc(256)) : nullptr;
     if (fastmap && b.fastmap == nullptr) throw std::bad_alloc();
@@ -236,7 +306,7 @@ class GnuPattern {
     const char* error;
     {
       const std::lock_guard<std::mutex> lock(compile_mutex());
-      ::re_set_syntax(bits_);
+      ::re_set_syntax(bits);
       error = ::re_compile_pattern(text.data(), text.size(), &b);
     }
     if (error != nullptr) {
@@ -252,7 +322,8 @@ class GnuPattern {
     if (!ascii || twin_ == Twin::kNone) return buffer_;
     if (twin_ == Twin::kWanted) {
       const InLocale c(c_locale());
-      twin_ = compile_into(twin_buffer_, text_, !(bits_ & RE_ICASE)) == nullptr ? Twin::kCompiled : Twin::kNone;
+      twin_ = compile_into(twin_buffer_, text_, twin_bits_, !(twin_bits_ & RE_ICASE)) == nullptr ? Twin::kCompiled
+                                                                                                : Twin::kNone;
       text_ = std::string();
       if (twin_ == Twin::kNone) return buffer_;
     }
@@ -272,6 +343,7 @@ class GnuPattern {
   re_pattern_buffer* searched_by_ = &buffer_;
   re_registers registers_{};
   reg_syntax_t bits_ = 0;
+  reg_syntax_t twin_bits_ = 0;  // bits_, or without RE_ICASE where the twin's letters are spelled out
   Twin twin_ = Twin::kNone;
   std::string text_;  // the twin's text until it is compiled
   bool compiled_ = false;
