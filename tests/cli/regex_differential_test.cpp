@@ -1154,6 +1154,29 @@ TEST(RegexLongLines, TheSupersetGateKeepsGrepsAnswers) {
       expect_same_with(a[0], Args(a.begin() + 1, a.end()), input, {{"", "", "cpu"}}, "", locale_env(locale));
 }
 
+// -o and --color walked by Hyperscan with start of match (HsSpans): the leftmost match,
+// the longest there, also where a later end has an earlier start ("b|abbbc"), across
+// patterns, with -i, and on lines beyond ASCII in UTF-8 (glibc walks those).
+TEST(RegexOnlyMatching, HyperscansWalkFindsGrepsParts) {
+  const std::string input =
+      "abbbc abc\nxabcabcab\naaa bbb ab\n1.2.3.4.5 10.0.0.1\nfoo@bar.com, a.b@c\n\xc3\xa9abc \xc3\xa9\xc3\xa9 "
+      "abc\nAbC aBc\n";
+  const std::vector<Args> cases = {
+      {"-o", "-e", "b|abbbc"},        {"-o", "-e", "a|ab|abc"},     {"-o", "-e", "b", "-e", "abbbc"},
+      {"-o", "-e", "(a|b)+c"},        {"-o", "-e", "[a-c]{2}"},     {"-o", "-e", "[0-9]+(\\.[0-9]+){3}"},
+      {"-o", "-b", "-e", "\\w+@\\w+"}, {"--color=always", "-e", "b+|ab"}, {"-o", "-i", "-e", "abc|b"},
+      {"-o", "-e", "c.|.a"},          {"-o", "-n", "-e", "[^ ]+ "}, {"-o", "-e", "(ab|a)(bc|c)?"}};
+  Tally tally;
+  for (const Args& args : cases)
+    for (const Locale l : {Locale::kC, Locale::kUtf8}) {
+      ++tally.cases;
+      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "Hyperscan's -o walk",
+                            locale_env(l)))
+        ++tally.differing;
+    }
+  report_tally("Hyperscan's -o walk", tally);
+}
+
 // -o and --color parts of lines decided on the workers (pieces of 128 KiB and more) are
 // found there too: the same parts, in the same order, as grep's, line by line.
 TEST(RegexLongInputs, PartsFoundWhereLinesAreDecided) {

@@ -22,6 +22,7 @@
 #include "gpufilter/regex/line_regex.hpp"
 #include "expansion.hpp"
 #include "hs_select.hpp"
+#include "hs_spans.hpp"
 #include "literal_chains.hpp"
 #include "regex_internal.hpp"
 
@@ -508,7 +509,8 @@ class GnuRegex final : public LineRegex {
         select_texts_(from.select_texts_), dfa_supported_(from.dfa_supported_), select_flat_(from.select_flat_),
         whole_list_(from.whole_list_),
         backref_ids_(from.backref_ids_), backref_free_(from.backref_free_), corner_select_(from.corner_select_),
-        list_superset_text_(from.list_superset_text_), ascii_only_(from.ascii_only_), joined_walk_(from.joined_walk_),
+        list_superset_text_(from.list_superset_text_), spans_plan_(from.spans_plan_), ascii_only_(from.ascii_only_),
+        joined_walk_(from.joined_walk_),
         gate_plan_(from.gate_plan_) {
     compiled_.resize(patterns_.size());
     plan_ = from.plan_;  // set once by compile_fast(): the pointer never changes after
@@ -587,6 +589,18 @@ class GnuRegex final : public LineRegex {
   std::shared_ptr<const std::string> list_superset_text_;  // the supersets, one branch each
   std::unique_ptr<GnuPattern> list_superset_;              // this copy's, compiled when first asked
   bool wrapper_closed_ = false;  // -w/-x with a stray ')': list_superset_ is the wrapped list's
+  // plan_spans(): the expressions HsSpans walks, compiled once for every copy.
+  struct SpansPlan {
+    std::vector<std::string> expressions;
+    bool ignore_case = false;
+    std::once_flag once;
+    std::unique_ptr<HsSpans> model;
+  };
+  std::shared_ptr<SpansPlan> spans_plan_;
+  std::unique_ptr<HsSpans> spans_;  // this copy's (its own scratch)
+  bool spans_tried_ = false;
+  void plan_spans(const std::vector<DfaView>& views);
+  HsSpans* walk_spans();  // the walk's, or null where glibc walks this line
   bool list_pass_fresh_ = false;                           // list_pass_ is for the line being decided
   bool list_pass_ = false;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
@@ -795,6 +809,43 @@ void GnuRegex::compile_all() {
       throw RegexError({with_origin(origins_, i, "invalid regular expression")});
   }
   compile_fast(views);
+  plan_spans(views);
+}
+
+// find()'s walk through Hyperscan (HsSpans), where it reads every pattern as grep's regex
+// does and no match depends on what lies before where a walk goes on: no -w/-x wrapper, no
+// anchor or word assertion, no back-reference, no corner the DFA reads otherwise; ASCII
+// patterns in UTF-8 (for lines of ASCII alone). A few dozen patterns at most: each costs
+// Hyperscan a compile. Hyperscan refuses a pattern that matches the empty string, and then
+// glibc walks.
+void GnuRegex::plan_spans(const std::vector<DfaView>& views) {
+  constexpr std::size_t kMostPatterns = 64;
+  if (options_.word || options_.whole_line || options_.null_data || !backref_ids_.empty() ||
+      patterns_.size() > kMostPatterns)
+    return;
+  const std::vector<DfaView> c_views = options_.utf8 ? ascii_views(views) : std::vector<DfaView>();
+  const std::vector<DfaView>& read = options_.utf8 ? c_views : views;
+  auto plan = std::make_shared<SpansPlan>();
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    const DfaView& r = read[i];
+    if (!r.pcre_ok || r.corner || views[i].corner || r.anchor || r.assertion || views[i].anchor ||
+        views[i].assertion)
+      return;
+    plan->expressions.push_back(r.pcre);
+  }
+  plan->ignore_case = options_.ignore_case;
+  spans_plan_ = std::move(plan);
+}
+
+HsSpans* GnuRegex::walk_spans() {
+  if (!spans_plan_ || (options_.utf8 && !walk_.ascii)) return nullptr;
+  if (!spans_tried_) {
+    spans_tried_ = true;
+    SpansPlan& plan = *spans_plan_;
+    std::call_once(plan.once, [&] { plan.model = HsSpans::compile(plan.expressions, plan.ignore_case); });
+    if (plan.model) spans_ = plan.model->clone();
+  }
+  return spans_.get();
 }
 
 // Where grep's regex decides lines, its DFA superset still passes them first, reading a
@@ -1370,6 +1421,9 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
     for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
+  } else if (HsSpans* hs = walk_spans()) {
+    std::size_t start = 0, end = 0;
+    if (hs->leftmost_longest(line.substr(from), start, end)) best = Found{from + start, end - start, false};
   } else {
     // Each pattern's next match is kept while the walk has not passed its start, and a
     // pattern that has none is not asked again, so that "-e '^b' -e a" over a long line of
