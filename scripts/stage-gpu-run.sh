@@ -18,6 +18,7 @@
 #   bash .device/gpu-fail2ban-ab.sh issue 23: an earlier gpufilterd (copied by hand to .device/gpufilterd-old) beside this one
 #   bash .device/gpu-build-time.sh issue 17 item 3: large literal sets' start-up, step by step (BUILD_BEFORE: an older gpufilter)
 #   bash .device/gpu-icase-utf8.sh -F -i in UTF-8: case variants against the C locale (BUILD_BEFORE: an older gpufilter)
+#   bash .device/gpu-only-matching.sh everyday -o/--color/-i regexes beside rg and grep (BUILD_BEFORE: an older gpufilter)
 #   bash .device/gpu-trie.sh     issue 17 item 3: the device trie, kernel-only and --engine=gpu, 1 to 1,000,000 literals
 #   bash .device/gpu-read.sh     the GPU path's reading, and a regex against its literal path (issues 17, 16)
 #   bash .device/gpu-first.sh    a short run's start-up: first line, one small file, 500 small files
@@ -49,7 +50,7 @@ cp ../shared/gpu/opencl-setup.sh .device/
 cp /bin/grep .device/grep
 cp scripts/gpu-run.sh scripts/gpu-bench.sh scripts/gpu-latency.sh scripts/gpu-permute.sh scripts/gpu-captures.sh \
   scripts/gpu-reliability.sh scripts/gpu-regex.sh scripts/gpu-perf.sh scripts/gpu-cases.sh scripts/gpu-multi.sh \
-  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-fail2ban-ab.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh scripts/gpu-build-time.sh scripts/gpu-read.sh scripts/gpu-first.sh scripts/gpu-stream.sh scripts/gpu-dense.sh scripts/gpu-stream-ab.sh scripts/gpu-regex-ab.sh scripts/gpu-literal.sh scripts/gpu-icase-utf8.sh .device/
+  scripts/gpu-kafka.sh scripts/gpu-fail2ban.sh scripts/gpu-fail2ban-ab.sh scripts/gpu-flowfarm.sh scripts/gpu-trie.sh scripts/gpu-build-time.sh scripts/gpu-read.sh scripts/gpu-first.sh scripts/gpu-stream.sh scripts/gpu-dense.sh scripts/gpu-stream-ab.sh scripts/gpu-regex-ab.sh scripts/gpu-literal.sh scripts/gpu-icase-utf8.sh scripts/gpu-only-matching.sh .device/
 cp scripts/gpu-stream-rep.sh .device/stream-rep.sh
 cp "$build"/bench/gpufilter-gen-corpus "$build"/bench/gpufilter-hs-count "$build"/bench/gpufilter-kernel-bench "$build"/bench/gpufilter-latency \
   "$build"/bench/gpufilter-gen-pcap "$build"/bench/gpupermute-bench "$build"/bench/gpufilter-soak-load \

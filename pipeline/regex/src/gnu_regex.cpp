@@ -779,6 +779,7 @@ void GnuRegex::compile_all() {
       });
     compile_corner_selects(views);
     if (!joined_walk_) compile_fast(views);
+    plan_spans(views);  // -o is regex's reading wherever the lines are decided
     return;
   }
   bool stray = false;
@@ -815,13 +816,14 @@ void GnuRegex::compile_all() {
 // find()'s walk through Hyperscan (HsSpans), where it reads every pattern as grep's regex
 // does and no match depends on what lies before where a walk goes on: no -w/-x wrapper, no
 // anchor or word assertion, no back-reference, no corner the DFA reads otherwise; ASCII
-// patterns in UTF-8 (for lines of ASCII alone). A few dozen patterns at most: each costs
+// patterns in UTF-8 (for lines of ASCII alone, where the locale orders ranges by code
+// point, as GnuPattern's twin). A few dozen patterns at most: each costs
 // Hyperscan a compile. Hyperscan refuses a pattern that matches the empty string, and then
 // glibc walks.
 void GnuRegex::plan_spans(const std::vector<DfaView>& views) {
   constexpr std::size_t kMostPatterns = 64;
   if (options_.word || options_.whole_line || options_.null_data || !backref_ids_.empty() ||
-      patterns_.size() > kMostPatterns)
+      patterns_.size() > kMostPatterns || wrapper_closed_ || (options_.utf8 && !ranges_by_code()))
     return;
   const std::vector<DfaView> c_views = options_.utf8 ? ascii_views(views) : std::vector<DfaView>();
   const std::vector<DfaView>& read = options_.utf8 ? c_views : views;
