@@ -1159,7 +1159,7 @@ TEST(RegexLongLines, TheSupersetGateKeepsGrepsAnswers) {
 // patterns, with -i, and on lines beyond ASCII in UTF-8 (glibc walks those).
 TEST(RegexOnlyMatching, HyperscansWalkFindsGrepsParts) {
   const std::string input =
-      "abbbc abc\nxabcabcab\naaa bbb ab\n1.2.3.4.5 10.0.0.1\nfoo@bar.com, a.b@c\n\xc3\xa9abc \xc3\xa9\xc3\xa9 "
+      "abbbc abc\nxabcabcab\naaa bbb ab\n1.2.3.4.5 10.0.0.1\nfoo@bar.com, a.b@c\n\xc3\xa9" "abc \xc3\xa9\xc3\xa9 "
       "abc\nAbC aBc\n";
   const std::vector<Args> cases = {
       {"-o", "-e", "b|abbbc"},        {"-o", "-e", "a|ab|abc"},     {"-o", "-e", "b", "-e", "abbbc"},
