@@ -601,6 +601,7 @@ class GnuRegex final : public LineRegex {
   bool spans_tried_ = false;
   void plan_spans(const std::vector<DfaView>& views);
   HsSpans* walk_spans();  // the walk's, or null where glibc walks this line
+  std::optional<std::pair<std::size_t, std::size_t>> part_;  // its last answer
   bool list_pass_fresh_ = false;                           // list_pass_ is for the line being decided
   bool list_pass_ = false;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
@@ -1423,9 +1424,8 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
     for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
-  } else if (HsSpans* hs = walk_spans()) {
-    std::size_t start = 0, end = 0;
-    if (hs->leftmost_longest(line.substr(from), start, end)) best = Found{from + start, end - start, false};
+  } else if (HsSpans* hs = walk_spans(); hs != nullptr && hs->leftmost_longest(line.substr(from), part_)) {
+    if (part_) best = Found{from + part_->first, part_->second - part_->first, false};
   } else {
     // Each pattern's next match is kept while the walk has not passed its start, and a
     // pattern that has none is not asked again, so that "-e '^b' -e a" over a long line of

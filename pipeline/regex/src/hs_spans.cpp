@@ -57,15 +57,14 @@ HsSpans::~HsSpans() {
 
 std::unique_ptr<HsSpans> HsSpans::clone() const { return std::unique_ptr<HsSpans>(new HsSpans(database_)); }
 
-bool HsSpans::leftmost_longest(std::string_view text, std::size_t& start, std::size_t& end) {
+bool HsSpans::leftmost_longest(std::string_view text, std::optional<std::pair<std::size_t, std::size_t>>& found) {
+  found.reset();
   if (text.size() > std::numeric_limits<unsigned int>::max()) return false;
   Best best;
   if (hs_scan(database_.get(), text.data(), static_cast<unsigned int>(text.size()), 0, scratch_, on_match, &best) !=
       HS_SUCCESS)
-    throw std::bad_alloc();
-  if (best.start > text.size()) return false;
-  start = static_cast<std::size_t>(best.start);
-  end = static_cast<std::size_t>(best.end);
+    return false;
+  if (best.start <= text.size()) found.emplace(static_cast<std::size_t>(best.start), static_cast<std::size_t>(best.end));
   return true;
 }
 

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,10 +28,12 @@ class HsSpans {
   // One for another thread: the same database, its own scratch.
   std::unique_ptr<HsSpans> clone() const;
 
-  // The leftmost-longest match of any expression in `text`, as [start, end): false if none.
+  // The leftmost-longest match of any expression in `text` as [first, second), or none.
   // A match's start is its leftmost for its end; the leftmost of those starts is the
   // leftmost of all matches, and the longest match from there reports that start.
-  bool leftmost_longest(std::string_view text, std::size_t& start, std::size_t& end);
+  // Returns false where Hyperscan could not scan the text (its HS_UNKNOWN_ERROR on some
+  // literal sets; regex_fuzz found one): glibc walks then.
+  bool leftmost_longest(std::string_view text, std::optional<std::pair<std::size_t, std::size_t>>& found);
 
  private:
   HsSpans(std::shared_ptr<hs_database> database);
