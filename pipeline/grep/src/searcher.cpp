@@ -674,7 +674,7 @@ void Searcher::gather(std::span<const Occurrence> occurrences, std::size_t& inde
 
 bool Searcher::decided_spans(std::string_view text, std::vector<MatchSpan>& out) const {
   const Predecided& p = predecided_;
-  if (!p.has_spans || text.data() < p.begin || text.data() >= p.end || p.cursor >= p.matched.size() ||
+  if (!spans_ahead() || text.data() < p.begin || text.data() >= p.end || p.cursor >= p.matched.size() ||
       p.matched[p.cursor] != text.data() || p.cursor >= p.spans.ends.size())
     return false;
   const std::size_t from = p.cursor == 0 ? 0 : p.spans.ends[p.cursor - 1];
@@ -729,19 +729,17 @@ std::size_t occurrences_in(std::span<const Occurrence> occurrences, std::size_t 
   return index;
 }
 
-// The spans of the lines select_lines() chose, each asked with its own occurrences.
+// The spans of the lines select_lines() chose (ascending, from occurrences[index] on),
+// each asked with its own occurrences.
 template <typename Lane>
-void spans_of_lines(Lane& lane, const char* data, std::span<const Occurrence> occurrences,
+void spans_of_lines(Lane& lane, const char* data, std::span<const Occurrence> occurrences, std::size_t index,
                     const std::vector<const char*>& matched, const std::vector<const char*>& ends,
                     std::vector<LineOccurrence>& scratch, DecidedSpans& spans) {
   for (std::size_t k = 0; k < matched.size(); ++k) {
     const auto first = static_cast<std::size_t>(matched[k] - data);
     const auto last = static_cast<std::size_t>(ends[k] - data);
-    const auto index = static_cast<std::size_t>(
-        std::lower_bound(occurrences.begin(), occurrences.end(), first,
-                         [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
-        occurrences.begin());
-    occurrences_in(occurrences, index, first, last, scratch);
+    while (index < occurrences.size() && occurrences[index].position < first) ++index;
+    index = occurrences_in(occurrences, index, first, last, scratch);
     lane.match_spans(std::string_view(matched[k], last - first), scratch, spans.line);
     spans.add_line();
   }
@@ -758,14 +756,14 @@ void decide_lines(const RegexLines& regex, Lane&& lane, const char* data, std::s
                   std::vector<const char*>& matched, std::vector<const char*>& ends, bool whole_piece, char eol,
                   DecidedSpans* spans) {
   if (spans != nullptr) spans->clear();
-  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched, ends)) {
-    if (spans != nullptr) spans_of_lines(lane, data, occurrences, matched, ends, scratch, *spans);
-    return;
-  }
   std::size_t index = static_cast<std::size_t>(
       std::lower_bound(occurrences.begin(), occurrences.end(), begin,
                        [](const Occurrence& o, std::size_t at) { return o.position < at; }) -
       occurrences.begin());
+  if (whole_piece && lane.select_lines(std::string_view(data + begin, end - begin), matched, ends)) {
+    if (spans != nullptr) spans_of_lines(lane, data, occurrences, index, matched, ends, scratch, *spans);
+    return;
+  }
   if (regex.every_line_is_candidate()) {
     LineCutter<> cutter(std::string_view(data, end), 0, occurrences, scratch, begin, index, eol);
     CutLine<LineOccurrence> line;
@@ -853,8 +851,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   // Only printed lines are checked (emit_run): -c, -l, -q print none.
   const bool check_utf8 = options_.utf8 && options_.binary_files != BinaryFiles::kText && !options_.quiet;
   p.scratch.resize(pool->width());
-  p.has_spans = regex != nullptr && spans_ahead();
-  if (p.has_spans) p.piece_spans.resize(pool->width());
+  if (spans_ahead()) p.piece_spans.resize(pool->width());
   std::vector<std::exception_ptr> errors(pool->width());
   const std::size_t pieces = pool->split(end - begin, kMinPiece, [&](std::size_t i, std::size_t b, std::size_t e) {
     p.pieces[i].clear();
@@ -864,7 +861,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
       const std::size_t last = line_start_from(data, begin, begin + e, end, options_.eol);
       if (regex != nullptr)
         decide_lines(*regex, OnLane{*regex, i}, data, first, last, occurrences, p.scratch[i], p.pieces[i],
-                     p.piece_ends[i], whole_piece, options_.eol, p.has_spans ? &p.piece_spans[i] : nullptr);
+                     p.piece_ends[i], whole_piece, options_.eol, spans_ahead() ? &p.piece_spans[i] : nullptr);
       else decide_literal_lines(data, first, last, occurrences, p.scratch[i], p.pieces[i], p.piece_ends[i]);
       if (check_utf8) p.piece_valid[i] = lines_valid_utf8(p.pieces[i], p.piece_ends[i]);
     } catch (...) {
@@ -888,10 +885,7 @@ void Searcher::predecide(const char* data, std::size_t begin, std::size_t end,
   for (std::size_t i = 0; i < pieces; ++i) {
     p.matched.insert(p.matched.end(), p.pieces[i].begin(), p.pieces[i].end());
     p.ends.insert(p.ends.end(), p.piece_ends[i].begin(), p.piece_ends[i].end());
-    if (!p.has_spans) continue;
-    const std::size_t base = p.spans.spans.size();
-    p.spans.spans.insert(p.spans.spans.end(), p.piece_spans[i].spans.begin(), p.piece_spans[i].spans.end());
-    for (std::size_t e : p.piece_spans[i].ends) p.spans.ends.push_back(base + e);
+    if (spans_ahead()) p.spans.append(p.piece_spans[i]);
   }
   p.cursor = 0;
   p.begin = data + begin;
@@ -909,8 +903,7 @@ struct DecidedLines final : SlotNote {
   std::vector<const char*> matched, ends;
   bool all_valid_utf8 = false;
   std::vector<LineOccurrence> scratch;
-  bool has_spans = false;
-  DecidedSpans spans;
+  DecidedSpans spans;  // with spans_ahead()
 };
 
 // The chunk's complete lines as consume() finds them when the chunk's first line is the
@@ -947,7 +940,6 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
     d.begin = d.end = nullptr;
     d.matched.clear();
     d.ends.clear();
-    d.has_spans = false;
     const auto [pos, complete_end] = complete_lines(chunk, options_.eol);
     if (complete_end - pos < kMinPredecided) return;
     const auto first = std::lower_bound(occurrences.begin(), occurrences.end(), pos,
@@ -957,9 +949,8 @@ void Searcher::work_ahead(const Chunk& chunk, std::span<const Occurrence> occurr
       // Rare candidates too: confirming them on the pipeline thread's turn held it up.
       RegexLines::AheadLease lease = regex->lease_ahead();
       if (!lease) return;
-      d.has_spans = spans_ahead();
       decide_lines(*regex, lease, chunk.data, pos, complete_end, occurrences, d.scratch, d.matched, d.ends,
-                   whole_pieces_pay(*regex, count, complete_end - pos), options_.eol, d.has_spans ? &d.spans : nullptr);
+                   whole_pieces_pay(*regex, count, complete_end - pos), options_.eol, spans_ahead() ? &d.spans : nullptr);
     } else {
       // Sparse ones too: deciding them on the pipeline thread's turn held the delivery up.
       if (count == 0) return;
@@ -985,7 +976,6 @@ bool Searcher::take_decided(SlotNote* note, const Chunk& chunk, std::size_t pos,
   Predecided& p = predecided_;
   p.matched.swap(d->matched);  // the note keeps the vectors predecided_ had, for its next chunk
   p.ends.swap(d->ends);
-  p.has_spans = d->has_spans;
   std::swap(p.spans, d->spans);
   p.all_valid_utf8 = d->all_valid_utf8;
   p.cursor = 0;

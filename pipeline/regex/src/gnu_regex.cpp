@@ -68,37 +68,11 @@ reg_syntax_t syntax_bits(const RegexOptions& o) {
   return bits;
 }
 
-// An escaped fixed string (or grep's -w/-x wrapper around one) with each ASCII letter
-// outside the wrapper's bracket a bracket of both its cases: "a\.b" is "[aA]\.[bB]".
-std::string ascii_letters_as_brackets(std::string_view text) {
-  constexpr std::string_view kWrapperBracket = "[^[:alnum:]_]";
-  std::string out;
-  out.reserve(text.size() * 2);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\\' && i + 1 < text.size()) {
-      out.append(text.substr(i, 2));
-      ++i;
-    } else if (text.substr(i, kWrapperBracket.size()) == kWrapperBracket) {
-      out.append(kWrapperBracket);
-      i += kWrapperBracket.size() - 1;
-    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-      const char lower = static_cast<char>(c | 0x20);
-      out += '[';
-      out += lower;
-      out += static_cast<char>(lower - 32);
-      out += ']';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // Under -i, the pattern with each ASCII letter outside brackets a bracket of both its
-// cases, for glibc to read in the C locale without RE_ICASE and so with its fastmap (grep
-// turns the fastmap off under -i, for glibc bug 20381): -o -i over a log walked every
-// start of every line. Only where both read alike: no back-reference (under RE_ICASE "\1"
+// cases ("a\.b" is "[aA]\.[bB]"), for glibc to read without RE_ICASE: the fixed strings
+// grep's own matcher folds byte by byte, and in the C locale any pattern, with glibc's
+// fastmap then (grep turns it off under -i, for glibc bug 20381: -o -i over a log walked
+// every start of every line). Only where both read alike: no back-reference (under RE_ICASE "\1"
 // takes the group's text in either case), no escaped letter but \w \W \s \S \b \B,
 // brackets whose letters come in both cases and whose ranges span no letter, no
 // [:upper:], [:lower:], equivalence class or collating symbol. Nothing otherwise.
@@ -217,9 +191,11 @@ class GnuPattern {
     // as case-folded characters instead and finds the empty string elsewhere ("-F -w -i
     // -e ''" in UTF-8 ended the -w walk inside a multibyte character). Their letters are
     // brackets of both cases instead.
+    std::optional<std::string> spelled = options.ignore_case ? letters_spelled_out(text) : std::nullopt;
     std::string folded;
-    if (options.ignore_case && options.fixed_matcher) {
-      folded = ascii_letters_as_brackets(text);
+    if (options.fixed_matcher && spelled) {  // an escaped fixed string always spells out
+      folded = std::move(*spelled);
+      spelled.reset();
       text = folded;
       bits &= ~static_cast<reg_syntax_t>(RE_ICASE);
     }
@@ -228,7 +204,6 @@ class GnuPattern {
     bits_ = positions ? bits : bits | RE_NO_SUB;
     const reg_syntax_t exact_bits = bits_ & ~static_cast<reg_syntax_t>(RE_ICASE);
     // In the C locale (the twin's too) the letters spelled out read as RE_ICASE does.
-    const std::optional<std::string> spelled = ignore_case ? letters_spelled_out(text) : std::nullopt;
     // grep: no fastmap with -i, to work around glibc bug 20381 (the twin too).
     const char* error = spelled && !options.utf8 && compile_into(buffer_, *spelled, exact_bits, true) == nullptr
                             ? nullptr
@@ -601,7 +576,6 @@ class GnuRegex final : public LineRegex {
   bool spans_tried_ = false;
   void plan_spans(const std::vector<DfaView>& views);
   HsSpans* walk_spans();  // the walk's, or null where glibc walks this line
-  std::optional<std::pair<std::size_t, std::size_t>> part_;  // its last answer
   bool list_pass_fresh_ = false;                           // list_pass_ is for the line being decided
   bool list_pass_ = false;
   std::shared_ptr<FastPlan> plan_;  // null: nothing for Hyperscan to read
@@ -1419,13 +1393,14 @@ bool GnuRegex::find(std::string_view line, std::size_t from, std::span<const std
   ascii_line_ = walk_.ascii;  // kept for the walk's line: other lines may have been asked about since
   ascii_fresh_ = true;
   walk_.from = from;
+  std::optional<std::pair<std::size_t, std::size_t>> part;  // HsSpans' answer
   if (!options_.whole_line && (options_.word || walk_.joined)) {
     // grep's exact pass: the joined backref-free patterns first, then each backref one.
     if (!combined_tried_) compile_combined();
     if (combined_) try_pattern(*combined_);
     for (std::uint32_t i : backref_ids_) try_pattern(compiled(i).exact);
-  } else if (HsSpans* hs = walk_spans(); hs != nullptr && hs->leftmost_longest(line.substr(from), part_)) {
-    if (part_) best = Found{from + part_->first, part_->second - part_->first, false};
+  } else if (HsSpans* hs = walk_spans(); hs != nullptr && hs->leftmost_longest(line.substr(from), part)) {
+    if (part) best = Found{from + part->first, part->second - part->first, false};
   } else {
     // Each pattern's next match is kept while the walk has not passed its start, and a
     // pattern that has none is not asked again, so that "-e '^b' -e a" over a long line of

@@ -87,6 +87,11 @@ struct DecidedSpans {
     spans.insert(spans.end(), line.begin(), line.end());
     ends.push_back(spans.size());
   }
+  void append(const DecidedSpans& other) {
+    const std::size_t base = spans.size();
+    spans.insert(spans.end(), other.spans.begin(), other.spans.end());
+    for (std::size_t e : other.ends) ends.push_back(base + e);
+  }
 };
 
 class Searcher final : public ChunkConsumer {
@@ -315,7 +320,6 @@ class Searcher final : public ChunkConsumer {
     std::vector<char> piece_valid;
     std::vector<std::vector<LineOccurrence>> scratch;
     // With spans_ahead(): the selected lines' spans, found by the workers too.
-    bool has_spans = false;
     DecidedSpans spans;
     std::vector<DecidedSpans> piece_spans;
   };
