@@ -41,6 +41,7 @@
 #include "gpufilter/core/stop_signal.hpp"
 #include "packet_mode.hpp"
 #include "patterns_mode.hpp"
+#include "stop_signals.hpp"
 #include "stream_mode.hpp"
 
 namespace {
@@ -53,41 +54,8 @@ constexpr int kTrouble = 2;
 using Clock = std::chrono::steady_clock;
 Clock::time_point g_started;  // main() entry, for --stats
 
-// SIGINT and SIGTERM: stop reading, finish what was read, flush, exit 0. Only once the
-// scan begins: until then (options, pattern compile, engine build) they end the process
-// at once, as they end grep, and a slow compile can be interrupted. A second one ends it
-// at once too, as the signal does by default, and so does the first after a grace of
-// kStopGraceSeconds: what was read may take long to finish (a regular expression that
-// glibc decides in time that grows faster than a long line), and one SIGTERM (`timeout`'s)
-// must end the process, as it ends grep.
-constexpr unsigned kStopGraceSeconds = 5;
-StopSignal* g_stop = nullptr;
-volatile sig_atomic_t g_stop_signal = 0;  // the first stop signal, for the grace's end
+StopSignal* g_stop = nullptr;  // SIGINT's and SIGTERM's (stop_signals.hpp)
 StandardDescriptors g_standard;  // which of 0, 1, 2 the process was started without
-extern "C" void end_by_signal(int signal_number) {
-  ::signal(signal_number, SIG_DFL);
-  ::raise(signal_number);
-}
-extern "C" void on_stop_signal(int signal_number) {
-  if (g_stop == nullptr) return;
-  if (g_stop->requested()) return end_by_signal(signal_number);
-  g_stop_signal = signal_number;
-  g_stop->request();
-  ::alarm(kStopGraceSeconds);
-}
-extern "C" void on_stop_grace_over(int) {
-  if (g_stop_signal != 0) end_by_signal(g_stop_signal);
-}
-void install_stop_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR and sees the stop
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-  action.sa_handler = on_stop_grace_over;
-  ::sigaction(SIGALRM, &action, nullptr);
-}
 
 // What readers report while they keep going, as "gpufilter: MESSAGE" on stderr. Called
 // from the I/O thread; -s silences it.
@@ -552,7 +520,7 @@ int search(cli::Options& o) {
   const FileScanConfig piping = file_scan_config(o, patterns, workers, bytes_done);
   FileScan files(scanner, searcher, piping);
   StopSignal& stop = *g_stop;
-  install_stop_handlers();
+  cli::stop_gracefully_from_now();
   StderrNotices notices(o.no_messages);
   Outcome outcome;
   RegexCounts farm_counts;
@@ -651,6 +619,7 @@ int main(int argc, char** argv) {
     return kTrouble;
   }
   g_stop = &*stop;
+  cli::take_stop_signals_in_one_thread(*stop);
   cli::Options options;
   try {
     options = cli::parse(argc, argv);

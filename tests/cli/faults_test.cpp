@@ -692,21 +692,7 @@ class LongRegex {
   Proc::Setup setup_;
 };
 
-bool thread_sanitizer() {
-#if defined(__SANITIZE_THREAD__)
-  return true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-  return true;
-#endif
-#endif
-  return false;
-}
-
 TEST_F(Faults, ASecondStopSignalEndsALongRegexAtOnce) {
-  // ThreadSanitizer runs a signal's handler at its own safe points only, which a thread
-  // inside glibc's regexec never reaches.
-  if (thread_sanitizer()) GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
   TempDir dir;
   const std::unique_ptr<Proc> proc = LongRegex(dir).start();
   ASSERT_FALSE(proc->pump_until([&] { return proc->exited(); }, std::chrono::milliseconds(300)))
@@ -717,7 +703,6 @@ TEST_F(Faults, ASecondStopSignalEndsALongRegexAtOnce) {
 
 // One SIGTERM (as `timeout` sends) ends such a run too, after the grace: grep ends at once.
 TEST_F(Faults, OneStopSignalEndsALongRegexAfterTheGrace) {
-  if (thread_sanitizer()) GTEST_SKIP() << "signal handlers wait for ThreadSanitizer's safe points";
   TempDir dir;
   const std::unique_ptr<Proc> proc = LongRegex(dir).start();
   EXPECT_EQ(proc->wait_exit(std::chrono::seconds(15)), 128 + SIGTERM) << proc->err();
