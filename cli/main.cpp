@@ -611,15 +611,14 @@ int main(int argc, char** argv) {
   // A file size limit (ulimit -f) is a write error like a full disk, with a message and
   // exit 2, not a death by SIGXFSZ that leaves --state or --pcap-out unexplained.
   ::signal(SIGXFSZ, SIG_IGN);
-  static std::optional<StopSignal> stop;
+  // Never destroyed: the signals' thread may still request a stop while the process exits.
   try {
-    stop.emplace();
+    g_stop = new StopSignal;
   } catch (const Error& e) {
     message(e.what());
     return kTrouble;
   }
-  g_stop = &*stop;
-  cli::take_stop_signals_in_one_thread(*stop);
+  cli::take_stop_signals_in_one_thread(*g_stop);
   cli::Options options;
   try {
     options = cli::parse(argc, argv);
