@@ -17,11 +17,16 @@ constexpr std::chrono::seconds kStopGrace{5};
 
 std::atomic<bool> g_graceful{false};
 
+// SIGINT and SIGTERM, but one the process was started ignoring stays ignored, as in grep:
+// a non-interactive shell starts its background jobs so, and ^C must not stop them.
 sigset_t stop_signals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  for (const int number : {SIGINT, SIGTERM}) {
+    struct sigaction inherited {};
+    if (::sigaction(number, nullptr, &inherited) == 0 && inherited.sa_handler == SIG_IGN) continue;
+    sigaddset(&set, number);
+  }
   return set;
 }
 
@@ -58,6 +63,7 @@ int next_signal(const sigset_t& set, const std::chrono::steady_clock::time_point
 
 void take_stop_signals_in_one_thread(StopSignal& stop) {
   const sigset_t set = stop_signals();
+  if (sigisemptyset(&set)) return;
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set, &stop] {
     const int first = next_signal(set, nullptr);

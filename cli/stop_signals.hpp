@@ -3,7 +3,7 @@
 // run exits 0. A second one ends the process at once, and so does the first after a
 // grace of a few seconds: what was read may take long to finish (a regular expression that
 // glibc decides in time that grows faster than a long line), and one SIGTERM (`timeout`'s)
-// must end the process.
+// must end the process. A signal the process was started ignoring stays ignored.
 //
 // No handler runs: both signals are blocked in every thread and one thread takes them with
 // sigwait(), as gpufilterd does. A handler would not stay ours (PoCL compiles kernels with

@@ -282,6 +282,27 @@ TEST_F(Listen, NoHostListensOnLoopbackOnly) {
   EXPECT_EQ(gf.out(), name + ":hello over loopback\n");
 }
 
+// A stop signal the process was started ignoring stays ignored, as in grep: a
+// non-interactive shell starts its background jobs with SIGINT ignored, so that ^C in the
+// terminal leaves them running. SIGTERM still stops the run cleanly.
+TEST_F(Listen, AStopSignalStartedIgnoredStaysIgnored) {
+  RunningGpufilter gf({"--listen", "tcp://127.0.0.1:0", "hello"}, "trap '' INT");
+  const std::string url = gf.listening();
+  ASSERT_FALSE(url.empty());
+  const int fd = tcp_connect(url);
+  ASSERT_TRUE(write_all(fd, "hello before\n"));
+  ASSERT_TRUE(gf.out_has("hello before\n", milliseconds(10000))) << gf.err();
+  gf.signal(SIGINT);
+  EXPECT_FALSE(gf.wait_exit(milliseconds(1000)).has_value()) << "SIGINT, started ignored, ended the run";
+  ASSERT_TRUE(write_all(fd, "hello after\n"));
+  EXPECT_TRUE(gf.out_has("hello after\n", milliseconds(10000))) << gf.err();
+  ::close(fd);
+  gf.signal(SIGTERM);
+  const std::optional<int> status = gf.wait_exit(milliseconds(30000));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << gf.err();
+}
+
 // --json: rg's match record per selected line, with the connection as its path, its line
 // number and byte offset in that connection, the patterns that match, and the line with
 // its terminator (its exact bytes in base64 when they are not UTF-8); a stream has no
