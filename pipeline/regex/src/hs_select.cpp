@@ -1,5 +1,6 @@
 #include "hs_select.hpp"
 
+#include "gpufilter/core/errors.hpp"
 #include "gpufilter/core/utf8.hpp"
 #include "gpufilter/hs_cache/compile_cache.hpp"
 
@@ -13,12 +14,20 @@
 #include <functional>
 #include <new>
 #include <span>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 namespace gpufilter::regex {
 namespace {
+
+// A scan Hyperscan could not finish: the line stays undecided, and the run stops there as
+// grep stops where its matcher fails (MatchError, "FILE: what()").
+[[noreturn]] void scan_failed(hs_error_t rc) {
+  if (rc == HS_NOMEM) throw MatchError("memory exhausted");
+  throw MatchError("Hyperscan could not search a line (error " + std::to_string(rc) + ")");
+}
 
 struct Scan {
   std::vector<std::uint32_t>* ids;
@@ -229,7 +238,7 @@ void HsSelect::select_in_one_pass(std::string_view block, std::vector<const char
   Lines lines{block.data(), block.size(), 1, 0, &line_starts, &line_ends};
   const hs_error_t rc = hs_scan(database_.get(), block.data(), static_cast<unsigned>(block.size()), 0, scratch_,
                                 on_line_match, &lines);
-  if (rc != HS_SUCCESS) throw std::bad_alloc();
+  if (rc != HS_SUCCESS) scan_failed(rc);
   const auto starts = std::span(line_starts).subspan(first);
   if (std::adjacent_find(starts.begin(), starts.end(), std::greater_equal<>()) == starts.end()) return;
   // A match out of order, or a line found twice: its ends follow its starts.
@@ -257,7 +266,7 @@ void HsSelect::select_each_line(std::string_view block, std::vector<const char*>
       Scan scan{nullptr};
       const hs_error_t rc = hs_scan(database_.get(), line, static_cast<unsigned>(line_end - line), 0, scratch_,
                                     on_match, &scan);
-      if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
+      if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) scan_failed(rc);
       if (scan.any) {
         line_starts.push_back(line);
         line_ends.push_back(line_end);
@@ -273,7 +282,7 @@ bool HsSelect::scan(std::string_view line, std::vector<std::uint32_t>* ids) {
   // Hyperscan refuses a null pointer even for no bytes.
   const char* bytes = line.empty() ? "" : line.data();
   const hs_error_t rc = hs_scan(database_.get(), bytes, static_cast<unsigned>(line.size()), 0, scratch_, on_match, &scan);
-  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) throw std::bad_alloc();
+  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) scan_failed(rc);
   return scan.any;
 }
 
