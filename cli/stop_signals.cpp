@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 
 namespace gpufilter::cli {
@@ -65,14 +66,20 @@ void take_stop_signals_in_one_thread(StopSignal& stop) {
   const sigset_t set = stop_signals();
   if (sigisemptyset(&set)) return;
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::thread([set, &stop] {
-    const int first = next_signal(set, nullptr);
-    if (!g_graceful.load() || stop.requested()) end_by_signal(first);
-    stop.request();
-    const auto grace_over = std::chrono::steady_clock::now() + kStopGrace;
-    const int second = next_signal(set, &grace_over);
-    end_by_signal(second != 0 ? second : first);
-  }).detach();
+  try {
+    std::thread([set, &stop] {
+      const int first = next_signal(set, nullptr);
+      if (!g_graceful.load() || stop.requested()) end_by_signal(first);
+      stop.request();
+      const auto grace_over = std::chrono::steady_clock::now() + kStopGrace;
+      const int second = next_signal(set, &grace_over);
+      end_by_signal(second != 0 ? second : first);
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare (a process limit): the signals keep their default action and
+    // end the process at once, as they end grep.
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  }
 }
 
 void stop_gracefully_from_now() { g_graceful.store(true); }
