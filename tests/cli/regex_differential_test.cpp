@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <initializer_list>
 #include <random>
 #include <set>
 #include <string>
@@ -53,6 +54,20 @@ void report_tally(const std::string& what, const Tally& t) {
   std::cout << "[  TALLY   ] " << what << ": " << t.cases << " cases, " << t.differing << " differed" << std::endl;
   ::testing::Test::RecordProperty("cases", t.cases);
   ::testing::Test::RecordProperty("differing", t.differing);
+}
+
+// Each case in each locale compared with grep under every knob setting (`note` names a
+// differing case), and the tally printed under `title`.
+void compare_cases(const std::string& matcher, const std::vector<Args>& cases, const std::string& input,
+                   const std::vector<Knobs>& knobs, const std::string& note, const std::string& title,
+                   std::initializer_list<Locale> locales) {
+  Tally tally;
+  for (const Args& args : cases)
+    for (const Locale l : locales) {
+      ++tally.cases;
+      if (!expect_same_with(matcher, args, input, knobs, note, locale_env(l))) ++tally.differing;
+    }
+  report_tally(title, tally);
 }
 
 class Random {
@@ -747,14 +762,8 @@ TEST(RegexOddPatterns, WordWalkOfJoinedPatternsWithAnchors) {
                                    {"-w", "-c", "-e", "[a-z]*\\W", "-e", "b\\b"},
                                    {"-w", "-o", "-e", "[a-z]*\\W", "-e", "b$"},
                                    {"-w", "-n", "-e", "y[a-z]*\\W", "-e", "[a-z]\\B"}};
-  Tally tally;
-  for (const Args& args : cases)
-    for (const Locale l : {Locale::kUtf8, Locale::kC}) {
-      ++tally.cases;
-      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}}, "-w walk of joined patterns", locale_env(l)))
-        ++tally.differing;
-    }
-  report_tally("-w walk of joined patterns", tally);
+  compare_cases("-E", cases, input, {{"3", "2", "cpu"}}, "-w walk of joined patterns", "-w walk of joined patterns",
+                {Locale::kUtf8, Locale::kC});
 }
 
 // An ERE ')' that closes nothing closes grep's -w/-x wrapper around the whole list; where
@@ -766,15 +775,8 @@ TEST(RegexOddPatterns, StrayCloseBeforeGrepsRegexDecides) {
                                    {"-w", "-e", "a)b|c"},        {"-w", "-e", "b.)", "-e", "a"},
                                    {"-w", "-i", "-e", "-x)", "-e", "b."}, {"-x", "-e", "a|cb", "-e", ")-{\\w", "-e", "))"},
                                    {"-w", "-o", "-e", "(a)\\1|)", "-e", "b"}, {"-w", "-c", "-e", "))+", "-e", ".+"}};
-  Tally tally;
-  for (const Args& args : cases)
-    for (const Locale l : {Locale::kUtf8, Locale::kC}) {
-      ++tally.cases;
-      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"64", "1", "gpu"}}, "stray ')' under -w/-x",
-                            locale_env(l)))
-        ++tally.differing;
-    }
-  report_tally("stray ')' under -w/-x", tally);
+  compare_cases("-E", cases, input, {{"3", "2", "cpu"}, {"64", "1", "gpu"}}, "stray ')' under -w/-x",
+                "stray ')' under -w/-x", {Locale::kUtf8, Locale::kC});
 }
 
 // Under -i in UTF-8 dfa.c still reads a bracket of characters, [:digit:] and digit ranges
@@ -1166,15 +1168,8 @@ TEST(RegexOnlyMatching, HyperscansWalkFindsGrepsParts) {
       {"-o", "-e", "(a|b)+c"},        {"-o", "-e", "[a-c]{2}"},     {"-o", "-e", "[0-9]+(\\.[0-9]+){3}"},
       {"-o", "-b", "-e", "\\w+@\\w+"}, {"--color=always", "-e", "b+|ab"}, {"-o", "-i", "-e", "abc|b"},
       {"-o", "-e", "c.|.a"},          {"-o", "-n", "-e", "[^ ]+ "}, {"-o", "-e", "(ab|a)(bc|c)?"}};
-  Tally tally;
-  for (const Args& args : cases)
-    for (const Locale l : {Locale::kC, Locale::kUtf8}) {
-      ++tally.cases;
-      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "Hyperscan's -o walk",
-                            locale_env(l)))
-        ++tally.differing;
-    }
-  report_tally("Hyperscan's -o walk", tally);
+  compare_cases("-E", cases, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "Hyperscan's -o walk", "Hyperscan's -o walk",
+                {Locale::kC, Locale::kUtf8});
 }
 
 // -o and --color parts of lines decided on the workers (pieces of 128 KiB and more) are
@@ -1320,16 +1315,8 @@ TEST(RegexOddPatterns, BraceStartingABranchWhereRegexDecides) {
       {"-e", "{[0-9]+}|z"},        {"-v", "-e", "{[[:alpha:]]"},  {"-n", "-e", "(\\s|{,2})a"},
       // An interval that repeats nothing, beside brackets dfa.c reads or leaves to regex.
       {"-e", "{1,2}[a-z]"},        {"-e", "{1,2}[0-9]"},          {"-e", "{1}[\xc3\xa9]"}, {"-e", "{1,2}[^x]"}};
-  Tally tally;
-  for (const Args& args : cases) {
-    for (const Locale l : {Locale::kC, Locale::kUtf8}) {
-      ++tally.cases;
-      if (!expect_same_with("-E", args, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "a '{' starting a branch",
-                            locale_env(l)))
-        ++tally.differing;
-    }
-  }
-  report_tally("'{' starting a branch", tally);
+  compare_cases("-E", cases, input, {{"3", "2", "cpu"}, {"", "", "gpu"}}, "a '{' starting a branch",
+                "'{' starting a branch", {Locale::kC, Locale::kUtf8});
 }
 
 TEST(RegexWordPatterns, SeveralPatternsAreWalkedAsOneRegex) {
