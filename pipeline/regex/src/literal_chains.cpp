@@ -80,17 +80,17 @@ LiteralChains::LiteralChains(const std::vector<std::string>& expressions, const 
     if (ignore_case)
       for (std::string& l : literals) std::transform(l.begin(), l.end(), l.begin(), ascii_lower);
     index_[ids[k]] = static_cast<std::uint32_t>(chains_.size());
-    chains_.push_back(literals);
+    chains_.emplace_back(literals.begin(), literals.end());
   }
 }
 
 bool LiteralChains::matches(std::uint32_t pattern, std::string_view line) const noexcept {
   const char* at = line.data();
   const char* const end = line.data() + line.size();
-  for (const std::string& literal : chains_[index_[pattern]]) {
-    const void* found = memmem(at, static_cast<std::size_t>(end - at), literal.data(), literal.size());
+  for (const PairFind& literal : chains_[index_[pattern]]) {
+    const char* found = literal.find(at, end);
     if (found == nullptr) return false;
-    at = static_cast<const char*>(found) + literal.size();
+    at = found + literal.literal().size();
   }
   return true;
 }

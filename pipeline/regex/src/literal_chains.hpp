@@ -4,7 +4,7 @@
 // overlapping, and the earliest place of each after the one before is as good as any. A
 // set of 1,358 templates spent most of a short run building Hyperscan's databases for
 // them (about 70 ms a group of 64 on one core here), and a line then met a group's
-// database where two or three memmem() calls decide its candidate.
+// database where two or three searches of a literal (PairFind) decide its candidate.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gpufilter/core/pair_find.hpp"
 
 namespace gpufilter::regex {
 
@@ -43,7 +45,7 @@ class LiteralChains {
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;
   std::vector<std::uint32_t> index_;              // by pattern: its chain in chains_, or kNone
-  std::vector<std::vector<std::string>> chains_;  // literals, lowered under ignore_case
+  std::vector<std::vector<PairFind>> chains_;  // literals, lowered under ignore_case
   bool ignore_case_ = false;
 };
 

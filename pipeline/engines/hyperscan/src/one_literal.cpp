@@ -2,28 +2,13 @@
 
 #include <immintrin.h>
 
+#include "gpufilter/core/pair_find.hpp"
+
 #include <algorithm>
 #include <cstring>
 
 namespace gpufilter {
 namespace {
-
-// How common a byte is in logs, roughly (higher: more common): the pair compared is made
-// of the two rarest, so that few positions need a memcmp.
-int commonness(unsigned char b) noexcept {
-  static constexpr std::string_view kLower = "etaoinsrhldcumfpgwybvkxjqz";  // English order
-  static constexpr std::string_view kUpper = "ETAOINSRHLDCUMFPGWYBVKXJQZ";
-  if (b == ' ') return 255;
-  if (const std::size_t i = kLower.find(static_cast<char>(b)); i != std::string_view::npos)
-    return 240 - static_cast<int>(i) * 5;
-  if (b >= '0' && b <= '9') return 200 - (b - '0');
-  if (std::strchr(".:-/=_,[]()'\"", b) != nullptr && b != 0) return 150;
-  if (const std::size_t i = kUpper.find(static_cast<char>(b)); i != std::string_view::npos)
-    return 120 - static_cast<int>(i) * 3;
-  if (b == '\t') return 60;
-  if (b >= 0x20 && b < 0x7f) return 40;  // other punctuation
-  return b >= 0x80 ? 20 : 1;             // UTF-8 bytes; control bytes
-}
 
 // The first start after an occurrence at `start` that the caller does not drop (see
 // OneLiteral::scan): past every occurrence that would end by *drops_until.
@@ -91,13 +76,7 @@ bool OneLiteral::usable() noexcept {
 }
 
 OneLiteral::OneLiteral(std::string_view literal) : literal_(literal) {
-  // The rarest byte, then the rarest at another offset (a repeated byte is as good).
-  const auto rank = [&](std::size_t i) { return commonness(static_cast<unsigned char>(literal_[i])); };
-  for (std::size_t i = 1; i < literal_.size(); ++i)
-    if (rank(i) < rank(first_)) first_ = i;
-  second_ = first_;
-  for (std::size_t i = 0; i < literal_.size(); ++i)
-    if (i != first_ && (second_ == first_ || rank(i) < rank(second_))) second_ = i;
+  rarest_pair(literal_, first_, second_);
 }
 
 bool OneLiteral::scan(const char* data, std::size_t size, Report report, void* context,
