@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -32,6 +33,10 @@ struct DirCloser {
 FileWalk::FileWalk(const Options& options) : options_(options) {
   for (const FileGlob& g : options.file_globs) file_globs_.push_back(glob_of(g.pattern, g.include));
   for (const std::string& d : options.exclude_dirs) dir_globs_.push_back(glob_of(d, false));
+  // A sixteenth of the descriptor limit for the folders being walked (2 at least).
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    most_open_levels_ = std::clamp<std::size_t>(limit.rlim_cur / 16, 2, most_open_levels_);
 }
 
 // gnulib's add_exclude with EXCLUDE_WILDCARDS: fnmatch_pattern_has_wildcards decides, and
@@ -131,7 +136,7 @@ bool FileWalk::operand(const std::string& name) {
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return visit({WalkEntry::Kind::kError, root, errno, true});
     ancestors_.emplace_back(st.st_dev, st.st_ino);
-    const bool go_on = directory(root, fd);
+    const bool go_on = directory(root, fd, st.st_dev, st.st_ino, nullptr);
     ancestors_.pop_back();
     return go_on;
   }
@@ -179,18 +184,41 @@ bool inode_order_may_help(int fd, bool logical) {
 
 }  // namespace
 
-// Walks the directory open on `fd` (which it closes), whose path is `path`, in grep's
-// order of its entries (above). -r skips every symbolic link met here; -R follows them,
-// and a directory that is its own ancestor is reported as a loop, not entered.
-bool FileWalk::directory(const std::string& path, int fd) {
+// A folder being walked: its path, identity and open stream, which is closed (null) while
+// a subfolder is walked where too many are open.
+struct FileWalk::Level {
+  const std::string& path;
+  dev_t dev;
+  ino_t ino;
+  std::unique_ptr<DIR, DirCloser> dir;
+  bool all_read = false;  // readdir() has reached its end: closing it loses nothing
+};
+
+// Walks the directory open on `fd` (which it closes), whose path is `path` and identity
+// `dev`/`ino`, in grep's order of its entries (above). -r skips every symbolic link met
+// here; -R follows them, and a directory that is its own ancestor is reported as a loop,
+// not entered. `give_back`: where the walk goes on after it, a descriptor of this folder
+// is left there (its parent, closed meanwhile, is reopened from it).
+bool FileWalk::directory(const std::string& path, int fd, dev_t dev, ino_t ino, UniqueFd* give_back) {
   const auto& visit = *visit_;
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd));
-  if (!dir) {
+  Level self{path, dev, ino, std::unique_ptr<DIR, DirCloser>(::fdopendir(fd))};
+  if (!self.dir) {
     const int error = errno;
-    ::close(fd);
+    if (give_back != nullptr) *give_back = UniqueFd(fd);
+    else ::close(fd);
     return visit({WalkEntry::Kind::kError, path, error, false});
   }
-  const std::string prefix = path.back() == '/' ? path : path + "/";
+  ++open_levels_;
+  const bool go_on = entries(self);
+  if (self.dir) --open_levels_;
+  if (go_on && give_back != nullptr && self.dir) *give_back = UniqueFd(::fcntl(::dirfd(self.dir.get()), F_DUPFD_CLOEXEC, 0));
+  return go_on;
+}
+
+// The entries of the folder `self`, batch by batch. False: stop the walk.
+bool FileWalk::entries(Level& self) {
+  const auto& visit = *visit_;
+  const std::string prefix = self.path.back() == '/' ? self.path : self.path + "/";
   std::shared_ptr<const UniqueFd> held;  // the directory for the entries' opens, once one needs it
   std::vector<DirEntry> batch;
   for (bool more = true; more;) {
@@ -198,7 +226,7 @@ bool FileWalk::directory(const std::string& path, int fd) {
     int error = 0;
     while (batch.size() < kReaddirBatch) {
       errno = 0;
-      const dirent* e = ::readdir(dir.get());
+      const dirent* e = ::readdir(self.dir.get());
       if (e == nullptr) {
         error = errno;
         more = false;
@@ -207,13 +235,43 @@ bool FileWalk::directory(const std::string& path, int fd) {
       const std::string_view base = e->d_name;
       if (base != "." && base != "..") batch.push_back({std::string(base), e->d_type, e->d_ino});
     }
-    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(dir.get()), options_.dereference))
+    self.all_read = !more;
+    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(self.dir.get()), options_.dereference))
       std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
     for (const DirEntry& e : batch)
-      if (!entry(dir.get(), prefix, e, held)) return false;
-    if (error != 0) return visit({WalkEntry::Kind::kError, path, error, false});
+      if (!entry(self, prefix, e, held)) return false;
+    if (error != 0) return visit({WalkEntry::Kind::kError, self.path, error, false});
   }
   return true;
+}
+
+// Folder `level`, closed while a subfolder was walked, open again: from that subfolder's
+// ".." (`child`), or by its path under -R (whose folders may be reached through links); it
+// must be the same folder. Where it cannot be, the walk stops with an error, as grep's
+// does ("fts_read failed").
+bool FileWalk::reopen(Level& level, const UniqueFd& child) {
+  int fd = -1;
+  if (options_.dereference) fd = ::open(level.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  else if (child.get() >= 0) fd = ::openat(child.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  else errno = EMFILE;  // no descriptor of the subfolder was to be had
+  int error = errno;
+  struct stat st {};
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || st.st_dev != level.dev || st.st_ino != level.ino)) {
+    ::close(fd);
+    fd = -1;
+    error = ENOENT;  // moved during the walk
+  }
+  if (fd >= 0) {
+    level.dir.reset(::fdopendir(fd));
+    if (level.dir) {
+      ++open_levels_;
+      return true;
+    }
+    error = errno;
+    ::close(fd);
+  }
+  (*visit_)({WalkEntry::Kind::kError, level.path, error, false});
+  return false;
 }
 
 void FileWalk::keep_directories(int descriptors) noexcept {
@@ -238,11 +296,18 @@ std::shared_ptr<const UniqueFd> FileWalk::kept_directory(DIR* dir) const {
 
 // One entry of the directory `dir`, whose path and a '/' are `prefix`; `held`: a
 // descriptor of `dir` that the entries handed out keep (made at the first that needs it).
-bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e, std::shared_ptr<const UniqueFd>& held) {
+bool FileWalk::entry(Level& level, const std::string& prefix, const DirEntry& e, std::shared_ptr<const UniqueFd>& held) {
   const auto& visit = *visit_;
+  DIR* dir = level.dir.get();
   const std::string& base = e.base;
   std::string name = prefix + base;
   if (omit_dot_slash_ && name.size() > 2 && name.compare(0, 2, "./") == 0) name.erase(0, 2);
+  // grep -R's fts reaches every entry by its path (from "." where no operand is named),
+  // and one of PATH_MAX bytes or more cannot be looked at: -r's reaches all.
+  if (options_.dereference && name.size() + (omit_dot_slash_ ? 2 : 0) >= PATH_MAX) {
+    if (file_excluded(base, true)) return true;
+    return visit({WalkEntry::Kind::kError, name, ENAMETOOLONG, false});
+  }
   unsigned char type = e.type;
   struct stat st {};
   if (type == DT_UNKNOWN || (options_.dereference && type == DT_LNK)) {
@@ -267,12 +332,7 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e, std
     const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
     if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end())
       return visit({WalkEntry::Kind::kLoop, name, 0, false});
-    const int sub = ::openat(::dirfd(dir), base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sub < 0) return visit({WalkEntry::Kind::kError, name, errno, false});
-    ancestors_.push_back(id);
-    const bool go_on = directory(name, sub);
-    ancestors_.pop_back();
-    return go_on;
+    return subdirectory(level, name, base, st);
   }
   if (file_excluded(base, true)) return true;
   // Devices met in the walk are read with -D read, and by grep 3.8's -R unless -D skip (a
@@ -296,6 +356,25 @@ bool FileWalk::entry(DIR* dir, const std::string& prefix, const DirEntry& e, std
     }
   }
   return visit(std::move(found));
+}
+
+// Walks subfolder `base` of `level`, named `name`, whose stat is `st`. Where too many
+// folders are open, `level` is closed meanwhile if all its entries are read.
+bool FileWalk::subdirectory(Level& level, const std::string& name, const std::string& base, const struct stat& st) {
+  const int sub = ::openat(::dirfd(level.dir.get()), base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (sub < 0) return (*visit_)({WalkEntry::Kind::kError, name, errno, false});
+  ancestors_.emplace_back(st.st_dev, st.st_ino);
+  bool go_on;
+  if (open_levels_ < most_open_levels_ || !level.all_read) {
+    go_on = directory(name, sub, st.st_dev, st.st_ino, nullptr);
+  } else {
+    level.dir.reset();
+    --open_levels_;
+    UniqueFd child;
+    go_on = directory(name, sub, st.st_dev, st.st_ino, options_.dereference ? nullptr : &child) && reopen(level, child);
+  }
+  ancestors_.pop_back();
+  return go_on;
 }
 
 // -r does not follow a symbolic link below the command line. grep opens it with O_NOFOLLOW

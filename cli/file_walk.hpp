@@ -7,6 +7,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -80,9 +81,13 @@ class FileWalk {
   bool operand(const std::string& name);
   bool openable(const std::string& name);
   static std::string fts_root(std::string name);
-  bool directory(const std::string& path, int fd);
+  struct Level;
+  bool directory(const std::string& path, int fd, dev_t dev, ino_t ino, UniqueFd* give_back);
+  bool entries(Level& self);
   struct DirEntry;
-  bool entry(DIR* dir, const std::string& prefix, const DirEntry& entry, std::shared_ptr<const UniqueFd>& held);
+  bool entry(Level& level, const std::string& prefix, const DirEntry& entry, std::shared_ptr<const UniqueFd>& held);
+  bool subdirectory(Level& level, const std::string& name, const std::string& base, const struct stat& st);
+  bool reopen(Level& level, const UniqueFd& child);
   bool symbolic_link(DIR* dir, const std::string& name, const std::string& base);
   std::shared_ptr<const UniqueFd> kept_directory(DIR* dir) const;
 
@@ -102,6 +107,12 @@ class FileWalk {
   bool open_files_ = false;
   std::shared_ptr<std::atomic<int>> directories_left_;  // descriptors keep_directories() allows
   std::vector<std::pair<dev_t, ino_t>> ancestors_;  // directories being walked (-R loops)
+  // Folders being walked that are open, and how many may be: past that, a folder whose
+  // entries are all read is closed while its subfolder is walked, and reopened after
+  // (from the subfolder's "..", as grep's fts does; by its path under -R), so that a tree
+  // of any depth is walked within the descriptor limit.
+  std::size_t open_levels_ = 0;
+  std::size_t most_open_levels_ = 256;
   const std::function<bool(WalkEntry&&)>* visit_ = nullptr;
 };
 

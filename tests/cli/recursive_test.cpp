@@ -311,6 +311,61 @@ TEST(RecursiveLargeTree, SameAsGrepWithFilesOpenedAheadOrNot) {
   }
 }
 
+// A tree deeper than the descriptors allow folders to stay open (a sixteenth of the limit):
+// the walk closes a folder while its subfolder is walked and reopens it after, as grep's
+// fts does, and finds what grep finds, in its order: 1,200 levels (paths past PATH_MAX,
+// 4,096 bytes, below level 800: -r reaches them, -R reports the first and goes on), under
+// the default limit and under 64 descriptors.
+TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
+  TempDir dir;
+  const std::string root = dir.make_dir("deep");
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (int level = 0; level < 1200; ++level) {
+    ASSERT_EQ(::mkdirat(fd, "abcd", 0755), 0) << level;
+    if (level % 50 == 7) {
+      const int file = ::openat(fd, "f.log", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      ASSERT_GE(file, 0);
+      const std::string text = level % 100 == 7 ? "foo " + std::to_string(level) + "\n" : "bar\n";
+      ASSERT_EQ(::write(file, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+      ::close(file);
+    }
+    const int next = ::openat(fd, "abcd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+    ASSERT_GE(fd, 0);
+    if (level == 300) {
+      ASSERT_EQ(::mkdirat(fd, "side", 0755), 0);  // a sibling after the deep branch returns
+    }
+  }
+  ::close(fd);
+  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rL"}, Args{"-rn", "-m1"}, Args{"-R", "-c"}}) {
+    for (const char* limit : {"", "ulimit -n 64 && "}) {
+      auto run = [&](const std::string& binary) {
+        Args argv = {"/bin/sh", "-c", std::string(limit) + "exec \"$@\"", "sh", binary};
+        return run_process(argv + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
+      };
+      const ProcessResult expected = run(grep_binary());
+      const ProcessResult actual = run(gpufilter_binary());
+      EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << limit;
+      EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << limit;
+      // The same messages, after the program's name ("File name too long" under -R).
+      auto message = [](const std::string& err) { return err.substr(std::min(err.find(": "), err.size())); };
+      EXPECT_EQ(message(actual.err), message(expected.err)) << describe_args(flags) << limit;
+    }
+  }
+  // A file named on the command line is opened by its path, in grep as here: past
+  // PATH_MAX, "File name too long" (exit 2).
+  std::string deepest = root;
+  for (int level = 0; level < 1200; ++level) deepest += "/abcd";
+  const ProcessResult expected = run_process({grep_binary(), "-c", "foo", deepest + "/f.log"});
+  const ProcessResult actual = run_process({gpufilter_binary(), "-c", "foo", deepest + "/f.log"});
+  EXPECT_EQ(actual.status, 2);
+  EXPECT_EQ(actual.status, expected.status);
+  EXPECT_EQ(actual.out, expected.out);
+  EXPECT_NE(actual.err.find("File name too long"), std::string::npos);
+}
+
 // grep opens an operand before it applies --include, --exclude and -D skip: one that
 // cannot be opened is reported even when it would be skipped (a socket: ENXIO).
 TEST_F(Recursive, AnOperandThatCannotBeOpenedIsReportedEvenWhenExcluded) {
