@@ -24,10 +24,6 @@ namespace {
 
 bool is_device(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISSOCK(mode) || S_ISFIFO(mode); }
 
-struct DirCloser {
-  void operator()(DIR* dir) const noexcept { ::closedir(dir); }
-};
-
 }  // namespace
 
 FileWalk::FileWalk(const Options& options) : options_(options) {
@@ -135,10 +131,7 @@ bool FileWalk::operand(const std::string& name) {
     if (options_.directories == Directories::kRead) return visit({WalkEntry::Kind::kSearch, name, 0, true});
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return visit({WalkEntry::Kind::kError, root, errno, true});
-    ancestors_.emplace_back(st.st_dev, st.st_ino);
-    const bool go_on = directory(root, fd, st.st_dev, st.st_ino, nullptr);
-    ancestors_.pop_back();
-    return go_on;
+    return walk_tree(root, fd, st.st_dev, st.st_ino);
   }
   const bool skipped = file_excluded(name, false) || (options_.devices == Devices::kSkip && is_device(st.st_mode));
   if (!skipped) return visit({WalkEntry::Kind::kSearch, name, 0, true});
@@ -155,12 +148,6 @@ bool FileWalk::openable(const std::string& name) {
   return true;
 }
 
-// What readdir() gave for one entry.
-struct FileWalk::DirEntry {
-  std::string base;
-  unsigned char type;
-  ino_t inode;
-};
 
 namespace {
 
@@ -184,94 +171,118 @@ bool inode_order_may_help(int fd, bool logical) {
 
 }  // namespace
 
-// A folder being walked: its path, identity and open stream, which is closed (null) while
-// a subfolder is walked where too many are open.
-struct FileWalk::Level {
-  const std::string& path;
-  dev_t dev;
-  ino_t ino;
-  std::unique_ptr<DIR, DirCloser> dir;
-  bool all_read = false;  // readdir() has reached its end: closing it loses nothing
-};
+void FileWalk::DirCloser::operator()(DIR* dir) const noexcept { ::closedir(dir); }
 
-// Walks the directory open on `fd` (which it closes), whose path is `path` and identity
-// `dev`/`ino`, in grep's order of its entries (above). -r skips every symbolic link met
-// here; -R follows them, and a directory that is its own ancestor is reported as a loop,
-// not entered. `give_back`: where the walk goes on after it, a descriptor of this folder
-// is left there (its parent, closed meanwhile, is reopened from it).
-bool FileWalk::directory(const std::string& path, int fd, dev_t dev, ino_t ino, UniqueFd* give_back) {
-  const auto& visit = *visit_;
-  Level self{path, dev, ino, std::unique_ptr<DIR, DirCloser>(::fdopendir(fd))};
-  if (!self.dir) {
-    const int error = errno;
-    if (give_back != nullptr) *give_back = UniqueFd(fd);
-    else ::close(fd);
-    return visit({WalkEntry::Kind::kError, path, error, false});
-  }
-  ++open_levels_;
-  const bool go_on = entries(self);
-  if (self.dir) --open_levels_;
-  if (go_on && give_back != nullptr && self.dir) *give_back = UniqueFd(::fcntl(::dirfd(self.dir.get()), F_DUPFD_CLOEXEC, 0));
-  return go_on;
+// The name grep prints for an fts path: without the "./" of the working directory walked
+// when no operand is named.
+std::string FileWalk::printed(std::string_view fts_path) const {
+  if (omit_dot_slash_ && fts_path.size() > 2 && fts_path.compare(0, 2, "./") == 0) fts_path.remove_prefix(2);
+  return std::string(fts_path);
 }
 
-// The entries of the folder `self`, batch by batch. False: stop the walk.
-bool FileWalk::entries(Level& self) {
-  const auto& visit = *visit_;
-  const std::string prefix = self.path.back() == '/' ? self.path : self.path + "/";
-  std::shared_ptr<const UniqueFd> held;  // the directory for the entries' opens, once one needs it
-  std::vector<DirEntry> batch;
-  for (bool more = true; more;) {
-    batch.clear();
-    int error = 0;
-    while (batch.size() < kReaddirBatch) {
-      errno = 0;
-      const dirent* e = ::readdir(self.dir.get());
-      if (e == nullptr) {
-        error = errno;
-        more = false;
-        break;
-      }
-      const std::string_view base = e->d_name;
-      if (base != "." && base != "..") batch.push_back({std::string(base), e->d_type, e->d_ino});
+// Reads the next batch of `level`'s entries, in grep's order (above).
+void FileWalk::read_batch(Level& level) const {
+  level.batch.clear();
+  level.next = 0;
+  while (level.batch.size() < kReaddirBatch) {
+    errno = 0;
+    const dirent* e = ::readdir(level.dir.get());
+    if (e == nullptr) {
+      level.error = errno;
+      level.more = false;
+      break;
     }
-    self.all_read = !more;
-    if (batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(self.dir.get()), options_.dereference))
-      std::sort(batch.begin(), batch.end(), [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
-    for (const DirEntry& e : batch)
-      if (!entry(self, prefix, e, held)) return false;
-    if (error != 0) return visit({WalkEntry::Kind::kError, self.path, error, false});
+    const std::string_view base = e->d_name;
+    if (base != "." && base != "..") level.batch.push_back({std::string(base), e->d_type, e->d_ino});
   }
+  if (level.batch.size() > kInodeSortAbove && inode_order_may_help(::dirfd(level.dir.get()), options_.dereference))
+    std::sort(level.batch.begin(), level.batch.end(),
+              [](const DirEntry& a, const DirEntry& b) { return a.inode < b.inode; });
+}
+
+// Enters the folder open on `fd` (which it takes), whose fts path is path_ and identity
+// `dev`/`ino`: a new level of the walk. False: stop the walk.
+bool FileWalk::enter(int fd, dev_t dev, ino_t ino) {
+  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(fd));
+  if (!dir) {
+    const int error = errno;
+    ::close(fd);
+    return (*visit_)({WalkEntry::Kind::kError, printed(path_), error, false});
+  }
+  Level& level = levels_.emplace_back();
+  level.path_size = path_.size();
+  level.dev = dev;
+  level.ino = ino;
+  level.dir = std::move(dir);
+  ancestors_.emplace_back(dev, ino);
+  ++open_levels_;
+  read_batch(level);
   return true;
 }
 
-// Folder `level`, closed while a subfolder was walked, open again: from that subfolder's
-// ".." (`child`), or by its path under -R (whose folders may be reached through links); it
-// must be the same folder. Where it cannot be, the walk stops with an error, as grep's
-// does ("fts_read failed").
-bool FileWalk::reopen(Level& level, const UniqueFd& child) {
-  int fd = -1;
-  if (options_.dereference) fd = ::open(level.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  else if (child.get() >= 0) fd = ::openat(child.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  else errno = EMFILE;  // no descriptor of the subfolder was to be had
-  int error = errno;
-  struct stat st {};
-  if (fd >= 0 && (::fstat(fd, &st) != 0 || st.st_dev != level.dev || st.st_ino != level.ino)) {
-    ::close(fd);
-    fd = -1;
-    error = ENOENT;  // moved during the walk
-  }
-  if (fd >= 0) {
-    level.dir.reset(::fdopendir(fd));
-    if (level.dir) {
-      ++open_levels_;
-      return true;
-    }
+// Leaves the innermost level, whose entries are all visited; its parent, if closed
+// meanwhile, is opened again: from this folder's ".." (or by its path under -R, whose
+// folders may be reached through links), and must be the same folder. Where it cannot
+// be, the walk stops with an error, as grep's does ("fts_read failed").
+bool FileWalk::leave() {
+  Level& child = levels_.back();
+  const int child_fd = ::dirfd(child.dir.get());
+  Level* parent = levels_.size() > 1 ? &levels_[levels_.size() - 2] : nullptr;
+  int error = 0;
+  if (parent != nullptr && !parent->dir) {
+    path_.resize(parent->path_size);
+    const int fd = options_.dereference ? ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                        : ::openat(child_fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     error = errno;
-    ::close(fd);
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || st.st_dev != parent->dev || st.st_ino != parent->ino)) {
+      ::close(fd);
+      error = ENOENT;  // moved during the walk
+    } else if (fd >= 0) {
+      parent->dir.reset(::fdopendir(fd));
+      error = errno;
+      if (!parent->dir) ::close(fd);
+    }
+    if (parent->dir) ++open_levels_;
   }
-  (*visit_)({WalkEntry::Kind::kError, level.path, error, false});
+  levels_.pop_back();
+  ancestors_.pop_back();
+  --open_levels_;
+  if (parent == nullptr) return true;
+  path_.resize(parent->path_size);
+  if (parent->dir) return true;
+  (*visit_)({WalkEntry::Kind::kError, printed(path_), error, false});
   return false;
+}
+
+// Walks the folder `root` (an fts path) open on `fd`, depth first, in grep's order of its
+// entries: a loop over a stack of levels, not a recursion. -r skips every symbolic link
+// met here; -R follows them, and a directory that is its own ancestor is reported as a
+// loop, not entered.
+bool FileWalk::walk_tree(const std::string& root, int fd, dev_t dev, ino_t ino) {
+  path_ = root;
+  const std::size_t outer = levels_.size();
+  bool go_on = enter(fd, dev, ino);
+  while (go_on && levels_.size() > outer) {
+    Level& level = levels_.back();
+    if (level.next < level.batch.size()) {
+      go_on = entry(level, level.batch[level.next++]);
+    } else if (level.error != 0) {
+      path_.resize(level.path_size);
+      go_on = (*visit_)({WalkEntry::Kind::kError, printed(path_), std::exchange(level.error, 0), false});
+    } else if (level.more) {
+      read_batch(level);
+    } else {
+      go_on = leave();
+    }
+  }
+  // Stopped: the folders still open are closed.
+  while (levels_.size() > outer) {
+    if (levels_.back().dir) --open_levels_;
+    levels_.pop_back();
+    ancestors_.pop_back();
+  }
+  return go_on;
 }
 
 void FileWalk::keep_directories(int descriptors) noexcept {
@@ -294,17 +305,19 @@ std::shared_ptr<const UniqueFd> FileWalk::kept_directory(DIR* dir) const {
   });
 }
 
-// One entry of the directory `dir`, whose path and a '/' are `prefix`; `held`: a
-// descriptor of `dir` that the entries handed out keep (made at the first that needs it).
-bool FileWalk::entry(Level& level, const std::string& prefix, const DirEntry& e, std::shared_ptr<const UniqueFd>& held) {
+// One entry of the folder `level` (the innermost; path_ is its fts path). Its entries
+// keep `level.held`, a descriptor of it, made at the first that needs it. False: stop.
+bool FileWalk::entry(Level& level, const DirEntry& e) {
   const auto& visit = *visit_;
   DIR* dir = level.dir.get();
   const std::string& base = e.base;
-  std::string name = prefix + base;
-  if (omit_dot_slash_ && name.size() > 2 && name.compare(0, 2, "./") == 0) name.erase(0, 2);
+  path_.resize(level.path_size);
+  const std::size_t fts_size = path_.size() + (path_.back() == '/' ? 0 : 1) + base.size();
+  std::string name = printed(path_ + (path_.back() == '/' ? "" : "/") + base);
+  std::shared_ptr<const UniqueFd>& held = level.held;
   // grep -R's fts reaches every entry by its path (from "." where no operand is named),
   // and one of PATH_MAX bytes or more cannot be looked at: -r's reaches all.
-  if (options_.dereference && name.size() + (omit_dot_slash_ ? 2 : 0) >= PATH_MAX) {
+  if (options_.dereference && fts_size >= PATH_MAX) {
     if (file_excluded(base, true)) return true;
     return visit({WalkEntry::Kind::kError, name, ENAMETOOLONG, false});
   }
@@ -332,7 +345,7 @@ bool FileWalk::entry(Level& level, const std::string& prefix, const DirEntry& e,
     const std::pair<dev_t, ino_t> id(st.st_dev, st.st_ino);
     if (std::find(ancestors_.begin(), ancestors_.end(), id) != ancestors_.end())
       return visit({WalkEntry::Kind::kLoop, name, 0, false});
-    return subdirectory(level, name, base, st);
+    return descend(level, base, name, st);
   }
   if (file_excluded(base, true)) return true;
   // Devices met in the walk are read with -D read, and by grep 3.8's -R unless -D skip (a
@@ -358,23 +371,19 @@ bool FileWalk::entry(Level& level, const std::string& prefix, const DirEntry& e,
   return visit(std::move(found));
 }
 
-// Walks subfolder `base` of `level`, named `name`, whose stat is `st`. Where too many
-// folders are open, `level` is closed meanwhile if all its entries are read.
-bool FileWalk::subdirectory(Level& level, const std::string& name, const std::string& base, const struct stat& st) {
+// Enters subfolder `base` of `level` (printed as `name`), whose stat is `st`. Where too
+// many folders are open, `level` is closed meanwhile if all its entries are read (leave()
+// opens it again), so that a tree of any depth is walked within the descriptor limit.
+bool FileWalk::descend(Level& level, const std::string& base, const std::string& name, const struct stat& st) {
   const int sub = ::openat(::dirfd(level.dir.get()), base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (sub < 0) return (*visit_)({WalkEntry::Kind::kError, name, errno, false});
-  ancestors_.emplace_back(st.st_dev, st.st_ino);
-  bool go_on;
-  if (open_levels_ < most_open_levels_ || !level.all_read) {
-    go_on = directory(name, sub, st.st_dev, st.st_ino, nullptr);
-  } else {
+  if (open_levels_ >= most_open_levels_ && !level.more) {
     level.dir.reset();
     --open_levels_;
-    UniqueFd child;
-    go_on = directory(name, sub, st.st_dev, st.st_ino, options_.dereference ? nullptr : &child) && reopen(level, child);
   }
-  ancestors_.pop_back();
-  return go_on;
+  if (path_.back() != '/') path_ += '/';
+  path_ += base;
+  return enter(sub, st.st_dev, st.st_ino);
 }
 
 // -r does not follow a symbolic link below the command line. grep opens it with O_NOFOLLOW

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -81,13 +82,37 @@ class FileWalk {
   bool operand(const std::string& name);
   bool openable(const std::string& name);
   static std::string fts_root(std::string name);
-  struct Level;
-  bool directory(const std::string& path, int fd, dev_t dev, ino_t ino, UniqueFd* give_back);
-  bool entries(Level& self);
-  struct DirEntry;
-  bool entry(Level& level, const std::string& prefix, const DirEntry& entry, std::shared_ptr<const UniqueFd>& held);
-  bool subdirectory(Level& level, const std::string& name, const std::string& base, const struct stat& st);
-  bool reopen(Level& level, const UniqueFd& child);
+  // What readdir() gave for one entry.
+  struct DirEntry {
+    std::string base;
+    unsigned char type;
+    ino_t inode;
+  };
+  struct DirCloser {
+    void operator()(DIR* dir) const noexcept;
+  };
+  // A folder being walked: a frame of walk_tree()'s stack. Only its place in path_ is
+  // kept, not a copy of its path: a tree thousands of levels deep costs memory in
+  // proportion to its depth, not its square, and no stack (grep's fts walks without
+  // recursion too).
+  struct Level {
+    std::size_t path_size = 0;  // path_.substr(0, path_size) is its fts path
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::unique_ptr<DIR, DirCloser> dir;   // null while closed for a subfolder
+    std::vector<DirEntry> batch;           // the entries read last (read_batch())
+    std::size_t next = 0;                  // the next of them to visit
+    int error = 0;                         // readdir() failed after the batch (errno)
+    bool more = true;                      // entries remain to be read after the batch
+    std::shared_ptr<const UniqueFd> held;  // a descriptor the entries handed out keep
+  };
+  std::string printed(std::string_view fts_path) const;
+  bool walk_tree(const std::string& root, int fd, dev_t dev, ino_t ino);
+  bool enter(int fd, dev_t dev, ino_t ino);
+  bool leave();
+  void read_batch(Level& level) const;
+  bool entry(Level& level, const DirEntry& entry);
+  bool descend(Level& level, const std::string& base, const std::string& name, const struct stat& st);
   bool symbolic_link(DIR* dir, const std::string& name, const std::string& base);
   std::shared_ptr<const UniqueFd> kept_directory(DIR* dir) const;
 
@@ -113,6 +138,8 @@ class FileWalk {
   // of any depth is walked within the descriptor limit.
   std::size_t open_levels_ = 0;
   std::size_t most_open_levels_ = 256;
+  std::deque<Level> levels_;  // the folders being walked, the innermost last
+  std::string path_;          // the fts path of the folder whose entries are visited
   const std::function<bool(WalkEntry&&)>* visit_ = nullptr;
 };
 

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -315,7 +316,7 @@ TEST(RecursiveLargeTree, SameAsGrepWithFilesOpenedAheadOrNot) {
 // the walk closes a folder while its subfolder is walked and reopens it after, as grep's
 // fts does, and finds what grep finds, in its order: 1,200 levels (paths past PATH_MAX,
 // 4,096 bytes, below level 800: -r reaches them, -R reports the first and goes on), under
-// the default limit and under 64 descriptors.
+// the default limit and under 64 descriptors; then 21,200 levels.
 TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
   TempDir dir;
   const std::string root = dir.make_dir("deep");
@@ -338,7 +339,11 @@ TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
       ASSERT_EQ(::mkdirat(fd, "side", 0755), 0);  // a sibling after the deep branch returns
     }
   }
-  ::close(fd);
+  // Where the 20,000 levels below go (closed at the end of the test).
+  const std::unique_ptr<int, void (*)(int*)> bottom(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
+  });
   for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rL"}, Args{"-rn", "-m1"}, Args{"-R", "-c"}}) {
     for (const char* limit : {"", "ulimit -n 64 && "}) {
       auto run = [&](const std::string& binary) {
@@ -353,6 +358,30 @@ TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
       auto message = [](const std::string& err) { return err.substr(std::min(err.find(": "), err.size())); };
       EXPECT_EQ(message(actual.err), message(expected.err)) << describe_args(flags) << limit;
     }
+  }
+  // 20,000 levels more below: no stack grows with the depth (the walk is a loop over
+  // levels), nor memory with its square (a level keeps its place in one path).
+  {
+    int at = ::dup(*bottom);
+    ASSERT_GE(at, 0);
+    for (int level = 0; level < 20000; ++level) {
+      ASSERT_EQ(::mkdirat(at, "d", 0755), 0) << level;
+      const int next = ::openat(at, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      ::close(at);
+      at = next;
+      ASSERT_GE(at, 0);
+    }
+    const int file = ::openat(at, "f.log", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_EQ(::write(file, "foo\n", 4), 4);
+    ::close(file);
+    ::close(at);
+  }
+  for (const Args& flags : {Args{"-rc"}, Args{"-rl"}}) {
+    const ProcessResult expected = run_process(Args{grep_binary()} + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
+    const ProcessResult actual = run_process(Args{gpufilter_binary()} + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
+    EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << " 21,200 levels";
+    EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << " 21,200 levels";
+    EXPECT_EQ(actual.err, "") << describe_args(flags) << " 21,200 levels";
   }
   // A file named on the command line is opened by its path, in grep as here: past
   // PATH_MAX, "File name too long" (exit 2).
