@@ -225,6 +225,11 @@ std::uint64_t size_argument(const char* arg, const char* option) {
   return value * scale;
 }
 
+// A pattern file (-f, --exclude-from) is read whole; past this size it is refused, not read
+// until memory runs out (`-f /dev/zero` took 2 GB in 5 s, grep 3.8 7 GB): a million
+// patterns are 17 MB.
+constexpr std::size_t kMostPatternFileBytes = std::size_t{1} << 30;
+
 std::string read_pattern_file(const char* path) {
   const bool standard_input = std::strcmp(path, "-") == 0;
   const int fd = standard_input ? STDIN_FILENO : ::open(path, O_RDONLY | O_CLOEXEC);
@@ -233,7 +238,8 @@ std::string read_pattern_file(const char* path) {
   // A regular file's size reserved at once (a million patterns are 17 MB, else copied at
   // every doubling).
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) contents.reserve(static_cast<std::size_t>(st.st_size));
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    contents.reserve(std::min(static_cast<std::size_t>(st.st_size), kMostPatternFileBytes));
   char buffer[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -243,6 +249,10 @@ std::string read_pattern_file(const char* path) {
       const int error = errno;
       if (!standard_input) ::close(fd);
       throw SourceError(path, error);
+    }
+    if (contents.size() + static_cast<std::size_t>(n) > kMostPatternFileBytes) {
+      if (!standard_input) ::close(fd);
+      throw SourceError(path, 0, std::string(path) + ": pattern file larger than 1 GiB");
     }
     contents.append(buffer, static_cast<std::size_t>(n));
   }
