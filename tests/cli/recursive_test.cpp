@@ -283,6 +283,24 @@ TEST_F(Recursive, NoOperandSearchesTheWorkingDirectory) {
   }
 }
 
+// grep's and gpufilter's runs of `args` (LC_ALL=C), each under every shell prefix of
+// `limits` ("ulimit -n 40 && "), must print the same, end alike and say the same after
+// the program's name (nothing where grep says nothing).
+void expect_same_under_limits(const Args& args, const std::vector<std::string>& limits) {
+  auto message = [](const std::string& err) { return err.substr(std::min(err.find(": "), err.size())); };
+  for (const std::string& limit : limits) {
+    auto run = [&](const std::string& binary) {
+      const Args argv = {"/bin/sh", "-c", limit + "exec \"$@\"", "sh", binary};
+      return run_process(argv + args, {}, {"LC_ALL=C"});
+    };
+    const ProcessResult expected = run(grep_binary());
+    const ProcessResult actual = run(gpufilter_binary());
+    EXPECT_EQ(actual.out, expected.out) << describe_args(args) << limit;
+    EXPECT_EQ(actual.status, expected.status) << describe_args(args) << limit;
+    EXPECT_EQ(message(actual.err), message(expected.err)) << describe_args(args) << limit;
+  }
+}
+
 // A tree of 1,200 files: more than the walk hands over in one batch or holds ahead, with
 // the files opened by the walk (cli::WalkAhead), and again with 40 descriptors allowed,
 // where the walk opens none ahead (grep needs only a few). -q and -l stop the search
@@ -297,19 +315,8 @@ TEST(RecursiveLargeTree, SameAsGrepWithFilesOpenedAheadOrNot) {
                 (d * 30 + f) % 7 == 0 ? "x\nfoo " + std::to_string(f) + "\n" : "nothing\n");
   }
   const std::string root = dir.path() + "/tree";
-  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rq"}, Args{"-rn", "-m1"}}) {
-    for (const char* limit : {"", "ulimit -n 40 && "}) {
-      auto run = [&](const std::string& binary) {
-        Args argv = {"/bin/sh", "-c", std::string(limit) + "exec \"$@\"", "sh", binary};
-        return run_process(argv + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
-      };
-      const ProcessResult expected = run(grep_binary());
-      const ProcessResult actual = run(gpufilter_binary());
-      EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << limit;
-      EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << limit;
-      EXPECT_EQ(actual.err, "") << describe_args(flags) << limit;
-    }
-  }
+  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rq"}, Args{"-rn", "-m1"}})
+    expect_same_under_limits(flags + Args{"foo", root}, {"", "ulimit -n 40 && "});
 }
 
 // A tree deeper than the descriptors allow folders to stay open (a sixteenth of the limit):
@@ -344,21 +351,8 @@ TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
     ::close(*p);
     delete p;
   });
-  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rL"}, Args{"-rn", "-m1"}, Args{"-R", "-c"}}) {
-    for (const char* limit : {"", "ulimit -n 64 && "}) {
-      auto run = [&](const std::string& binary) {
-        Args argv = {"/bin/sh", "-c", std::string(limit) + "exec \"$@\"", "sh", binary};
-        return run_process(argv + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
-      };
-      const ProcessResult expected = run(grep_binary());
-      const ProcessResult actual = run(gpufilter_binary());
-      EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << limit;
-      EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << limit;
-      // The same messages, after the program's name ("File name too long" under -R).
-      auto message = [](const std::string& err) { return err.substr(std::min(err.find(": "), err.size())); };
-      EXPECT_EQ(message(actual.err), message(expected.err)) << describe_args(flags) << limit;
-    }
-  }
+  for (const Args& flags : {Args{"-r"}, Args{"-rc"}, Args{"-rl"}, Args{"-rL"}, Args{"-rn", "-m1"}, Args{"-R", "-c"}})
+    expect_same_under_limits(flags + Args{"foo", root}, {"", "ulimit -n 64 && "});
   // 20,000 levels more below: no stack grows with the depth (the walk is a loop over
   // levels), nor memory with its square (a level keeps its place in one path).
   {
@@ -376,13 +370,7 @@ TEST(RecursiveLargeTree, DeeperThanTheDescriptorLimitAsGrep) {
     ::close(file);
     ::close(at);
   }
-  for (const Args& flags : {Args{"-rc"}, Args{"-rl"}}) {
-    const ProcessResult expected = run_process(Args{grep_binary()} + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
-    const ProcessResult actual = run_process(Args{gpufilter_binary()} + flags + Args{"foo", root}, {}, {"LC_ALL=C"});
-    EXPECT_EQ(actual.out, expected.out) << describe_args(flags) << " 21,200 levels";
-    EXPECT_EQ(actual.status, expected.status) << describe_args(flags) << " 21,200 levels";
-    EXPECT_EQ(actual.err, "") << describe_args(flags) << " 21,200 levels";
-  }
+  for (const Args& flags : {Args{"-rc"}, Args{"-rl"}}) expect_same_under_limits(flags + Args{"foo", root}, {""});
   // A file named on the command line is opened by its path, in grep as here: past
   // PATH_MAX, "File name too long" (exit 2).
   std::string deepest = root;
