@@ -76,32 +76,24 @@ const struct stat* regular_standard_output() {
 // folders reached a few thousand bytes at a time, each open relative to the one before, as
 // grep's fts reaches the files of a deep tree under -r. (grep opens a command-line operand
 // by its path, which fails there as it does here.)
-int open_in_steps(const std::string& path, int flags) {
+UniqueFd open_in_steps(const std::string& path, int flags) {
   constexpr std::size_t kStep = 3072;  // bytes of the path resolved by one open
-  int dir = AT_FDCWD;
+  UniqueFd dir;                        // none: the working directory
   std::size_t at = 0;
   if (path.front() == '/') {
-    dir = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return -1;
+    dir = UniqueFd(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return dir;
   }
+  auto base = [&dir] { return dir ? dir.get() : AT_FDCWD; };
   while (path.size() - at > kStep) {
     const std::size_t cut = path.rfind('/', at + kStep);
     if (cut == std::string::npos || cut <= at) break;  // one name too long: the open below says so
-    const int next = ::openat(dir, path.substr(at, cut - at).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    const int error = errno;
-    if (dir != AT_FDCWD) ::close(dir);
-    if (next < 0) {
-      errno = error;
-      return -1;
-    }
-    dir = next;
+    UniqueFd next(::openat(base(), path.substr(at, cut - at).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!next) return next;
+    dir = std::move(next);
     at = cut + 1;
   }
-  const int fd = ::openat(dir, path.c_str() + at, flags);
-  const int error = errno;
-  if (dir != AT_FDCWD) ::close(dir);
-  errno = error;
-  return fd;
+  return UniqueFd(::openat(base(), path.c_str() + at, flags));
 }
 
 // `file`: the file, already opened by the walk (FileWalk::open_files), or none.
@@ -116,7 +108,7 @@ OpenedInput open_input(const Options& o, const WalkEntry& entry, bool writes_lin
     // grep cannot even fstat a closed standard input: it reports it and prints no count.
     if (standard_input && stdin_closed) throw SourceError(standard_input_name(o), EBADF);
     if (file_fd.get() < 0 && !standard_input && !entry.command_line && name.size() >= PATH_MAX) {
-      file_fd = UniqueFd(open_in_steps(name, O_RDONLY | O_CLOEXEC | O_NOCTTY));  // found deep in a walk
+      file_fd = open_in_steps(name, O_RDONLY | O_CLOEXEC | O_NOCTTY);  // found deep in a walk
       if (file_fd.get() < 0) throw SourceError(name, errno);
     }
     std::unique_ptr<FileSource> file = file_fd.get() >= 0 ? FileSource::adopt(file_fd.release(), name, file_stat)

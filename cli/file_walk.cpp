@@ -311,13 +311,15 @@ bool FileWalk::entry(Level& level, const DirEntry& e) {
   const auto& visit = *visit_;
   DIR* dir = level.dir.get();
   const std::string& base = e.base;
+  // path_ becomes the entry's fts path (a subfolder's, entered: enter() keeps it).
   path_.resize(level.path_size);
-  const std::size_t fts_size = path_.size() + (path_.back() == '/' ? 0 : 1) + base.size();
-  std::string name = printed(path_ + (path_.back() == '/' ? "" : "/") + base);
+  if (path_.back() != '/') path_ += '/';
+  path_ += base;
+  std::string name = printed(path_);
   std::shared_ptr<const UniqueFd>& held = level.held;
   // grep -R's fts reaches every entry by its path (from "." where no operand is named),
   // and one of PATH_MAX bytes or more cannot be looked at: -r's reaches all.
-  if (options_.dereference && fts_size >= PATH_MAX) {
+  if (options_.dereference && path_.size() >= PATH_MAX) {
     if (file_excluded(base, true)) return true;
     return visit({WalkEntry::Kind::kError, name, ENAMETOOLONG, false});
   }
@@ -371,9 +373,10 @@ bool FileWalk::entry(Level& level, const DirEntry& e) {
   return visit(std::move(found));
 }
 
-// Enters subfolder `base` of `level` (printed as `name`), whose stat is `st`. Where too
-// many folders are open, `level` is closed meanwhile if all its entries are read (leave()
-// opens it again), so that a tree of any depth is walked within the descriptor limit.
+// Enters subfolder `base` of `level` (printed as `name`; its fts path is path_), whose
+// stat is `st`. Where too many folders are open, `level` is closed meanwhile if all its
+// entries are read (leave() opens it again), so that a tree of any depth is walked
+// within the descriptor limit.
 bool FileWalk::descend(Level& level, const std::string& base, const std::string& name, const struct stat& st) {
   const int sub = ::openat(::dirfd(level.dir.get()), base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (sub < 0) return (*visit_)({WalkEntry::Kind::kError, name, errno, false});
@@ -381,8 +384,6 @@ bool FileWalk::descend(Level& level, const std::string& base, const std::string&
     level.dir.reset();
     --open_levels_;
   }
-  if (path_.back() != '/') path_ += '/';
-  path_ += base;
   return enter(sub, st.st_dev, st.st_ino);
 }
 

@@ -1,6 +1,8 @@
 #include "gpufilter/cli/options.hpp"
 #include "patterns_mode.hpp"
 
+#include "gpufilter/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <getopt.h>
 #include <sys/stat.h>
@@ -232,7 +234,8 @@ constexpr std::size_t kMostPatternFileBytes = std::size_t{1} << 30;
 
 std::string read_pattern_file(const char* path) {
   const bool standard_input = std::strcmp(path, "-") == 0;
-  const int fd = standard_input ? STDIN_FILENO : ::open(path, O_RDONLY | O_CLOEXEC);
+  const UniqueFd opened(standard_input ? -1 : ::open(path, O_RDONLY | O_CLOEXEC));  // closed however this ends
+  const int fd = standard_input ? STDIN_FILENO : opened.get();
   if (fd < 0) throw SourceError(path, errno);
   std::string contents;
   // A regular file's size reserved at once (a million patterns are 17 MB, else copied at
@@ -246,17 +249,12 @@ std::string read_pattern_file(const char* path) {
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int error = errno;
-      if (!standard_input) ::close(fd);
-      throw SourceError(path, error);
+      throw SourceError(path, errno);
     }
-    if (contents.size() + static_cast<std::size_t>(n) > kMostPatternFileBytes) {
-      if (!standard_input) ::close(fd);
+    if (contents.size() + static_cast<std::size_t>(n) > kMostPatternFileBytes)
       throw SourceError(path, 0, std::string(path) + ": pattern file larger than 1 GiB");
-    }
     contents.append(buffer, static_cast<std::size_t>(n));
   }
-  if (!standard_input) ::close(fd);
   return contents;
 }
 

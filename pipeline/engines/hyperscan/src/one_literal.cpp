@@ -4,7 +4,6 @@
 
 #include "gpufilter/core/pair_find.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 namespace gpufilter {
